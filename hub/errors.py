@@ -1,0 +1,299 @@
+"""The collhub exception tree.
+
+Every error the library raises on purpose derives from :class:`HubError`. Each carries a
+one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: ...`` and
+``hint: ...`` and maps the class to an exit code (see :mod:`hub.cli` and ``docs/cli.md``).
+
+::
+
+    HubError                          base; .message, .hint, .exit_code
+    ├── UsageError                    wrong parameters or values given by the user   (exit 2)
+    ├── FormatError                   a file we read is malformed                    (exit 3)
+    │   ├── TraceFormatError          Chakra ET: bad varint, truncated message, ...  (.path, .rank, .node)
+    │   ├── TopologyFormatError       network.yml / topology string
+    │   └── ImportFormatError         a foreign algorithm file (MSCCL-IR XML, ...)   (.path, .line)
+    ├── VerificationError             an algorithm is structurally or semantically wrong (exit 3)
+    │                                 .problems: list[Problem]
+    │   ├── StructureError            ids, dependencies, send/recv matching
+    │   ├── DeadlockError             no progress under ASTRA-sim execution semantics
+    │   └── SemanticsError            does not compute its declared collective
+    ├── AlgorithmError                a producer cannot make what was asked (e.g. rank count) (exit 2)
+    ├── SimulationError               a consumer could not simulate the input        (exit 1)
+    ├── ExportError                   a consumer cannot express the input in its target format (exit 1)
+    ├── PluginError                   plugin loading and resolution                  (exit 4)
+    │   ├── PluginLoadError           an entry point failed to import or register
+    │   ├── IncompatiblePluginError   plugin API version or requires_hub mismatch
+    │   ├── ComponentConflictError    two plugins provide the same component id
+    │   └── ComponentNotFoundError    unknown component id (with "did you mean")
+    ├── PipelineError                 pipeline files and runs
+    │   ├── PipelineValidationError   .issues: list[Issue] (file:line:col, YAML path)  (exit 3)
+    │   └── StepFailedError           a step failed at run time                      (exit 1)
+    ├── ExternalToolError             an external binary is missing, failed or timed out (exit 1)
+    └── RegistryError                 plugin registry                                (exit 5)
+        ├── RegistryUnavailableError  network error, timeout, bad status
+        ├── RegistryFormatError       the index does not match the documented format
+        └── IntegrityError            a download's sha256 or size does not match the index
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AlgorithmError",
+    "ComponentConflictError",
+    "ComponentNotFoundError",
+    "DeadlockError",
+    "ExitCode",
+    "ExportError",
+    "ExternalToolError",
+    "FormatError",
+    "HubError",
+    "ImportFormatError",
+    "IncompatiblePluginError",
+    "IntegrityError",
+    "Issue",
+    "PipelineError",
+    "PipelineValidationError",
+    "PluginError",
+    "PluginLoadError",
+    "Problem",
+    "RegistryError",
+    "RegistryFormatError",
+    "RegistryUnavailableError",
+    "SemanticsError",
+    "SimulationError",
+    "StepFailedError",
+    "StructureError",
+    "TopologyFormatError",
+    "TraceFormatError",
+    "UsageError",
+    "VerificationError",
+]
+
+
+class ExitCode:
+    """Process exit codes used by the ``collhub`` CLI."""
+
+    OK = 0
+    RUN_FAILED = 1
+    USAGE = 2
+    VALIDATION = 3
+    PLUGIN = 4
+    REGISTRY = 5
+    INTERRUPTED = 130
+
+
+class HubError(Exception):
+    """Base of every error collhub raises on purpose."""
+
+    exit_code: int = ExitCode.RUN_FAILED
+
+    def __init__(self, message: str, *, hint: str | None = None, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.context = context
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(HubError, ValueError):
+    """Wrong parameters or values given by the user."""
+
+    exit_code = ExitCode.USAGE
+
+
+class FormatError(HubError, ValueError):
+    """A file we read is malformed."""
+
+    exit_code = ExitCode.VALIDATION
+
+
+class TraceFormatError(FormatError):
+    """A Chakra ET file is malformed: bad varint, truncated message, missing attribute, ..."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        rank: int | None = None,
+        node: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if rank is not None:
+            where.append(f"rank {rank}")
+        if node is not None:
+            where.append(f"node {node}")
+        full = f"{', '.join(where)}: {message}" if where else message
+        super().__init__(full, hint=hint)
+        self.path = path
+        self.rank = rank
+        self.node = node
+
+
+class TopologyFormatError(FormatError):
+    """A topology string or ``network.yml`` is malformed or inconsistent."""
+
+
+class ImportFormatError(FormatError):
+    """A foreign algorithm file (MSCCL-IR XML, ...) is malformed."""
+
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, hint: str | None = None
+    ) -> None:
+        where = str(path) if path is not None else ""
+        if line is not None:
+            where = f"{where}:{line}" if where else f"line {line}"
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)
+        self.path = path
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One verification finding, located by rank and node id."""
+
+    level: str  # "structure" | "progress" | "semantics"
+    message: str
+    rank: int | None = None
+    node: int | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.rank is not None:
+            where.append(f"rank {self.rank}")
+        if self.node is not None:
+            where.append(f"node {self.node}")
+        prefix = f"[{self.level}] " + (", ".join(where) + ": " if where else "")
+        return prefix + self.message
+
+
+class VerificationError(HubError):
+    """An algorithm is wrong; ``problems`` lists every finding."""
+
+    exit_code = ExitCode.VALIDATION
+
+    def __init__(self, message: str, *, problems: list[Problem] | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.problems: list[Problem] = list(problems or [])
+
+
+class StructureError(VerificationError):
+    """Ids, dependencies or send/recv matching are wrong."""
+
+
+class DeadlockError(VerificationError):
+    """The algorithm cannot make progress under ASTRA-sim's execution semantics."""
+
+
+class SemanticsError(VerificationError):
+    """The algorithm does not compute its declared collective."""
+
+
+class AlgorithmError(HubError, ValueError):
+    """A producer cannot make what was asked (unsupported collective, rank count, ...)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class SimulationError(HubError):
+    """A consumer could not simulate its input."""
+
+
+class ExportError(HubError):
+    """A consumer cannot express its input in the target format."""
+
+
+class PluginError(HubError):
+    """Plugin loading and component resolution."""
+
+    exit_code = ExitCode.PLUGIN
+
+
+class PluginLoadError(PluginError):
+    """An entry point failed to import or to register."""
+
+
+class IncompatiblePluginError(PluginError):
+    """A plugin needs a newer plugin API major version or another collhub version."""
+
+
+class ComponentConflictError(PluginError):
+    """Two plugins provide the same component id."""
+
+
+class ComponentNotFoundError(PluginError, KeyError):
+    """No installed plugin provides the requested component id."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.message
+
+
+class PipelineError(HubError):
+    """Pipeline files and runs."""
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One pipeline-validation finding with its location in the file."""
+
+    message: str
+    path: str = ""  # YAML path such as "sources.ring.params.ranks"
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        loc = self.file or "<pipeline>"
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.column is not None:
+                loc += f":{self.column}"
+        text = f"{loc}: {self.path + ': ' if self.path else ''}{self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class PipelineValidationError(PipelineError):
+    """A pipeline file is invalid; ``issues`` lists every problem found."""
+
+    exit_code = ExitCode.VALIDATION
+
+    def __init__(self, message: str, *, issues: list[Issue] | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.issues: list[Issue] = list(issues or [])
+
+
+class StepFailedError(PipelineError):
+    """A pipeline step failed at run time."""
+
+
+class ExternalToolError(HubError):
+    """An external binary (e.g. ASTRA-sim) is missing, failed or timed out."""
+
+
+class RegistryError(HubError):
+    """Plugin registry errors."""
+
+    exit_code = ExitCode.REGISTRY
+
+
+class RegistryUnavailableError(RegistryError):
+    """The registry could not be reached or answered with an error status."""
+
+
+class RegistryFormatError(RegistryError):
+    """A registry document does not match the documented index format."""
+
+
+class IntegrityError(RegistryError):
+    """A downloaded file does not match the sha256 or size the index promises."""
