@@ -1,40 +1,72 @@
 """collhub: producers and consumers of collective algorithms meet on Chakra ET.
 
-The public API. Heavy submodules (simulator, CLI, registry client) are imported lazily.
+The public API. Names are resolved lazily (PEP 562) so that ``import hub`` and
+``collhub --help`` stay fast: numpy, pydantic and pluggy load only when a name that needs them
+is first used.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version as _dist_version
+from typing import TYPE_CHECKING, Any
 
 from . import errors
-from .chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, RankGraphBuilder, Workload
-from ._result import Result
 from .errors import HubError
-from .plugins import ConsumerSpec, ProducerSpec, RunContext, TransformSpec, hookimpl
 
 try:
     __version__ = _dist_version("collhub")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
-__all__ = [
-    "Algorithm",
-    "AlgorithmMeta",
-    "Buffer",
-    "Collective",
-    "ConsumerSpec",
-    "HubError",
-    "NodeType",
-    "Op",
-    "ProducerSpec",
-    "RankGraph",
-    "RankGraphBuilder",
-    "Result",
-    "RunContext",
-    "TransformSpec",
-    "Workload",
-    "__version__",
-    "errors",
-    "hookimpl",
-]
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    "Algorithm": "hub.chakra",
+    "AlgorithmMeta": "hub.chakra",
+    "Buffer": "hub.chakra",
+    "Collective": "hub.chakra",
+    "NodeType": "hub.chakra",
+    "Op": "hub.chakra",
+    "RankGraph": "hub.chakra",
+    "RankGraphBuilder": "hub.chakra",
+    "Workload": "hub.chakra",
+    "WorkloadNode": "hub.chakra",
+    "Result": "hub._result",
+    "ConsumerSpec": "hub.plugins",
+    "ProducerSpec": "hub.plugins",
+    "TransformSpec": "hub.plugins",
+    "RunContext": "hub.plugins",
+    "hookimpl": "hub.plugins",
+}
+
+__all__ = sorted([*_LAZY, "HubError", "__version__", "errors"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hub' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from ._result import Result
+    from .chakra import (
+        Algorithm,
+        AlgorithmMeta,
+        Buffer,
+        Collective,
+        NodeType,
+        Op,
+        RankGraph,
+        RankGraphBuilder,
+        Workload,
+        WorkloadNode,
+    )
+    from .plugins import ConsumerSpec, ProducerSpec, RunContext, TransformSpec, hookimpl
