@@ -1,0 +1,196 @@
+"""Build the static registry site from plugin wheels (no plugin code is imported or run).
+
+Layout (see ``docs/spec/registry.md``)::
+
+    SITE/index.html                 the browsable page (static, works from any file host)
+    SITE/v1/index.json              one summary per plugin
+    SITE/v1/plugins/<name>.json     every version of one plugin, with files and manifest
+    SITE/v1/components.json         reverse index: component id / collective / kind -> plugins
+    SITE/v1/errors.json             wheels that failed to index, and why
+    SITE/files/<wheel>              the wheels themselves
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from ..errors import RegistryFormatError, UsageError
+from ._models import (
+    ComponentEntry,
+    ComponentsDoc,
+    ErrorEntry,
+    ErrorsDoc,
+    FileEntry,
+    IndexDoc,
+    Meta,
+    PluginDoc,
+    PluginSummary,
+    VersionEntry,
+    normalize_name,
+)
+from ._wheel import WheelInfo, read_wheel
+
+__all__ = ["BuildReport", "build_site"]
+
+
+@dataclass
+class BuildReport:
+    site: Path
+    plugins: dict[str, list[str]] = field(default_factory=dict)  # name -> versions
+    errors: list[ErrorEntry] = field(default_factory=list)
+
+
+def _requires_hub(info: WheelInfo) -> str:
+    if info.manifest.requires_hub:
+        return info.manifest.requires_hub
+    for line in info.requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if normalize_name(req.name) == "collhub" and not req.marker:
+            return str(req.specifier)
+    return ""
+
+
+def _dump(path: Path, model: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = model.model_dump(mode="json", by_alias=True, exclude_none=True)  # type: ignore[attr-defined]
+    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def _version_key(text: str) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(text))
+    except InvalidVersion:
+        return (0, text)
+
+
+def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ()) -> BuildReport:
+    """Index ``wheels`` into a static site at ``out`` (replaced atomically).
+
+    ``yanked`` lists ``name==version`` pairs to flag as yanked.
+    """
+    out = Path(out)
+    now = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    meta = Meta.model_validate({"api-version": "1.0", "generated-at": now})
+    yanked_set = {normalize_name(y.split("==")[0]) + "==" + y.split("==", 1)[1] for y in yanked if "==" in y}
+    paths = [Path(w) for w in wheels]
+    if not paths:
+        raise UsageError("no wheel files given", hint="collhub registry build dist/*.whl --out site")
+
+    infos: dict[str, dict[str, WheelInfo]] = {}
+    errors: list[ErrorEntry] = []
+    for path in paths:
+        if not path.is_file():
+            errors.append(ErrorEntry(file=path.name, error="no such file"))
+            continue
+        try:
+            info = read_wheel(path)
+        except RegistryFormatError as exc:
+            errors.append(ErrorEntry(file=path.name, error=str(exc)))
+            continue
+        name = normalize_name(info.name)
+        if info.version in infos.get(name, {}):
+            errors.append(ErrorEntry(file=path.name, error=f"duplicate {name} {info.version}"))
+            continue
+        infos.setdefault(name, {})[info.version] = info
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        files_dir = tmp / "files"
+        files_dir.mkdir()
+        summaries: list[PluginSummary] = []
+        by_id: dict[str, list[str]] = {}
+        by_coll: dict[str, list[str]] = {}
+        by_kind: dict[str, list[str]] = {}
+        report = BuildReport(site=out)
+        for name in sorted(infos):
+            versions = infos[name]
+            entries: dict[str, VersionEntry] = {}
+            for version in sorted(versions, key=_version_key):
+                info = versions[version]
+                shutil.copy2(info.path, files_dir / info.filename)
+                mtime = datetime.fromtimestamp(info.path.stat().st_mtime, timezone.utc).replace(microsecond=0)
+                entries[version] = VersionEntry.model_validate(
+                    {
+                        "requires_hub": _requires_hub(info),
+                        "requires_python": info.requires_python,
+                        "api_version": info.manifest.api_version,
+                        "yanked": f"{name}=={version}" in yanked_set,
+                        "upload-time": mtime.isoformat(),
+                        "summary": info.summary,
+                        "manifest": info.manifest,
+                        "files": [
+                            {
+                                "filename": info.filename,
+                                "url": f"../../files/{info.filename}",
+                                "hashes": {"sha256": info.sha256},
+                                "size": info.size,
+                                "upload-time": mtime.isoformat(),
+                            }
+                        ],
+                    }
+                )
+            candidates = [v for v in entries if not entries[v].yanked] or list(entries)
+            latest = max(candidates, key=_version_key)
+            _dump(tmp / "v1" / "plugins" / f"{name}.json", PluginDoc(meta=meta, name=name, latest=latest, versions=entries))
+            top = entries[latest]
+            manifest = top.manifest
+            components = [
+                ComponentEntry(id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary, collectives=list(c.collectives))
+                for c in manifest.components
+            ]
+            summaries.append(
+                PluginSummary(
+                    name=name,
+                    display_name=manifest.display_name,
+                    summary=top.summary,
+                    latest=latest,
+                    lifecycle=manifest.lifecycle,
+                    keywords=list(manifest.keywords),
+                    components=components,
+                    requires_hub=top.requires_hub,
+                )
+            )
+            for comp in components:
+                by_id.setdefault(comp.id, []).append(name)
+                by_kind.setdefault(comp.kind, []).append(name)
+                for coll in comp.collectives:
+                    by_coll.setdefault(coll, []).append(name)
+            report.plugins[name] = list(entries)
+        dedupe = lambda d: {k: sorted(set(v)) for k, v in sorted(d.items())}  # noqa: E731
+        _dump(tmp / "v1" / "index.json", IndexDoc(meta=meta, plugins=summaries))
+        _dump(
+            tmp / "v1" / "components.json",
+            ComponentsDoc(meta=meta, by_id=dedupe(by_id), by_collective=dedupe(by_coll), by_kind=dedupe(by_kind)),
+        )
+        _dump(tmp / "v1" / "errors.json", ErrorsDoc(meta=meta, errors=errors))
+        page = resources.files("hub.registry").joinpath("index.html").read_text(encoding="utf-8")
+        (tmp / "index.html").write_text(page, encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    report.errors = errors
+    return report

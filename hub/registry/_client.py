@@ -1,0 +1,410 @@
+"""Registry client (httpx): index look-ups with an ETag cache, search, resolution, verified install.
+
+The registry URL comes from the ``url`` argument, else ``COLLHUB_REGISTRY_URL``, else the
+``[registry] url`` key of ``$COLLHUB_CONFIG`` / ``~/.config/collhub/config.toml``.
+Responses are cached on disk keyed by URL with their ETag; a failed request falls back to the
+cache (offline mode) with a warning. Downloads are checked against the index's sha256 and size
+*before* anything is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import urljoin
+
+import httpx
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ValidationError
+
+from ..errors import (
+    IncompatiblePluginError,
+    IntegrityError,
+    RegistryError,
+    RegistryFormatError,
+    RegistryUnavailableError,
+    UsageError,
+)
+from ._models import API_VERSION, FileEntry, IndexDoc, PluginDoc, PluginSummary, VersionEntry, normalize_name, valid_name
+
+__all__ = ["InstallPlan", "RegistryClient", "default_registry_url", "prune_unknown"]
+
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+MAX_DOWNLOAD_BYTES = 200 * 1024 * 1024
+
+
+def _config_file() -> Path:
+    env = os.environ.get("COLLHUB_CONFIG")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "collhub" / "config.toml"
+
+
+def default_registry_url() -> str | None:
+    url = os.environ.get("COLLHUB_REGISTRY_URL")
+    if url:
+        return url
+    path = _config_file()
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read config: {exc}") from None
+        url = (data.get("registry") or {}).get("url")
+        if isinstance(url, str) and url:
+            return url
+    return None
+
+
+def _cache_root() -> Path:
+    env = os.environ.get("COLLHUB_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "collhub"
+
+
+def prune_unknown(model: type[BaseModel], data: Any) -> Any:
+    """Drop keys a model does not know (recursively), so newer minor formats still parse."""
+    if not isinstance(data, dict):
+        return data
+    known: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        for key in {name, field.alias or name}:
+            if key in data:
+                known[key] = _prune_value(field.annotation, data[key])
+    return known
+
+
+def _prune_value(annotation: Any, value: Any) -> Any:
+    import typing
+
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return prune_unknown(annotation, value)
+    if origin in (list, tuple) and args and isinstance(value, list):
+        return [_prune_value(args[0], v) for v in value]
+    if origin is dict and len(args) == 2 and isinstance(value, dict):
+        return {k: _prune_value(args[1], v) for k, v in value.items()}
+    for arg in args:  # Optional[Model] and unions
+        if isinstance(arg, type) and issubclass(arg, BaseModel) and isinstance(value, dict):
+            return prune_unknown(arg, value)
+    return value
+
+
+@dataclass(frozen=True)
+class InstallPlan:
+    name: str
+    version: str
+    file: FileEntry
+    url: str
+    requires_hub: str
+
+
+class RegistryClient:
+    """Talks to one registry site. Use as a context manager or call :meth:`close`."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        cache_dir: Path | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        retries: int = 2,
+        offline: bool = False,
+        verify: bool = True,
+        max_download_bytes: int = MAX_DOWNLOAD_BYTES,
+    ) -> None:
+        base = url or default_registry_url()
+        if not base:
+            raise UsageError(
+                "no plugin registry configured",
+                hint="pass --registry URL, set COLLHUB_REGISTRY_URL, or add [registry] url=... to "
+                + str(_config_file()),
+            )
+        if not base.startswith(("http://", "https://")):
+            raise UsageError(f"registry URL must be http(s): {base!r}")
+        self.base_url = base if base.endswith("/") else base + "/"
+        digest = hashlib.sha256(self.base_url.encode()).hexdigest()[:16]
+        self.cache_dir = (cache_dir or _cache_root() / "registry") / digest
+        self.retries = retries
+        self.offline = offline
+        self.max_download_bytes = max_download_bytes
+        from .. import __version__
+
+        self._http = httpx.Client(
+            transport=transport,
+            timeout=timeout,
+            verify=verify,
+            follow_redirects=True,
+            headers={"User-Agent": f"collhub/{__version__} (+registry client)"},
+        )
+
+    def __enter__(self) -> "RegistryClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- transport ---------------------------------------------------------------------------
+    def _cache_paths(self, rel: str) -> tuple[Path, Path]:
+        safe = rel.replace("/", "__")
+        return self.cache_dir / safe, self.cache_dir / (safe + ".etag")
+
+    def _request(self, url: str, headers: dict[str, str] | None = None) -> httpx.Response:
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                resp = self._http.get(url, headers=headers)
+            except httpx.HTTPError as exc:
+                last = exc
+            else:
+                if resp.status_code < 500:
+                    return resp
+                last = RegistryUnavailableError(f"{url}: HTTP {resp.status_code}")
+            if attempt < self.retries:
+                time.sleep(0.2 * (2**attempt))
+        if isinstance(last, RegistryError):
+            raise last
+        raise RegistryUnavailableError(f"cannot reach {url}: {last}", hint="check the URL or use --offline")
+
+    def get_json(self, rel: str) -> dict[str, Any]:
+        """GET a registry document, using and refreshing the ETag cache."""
+        url = urljoin(self.base_url, rel)
+        body_path, etag_path = self._cache_paths(rel)
+        cached = body_path.is_file()
+        if self.offline:
+            if not cached:
+                raise RegistryUnavailableError(f"offline and {rel} is not cached", hint="run once online first")
+            return self._parse(body_path.read_bytes(), url)
+        headers = {"Accept": "application/json"}
+        if cached and etag_path.is_file():
+            headers["If-None-Match"] = etag_path.read_text().strip()
+        try:
+            resp = self._request(url, headers)
+        except RegistryUnavailableError as exc:
+            if cached:
+                warnings.warn(f"registry unreachable ({exc}); using cached {rel}", stacklevel=2)
+                return self._parse(body_path.read_bytes(), url)
+            raise
+        if resp.status_code == 304 and cached:
+            return self._parse(body_path.read_bytes(), url)
+        if resp.status_code == 404:
+            raise RegistryError(f"{url}: not found")
+        if resp.status_code != 200:
+            raise RegistryUnavailableError(f"{url}: HTTP {resp.status_code}")
+        data = self._parse(resp.content, url)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(body_path, resp.content)
+        if resp.headers.get("ETag"):
+            _atomic_write(etag_path, resp.headers["ETag"].encode())
+        return data
+
+    @staticmethod
+    def _parse(raw: bytes, url: str) -> dict[str, Any]:
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise RegistryFormatError(f"{url}: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise RegistryFormatError(f"{url}: top level must be an object")
+        version = str((data.get("meta") or {}).get("api-version", ""))
+        try:
+            major, minor = (int(x) for x in version.split(".", 1))
+        except ValueError:
+            raise RegistryFormatError(f"{url}: missing or bad meta.api-version {version!r}") from None
+        our_major, our_minor = (int(x) for x in API_VERSION.split("."))
+        if major > our_major:
+            raise RegistryFormatError(
+                f"{url}: index api-version {version} is newer than this client ({API_VERSION})",
+                hint="upgrade collhub",
+            )
+        if major == our_major and minor > our_minor:
+            warnings.warn(f"{url}: index api-version {version} is newer than {API_VERSION}; unknown keys ignored", stacklevel=3)
+        return data
+
+    def _model(self, model: type[BaseModel], data: dict[str, Any], what: str) -> Any:
+        try:
+            return model.model_validate(prune_unknown(model, data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise RegistryFormatError(f"{what}: {loc}: {first['msg']}") from None
+
+    # -- documents ---------------------------------------------------------------------------
+    def index(self) -> IndexDoc:
+        return self._model(IndexDoc, self.get_json("v1/index.json"), "v1/index.json")
+
+    def plugin(self, name: str) -> PluginDoc:
+        if not valid_name(name):
+            raise UsageError(f"invalid plugin name {name!r}")
+        rel = f"v1/plugins/{normalize_name(name)}.json"
+        return self._model(PluginDoc, self.get_json(rel), rel)
+
+    def search(self, query: str = "", *, kind: str | None = None, collective: str | None = None) -> list[PluginSummary]:
+        words = [w for w in query.lower().split() if w]
+        found = []
+        for p in self.index().plugins:
+            comps = p.components
+            if kind and not any(c.kind == kind for c in comps):
+                continue
+            if collective and not any(collective in c.collectives and (not kind or c.kind == kind) for c in comps):
+                continue
+            hay = " ".join(
+                [p.name, p.display_name or "", p.summary, *p.keywords]
+                + [f"{c.id} {c.summary} {' '.join(c.collectives)}" for c in comps]
+            ).lower()
+            if all(w in hay for w in words):
+                found.append(p)
+        return found
+
+    # -- resolution and install --------------------------------------------------------------
+    def resolve(self, requirement: str, *, hub_version: str | None = None) -> InstallPlan:
+        """Pick the newest compatible, non-yanked version that satisfies ``requirement``."""
+        try:
+            req = Requirement(requirement)
+        except InvalidRequirement as exc:
+            raise UsageError(f"invalid requirement {requirement!r}: {exc}") from None
+        doc = self.plugin(req.name)
+        from .. import __version__
+        from ..plugins import PLUGIN_API_VERSION
+
+        current = Version(hub_version or __version__)
+        api_major = int(PLUGIN_API_VERSION.split(".")[0])
+        pinned = any(s.operator in ("==", "===") for s in req.specifier)
+        reasons: list[str] = []
+        candidates: list[tuple[Version, str, VersionEntry]] = []
+        for text, entry in doc.versions.items():
+            try:
+                ver = Version(text)
+            except InvalidVersion:
+                continue
+            if not req.specifier.contains(ver, prereleases=bool(req.specifier) and ver.is_prerelease):
+                continue
+            if entry.yanked and not pinned:
+                reasons.append(f"{text} is yanked")
+                continue
+            if entry.requires_hub and not SpecifierSet(entry.requires_hub).contains(current, prereleases=True):
+                reasons.append(f"{text} needs collhub{entry.requires_hub} (you have {current})")
+                continue
+            if int(entry.api_version.split(".")[0]) > api_major:
+                reasons.append(f"{text} needs plugin API {entry.api_version} (this collhub has {PLUGIN_API_VERSION})")
+                continue
+            candidates.append((ver, text, entry))
+        if not candidates:
+            detail = "; ".join(reasons) or f"no version matches {req.specifier or 'any'}"
+            exc_type = IncompatiblePluginError if reasons else RegistryError
+            raise exc_type(f"cannot install {requirement}: {detail}", hint="see: collhub plugins info " + doc.name + " --remote")
+        _, text, entry = max(candidates, key=lambda c: c[0])
+        wheels = [f for f in entry.files if f.filename.endswith(".whl")]
+        if not wheels:
+            raise RegistryError(f"{doc.name} {text}: no wheel file in the index")
+        rel = f"v1/plugins/{normalize_name(doc.name)}.json"
+        url = urljoin(urljoin(self.base_url, rel), wheels[0].url)
+        return InstallPlan(doc.name, text, wheels[0], url, entry.requires_hub)
+
+    def download(self, plan: InstallPlan, dest: Path) -> Path:
+        """Download one wheel into ``dest``, verifying size and sha256 before it is kept."""
+        expected = plan.file.hashes.get("sha256")
+        if not expected:
+            raise IntegrityError(f"{plan.file.filename}: the index gives no sha256; refusing to install")
+        if plan.file.size > self.max_download_bytes:
+            raise IntegrityError(f"{plan.file.filename}: {plan.file.size} bytes exceeds the download limit")
+        target = Path(dest) / plan.file.filename
+        tmp = target.with_name(target.name + ".part")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with self._http.stream("GET", plan.url) as resp:
+                if resp.status_code != 200:
+                    raise RegistryUnavailableError(f"{plan.url}: HTTP {resp.status_code}")
+                with tmp.open("wb") as fh:
+                    for block in resp.iter_bytes():
+                        size += len(block)
+                        if size > plan.file.size or size > self.max_download_bytes:
+                            raise IntegrityError(
+                                f"{plan.file.filename}: download is larger than the {plan.file.size} bytes the index promises"
+                            )
+                        digest.update(block)
+                        fh.write(block)
+        except httpx.HTTPError as exc:
+            tmp.unlink(missing_ok=True)
+            raise RegistryUnavailableError(f"{plan.url}: {exc}") from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        if size != plan.file.size:
+            tmp.unlink(missing_ok=True)
+            raise IntegrityError(f"{plan.file.filename}: got {size} bytes, the index says {plan.file.size}")
+        if digest.hexdigest() != expected:
+            tmp.unlink(missing_ok=True)
+            raise IntegrityError(
+                f"{plan.file.filename}: sha256 mismatch (got {digest.hexdigest()[:16]}…, index {expected[:16]}…)",
+                hint="the file on the server differs from the one indexed; nothing was installed",
+            )
+        os.replace(tmp, target)
+        return target
+
+    def install(
+        self,
+        requirements: Iterable[str],
+        *,
+        upgrade: bool = False,
+        dry_run: bool = False,
+        python: str | None = None,
+    ) -> list[InstallPlan]:
+        """Resolve, download and verify every requirement, then install them all with pip."""
+        plans = [self.resolve(r) for r in requirements]
+        if dry_run or not plans:
+            return plans
+        with tempfile.TemporaryDirectory(prefix="collhub-install-") as tmp:
+            wheels = [str(self.download(p, Path(tmp))) for p in plans]  # all verified before pip runs
+            # ``python`` targets another environment through pip's --python option (pip >= 22.3).
+            cmd = [sys.executable, "-m", "pip", *(["--python", python] if python else []), "install",
+                   "--disable-pip-version-check", "-q"]
+            if upgrade:
+                cmd.append("--upgrade")
+            proc = subprocess.run([*cmd, *wheels], capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+            raise RegistryError("pip failed to install " + ", ".join(p.name for p in plans) + ": " + " | ".join(tail))
+        return plans
+
+
+def uninstall(names: Iterable[str], *, python: str | None = None) -> None:
+    names = list(names)
+    for name in names:
+        if not valid_name(name):
+            raise UsageError(f"invalid plugin name {name!r}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", *(["--python", python] if python else []), "uninstall", "-y", "-q", *names],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise RegistryError("pip failed to uninstall " + ", ".join(names) + ": " + " | ".join(tail))
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

@@ -1,0 +1,3 @@
+"""A tiny collhub plugin used by the registry tests."""
+
+MARKER = "installed"
