@@ -1,0 +1,190 @@
+"""``collhub registry build|serve|check`` and ``collhub search | install | uninstall``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import RegistryError, UsageError
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+
+__all__ = ["app", "install_command", "search_command", "uninstall_command"]
+
+app = typer.Typer(help="Build, serve and check a plugin registry.", no_args_is_help=True, rich_markup_mode=None)
+
+REGISTRY_OPTION = typer.Option(None, "--registry", "-r", help="Registry URL (default: $COLLHUB_REGISTRY_URL or config).")
+
+
+def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
+    """Wheel files, directories of wheels, or plugin project directories (built with pip here)."""
+    wheels: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            wheels.append(path)
+        elif (path / "pyproject.toml").is_file():
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(workdir), str(path)],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+                raise UsageError(f"{path}: building a wheel failed: {tail}")
+            wheels.extend(sorted(workdir.glob("*.whl")))
+        elif path.is_dir():
+            wheels.extend(sorted(path.glob("*.whl")))
+        else:
+            raise UsageError(f"{path}: no such file or directory")
+    return sorted(set(wheels))
+
+
+@app.command("build")
+def build(
+    sources: list[Path] = typer.Argument(..., help="Wheel files, directories of wheels, or plugin project directories."),
+    out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
+    yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Index plugin wheels into a static registry site, without importing or installing them."""
+    from ..registry import build_site
+
+    with tempfile.TemporaryDirectory(prefix="collhub-wheels-") as tmp:
+        wheels = _wheels_from(list(sources), Path(tmp))
+        report = build_site(wheels, out_dir, yanked=yank)
+    if fmt == OutputFormat.json:
+        emit_json({"site": str(report.site), "plugins": report.plugins,
+                   "errors": [e.model_dump() for e in report.errors]})
+    else:
+        rows = [(name, ", ".join(vs)) for name, vs in sorted(report.plugins.items())]
+        out(table(["plugin", "versions"], rows))
+        out(f"site written to {report.site} ({len(report.plugins)} plugins)")
+    for e in report.errors:
+        err(f"warning: {e.file}: {e.error}")
+
+
+@app.command("serve")
+def serve(
+    site: Path = typer.Argument(..., help="Site directory made by `collhub registry build`."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, "--port", "-p", help="Port (0 picks a free one)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
+) -> None:
+    """Serve a registry site read-only (ETag, If-None-Match, safe paths)."""
+    from ..registry import make_server
+
+    server = make_server(site, host, port, verbose=verbose)
+    err(f"serving {site} at {server.url}  (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+@app.command("check")
+def check(site: Path = typer.Argument(..., help="Site directory to check."), fmt: OutputFormat = FORMAT_OPTION) -> None:
+    """Validate every document of a site and the hash and size of every file."""
+    import hashlib
+    import json
+
+    from ..registry import IndexDoc, PluginDoc
+
+    problems: list[str] = []
+    try:
+        index = IndexDoc.model_validate(json.loads((site / "v1" / "index.json").read_text()))
+    except Exception as exc:  # noqa: BLE001 - report, don't crash
+        raise UsageError(f"{site}/v1/index.json: {exc}") from None
+    for summary in index.plugins:
+        path = site / "v1" / "plugins" / f"{summary.name}.json"
+        try:
+            doc = PluginDoc.model_validate(json.loads(path.read_text()))
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{path}: {exc}")
+            continue
+        for version, entry in doc.versions.items():
+            for f in entry.files:
+                target = (path.parent / f.url).resolve()
+                if not target.is_file():
+                    problems.append(f"{doc.name} {version}: missing {f.filename}")
+                    continue
+                data = target.read_bytes()
+                if len(data) != f.size or hashlib.sha256(data).hexdigest() != f.hashes.get("sha256"):
+                    problems.append(f"{doc.name} {version}: {f.filename} does not match its hash/size")
+    if fmt == OutputFormat.json:
+        emit_json({"site": str(site), "plugins": len(index.plugins), "problems": problems})
+    else:
+        for p in problems:
+            out(p)
+        out(f"{len(index.plugins)} plugins, {len(problems)} problems")
+    if problems:
+        raise typer.Exit(3)
+
+
+def _client(registry: str | None, offline: bool = False) -> Any:
+    from ..registry import RegistryClient
+
+    return RegistryClient(registry, offline=offline)
+
+
+def search_command(
+    query: str = typer.Argument("", help="Words to look for in names, summaries, keywords and components."),
+    kind: Optional[str] = typer.Option(None, "--kind", "-k", help="producer, transform or consumer."),  # noqa: UP007
+    collective: Optional[str] = typer.Option(None, "--collective", "-c", help="e.g. allreduce, alltoall."),  # noqa: UP007
+    registry: Optional[str] = REGISTRY_OPTION,  # noqa: UP007
+    offline: bool = typer.Option(False, "--offline", help="Use the cached index only."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Search the plugin registry."""
+    if kind and kind not in ("producer", "transform", "consumer"):
+        raise UsageError(f"unknown kind {kind!r}", hint="one of producer, transform, consumer")
+    with _client(registry, offline) as client:
+        found = client.search(query, kind=kind, collective=collective)
+    if fmt == OutputFormat.json:
+        emit_json({"query": query, "results": [p.model_dump(mode="json") for p in found]})
+        return
+    rows = [
+        (p.name, p.latest, ", ".join(c.id for c in p.components), p.summary)
+        for p in found
+    ]
+    out(table(["plugin", "latest", "components", "summary"], rows) if rows else "no plugin matches")
+
+
+def install_command(
+    requirements: list[str] = typer.Argument(..., help="NAME or NAME<spec>, e.g. collhub-mscclang>=0.1."),
+    registry: Optional[str] = REGISTRY_OPTION,  # noqa: UP007
+    upgrade: bool = typer.Option(False, "--upgrade", "-U", help="Upgrade already installed plugins."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and show what would be installed."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Install plugins from the registry (sha256 and size verified before pip runs)."""
+    with _client(registry) as client:
+        plans = client.install(requirements, upgrade=upgrade, dry_run=dry_run)
+    rows = [{"name": p.name, "version": p.version, "file": p.file.filename, "sha256": p.file.hashes.get("sha256"),
+             "requires_hub": p.requires_hub} for p in plans]
+    if fmt == OutputFormat.json:
+        emit_json({"dry_run": dry_run, "plugins": rows})
+        return
+    out(table(["plugin", "version", "file"], [(r["name"], r["version"], r["file"]) for r in rows]))
+    out("would install (dry run)" if dry_run else f"installed {len(rows)} plugin(s)")
+
+
+def uninstall_command(
+    names: list[str] = typer.Argument(..., help="Plugin distributions to remove."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Uninstall plugins (pip uninstall in this environment)."""
+    from ..registry import uninstall
+
+    if any(n.lower() == "collhub" for n in names):
+        raise UsageError("refusing to uninstall collhub itself", hint="use pip uninstall collhub")
+    if not yes and sys.stdin.isatty():
+        typer.confirm(f"Uninstall {', '.join(names)}?", abort=True)
+    try:
+        uninstall(names)
+    except RegistryError:
+        raise
+    out(f"uninstalled {', '.join(names)}")
