@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PLUGINS := plugins/mscclang plugins/astrasim
 
-.PHONY: demo test venv install install-dev bench clean
+.PHONY: demo test venv install install-dev browser bench registry clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +25,24 @@ install-dev: venv
 demo: install
 	$(BIN)/collhub run examples/compare-allreduce.yaml --out runs/demo
 
-test: install-dev
+test: install-dev browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# Headless Chromium for the registry page test (Debian package; best effort: the test skips
+# with a reason when no browser can be had).
+browser:
+	@command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell) >/dev/null 2>&1; } || \
+	  echo "note: headless Chromium unavailable; the registry page test will be skipped"
+
+# Build wheels of every first-party plugin and a registry site from them, then serve it:
+#   make registry && .venv/bin/collhub registry serve site
+registry: install-dev
+	$(BIN)/collhub registry build $(PLUGINS) --out site
 
 bench: install-dev
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) runs build dist *.egg-info
+	rm -rf $(VENV) runs site build dist *.egg-info
