@@ -1,5 +1,12 @@
-"""Plugin contract: descriptors, hook specifications and the plugin manager."""
+"""Plugin contract: descriptors, hook specifications and the plugin manager.
 
+Plugins import from here only::
+
+    from hub.plugins import ProducerSpec, hookimpl
+"""
+
+from ._loader import ENTRY_POINT_GROUP, BrokenPlugin, PluginApiWarning
+from ._manager import PluginInfo, PluginManager, create_manager, get_manager
 from ._spec import (
     PLUGIN_API_VERSION,
     ComponentSpec,
@@ -13,13 +20,20 @@ from ._spec import (
 from .hookspecs import hookimpl, hookspec
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "PLUGIN_API_VERSION",
+    "BrokenPlugin",
     "ComponentSpec",
     "ConsumerSpec",
     "EmptyParams",
+    "PluginApiWarning",
+    "PluginInfo",
+    "PluginManager",
     "ProducerSpec",
     "RunContext",
     "TransformSpec",
+    "create_manager",
+    "get_manager",
     "hookimpl",
     "hookspec",
     "resolve_ref",

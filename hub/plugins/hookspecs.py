@@ -1,7 +1,9 @@
 """Hook specifications of the ``collhub`` pluggy project (entry-point group ``collhub``).
 
-Every spec is keyword-only and additive: arguments may be added in later minor API versions,
-never removed. Registration hooks take no arguments and return an iterable of frozen
+Hooks are always *called* with keyword arguments and are additive: arguments may be added in
+later minor API versions, never removed, and an implementation may accept any subset of a spec's
+arguments. (The specs are written without a bare ``*``: pluggy reads a spec's argument names from
+its positional parameters, so keyword-only specs would reject every implementation.) Registration hooks take no arguments and return an iterable of frozen
 descriptors from :mod:`hub.plugins` (``ProducerSpec``, ``TransformSpec``, ``ConsumerSpec``).
 """
 
@@ -75,30 +77,30 @@ def collhub_commands() -> Iterable[tuple[str, Any]]:
 
 
 @hookspec
-def collhub_before_pipeline_run(*, pipeline: Any, run_dir: Any) -> None:
+def collhub_before_pipeline_run(pipeline: Any, run_dir: Any) -> None:
     """Called before a pipeline run starts. Example: start a timer or a tracker."""
 
 
 @hookspec
-def collhub_after_pipeline_run(*, pipeline: Any, run_dir: Any, results: Any) -> None:
+def collhub_after_pipeline_run(pipeline: Any, run_dir: Any, results: Any) -> None:
     """Called after a pipeline run finished successfully with its result rows."""
 
 
 @hookspec
-def collhub_on_pipeline_error(*, pipeline: Any, run_dir: Any, error: BaseException) -> None:
+def collhub_on_pipeline_error(pipeline: Any, run_dir: Any, error: BaseException) -> None:
     """Called when a pipeline run fails."""
 
 
 @hookspec
-def collhub_before_step(*, step: Any) -> None:
+def collhub_before_step(step: Any) -> None:
     """Called before a step (produce / transform / consume of one sweep point) runs."""
 
 
 @hookspec
-def collhub_after_step(*, step: Any, output: Any) -> None:
+def collhub_after_step(step: Any, output: Any) -> None:
     """Called after a step finished, with its output."""
 
 
 @hookspec
-def collhub_on_step_error(*, step: Any, error: BaseException) -> None:
+def collhub_on_step_error(step: Any, error: BaseException) -> None:
     """Called when a step fails."""

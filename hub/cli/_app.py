@@ -1,0 +1,269 @@
+"""The root ``collhub`` app: global options, lazily loaded command modules, plugin commands.
+
+Start-up speed: ``collhub --help`` imports only Typer and this module. Each command group lives
+in its own module, listed in :data:`COMMANDS` with a static one-line help, and is imported only
+when invoked. Command groups from plugins (hook ``collhub_commands``) are listed from a small
+cache keyed by the installed entry points, so help does not import plugins either.
+
+Mounting scheme for other areas: add a :class:`Lazy` row to :data:`COMMANDS`. A row whose
+module does not exist (``importlib.util.find_spec`` finds nothing) is left out, so optional or
+not-yet-written groups cost nothing. ``attr`` names either a ``typer.Typer`` (mounted as a
+group) or a plain function (mounted as a single command).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from typer import core as typer_core
+
+from ..errors import HubError
+from . import _errors
+
+__all__ = ["COMMANDS", "Lazy", "app"]
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A command (group) imported on first use: ``collhub <name>`` -> ``module:attr``."""
+
+    name: str
+    module: str
+    attr: str
+    help: str
+
+
+COMMANDS: tuple[Lazy, ...] = (
+    Lazy("produce", "hub.cli.components", "produce", "Run a producer and write Chakra ET files."),
+    Lazy("transform", "hub.cli.components", "transform", "Run a transform on Chakra ET files."),
+    Lazy("consume", "hub.cli.components", "consume", "Run a consumer on Chakra ET files and print its result."),
+    Lazy("run", "hub.cli.pipeline", "run_command", "Run a pipeline file."),
+    Lazy("pipeline", "hub.cli.pipeline", "app", "Validate, inspect and graph pipeline files."),
+    Lazy("trace", "hub.cli.trace", "app", "Show, verify and convert Chakra ET traces."),
+    Lazy("plugins", "hub.cli.plugins", "app", "List, inspect, check and create plugins."),
+    Lazy("search", "hub.cli.registry", "search_command", "Search the plugin registry."),
+    Lazy("install", "hub.cli.registry", "install_command", "Install plugins from the registry."),
+    Lazy("uninstall", "hub.cli.registry", "uninstall_command", "Uninstall plugins."),
+    Lazy("registry", "hub.cli.registry", "app", "Build, serve and check a plugin registry."),
+)
+_BY_NAME = {c.name: c for c in COMMANDS}
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _to_click(obj: Any, name: str) -> Any:
+    """A click command for a Typer app, a plain function or an existing click command."""
+    if isinstance(obj, typer.Typer):
+        cmd = typer.main.get_command(obj)
+    elif hasattr(obj, "make_context") and hasattr(obj, "invoke"):
+        cmd = obj
+    elif callable(obj):
+        single = typer.Typer(rich_markup_mode=None)
+        single.command(name=name)(obj)
+        cmd = typer.main.get_command(single)
+    else:
+        raise TypeError(f"cannot mount {obj!r} as a command")
+    cmd.name = name
+    return cmd
+
+
+# --------------------------------------------------------------------------- plugin commands
+def _cache_file() -> Path:
+    base = os.environ.get("COLLHUB_CACHE_DIR")
+    if base:
+        return Path(base) / "commands-v1.json"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "collhub" / "commands-v1.json"
+
+
+def _fingerprint() -> tuple[str, bool]:
+    """A key over the installed ``collhub`` entry points and loading env; and whether any is third-party."""
+    from importlib.metadata import entry_points
+
+    allow_raw = os.environ.get("COLLHUB_LOAD_PLUGINS")
+    block_raw = os.environ.get("COLLHUB_DISABLE_PLUGINS", "")
+    allow = None if allow_raw is None else {_norm(x) for x in allow_raw.split(",") if x.strip()}
+    block = {_norm(x) for x in block_raw.split(",") if x.strip()}
+    parts = [allow_raw or "\0", block_raw]
+    third_party = False
+    for ep in entry_points(group="collhub"):
+        dist = ep.dist
+        path = getattr(dist, "_path", None)
+        try:
+            mtime = str(os.stat(path).st_mtime_ns) if path else ""
+        except OSError:
+            mtime = ""
+        dname = dist.name if dist is not None else ""
+        norm = _norm(dname)
+        if norm != "collhub" and norm not in block and (allow is None or norm in allow):
+            third_party = True
+        parts.append(f"{dname}|{dist.version if dist else ''}|{ep.name}|{ep.value}|{path}|{mtime}")
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest(), third_party
+
+
+def _norm(name: str) -> str:
+    # PEP 503, as hub.plugins._loader.normalize_name (not imported here: it pulls in pydantic)
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def plugin_command_summaries() -> list[tuple[str, str]]:
+    """``(name, help)`` of plugin command groups, from the cache when the plugin set is unchanged."""
+    key, third_party = _fingerprint()
+    if not third_party:  # the core registers no commands: nothing to import
+        return []
+    path = _cache_file()
+    try:
+        data = json.loads(path.read_text())
+        if data.get("key") == key:
+            return [(str(n), str(h)) for n, h in data["commands"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    rows = _load_plugin_commands()
+    try:  # best effort: a read-only home must not break the CLI
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "commands": rows}))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return rows
+
+
+def _load_plugin_commands() -> list[tuple[str, str]]:
+    from ..plugins import get_manager
+
+    rows = []
+    for name, sub in get_manager().commands().items():
+        info = getattr(sub, "info", None)
+        text = getattr(info, "help", None) or ""
+        rows.append((name, str(text).strip().splitlines()[0] if text else f"Commands of plugin {name}."))
+    return rows
+
+
+def _plugin_command(name: str) -> Any:
+    from ..plugins import get_manager
+
+    sub = get_manager().commands().get(name)
+    return None if sub is None else _to_click(sub, name)
+
+
+# --------------------------------------------------------------------------- the root group
+class CollhubGroup(typer_core.TyperGroup):
+    """Root group: lazy built-in modules, plugin commands, and the single error handler."""
+
+    def _lazy_names(self) -> list[str]:
+        return [c.name for c in COMMANDS if c.name not in self.commands and _module_exists(c.module)]
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(super().list_commands(ctx)) + self._lazy_names()
+        try:
+            names += [n for n, _ in plugin_command_summaries() if n not in names]
+        except Exception:  # noqa: BLE001 - listing must never fail because of a plugin
+            pass
+        return names
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            return cmd
+        lazy = _BY_NAME.get(cmd_name)
+        if lazy is not None and _module_exists(lazy.module):
+            module = importlib.import_module(lazy.module)
+            obj = getattr(module, lazy.attr, None)
+            if obj is None:
+                return None
+            cmd = _to_click(obj, cmd_name)
+            self.commands[cmd_name] = cmd
+            return cmd
+        try:
+            return _plugin_command(cmd_name)
+        except HubError:
+            return None
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        # Static help strings: listing commands imports none of their modules.
+        rows = [(n, c.get_short_help_str(60)) for n, c in self.commands.items() if not c.hidden]
+        rows += [(c.name, c.help) for c in COMMANDS if c.name in self._lazy_names()]
+        try:
+            plugin_rows = [r for r in plugin_command_summaries() if r[0] not in dict(rows)]
+        except Exception:  # noqa: BLE001
+            plugin_rows = []
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+        if plugin_rows:
+            with formatter.section("Plugin commands"):
+                formatter.write_dl(plugin_rows)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return self._click_resolve_command(ctx, args)
+        except typer_core._click.exceptions.UsageError as e:
+            import difflib
+
+            names = self.list_commands(ctx)
+            matches = difflib.get_close_matches(args[0], names) if args else []
+            if matches:
+                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer_core._click.exceptions.ClickException):
+            raise
+        except KeyboardInterrupt as exc:
+            raise typer.Exit(_errors.report(exc)) from None
+        except HubError as exc:
+            raise typer.Exit(_errors.report(exc)) from None
+        except Exception as exc:
+            if _errors.debug_enabled():
+                raise
+            raise typer.Exit(_errors.report(exc)) from None
+
+
+app = typer.Typer(
+    name="collhub",
+    cls=CollhubGroup,
+    help="collhub: producers and consumers of collective algorithms meet on Chakra ET.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if not value:
+        return
+    from .plugins import print_versions
+
+    print_versions()
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Optional[bool] = typer.Option(  # noqa: UP007 - Typer needs Optional here
+        None, "--version", "-V", help="Show collhub's and every plugin's version and location.",
+        callback=_version_callback, is_eager=True,
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+) -> None:
+    """collhub: producers and consumers of collective algorithms meet on Chakra ET."""
+    _errors.STATE.debug = debug

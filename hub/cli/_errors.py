@@ -1,0 +1,70 @@
+"""The one place that turns exceptions into a one-line message, a hint and an exit code.
+
+``HubError`` -> ``error: <message>`` (+ ``hint: ...``) on stderr, exit ``exc.exit_code``;
+Ctrl-C -> exit 130; anything else -> ``internal error: ...`` and exit 1, unless ``--debug``
+(or ``COLLHUB_DEBUG=1``) asks for the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import typer
+
+from ..errors import ExitCode, HubError
+
+__all__ = ["STATE", "debug_enabled", "exit_code_for", "report"]
+
+_MAX_LISTED = 20
+
+
+class _State:
+    debug: bool = False
+
+
+STATE = _State()
+
+
+def debug_enabled() -> bool:
+    """``--debug`` was given or ``COLLHUB_DEBUG`` is set."""
+    return STATE.debug or os.environ.get("COLLHUB_DEBUG", "").lower() in {"1", "true", "yes"}
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The process exit code for ``exc`` (see ``docs/cli.md``)."""
+    if isinstance(exc, HubError):
+        return int(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.RUN_FAILED
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def report(exc: BaseException) -> int:
+    """Print ``exc`` to stderr the collhub way and return its exit code."""
+    code = exit_code_for(exc)
+    if debug_enabled():
+        typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
+    if isinstance(exc, KeyboardInterrupt):
+        typer.echo("error: interrupted", err=True)
+        return code
+    if isinstance(exc, HubError):
+        typer.echo(f"error: {_one_line(exc.message)}", err=True)
+        # List every finding a validation error carries, one per line.
+        items: list[Any] = list(getattr(exc, "problems", []) or []) + list(getattr(exc, "issues", []) or [])
+        for item in items[:_MAX_LISTED]:
+            typer.echo(f"  - {_one_line(str(item))}", err=True)
+        if len(items) > _MAX_LISTED:
+            typer.echo(f"  ... and {len(items) - _MAX_LISTED} more", err=True)
+        if exc.hint:
+            typer.echo(f"hint: {_one_line(exc.hint)}", err=True)
+        return code
+    typer.echo(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
+    if not debug_enabled():
+        typer.echo("hint: this is a bug; rerun with --debug for the traceback and report it", err=True)
+    return code

@@ -1,0 +1,152 @@
+"""``collhub produce | transform | consume``: run one component on the command line.
+
+Heavy modules (numpy, pydantic, the plugin manager) are imported inside the commands so that
+``collhub --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List
+
+import typer
+
+from ..errors import UsageError
+from ._errors import debug_enabled
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, out, table
+
+__all__ = ["consume", "parse_sets", "produce", "transform"]
+
+_SET_HELP = "A parameter as key=value (value parsed as YAML: 8, true, [0, 1], ring). Repeatable; dotted keys nest."
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """Turn ``["ranks=8", "topology.dims=[4, 2]"]`` into a params mapping (YAML-typed values)."""
+    import yaml
+
+    params: dict[str, Any] = {}
+    for pos, item in enumerate(items, start=1):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set #{pos} {item!r} is not key=value", hint="write e.g. --set ranks=8")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            first = str(exc).splitlines()[0]
+            raise UsageError(f"--set {key}: value {raw!r} is not valid YAML ({first})",
+                             hint="quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'") from None
+        node = params
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise UsageError(f"--set {key}: {part!r} was already given a plain value")
+            node = child
+        if parts[-1] in node:
+            raise UsageError(f"--set {key} given twice")
+        node[parts[-1]] = value
+    return params
+
+
+def _ctx(workdir: Path | None = None) -> Any:
+    from ..plugins import RunContext
+
+    return RunContext(workdir=(workdir or Path.cwd()).resolve(), debug=debug_enabled(), quiet=True)
+
+
+def _summary(obj: Any) -> dict[str, Any]:
+    summary = getattr(obj, "summary", None)
+    if callable(summary):
+        return dict(summary())
+    from ..chakra import summarize
+
+    return {"text": summarize(obj)}
+
+
+def _write(obj: Any, prefix: str) -> list[Path]:
+    from ..chakra import Algorithm, write_algorithm, write_workload
+
+    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    return list(write_algorithm(obj, prefix) if isinstance(obj, Algorithm) else write_workload(obj, prefix))
+
+
+def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputFormat) -> None:
+    if fmt == OutputFormat.json:
+        emit_json({"component": component, "files": [str(f) for f in files], "summary": _summary(obj)})
+        return
+    from ..chakra import summarize
+
+    out(summarize(obj))
+    first = files[0] if files else "-"
+    out(f"wrote {len(files)} file(s): {first}{' ...' if len(files) > 1 else ''}")
+
+
+def produce(
+    component: str = typer.Argument(..., metavar="ID", help="Producer id, e.g. hub.ring."),
+    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    out_prefix: str = typer.Option(..., "--out", "-o", metavar="PREFIX", help="Write <PREFIX>.<rank>.et."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Run a producer and write its algorithm (or workload) as Chakra ET files."""
+    from ..plugins import get_manager
+
+    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent))
+    _report_written(component, obj, _write(obj, out_prefix), fmt)
+
+
+def transform(
+    component: str = typer.Argument(..., metavar="ID", help="Transform id, e.g. hub.chunk."),
+    in_prefix: str = typer.Argument(..., metavar="IN_PREFIX", help="Input trace prefix (<IN_PREFIX>.<rank>.et)."),
+    out_prefix: str = typer.Argument(..., metavar="OUT_PREFIX", help="Output trace prefix."),
+    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Run a transform on an algorithm trace and write the result."""
+    from ..chakra import Algorithm, read_trace
+    from ..plugins import get_manager
+
+    manager = get_manager()
+    manager.component(component)  # unknown id fails before any file is read
+    obj = read_trace(in_prefix)
+    if not isinstance(obj, Algorithm):
+        raise UsageError(f"{in_prefix}: is a workload trace; transforms take an algorithm",
+                         hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX")
+    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent))
+    _report_written(component, new, _write(new, out_prefix), fmt)
+
+
+def consume(
+    component: str = typer.Argument(..., metavar="ID", help="Consumer id, e.g. hub.simulate."),
+    prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
+    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Run a consumer on a trace and print its result."""
+    from ..chakra import Algorithm, read_trace
+    from ..plugins import get_manager
+
+    manager = get_manager()
+    spec = manager.component(component)
+    obj = read_trace(prefix)
+    kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
+    inputs = getattr(spec, "inputs", frozenset({"algorithm"}))
+    if kind not in inputs:
+        raise UsageError(f"{component} consumes {' or '.join(sorted(inputs))}, but {prefix} is a {kind} trace")
+    workdir.mkdir(parents=True, exist_ok=True)
+    result = manager.run_consumer(component, obj, parse_sets(sets), _ctx(workdir))
+    if fmt == OutputFormat.json:
+        emit_json(result.model_dump(mode="json"))
+        return
+    out(f"{result.component}: {prefix}")
+    if result.metrics:
+        out(table(["metric", "value"], [(k, _fmt(v)) for k, v in result.metrics.items()], indent=2))
+    if result.artifacts:
+        out(table(["artifact", "path"], sorted(result.artifacts.items()), indent=2))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)

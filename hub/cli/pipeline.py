@@ -1,0 +1,196 @@
+"""``collhub pipeline validate|schema|graph`` and ``collhub run FILE``.
+
+``app`` is the ``pipeline`` command group; :func:`run_command` is mounted as ``collhub run``.
+Errors are raised as :class:`hub.errors.HubError` and printed by the root app's one handler,
+except ``validate``, whose product *is* the list of issues (stdout, one per line, exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import ExitCode, PipelineValidationError
+from ._output import OutputFormat, emit_json, err, out
+
+__all__ = ["app", "run_command", "graph_text"]
+
+app = typer.Typer(
+    help="Validate, inspect and graph pipeline files.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+FILE_ARG = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
+
+
+class GraphFormat(str, Enum):
+    """``collhub pipeline graph --format`` choices."""
+
+    mermaid = "mermaid"
+    dot = "dot"
+    text = "text"
+
+
+def _debug() -> bool:
+    try:
+        from ._errors import debug_enabled
+
+        return debug_enabled()
+    except ImportError:  # pragma: no cover - the root app is always there in a release
+        return False
+
+
+@app.command("validate")
+def validate_command(
+    file: Path = FILE_ARG,
+    format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
+                                        help="table: one issue per line; json: an object on stdout."),
+) -> None:
+    """Check a pipeline file (structure, components, params at every matrix point); exit 3 on issues."""
+    from ..pipeline import validate_pipeline
+
+    try:
+        vp = validate_pipeline(file)
+    except PipelineValidationError as exc:
+        if format == OutputFormat.json:
+            emit_json({"file": str(file), "valid": False, "issues": [_issue_dict(i) for i in exc.issues]})
+        else:
+            for issue in exc.issues:
+                out(" ".join(str(issue).split()))
+            err(f"error: {len(exc.issues)} issue(s) in {file}")
+        raise typer.Exit(ExitCode.VALIDATION) from None
+    model = vp.model
+    runs = _row_count(vp)
+    if format == OutputFormat.json:
+        emit_json({"file": str(file), "valid": True, "issues": [], "sources": list(model.sources),
+                   "consumers": list(model.consumers), "points": len(vp.points), "rows": runs})
+    else:
+        out(f"{file}: ok ({len(model.sources)} source(s) x {len(vp.points)} point(s) x "
+            f"{len(model.consumers)} consumer(s) = {runs} row(s))")
+
+
+def _issue_dict(issue: Any) -> dict[str, Any]:
+    return {"file": issue.file, "line": issue.line, "column": issue.column, "path": issue.path,
+            "message": issue.message, "hint": issue.hint}
+
+
+def _row_count(vp: Any) -> int:
+    model = vp.model
+    total = 0
+    for s in model.sources:
+        n = sum(1 for c in model.consumers.values() if c.sources is None or s in c.sources)
+        total += len(vp.points) * max(1, n)
+    return total
+
+
+@app.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of pipeline files."""
+    from ..pipeline import json_schema
+
+    out(json.dumps(json_schema(), indent=2))
+
+
+def _node(name: str) -> str:
+    return "n_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+
+
+def graph_text(model: Any, fmt: str) -> str:
+    """Render sources -> transforms -> consumers as Mermaid, Graphviz DOT or indented text."""
+    nodes: list[tuple[str, str, str]] = []  # (id, label, kind)
+    edges: list[tuple[str, str]] = []
+    for sname, src in model.sources.items():
+        prev = _node(f"src_{sname}")
+        nodes.append((prev, f"{sname}: {src.producer}", "producer"))
+        for i, t in enumerate(src.transforms):
+            nid = _node(f"src_{sname}_t{i}")
+            nodes.append((nid, t.use, "transform"))
+            edges.append((prev, nid))
+            prev = nid
+        for cname, cons in model.consumers.items():
+            if cons.sources is None or sname in cons.sources:
+                edges.append((prev, _node(f"cons_{cname}")))
+    for cname, cons in model.consumers.items():
+        nodes.append((_node(f"cons_{cname}"), f"{cname}: {cons.use}", "consumer"))
+    if fmt == "mermaid":
+        shape = {"producer": ('(["', '"])'), "transform": ('["', '"]'), "consumer": ('[["', '"]]')}
+        lines = ["flowchart LR"]
+        lines += [f"  {nid}{shape[k][0]}{label.replace(chr(34), '#quot;')}{shape[k][1]}" for nid, label, k in nodes]
+        lines += [f"  {a} --> {b}" for a, b in edges]
+        return "\n".join(lines)
+    if fmt == "dot":
+        shape = {"producer": "ellipse", "transform": "box", "consumer": "box3d"}
+        lines = ["digraph pipeline {", "  rankdir=LR;"]
+        lines += [f'  {nid} [label={json.dumps(label)}, shape={shape[k]}];' for nid, label, k in nodes]
+        lines += [f"  {a} -> {b};" for a, b in edges]
+        return "\n".join(lines + ["}"])
+    lines = []
+    for sname, src in model.sources.items():
+        chain = [f"{sname} ({src.producer})", *(t.use for t in src.transforms)]
+        targets = [f"{c} ({cons.use})" for c, cons in model.consumers.items()
+                   if cons.sources is None or sname in cons.sources]
+        lines.append(" -> ".join(chain) + (" -> " + ", ".join(targets) if targets else ""))
+    if model.matrix:
+        lines.append("matrix: " + " x ".join(f"{k}[{len(v)}]" for k, v in model.matrix.items()))
+    return "\n".join(lines)
+
+
+@app.command("graph")
+def graph_command(
+    file: Path = FILE_ARG,
+    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", "-f", case_sensitive=False,
+                                       help="mermaid, dot (Graphviz) or text."),
+) -> None:
+    """Print the pipeline's graph: sources -> transforms -> consumers."""
+    from ..pipeline import load_pipeline
+
+    out(graph_text(load_pipeline(file), format.value))
+
+
+def _print_table(rows: list[dict[str, Any]], variables: list[str], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..pipeline._rundir import table_rows
+
+    header, body = table_rows(rows, variables)
+    table = Table(title=title)
+    for i, h in enumerate(header):
+        numeric = h not in ("source", "consumer", "status", *variables)
+        # Names and sweep values must stay whole; numbers and the status may wrap.
+        width = max([len(h)] + [len(c[i]) for c in body]) if not numeric and h != "status" else None
+        table.add_column(h, justify="right" if numeric else "left", no_wrap=width is not None, min_width=width)
+    for cells in body:
+        table.add_row(*cells)
+    Console().print(table)
+
+
+def run_command(
+    file: Path = FILE_ARG,
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
+                                       help="Worker processes (default: CPU count; 1 runs serially)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o",  # noqa: UP007
+                                           help="Run directory (default: the file's output:, else runs/<name>)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
+    format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
+                                        help="table: results table on stdout; json: the results document."),
+) -> None:
+    """Run a pipeline: every source x matrix point x consumer; write the run directory."""
+    from ..pipeline import execute, validate_pipeline
+
+    vp = validate_pipeline(file)
+    progress = sys.stderr.isatty() and format != OutputFormat.json
+    result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug())
+    if format == OutputFormat.json:
+        emit_json(result.document)
+        return
+    _print_table(result.rows, list(vp.model.matrix), vp.name)
+    failed = sum(1 for r in result.rows if r["status"] != "ok")
+    err(f"{len(result.rows)} row(s){f', {failed} failed' if failed else ''}; run directory: {result.run_dir}")

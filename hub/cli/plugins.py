@@ -1,0 +1,206 @@
+"""``collhub plugins list | info | doctor | new`` and the ``--version`` report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import ComponentNotFoundError, ExitCode
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+
+__all__ = ["app", "print_versions"]
+
+app = typer.Typer(help="List, inspect, check and create plugins.", no_args_is_help=True, rich_markup_mode=None)
+
+
+def _manager() -> Any:
+    from ..plugins import get_manager
+
+    return get_manager()
+
+
+def _component_dict(spec: Any, *, schema: bool = False) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "id": spec.id,
+        "kind": spec.kind,
+        "plugin": spec.plugin,
+        "distribution": spec.distribution,
+        "summary": spec.summary,
+        "collectives": sorted(spec.collectives),
+        "capabilities": sorted(spec.capabilities),
+        "min_ranks": spec.min_ranks,
+        "max_ranks": spec.max_ranks,
+        "factory": spec.factory if isinstance(spec.factory, str) else _qualname(spec.factory),
+        "params": spec.params if isinstance(spec.params, str) else _qualname(spec.params),
+        "since": spec.since,
+    }
+    if spec.kind == "consumer":
+        d["inputs"] = sorted(getattr(spec, "inputs", ()))
+    if spec.kind == "producer":
+        d["output"] = getattr(spec, "output", "algorithm")
+    if schema:
+        d["params_schema"] = spec.load_params().model_json_schema()
+    return d
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def print_versions() -> None:
+    """``collhub --version``: the core and every plugin with version and location."""
+    import hub
+
+    out(f"collhub {hub.__version__} at {Path(hub.__file__).parent}")
+    try:
+        manager = _manager()
+    except Exception as exc:  # noqa: BLE001 - --version must always answer
+        err(f"error: cannot load plugins: {exc}")
+        return
+    for p in manager.plugins():
+        if p.builtin:
+            continue
+        where = Path(p.location).parent if p.location else p.module
+        out(f"  {p.name}: {p.distribution} {p.version} at {where}")
+    for b in manager.broken():
+        out(f"  [broken] {b.entry_point}: {b.distribution} {b.version}")
+
+
+@app.command("list")
+def list_plugins(
+    kind: Optional[str] = typer.Option(None, "--kind", "-k", help="Only producer, transform or consumer components."),  # noqa: UP007
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """List plugins, their components, and plugins that failed to load."""
+    manager = _manager()
+    comps = manager.components(kind)
+    plugins = manager.plugins()
+    broken = manager.broken()
+    if fmt == OutputFormat.json:
+        emit_json({
+            "plugins": [p.as_dict() for p in plugins],
+            "components": [_component_dict(c) for c in comps],
+            "broken": [b.as_dict() for b in broken],
+            "skipped": [{"distribution": s.distribution, "version": s.version, "entry_point": s.label}
+                        for s in manager.skipped()],
+        })
+        return
+    out(table(["plugin", "distribution", "version", "components", "commands"],
+              [(p.name, p.distribution, p.version, len(p.components), ", ".join(p.commands) or "-")
+               for p in plugins]))
+    out()
+    out(table(["component", "kind", "collectives", "summary"],
+              [(c.id, c.kind, ",".join(sorted(c.collectives)) or "any", c.summary) for c in comps]))
+    if broken:
+        out()
+        out(f"broken plugins ({len(broken)}):")
+        for b in broken:
+            out(f"  {b.distribution} {b.version} [{b.entry_point}]: {b.message}")
+    for s in manager.skipped():
+        err(f"note: {s.distribution} not loaded (COLLHUB_LOAD_PLUGINS / COLLHUB_DISABLE_PLUGINS)")
+
+
+@app.command("info")
+def info(
+    target: str = typer.Argument(..., metavar="ID_OR_NAME", help="A component id (hub.ring) or a plugin name."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Show a component's summary, collectives and params JSON Schema, or a plugin's details."""
+    manager = _manager()
+    by_name = {p.name: p for p in manager.plugins()}
+    by_dist = {p.distribution.lower(): p for p in manager.plugins()}
+    plugin = by_name.get(target) or by_dist.get(target.lower())
+    if plugin is not None and target not in {c.id for c in manager.components()}:
+        if fmt == OutputFormat.json:
+            emit_json({"plugin": plugin.as_dict()})
+            return
+        for key, value in plugin.as_dict().items():
+            out(f"{key:13} {', '.join(value) if isinstance(value, list) else value}")
+        return
+    try:
+        spec = manager.component(target)
+    except ComponentNotFoundError as exc:
+        if "did you mean" not in (exc.hint or ""):
+            exc.hint = "give a component id such as hub.ring or a plugin name; see `collhub plugins list`"
+        raise
+    d = _component_dict(spec, schema=True)
+    if fmt == OutputFormat.json:
+        emit_json({"component": d})
+        return
+    out(f"{d['id']} ({d['kind']}, plugin {d['plugin']} from {d['distribution']})")
+    out(f"  {d['summary']}")
+    out(f"  collectives: {', '.join(d['collectives']) or 'any'}")
+    out(f"  ranks: {d['min_ranks']}..{d['max_ranks'] if d['max_ranks'] is not None else ''}")
+    if "inputs" in d:
+        out(f"  inputs: {', '.join(d['inputs'])}")
+    out(f"  factory: {d['factory']}")
+    out("  params:")
+    schema = d["params_schema"]
+    required = set(schema.get("required", []))
+    rows = []
+    for pname, prop in schema.get("properties", {}).items():
+        typ = prop.get("type") or "|".join(x.get("type", "?") for x in prop.get("anyOf", [])) or prop.get("$ref", "?")
+        default = "(required)" if pname in required else repr(prop.get("default"))
+        rows.append((pname, typ, default, prop.get("description", "")))
+    out(table(["name", "type", "default", "description"], rows, indent=4) if rows else "    (none)")
+
+
+@app.command("doctor")
+def doctor(fmt: OutputFormat = FORMAT_OPTION) -> None:
+    """Re-validate every plugin: import each component's factory and params model (exit 4 on problems)."""
+    from pydantic import BaseModel
+
+    manager = _manager()
+    problems: list[dict[str, str]] = []
+    for b in manager.broken():
+        problems.append({"where": f"{b.distribution} {b.version} [{b.entry_point}]", "problem": b.message})
+    checked = 0
+    for spec in manager.components():
+        checked += 1
+        try:
+            factory = spec.load_factory()
+            if not callable(factory):
+                raise TypeError(f"factory {spec.factory!r} is not callable")
+            model = spec.load_params()
+            if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise TypeError(f"params {spec.params!r} is not a pydantic model")
+            if model.model_config.get("extra") != "forbid":
+                raise TypeError(f"params model {model.__name__} must set extra='forbid' (typos must fail)")
+            model.model_json_schema()
+        except Exception as exc:  # noqa: BLE001 - report every component, keep going
+            problems.append({"where": spec.id, "problem": f"{type(exc).__name__}: {exc}"})
+    # Hook implementations without a spec (typos such as collhub_producer) never run.
+    try:
+        manager.pluggy_manager.check_pending()
+    except Exception as exc:  # noqa: BLE001 - pluggy.PluginValidationError
+        problems.append({"where": "hooks", "problem": str(exc)})
+    if fmt == OutputFormat.json:
+        emit_json({"ok": not problems, "plugins": len(manager.plugins()), "components_checked": checked,
+                   "problems": problems})
+    else:
+        out(f"{len(manager.plugins())} plugin(s), {checked} component(s) checked")
+        for p in problems:
+            out(f"  problem: {p['where']}: {p['problem']}")
+    if problems:
+        err(f"error: {len(problems)} plugin problem(s)")
+        raise typer.Exit(ExitCode.PLUGIN)
+    if fmt != OutputFormat.json:
+        out("ok")
+
+
+@app.command("new")
+def new(
+    name: str = typer.Argument(..., help="Plugin name: the prefix of its component ids (lowercase, _)."),
+    directory: Path = typer.Option(Path("."), "--dir", "-d", help="Where to create collhub-<name>/."),
+) -> None:
+    """Create a new plugin package (pyproject with the collhub entry point, a producer, a test)."""
+    from ..plugins._scaffold import scaffold_plugin
+
+    files = scaffold_plugin(name, directory)
+    root = files[0].parent
+    out(f"created {root}")
+    for f in files:
+        out(f"  {f.relative_to(root)}")
+    out(f"next: cd {root} && pip install -e '.[test]' && pytest")

@@ -1,0 +1,531 @@
+"""The plugin manager: isolated entry-point loading, the component table, running components.
+
+A typed facade over :class:`pluggy.PluginManager`. Each plugin is loaded in isolation: one that
+fails to import, to register, or to return valid descriptors becomes a :class:`BrokenPlugin`
+and the rest keep working (``COLLHUB_STRICT_PLUGINS=1`` re-raises instead).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from ..errors import (
+    ComponentConflictError,
+    ComponentNotFoundError,
+    PluginError,
+    PluginLoadError,
+    UsageError,
+)
+from . import hookspecs
+from ._loader import (
+    CORE_DISTRIBUTION,
+    BrokenPlugin,
+    Candidate,
+    check_api_version,
+    discover,
+    normalize_name,
+    strict_mode,
+)
+from ._spec import PLUGIN_API_VERSION, ComponentSpec, ConsumerSpec, ProducerSpec, RunContext, TransformSpec
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["PluginInfo", "PluginManager", "create_manager", "get_manager"]
+
+#: registration hook -> the descriptor class it must return
+REGISTRATION_HOOKS: dict[str, type[ComponentSpec]] = {
+    "collhub_producers": ProducerSpec,
+    "collhub_transforms": TransformSpec,
+    "collhub_consumers": ConsumerSpec,
+}
+KINDS = ("producer", "transform", "consumer")
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_COMMAND_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+@dataclass
+class PluginInfo:
+    """A loaded plugin: its entry-point name, distribution, module and what it provides."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    location: str | None
+    api_version: str | None = None
+    components: list[str] = field(default_factory=list)
+    hooks: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def builtin(self) -> bool:
+        return normalize_name(self.distribution) == CORE_DISTRIBUTION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "module": self.module,
+            "location": self.location,
+            "api_version": self.api_version,
+            "builtin": self.builtin,
+            "components": list(self.components),
+            "hooks": list(self.hooks),
+            "commands": list(self.commands),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class _Provided:
+    spec: ComponentSpec
+    id: str
+    plugin: str
+    distribution: str
+
+
+class PluginManager:
+    """collhub's plugin manager. Build one with :func:`create_manager` or :func:`get_manager`."""
+
+    def __init__(self) -> None:
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._infos: dict[str, PluginInfo] = {}
+        self._components: dict[str, _Provided] = {}
+        #: id -> every provider ("plugin (distribution)") when two plugins claim one id
+        self._conflicts: dict[str, list[str]] = {}
+        self._broken: list[BrokenPlugin] = []
+        self._skipped: list[Candidate] = []
+        self._commands: dict[str, tuple[str, Any]] = {}
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def hook(self) -> Any:
+        """The pluggy hook relay, for the observer hooks (``manager.hook.collhub_before_step(step=...)``)."""
+        return self._pm.hook
+
+    @property
+    def pluggy_manager(self) -> pluggy.PluginManager:
+        """The underlying pluggy manager (for advanced use and tracing)."""
+        return self._pm
+
+    def load_entrypoints(self) -> None:
+        """Load every allowed entry point of group ``collhub``, each in isolation."""
+        to_load, self._skipped = discover()
+        for cand in to_load:
+            try:
+                module = cand.entry_point.load() if cand.entry_point is not None else None
+            except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's
+                err = PluginLoadError(
+                    f"plugin {cand.name!r} from {cand.distribution} {cand.version} failed to import: "
+                    f"{type(exc).__name__}: {exc}",
+                    hint=f"reinstall or upgrade {cand.distribution}, or disable it with "
+                    f"COLLHUB_DISABLE_PLUGINS={cand.distribution}",
+                )
+                err.__cause__ = exc
+                self._record_broken(cand.distribution, cand.version, cand.label, err)
+                continue
+            try:
+                self.register(module, name=cand.name, distribution=cand.distribution, version=cand.version)
+            except PluginError as exc:
+                self._record_broken(cand.distribution, cand.version, cand.label, exc)
+            except Exception as exc:  # noqa: BLE001 - e.g. a module-level property that raises
+                err = PluginLoadError(
+                    f"plugin {cand.name!r} from {cand.distribution} failed to register: {exc}",
+                    hint=f"disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}",
+                )
+                err.__cause__ = exc
+                self._record_broken(cand.distribution, cand.version, cand.label, err)
+
+    def _record_broken(self, dist: str, version: str, ep: str, error: PluginError) -> None:
+        if strict_mode():
+            raise error
+        self._broken.append(BrokenPlugin(dist, version, ep, error))
+
+    def register(
+        self,
+        plugin: ModuleType | object,
+        *,
+        name: str | None = None,
+        distribution: str | None = None,
+        version: str = "0",
+    ) -> PluginInfo:
+        """Register ``plugin`` (a module or object with ``@hookimpl`` functions) under ``name``.
+
+        Validates its API version and descriptors and adds its components as ``<name>.<comp>``.
+        On failure nothing of the plugin stays registered and a :class:`PluginError` is raised.
+        """
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        dist = distribution or name
+        label = f"{name} ({dist})"
+        if name in self._infos:
+            self._raise_name_clash(plugin, name, dist)
+        api = check_api_version(plugin, name, PLUGIN_API_VERSION) if _is_module_like(plugin) else None
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._pm.register(plugin, name=name)
+        except Exception as exc:  # pluggy.PluginValidationError, ValueError (duplicate), ...
+            err = PluginLoadError(f"plugin {label} failed to register: {exc}", hint=_hooks_hint())
+            raise err from exc
+        try:
+            provided, commands = self._collect(plugin, name, dist)
+        except PluginError:
+            self._pm.unregister(name=name)
+            raise
+        module_name = getattr(plugin, "__name__", type(plugin).__module__)
+        info = PluginInfo(
+            name=name,
+            distribution=dist,
+            version=version,
+            module=str(module_name),
+            location=getattr(plugin, "__file__", None),
+            api_version=api,
+            components=[p.id for p in provided],
+            hooks=sorted(h.name for h in self._pm.get_hookcallers(plugin) or []),
+            commands=[c for c, _ in commands],
+            warnings=[str(w.message) for w in caught],
+        )
+        for p in provided:
+            self._components[p.id] = p
+        for cname, app in commands:
+            if cname in self._commands:
+                info.warnings.append(f"command {cname!r} already provided by {self._commands[cname][0]}")
+                continue
+            self._commands[cname] = (name, app)
+        self._infos[name] = info
+        return info
+
+    def _raise_name_clash(self, plugin: object, name: str, dist: str) -> None:
+        existing = self._infos[name]
+        first = f"{existing.name} ({existing.distribution})"
+        try:
+            ids = {p.id for p in self._collect(plugin, name, dist)[0]} & set(existing.components)
+        except PluginError:
+            ids = set()
+        # Using an id both claim must fail loudly rather than silently pick the first provider.
+        for cid in ids:
+            self._conflicts[cid] = [first, f"{name} ({dist})"]
+        clash = ", ".join(sorted(ids)) or f"{name}.*"
+        raise ComponentConflictError(
+            f"component id(s) {clash} provided by both {existing.distribution} and {dist} "
+            f"(both register plugin name {name!r})",
+            hint=f"uninstall one of them, or set COLLHUB_DISABLE_PLUGINS={dist}",
+        )
+
+    def unregister(self, name: str) -> None:
+        """Remove a registered plugin and its components (used by the testing kit)."""
+        info = self._infos.pop(name, None)
+        if info is None:
+            raise PluginError(f"no plugin named {name!r} is registered")
+        self._pm.unregister(name=name)
+        for cid in info.components:
+            self._components.pop(cid, None)
+        self._commands = {k: v for k, v in self._commands.items() if v[0] != name}
+
+    def _collect(self, plugin: object, name: str, dist: str) -> tuple[list[_Provided], list[tuple[str, Any]]]:
+        provided: list[_Provided] = []
+        seen: set[str] = set()
+        for hook_name, spec_cls in REGISTRATION_HOOKS.items():
+            impl = _impl_of(plugin, hook_name)
+            if impl is None:
+                continue
+            try:
+                result = impl()
+                items = list(result or [])
+            except Exception as exc:  # noqa: BLE001
+                raise PluginLoadError(
+                    f"plugin {name!r} ({dist}): {hook_name}() raised {type(exc).__name__}: {exc}",
+                    hint=f"fix or disable {dist} (COLLHUB_DISABLE_PLUGINS={dist})",
+                ) from exc
+            for i, item in enumerate(items):
+                problem = _descriptor_problem(item, spec_cls)
+                if problem:
+                    raise PluginLoadError(
+                        f"plugin {name!r} ({dist}): {hook_name}() item {i}: {problem}",
+                        hint=f"return {spec_cls.__name__}(name=..., summary=..., factory='module:attr')",
+                    )
+                cid = f"{name}.{item.name}"
+                if cid in seen:
+                    raise ComponentConflictError(
+                        f"plugin {name!r} ({dist}) registers component {cid!r} twice",
+                        hint="give each component a distinct name",
+                    )
+                seen.add(cid)
+                provided.append(_Provided(item, cid, name, dist))
+        commands: list[tuple[str, Any]] = []
+        impl = _impl_of(plugin, "collhub_commands")
+        if impl is not None:
+            try:
+                for pair in impl() or []:
+                    cname, app = pair
+                    if not isinstance(cname, str) or not _COMMAND_RE.match(cname):
+                        raise ValueError(f"command name {cname!r} must match {_COMMAND_RE.pattern}")
+                    commands.append((cname, app))
+            except Exception as exc:  # noqa: BLE001
+                raise PluginLoadError(
+                    f"plugin {name!r} ({dist}): collhub_commands() is invalid: {type(exc).__name__}: {exc}",
+                    hint="return a list of (name, typer.Typer) pairs",
+                ) from exc
+        return sorted(provided, key=lambda p: p.id), commands
+
+    # ------------------------------------------------------------------ queries
+    def plugins(self) -> list[PluginInfo]:
+        """Loaded plugins, the core first, then by name."""
+        return sorted(self._infos.values(), key=lambda p: (not p.builtin, p.name))
+
+    def broken(self) -> list[BrokenPlugin]:
+        """Plugins that failed to load, with their errors."""
+        return list(self._broken)
+
+    def skipped(self) -> list[Candidate]:
+        """Entry points not loaded because of ``COLLHUB_LOAD_PLUGINS`` / ``COLLHUB_DISABLE_PLUGINS``."""
+        return list(self._skipped)
+
+    def components(self, kind: str | None = None) -> list[ComponentSpec]:
+        """Component descriptors sorted by id, optionally of one ``kind`` (producer/transform/consumer).
+
+        The returned descriptors carry their qualified id as ``.id`` and the providing plugin
+        as ``.plugin``.
+        """
+        if kind is not None and kind not in KINDS:
+            raise UsageError(f"unknown component kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
+        return [
+            _with_id(p)
+            for cid, p in sorted(self._components.items())
+            if kind is None or p.spec.kind == kind
+        ]
+
+    def component(self, id: str) -> ComponentSpec:  # noqa: A002 - the contract's name
+        """The descriptor of component ``id``; raises ComponentNotFoundError with "did you mean"."""
+        if id in self._conflicts:
+            raise ComponentConflictError(
+                f"component {id!r} is provided by several plugins: {', '.join(self._conflicts[id])}",
+                hint="uninstall or disable (COLLHUB_DISABLE_PLUGINS) all but one of them",
+            )
+        provided = self._components.get(id)
+        if provided is not None:
+            return _with_id(provided)
+        known = sorted(self._components)
+        close = difflib.get_close_matches(id, known, n=3, cutoff=0.7)
+        if not close and "." not in id:  # a bare name: suggest the qualified ids ending in it
+            close = [k for k in known if k.rsplit(".", 1)[-1] == id]
+        hint = f"did you mean {' or '.join(close)}?" if close else "run `collhub plugins list` to see installed components"
+        broken = [b.distribution for b in self._broken if id.split(".", 1)[0] == b.entry_point.split(" ", 1)[0]]
+        if broken:
+            hint = f"plugin {broken[0]} provides it but failed to load; run `collhub plugins doctor`"
+        raise ComponentNotFoundError(f"unknown component {id!r}", hint=hint)
+
+    def commands(self) -> dict[str, Any]:
+        """Command groups from ``collhub_commands``: name -> ``typer.Typer``."""
+        return {name: app for name, (_, app) in sorted(self._commands.items())}
+
+    def command_owner(self, name: str) -> str | None:
+        """The plugin providing command group ``name``."""
+        entry = self._commands.get(name)
+        return entry[0] if entry else None
+
+    # ------------------------------------------------------------------ running
+    def validate_params(self, id: str, params: dict[str, Any] | BaseModel | None) -> BaseModel:  # noqa: A002
+        """Validate ``params`` against component ``id``'s model; UsageError lists every bad field."""
+        spec = self.component(id)
+        return _validate(spec, id, params)
+
+    def run_producer(self, id: str, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None) -> Any:  # noqa: A002
+        """Run producer ``id``; returns an ``Algorithm`` or a ``Workload``."""
+        spec, model = self._prepare(id, "producer", params)
+        out = _load_factory(spec, id)(model, ctx or RunContext())
+        return _check_output(id, out, "algorithm" if getattr(spec, "output", "algorithm") == "algorithm" else "workload")
+
+    def run_transform(self, id: str, alg: Any, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None) -> Any:  # noqa: A002
+        """Run transform ``id`` on ``alg``; returns the new ``Algorithm``."""
+        spec, model = self._prepare(id, "transform", params)
+        return _check_output(id, _load_factory(spec, id)(alg, model, ctx or RunContext()), "algorithm")
+
+    def run_consumer(self, id: str, obj: Any, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None) -> Any:  # noqa: A002
+        """Run consumer ``id`` on an ``Algorithm`` or ``Workload``; returns a ``hub.Result``."""
+        spec, model = self._prepare(id, "consumer", params)
+        return _check_output(id, _load_factory(spec, id)(obj, model, ctx or RunContext()), "result")
+
+    def _prepare(self, id: str, kind: str, params: Any) -> tuple[ComponentSpec, BaseModel]:  # noqa: A002
+        spec = self.component(id)
+        if spec.kind != kind:
+            raise UsageError(
+                f"component {id!r} is a {spec.kind}, not a {kind}",
+                hint=f"use `collhub {_VERB[spec.kind]} {id}`",
+            )
+        model = _validate(spec, id, params)
+        _check_capabilities(spec, id, model)
+        return spec, model
+
+
+_VERB = {"producer": "produce", "transform": "transform", "consumer": "consume"}
+
+
+def _with_id(p: _Provided) -> ComponentSpec:
+    # Descriptors are frozen dataclasses: attach the qualified id without mutating the plugin's
+    # object by setting attributes on a shallow copy.
+    import copy
+
+    spec = copy.copy(p.spec)
+    object.__setattr__(spec, "id", p.id)
+    object.__setattr__(spec, "plugin", p.plugin)
+    object.__setattr__(spec, "distribution", p.distribution)
+    return spec
+
+
+def _impl_of(plugin: object, hook_name: str) -> Any:
+    func = getattr(plugin, hook_name, None)
+    if func is None or not callable(func):
+        return None
+    return func if hasattr(func, f"{hookspecs.PROJECT}_impl") else None
+
+
+def _is_module_like(plugin: object) -> bool:
+    return isinstance(plugin, ModuleType) or hasattr(plugin, "COLLHUB_PLUGIN_API")
+
+
+def _descriptor_problem(item: Any, spec_cls: type[ComponentSpec]) -> str | None:
+    if not isinstance(item, spec_cls):
+        return f"expected a {spec_cls.__name__}, got {type(item).__name__}"
+    if not isinstance(item.name, str) or not _NAME_RE.match(item.name):
+        return f"component name {item.name!r} must match {_NAME_RE.pattern} (no dots)"
+    if not isinstance(item.summary, str) or not item.summary.strip():
+        return f"component {item.name!r} has no summary"
+    for label, ref in (("factory", item.factory), ("params", item.params)):
+        if isinstance(ref, str):
+            if not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", ref):
+                return f"component {item.name!r}: {label} {ref!r} is not a 'module:attr' reference"
+        elif label == "factory" and not callable(ref):
+            return f"component {item.name!r}: factory is neither callable nor 'module:attr'"
+    return None
+
+
+def _hooks_hint() -> str:
+    names = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("collhub_")))
+    return f"hook functions must be named after a spec ({names}) and take only its arguments"
+
+
+def _load_factory(spec: ComponentSpec, id: str) -> Any:  # noqa: A002
+    try:
+        return spec.load_factory()
+    except (ImportError, AttributeError) as exc:
+        raise PluginLoadError(
+            f"component {id!r}: cannot load factory {spec.factory!r}: {type(exc).__name__}: {exc}",
+            hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)",
+        ) from exc
+
+
+def _load_params_model(spec: ComponentSpec, id: str) -> type[BaseModel]:  # noqa: A002
+    try:
+        return spec.load_params()
+    except (ImportError, AttributeError) as exc:
+        raise PluginLoadError(
+            f"component {id!r}: cannot load params model {spec.params!r}: {type(exc).__name__}: {exc}",
+            hint="reinstall the plugin that provides it",
+        ) from exc
+
+
+def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: A002
+    from pydantic import BaseModel, ValidationError
+
+    model_cls = _load_params_model(spec, id)
+    if isinstance(params, model_cls):
+        return params
+    if isinstance(params, BaseModel):
+        params = params.model_dump()
+    try:
+        return model_cls.model_validate(dict(params or {}))
+    except ValidationError as exc:
+        parts = []
+        for e in exc.errors():
+            loc = ".".join(str(x) for x in e["loc"]) or "<params>"
+            msg = e["msg"]
+            if e["type"] == "extra_forbidden":
+                msg = "unknown parameter"
+            elif "input" in e and e["type"] != "missing":
+                msg += f" (got {e['input']!r})"
+            parts.append(f"{loc}: {msg}")
+        fields = sorted(model_cls.model_fields)
+        raise UsageError(
+            f"invalid params for {id}: " + "; ".join(parts),
+            hint=f"valid parameters: {', '.join(fields) or '(none)'}; see `collhub plugins info {id}`",
+        ) from None
+    except TypeError as exc:
+        raise UsageError(f"invalid params for {id}: {exc}", hint="params must be a mapping") from None
+
+
+def _check_capabilities(spec: ComponentSpec, id: str, model: BaseModel) -> None:  # noqa: A002
+    collective = getattr(model, "collective", None)
+    if collective is not None and spec.collectives:
+        name = str(getattr(collective, "value", collective))
+        if name not in spec.collectives:
+            raise UsageError(
+                f"{id} does not implement {name}",
+                hint=f"{id} supports: {', '.join(sorted(spec.collectives))}",
+            )
+    ranks = getattr(model, "ranks", None)
+    if isinstance(ranks, int) and not isinstance(ranks, bool):
+        if ranks < spec.min_ranks or (spec.max_ranks is not None and ranks > spec.max_ranks):
+            upper = "" if spec.max_ranks is None else f" and at most {spec.max_ranks}"
+            raise UsageError(f"{id} needs at least {spec.min_ranks}{upper} ranks, got {ranks}")
+
+
+def _check_output(id: str, out: Any, expected: str) -> Any:  # noqa: A002
+    from ..chakra import Algorithm, Workload
+
+    ok: tuple[type, ...]
+    if expected == "result":
+        from .._result import Result
+
+        ok = (Result,)
+    elif expected == "workload":
+        ok = (Workload,)
+    else:
+        ok = (Algorithm,)
+    if not isinstance(out, ok):
+        raise PluginError(
+            f"component {id!r} returned {type(out).__name__}, expected {ok[0].__name__}",
+            hint="this is a bug in the plugin providing the component",
+        )
+    return out
+
+
+def create_manager(autoload: bool = True) -> PluginManager:
+    """A new, isolated manager; with ``autoload`` it loads the ``collhub`` entry points."""
+    pm = PluginManager()
+    if autoload:
+        pm.load_entrypoints()
+    return pm
+
+
+_GLOBAL: PluginManager | None = None
+_LOCK = threading.Lock()
+
+
+def get_manager() -> PluginManager:
+    """The process-wide manager, loading entry points on first use."""
+    global _GLOBAL
+    if _GLOBAL is None:
+        with _LOCK:
+            if _GLOBAL is None:
+                _GLOBAL = create_manager(autoload=True)
+    return _GLOBAL
+
+
+def _reset_global_manager() -> None:
+    """Forget the process-wide manager (tests, and after installing plugins)."""
+    global _GLOBAL
+    _GLOBAL = None
+

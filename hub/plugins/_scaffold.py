@@ -1,0 +1,192 @@
+"""``collhub plugins new NAME``: write a ready-to-install third-party plugin package.
+
+The package has a ``pyproject.toml`` declaring the ``collhub`` entry point, a producer component
+(a flat broadcast: the root sends its data to every other rank), and a pytest test that uses the
+testing kit (``collhub_tmp_plugin``) and the verifier, so ``pip install -e . && pytest`` passes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..errors import UsageError
+
+__all__ = ["scaffold_plugin"]
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=68", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "0.1.0"
+description = "collhub plugin {name}: a flat broadcast producer (edit me)"
+readme = "README.md"
+requires-python = ">=3.11"
+dependencies = ["collhub>=0.1"]
+
+[project.optional-dependencies]
+test = ["pytest>=8.0"]
+
+# The entry point collhub discovers; its name ({name}) prefixes every component id: {name}.flat_broadcast
+[project.entry-points.collhub]
+{name} = "{pkg}.plugin"
+
+[tool.setuptools.packages.find]
+include = ["{pkg}", "{pkg}.*"]
+"""
+
+_README = """\
+# {dist}
+
+A [collhub](https://github.com/) plugin. Component: `{name}.flat_broadcast`.
+
+```bash
+pip install -e '.[test]'
+pytest
+collhub plugins info {name}.flat_broadcast
+collhub produce {name}.flat_broadcast --set ranks=4 --out out/bcast
+collhub trace verify out/bcast
+```
+"""
+
+_INIT = '''\
+"""collhub plugin {name}."""
+'''
+
+_PLUGIN = '''\
+"""Registration: only descriptors with "module:attr" strings, so listing imports nothing heavy."""
+
+from __future__ import annotations
+
+from hub.plugins import ProducerSpec, hookimpl
+
+#: The plugin API this package was written against (major.minor).
+COLLHUB_PLUGIN_API = "1.0"
+
+
+@hookimpl
+def collhub_producers() -> list[ProducerSpec]:
+    return [
+        ProducerSpec(
+            name="flat_broadcast",
+            summary="Broadcast: the root sends its whole buffer to every other rank at once",
+            factory="{pkg}._producer:produce",
+            params="{pkg}._producer:FlatBroadcastParams",
+            collectives=frozenset({{"broadcast"}}),
+            min_ranks=2,
+        )
+    ]
+'''
+
+_PRODUCER = '''\
+"""The producer: called only when the component runs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hub import Algorithm, AlgorithmMeta, Buffer, Collective, RankGraphBuilder, RunContext
+from hub.chakra import build_algorithm
+
+
+class FlatBroadcastParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collective: str = Field("broadcast", description="Only broadcast is supported")
+    ranks: int = Field(..., ge=2, description="Number of ranks")
+    root: int = Field(0, ge=0, description="Rank that owns the data")
+    chunks: int = Field(1, ge=1, description="Chunks per rank buffer")
+
+
+def produce(params: FlatBroadcastParams, ctx: RunContext) -> Algorithm:
+    n, root, c = params.ranks, params.root, params.chunks
+    if root >= n:
+        from hub.errors import AlgorithmError
+
+        raise AlgorithmError(f"root {{root}} is not a rank of {{n}}", hint=f"use --set root=0..{{n - 1}}")
+    builders = [RankGraphBuilder(r) for r in range(n)]
+    for peer in range(n):
+        if peer == root:
+            continue
+        # In-place broadcast: output aliases input, so the root's data is already in place.
+        builders[root].send(peer, src=(Buffer.INPUT, 0), count=c)
+        builders[peer].recv(root, dst=(Buffer.OUTPUT, 0), count=c)
+    meta = AlgorithmMeta(
+        collective=Collective.BROADCAST, ranks=n, in_chunks=c, out_chunks=c, inplace=True,
+        root=root, name=f"flat_broadcast_n{{n}}", producer="{name}.flat_broadcast",
+    )
+    return build_algorithm(meta, builders)
+'''
+
+_TEST = '''\
+"""Tests with collhub's testing kit (the pytest plugin ``hub.testing``)."""
+
+from __future__ import annotations
+
+import {pkg}.plugin as plugin
+
+
+def test_registers_component(collhub_pm, collhub_tmp_plugin):
+    collhub_tmp_plugin(plugin, name="{name}")
+    spec = collhub_pm.component("{name}.flat_broadcast")
+    assert spec.collectives == frozenset({{"broadcast"}})
+
+
+def test_produces_a_correct_broadcast(collhub_pm, collhub_tmp_plugin):
+    collhub_tmp_plugin(plugin, name="{name}")
+    alg = collhub_pm.run_producer("{name}.flat_broadcast", {{"ranks": 4, "root": 1}})
+    assert alg.ranks == 4
+    # root 1 sends to 3 peers; each peer receives once: 6 nodes
+    assert alg.node_count() == 6
+    from hub.verify import check
+
+    check(alg)  # raises a VerificationError naming every problem
+'''
+
+
+def scaffold_plugin(name: str, directory: Path) -> list[Path]:
+    """Create ``<directory>/collhub-<name>/`` and return the files written."""
+    if not _NAME_RE.match(name):
+        raise UsageError(
+            f"plugin name {name!r} must be lowercase letters, digits and '_' (it prefixes component ids)",
+            hint="e.g. collhub plugins new my_algos",
+        )
+    if name == "hub":
+        raise UsageError("the plugin name 'hub' is reserved for collhub's own components")
+    dist = f"collhub-{name.replace('_', '-')}"
+    pkg = f"collhub_{name}"
+    root = directory / dist
+    if root.exists():
+        raise UsageError(f"{root} already exists", hint="choose another --dir or remove it")
+    fields = {"name": name, "dist": dist, "pkg": pkg}
+    files = {
+        "pyproject.toml": _PYPROJECT,
+        "README.md": _README,
+        f"{pkg}/__init__.py": _INIT,
+        f"{pkg}/plugin.py": _PLUGIN,
+        f"{pkg}/_producer.py": _PRODUCER,
+        "tests/test_plugin.py": _TEST,
+    }
+    # Build in a sibling temp dir and rename, so a failure never leaves a half-written package.
+    tmp = directory / f".{dist}.{os.getpid()}.tmp"
+    written: list[Path] = []
+    try:
+        for rel, template in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(template.format(**fields))
+        os.replace(tmp, root)
+    except OSError as exc:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UsageError(f"cannot create {root}: {exc.strerror or exc}") from None
+    for rel in files:
+        written.append(root / rel)
+    return written
