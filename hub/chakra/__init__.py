@@ -15,7 +15,12 @@ from ._model import (
     chunk_bytes,
     reference_chunks,
 )
+from ._json import algorithm_from_json, algorithm_to_json
+from ._reader import read_algorithm, read_trace, read_workload
+from ._summary import summarize
+from ._wire import TypedValue
 from ._workload import Workload, WorkloadNode, collective_of_comm_type
+from ._writer import write_algorithm, write_workload
 
 __all__ = [
     "COMM_TYPE_OF",
@@ -28,10 +33,19 @@ __all__ = [
     "Op",
     "RankGraph",
     "RankGraphBuilder",
+    "TypedValue",
     "Workload",
     "WorkloadNode",
+    "algorithm_from_json",
+    "algorithm_to_json",
     "build_algorithm",
     "chunk_bytes",
     "collective_of_comm_type",
+    "read_algorithm",
+    "read_trace",
+    "read_workload",
     "reference_chunks",
+    "summarize",
+    "write_algorithm",
+    "write_workload",
 ]
