@@ -23,7 +23,7 @@ install-dev: venv
 	$(BIN)/python -m pip install -q --no-deps "mlc-chakra>=1.0"
 
 demo: install
-	$(BIN)/collhub run examples/compare-allreduce.yaml --out runs/demo
+	$(BIN)/collhub run examples/compare-allreduce.yaml --out runs/demo --force
 
 test: install-dev browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -98,27 +98,25 @@ def schema_command() -> None:
     out(json.dumps(json_schema(), indent=2))
 
 
-def _node(name: str) -> str:
-    return "n_" + "".join(ch if ch.isalnum() else "_" for ch in name)
-
-
 def graph_text(model: Any, fmt: str) -> str:
     """Render sources -> transforms -> consumers as Mermaid, Graphviz DOT or indented text."""
+    # Positional node ids (s0, s0t1, c2): step names may hold characters graph languages reject.
     nodes: list[tuple[str, str, str]] = []  # (id, label, kind)
     edges: list[tuple[str, str]] = []
-    for sname, src in model.sources.items():
-        prev = _node(f"src_{sname}")
+    cons_id = {cname: f"c{k}" for k, cname in enumerate(model.consumers)}
+    for i, (sname, src) in enumerate(model.sources.items()):
+        prev = f"s{i}"
         nodes.append((prev, f"{sname}: {src.producer}", "producer"))
-        for i, t in enumerate(src.transforms):
-            nid = _node(f"src_{sname}_t{i}")
+        for j, t in enumerate(src.transforms):
+            nid = f"s{i}t{j}"
             nodes.append((nid, t.use, "transform"))
             edges.append((prev, nid))
             prev = nid
         for cname, cons in model.consumers.items():
             if cons.sources is None or sname in cons.sources:
-                edges.append((prev, _node(f"cons_{cname}")))
+                edges.append((prev, cons_id[cname]))
     for cname, cons in model.consumers.items():
-        nodes.append((_node(f"cons_{cname}"), f"{cname}: {cons.use}", "consumer"))
+        nodes.append((cons_id[cname], f"{cname}: {cons.use}", "consumer"))
     if fmt == "mermaid":
         shape = {"producer": ('(["', '"])'), "transform": ('["', '"]'), "consumer": ('[["', '"]]')}
         lines = ["flowchart LR"]

@@ -1,0 +1,80 @@
+"""Declarative pipelines: sources (producer + transforms) x matrix points x consumers.
+
+::
+
+    from hub.pipeline import run_pipeline
+    run = run_pipeline("examples/compare-allreduce.yaml", jobs=4)
+    print(run.run_dir, len(run.rows))
+
+See ``docs/pipeline.md`` for the file format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._env import ManagerSpec
+from ._loader import LoadedFile, load_file, load_text
+from ._matrix import Point, expand, interpolate
+from ._model import ConsumerStep, Pipeline, SourceSpec, TransformStep, json_schema
+from ._runner import RunResult, default_jobs, execute
+from ._units import Step, run_unit
+from ._validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
+
+__all__ = [
+    "KNOWN_PLUGINS",
+    "ConsumerStep",
+    "LoadedFile",
+    "ManagerSpec",
+    "Pipeline",
+    "Point",
+    "RunResult",
+    "SourceSpec",
+    "Step",
+    "TransformStep",
+    "ValidatedPipeline",
+    "default_jobs",
+    "expand",
+    "interpolate",
+    "json_schema",
+    "load_pipeline",
+    "run_pipeline",
+    "run_pipeline_text",
+    "run_unit",
+    "validate_pipeline",
+    "validate_text",
+]
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    """Parse a pipeline file and check its structure (pass 1 only; no plugins are loaded)."""
+    from ._validate import _raise, _structure_issues
+
+    loaded = load_file(path)
+    issues = _structure_issues(loaded)
+    if issues:
+        _raise(loaded, issues)
+    return Pipeline.model_validate(loaded.data)
+
+
+def validate_pipeline(path: str | Path, *, manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+    """Both validation passes; raises :class:`hub.errors.PipelineValidationError` listing every issue."""
+    return validate_file(path, manager_spec=manager_spec)
+
+
+def run_pipeline(path: str | Path, out_dir: str | Path | None = None, jobs: int | None = None, *,
+                 force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = False,
+                 debug: bool = False) -> RunResult:
+    """Validate and run a pipeline file; ``out_dir`` defaults to the file's ``output:``
+    (relative to the current directory) or ``runs/<name>``; ``jobs`` to the CPU count."""
+    vp = validate_file(path, manager_spec=manager_spec)
+    return execute(vp, out_dir, jobs=jobs, force=force, manager_spec=manager_spec, progress=progress, debug=debug)
+
+
+def run_pipeline_text(text: str, out_dir: str | Path, jobs: int = 1, **options: Any) -> RunResult:
+    """Validate and run pipeline ``text`` (for tests and notebooks); options as for :func:`run_pipeline`."""
+    manager_spec = options.pop("manager_spec", None)
+    vp = validate_text(text, "<pipeline>", manager_spec=manager_spec)
+    options.setdefault("progress", False)
+    return execute(vp, out_dir, jobs=jobs, manager_spec=manager_spec, **options)

@@ -1,0 +1,295 @@
+"""The pipeline runner: plan the sweep, run the units (serially or in processes), write the run.
+
+Every source x matrix point x consumer becomes one result row. A source is produced (and
+transformed) once per distinct interpolated spec, so an algorithm whose params do not depend on
+a matrix variable is made once and shared by every point and consumer. Rows are ordered by
+source (file order), point index and consumer (file order), so serial and parallel runs write
+identical results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import HubError, StepFailedError, UsageError
+from ._env import ManagerSpec, manager_for
+from ._matrix import Point, interpolate
+from ._rundir import RunDir, write_results
+from ._units import run_unit
+from ._validate import ValidatedPipeline
+
+__all__ = ["RunResult", "execute", "default_jobs"]
+
+
+@dataclass
+class RunResult:
+    """A finished run: where it was written, its rows and the full results document."""
+
+    run_dir: Path
+    rows: list[dict[str, Any]]
+    document: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r["status"] == "ok" for r in self.rows)
+
+
+def default_jobs() -> int:
+    """Worker processes by default: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class _Group:
+    """One distinct interpolated source spec and the points that share it."""
+
+    source: str
+    spec_key: str
+    unit: dict[str, Any]
+    points: list[Point] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+
+
+def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool) -> list[_Group]:
+    model = vp.model
+    groups: dict[tuple[str, str], _Group] = {}
+    for sname, src in model.sources.items():
+        for point in vp.points:
+            env = {**model.vars, **point.as_dict()}
+            params = interpolate(src.params, env)
+            transforms = [{"use": t.use, "params": interpolate(t.params, env)} for t in src.transforms]
+            key = json.dumps({"producer": src.producer, "params": params, "transforms": transforms},
+                             sort_keys=True, default=str)
+            group = groups.get((sname, key))
+            if group is None:
+                n = sum(1 for g in groups.values() if g.source == sname)
+                unit = {
+                    "kind": "produce", "manager": mspec.as_dict(), "source": sname, "producer": src.producer,
+                    "params": params, "transforms": transforms, "point": point.as_dict(),
+                    "spec_key": key, "run_dir": str(run_dir), "debug": debug,
+                    "workdir": str(Path("artifacts") / sname / f"_produce-{n:03d}"),
+                }
+                group = groups[(sname, key)] = _Group(sname, key, unit)
+            group.points.append(point)
+    return list(groups.values())
+
+
+def _consume_units(vp: ValidatedPipeline, groups: list[_Group], run_dir: Path, mspec: ManagerSpec,
+                   debug: bool, workers: int) -> list[dict[str, Any]]:
+    model = vp.model
+    per_group: list[tuple[_Group, list[dict[str, Any]]]] = []
+    for g in groups:
+        if g.result is None or not g.result["ok"]:
+            continue
+        jobs = []
+        for point in g.points:
+            env = {**model.vars, **point.as_dict()}
+            for cname, cons in model.consumers.items():
+                if cons.sources is not None and g.source not in cons.sources:
+                    continue
+                jobs.append({"consumer": cname, "use": cons.use, "params": interpolate(cons.params, env),
+                             "point": point.as_dict(), "point_index": point.index,
+                             "workdir": str(Path("artifacts") / g.source / point.slug / cname)})
+        if jobs:
+            per_group.append((g, jobs))
+    total = sum(len(j) for _, j in per_group)
+    # Batches big enough to amortize sending the algorithm, small enough to keep workers busy.
+    batch = max(1, math.ceil(total / (workers * 4))) if workers > 1 else max(1, total)
+    units = []
+    for g, jobs in per_group:
+        for i in range(0, len(jobs), batch):
+            units.append({"kind": "consume", "manager": mspec.as_dict(), "source": g.source,
+                          "algorithm": g.result["algorithm"], "info": g.result["info"],  # type: ignore[index]
+                          "jobs": jobs[i:i + batch], "run_dir": str(run_dir), "on_error": model.on_error,
+                          "debug": debug})
+    return units
+
+
+class _Pool:
+    """Runs units in order (serial) or in a process pool; yields results as they complete."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.executor: ProcessPoolExecutor | None = ProcessPoolExecutor(workers) if workers > 1 else None
+
+    def map(self, units: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self.executor is None:
+            for i, unit in enumerate(units):
+                yield i, run_unit(unit)
+            return
+        futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i for i, u in enumerate(units)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield futures[fut], fut.result()
+
+    def close(self, cancel: bool = False) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=cancel)
+
+
+def _failed(error: dict[str, Any]) -> StepFailedError:
+    message = f"{error['step']} failed: {error['type']}: {error['message']}"
+    if error.get("traceback"):
+        message += "\n" + error["traceback"]
+    return StepFailedError(message, hint=error.get("hint") or "set `on_error: continue` to record failures and go on")
+
+
+def _progress(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True)
+
+
+def _plugin_versions(mgr: Any) -> list[dict[str, Any]]:
+    out = []
+    for p in mgr.plugins():
+        out.append({"name": p.name, "distribution": p.distribution, "version": p.version})
+    return out
+
+
+def _remove_empty_dirs(root: Path) -> None:
+    if not root.is_dir():
+        return
+    for dirpath, _dirs, _files in sorted(os.walk(root), key=lambda t: -len(t[0])):
+        try:
+            os.rmdir(dirpath)  # only succeeds when empty
+        except OSError:
+            pass
+
+
+def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: int | None = None,
+            force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = None,
+            debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+    """Run a validated pipeline and publish its run directory; see the module docstring."""
+    from .. import __version__
+
+    model = vp.model
+    mspec = manager_spec or ManagerSpec()
+    mgr = manager_for(mspec)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if out_dir is None:
+        out_dir = interpolate(model.output, dict(model.vars)) if model.output else Path("runs") / vp.name
+    rd = RunDir(Path(out_dir), force=force)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    started = datetime.now(timezone.utc)
+    mgr.hook.collhub_before_pipeline_run(pipeline=vp, run_dir=rd.final)
+    pool: _Pool | None = None
+    bar = _progress(progress)
+    try:
+        (rd.tmp / "pipeline.yaml").write_text(vp.text, encoding="utf-8")
+        groups = _plan(vp, rd.tmp, mspec, debug)
+        consumers_per_source = {s: sum(1 for c in model.consumers.values() if c.sources is None or s in c.sources)
+                                for s in model.sources}
+        total_rows = sum(len(g.points) * max(1, consumers_per_source[g.source]) for g in groups)
+        workers = min(jobs or default_jobs(), max(1, len(groups), total_rows))
+        pool = _Pool(workers)
+        task = None
+        if bar is not None:
+            bar.start()
+            task = bar.add_task(f"{vp.name}", total=len(groups) + total_rows)
+
+        rows: list[dict[str, Any]] = []
+        for i, res in pool.map([g.unit for g in groups]):
+            g = groups[i]
+            g.result = res
+            if bar is not None:
+                bar.advance(task)
+            if res["ok"]:
+                continue
+            if model.on_error != "continue":
+                raise _failed(res["error"])
+            err = res["error"]
+            for point in g.points:
+                names = [c for c, cons in model.consumers.items() if cons.sources is None or g.source in cons.sources]
+                for cname in names or [None]:
+                    rows.append({"source": g.source, "consumer": cname,
+                                 "component": model.consumers[cname].use if cname else None,
+                                 "point": point.as_dict(), "point_index": point.index, "algorithm": None,
+                                 "status": "failed", "metrics": {}, "artifacts": {}, "details": {},
+                                 "error": f"{err['type']}: {err['message']}", "wall_s": 0.0})
+        for g in groups:
+            if g.result and g.result["ok"] and consumers_per_source[g.source] == 0:
+                summary = g.result["summary"]
+                for point in g.points:
+                    rows.append({"source": g.source, "consumer": None, "component": None, "point": point.as_dict(),
+                                 "point_index": point.index, "algorithm": g.result["info"], "status": "ok",
+                                 "metrics": {k: summary[k] for k in ("nodes", "send", "recv", "comp") if k in summary},
+                                 "artifacts": {}, "details": {}, "error": None, "wall_s": g.result["wall_s"]})
+        units = _consume_units(vp, groups, rd.tmp, mspec, debug, workers)
+        for _, res in pool.map(units):
+            if res["error"] is not None:
+                raise _failed(res["error"])
+            rows.extend(res["rows"])
+            if bar is not None:
+                bar.advance(task, len(res["rows"]))
+            if on_row is not None:
+                for r in res["rows"]:
+                    on_row(r)
+        pool.close()
+        pool = None
+
+        order_s = {s: i for i, s in enumerate(model.sources)}
+        order_c = {c: i for i, c in enumerate(model.consumers)}
+        rows.sort(key=lambda r: (order_s[r["source"]], r["point_index"], order_c.get(r["consumer"], -1)))
+        _remove_empty_dirs(rd.tmp / "artifacts")
+        finished = datetime.now(timezone.utc)
+        algorithms = {}
+        for g in groups:
+            if g.result and g.result["ok"]:
+                info = g.result["info"]
+                algorithms.setdefault(info["dir"], {**info, "source": g.source, "summary": g.result["summary"]})
+        document = {
+            "format": "collhub-run/1",
+            "pipeline": {"name": vp.name, "file": str(vp.file), "sha256": hashlib.sha256(vp.text.encode()).hexdigest()},
+            "collhub": __version__,
+            "plugins": _plugin_versions(mgr),
+            "python": sys.version.split()[0],
+            "started": started.isoformat(timespec="seconds"),
+            "finished": finished.isoformat(timespec="seconds"),
+            "wall_s": round((finished - started).total_seconds(), 3),
+            "jobs": workers,
+            "variables": list(model.matrix),
+            "points": [p.as_dict() for p in vp.points],
+            "algorithms": list(algorithms.values()),
+            "rows": rows,
+        }
+        write_results(rd.tmp, document, list(model.matrix), vp.name)
+        final = rd.commit()
+        document["run_dir"] = str(final)
+    except BaseException as exc:
+        if bar is not None:
+            bar.stop()
+            bar = None
+        if pool is not None:
+            pool.close(cancel=True)
+        rd.discard()
+        if isinstance(exc, Exception):
+            mgr.hook.collhub_on_pipeline_error(pipeline=vp, run_dir=rd.final, error=exc)
+            if not isinstance(exc, HubError):
+                raise StepFailedError(f"pipeline {vp.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise
+    finally:
+        if bar is not None:
+            bar.stop()
+    mgr.hook.collhub_after_pipeline_run(pipeline=vp, run_dir=final, results=rows)
+    return RunResult(final, rows, document)

@@ -1,0 +1,386 @@
+"""Two-pass validation of pipeline files; every issue found is reported at once.
+
+Pass 1 (structure) checks the file against the pydantic model :class:`._model.Pipeline`.
+Pass 2 (meaning) runs only on a structurally valid file and checks ``requires``, variables,
+component ids and kinds, data-kind compatibility, and every step's params against the
+component's params model at every matrix point after interpolation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version as dist_version
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import ComponentNotFoundError, Issue, PipelineValidationError
+from ._env import ManagerSpec, component_ids, manager_for
+from ._loader import LoadedFile, format_path, load_file, load_text
+from ._matrix import Point, expand, interpolate, references, resolvable
+from ._model import NAME_PATTERN, VAR_PATTERN, Pipeline
+
+__all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
+
+#: First-party plugins: the id prefix they register under -> the distribution to install.
+KNOWN_PLUGINS: dict[str, str] = {"mscclang": "collhub-mscclang", "astrasim": "collhub-astrasim"}
+
+
+@dataclass(frozen=True)
+class ValidatedPipeline:
+    """A pipeline that passed both validation passes, with its sweep points."""
+
+    model: Pipeline
+    points: tuple[Point, ...]
+    file: str
+    base_dir: Path
+    text: str
+
+    @property
+    def name(self) -> str:
+        return self.model.name or Path(self.file).stem
+
+
+# ---------------------------------------------------------------- pass 1
+
+
+_FRIENDLY = {
+    "extra_forbidden": "unknown key",
+    "missing": "required key is missing",
+}
+
+
+def _structure_issues(loaded: LoadedFile) -> list[Issue]:
+    if not isinstance(loaded.data, dict):
+        return [loaded.issue((), "the top level must be a mapping", hint="start with 'version: 1'")]
+    try:
+        Pipeline.model_validate(loaded.data)
+    except ValidationError as exc:
+        return [_issue_from_error(loaded, (), err) for err in exc.errors()]
+    return []
+
+
+def _allowed_keys(path: tuple[Any, ...]) -> list[str]:
+    """Keys the model allows at ``path`` (for "did you mean" on unknown keys)."""
+    from ._model import ConsumerStep, SourceSpec, TransformStep
+
+    models = {0: Pipeline, 2: {"sources": SourceSpec, "consumers": ConsumerStep}}
+    if len(path) == 0:
+        return list(Pipeline.model_fields)
+    if len(path) == 2 and path[0] in models[2]:
+        return list(models[2][path[0]].model_fields)
+    if len(path) == 4 and path[0] == "sources" and path[2] == "transforms":
+        return list(TransformStep.model_fields)
+    return []
+
+
+def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str, Any],
+                      fields: list[str] | None = None) -> Issue:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    kind = err["type"]
+    is_key = bool(loc) and loc[-1] == "[key]"
+    if is_key:
+        loc = loc[:-1]
+    path = prefix + loc
+    hint = None
+    if kind == "extra_forbidden":
+        message = f"unknown key {loc[-1]!r}"
+        allowed = _allowed_keys(path[:-1]) if fields is None else (fields if len(loc) == 1 else [])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        if close:
+            hint = f"did you mean {close[0]!r}?"
+        elif allowed:
+            hint = "allowed keys: " + ", ".join(allowed)
+        return loaded.issue(path, message, hint=hint, key=True)
+    if kind == "missing":
+        # Point at the key of the mapping that lacks the field.
+        # Point at the key of the mapping that lacks the field (the field itself has no position).
+        return Issue(
+            message=f"required key {loc[-1]!r} is missing",
+            path=format_path(path),
+            file=loaded.file,
+            **_line_col(loaded, path[:-1], key=True),
+        )
+    message = err["msg"]
+    if kind == "string_pattern_mismatch":
+        pattern = err.get("ctx", {}).get("pattern", "")
+        if pattern == NAME_PATTERN:
+            message = f"{err['input']!r} is not a valid name"
+            hint = "use letters, digits, '_', '-' and '.', starting with a letter or digit"
+        elif pattern == VAR_PATTERN:
+            message = f"{err['input']!r} is not a valid variable name"
+            hint = "use letters, digits and '_', not starting with a digit"
+    elif kind == "literal_error" and path == ("version",):
+        message = f"unsupported version {err['input']!r}"
+        hint = "this collhub reads version: 1"
+    elif "input" in err and not isinstance(err["input"], (dict, list)):
+        message = f"{message} (got {err['input']!r})"
+    return loaded.issue(path, message, hint=hint, key=is_key)
+
+
+def _line_col(loaded: LoadedFile, path: tuple[Any, ...], *, key: bool = False) -> dict[str, int | None]:
+    pos = loaded.locate(path, key=key)
+    return {"line": pos.line if pos else None, "column": pos.column if pos else None}
+
+
+# ---------------------------------------------------------------- pass 2
+
+
+def _requires_issues(loaded: LoadedFile, model: Pipeline) -> list[Issue]:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    issues: list[Issue] = []
+    missing: list[str] = []
+    outdated: list[str] = []
+    located: list[tuple[int, str]] = []
+    for i, text in enumerate(model.requires):
+        path = ("requires", i)
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            issues.append(loaded.issue(path, f"invalid requirement {text!r}: {exc}",
+                                       hint='write e.g. "collhub-mscclang>=0.1"'))
+            continue
+        try:
+            installed = dist_version(req.name)
+        except PackageNotFoundError:
+            located.append((i, f"{req.name} is not installed (required: {text})"))
+            missing.append(text)
+            continue
+        if req.specifier and not req.specifier.contains(installed, prereleases=True):
+            located.append((i, f"{req.name} {installed} is installed, but the pipeline requires {text}"))
+            outdated.append(text)
+    commands = []
+    if missing:
+        commands.append("collhub install " + " ".join(shlex.quote(m) for m in missing))
+    if outdated:
+        commands.append("collhub install --upgrade " + " ".join(shlex.quote(m) for m in outdated))
+    for i, message in located:
+        issues.append(loaded.issue(("requires", i), message, hint="run: " + " && ".join(commands)))
+    return issues
+
+
+def _variable_issues(loaded: LoadedFile, model: Pipeline) -> list[Issue]:
+    issues: list[Issue] = []
+    for name in model.matrix:
+        if name in model.vars:
+            issues.append(loaded.issue(("matrix", name), f"variable {name!r} is defined in both vars and matrix",
+                                       hint="rename one of them", key=True))
+    for section, values in (("vars", model.vars), ("matrix", model.matrix)):
+        for ref, ref_path in references(values):
+            issues.append(loaded.issue((section,) + ref_path, f"${{{ref}}} cannot be used inside {section}",
+                                       hint="vars and matrix values are literal"))
+    known = set(model.vars) | set(model.matrix)
+    envs = [{**model.vars, **p.as_dict()} for p in expand(model.matrix)]
+    blocks: list[tuple[tuple[Any, ...], Any, set[str]]] = [(("output",), model.output, set(model.vars))]
+    for sname, src in model.sources.items():
+        blocks.append((("sources", sname, "params"), src.params, known))
+        for i, t in enumerate(src.transforms):
+            blocks.append((("sources", sname, "transforms", i, "params"), t.params, known))
+    for cname, cons in model.consumers.items():
+        blocks.append((("consumers", cname, "params"), cons.params, known))
+    for prefix, value, allowed in blocks:
+        for ref, ref_path in references(value):
+            name = ref.split(".", 1)[0]
+            if name in allowed:
+                if "." in ref and not all(resolvable(env, ref) for env in envs):
+                    issues.append(loaded.issue(prefix + ref_path, f"${{{ref}}}: {name} has no such key at every point",
+                                               hint=f"give every value of {name} the key {ref.split('.', 1)[1]!r}"))
+                continue
+            if name in known:  # a matrix variable in `output`
+                issues.append(loaded.issue(prefix + ref_path, f"${{{name}}} is a matrix variable; output may use only vars",
+                                           hint="one run directory holds every point"))
+                continue
+            close = difflib.get_close_matches(name, sorted(allowed), n=1)
+            hint = f"did you mean ${{{close[0]}}}?" if close else (
+                "defined variables: " + ", ".join(sorted(allowed)) if allowed else "define it under vars: or matrix:")
+            issues.append(loaded.issue(prefix + ref_path, f"unknown variable ${{{name}}}", hint=hint))
+    return issues
+
+
+def _unknown_component(cid: str, kind: str, installed: dict[str, str]) -> tuple[str, str | None]:
+    prefix = cid.split(".", 1)[0] if "." in cid else ""
+    if prefix in KNOWN_PLUGINS and not any(i.startswith(prefix + ".") for i in installed):
+        dist = KNOWN_PLUGINS[prefix]
+        return (f"{kind} {cid!r} is provided by plugin {dist}, which is not installed",
+                f"collhub install {dist}")
+    same_kind = sorted(i for i, k in installed.items() if k == kind)
+    candidates = difflib.get_close_matches(cid, same_kind, n=1, cutoff=0.6)
+    if not candidates and "." not in cid:
+        candidates = [i for i in same_kind if i.split(".", 1)[1] == cid][:1]
+    if candidates:
+        return f"unknown {kind} {cid!r}", f"did you mean {candidates[0]}?"
+    listing = ", ".join(same_kind[:12]) + (" ..." if len(same_kind) > 12 else "")
+    return f"unknown {kind} {cid!r}", (f"installed {kind}s: {listing}" if same_kind else f"no {kind}s are installed")
+
+
+def _resolve(loaded: LoadedFile, manager: Any, installed: dict[str, str], path: tuple[Any, ...], cid: str,
+             kind: str, issues: list[Issue]) -> Any | None:
+    try:
+        spec = manager.component(cid)
+    except (ComponentNotFoundError, KeyError):
+        message, hint = _unknown_component(cid, kind, installed)
+        issues.append(loaded.issue(path, message, hint=hint))
+        return None
+    actual = getattr(spec, "kind", kind)
+    if actual != kind:
+        same = sorted(i for i, k in installed.items() if k == kind)
+        close = difflib.get_close_matches(cid, same, n=1, cutoff=0.0)
+        hint = f"{kind}s include: " + ", ".join(same[:8]) if same else None
+        if close and same:
+            hint = f"did you mean the {kind} {close[0]}?"
+        issues.append(loaded.issue(path, f"{cid} is a {actual}, not a {kind}", hint=hint))
+        return None
+    return spec
+
+
+def _params_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, ...], raw: dict[str, Any],
+                   env_of: list[tuple[Point, dict[str, Any]]]) -> list[Issue]:
+    """Validate ``raw`` against the component's params model at every point.
+
+    Findings identical at several points are reported once, saying at how many points they
+    occur. Fields that reference unknown variables are skipped (the variable check reports them).
+    """
+    try:
+        model = spec.load_params()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin must not crash validation
+        return [loaded.issue(prefix[:-1], f"cannot load the params model of {cid}: {exc}")]
+    fields = list(getattr(model, "model_fields", {}))
+    found: dict[tuple[str, str], tuple[Issue, list[Point]]] = {}
+    for point, env in env_of:
+        unresolved = {prefix + path for ref, path in references(raw) if not resolvable(env, ref)}
+        params = interpolate(raw, env, strict=False)
+        try:
+            validated = model.model_validate(params)
+        except ValidationError as exc:
+            for err in exc.errors():
+                path = prefix + tuple(err["loc"])
+                if any(path[: len(u)] == u for u in unresolved):
+                    continue
+                issue = _issue_from_error(loaded, prefix, err, fields=fields)
+                found.setdefault((issue.path, issue.message), (issue, []))[1].append(point)
+            continue
+        for issue in _capability_issues(loaded, spec, cid, prefix, validated):
+            found.setdefault((issue.path, issue.message), (issue, []))[1].append(point)
+    issues = []
+    total = len(env_of)
+    for issue, points in found.values():
+        if total > 1 and len(points) < total:
+            issue = Issue(
+                message=f"{issue.message} (at {len(points)} of {total} points, e.g. {points[0].label})",
+                path=issue.path, file=issue.file, line=issue.line, column=issue.column, hint=issue.hint,
+            )
+        issues.append(issue)
+    return issues
+
+
+def _capability_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, ...], params: Any) -> list[Issue]:
+    """Check the component's declared collectives and rank bounds against validated params."""
+    issues: list[Issue] = []
+    collectives = {str(c) for c in getattr(spec, "collectives", ()) or ()}
+    coll = getattr(params, "collective", None)
+    if coll is not None and collectives:
+        name = str(getattr(coll, "value", coll))
+        if name not in collectives:
+            issues.append(loaded.issue(prefix + ("collective",), f"{cid} does not implement {name}",
+                                       hint="supported: " + ", ".join(sorted(collectives))))
+    ranks = getattr(params, "ranks", None)
+    if isinstance(ranks, int) and not isinstance(ranks, bool):
+        lo, hi = getattr(spec, "min_ranks", 1) or 1, getattr(spec, "max_ranks", None)
+        if ranks < lo or (hi is not None and ranks > hi):
+            bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            issues.append(loaded.issue(prefix + ("ranks",), f"{cid} supports ranks {bound}, not {ranks}"))
+    return issues
+
+
+def _meaning_issues(loaded: LoadedFile, model: Pipeline, manager: Any) -> list[Issue]:
+    issues = _requires_issues(loaded, model)
+    var_issues = _variable_issues(loaded, model)
+    issues += var_issues
+    points = expand(model.matrix)
+    env_of = [(p, {**model.vars, **p.as_dict()}) for p in points]
+    installed = component_ids(manager)
+
+    outputs: dict[str, str] = {}
+    for sname, src in model.sources.items():
+        base = ("sources", sname)
+        spec = _resolve(loaded, manager, installed, base + ("producer",), src.producer, "producer", issues)
+        if spec is not None:
+            outputs[sname] = str(getattr(spec, "output", "algorithm"))
+            issues += _params_issues(loaded, spec, src.producer, base + ("params",), src.params, env_of)
+            if src.transforms and outputs[sname] != "algorithm":
+                issues.append(loaded.issue(base + ("transforms",), f"transforms take an algorithm, but {src.producer} "
+                                           f"produces a {outputs[sname]}"))
+        for i, t in enumerate(src.transforms):
+            tpath = base + ("transforms", i)
+            tspec = _resolve(loaded, manager, installed, tpath + ("use",), t.use, "transform", issues)
+            if tspec is not None:
+                issues += _params_issues(loaded, tspec, t.use, tpath + ("params",), t.params, env_of)
+
+    for cname, cons in model.consumers.items():
+        base = ("consumers", cname)
+        for i, s in enumerate(cons.sources or []):
+            if s not in model.sources:
+                close = difflib.get_close_matches(s, list(model.sources), n=1)
+                issues.append(loaded.issue(base + ("sources", i), f"unknown source {s!r}",
+                                           hint=f"did you mean {close[0]}?" if close else
+                                           "sources: " + ", ".join(model.sources)))
+        spec = _resolve(loaded, manager, installed, base + ("use",), cons.use, "consumer", issues)
+        if spec is None:
+            continue
+        issues += _params_issues(loaded, spec, cons.use, base + ("params",), cons.params, env_of)
+        accepts = {str(x) for x in getattr(spec, "inputs", {"algorithm"})}
+        for sname in cons.sources or list(model.sources):
+            kind = outputs.get(sname)
+            if kind is not None and kind not in accepts:
+                issues.append(loaded.issue(base + ("use",), f"{cons.use} takes {'/'.join(sorted(accepts))}, but source "
+                                           f"{sname!r} produces a {kind}",
+                                           hint="restrict the consumer with sources: [...]"))
+    return issues
+
+
+def _sorted(issues: list[Issue]) -> list[Issue]:
+    unique = list(dict.fromkeys(issues))
+    return sorted(unique, key=lambda i: (i.line or 0, i.column or 0, i.path, i.message))
+
+
+def validate_loaded(loaded: LoadedFile, *, manager: Any = None,
+                    manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+    """Run both passes on a loaded file; raise :class:`PipelineValidationError` with every issue."""
+    issues = _structure_issues(loaded)
+    if issues:
+        _raise(loaded, issues)
+    model = Pipeline.model_validate(loaded.data)
+    if manager is None:
+        manager = manager_for(manager_spec or ManagerSpec())
+    issues = _meaning_issues(loaded, model, manager)
+    if issues:
+        _raise(loaded, issues)
+    base = Path(loaded.file).resolve().parent if not loaded.file.startswith("<") else Path.cwd()
+    return ValidatedPipeline(model, tuple(expand(model.matrix)), loaded.file, base, loaded.text)
+
+
+def _raise(loaded: LoadedFile, issues: list[Issue]) -> None:
+    issues = _sorted(issues)
+    first = issues[0]
+    more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
+    raise PipelineValidationError(
+        f"{loaded.file}: {len(issues)} issue(s) in the pipeline; first: {first}{more}",
+        issues=issues,
+        hint=f"run: collhub pipeline validate {shlex.quote(loaded.file)}" if not loaded.file.startswith("<") else None,
+    )
+
+
+def validate_text(text: str, file: str = "<pipeline>", *, manager: Any = None,
+                  manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+    """Parse and validate pipeline text."""
+    return validate_loaded(load_text(text, file), manager=manager, manager_spec=manager_spec)
+
+
+def validate_file(path: str | Path, *, manager: Any = None, manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+    """Read, parse and validate a pipeline file."""
+    return validate_loaded(load_file(path), manager=manager, manager_spec=manager_spec)
+
