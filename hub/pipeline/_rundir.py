@@ -82,7 +82,8 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        # Three decimals keep µs exact to the ns and GB/s to the MB/s; tiny values keep 3 digits.
+        return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.3g}"
     return str(value)
 
 

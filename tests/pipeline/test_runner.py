@@ -119,7 +119,7 @@ def test_run_directory_contents(tmp_path: Path, tspec: ManagerSpec) -> None:
     assert table[0]["source"] == "a" and table[0]["consumer"] == "fast" and float(table[0]["time_ns"]) == 1500.0
     md = (d / "results.md").read_text().splitlines()
     assert md[2] == "| source | consumer | size | ranks | chunks | time_us | algbw GB/s | busbw GB/s | status |"
-    assert md[4] == "| a | fast | 1000 | 4 | 1 | 1.5 | 0.666667 | 2 | ok |"  # 1500 ns; 1000 B / 1500 ns
+    assert md[4] == "| a | fast | 1000 | 4 | 1 | 1.500 | 0.667 | 2.000 | ok |"  # 1500 ns; 1000 B / 1500 ns
     assert len(md) == 4 + 48
 
 
