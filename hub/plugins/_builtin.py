@@ -44,7 +44,7 @@ def collhub_producers() -> list[ProducerSpec]:
                   "NCCL-style double binary tree: two complementary trees, each on half the data",
                   frozenset({"allreduce", "broadcast", "reduce"})),
         _producer("hierarchical", "produce_hierarchical", "HierarchicalParams",
-                  "Hierarchical (multi-dimensional) algorithms: one phase per topology dimension",
+                  "Two-level: intra-node rings, inter-node rings on the shards (local_size ranks per node)",
                   frozenset({"allreduce", "allgather", "reducescatter", "alltoall"})),
     ]
 
