@@ -1,0 +1,267 @@
+"""``simulate()`` (library) and the ``hub.simulate`` consumer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..chakra import Algorithm, Collective, NodeType, Workload
+from ..errors import HubError, SimulationError, UsageError
+from ..topology import DimensionalTopology, Topology, load_topology
+from ._engine import EngineState, run_engine
+from ._network import AwareNetwork, as_array, unaware_delays
+from ._program import K_SEND, Program, program_from_algorithm
+from ._result import SimulationResult, lower_bound_ns
+from ._workload import program_from_workload
+
+__all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
+
+Mode = Literal["unaware", "aware"]
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_CRIT_LIMIT = 10_000
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from an int or a string: ``"1MiB"`` (binary: KiB, MiB, GiB = 2^10..), ``"64KB"``
+    (decimal: KB, MB, GB = 10^3..), ``"4096"`` or ``"4096B"``. Case-insensitive."""
+    if isinstance(value, bool):
+        raise UsageError(f"size {value!r} is not a byte count")
+    if isinstance(value, int):
+        if value < 0:
+            raise UsageError(f"size must be >= 0 bytes, got {value}")
+        return value
+    m = _SIZE.match(str(value))
+    unit = m.group(2).lower() if m else None
+    if not m or unit not in _UNITS:
+        raise UsageError(f"cannot read size {value!r}",
+                         hint="an integer number of bytes or a unit: B, KB/MB/GB (10^3..), KiB/MiB/GiB (2^10..)")
+    num = float(m.group(1)) * _UNITS[unit]
+    if num != int(num):
+        raise UsageError(f"size {value!r} is not a whole number of bytes")
+    return int(num)
+
+
+class SimulateParams(BaseModel):
+    """Parameters of the built-in simulator (``hub.simulate``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: str = Field(description="topology string (e.g. 'ring:8', 'ring:4,switch:8', 'torus:4x4') "
+                         "or a path to an ASTRA-sim network.yml")
+    size: int | str | None = Field(default=None, description="collective size in bytes (nccl-tests' S); "
+                                   "int or '1MiB' (binary) / '64KB' (decimal). Binds unbound algorithms; optional "
+                                   "when messages already carry sizes")
+    mode: Mode = Field(default="unaware", description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
+                       "message, no contention) or 'aware' (store-and-forward FIFO links)")
+    reduction_GBps: float | None = Field(default=None, gt=0, description="cost of COMP nodes without a duration: "
+                                         "None = 1 ns (ASTRA-sim); else bytes / reduction_GBps ns (decimal GB/s)")
+    trace: bool = Field(default=False, description="write a Chrome/Perfetto trace JSON artifact")
+    plot: bool = Field(default=False, description="write a PNG timeline and link-utilization plot (matplotlib)")
+    algorithm_for: dict[str, str] = Field(default_factory=dict, description="workloads: collective -> algorithm "
+                                          "name in hub.algorithms (e.g. 'ring', 'direct') or an ET prefix; default ring")
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: int | str | None) -> int | str | None:
+        if v is not None:
+            parse_size(v)
+        return v
+
+
+# -- algorithm selection for workloads ---------------------------------------------------------
+def _make_algorithm(name: str, coll: Collective, ranks: int) -> Algorithm:
+    """An algorithm from the built-in library (``hub.algorithms``) or an ET prefix on disk."""
+    if "/" in name or "\\" in name or Path(f"{name}.0.et").is_file():
+        from ..chakra import read_algorithm
+
+        return read_algorithm(name)
+    try:
+        import hub.algorithms as lib
+    except ImportError as exc:  # pragma: no cover - depends on the build
+        raise SimulationError(f"cannot build algorithm {name!r}: hub.algorithms is not available ({exc})",
+                              hint="pass algorithm_for={collective: Algorithm}") from None
+    make = getattr(lib, "make", None)
+    try:
+        if callable(make):
+            return make(name, collective=coll, ranks=ranks)
+        fn = getattr(lib, name.replace("-", "_"), None)
+        if not callable(fn):
+            raise SimulationError(f"unknown algorithm {name!r}",
+                                  hint="one of: " + ", ".join(sorted(getattr(lib, "CATALOG", {}) or ["ring", "direct"])))
+        return fn(coll, ranks)
+    except HubError:
+        raise
+    except Exception as exc:
+        raise SimulationError(f"algorithm {name!r} for {coll.value} on {ranks} ranks failed: {exc}") from None
+
+
+def _selector(algorithm_for: Mapping[Any, Any] | None) -> Any:
+    chosen: dict[Collective, Any] = {}
+    for k, v in (algorithm_for or {}).items():
+        chosen[Collective.parse(k)] = v
+    cache: dict[tuple[Collective, int, int], Algorithm | None] = {}
+
+    def pick(coll: Collective, comm_size: int, ranks: int) -> Algorithm | None:
+        key = (coll, comm_size, ranks)
+        if key in cache:
+            return cache[key]
+        spec = chosen.get(coll)
+        if spec is None and coll == Collective.BROADCAST:
+            cache[key] = None  # ASTRA-sim replays BROADCAST as its duration_micros
+            return None
+        alg = spec if isinstance(spec, Algorithm) else _make_algorithm(spec or "ring", coll, ranks)
+        if not alg.is_bound:
+            # ASTRA-sim's all-gather comm_size is the per-rank contribution; nccl-tests' S is the output
+            total = comm_size * ranks if coll in (Collective.ALLGATHER, Collective.GATHER) else comm_size
+            alg = alg.bind(total)
+        program_from_algorithm(alg)  # validates peers, sizes, dependencies once
+        cache[key] = alg
+        return alg
+
+    return pick
+
+
+# -- the library entry point --------------------------------------------------------------------
+def _infer_size(alg: Algorithm) -> int | None:
+    if alg.meta.size is not None:
+        return int(alg.meta.size)
+    if alg.meta.in_chunks <= 0 and alg.meta.out_chunks <= 0:
+        return None  # a foreign algorithm without chunk counts: S is unknown
+    for g in alg.graphs:
+        sel = (g.kind == NodeType.SEND) & (g.count > 0) & (g.size >= 0)
+        if sel.any():
+            i = int(np.argmax(sel))
+            return int(g.size[i] // g.count[i]) * alg.meta.reference_chunks
+    return None
+
+
+def _model(prog: Program, topo: Topology, mode: str) -> tuple[Any, AwareNetwork | None]:
+    kinds = np.asarray(prog.kind, dtype=np.int64)
+    sends = np.flatnonzero(kinds == K_SEND)
+    src = np.frombuffer(prog.rank, dtype=np.int32)[sends]
+    dst = np.frombuffer(prog.peer, dtype=np.int32)[sends]
+    if mode == "unaware":
+        delays = np.zeros(prog.n, dtype=np.int64)
+        if sends.size:
+            delays[sends] = unaware_delays(topo, src, dst, np.frombuffer(prog.size, dtype=np.int64)[sends])
+        return as_array(delays), None
+    if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
+        raise SimulationError(
+            f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "
+            f"{topo.to_string()!r} has {len(topo.dims)} dimensions",
+            hint="use mode='unaware', or simulate its link graph: simulate(alg, topo.to_link_graph(), mode='aware')",
+        )
+    net = AwareNetwork(topo.to_link_graph())
+    pairs = np.unique(src.astype(np.int64) * topo.npus + dst) if sends.size else np.zeros(0, dtype=np.int64)
+    net.prepare([divmod(int(p), topo.npus) for p in pairs])
+    return None, net
+
+
+def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
+    names = {4: "COMP", 5: "SEND", 6: "RECV", 20: "COLL_START", 21: "COLL_END"}
+    path = []
+    g = st.last
+    while g >= 0 and len(path) < _CRIT_LIMIT:
+        entry: dict[str, Any] = {"rank": prog.rank[g], "node": prog.local_id[g], "kind": names.get(prog.kind[g], "NOP"),
+                                 "start_ns": st.start[g], "end_ns": st.fin[g]}
+        if prog.inst[g]:
+            entry["collective"] = prog.labels.get(prog.inst[g], str(prog.inst[g]))
+        path.append(entry)
+        g = st.cause[g]
+    path.reverse()
+    return path
+
+
+def simulate(
+    obj: Algorithm | Workload,
+    topology: Topology | str | Path,
+    *,
+    size: int | str | None = None,
+    mode: Mode = "unaware",
+    reduction_GBps: float | None = None,
+    algorithm_for: Mapping[Any, Algorithm | str] | None = None,
+) -> SimulationResult:
+    """Simulate an algorithm (or a workload) on ``topology`` under ASTRA-sim's analytical model.
+
+    ``size``: nccl-tests' collective size; binds an unbound algorithm (``alg.bind(size)``); for a
+    bound or foreign algorithm it is only used for the bandwidth figures when the algorithm does
+    not state its own size.
+    """
+    if mode not in ("unaware", "aware"):
+        raise UsageError(f"unknown mode {mode!r}", hint="'unaware' or 'aware'")
+    topo = load_topology(topology)
+    nbytes = parse_size(size) if size is not None else None
+    if isinstance(obj, Workload):
+        if obj.rank_count == 0:
+            raise SimulationError("the workload has no ranks")
+        prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps)
+        collective, ranks, S, name = None, obj.rank_count, None, obj.name
+    elif isinstance(obj, Algorithm):
+        if obj.ranks > topo.npus:
+            raise SimulationError(
+                f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "
+                f"{topo.to_string()!r} has {topo.npus} NPUs", hint="choose a topology with at least as many NPUs")
+        alg = obj
+        if not alg.is_bound:
+            if nbytes is None:
+                raise SimulationError(f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
+                                      hint="give size=..., e.g. size='1MiB'")
+            alg = alg.bind(nbytes)
+        elif nbytes is not None and alg.meta.size is not None and alg.meta.size != nbytes:
+            raise UsageError(f"the algorithm is already bound to {alg.meta.size} B, not {nbytes} B",
+                             hint="drop size, or pass the unbound algorithm")
+        prog = program_from_algorithm(alg, reduction_GBps)
+        S = _infer_size(alg) if alg.meta.size is not None or nbytes is None else nbytes
+        coll = alg.collective
+        collective = None if coll == Collective.CUSTOM else coll.value
+        ranks, name = alg.ranks, alg.name
+    else:
+        raise UsageError(f"cannot simulate a {type(obj).__name__}", hint="give an Algorithm or a Workload")
+    delays, net = _model(prog, topo, mode)
+    st = run_engine(prog, delays=delays, net=net)
+    links: list[dict[str, Any]] = []
+    if net is not None:
+        for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy)):
+            if b:
+                links.append({"link": net.link_label(li), "bytes": b, "busy_ns": busy,
+                              "utilization": busy / st.time_ns if st.time_ns else 0.0})
+    root = obj.meta.root if isinstance(obj, Algorithm) else 0
+    bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
+    return SimulationResult(
+        time_ns=int(st.time_ns), mode=mode, topology=topo.to_string() if _has_string(topo) else topo.describe(),
+        ranks=ranks, collective=collective, size=S, messages=prog.messages, bytes=prog.bytes,
+        rank_finish_ns=list(st.rank_finish), critical_path=_critical_path(prog, st), links=links,
+        bound_ns=bound, bound_formula=formula, name=name, _engine=st, _program=prog, _net=net,
+    )
+
+
+def _has_string(topo: Topology) -> bool:
+    try:
+        topo.to_string()
+    except HubError:
+        return False
+    return True
+
+
+# -- the consumer -------------------------------------------------------------------------------
+def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: Any) -> Any:
+    """``hub.simulate``: simulate ``obj`` and return a :class:`hub.Result` (artifacts in ctx.workdir)."""
+    from .._result import Result
+    from ._report import write_plot, write_trace
+
+    res = simulate(obj, params.network, size=params.size, mode=params.mode, reduction_GBps=params.reduction_GBps,
+                   algorithm_for=params.algorithm_for or None)
+    artifacts: dict[str, str] = {}
+    workdir = Path(getattr(ctx, "workdir", Path.cwd()))
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name or res.collective or "simulation") or "simulation"
+    if params.trace:
+        artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{params.mode}.trace.json"))
+    if params.plot:
+        artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{params.mode}.png"))
+    return Result(component="hub.simulate", metrics=res.metrics(), artifacts=artifacts, details=res.details())

@@ -1,0 +1,134 @@
+"""The simulation result: nccl-tests-style metrics, per-rank and per-link details, lower bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chakra import Collective
+from ..topology import Topology, bytes_per_ns
+
+__all__ = ["BUSBW_FACTOR", "SimulationResult", "busbw_factor", "lower_bound_ns"]
+
+
+def busbw_factor(collective: Collective | str | None, n: int) -> float | None:
+    """nccl-tests' bus-bandwidth factor (conventions.md §1); None for custom collectives."""
+    if collective is None or n < 1:
+        return None
+    c = Collective.parse(collective)
+    if c == Collective.ALLREDUCE:
+        return 2 * (n - 1) / n
+    if c in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL, Collective.GATHER, Collective.SCATTER):
+        return (n - 1) / n
+    if c in (Collective.BROADCAST, Collective.REDUCE):
+        return 1.0
+    return None
+
+
+BUSBW_FACTOR = busbw_factor
+
+
+def lower_bound_ns(topology: Topology, collective: Collective | str | None, size: int | None, ranks: int,
+                   root: int = 0) -> tuple[float | None, str | None]:
+    """Injection-bandwidth lower bound (conventions.md §3.2/§3.3) in ns, and how it was derived.
+
+    B_in(r)/B_out(r) = summed bandwidth of the links into/out of rank r (B/ns, 2^30 convention);
+    M = the collective size (nccl-tests' S). The bound is the bandwidth term only (no latency).
+    """
+    if collective is None or not size or ranks < 2:
+        return None, None
+    c = Collective.parse(collective)
+    g = topology.to_link_graph()
+    bin_ = [bytes_per_ns(g.in_bandwidth(r)) for r in range(ranks)]
+    bout = [bytes_per_ns(g.out_bandwidth(r)) for r in range(ranks)]
+    p, m = ranks, float(size)
+    others = [r for r in range(ranks) if r != root]
+    if c == Collective.ALLREDUCE:
+        return 2 * (p - 1) * m / (p * min(bin_)), "2(p-1)M/(p*B_in)"
+    if c == Collective.ALLGATHER:
+        return (p - 1) * m / (p * min(bin_)), "(p-1)M/(p*B_in)"
+    if c in (Collective.REDUCESCATTER, Collective.ALLTOALL):
+        return (p - 1) * m / (p * min(bout)), "(p-1)M/(p*B_out)"
+    if c == Collective.BROADCAST:
+        return m / min(bin_[r] for r in others), "M/B_in(non-root)"
+    if c == Collective.REDUCE:
+        return m / min(bout[r] for r in others), "M/B_out(non-root)"
+    if c == Collective.GATHER:
+        return (p - 1) * m / (p * bin_[root]), "(p-1)M/(p*B_in(root))"
+    if c == Collective.SCATTER:
+        return (p - 1) * m / (p * bout[root]), "(p-1)M/(p*B_out(root))"
+    return None, None
+
+
+@dataclass
+class SimulationResult:
+    """One simulated collective or workload. Times in ns; bandwidths in decimal GB/s (= B/ns)."""
+
+    time_ns: int
+    mode: str
+    topology: str
+    ranks: int
+    collective: str | None
+    size: int | None  # nccl-tests' S in bytes, used for algbw
+    messages: int
+    bytes: int
+    rank_finish_ns: list[int]
+    critical_path: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+    bound_ns: float | None = None
+    bound_formula: str | None = None
+    name: str = ""
+    _engine: Any = field(default=None, repr=False)  # EngineState, for trace and plot
+    _program: Any = field(default=None, repr=False)
+    _net: Any = field(default=None, repr=False)
+
+    @property
+    def time_us(self) -> float:
+        return self.time_ns / 1000.0
+
+    @property
+    def algbw_GBps(self) -> float | None:
+        """``S / t`` in decimal GB/s (bytes per ns)."""
+        if not self.size or self.time_ns <= 0:
+            return None
+        return self.size / self.time_ns
+
+    @property
+    def busbw_GBps(self) -> float | None:
+        f = busbw_factor(self.collective, self.ranks)
+        a = self.algbw_GBps
+        return None if f is None or a is None else a * f
+
+    @property
+    def bound_ratio(self) -> float | None:
+        """time / bound (>= 1; 1 means the bound is attained)."""
+        return self.time_ns / self.bound_ns if self.bound_ns else None
+
+    def metrics(self) -> dict[str, float | int | str | bool | None]:
+        """Flat scalar figures (the ``metrics`` of :class:`hub.Result`)."""
+        return {
+            "time_ns": self.time_ns,
+            "time_us": self.time_us,
+            "algbw_GBps": self.algbw_GBps,
+            "busbw_GBps": self.busbw_GBps,
+            "size_bytes": self.size,
+            "ranks": self.ranks,
+            "collective": self.collective,
+            "mode": self.mode,
+            "topology": self.topology,
+            "messages": self.messages,
+            "bytes": self.bytes,
+            "bound_ns": self.bound_ns,
+            "time_over_bound": self.bound_ratio,
+        }
+
+    def details(self) -> dict[str, Any]:
+        """Structured data: per-rank finish times, critical path, per-link stats (aware)."""
+        out: dict[str, Any] = {
+            "rank_finish_ns": list(self.rank_finish_ns),
+            "critical_path": self.critical_path,
+            "bound_formula": self.bound_formula,
+        }
+        if self.links:
+            out["links"] = self.links
+        return out

@@ -1,0 +1,172 @@
+"""The compact topology string and :func:`load_topology`.
+
+Grammar (case-insensitive, blanks ignored)::
+
+    spec    := body ( ";" option )*          options after ";" apply to every block
+    body    := item ( "," item )*
+    item    := block | option                a bare option attaches to the block before it
+    block   := kind [ ":" shape ] [ "@" option ]
+    option  := key "=" number                keys: bw (bandwidth, GB/s = 2^30 B/s), lat (latency, ns),
+                                             spines (fattree only)
+
+Kinds: ``ring:N``, ``fc:N`` (``fullyconnected:N``), ``switch:N`` (dimensional, stackable:
+``ring:4,switch:8``); link-graph presets ``mesh:AxB[xC..]``, ``torus:AxB[xC..]``,
+``hypercube:D``, ``dgx1``, ``fattree:LxN`` (used alone). Defaults: bw=50, lat=500.
+Examples: ``ring:8@bw=100,lat=200``, ``ring:4@bw=200,switch:8;lat=1000``, ``torus:4x4x4;bw=25``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from ..errors import TopologyFormatError
+from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
+from ._dims import Dimension, DimensionalTopology
+from ._presets import dgx1, fattree, hypercube, mesh, torus
+from ._yaml import read_network_yml
+
+__all__ = ["load_topology", "parse_topology"]
+
+_DIM_KINDS = {
+    "ring": "Ring",
+    "fc": "FullyConnected",
+    "fullyconnected": "FullyConnected",
+    "fully_connected": "FullyConnected",
+    "switch": "Switch",
+}
+_PRESETS = ("mesh", "torus", "hypercube", "dgx1", "fattree")
+_KEYS = {"bw": "bw", "bandwidth": "bw", "lat": "lat", "latency": "lat", "spines": "spines"}
+_EXAMPLES = "e.g. 'ring:8', 'ring:4,switch:8', 'ring:8@bw=100,lat=200', 'torus:4x4', 'dgx1', 'fattree:4x8'"
+_NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+class _Block:
+    def __init__(self, kind: str, shape: str, pos: int) -> None:
+        self.kind, self.shape, self.pos = kind, shape, pos
+        self.opts: dict[str, float] = {}
+
+
+def _err(spec: str, msg: str, hint: str | None = None) -> TopologyFormatError:
+    return TopologyFormatError(f"topology {spec!r}: {msg}", hint=hint or _EXAMPLES)
+
+
+def _option(spec: str, text: str) -> tuple[str, float]:
+    key, eq, value = text.partition("=")
+    if not eq:
+        raise _err(spec, f"expected key=value, got {text!r}", "options are bw=<GB/s>, lat=<ns> (fattree: spines=<n>)")
+    k = _KEYS.get(key)
+    if k is None:
+        near = difflib.get_close_matches(key, list(_KEYS), n=1)
+        raise _err(spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
+    if not _NUM.match(value):
+        raise _err(spec, f"option {key}={value!r} is not a number")
+    return k, float(value)
+
+
+def _ints(spec: str, kind: str, shape: str, count: int | None) -> list[int]:
+    parts = shape.split("x") if shape else []
+    if not parts or not all(p.isdigit() for p in parts) or (count is not None and len(parts) != count):
+        want = {1: "N", 2: "AxB"}.get(count or 0, "AxB[xC...]")
+        raise _err(spec, f"{kind} needs a shape like {kind}:{want}, got {shape!r}")
+    return [int(p) for p in parts]
+
+
+def parse_topology(spec: str) -> Topology:
+    """Parse the compact string form (see the module docstring)."""
+    text = re.sub(r"\s+", "", str(spec)).lower()
+    if not text:
+        raise _err(spec, "empty topology string")
+    body, *globals_ = text.split(";")
+    gopts: dict[str, float] = {}
+    for g in globals_:
+        if g:
+            k, v = _option(spec, g)
+            gopts[k] = v
+    blocks: list[_Block] = []
+    for i, item in enumerate(body.split(",")):
+        if not item:
+            raise _err(spec, f"empty item at position {i + 1}")
+        head, at, opt = item.partition("@")
+        if "=" in head and not at:
+            if not blocks:
+                raise _err(spec, f"option {item!r} before any block")
+            k, v = _option(spec, item)
+            blocks[-1].opts[k] = v
+            continue
+        kind, _, shape = head.partition(":")
+        if kind not in _DIM_KINDS and kind not in _PRESETS:
+            near = difflib.get_close_matches(kind, [*_DIM_KINDS, *_PRESETS], n=1)
+            raise _err(spec, f"unknown kind {kind!r}", f"did you mean {near[0]!r}? " + _EXAMPLES if near else None)
+        b = _Block(kind, shape, i)
+        if at:
+            k, v = _option(spec, opt)
+            b.opts[k] = v
+        blocks.append(b)
+
+    def opt(b: _Block, key: str, default: float | None) -> float | None:
+        return b.opts.get(key, gopts.get(key, default))
+
+    presets = [b for b in blocks if b.kind in _PRESETS]
+    if presets:
+        if len(blocks) > 1:
+            raise _err(spec, f"preset {presets[0].kind!r} cannot be combined with other blocks",
+                       "stack only ring/fc/switch dimensions, e.g. 'ring:4,switch:8'")
+        b = presets[0]
+        bw = opt(b, "bw", DEFAULT_BANDWIDTH)
+        lat = opt(b, "lat", DEFAULT_LATENCY)
+        assert bw is not None and lat is not None
+        if "spines" in b.opts or "spines" in gopts:
+            if b.kind != "fattree":
+                raise _err(spec, "option 'spines' applies to fattree only")
+        try:
+            if b.kind == "mesh":
+                return mesh(_ints(spec, "mesh", b.shape, None), bw, lat)
+            if b.kind == "torus":
+                return torus(_ints(spec, "torus", b.shape, None), bw, lat)
+            if b.kind == "hypercube":
+                return hypercube(_ints(spec, "hypercube", b.shape, 1)[0], bw, lat)
+            if b.kind == "dgx1":
+                if b.shape:
+                    raise _err(spec, "dgx1 takes no shape (it is 8 GPUs)")
+                return dgx1(bw, lat)
+            leaves, per_leaf = _ints(spec, "fattree", b.shape, 2)
+            sp = opt(b, "spines", None)
+            return fattree(leaves, per_leaf, None if sp is None else int(sp), bw, lat)
+        except TopologyFormatError as exc:
+            if exc.message.startswith("topology "):
+                raise
+            raise _err(spec, exc.message, exc.hint) from None
+    if "spines" in gopts or any("spines" in b.opts for b in blocks):
+        raise _err(spec, "option 'spines' applies to fattree only")
+    dims = []
+    for b in blocks:
+        (n,) = _ints(spec, b.kind, b.shape, 1)
+        bw = opt(b, "bw", DEFAULT_BANDWIDTH)
+        lat = opt(b, "lat", DEFAULT_LATENCY)
+        assert bw is not None and lat is not None
+        try:
+            dims.append(Dimension(_DIM_KINDS[b.kind], n, bw, lat))
+        except TopologyFormatError as exc:
+            raise _err(spec, f"dimension {len(dims)}: {exc.message}") from None
+    return DimensionalTopology(dims)
+
+
+def load_topology(spec: "str | Path | Topology") -> Topology:
+    """A topology from a compact string (``ring:8``, ``torus:4x4``, ...) or a ``network.yml`` path.
+
+    A string is read as a file when it names an existing file or ends in ``.yml``/``.yaml``.
+    A :class:`Topology` passes through unchanged.
+    """
+    if isinstance(spec, Topology):
+        return spec
+    if isinstance(spec, Path):
+        return read_network_yml(spec)
+    s = str(spec).strip()
+    if s.endswith((".yml", ".yaml")) or ("/" in s and Path(s).is_file()) or (":" not in s and Path(s).is_file()):
+        if not Path(s).is_file():
+            raise TopologyFormatError(f"network file {s} not found", hint="give a path to an ASTRA-sim network.yml or a "
+                                      "topology string such as 'ring:8'")
+        return read_network_yml(s)
+    return parse_topology(s)

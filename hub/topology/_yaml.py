@@ -1,0 +1,84 @@
+"""Reading ASTRA-sim's analytical ``network.yml``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import TopologyFormatError
+from ._dims import KINDS, Dimension, DimensionalTopology
+
+__all__ = ["parse_network_yml", "read_network_yml"]
+
+_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+
+
+def read_network_yml(path: str | Path) -> DimensionalTopology:
+    """Read a ``network.yml`` file; :class:`TopologyFormatError` names the file and the key."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TopologyFormatError(f"{p}: cannot read network file: {exc.strerror or exc}") from None
+    return parse_network_yml(text, source=str(p))
+
+
+def parse_network_yml(text: str, *, source: str = "<network.yml>") -> DimensionalTopology:
+    """Parse ``network.yml`` text (safely); all four keys must be lists of equal length."""
+    import yaml
+
+    try:
+        doc: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        raise TopologyFormatError(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(doc, dict):
+        raise TopologyFormatError(
+            f"{source}: expected a mapping with keys {', '.join(_KEYS)}",
+            hint="example: topology: [ Ring ] / npus_count: [ 8 ] / bandwidth: [ 50.0 ] / latency: [ 500.0 ]",
+        )
+    lists: dict[str, list[Any]] = {}
+    for key in _KEYS:
+        if key not in doc:
+            raise TopologyFormatError(f"{source}: missing key '{key}'", hint="network.yml needs: " + ", ".join(_KEYS))
+        value = doc[key]
+        if not isinstance(value, list):
+            raise TopologyFormatError(
+                f"{source}: '{key}' must be a YAML list (one entry per dimension), got {value!r}",
+                hint=f"write '{key}: [ {value} ]'; ASTRA-sim reads a bare scalar as an empty list and aborts",
+            )
+        if not value:
+            raise TopologyFormatError(f"{source}: '{key}' is an empty list")
+        lists[key] = value
+    lengths = {k: len(v) for k, v in lists.items()}
+    if len(set(lengths.values())) != 1:
+        raise TopologyFormatError(
+            f"{source}: lists differ in length ({', '.join(f'{k}: {n}' for k, n in lengths.items())})",
+            hint="every key needs one entry per dimension",
+        )
+    dims = []
+    for i in range(lengths["topology"]):
+        kind = lists["topology"][i]
+        if kind not in KINDS:
+            near = [k for k in KINDS if isinstance(kind, str) and k.lower() == kind.lower()]
+            raise TopologyFormatError(
+                f"{source}: 'topology'[{i}] = {kind!r} is not a building block",
+                hint=f"did you mean {near[0]!r}? (names are case-sensitive)" if near else "one of: " + ", ".join(KINDS),
+            )
+        npus = lists["npus_count"][i]
+        if isinstance(npus, bool) or not isinstance(npus, int) or npus < 2:
+            raise TopologyFormatError(f"{source}: 'npus_count'[{i}] = {npus!r}; must be an integer > 1")
+        vals = []
+        for key in ("bandwidth", "latency"):
+            v = lists[key][i]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TopologyFormatError(f"{source}: '{key}'[{i}] = {v!r} is not a number")
+            vals.append(float(v))
+        bw, lat = vals
+        if not bw > 0:
+            raise TopologyFormatError(f"{source}: 'bandwidth'[{i}] = {bw}; must be > 0 (GB/s)")
+        if not lat >= 0:
+            raise TopologyFormatError(f"{source}: 'latency'[{i}] = {lat}; must be >= 0 (ns)")
+        dims.append(Dimension(kind, npus, bw, lat))
+    return DimensionalTopology(dims)
