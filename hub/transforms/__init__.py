@@ -1,0 +1,32 @@
+"""Semantics-preserving algorithm transforms (and the ``hub.stats`` consumer).
+
+Every transform returns a new :class:`~hub.chakra.Algorithm` that still verifies whenever its
+input did. See ``docs/verify.md``.
+"""
+
+from __future__ import annotations
+
+from ._chunk import ChunkParams, chunk_algorithm, chunk_transform
+from ._instances import InstancesParams, instances_algorithm, instances_transform, split_to_unit_chunks
+from ._remap import RemapParams, remap_algorithm, remap_transform, resolve_mapping
+from ._stats import StatsParams, algorithm_stats, stats_consumer
+from ._verify import VerifyParams, verify_transform
+
+__all__ = [
+    "ChunkParams",
+    "InstancesParams",
+    "RemapParams",
+    "StatsParams",
+    "VerifyParams",
+    "algorithm_stats",
+    "chunk_algorithm",
+    "chunk_transform",
+    "instances_algorithm",
+    "instances_transform",
+    "remap_algorithm",
+    "remap_transform",
+    "resolve_mapping",
+    "split_to_unit_chunks",
+    "stats_consumer",
+    "verify_transform",
+]

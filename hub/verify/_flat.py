@@ -1,0 +1,92 @@
+"""All ranks' nodes in one set of global columns (global index = rank offset + position)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..chakra import Algorithm
+
+__all__ = ["Flat", "flatten", "ragged_arange"]
+
+
+def ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + lengths[i])`` for all i, vectorized."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    shift = np.asarray(starts, dtype=np.int64) - (ends - lengths)
+    return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
+
+
+@dataclass
+class Flat:
+    """Global columns of an algorithm whose dependency positions are valid.
+
+    ``offsets[r]`` is the global index of rank r's first node. ``succ_ptr``/``succ`` list each
+    node's successors (reverse dependencies), ``indeg`` its dependency count.
+    """
+
+    offsets: np.ndarray
+    rank: np.ndarray
+    ids: np.ndarray
+    kind: np.ndarray
+    peer: np.ndarray
+    tag: np.ndarray
+    count: np.ndarray
+    src_buf: np.ndarray
+    src_off: np.ndarray
+    dst_buf: np.ndarray
+    dst_off: np.ndarray
+    op: np.ndarray
+    size: np.ndarray
+    dep_ptr: np.ndarray
+    dep_pos: np.ndarray
+    succ_ptr: np.ndarray
+    succ: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.kind.shape[0])
+
+    def where(self, v: int) -> tuple[int, int]:
+        """(rank, node id) of global index v."""
+        return int(self.rank[v]), int(self.ids[v])
+
+
+def flatten(alg: Algorithm) -> Flat:
+    graphs = alg.graphs
+    lens = np.array([len(g) for g in graphs], dtype=np.int64)
+    offsets = np.zeros(len(graphs) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    n = int(offsets[-1])
+
+    def cat(name: str) -> np.ndarray:
+        if not graphs:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([getattr(g, name) for g in graphs])
+
+    rank = np.repeat(np.arange(len(graphs), dtype=np.int64), lens)
+    ndeps = np.concatenate([np.diff(g.dep_ptr) for g in graphs]) if graphs else np.zeros(0, np.int64)
+    dep_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(ndeps, out=dep_ptr[1:])
+    if graphs:
+        dep_pos = np.concatenate(
+            [g.dep_pos[g.dep_ptr[0] : g.dep_ptr[-1]].astype(np.int64) + offsets[r] for r, g in enumerate(graphs)]
+        )
+    else:
+        dep_pos = np.zeros(0, dtype=np.int64)
+    owner = np.repeat(np.arange(n, dtype=np.int64), ndeps)
+    order = np.argsort(dep_pos, kind="stable")
+    succ = owner[order]
+    succ_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dep_pos, minlength=n) if n else np.zeros(0, np.int64), out=succ_ptr[1:])
+    return Flat(
+        offsets=offsets, rank=rank, ids=cat("ids"), kind=cat("kind"), peer=cat("peer"), tag=cat("tag"),
+        count=cat("count"), src_buf=cat("src_buf"), src_off=cat("src_off"), dst_buf=cat("dst_buf"),
+        dst_off=cat("dst_off"), op=cat("op"), size=cat("size"), dep_ptr=dep_ptr, dep_pos=dep_pos,
+        succ_ptr=succ_ptr, succ=succ,
+    )
