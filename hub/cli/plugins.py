@@ -1,4 +1,4 @@
-"""``collhub plugins list | info | doctor | new`` and the ``--version`` report."""
+"""``collhub plugins list | info | doctor | validate | new`` and the ``--version`` report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import ComponentNotFoundError, ExitCode
+from ..errors import ComponentNotFoundError, ExitCode, UsageError
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["app", "print_versions"]
@@ -105,9 +105,22 @@ def list_plugins(
 @app.command("info")
 def info(
     target: str = typer.Argument(..., metavar="ID_OR_NAME", help="A component id (hub.ring) or a plugin name."),
+    remote: bool = typer.Option(False, "--remote", help="Show the registry's entry for plugin NAME instead."),
+    registry: Optional[str] = typer.Option(  # noqa: UP007
+        None, "--registry", "-r", help="Registry URL for --remote (default: $COLLHUB_REGISTRY_URL or config)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Show a component's summary, collectives and params JSON Schema, or a plugin's details."""
+    """Show a component's summary, collectives and params JSON Schema, or a plugin's details.
+
+    With --remote, show what the plugin registry knows about distribution NAME: every version
+    (yanked, requires_hub, plugin API), its files with sha256 and size, and the components of
+    the latest version's manifest.
+    """
+    if remote:
+        _remote_info(target, registry, fmt)
+        return
+    if registry is not None:
+        raise UsageError("--registry needs --remote", hint=f"collhub plugins info {target} --remote --registry URL")
     manager = _manager()
     by_name = {p.name: p for p in manager.plugins()}
     by_dist = {p.distribution.lower(): p for p in manager.plugins()}
@@ -204,3 +217,93 @@ def new(
     for f in files:
         out(f"  {f.relative_to(root)}")
     out(f"next: cd {root} && pip install -e '.[test]' && pytest")
+
+
+def _remote_info(name: str, registry: str | None, fmt: OutputFormat) -> None:
+    """``plugins info NAME --remote``: the registry's plugin document (``v1/plugins/<name>.json``)."""
+    from ..registry import RegistryClient
+
+    with RegistryClient(registry) as client:
+        doc = client.plugin(name)
+        base = client.base_url
+    latest = doc.versions[doc.latest]
+    plugin = latest.manifest.plugin
+    components = [
+        {"id": f"{plugin}.{c.name}", "kind": c.kind, "summary": c.summary, "collectives": list(c.collectives)}
+        for c in latest.manifest.components
+    ]
+    if fmt == OutputFormat.json:
+        emit_json({"registry": base, "name": doc.name, "latest": doc.latest,
+                   "plugin": doc.model_dump(mode="json", by_alias=True), "components": components})
+        return
+    m = latest.manifest
+    out(f"{doc.name} {doc.latest}" + (f" ({m.display_name})" if m.display_name else "") + f"  [{base}]")
+    if latest.summary:
+        out(f"  {latest.summary}")
+    out(f"  plugin: {plugin}   lifecycle: {m.lifecycle}   keywords: {', '.join(m.keywords) or '-'}")
+    out()
+    rows = [(v, "yes" if e.yanked else "no", e.requires_hub or "any", e.api_version, e.requires_python or "any",
+             len(e.files)) for v, e in _by_version(doc.versions)]
+    out(table(["version", "yanked", "requires_hub", "api", "python", "files"], rows))
+    out()
+    out(table(["version", "file", "sha256", "size"],
+              [(v, f.filename, f.hashes.get("sha256", "-"), f.size) for v, e in _by_version(doc.versions) for f in e.files]))
+    out()
+    out(f"components of {doc.latest}:")
+    out(table(["component", "kind", "collectives", "summary"],
+              [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in components], indent=2))
+
+
+def _by_version(versions: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Newest first by PEP 440 ordering; unparsable versions last, as given."""
+    from packaging.version import InvalidVersion, Version
+
+    def key(item: tuple[str, Any]) -> tuple[int, Any]:
+        try:
+            return (0, Version(item[0]))
+        except InvalidVersion:
+            return (-1, item[0])
+
+    return sorted(versions.items(), key=key, reverse=True)
+
+
+@app.command("validate")
+def validate(
+    target: str = typer.Argument(..., metavar="PATH|DIST",
+                                 help="Plugin project directory, wheel file, or installed distribution name."),
+    imports: bool = typer.Option(False, "--imports",
+                                 help="Also import the registration hooks and compare them with the manifest."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Check a plugin's collhub-plugin.toml (exit 3 on problems).
+
+    Without --imports no plugin code runs. With --imports the plugin's entry-point module is
+    registered in an isolated manager and every component it registers must appear in the
+    manifest with the same kind, name and collectives, and vice versa.
+    """
+    from ..plugins._manifest import validate_plugin
+
+    check = validate_plugin(target, imports=imports)
+    if fmt == OutputFormat.json:
+        emit_json(check.as_dict())
+    else:
+        what = f"{check.distribution or '?'} {check.version or ''}".rstrip()
+        out(f"{what} ({check.source}: {check.target})")
+        if check.manifest_file:
+            out(f"  manifest: {check.manifest_file}")
+        if check.manifest is not None:
+            comps = check.manifest.components
+            rows = [(f"{check.manifest.plugin}.{c.name}", c.kind, ",".join(c.collectives) or "any") for c in comps]
+            out(f"  declares {len(comps)} component(s)"
+                + (f"; the code registers {len(check.registered)}" if check.imports_checked else ""))
+            if rows:
+                out(table(["component", "kind", "collectives"], rows, indent=4))
+        for p in check.problems:
+            out(f"  problem: {p}")
+    for w in check.warnings:
+        err(f"warning: {w}")
+    if not check.ok:
+        err(f"error: {check.target}: {len(check.problems)} manifest problem(s)")
+        raise typer.Exit(ExitCode.VALIDATION)
+    if fmt != OutputFormat.json:
+        out("ok" + (" (manifest matches the registered components)" if check.imports_checked else ""))

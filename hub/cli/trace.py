@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ..errors import ExitCode, UsageError
+from ..errors import ExitCode, FormatError, UsageError
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out
 
 __all__ = ["app"]
@@ -84,10 +84,13 @@ def convert(
         except OSError as exc:
             raise UsageError(f"{src}: cannot read: {exc.strerror}") from None
         except json.JSONDecodeError as exc:
-            from ..errors import FormatError
-
             raise FormatError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-        files = write_algorithm(algorithm_from_json(data), dst)
+        try:
+            alg = algorithm_from_json(data)
+        except FormatError as exc:
+            # The library does not know the file name; the user needs it.
+            raise FormatError(f"{src}: {exc.message}", hint=exc.hint) from None
+        files = write_algorithm(alg, dst)
         out(f"wrote {len(files)} file(s): {dst}.0.et ...")
     elif dst.endswith(".json") and not src.endswith(".json"):
         text = json.dumps(algorithm_to_json(read_algorithm(src)), indent=1)
