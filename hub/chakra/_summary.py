@@ -1,0 +1,79 @@
+"""A one-screen text summary of an algorithm or a workload."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._model import Algorithm, NodeType
+from ._workload import Workload
+
+__all__ = ["summarize"]
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def _minmax(values: list[int], fmt=str) -> str:
+    return f"{fmt(min(values))} .. {fmt(max(values))}" if values else "-"
+
+
+def summarize(obj: Algorithm | Workload) -> str:
+    """Collective, ranks, node counts by type, messages, bytes, dependencies, per-rank min/max."""
+    if isinstance(obj, Workload):
+        return _summarize_workload(obj)
+    m = obj.meta
+    per_nodes, per_msgs, per_bytes, per_deps = [], [], [], []
+    counts: dict[str, int] = {}
+    unbound = 0
+    for g in obj.graphs:
+        send = g.kind == NodeType.SEND
+        comm = send | (g.kind == NodeType.RECV)
+        per_nodes.append(len(g))
+        per_msgs.append(int(send.sum()))
+        per_bytes.append(int(np.clip(g.size[send], 0, None).sum()))
+        per_deps.append(int(g.dep_pos.size))
+        unbound += int((g.size[comm] < 0).sum())
+        kinds, k_counts = np.unique(g.kind, return_counts=True)
+        for k, c in zip(kinds.tolist(), k_counts.tolist()):
+            name = NodeType(k).name if k in NodeType._value2member_map_ else str(k)
+            counts[name] = counts.get(name, 0) + c
+    size = f"{m.size} B ({_bytes(m.size)})" if m.size is not None else "symbolic (unbound)"
+    lines = [
+        f"algorithm   {m.name or '(unnamed)'}" + (f"  [producer: {m.producer}]" if m.producer else ""),
+        f"collective  {m.collective.value}, {m.ranks} ranks" + (f", root {m.root}" if m.root else "")
+        + (", in-place" if m.inplace else ""),
+        f"chunks      input {m.in_chunks}, output {m.out_chunks}, scratch {m.scratch_chunks}",
+        f"size        {size}",
+        f"nodes       {sum(per_nodes)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+        f"messages    {sum(per_msgs)}, {_bytes(sum(per_bytes))} sent"
+        + (f", {unbound} SEND/RECV without a size" if unbound else ""),
+        f"deps        {sum(per_deps)} edges",
+        f"per rank    nodes {_minmax(per_nodes)}, messages {_minmax(per_msgs)}, "
+        f"bytes sent {_minmax(per_bytes, _bytes)}, deps {_minmax(per_deps)}",
+    ]
+    return "\n".join(lines)
+
+
+def _summarize_workload(wl: Workload) -> str:
+    counts: dict[str, int] = {}
+    colls: dict[str, int] = {}
+    for nodes in wl.ranks:
+        for n in nodes:
+            counts[n.type.name] = counts.get(n.type.name, 0) + 1
+            if n.type == NodeType.COLL:
+                key = f"{n.collective.value if n.collective else n.comm_type} {_bytes(n.comm_size or 0)}"
+                colls[key] = colls.get(key, 0) + 1
+    per = [len(r) for r in wl.ranks]
+    lines = [
+        f"workload    {wl.name or '(unnamed)'} (version {wl.version or '-'})",
+        f"ranks       {wl.rank_count}",
+        f"nodes       {wl.node_count()}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+        "collectives " + (", ".join(f"{k} x{v}" for k, v in sorted(colls.items())) or "none"),
+        f"per rank    nodes {_minmax(per)}, deps {_minmax([sum(len(n.deps) for n in r) for r in wl.ranks])}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,393 @@
+"""Write algorithms and workloads as Chakra ET files (``<prefix>.<rank>.et``).
+
+Algorithm files are encoded column-wise with numpy: every field of every node becomes a
+"piece" (a flat byte array plus one length per node, 0 when the field is absent), and one
+gather interleaves the pieces node by node. No per-node Python object is made except for node
+names and foreign attributes. The bytes are identical to what protobuf's serializer produces
+for the same messages (fields in field-number order, proto3 defaults omitted); the tests check
+this against :func:`._wire.encode_node` and MLCommons' decoder.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import UsageError
+from . import _profile as P
+from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph
+from ._wire import TypedValue, delimit, encode_global_metadata, encode_node, varint_matrix, varint_matrix_t
+from ._workload import Workload, WorkloadNode
+
+__all__ = ["encode_rank", "encode_ranks", "rank_path", "write_algorithm", "write_files_atomically", "write_workload"]
+
+
+def rank_path(prefix: str | os.PathLike[str], rank: int) -> Path:
+    """``<prefix>.<rank>.et``."""
+    return Path(f"{os.fspath(prefix)}.{rank}.et")
+
+
+# -- GlobalMetadata ----------------------------------------------------------------------------
+def metadata_attrs(meta: AlgorithmMeta, rank: int) -> list[tuple[str, Any]]:
+    """The profile's GlobalMetadata attributes for one rank file."""
+    M = P.META
+    attrs: list[tuple[str, Any]] = [
+        (M.SCHEMA, TypedValue("string_val", P.SCHEMA)),
+        (M.PROFILE, TypedValue("string_val", P.PROFILE_VERSION)),
+        (M.COLLECTIVE, TypedValue("string_val", str(meta.collective.value))),
+        (M.RANKS, TypedValue("int32_val", meta.ranks)),
+        (M.IN_CHUNKS, TypedValue("int32_val", meta.in_chunks)),
+        (M.OUT_CHUNKS, TypedValue("int32_val", meta.out_chunks)),
+        (M.SCRATCH_CHUNKS, TypedValue("int32_val", meta.scratch_chunks)),
+        (M.INPLACE, TypedValue("bool_val", bool(meta.inplace))),
+        (M.ROOT, TypedValue("int32_val", meta.root)),
+    ]
+    if meta.name:
+        attrs.append((M.ALGORITHM, TypedValue("string_val", meta.name)))
+    if meta.producer:
+        attrs.append((M.PRODUCER, TypedValue("string_val", meta.producer)))
+    if meta.size is not None:
+        attrs.append((M.SIZE, TypedValue("int64_val", int(meta.size))))
+    attrs.append((M.RANK, TypedValue("int32_val", rank)))
+    for name, value in meta.extra:
+        if name in P.META_NAMES:
+            raise UsageError(f"AlgorithmMeta.extra uses the reserved metadata name {name!r}")
+        attrs.append((name, value))
+    return attrs
+
+
+# -- vectorized node encoding --------------------------------------------------------------------
+class _Pieces:
+    """Per-node byte pieces of one rank, in output order.
+
+    Pieces are kept *transposed*: a (w, n) uint8 matrix whose column i holds node i's bytes
+    top-aligned, plus the used length per node (0 = absent). Building row by row keeps every
+    numpy write contiguous. Assembly stacks the pieces, transposes once to node-major order and
+    keeps the used bytes with one index computed from a mask, which is protobuf field order
+    within each node.
+    """
+
+    #: beyond this width (a very long name or dependency list) pieces are gathered instead
+    MAX_WIDTH = 512
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.mats: list[Any] = []
+        self.lens: list[np.ndarray] = []
+
+    def add_varint(self, prefix: bytes, values: np.ndarray, present: np.ndarray | None, *, attr: bool = False) -> None:
+        """``prefix`` + varint(value) for each node where ``present`` (all if None).
+
+        With ``attr``, byte 1 of the prefix is a length byte that covers the rest of the piece
+        (the body length of a Node.attr whose value is the varint).
+        """
+        n = self.n
+        if present is not None:
+            if not present.any():
+                return
+            values = np.where(present, values, 0)  # absent rows are masked out anyway
+        vm, vl = varint_matrix_t(values)
+        c = len(prefix)
+        mat = np.empty((c + vm.shape[0], n), np.uint8)
+        mat[:c] = np.frombuffer(prefix, np.uint8)[:, None]
+        mat[c:] = vm
+        if attr:
+            mat[1] = (c - 2 + vl).astype(np.uint8)
+        lens = vl + c
+        if present is not None:
+            lens[~present] = 0
+        self.mats.append(mat)
+        self.lens.append(lens)
+
+    def add_flat(self, flat: np.ndarray, lens: np.ndarray) -> None:
+        """A variable-length piece given as all nodes' bytes concatenated, with their lengths."""
+        n = self.n
+        w = int(lens.max()) if n else 0
+        if w == 0:
+            return
+        if w <= self.MAX_WIDTH:
+            mat = np.zeros((w, n), np.uint8)
+            cols = np.repeat(np.arange(n), lens)
+            rows = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
+            mat[rows, cols] = flat
+            self.mats.append(mat)
+        else:
+            self.mats.append(_FlatPiece(flat))
+        self.lens.append(lens)
+
+    def add_int_attr(self, name: str, value_key: int, values: np.ndarray, present: np.ndarray | None) -> None:
+        """A Node.attr (field 10) holding ``name`` and one varint-typed value."""
+        nb = name.encode()
+        # 0x52 <body len> 0x0a <name len> name <value key> varint; the body is < 128 bytes
+        self.add_varint(bytes([0x52, 0, 0x0A, len(nb)]) + nb + bytes([value_key]), values, present, attr=True)
+
+    def add_python(self, parts: dict[int, bytes]) -> None:
+        """Pieces made one by one in Python (names, foreign attributes) for some positions."""
+        if not parts:
+            return
+        lens = np.zeros(self.n, np.int64)
+        keys = sorted(parts)
+        lens[keys] = [len(parts[k]) for k in keys]
+        self.add_flat(np.frombuffer(b"".join(parts[k] for k in keys), np.uint8), lens)
+
+    def assemble(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each node, a length varint then every piece in order: (bytes, bytes per node)."""
+        n = self.n
+        if n == 0:
+            return np.zeros(0, np.uint8), np.zeros(0, np.int64)
+        body = np.sum(self.lens, axis=0) if self.lens else np.zeros(n, np.int64)
+        hm, hl = varint_matrix_t(body)
+        mats = [hm, *self.mats]
+        lens = [hl, *self.lens]
+        if any(isinstance(m, _FlatPiece) for m in mats):
+            return _assemble_segments(mats, lens), body + hl
+        width = sum(m.shape[0] for m in mats)
+        big = np.empty((width, n), np.uint8)
+        mask = np.empty((width, n), bool)
+        off = 0
+        for m, ln in zip(mats, lens):
+            w = m.shape[0]
+            big[off : off + w] = m
+            np.less(np.arange(w)[:, None], ln[None, :], out=mask[off : off + w])
+            off += w
+        keep = np.flatnonzero(np.ascontiguousarray(mask.T))
+        return np.ascontiguousarray(big.T).ravel().take(keep), body + hl
+
+
+class _FlatPiece:
+    """A piece too wide for the matrix layout: the concatenated bytes of all nodes."""
+
+    def __init__(self, flat: np.ndarray) -> None:
+        self.flat = flat
+
+
+def _assemble_segments(mats: list[Any], lens: list[np.ndarray]) -> np.ndarray:
+    """General assembly by one gather over all pieces' bytes (any width)."""
+    flats = []
+    for m, ln in zip(mats, lens):
+        if isinstance(m, _FlatPiece):
+            flats.append(m.flat)
+        else:
+            flats.append(m.T[np.arange(m.shape[0])[None, :] < ln[:, None]])
+    seg = np.stack(lens, axis=1)  # (n, K)
+    bases = np.cumsum([0] + [f.size for f in flats[:-1]])
+    starts = np.empty_like(seg)
+    for k in range(seg.shape[1]):
+        starts[:, k] = bases[k] + np.cumsum(seg[:, k]) - seg[:, k]
+    seg_len = seg.ravel()
+    out_start = np.cumsum(seg_len) - seg_len
+    idx = np.repeat(starts.ravel() - out_start, seg_len) + np.arange(int(seg_len.sum()))
+    return np.concatenate(flats)[idx]
+
+
+def encode_rank(g: RankGraph, rank: int) -> np.ndarray:
+    """The delimited Node messages of one rank graph, as a uint8 array."""
+    return encode_ranks([g], [rank])[0]
+
+
+def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int]) -> list[np.ndarray]:
+    """Encode several rank graphs in one vectorized pass (amortizes numpy's per-call cost)."""
+    sizes = np.array([len(g) for g in graphs], np.int64)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    n = int(offsets[-1])
+    pcs = _Pieces(n)
+
+    def col(name: str) -> np.ndarray:
+        return np.concatenate([getattr(g, name) for g in graphs]) if len(graphs) > 1 else getattr(graphs[0], name)
+
+    kind = col("kind").astype(np.int64)
+    ids = col("ids")
+    if n and ids.min() < 0:
+        bad = int(np.searchsorted(offsets, int(np.argmax(ids < 0)), side="right")) - 1
+        raise UsageError(f"rank {ranks[bad]}: node ids must be >= 0 (Chakra ids are uint64)")
+    # field 1 id (omitted when 0), 2 name, 3 type
+    pcs.add_varint(b"\x08", ids, ids != 0)
+    if any(g.names is not None for g in graphs):
+        names: dict[int, bytes] = {}
+        for g, off in zip(graphs, offsets.tolist()):
+            if g.names is not None:
+                names.update((off + i, encode_node(name=s)) for i, s in enumerate(g.names) if s)
+        pcs.add_python(names)
+    pcs.add_varint(b"\x18", kind, kind != 0)
+    # field 5 data_deps, packed: the ids of the positions each node depends on
+    dep_ids = np.concatenate([g.ids[g.dep_pos] for g in graphs])
+    if dep_ids.size:
+        dep_ptr = np.concatenate([g.dep_ptr[1:] + base for g, base in
+                                  zip(graphs, np.cumsum([0] + [g.dep_pos.size for g in graphs[:-1]]))])
+        dep_ptr = np.concatenate(([0], dep_ptr))
+        dm, dl = varint_matrix(dep_ids)
+        dflat = dm[np.arange(dm.shape[1])[None, :] < dl[:, None]]
+        csum = np.concatenate(([0], np.cumsum(dl)))
+        dep_bytes = csum[dep_ptr[1:]] - csum[dep_ptr[:-1]]
+        pcs.add_varint(b"\x2a", dep_bytes, dep_ptr[1:] > dep_ptr[:-1])
+        pcs.add_flat(dflat, dep_bytes)
+    # field 7 duration_micros (0 and unset are the same on the wire)
+    dur = col("duration")
+    pcs.add_varint(b"\x38", dur, dur > 0)
+    # field 10 attributes: ASTRA-sim's first, then the profile's semantic ones
+    send = kind == NodeType.SEND
+    recv = kind == NodeType.RECV
+    comm = send | recv
+    size = col("size")
+    pcs.add_int_attr(P.ATTR_COMM_SIZE, 0x48, size, size >= 0)  # int64_val
+    own = np.repeat(np.asarray(ranks, np.int64), sizes)
+    peer = col("peer").astype(np.int64)
+    pcs.add_int_attr(P.ATTR_COMM_SRC, 0x38, np.where(send, own, peer), comm)  # int32_val
+    pcs.add_int_attr(P.ATTR_COMM_DST, 0x38, np.where(send, peer, own), comm)
+    tag = col("tag")
+    pcs.add_int_attr(P.ATTR_COMM_TAG, 0x38, tag, comm | (tag != 0))
+    cnt_default = comm.astype(np.int64)  # 1 for SEND/RECV, 0 otherwise
+    for attr, column, default in P.SEMANTIC_ATTRS:
+        values = col(column)
+        present = values != (cnt_default if column == "count" else default)
+        pcs.add_int_attr(attr, 0x38, values, present)
+    if any(g.extra for g in graphs):
+        parts: dict[int, bytes] = {}
+        for g, off in zip(graphs, offsets.tolist()):
+            for pos, attrs in g.extra.items():
+                parts[off + int(pos)] = b"".join(encode_node(attrs=[(name, value)]) for name, value in attrs)
+        pcs.add_python(parts)
+    out, node_bytes = pcs.assemble()
+    ends = np.concatenate(([0], np.cumsum(node_bytes)))[offsets]
+    return [out[a:b] for a, b in zip(ends[:-1].tolist(), ends[1:].tolist())]
+
+
+# -- files -------------------------------------------------------------------------------------
+def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.ndarray]]]) -> list[Path]:
+    """Write every file to a temporary name in its directory, then rename them all.
+
+    On any failure the temporary files are removed, and so are final files this call created,
+    so that a failed write never leaves a partial set behind.
+    """
+    temps: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    existed = {path: path.exists() for path, _ in contents}
+    try:
+        for path, chunks in contents:
+            if path.is_dir():
+                raise UsageError(f"cannot write {path}: it is a directory")
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            temps.append((Path(tmp), path))
+            with os.fdopen(fd, "wb") as fh:
+                for chunk in chunks:
+                    fh.write(memoryview(chunk))
+        for tmp, path in temps:
+            os.replace(tmp, path)
+            placed.append(path)
+    except OSError as exc:
+        _cleanup(temps, placed, existed)
+        where = getattr(exc, "filename", None) or (contents[0][0].parent if contents else "")
+        raise UsageError(
+            f"cannot write Chakra ET files in {where}: {exc.strerror or exc}",
+            hint="check that the output directory exists and is writable",
+        ) from None
+    except BaseException:
+        _cleanup(temps, placed, existed)
+        raise
+    return [path for path, _ in contents]
+
+
+def _cleanup(temps: list[tuple[Path, Path]], placed: list[Path], existed: dict[Path, bool]) -> None:
+    for tmp, _ in temps:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+    for path in placed:
+        if not existed.get(path, False):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+#: nodes encoded per vectorized pass: big enough to amortize numpy's per-call cost, small enough
+#: to keep the temporary matrices (about 150 bytes per node, several times) in cache-friendly sizes
+BATCH_NODES = 16384
+
+
+def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str]) -> list[Path]:
+    """Write ``alg`` as ``<prefix>.<rank>.et`` files in the collhub profile; return the paths.
+
+    Files are written atomically as a set (temporary files, then renames).
+    """
+    contents = []
+    batch: list[int] = []
+    for rank in range(len(alg.graphs) + 1):
+        # ranks are encoded in batches of about BATCH_NODES nodes
+        if batch and (rank == len(alg.graphs) or sum(len(alg.graphs[r]) for r in batch) >= BATCH_NODES):
+            for r, body in zip(batch, encode_ranks([alg.graphs[r] for r in batch], batch)):
+                meta = delimit(encode_global_metadata(P.ET_VERSION, metadata_attrs(alg.meta, r)))
+                contents.append((rank_path(prefix, r), [meta, body]))
+            batch = []
+        batch.append(rank)
+    return write_files_atomically(contents)
+
+
+# -- workloads ---------------------------------------------------------------------------------
+#: Exact oneof typing of the attributes ASTRA-sim reads in a workload (chakra-et.md §4.3, §7).
+WORKLOAD_TYPING: dict[str, str] = {
+    "is_cpu_op": "bool_val",
+    "num_ops": "int64_val",
+    "tensor_size": "uint64_val",
+    "tensor_loc": "int32_val",
+    "comm_type": "int64_val",
+    "comm_priority": "int32_val",
+    "comm_size": "int64_val",
+    "comm_src": "int32_val",
+    "comm_dst": "int32_val",
+    "comm_tag": "int32_val",
+    "pg_name": "string_val",
+    "involved_dim": "bool_list",
+}
+
+
+def _typed_workload_attr(name: str, value: Any) -> Any:
+    field = WORKLOAD_TYPING.get(name)
+    if field is None or isinstance(value, TypedValue):
+        return value
+    if field == "bool_list":
+        return TypedValue(field, [bool(v) for v in value])
+    if field == "bool_val":
+        return TypedValue(field, bool(value))
+    if field == "string_val":
+        return TypedValue(field, str(value))
+    return TypedValue(field, int(value))
+
+
+def encode_workload_node(node: WorkloadNode) -> bytes:
+    """The body of one workload Node with ASTRA-sim's attribute typing."""
+    attrs: dict[str, Any] = dict(node.attrs)
+    named = {
+        "comm_type": node.comm_type, "comm_size": node.comm_size, "comm_src": node.comm_src,
+        "comm_dst": node.comm_dst, "comm_tag": node.comm_tag,
+    }
+    for key, value in named.items():
+        if value is not None:
+            attrs[key] = value
+    if node.type in (NodeType.COMP, NodeType.COLL) or "is_cpu_op" in attrs or node.is_cpu_op:
+        attrs["is_cpu_op"] = node.is_cpu_op
+    if node.pg_name:
+        attrs["pg_name"] = node.pg_name
+    if node.id < 0 or any(d < 0 for d in node.deps):
+        raise UsageError(f"workload node {node.id}: ids must be >= 0")
+    return encode_node(
+        id=node.id, name=node.name, type=int(node.type), data_deps=list(node.deps),
+        duration_micros=max(int(node.duration_micros), 0),
+        attrs=[(k, _typed_workload_attr(k, v)) for k, v in attrs.items()],
+    )
+
+
+def write_workload(wl: Workload, prefix: str | os.PathLike[str]) -> list[Path]:
+    """Write ``wl`` as ``<prefix>.<rank>.et`` files (GlobalMetadata ``version`` = ``wl.version``)."""
+    contents = []
+    for rank, nodes in enumerate(wl.ranks):
+        attrs = [(P.META.WORKLOAD, TypedValue("string_val", wl.name))] if wl.name else []
+        meta = delimit(encode_global_metadata(wl.version or P.ET_VERSION, attrs))
+        body = b"".join(delimit(encode_workload_node(nd)) for nd in nodes)
+        contents.append((rank_path(prefix, rank), [meta, body]))
+    return write_files_atomically(contents)
