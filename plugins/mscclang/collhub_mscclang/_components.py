@@ -1,0 +1,53 @@
+"""Component factories: thin adapters between the hub's call signatures and the plugin's code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hub import Result
+from hub.chakra import Algorithm, Collective
+from hub.errors import ExportError, ImportFormatError, UsageError
+
+from ._params import ExportParams, IRParams, ProgramParams
+from ._reader import read_msccl_ir
+from ._writer import write_msccl_ir
+
+__all__ = ["consume_export", "produce_ir", "produce_program"]
+
+
+def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
+    """Factory of ``mscclang.ir``."""
+    alg = read_msccl_ir(params.path, name=params.name, max_bytes=params.max_bytes, inplace=params.inplace,
+                        root=params.root, names=params.names)
+    if params.collective is not None and Collective.parse(params.collective) is not alg.collective:
+        raise ImportFormatError(f"the file is a {alg.collective.value}, not a {params.collective}",
+                                path=str(params.path))
+    if params.ranks is not None and params.ranks != alg.ranks:
+        raise ImportFormatError(f"the file has ngpus={alg.ranks}, not ranks={params.ranks}", path=str(params.path))
+    return alg
+
+
+def produce_program(params: ProgramParams, ctx: Any) -> Algorithm:
+    """Factory of ``mscclang.program``."""
+    from ._program import run_program
+
+    return run_program(params.path, params.args, engine=params.engine, name=params.name, timeout_s=params.timeout_s)
+
+
+def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
+    """Factory of ``mscclang.export``."""
+    if not isinstance(obj, Algorithm):
+        raise ExportError("mscclang.export takes an algorithm, not a workload")
+    out = Path(params.out)
+    if not out.is_absolute():
+        out = Path(getattr(ctx, "workdir", Path.cwd())) / out
+    if out.suffix.lower() != ".xml":
+        raise UsageError(f"out={params.out} should end in .xml")
+    stats = write_msccl_ir(
+        obj, out, target=params.target, proto=params.proto, min_bytes=params.min_bytes, max_bytes=params.max_bytes,
+        name=params.name, fuse=params.fuse, threadblocks=params.threadblocks, enforce_limits=params.enforce_limits,
+        verify=params.verify,
+    )
+    return Result(component="mscclang.export", metrics={"target": params.target, **stats.as_metrics()},
+                  artifacts={"xml": str(out)})

@@ -1,0 +1,451 @@
+"""An MSCCLang-style language, written for collhub from the published semantics (ASPLOS '23).
+
+A program declares a collective, opens a :class:`MSCCLProgram` context and moves chunks with
+:func:`chunk` references::
+
+    from collhub_mscclang.lang import AllReduce, Buffer, MSCCLProgram, chunk
+
+    with MSCCLProgram("ring", AllReduce(4, chunk_factor=4, inplace=True)) as prog:
+        for i in range(4):                       # reduce-scatter around the ring
+            c = chunk(i, Buffer.input, i)
+            for step in range(1, 4):
+                c = chunk((i + step) % 4, Buffer.input, i).reduce(c, ch=0)
+        ...
+
+* ``ref.copy(rank, buffer, index, ch=, sendtb=, recvtb=)``: local -> a COMP COPY; remote -> a
+  SEND on the source rank matched with a RECV(COPY) on the destination.
+* ``dst.reduce(src, ch=...)``: reduce ``src`` *into* ``dst``; remote -> SEND + RECV(REDUCE) +
+  a cost-only COMP; local -> COMP REDUCE.
+* Named buffers other than input/output are scratch buffers, concatenated per rank.
+* ``instances=k`` replicates the program k times (tb ids ``tb*k+i``, channels
+  ``nchannels*i+ch``, input/output indices interleaved ``index*k+i``, scratch blocked).
+
+The program compiles straight to the collective profile: dependencies come from slot tracking
+(read-after-write, write-after-read, write-after-write on physical slots, i.e. after in-place
+aliasing), and the transfers of each (sender, receiver, channel) connection are chained so that
+FIFO matching pairs them in program order.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.chakra import Algorithm, AlgorithmMeta, Buffer as _Buf, Collective as _Coll, RankGraphBuilder, Op
+from hub.errors import AlgorithmError, UsageError
+
+__all__ = [
+    "AllGather",
+    "AllReduce",
+    "AllToAll",
+    "Broadcast",
+    "Buffer",
+    "Check",
+    "ChunkRef",
+    "Collective",
+    "MSCCLProgram",
+    "ReduceScatter",
+    "XML",
+    "args",
+    "chunk",
+    "current_program",
+    "fully_connected",
+]
+
+
+class Buffer:
+    """Buffer names: ``Buffer.input``, ``Buffer.output``; any other string names a scratch buffer."""
+
+    input = "input"
+    output = "output"
+    scratch = "scratch"
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective declaration: kind, ranks, chunks per rank unit, in-place, root."""
+
+    kind: _Coll
+    num_ranks: int
+    chunk_factor: int = 1
+    inplace: bool = False
+    root: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num_ranks < 1 or self.chunk_factor < 1:
+            raise UsageError(f"{self.kind.value}: num_ranks and chunk_factor must be >= 1")
+
+    @property
+    def in_chunks(self) -> int:
+        n, c = self.num_ranks, self.chunk_factor
+        return n * c if self.kind in (_Coll.REDUCESCATTER, _Coll.ALLTOALL) else c
+
+    @property
+    def out_chunks(self) -> int:
+        n, c = self.num_ranks, self.chunk_factor
+        return n * c if self.kind in (_Coll.ALLGATHER, _Coll.ALLTOALL) else c
+
+
+def AllReduce(num_ranks: int, chunk_factor: int = 1, inplace: bool = False) -> Collective:  # noqa: N802
+    return Collective(_Coll.ALLREDUCE, num_ranks, chunk_factor, inplace)
+
+
+def AllGather(num_ranks: int, chunk_factor: int = 1, inplace: bool = False) -> Collective:  # noqa: N802
+    return Collective(_Coll.ALLGATHER, num_ranks, chunk_factor, inplace)
+
+
+def ReduceScatter(num_ranks: int, chunk_factor: int = 1, inplace: bool = False) -> Collective:  # noqa: N802
+    return Collective(_Coll.REDUCESCATTER, num_ranks, chunk_factor, inplace)
+
+
+def AllToAll(num_ranks: int, chunk_factor: int = 1, inplace: bool = False) -> Collective:  # noqa: N802
+    return Collective(_Coll.ALLTOALL, num_ranks, chunk_factor, inplace)
+
+
+def Broadcast(num_ranks: int, chunk_factor: int = 1, inplace: bool = False, root: int = 0) -> Collective:  # noqa: N802
+    return Collective(_Coll.BROADCAST, num_ranks, chunk_factor, inplace, root)
+
+
+@dataclass(frozen=True)
+class _Topo:
+    npus: int
+
+
+def fully_connected(n: int) -> _Topo:
+    """Compatibility helper: msccl-tools programs pass a topology; every pair is allowed here."""
+    return _Topo(n)
+
+
+_current: contextvars.ContextVar["MSCCLProgram | None"] = contextvars.ContextVar("mscclang_program", default=None)
+_args: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("mscclang_args", default={})
+_finished: list["MSCCLProgram"] = []
+
+
+def args() -> dict[str, Any]:
+    """Keyword arguments given to ``mscclang.program`` as a dict (empty when run as a script)."""
+    return dict(_args.get())
+
+
+def current_program() -> "MSCCLProgram":
+    prog = _current.get()
+    if prog is None:
+        raise UsageError("no MSCCLProgram is open: use `with MSCCLProgram(...):`")
+    return prog
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    """``size`` consecutive chunks at ``index`` of ``buffer`` on ``rank``."""
+
+    rank: int
+    buffer: str
+    index: int
+    size: int = 1
+
+    def copy(self, dst: int, buffer: str | None = None, index: int = -1, sendtb: int = -1, recvtb: int = -1,
+             ch: int = 0) -> "ChunkRef":
+        """Copy this chunk to (dst, buffer, index); returns the destination reference."""
+        buffer = self.buffer if buffer is None else buffer
+        index = self.index if index < 0 else index
+        target = ChunkRef(dst, buffer, index, self.size)
+        current_program()._record("copy", self, target, ch, sendtb, recvtb)
+        return target
+
+    def reduce(self, other: "ChunkRef", sendtb: int = -1, recvtb: int = -1, ch: int = 0) -> "ChunkRef":
+        """Reduce ``other`` into this chunk (``self := self (+) other``); returns ``self``."""
+        if not isinstance(other, ChunkRef):
+            raise UsageError("dst.reduce(src): src must be a chunk reference "
+                             "(the old src.reduce(rank, buffer, index) signature is not supported)")
+        if other.size != self.size:
+            raise UsageError(f"reduce of {other.size} chunk(s) into {self.size}")
+        current_program()._record("reduce", other, self, ch, sendtb, recvtb)
+        return self
+
+    def split(self, n: int) -> list["ChunkRef"]:
+        if n < 1 or self.size % n:
+            raise UsageError(f"cannot split {self.size} chunk(s) into {n}")
+        k = self.size // n
+        return [ChunkRef(self.rank, self.buffer, self.index + i * k, k) for i in range(n)]
+
+    def group(self, other: "ChunkRef") -> "ChunkRef":
+        if (other.rank, other.buffer, other.index) != (self.rank, self.buffer, self.index + self.size):
+            raise UsageError("group() needs the adjacent chunk of the same buffer")
+        return ChunkRef(self.rank, self.buffer, self.index, self.size + other.size)
+
+
+def chunk(rank: int, buffer: str, index: int, size: int = 1) -> ChunkRef:
+    """A reference to ``size`` chunks at ``index`` of ``buffer`` on ``rank``."""
+    prog = current_program()
+    if not 0 <= rank < prog.collective.num_ranks:
+        raise UsageError(f"rank {rank} out of range 0..{prog.collective.num_ranks - 1}")
+    if index < 0 or size < 1:
+        raise UsageError(f"chunk index {index} / size {size} invalid")
+    return ChunkRef(rank, buffer, index, size)
+
+
+@dataclass
+class _Op:
+    kind: str  # "copy" | "reduce"
+    src: ChunkRef
+    dst: ChunkRef
+    ch: int
+    sendtb: int
+    recvtb: int
+
+
+@dataclass
+class MSCCLProgram:
+    """The program context. ``MSCCLProgram(name, collective, instances=1, protocol="Simple")``;
+    an msccl-tools style ``MSCCLProgram(name, topology, collective, instances, ...)`` also works."""
+
+    name: str
+    collective: Any
+    instances: Any = 1
+    protocol: str = "Simple"
+    interleaved_replication: bool = True
+    threadblock_policy: str = "auto"
+    instr_fusion: bool = True
+    ops: list[_Op] = field(default_factory=list)
+    algorithm: Algorithm | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.collective, Collective):  # (name, topo, collective, instances)
+            if isinstance(self.instances, Collective):
+                self.collective, self.instances = self.instances, 1
+            else:
+                raise UsageError("MSCCLProgram needs a collective (AllReduce(...), AllGather(...), ...)")
+        if not isinstance(self.instances, int) or self.instances < 1:
+            raise UsageError(f"instances must be an integer >= 1, got {self.instances!r}")
+        if self.protocol not in ("Simple", "LL", "LL128"):
+            raise UsageError(f"protocol {self.protocol!r} is not Simple, LL or LL128")
+        self._token: contextvars.Token[Any] | None = None
+
+    def __enter__(self) -> "MSCCLProgram":
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+        if exc_type is None:
+            self.algorithm = _compile(self)
+            _finished.append(self)
+
+    def _record(self, kind: str, src: ChunkRef, dst: ChunkRef, ch: int, sendtb: int, recvtb: int) -> None:
+        if ch < 0:
+            raise UsageError(f"channel {ch} must be >= 0")
+        self.ops.append(_Op(kind, src, dst, ch, sendtb, recvtb))
+
+    def lower(self) -> Algorithm:
+        """Compile now (normally done when the ``with`` block ends)."""
+        return _compile(self)
+
+
+def XML(out: Any = None, **export: Any) -> None:  # noqa: N802
+    """Print the current program as MSCCL-IR (msccl-tools compatibility)."""
+    import io
+    import os
+    import tempfile
+
+    from ._writer import write_msccl_ir
+
+    prog = _current.get() or (_finished[-1] if _finished else None)
+    if prog is None:
+        raise UsageError("XML(): no program")
+    alg = prog.algorithm or _compile(prog)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "p.xml")
+        write_msccl_ir(alg, path, proto=prog.protocol, **export)
+        text = open(path, encoding="utf-8").read()
+    (out if isinstance(out, io.TextIOBase) else sys.stdout).write(text)
+
+
+def Check() -> bool:  # noqa: N802
+    """Verify the current program with ``hub.verify``; prints the problems, returns True if correct."""
+    from hub.verify import verify
+
+    prog = _current.get() or (_finished[-1] if _finished else None)
+    if prog is None:
+        raise UsageError("Check(): no program")
+    rep = verify(prog.algorithm or _compile(prog))
+    for p in rep.problems:
+        print(p)
+    return bool(rep.ok)
+
+
+# -- compilation ---------------------------------------------------------------------------------
+def _compile(prog: MSCCLProgram) -> Algorithm:
+    coll: Collective = prog.collective
+    n, k = coll.num_ranks, prog.instances
+    cin, cout = coll.in_chunks, coll.out_chunks
+    # scratch layout: named buffers in order of first use, sized by the largest index touched
+    scratch_size: dict[str, int] = {}
+    nchan = 1
+    for op in prog.ops:
+        for ref in (op.src, op.dst):
+            if ref.buffer not in (Buffer.input, Buffer.output):
+                scratch_size[ref.buffer] = max(scratch_size.get(ref.buffer, 0), ref.index + ref.size)
+            else:
+                lim = cin if ref.buffer == Buffer.input else cout
+                if ref.index + ref.size > lim:
+                    raise UsageError(f"chunk({ref.rank}, {ref.buffer!r}, {ref.index}, size={ref.size}) is beyond the "
+                                     f"{ref.buffer} buffer of {lim} chunk(s)")
+                if k > 1 and prog.interleaved_replication and ref.size > 1:
+                    raise UsageError("interleaved replication supports only single-chunk operations on input/output",
+                                     hint="use interleaved_replication=False")
+        nchan = max(nchan, op.ch + 1)
+    base: dict[str, int] = {}
+    total = 0
+    for name, size in scratch_size.items():
+        base[name] = total
+        total += size
+    inplace = coll.inplace
+
+    def place(ref: ChunkRef, i: int) -> tuple[int, int]:
+        if ref.buffer == Buffer.input or ref.buffer == Buffer.output:
+            size = cin if ref.buffer == Buffer.input else cout
+            if k == 1:
+                idx = ref.index
+            elif prog.interleaved_replication:
+                idx = ref.index * k + i
+            else:
+                idx = size * i + ref.index
+            return (int(_Buf.INPUT) if ref.buffer == Buffer.input else int(_Buf.OUTPUT)), idx
+        return int(_Buf.SCRATCH), total * i + base[ref.buffer] + ref.index
+
+    CIN, COUT = cin * k, cout * k
+
+    def phys(rank: int, buf: int, idx: int) -> tuple[int, int]:
+        # slots after in-place aliasing (profile rules), so dependencies see shared memory
+        if inplace:
+            if coll.kind in (_Coll.ALLREDUCE, _Coll.ALLTOALL, _Coll.BROADCAST, _Coll.REDUCE) and buf == _Buf.OUTPUT:
+                return int(_Buf.INPUT), idx
+            if coll.kind is _Coll.ALLGATHER and buf == _Buf.INPUT:
+                return int(_Buf.OUTPUT), rank * CIN + idx
+            if coll.kind is _Coll.REDUCESCATTER and buf == _Buf.OUTPUT:
+                return int(_Buf.INPUT), rank * COUT + idx
+        return buf, idx
+
+    # Phase 1: slot tracking on physical slots gives each node its data dependencies, as
+    # (op, role) references; role 0 = SEND/COMP, 1 = RECV, 2 = the op's last node.
+    Ref = tuple[int, int]
+    writer: list[dict[tuple[int, int], Ref]] = [{} for _ in range(n)]
+    readers: list[dict[tuple[int, int], list[Ref]]] = [{} for _ in range(n)]
+    ops: list[tuple[Any, ...]] = []  # (src rank, dst rank, sb, so, db, do, cnt, red, ch, stb, rtb)
+    deps: list[tuple[list[Ref], list[Ref]]] = []  # per op: deps of its first node, of its RECV
+
+    def deps_for(rank: int, reads: list[tuple[int, int]], writes: list[tuple[int, int]]) -> list[Ref]:
+        w, rd = writer[rank], readers[rank]
+        d: list[Ref] = [w[s] for s in reads if s in w]
+        for s in writes:
+            if s in w:
+                d.append(w[s])
+            d.extend(rd.get(s, ()))
+        return d
+
+    def commit(rank: int, ref: Ref, reads: list[tuple[int, int]], writes: list[tuple[int, int]]) -> None:
+        w, rd = writer[rank], readers[rank]
+        for s in reads:
+            rd.setdefault(s, []).append(ref)
+        for s in writes:
+            w[s] = ref
+            rd[s] = []
+
+    for i in range(k):
+        for op in prog.ops:
+            sb, so = place(op.src, i)
+            db, do = place(op.dst, i)
+            cnt = op.src.size
+            if op.dst.size != cnt:
+                raise UsageError("source and destination sizes differ")
+            ch = nchan * i + op.ch
+            stb = op.sendtb * k + i if op.sendtb >= 0 else -1
+            rtb = op.recvtb * k + i if op.recvtb >= 0 else -1
+            src_slots = [phys(op.src.rank, sb, so + j) for j in range(cnt)]
+            dst_slots = [phys(op.dst.rank, db, do + j) for j in range(cnt)]
+            red = op.kind == "reduce"
+            oi = len(ops)
+            ops.append((op.src.rank, op.dst.rank, sb, so, db, do, cnt, red, ch, stb, rtb))
+            if op.src.rank == op.dst.rank:
+                r = op.src.rank
+                reads = src_slots + (dst_slots if red else [])
+                deps.append((deps_for(r, reads, dst_slots), []))
+                commit(r, (oi, 0), reads, dst_slots)
+                continue
+            a, b = op.src.rank, op.dst.rank
+            d_send = deps_for(a, src_slots, [])
+            commit(a, (oi, 0), src_slots, [])
+            d_recv = deps_for(b, dst_slots if red else [], dst_slots)
+            commit(b, (oi, 2), dst_slots, dst_slots)
+            deps.append((d_send, d_recv))
+    if not ops:
+        raise AlgorithmError(f"program {prog.name!r} moves no chunk")
+
+    # Phase 2: MSCCLang-style scheduling keys: depth from the start (chunk step), then the
+    # longest distance to a sink (priority), then program order. Every data dependency raises
+    # the depth, so chaining each connection's transfers in key order cannot form a cycle, and
+    # the sender and receiver agree on that order (FIFO matching by construction).
+    m = len(ops)
+    depth = [0] * m
+    for oi in range(m):
+        ds, dr = deps[oi]
+        depth[oi] = 1 + max((depth[o] for o, _ in ds + dr), default=0)
+    prio = [0] * m
+    for oi in range(m - 1, -1, -1):
+        ds, dr = deps[oi]
+        for o, _ in ds + dr:
+            prio[o] = max(prio[o], prio[oi] + 1)
+    order = sorted(range(m), key=lambda o: (depth[o], -prio[o], o))
+    # each rank's nodes in (depth, sends before receives, priority, program order): the ring
+    # pattern "send mine, then receive/reduce/forward" comes out consecutive, ready to fuse
+    per_rank: list[list[tuple[tuple[int, ...], int, int]]] = [[] for _ in range(n)]  # (key, op, role)
+    chain: dict[Ref, Ref] = {}
+    last_on_conn: dict[tuple[int, int, int, int], int] = {}
+    for oi in order:
+        a, b, *_rest = ops[oi]
+        ch = ops[oi][8]
+        key = (depth[oi], -prio[oi], oi)
+        if a == b:
+            per_rank[a].append(((key[0], 0, key[1], oi, 0), oi, 0))
+            continue
+        per_rank[a].append(((key[0], 0, key[1], oi, 0), oi, 0))
+        per_rank[b].append(((key[0], 1, key[1], oi, 0), oi, 1))
+        if ops[oi][7]:
+            per_rank[b].append(((key[0], 1, key[1], oi, 1), oi, 2))
+        for side in (0, 1):
+            prev = last_on_conn.get((side, a, b, ch))
+            if prev is not None:
+                chain[(oi, side)] = (prev, side)
+            last_on_conn[(side, a, b, ch)] = oi
+    builders = [RankGraphBuilder(r) for r in range(n)]
+    pos: dict[Ref, int] = {}
+    for r in range(n):
+        bld = builders[r]
+        for _key, oi, role in sorted(per_rank[r]):
+            a, b, sb, so, db, do, cnt, red, ch, stb, rtb = ops[oi]
+            ds, dr = deps[oi]
+            if a == b:
+                node = bld.comp(Op.REDUCE if red else Op.COPY, src=(sb, so), dst=(db, do), count=cnt,
+                                deps=sorted({pos[x] for x in ds}), tb=stb if stb >= 0 else rtb, chan=ch)
+                pos[(oi, 0)] = pos[(oi, 2)] = node
+            elif role == 0:
+                d = {pos[x] for x in ds}
+                if (oi, 0) in chain:
+                    d.add(pos[chain[(oi, 0)]])
+                pos[(oi, 0)] = bld.send(b, src=(sb, so), count=cnt, tag=ch, deps=sorted(d), tb=stb, chan=ch)
+            elif role == 1:
+                d = {pos[x] for x in dr}
+                if (oi, 1) in chain:
+                    d.add(pos[chain[(oi, 1)]])
+                pos[(oi, 1)] = pos[(oi, 2)] = bld.recv(a, dst=(db, do), count=cnt, op=Op.REDUCE if red else Op.COPY,
+                                                       tag=ch, deps=sorted(d), tb=rtb, chan=ch)
+            else:  # the reduction's cost; its effect is stated by the RECV(REDUCE)
+                pos[(oi, 2)] = bld.comp(Op.NONE, count=cnt, deps=[pos[(oi, 1)]], tb=rtb, chan=ch)
+    meta = AlgorithmMeta(
+        collective=coll.kind, ranks=n, in_chunks=CIN, out_chunks=COUT, scratch_chunks=total * k,
+        inplace=inplace, root=coll.root, name=prog.name, producer="mscclang.program",
+        extra=(("msccl.proto", prog.protocol), ("msccl.instances", k)),
+    )
+    return Algorithm(meta, tuple(b.build() for b in builders))
