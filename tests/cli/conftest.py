@@ -1,36 +1,12 @@
-"""Fixture plugin distributions (package + .dist-info) put on sys.path for real entry-point loading."""
+"""CLI tests: a fresh process-wide plugin manager and command cache per test."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "plugins"
-DISTS = {
-    "good": "collhub_fixture_good",
-    "broken": "collhub_fixture_broken",
-    "newmajor": "collhub_fixture_newmajor",
-    "dup_a": "collhub_fixture_dup_a",
-    "dup_b": "collhub_fixture_dup_b",
-}
-
-
-@pytest.fixture
-def use_plugins(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    """``use_plugins("good", "broken")``: make those distributions (and only those) loadable."""
-
-    def use(*names: str) -> None:
-        for name in names:
-            monkeypatch.syspath_prepend(str(FIXTURES / name))
-        # Ignore whatever else is installed in this environment: allow-list the fixtures only.
-        monkeypatch.setenv("COLLHUB_LOAD_PLUGINS", ",".join(DISTS[n] for n in names))
-
-    yield use
-    for mod in [m for m in sys.modules if m.startswith("collhub_fixture_")]:
-        del sys.modules[mod]
+from tests.conftest import DISTS, FIXTURES  # noqa: F401 - re-exported for the CLI tests
 
 
 @pytest.fixture(autouse=True)
