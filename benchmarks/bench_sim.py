@@ -1,26 +1,41 @@
 """Benchmark of hub.simulate: large pipelined ring all-reduces (prints a table).
 
-Run: python benchmarks/bench_sim.py  (targets: 256 ranks <= 1 s unaware, <= 3 s aware; 1024 ranks
-unaware <= 10 s). The ring is built vectorized with RankGraph.from_columns.
+Run: ``python benchmarks/bench_sim.py [--quick] [--ranks 64,128] [--mode unaware]``.
+Targets: 256 ranks <= 1 s unaware and <= 3 s aware; 1024 ranks unaware <= 10 s.
+
+Each case runs in its own subprocess, so ``peak MiB`` (``ru_maxrss`` of that child) is the
+case's own peak, and no case inherits another's heap. ``wall`` and ``cpu`` time only the
+``simulate`` call (the ring is built before, vectorized with ``RankGraph.from_columns``).
+The machine may be shared, so each child also times a fixed pure-Python reference loop
+(``ref``, 5 M iterations of ``s += i & 7``) just before; ``wall/ref`` is the CPU-normalised
+figure, comparable across loaded and idle machines.
+The simulated time is checked against the closed form 2(n-1)*floor(L + (S/n)/B') (same for
+both models on a ring: every link carries one message at a time).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph  # noqa: E402
-from hub.sim import simulate  # noqa: E402
+SIZE = 64 << 20  # collective size (bytes)
+CASES = [(256, "unaware", 1.0), (256, "aware", 3.0), (1024, "unaware", 10.0)]
 
 
-def ring_allreduce(n: int, size: int) -> Algorithm:
+def ring_allreduce(n: int, size: int):  # noqa: ANN201 - hub imported lazily (the parent does not need it)
     """Pipelined ring all-reduce: per step k SEND(k) -> r+1 (deps RECV(k-1)), RECV(k) <- r-1 (deps RECV(k-1))."""
+    from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph
+
     steps = 2 * (n - 1)
     m = size // n
     kind = np.empty(2 * steps, dtype=np.int8)
@@ -41,22 +56,61 @@ def ring_allreduce(n: int, size: int) -> Algorithm:
     return Algorithm(AlgorithmMeta(Collective.ALLREDUCE, n, n, n, size=size), tuple(graphs))
 
 
+def expected_ns(n: int, size: int, bw_GBps: float = 50.0, lat_ns: float = 500.0) -> int:
+    """astra-sim.md §7.4: 2(n-1) * floor(L + (S/n)/B'), B' = bw * 2^30 / 10^9 B/ns."""
+    return 2 * (n - 1) * math.floor(lat_ns + (size // n) / (bw_GBps * 2**30 / 1e9))
+
+
+def reference_loop() -> float:
+    """Seconds for a fixed pure-Python loop: the machine's current speed for interpreted code."""
+    t0 = time.perf_counter()
+    s = 0
+    for i in range(5_000_000):
+        s += i & 7
+    return time.perf_counter() - t0
+
+
+def child(n: int, mode: str) -> None:
+    """Run one case and print its figures as JSON."""
+    from hub.sim import simulate
+
+    alg = ring_allreduce(n, SIZE)
+    ref = reference_loop()
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = simulate(alg, f"ring:{n}", mode=mode)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(json.dumps({"messages": res.messages, "time_ns": res.time_ns, "wall": wall, "cpu": cpu,
+                      "ref": ref, "peak": peak}))
+
+
 def main() -> None:
-    rows = []
-    cases = [(256, "unaware", 1.0), (256, "aware", 3.0), (1024, "unaware", 10.0)]
-    if "--quick" in sys.argv:
-        cases = cases[:2]
+    if "--child" in sys.argv:
+        i = sys.argv.index("--child")
+        child(int(sys.argv[i + 1]), sys.argv[i + 2])
+        return
+    cases = CASES[:2] if "--quick" in sys.argv else CASES
+    if "--ranks" in sys.argv:
+        ranks = [int(x) for x in sys.argv[sys.argv.index("--ranks") + 1].split(",")]
+        modes = [sys.argv[sys.argv.index("--mode") + 1]] if "--mode" in sys.argv else ["unaware", "aware"]
+        cases = [(n, m, math.nan) for n in ranks for m in modes]
+    print(f"{'ranks':>6} {'mode':>8} {'messages':>9} {'sim ns':>9} {'exact':>5} {'wall s':>7} {'cpu s':>6} "
+          f"{'ref s':>6} {'wall/ref':>8} {'peak MiB':>8} {'target s':>8} {'ok':>3}")
+    failed = False
     for n, mode, target in cases:
-        alg = ring_allreduce(n, 64 << 20)
-        t0 = time.perf_counter()
-        res = simulate(alg, f"ring:{n}", mode=mode)
-        dt = time.perf_counter() - t0
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        rows.append((n, mode, res.messages, res.time_ns, dt, target, peak / 2**20))
-    print(f"{'ranks':>6} {'mode':>8} {'messages':>9} {'sim time (ns)':>14} {'wall (s)':>9} {'target':>7} {'maxRSS MiB':>9}")
-    for n, mode, msgs, t, dt, target, peak in rows:
-        print(f"{n:>6} {mode:>8} {msgs:>9} {t:>14} {dt:>9.2f} {target:>7.1f} {peak:>9.1f}")
-    print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        out = subprocess.run([sys.executable, __file__, "--child", str(n), mode], capture_output=True, text=True)
+        if out.returncode:
+            print(f"{n:>6} {mode:>8} FAILED: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
+            failed = True
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        exact = r["time_ns"] == expected_ns(n, SIZE)
+        ok = "-" if math.isnan(target) else ("yes" if r["wall"] <= target else "NO")
+        failed |= not exact or ok == "NO"
+        print(f"{n:>6} {mode:>8} {r['messages']:>9} {r['time_ns']:>9} {'yes' if exact else 'NO':>5} {r['wall']:>7.2f} "
+              f"{r['cpu']:>6.2f} {r['ref']:>6.3f} {r['wall'] / r['ref']:>8.1f} {r['peak']:>8.0f} "
+              f"{'' if math.isnan(target) else f'{target:.1f}':>8} {ok:>3}", flush=True)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

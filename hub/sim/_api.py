@@ -142,7 +142,7 @@ def _infer_size(alg: Algorithm) -> int | None:
 
 
 def _model(prog: Program, topo: Topology, mode: str) -> tuple[Any, AwareNetwork | None]:
-    kinds = np.asarray(prog.kind, dtype=np.int64)
+    kinds = prog.kind_array()
     sends = np.flatnonzero(kinds == K_SEND)
     src = np.frombuffer(prog.rank, dtype=np.int32)[sends]
     dst = np.frombuffer(prog.peer, dtype=np.int32)[sends]
@@ -166,14 +166,12 @@ def _model(prog: Program, topo: Topology, mode: str) -> tuple[Any, AwareNetwork 
 def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
     names = {4: "COMP", 5: "SEND", 6: "RECV", 20: "COLL_START", 21: "COLL_END"}
     path = []
-    g = st.last
-    while g >= 0 and len(path) < _CRIT_LIMIT:
+    for g, start, end in st.chain(_CRIT_LIMIT):
         entry: dict[str, Any] = {"rank": prog.rank[g], "node": prog.local_id[g], "kind": names.get(prog.kind[g], "NOP"),
-                                 "start_ns": st.start[g], "end_ns": st.fin[g]}
+                                 "start_ns": start, "end_ns": end}
         if prog.inst[g]:
             entry["collective"] = prog.labels.get(prog.inst[g], str(prog.inst[g]))
         path.append(entry)
-        g = st.cause[g]
     path.reverse()
     return path
 

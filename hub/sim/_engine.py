@@ -9,18 +9,33 @@ Time is an integer number of ns. Events live in a calendar queue (a heap of dist
 FIFO list per time), so events at equal times run in the order they were scheduled, as in
 ASTRA-sim's event queue. Ready nodes are issued in FIFO order: initially rank-major and by
 position; later in the order their last dependency completed (successors in position order).
+
+Performance: the whole walk is one Python loop with issue, completion, matching and the
+unaware model inlined (link service and resources, the rarer paths, are small closures), over
+flat lists in the position-major node order of :mod:`._layout` (nodes of one step sit together
+in memory). A message key is a dense channel id computed with numpy up front
+(:func:`~hub.sim._program.channels`), so matching is a list index instead of hashing a 4-tuple.
+The unaware model knows a message's arrival time at issue, so a SEND is a single event with its
+channel's precomputed delay. The cyclic garbage collector is paused during the walk: the loop
+allocates millions of short-lived containers while the big lists are alive, and every full
+collection would traverse all of them.
 """
 
 from __future__ import annotations
 
-from array import array
+import gc
 from collections import deque
+from array import array
 from dataclasses import dataclass, field
+from functools import cached_property
 from heapq import heappop, heappush
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 from ..errors import SimulationError
 from ._network import AwareNetwork
+from ._layout import layout
 from ._program import K_COMP, K_RECV, K_SEND, Program
 
 __all__ = ["EngineState", "run_engine"]
@@ -28,124 +43,117 @@ __all__ = ["EngineState", "run_engine"]
 
 @dataclass
 class EngineState:
-    """What one run leaves behind (times in ns)."""
+    """What one run leaves behind (times in ns; -1 = never happened, only in failed runs).
+
+    The per-node columns are kept in the engine's node order and converted to program order
+    (``array('q')``) only when first read: most callers need only the totals and the
+    critical path (:meth:`chain`)."""
 
     time_ns: int
-    last: int  # the node that completed last
-    start: array  # issue time per node
-    fin: array  # completion time per node
-    cause: array  # the node whose completion (or data arrival) released this one; -1 for roots
+    last: int  # the program node that completed last
     rank_finish: list[int]
     link_bytes: list[int] = field(default_factory=list)
     link_busy: list[int] = field(default_factory=list)
+    _lay: Any = field(default=None, repr=False)  # the Layout (engine numbering)
+    _cols: tuple[list[int], list[int], list[int]] = field(default=((), (), ()), repr=False)  # type: ignore[assignment]
+
+    @cached_property
+    def start(self) -> array:
+        """Issue time per program node."""
+        return self._lay.to_program(self._cols[0])
+
+    @cached_property
+    def fin(self) -> array:
+        """Completion time per program node."""
+        return self._lay.to_program(self._cols[1])
+
+    @cached_property
+    def cause(self) -> array:
+        """Per program node: the node whose completion (or data arrival) released it; -1 for roots."""
+        return self._lay.to_program(self._cols[2], nodes=True)
+
+    def chain(self, limit: int) -> list[tuple[int, int, int]]:
+        """The critical path backwards from the last node: (program node, start, end), at most ``limit``."""
+        start, fin, cause = self._cols
+        lay = self._lay
+        out: list[tuple[int, int, int]] = []
+        e = int(lay.inv[self.last]) if self.last >= 0 else -1
+        while 0 <= e < lay.start and len(out) < limit:
+            out.append((lay.node(e), start[e], fin[e]))
+            e = cause[e]
+        return out
 
 
 def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = None) -> EngineState:
     """Run ``prog`` under the unaware model (``delays``: per-node message delay in ns) or the
     aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(prog, delays, net)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
+    # engine node numbering (position-major, for memory locality): see _layout.py
+    lay = layout(prog, delays)
     n = prog.n
-    kind = prog.kind
-    rank = prog.rank
-    peer = prog.peer
-    tagx = prog.tagx
-    size = prog.size
-    dur = prog.dur
-    sp = prog.succ_ptr
-    si = prog.succ_idx
-    indeg = list(prog.indeg)
-    acq = prog.acq
-    rel = prog.rel
+    kind = lay.kind
+    chan = lay.chan
+    nchan = lay.nchan
+    sp = lay.succ_ptr
+    si = lay.succ_idx
+    indeg = lay.indeg
+    dur = lay.dur
+    cdelay = lay.chan_delay
+    acq = lay.acq
+    rel = lay.rel
     use_res = acq is not None
+    rank = lay.rank
     aware = net is not None
 
-    state = bytearray(n)  # 0 waiting for deps, 1 issued (or queued for a resource), 2 done
-    start = array("q", bytes(8 * n))
-    fin = array("q", bytes(8 * n))
-    cause = array("q", [-1]) * n
-    rank_finish = [0] * prog.ranks
-    posted: dict[tuple[int, int, int, int], deque[int]] = {}
-    arrived: dict[tuple[int, int, int, int], deque[int]] = {}
+    start = [-1] * (n + 1)  # (+ the virtual start node)
+    fin = [-1] * (n + 1)
+    cause = [-1] * (n + 1)
+    posted: list[deque[int] | None] = [None] * nchan  # RECVs waiting for their data, per channel
+    arrived: list[deque[int] | None] = [None] * nchan  # SENDs whose data waits for its RECV
     times: list[int] = []
     buckets: dict[int, list[int]] = {}
-    ready: list[int] = []
-    ndone = 0
-    last = -1
     busy_res: dict[int, int] = {}
     waitq: dict[int, deque[int]] = {}
+    last = -1
 
     if aware:
         assert net is not None
         H = net.max_hops + 1
         bp = net.bp
         llat = net.lat
-        route = net.route
         nl = net.nlinks
         lbusy = bytearray(nl)
         lq: list[deque[int] | None] = [None] * nl
         lbytes = [0] * nl
         lbusyt = [0] * nl
+        size = np.frombuffer(prog.size, dtype=np.int64)[lay.perm].tolist()
+        routes = _routes(prog, net, lay.perm)
     else:
         H = 1
-        delay = delays
-
-    def schedule(tt: int, ev: int) -> None:
-        b = buckets.get(tt)
-        if b is None:
-            buckets[tt] = [ev]
-            heappush(times, tt)
-        else:
-            b.append(ev)
-
-    def complete(g: int, t: int) -> None:
-        nonlocal ndone, last
-        state[g] = 2
-        fin[g] = t
-        rank_finish[rank[g]] = t  # events run in time order, so t never decreases
-        ndone += 1
-        last = g
-        if use_res and rel[g]:  # type: ignore[index]
-            release(rank[g] * 4 + rel[g], t)  # type: ignore[index]
-        for k in range(sp[g], sp[g + 1]):
-            s = si[k]
-            d = indeg[s] - 1
-            indeg[s] = d
-            if d == 0:
-                cause[s] = g
-                ready.append(s)
-
-    def release(key: int, t: int) -> None:
-        q = waitq.get(key)
-        if q:
-            ready.append(~q.popleft())  # hand the resource over directly (FIFO), ~g = "granted"
-        else:
-            busy_res[key] = 0
-
-    def deliver(g: int, t: int) -> None:
-        key = (tagx[g], rank[g], peer[g], size[g])
-        complete(g, t)  # a SEND completes when its data arrives
-        q = posted.get(key)
-        if q:
-            r = q.popleft()
-            if not q:
-                del posted[key]
-            cause[r] = g
-            complete(r, t)
-        else:
-            q = arrived.get(key)
-            if q is None:
-                arrived[key] = deque((g,))
-            else:
-                q.append(g)
 
     def transmit(li: int, code: int, t: int) -> None:
+        """Start sending hop ``code % H`` of message ``code // H`` over the free link ``li``."""
         lbusy[li] = 1
         sz = size[code // H]
         x = sz / bp[li]
-        schedule(t + int(llat[li] + x), n + code)  # arrival at the link's far end
-        ser = int(x)
-        schedule(t + ser, -1 - li)  # the link is free again
+        for tt, ev in ((t + int(llat[li] + x), n1 + code), (t + int(x), -1 - li)):  # arrival, then link free
+            b = buckets.get(tt)
+            if b is None:
+                buckets[tt] = [ev]
+                heappush(times, tt)
+            else:
+                b.append(ev)
         lbytes[li] += sz
-        lbusyt[li] += ser
+        lbusyt[li] += int(x)
 
     def want_link(li: int, code: int, t: int) -> None:
         if lbusy[li]:
@@ -157,103 +165,182 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         else:
             transmit(li, code, t)
 
-    def issue(g: int, t: int) -> None:
-        if g < 0:
-            g = ~g  # resource already granted
-        elif use_res:
-            c = acq[g]  # type: ignore[index]
-            if c:
-                key = rank[g] * 4 + c
-                if busy_res.get(key):
-                    state[g] = 1
-                    q = waitq.get(key)
-                    if q is None:
-                        waitq[key] = deque((g,))
-                    else:
-                        q.append(g)
-                    return
-                busy_res[key] = 1
-        state[g] = 1
-        start[g] = t
-        k = kind[g]
-        if k == K_SEND:
-            if aware:
-                want_link(route(rank[g], peer[g])[0], g * H, t)
-            else:
-                schedule(t + delay[g], g)
-        elif k == K_RECV:
-            key = (tagx[g], peer[g], rank[g], size[g])
-            q = arrived.get(key)
-            if q:
-                q.popleft()
-                if not q:
-                    del arrived[key]
-                complete(g, t)  # the data was already there
-            else:
-                q = posted.get(key)
-                if q is None:
-                    posted[key] = deque((g,))
-                else:
-                    q.append(g)
-        elif k == K_COMP:
-            schedule(t + dur[g], g)
+    def release(g: int) -> None:
+        """Free the NPU resource a completed node held, or hand it to the next waiting node."""
+        key = rank[g] * 4 + rel[g]  # type: ignore[index]
+        q = waitq.get(key)
+        if q:
+            ready.append(~q.popleft())  # ~g = "resource already granted"
         else:
-            complete(g, t)  # no-op kinds and the workload's collective start/end markers
+            busy_res[key] = 0
 
-    def drain(t: int) -> None:
-        j = 0
-        while j < len(ready):
-            issue(ready[j], t)
-            j += 1
-        ready.clear()
-
-    ready.extend(g for g in range(n) if indeg[g] == 0)
-    if not ready:
+    if sp[n] == sp[n + 1]:
         raise SimulationError("no node is free of dependencies (every node waits for another)",
                               hint="the dependency graph has a cycle; run the verifier (hub.verify)")
-    drain(0)
-    while times:
-        t = heappop(times)
-        b = buckets[t]
-        i = 0
-        while i < len(b):
-            ev = b[i]
-            i += 1
-            if ev < 0:  # a link became free
+    ready: list[int] = []
+    SEND, RECV, COMP = K_SEND, K_RECV, K_COMP  # locals: faster than module globals in the loop
+    n1 = n + 1  # aware hop events are n1 + message * H + hop
+    t = 0
+    b = [n]  # the bucket being run: the virtual start node "completes" at t = 0 (see _layout.py)
+    buckets[0] = b
+    lt, lb = 0, b  # the bucket last scheduled into (consecutive issues often share a time)
+    while True:
+        for ev in b:  # (the list grows while iterated when zero-delay events are scheduled)
+            # -- the event ---------------------------------------------------------------------
+            if ev >= n1:  # aware: a message finished hop h
+                g, h = divmod(ev - n1, H)
+                rt = routes[g]
+                if h + 1 < len(rt):
+                    want_link(rt[h + 1], ev - n1 + 1, t)
+                    continue
+                ev = g
+            elif ev < 0:  # aware: a link became free
                 li = -1 - ev
                 q = lq[li]
                 if q:
                     transmit(li, q.popleft(), t)
                 else:
                     lbusy[li] = 0
-            elif ev < n:
-                if kind[ev] == K_SEND:  # unaware: the message arrived
-                    deliver(ev, t)
-                else:  # a COMP finished
-                    complete(ev, t)
-            else:  # aware: message finished hop h
-                g, h = divmod(ev - n, H)
-                rt = route(rank[g], peer[g])
-                if h + 1 == len(rt):
-                    deliver(g, t)
+                continue
+            r = -1
+            if kind[ev] == SEND:  # the data arrived: the SEND completes, then its RECV if posted
+                c = chan[ev]
+                q = posted[c]
+                if q:
+                    r = q.popleft()
+                    cause[r] = ev
                 else:
-                    want_link(rt[h + 1], g * H + h + 1, t)
-            if ready:
-                drain(t)
+                    q = arrived[c]
+                    if q is None:
+                        arrived[c] = deque((ev,))
+                    else:
+                        q.append(ev)
+            # complete ev (a SEND, a COMP or the start node); the same block appears three times,
+            # inlined because a call per node would cost more than the block itself
+            fin[ev] = t
+            last = ev
+            if use_res and rel[ev]:  # type: ignore[index]
+                release(ev)
+            for x in range(sp[ev], sp[ev + 1]):
+                s = si[x]
+                d = indeg[s] - 1
+                indeg[s] = d
+                if d == 0:
+                    cause[s] = ev
+                    ready.append(s)
+            if r >= 0:  # complete the matched RECV
+                fin[r] = t
+                last = r
+                if use_res and rel[r]:  # type: ignore[index]
+                    release(r)
+                for x in range(sp[r], sp[r + 1]):
+                    s = si[x]
+                    d = indeg[s] - 1
+                    indeg[s] = d
+                    if d == 0:
+                        cause[s] = r
+                        ready.append(s)
+            if not ready:
+                continue
+            # -- issue every ready node (FIFO; issuing can complete nodes and so append more) ---
+            for g in ready:
+                if g < 0:
+                    g = ~g  # its resource was handed over
+                elif use_res and acq[g]:  # type: ignore[index]
+                    key = rank[g] * 4 + acq[g]  # type: ignore[index]
+                    if busy_res.get(key):
+                        q = waitq.get(key)
+                        if q is None:
+                            waitq[key] = deque((g,))
+                        else:
+                            q.append(g)
+                        continue
+                    busy_res[key] = 1
+                start[g] = t
+                k = kind[g]
+                if k == SEND:
+                    if aware:
+                        want_link(routes[g][0], g * H, t)
+                        continue
+                    tt = t + cdelay[chan[g]]  # unaware: the arrival time is known now
+                elif k == RECV:
+                    c = chan[g]
+                    q = arrived[c]
+                    if not q:
+                        q = posted[c]
+                        if q is None:
+                            posted[c] = deque((g,))
+                        else:
+                            q.append(g)
+                        continue
+                    q.popleft()  # the data was already there: complete now (below)
+                    tt = -1
+                elif k == COMP:
+                    tt = t + dur[g]
+                else:
+                    tt = -1  # no-op kinds and the workload's collective start/end markers
+                if tt >= 0:
+                    if tt == lt:  # lb is still queued: lt >= t
+                        lb.append(g)
+                    else:
+                        lb = buckets.get(tt)
+                        if lb is None:
+                            lb = buckets[tt] = [g]
+                            heappush(times, tt)
+                        else:
+                            lb.append(g)
+                        lt = tt
+                    continue
+                # complete g now
+                fin[g] = t
+                last = g
+                if use_res and rel[g]:  # type: ignore[index]
+                    release(g)
+                for x in range(sp[g], sp[g + 1]):
+                    s = si[x]
+                    d = indeg[s] - 1
+                    indeg[s] = d
+                    if d == 0:
+                        cause[s] = g
+                        ready.append(s)
+            ready.clear()
+        # -- the next time ----------------------------------------------------------------------
         del buckets[t]
+        if not times:
+            break
+        t = heappop(times)
+        b = buckets[t]
 
-    if ndone < n or arrived:
-        _diagnose(prog, state, posted, arrived, indeg)
+    if any(indeg) or any(posted) or any(arrived) or any(waitq.values()):
+        back = lay.perm.tolist()
+        _diagnose(prog, lay.to_program(start), lay.to_program(fin), lay.to_program(indeg),
+                  [deque(back[e] for e in q) for q in posted if q], [deque(back[e] for e in q) for q in arrived if q])
+    rank_finish = np.zeros(prog.ranks, dtype=np.int64)
+    np.maximum.at(rank_finish, lay.rank_array, np.fromiter(fin, dtype=np.int64, count=n + 1)[:n])
     return EngineState(
         time_ns=fin[last] if last >= 0 else 0,
-        last=last,
-        start=start,
-        fin=fin,
-        cause=cause,
-        rank_finish=rank_finish,
+        last=lay.node(last),
+        rank_finish=rank_finish.tolist(),
         link_bytes=lbytes if aware else [],
         link_busy=lbusyt if aware else [],
+        _lay=lay,
+        _cols=(start, fin, cause),
     )
+
+
+def _routes(prog: Program, net: AwareNetwork, perm: np.ndarray) -> list[tuple[int, ...] | None]:
+    """The route (link ids) of every SEND node in engine order, None elsewhere; one tuple per NPU pair."""
+    sends = np.flatnonzero(prog.kind_array()[perm] == K_SEND)
+    out: list[tuple[int, ...] | None] = [None] * prog.n
+    if sends.size:
+        g = perm[sends]
+        pair = np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus + \
+            np.frombuffer(prog.peer, dtype=np.int32)[g]
+        uniq, inv = np.unique(pair, return_inverse=True)
+        rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
+        for e, u in zip(sends.tolist(), inv.tolist()):
+            out[e] = rts[u]
+    return out
 
 
 def node_ref(prog: Program, g: int) -> str:
@@ -263,13 +350,26 @@ def node_ref(prog: Program, g: int) -> str:
     return f"rank {prog.rank[g]} node {prog.local_id[g]}{where}"
 
 
+def _msg_key(prog: Program, g: int) -> tuple[int, int, int, int]:
+    """(tag, src, dst, size) of the message a SEND or RECV node takes part in."""
+    if prog.kind[g] == K_SEND:
+        return prog.tagx[g], prog.rank[g], prog.peer[g], prog.size[g]
+    return prog.tagx[g], prog.peer[g], prog.rank[g], prog.size[g]
+
+
 def _describe_msg(prog: Program, key: tuple[int, int, int, int]) -> str:
     tagx, src, dst, size = key
     return f"{src}->{dst} tag {tagx & 0xFFFFFFFF} {size} B"
 
 
-def _diagnose(prog: Program, state: bytearray, posted: dict, arrived: dict, indeg: list[int]) -> None:
+def _diagnose(prog: Program, start: Sequence[int], fin: Sequence[int], indeg: Sequence[int], posted_c: list,
+              arrived_c: list) -> None:
     """Turn an incomplete run into one clear SimulationError."""
+    # oldest first: RECVs by issue time, SENDs by arrival time (then node index)
+    pq = sorted((q for q in posted_c if q), key=lambda q: (start[q[0]], q[0]))
+    aq = sorted((q for q in arrived_c if q), key=lambda q: (fin[q[0]], q[0]))
+    posted = {_msg_key(prog, q[0]): q for q in pq}
+    arrived = {_msg_key(prog, q[0]): q for q in aq}
     # size mismatch: a waiting RECV and an arrived SEND on the same (tag, src, dst)
     by_pair: dict[tuple[int, int, int], tuple[int, int]] = {}
     for key, q in arrived.items():
@@ -290,7 +390,7 @@ def _diagnose(prog: Program, state: bytearray, posted: dict, arrived: dict, inde
             "has no matching RECV",
             hint="add the RECV on the destination rank, or check tags and sizes",
         )
-    blocked = [g for g in range(prog.n) if state[g] != 2]
+    blocked = [g for g in range(prog.n) if fin[g] < 0]
     waiting = [q[0] for q in posted.values()]
     parts = []
     if waiting:
@@ -299,11 +399,11 @@ def _diagnose(prog: Program, state: bytearray, posted: dict, arrived: dict, inde
             f"{sum(len(v) for v in posted.values())} RECV(s) wait for data that is never sent, e.g. "
             f"{node_ref(prog, q[0])} ({_describe_msg(prog, key)})"
         )
-    never = [g for g in blocked if state[g] == 0]
+    never = [g for g in blocked if indeg[g] > 0]
     if never:
         parts.append(f"{len(never)} node(s) never became ready, e.g. {node_ref(prog, never[0])}")
-    waiting_set = set(waiting)
-    queued = [g for g in blocked if state[g] == 1 and g not in waiting_set]
+    waiting_set = {g for q in posted.values() for g in q}
+    queued = [g for g in blocked if indeg[g] == 0 and g not in waiting_set]
     if queued and not waiting:
         parts.append(f"{len(queued)} node(s) wait for a busy NPU resource, e.g. {node_ref(prog, queued[0])}")
     raise SimulationError(

@@ -16,7 +16,8 @@ import numpy as np
 from ..chakra import Algorithm, NodeType
 from ..errors import SimulationError
 
-__all__ = ["K_COMP", "K_END", "K_NOP", "K_RECV", "K_SEND", "K_START", "Program", "comp_ns", "program_from_algorithm"]
+__all__ = ["K_COMP", "K_END", "K_NOP", "K_RECV", "K_SEND", "K_START", "Program", "channels", "comp_ns",
+           "program_from_algorithm"]
 
 # engine node kinds (Chakra values where one exists)
 K_NOP = 0
@@ -34,7 +35,7 @@ class Program:
 
     n: int
     ranks: int  # number of NPUs taking part
-    kind: list[int]
+    kind: Any  # array('i') / list
     rank: Any  # array('i') / list
     peer: Any
     tagx: Any
@@ -42,7 +43,7 @@ class Program:
     dur: Any
     succ_ptr: Any
     succ_idx: Any
-    indeg: list[int]
+    indeg: Any  # array('q') / list
     local_id: Any  # Chakra node id within its graph
     inst: Any  # 0 = the algorithm itself / workload node, k+1 = k-th collective instance
     acq: list[int] | None = None  # resource class acquired at issue (workload only)
@@ -50,6 +51,50 @@ class Program:
     labels: dict[int, str] = field(default_factory=dict)  # inst -> label (e.g. "allreduce#0")
     messages: int = 0
     bytes: int = 0
+    _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
+
+    def kind_array(self) -> np.ndarray:
+        """``kind`` as an int64 numpy array (cached)."""
+        if self._kinds is None or len(self._kinds) != self.n:
+            self._kinds = np.asarray(self.kind, dtype=np.int64)
+        return self._kinds
+
+
+def channels(prog: Program) -> tuple[np.ndarray, int]:
+    """Dense message-channel ids: SENDs and RECVs of the same (tag, src, dst, size) share one id
+    (``-1`` for other nodes); also returns the number of channels. Computed with numpy so the
+    engine matches messages with a list index instead of hashing a 4-tuple per message."""
+    kinds = prog.kind_array()
+    idx = np.flatnonzero((kinds == K_SEND) | (kinds == K_RECV))
+    chan = np.full(prog.n, -1, dtype=np.int64)
+    if not idx.size:
+        return chan, 0
+    rank = np.frombuffer(prog.rank, dtype=np.int32)[idx].astype(np.int64)
+    peer = np.frombuffer(prog.peer, dtype=np.int32)[idx].astype(np.int64)
+    is_send = kinds[idx] == K_SEND
+    span = int(max(rank.max(), peer.max())) + 1
+    key = np.where(is_send, rank, peer) * span + np.where(is_send, peer, rank)  # src * span + dst
+    top = span * span
+    for col in (np.frombuffer(prog.tagx, dtype=np.int64)[idx], np.frombuffer(prog.size, dtype=np.int64)[idx]):
+        lo = int(col.min())
+        if lo == int(col.max()):
+            continue  # one value: adds nothing to the key
+        spread = int(col.max()) - lo + 1
+        if top * spread >= 1 << 62:  # factorize the column (and the key so far) to stay in int64
+            uk, key = np.unique(key, return_inverse=True)
+            uc, col = np.unique(col, return_inverse=True)
+            top, spread, lo = len(uk), len(uc), 0
+        key = key * spread + (col - lo)
+        top *= spread
+    if top <= max(1 << 22, 4 * key.size):  # small key range: dense renumbering without a sort
+        present = np.zeros(top, dtype=np.int64)
+        present[key] = 1
+        ids = np.cumsum(present) - 1
+        chan[idx] = ids[key]
+        return chan, int(ids[-1]) + 1
+    uniq, inv = np.unique(key, return_inverse=True)
+    chan[idx] = inv
+    return chan, len(uniq)
 
 
 def comp_ns(duration_micros: np.ndarray, size: np.ndarray, reduction_GBps: float | None) -> np.ndarray:
@@ -64,10 +109,6 @@ def comp_ns(duration_micros: np.ndarray, size: np.ndarray, reduction_GBps: float
         red = np.maximum(1, np.floor(s.astype(np.float64) / float(reduction_GBps))).astype(np.int64)
         out = np.where(costed, red, out)
     return out
-
-
-def _to_list(a: np.ndarray) -> list[int]:
-    return a.tolist()
 
 
 def _to_array(a: np.ndarray, code: str) -> array:
@@ -144,9 +185,10 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
     dur = np.where(kind == K_COMP, dur, 0)
     sends = kind == K_SEND
     return Program(
+        _kinds=kind,
         n=n,
         ranks=nr,
-        kind=_to_list(kind),
+        kind=_to_array(kind, "i"),
         rank=_to_array(rank, "i"),
         peer=_to_array(peer, "i"),
         tagx=_to_array(tag, "q"),
@@ -154,7 +196,7 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
         dur=_to_array(dur, "q"),
         succ_ptr=_to_array(succ_ptr, "q"),
         succ_idx=_to_array(succ_idx, "q"),
-        indeg=_to_list(indeg),
+        indeg=_to_array(indeg, "q"),
         local_id=_to_array(ids, "q"),
         inst=_to_array(np.zeros(n, dtype=np.int64), "i"),
         messages=int(sends.sum()),

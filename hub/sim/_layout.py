@@ -1,0 +1,149 @@
+"""The engine's memory layout of a program: node columns as flat Python lists, renumbered.
+
+The engine touches a handful of per-node columns for every node it walks. Program nodes are
+numbered rank-major, but a collective advances all ranks in lock-step: at any moment the engine
+works on the same positions of every rank, which rank-major numbering scatters across memory
+(one cache miss per column per node). The layout renumbers nodes position-major (engine node
+``e`` = position ``p`` of rank ``r`` in (p, r) order), so the nodes of one step sit together.
+Successor lists keep their order (position order), and the initially ready nodes keep the
+rank-major order the semantics require, so the renumbering changes no result; results are
+mapped back with :meth:`Layout.to_program`.
+
+One virtual node is appended (engine node ``n``, a zero-time no-op): the start of the walk. Its
+successors are the dependency-free nodes in program order, so the engine starts by completing it
+and needs no separate code path for the initial issue.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._program import K_COMP, K_NOP, K_SEND, Program, channels
+
+__all__ = ["Layout", "layout"]
+
+
+@dataclass
+class Layout:
+    """Engine-ordered columns (lists, with the start node last) and the renumbering (``perm[e]`` = program node of engine node ``e``)."""
+
+    perm: np.ndarray
+    inv: np.ndarray  # inv[g] = engine node of program node g
+    kind: list[int]
+    chan: list[int]  # message channel (dense (tag, src, dst, size) id), -1 for other nodes
+    nchan: int
+    dur: list[int]  # COMP duration (ns), 0 for other nodes
+    chan_delay: list[int]  # unaware message delay (ns) per channel
+    succ_ptr: list[int]
+    succ_idx: list[int]
+    indeg: list[int]
+    start: int  # the virtual start node (= n)
+    rank: list[int]  # (only with resources)
+    rank_array: np.ndarray  # NPU per engine node
+    acq: list[int] | None
+    rel: list[int] | None
+
+    def to_program(self, values: list[int], *, nodes: bool = False) -> array:
+        """An engine-ordered per-node list as a program-ordered ``array('q')``; ``nodes``: the
+        values are engine node ids (or -1) to be mapped back too."""
+        a = np.fromiter(values, dtype=np.int64, count=len(values))[self.inv]
+        if nodes:
+            a = np.where((a >= 0) & (a < self.start), self.perm[np.clip(a, 0, self.start - 1)], -1)
+        return array("q", a.tobytes())
+
+    def node(self, e: int) -> int:
+        """Program node of engine node ``e``."""
+        return int(self.perm[e]) if 0 <= e < self.start else -1
+
+
+def _shared(values: np.ndarray) -> list[int]:
+    """``values.tolist()`` with one int object per distinct value: far less memory when a few
+    large values repeat over millions of nodes (durations)."""
+    uniq, inv = np.unique(values, return_inverse=True)
+    objs = uniq.tolist()
+    return list(map(objs.__getitem__, inv.tolist()))
+
+
+def _position_major(rank: np.ndarray, nranks: int) -> np.ndarray:
+    """Permutation listing nodes by (position within their rank, rank)."""
+    n = rank.size
+    counts = np.bincount(rank, minlength=nranks)
+    first = np.cumsum(counts) - counts
+    sorted_ = bool(np.all(rank[1:] >= rank[:-1]))
+    if sorted_ and n and int(counts.min()) == int(counts.max()):  # equal lengths: no sort needed
+        return (np.arange(int(counts[0]), dtype=np.int64)[:, None] + first[None, :]).ravel()
+    if sorted_:
+        pos = np.arange(n, dtype=np.int64) - first[rank]
+    else:
+        order = np.argsort(rank, kind="stable")
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(n, dtype=np.int64) - first[rank[order]]
+    return np.argsort(pos * nranks + rank, kind="stable")
+
+
+def layout(prog: Program, delays: Any = None) -> Layout:
+    """Lay ``prog`` out for the engine (``delays``: per-node unaware message delays, or None)."""
+    n = prog.n
+    rank = np.frombuffer(prog.rank, dtype=np.int32).astype(np.int64)
+    nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
+    perm = _position_major(rank, nranks)
+    inv = np.empty(n, dtype=np.int64)
+    inv[perm] = np.arange(n, dtype=np.int64)
+
+    kinds = prog.kind_array()
+    chan, nchan = channels(prog)
+    dur = np.where(kinds == K_COMP, np.frombuffer(prog.dur, dtype=np.int64), 0)
+    # an unaware message's delay depends on (src, dst, size) only, so it is a property of its channel
+    chan_delay = np.zeros(nchan, dtype=np.int64)
+    if delays is not None and nchan:
+        sends = np.flatnonzero(kinds == K_SEND)
+        chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)[sends]
+    indeg = np.asarray(prog.indeg, dtype=np.int64)
+    roots = inv[np.flatnonzero(indeg == 0)]  # program order: rank-major, by position
+    indeg = indeg[perm]
+    indeg[roots] = 1  # they wait for the virtual start node
+
+    # successors: engine node e's list is its program node's list, renumbered, same order;
+    # the start node's list (last) is the roots
+    sp = np.frombuffer(prog.succ_ptr, dtype=np.int64)
+    si = np.frombuffer(prog.succ_idx, dtype=np.int64)
+    cnt = np.diff(sp)[perm]
+    new_sp = np.zeros(n + 2, dtype=np.int64)
+    np.cumsum(cnt, out=new_sp[1:-1])
+    nedges = int(new_sp[n])
+    new_sp[n + 1] = nedges + roots.size
+    gather = np.repeat(sp[:-1][perm] - new_sp[:-2], cnt) + np.arange(nedges, dtype=np.int64)
+    new_si = np.concatenate([inv[si[gather]], roots])
+
+    acq = prog.acq
+    rel = prog.rel
+    kind = kinds[perm].tolist()  # small ints: shared by Python already
+    kind.append(K_NOP)
+    chan_l = chan[perm].tolist()
+    chan_l.append(-1)
+    dur_l = _shared(dur[perm]) if bool((dur > 256).any()) else dur[perm].tolist()
+    dur_l.append(0)
+    indeg_l = indeg.tolist()
+    indeg_l.append(0)
+    res = acq is not None and rel is not None
+    return Layout(
+        perm=perm,
+        inv=inv,
+        kind=kind,
+        chan=chan_l,
+        nchan=nchan,
+        dur=dur_l,
+        chan_delay=chan_delay.tolist(),
+        succ_ptr=new_sp.tolist(),
+        succ_idx=new_si.tolist(),
+        indeg=indeg_l,
+        start=n,
+        rank=np.append(rank[perm], 0).tolist() if res else [],
+        rank_array=rank[perm],
+        acq=np.append(np.asarray(acq, dtype=np.int64)[perm], 0).tolist() if res else None,
+        rel=np.append(np.asarray(rel, dtype=np.int64)[perm], 0).tolist() if res else None,
+    )

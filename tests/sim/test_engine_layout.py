@@ -1,0 +1,84 @@
+"""Engine internals that the fast walk relies on, checked against hand-computed timelines.
+
+The engine renumbers nodes position-major, keys messages by a dense channel id and keeps its
+per-node columns in its own order (hub/sim/_layout.py); these tests pin down the cases where that
+could go wrong: ranks of unequal length, per-node times mapped back to program order, zero-delay
+messages (equal-time events), and message keys too wide to pack into one int64.
+Default links: bw 50 GiB/s -> B' = 50 * 2^30 / 1e9 B/ns, latency 500 ns.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hub.chakra import AlgorithmMeta, Buffer, Collective, RankGraphBuilder, build_algorithm
+from hub.sim import simulate
+
+MODES = ("unaware", "aware")
+BP = 50 * 2**30 / 1e9
+D = math.floor(500 + 131072 / BP)  # one 128-KiB message over one hop: 2941 ns
+
+
+def _alg(builders: list[RankGraphBuilder]):  # noqa: ANN202
+    return build_algorithm(AlgorithmMeta(Collective.CUSTOM, len(builders), 1, 1), builders)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unequal_ranks_times_in_program_order(mode):
+    # rank 0: SEND->1, COMP 2 us, SEND->2; rank 1: RECV<-0; rank 2: RECV<-0, COMP 3 us.
+    # On ring:3 both peers of rank 0 are one hop away (0->2 goes counter-clockwise).
+    b0, b1, b2 = RankGraphBuilder(0), RankGraphBuilder(1), RankGraphBuilder(2)
+    s = b0.send(1, src=(Buffer.INPUT, 0), size=131072)
+    c = b0.comp(deps=[s], duration_micros=2)
+    b0.send(2, src=(Buffer.INPUT, 0), size=131072, deps=[c])
+    b1.recv(0, dst=(Buffer.OUTPUT, 0), size=131072)
+    r = b2.recv(0, dst=(Buffer.OUTPUT, 0), size=131072)
+    b2.comp(deps=[r], duration_micros=3)
+    res = simulate(_alg([b0, b1, b2]), "ring:3", mode=mode)
+    assert D == 2941
+    assert res.time_ns == 2 * D + 2000 + 3000
+    assert res.rank_finish_ns == [2 * D + 2000, D, 2 * D + 5000]
+    st = res._engine
+    # program order: rank 0 nodes 0..2, rank 1 node 0, rank 2 nodes 0..1
+    assert list(st.start) == [0, D, D + 2000, 0, 0, 2 * D + 2000]
+    assert list(st.fin) == [D, D + 2000, 2 * D + 2000, D, 2 * D + 2000, 2 * D + 5000]
+    assert list(st.cause) == [-1, 0, 1, 0, 2, 4]  # a RECV's cause is the SEND whose data arrived
+    assert [(e["rank"], e["node"]) for e in res.critical_path] == [(0, 0), (0, 1), (0, 2), (2, 0), (2, 1)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_zero_delay_message_runs_at_the_same_time(mode):
+    # latency 0 and 0 bytes: the SEND's arrival is scheduled for "now" and must still run
+    b0, b1 = RankGraphBuilder(0), RankGraphBuilder(1)
+    s = b0.send(1, src=(Buffer.INPUT, 0), size=0)
+    b0.comp(deps=[s], duration_micros=1)
+    r = b1.recv(0, dst=(Buffer.OUTPUT, 0), size=0)
+    b1.send(0, src=(Buffer.INPUT, 0), size=0, deps=[r])
+    b0.recv(1, dst=(Buffer.OUTPUT, 0), size=0)
+    res = simulate(_alg([b0, b1]), "ring:2@lat=0", mode=mode)
+    assert res.time_ns == 1000
+    assert res.rank_finish_ns == [1000, 0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wide_message_keys_still_match_exactly(mode):
+    # tags and sizes spanning ~2^31 and ~2^33 cannot be packed into one int64 key with the
+    # NPU pair: the channel ids are factorized instead. RECVs are posted in the other order.
+    big = 1 << 33
+    b0, b1 = RankGraphBuilder(0), RankGraphBuilder(1)
+    b0.send(1, src=(Buffer.INPUT, 0), size=big, tag=(1 << 31) - 1)
+    b0.send(1, src=(Buffer.INPUT, 0), size=1, tag=0)
+    b1.recv(0, dst=(Buffer.OUTPUT, 0), size=1, tag=0)
+    b1.recv(0, dst=(Buffer.OUTPUT, 0), size=big, tag=(1 << 31) - 1)
+    res = simulate(_alg([b0, b1]), "ring:2", mode=mode)
+    slow = math.floor(500 + big / BP)  # = 500 + 8e9 / 50 exactly
+    assert slow == 160_000_500
+    if mode == "unaware":
+        assert list(res._engine.fin) == [slow, 500, 500, slow]
+        assert res.time_ns == slow
+    else:  # one link 0->1, FIFO: the big message holds it for floor(big/B') = 1.6e8 ns, the small one
+        # waits, then takes floor(500 + 1/B') = 500 ns: both arrive at 160_000_500
+        assert list(res._engine.fin) == [slow, slow, slow, slow]
+        assert res.time_ns == slow
