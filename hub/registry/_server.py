@@ -117,6 +117,12 @@ class RegistryServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         super().__init__((host, port), _Handler)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that hangs up mid-response (ConnectionResetError, BrokenPipeError) is normal
+        # under load; print nothing unless asked to be verbose.
+        if self.verbose:
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
