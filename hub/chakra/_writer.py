@@ -6,24 +6,44 @@ gather interleaves the pieces node by node. No per-node Python object is made ex
 names and foreign attributes. The bytes are identical to what protobuf's serializer produces
 for the same messages (fields in field-number order, proto3 defaults omitted); the tests check
 this against :func:`._wire.encode_node` and MLCommons' decoder.
+
+Two attribute sets are written (``attributes=``): ``"profile"``, the collhub collective profile
+(lossless, docs/spec/collective-profile.md), and ``"astrasim"``, exactly what ASTRA-sim master
+reads and nothing else (chakra-et.md §4.3, §5, §7).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import ExportError, UsageError
 from . import _profile as P
-from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph
+from ._model import COMM_TYPE_OF, Algorithm, AlgorithmMeta, NodeType, RankGraph
 from ._wire import TypedValue, delimit, encode_global_metadata, encode_node, varint_matrix, varint_matrix_t
 from ._workload import Workload, WorkloadNode
 
-__all__ = ["encode_rank", "encode_ranks", "rank_path", "write_algorithm", "write_files_atomically", "write_workload"]
+__all__ = [
+    "ASTRASIM_TAG_LIMIT", "Attributes", "astrasim_problem", "encode_rank", "encode_ranks", "rank_path",
+    "write_algorithm", "write_files_atomically", "write_workload",
+]
+
+#: Which attributes the writers put on nodes and into the GlobalMetadata:
+#: ``"profile"`` = the collhub profile (lossless), ``"astrasim"`` = only what ASTRA-sim reads.
+Attributes = Literal["profile", "astrasim"]
+_ATTRIBUTE_SETS = ("profile", "astrasim")
+#: ASTRA-sim's system layer keeps tags modulo 500,000,000: larger tags would alias.
+ASTRASIM_TAG_LIMIT = 500_000_000
+
+
+def _check_attributes(attributes: str) -> None:
+    if attributes not in _ATTRIBUTE_SETS:
+        raise UsageError(f"unknown attribute set {attributes!r}", hint="use 'profile' or 'astrasim'")
 
 
 def rank_path(prefix: str | os.PathLike[str], rank: int) -> Path:
@@ -58,6 +78,67 @@ def metadata_attrs(meta: AlgorithmMeta, rank: int) -> list[tuple[str, Any]]:
             raise UsageError(f"AlgorithmMeta.extra uses the reserved metadata name {name!r}")
         attrs.append((name, value))
     return attrs
+
+
+def astrasim_metadata_attrs(meta: AlgorithmMeta, rank: int) -> list[tuple[str, Any]]:
+    """The small GlobalMetadata of the ``"astrasim"`` set: what the reference converter writes
+    (``schema``, ``collective``) plus the rank count, the algorithm's name and size, and the rank.
+    ASTRA-sim ignores all of it; collhub's reader uses ``ranks`` and ``collective``."""
+    M = P.META
+    attrs: list[tuple[str, Any]] = [
+        (M.SCHEMA, TypedValue("string_val", P.SCHEMA)),
+        (M.COLLECTIVE, TypedValue("string_val", str(meta.collective.value))),
+        (M.RANKS, TypedValue("int32_val", meta.ranks)),
+    ]
+    if meta.name:
+        attrs.append((M.ALGORITHM, TypedValue("string_val", meta.name)))
+    if meta.size is not None:
+        attrs.append((M.SIZE, TypedValue("int64_val", int(meta.size))))
+    attrs.append((M.RANK, TypedValue("int32_val", rank)))
+    return attrs
+
+
+def astrasim_problem(alg: Algorithm) -> str | None:
+    """The first reason ASTRA-sim's custom-collective path cannot run ``alg``, or None.
+
+    Refused: node types other than COMM_SEND/COMM_RECV/COMP (the walker issues no others), an
+    empty rank (feeder_v3 finds no dependency-free node), a message without a byte size
+    (``comm_size`` is required), a peer that is not another rank, a tag outside
+    0..499,999,999 (tags are kept modulo 500,000,000) and duplicate ids (feeder_v3 indexes by id).
+    """
+    n = alg.ranks
+    for rank, g in enumerate(alg.graphs):
+        kinds = g.kind
+        if len(g) == 0:
+            return f"rank {rank} has no nodes (ASTRA-sim's feeder refuses a graph without a dependency-free node)"
+        bad = np.flatnonzero(~np.isin(kinds, (NodeType.SEND, NodeType.RECV, NodeType.COMP)))
+        if bad.size:
+            p = int(bad[0])
+            return (
+                f"rank {rank}, node {int(g.ids[p])}: node type {NodeType(int(kinds[p])).name} cannot appear in a "
+                "custom-collective ET (ASTRA-sim issues only COMM_SEND, COMM_RECV and COMP nodes)"
+            )
+        comm = (kinds == NodeType.SEND) | (kinds == NodeType.RECV)
+        unsized = np.flatnonzero(comm & (g.size < 0))
+        if unsized.size:
+            p = int(unsized[0])
+            return f"rank {rank}, node {int(g.ids[p])}: message has no byte size (algorithm not bound to a collective size)"
+        wrong = np.flatnonzero(comm & ((g.peer < 0) | (g.peer >= n) | (g.peer == rank)))
+        if wrong.size:
+            p = int(wrong[0])
+            return f"rank {rank}, node {int(g.ids[p])}: peer {int(g.peer[p])} is not another rank of 0..{n - 1}"
+        tags = np.flatnonzero(comm & ((g.tag < 0) | (g.tag >= ASTRASIM_TAG_LIMIT)))
+        if tags.size:
+            p = int(tags[0])
+            return (
+                f"rank {rank}, node {int(g.ids[p])}: tag {int(g.tag[p])} is outside 0..{ASTRASIM_TAG_LIMIT - 1} "
+                f"(ASTRA-sim keeps tags modulo {ASTRASIM_TAG_LIMIT})"
+            )
+        ids = np.sort(g.ids)
+        dup = np.flatnonzero(ids[1:] == ids[:-1])
+        if dup.size:
+            return f"rank {rank}, node {int(ids[dup[0]])}: node id used twice (ASTRA-sim indexes nodes by id)"
+    return None
 
 
 # -- vectorized node encoding --------------------------------------------------------------------
@@ -145,17 +226,20 @@ class _Pieces:
         lens = [hl, *self.lens]
         if any(isinstance(m, _FlatPiece) for m in mats):
             return _assemble_segments(mats, lens), body + hl
-        width = sum(m.shape[0] for m in mats)
-        big = np.empty((width, n), np.uint8)
-        mask = np.empty((width, n), bool)
+        widths = [m.shape[0] for m in mats]
+        big = np.empty((sum(widths), n), np.uint8)
         off = 0
-        for m, ln in zip(mats, lens):
-            w = m.shape[0]
+        for m, w in zip(mats, widths):
             big[off : off + w] = m
-            np.less(np.arange(w)[:, None], ln[None, :], out=mask[off : off + w])
             off += w
-        keep = np.flatnonzero(np.ascontiguousarray(mask.T))
-        return np.ascontiguousarray(big.T).ravel().take(keep), body + hl
+        # byte j of piece k of node i is kept iff j < (its length): the mask is made node-major at
+        # once (a gather of the lengths, then one compare), and boolean indexing of the transposed
+        # bytes keeps them in node order, fields in order (no int64 index of every output byte)
+        piece_lens = np.stack(lens, axis=1).astype(np.int16)  # (n, pieces); a piece is <= MAX_WIDTH
+        piece_of = np.repeat(np.arange(len(widths)), widths)
+        within = np.concatenate([np.arange(w, dtype=np.int16) for w in widths])
+        mask = piece_lens[:, piece_of] > within[None, :]
+        return np.ascontiguousarray(big.T)[mask], body + hl
 
 
 class _FlatPiece:
@@ -184,13 +268,18 @@ def _assemble_segments(mats: list[Any], lens: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(flats)[idx]
 
 
-def encode_rank(g: RankGraph, rank: int) -> np.ndarray:
+def encode_rank(g: RankGraph, rank: int, *, attributes: Attributes = "profile") -> np.ndarray:
     """The delimited Node messages of one rank graph, as a uint8 array."""
-    return encode_ranks([g], [rank])[0]
+    return encode_ranks([g], [rank], attributes=attributes)[0]
 
 
-def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int]) -> list[np.ndarray]:
-    """Encode several rank graphs in one vectorized pass (amortizes numpy's per-call cost)."""
+def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int], *,
+                 attributes: Attributes = "profile") -> list[np.ndarray]:
+    """Encode several rank graphs in one vectorized pass (amortizes numpy's per-call cost).
+
+    ``attributes`` selects the node attribute set, see :func:`write_algorithm`.
+    """
+    _check_attributes(attributes)
     sizes = np.array([len(g) for g in graphs], np.int64)
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     n = int(offsets[-1])
@@ -227,11 +316,21 @@ def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int]) -> list[np.n
         pcs.add_flat(dflat, dep_bytes)
     # field 7 duration_micros (0 and unset are the same on the wire)
     dur = col("duration")
-    pcs.add_varint(b"\x38", dur, dur > 0)
-    # field 10 attributes: ASTRA-sim's first, then the profile's semantic ones
     send = kind == NodeType.SEND
     recv = kind == NodeType.RECV
     comm = send | recv
+    if attributes == "astrasim":
+        # exactly what the custom-collective walker reads (chakra-et.md §5.2, §7), in the reference
+        # converter's order: SEND comm_size, comm_dst, comm_tag; RECV comm_size, comm_src, comm_tag
+        pcs.add_varint(b"\x38", dur, (dur > 0) & (kind == NodeType.COMP))
+        peer = col("peer").astype(np.int64)
+        pcs.add_int_attr(P.ATTR_COMM_SIZE, 0x48, col("size"), comm)  # int64_val
+        pcs.add_int_attr(P.ATTR_COMM_DST, 0x38, peer, send)  # int32_val; one of dst/src per node
+        pcs.add_int_attr(P.ATTR_COMM_SRC, 0x38, peer, recv)
+        pcs.add_int_attr(P.ATTR_COMM_TAG, 0x38, col("tag"), comm)
+        return _split(pcs, offsets)
+    pcs.add_varint(b"\x38", dur, dur > 0)
+    # field 10 attributes: ASTRA-sim's first, then the profile's semantic ones
     size = col("size")
     pcs.add_int_attr(P.ATTR_COMM_SIZE, 0x48, size, size >= 0)  # int64_val
     own = np.repeat(np.asarray(ranks, np.int64), sizes)
@@ -251,6 +350,11 @@ def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int]) -> list[np.n
             for pos, attrs in g.extra.items():
                 parts[off + int(pos)] = b"".join(encode_node(attrs=[(name, value)]) for name, value in attrs)
         pcs.add_python(parts)
+    return _split(pcs, offsets)
+
+
+def _split(pcs: _Pieces, offsets: np.ndarray) -> list[np.ndarray]:
+    """Assemble the pieces and cut the bytes at the rank boundaries ``offsets`` (in nodes)."""
     out, node_bytes = pcs.assemble()
     ends = np.concatenate(([0], np.cumsum(node_bytes)))[offsets]
     return [out[a:b] for a, b in zip(ends[:-1].tolist(), ends[1:].tolist())]
@@ -266,12 +370,18 @@ def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.nd
     temps: list[tuple[Path, Path]] = []
     placed: list[Path] = []
     existed = {path: path.exists() for path, _ in contents}
+    mode = 0o666 & ~_umask()
     try:
         for path, chunks in contents:
             if path.is_dir():
                 raise UsageError(f"cannot write {path}: it is a directory")
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             temps.append((Path(tmp), path))
+            # mkstemp creates 0600; give the file the mode open() would (0666 minus the umask)
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)
+            else:  # pragma: no cover - Windows
+                os.chmod(tmp, mode)
             with os.fdopen(fd, "wb") as fh:
                 for chunk in chunks:
                     fh.write(memoryview(chunk))
@@ -291,6 +401,21 @@ def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.nd
     return [path for path, _ in contents]
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the platform allows (Linux /proc);
+    else by the set-and-restore idiom."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _cleanup(temps: list[tuple[Path, Path]], placed: list[Path], existed: dict[Path, bool]) -> None:
     for tmp, _ in temps:
         try:
@@ -308,41 +433,83 @@ def _cleanup(temps: list[tuple[Path, Path]], placed: list[Path], existed: dict[P
 #: nodes encoded per vectorized pass: big enough to amortize numpy's per-call cost, small enough
 #: to keep the temporary matrices (about 150 bytes per node, several times) in cache-friendly sizes
 BATCH_NODES = 16384
+#: at most this many threads encode batches (memory bandwidth bounds the gain beyond)
+MAX_THREADS = 4
 
 
-def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str]) -> list[Path]:
-    """Write ``alg`` as ``<prefix>.<rank>.et`` files in the collhub profile; return the paths.
+def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
+                    attributes: Attributes = "profile") -> list[Path]:
+    """Write ``alg`` as ``<prefix>.<rank>.et`` files; return the paths.
 
-    Files are written atomically as a set (temporary files, then renames).
+    ``attributes`` chooses what goes on the wire:
+
+    * ``"profile"`` (default): the collhub collective profile (docs/spec/collective-profile.md):
+      ASTRA-sim's ``comm_*`` attributes plus the semantic ones (``cnt``, ``sbuf``, ``soff``,
+      ``dbuf``, ``doff``, ``op``, ``tb``, ``chan``), foreign attributes, and the full
+      GlobalMetadata. :func:`read_algorithm` gives back the same algorithm.
+    * ``"astrasim"``: only what ASTRA-sim master's custom-collective path reads, typed as
+      chakra-et.md §4.3/§7 prescribe. SEND: ``comm_size`` (int64, bytes), ``comm_dst``,
+      ``comm_tag`` (int32); RECV: ``comm_size``, ``comm_src``, ``comm_tag``; COMP:
+      ``duration_micros`` when > 0 (unset: ASTRA-sim charges 1 ns); ids, the graph's own names,
+      types and ``data_deps``. GlobalMetadata: version ``0.0.4``, ``schema``, ``collective``,
+      ``ranks``, ``algorithm`` (if named), ``size`` (if bound), ``rank``. An algorithm ASTRA-sim
+      cannot run (see :func:`astrasim_problem`) raises :class:`hub.errors.ExportError`. Buffer
+      semantics are not written, so reading such files back gives a timing-only algorithm.
+
+    Files are written atomically as a set (temporary files, then renames), with the mode a newly
+    created file gets (0666 minus the umask).
     """
-    contents = []
+    _check_attributes(attributes)
+    if attributes == "astrasim":
+        problem = astrasim_problem(alg)
+        if problem:
+            raise ExportError(
+                f"algorithm {alg.meta.name or alg.meta.collective.value!r}: {problem}",
+                hint="ASTRA-sim's custom-collective ETs need bound SEND/RECV/COMP nodes between distinct ranks",
+            )
+    meta_attrs = astrasim_metadata_attrs if attributes == "astrasim" else metadata_attrs
+    # ranks are encoded in batches of about BATCH_NODES nodes
+    batches: list[list[int]] = []
     batch: list[int] = []
     for rank in range(len(alg.graphs) + 1):
-        # ranks are encoded in batches of about BATCH_NODES nodes
         if batch and (rank == len(alg.graphs) or sum(len(alg.graphs[r]) for r in batch) >= BATCH_NODES):
-            for r, body in zip(batch, encode_ranks([alg.graphs[r] for r in batch], batch)):
-                meta = delimit(encode_global_metadata(P.ET_VERSION, metadata_attrs(alg.meta, r)))
-                contents.append((rank_path(prefix, r), [meta, body]))
+            batches.append(batch)
             batch = []
         batch.append(rank)
+
+    def encode(ranks: list[int]) -> list[np.ndarray]:
+        return encode_ranks([alg.graphs[r] for r in ranks], ranks, attributes=attributes)
+
+    workers = min(_cpus(), MAX_THREADS, len(batches))
+    if workers > 1:
+        # numpy releases the GIL in the heavy steps (copies, compares, boolean indexing): batches
+        # encode in parallel threads; map() keeps the order and re-raises the first failure
+        with ThreadPoolExecutor(workers) as pool:
+            encoded = list(pool.map(encode, batches))
+    else:
+        encoded = [encode(b) for b in batches]
+    contents = []
+    for ranks, bodies in zip(batches, encoded):
+        for r, body in zip(ranks, bodies):
+            meta = delimit(encode_global_metadata(P.ET_VERSION, meta_attrs(alg.meta, r)))
+            contents.append((rank_path(prefix, r), [meta, body]))
     return write_files_atomically(contents)
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (the affinity mask where known, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 # -- workloads ---------------------------------------------------------------------------------
 #: Exact oneof typing of the attributes ASTRA-sim reads in a workload (chakra-et.md §4.3, §7).
 WORKLOAD_TYPING: dict[str, str] = {
-    "is_cpu_op": "bool_val",
-    "num_ops": "int64_val",
-    "tensor_size": "uint64_val",
-    "tensor_loc": "int32_val",
-    "comm_type": "int64_val",
-    "comm_priority": "int32_val",
-    "comm_size": "int64_val",
-    "comm_src": "int32_val",
-    "comm_dst": "int32_val",
-    "comm_tag": "int32_val",
-    "pg_name": "string_val",
-    "involved_dim": "bool_list",
+    "is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": "uint64_val", "tensor_loc": "int32_val",
+    "comm_type": "int64_val", "comm_priority": "int32_val", "comm_size": "int64_val", "comm_src": "int32_val",
+    "comm_dst": "int32_val", "comm_tag": "int32_val", "pg_name": "string_val", "involved_dim": "bool_list",
 }
 
 
@@ -359,35 +526,74 @@ def _typed_workload_attr(name: str, value: Any) -> Any:
     return TypedValue(field, int(value))
 
 
-def encode_workload_node(node: WorkloadNode) -> bytes:
-    """The body of one workload Node with ASTRA-sim's attribute typing."""
-    attrs: dict[str, Any] = dict(node.attrs)
-    named = {
-        "comm_type": node.comm_type, "comm_size": node.comm_size, "comm_src": node.comm_src,
-        "comm_dst": node.comm_dst, "comm_tag": node.comm_tag,
-    }
-    for key, value in named.items():
-        if value is not None:
-            attrs[key] = value
-    if node.type in (NodeType.COMP, NodeType.COLL) or "is_cpu_op" in attrs or node.is_cpu_op:
-        attrs["is_cpu_op"] = node.is_cpu_op
+def _named_workload_attrs(node: WorkloadNode) -> list[tuple[str, Any]]:
+    """The attributes collhub's WorkloadNode fields stand for, in ASTRA-sim's generator order:
+    ``is_cpu_op`` on every node (it picks the hardware-resource class), then the ``comm_*``."""
+    if node.type == NodeType.COLL:
+        comm = ("comm_type", "comm_size")
+    elif node.type in (NodeType.SEND, NodeType.RECV):
+        comm = ("comm_src", "comm_dst", "comm_size", "comm_tag")
+    else:
+        comm = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
+    named: list[tuple[str, Any]] = [("is_cpu_op", bool(node.is_cpu_op))]
+    named += [(key, getattr(node, key)) for key in comm if getattr(node, key) is not None]
     if node.pg_name:
-        attrs["pg_name"] = node.pg_name
+        named.append(("pg_name", node.pg_name))
+    return named
+
+
+def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
+    """The body of one workload Node with ASTRA-sim's attribute typing.
+
+    Attributes already in ``node.attrs`` keep their order (a workload read from a file is
+    rewritten byte for byte), with the named fields' current values; named fields not in
+    ``attrs`` come first. Attributes whose value is None are left out.
+    """
+    named = _named_workload_attrs(node)
+    values = dict(named)
+    attrs = [(k, v) for k, v in named if k not in node.attrs]
+    attrs += [(k, values.get(k, v)) for k, v in node.attrs.items()]
     if node.id < 0 or any(d < 0 for d in node.deps):
-        raise UsageError(f"workload node {node.id}: ids must be >= 0")
-    return encode_node(
-        id=node.id, name=node.name, type=int(node.type), data_deps=list(node.deps),
-        duration_micros=max(int(node.duration_micros), 0),
-        attrs=[(k, _typed_workload_attr(k, v)) for k, v in attrs.items()],
-    )
+        raise UsageError(f"workload rank {rank}, node {node.id}: ids must be >= 0")
+    typed = []
+    for key, value in attrs:
+        if value is None:
+            continue
+        try:
+            typed.append((key, _typed_workload_attr(key, value)))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"workload rank {rank}, node {node.id}: attribute {key!r}: {exc}") from None
+    try:
+        return encode_node(
+            id=node.id, name=node.name, type=int(node.type), data_deps=list(node.deps),
+            duration_micros=max(int(node.duration_micros or 0), 0), attrs=typed,
+        )
+    except TypeError as exc:  # a value infer_typed cannot store
+        raise UsageError(f"workload rank {rank}, node {node.id}: {exc}",
+                         hint="attribute values must be bool, int, float, str, bytes or lists of one of those") from None
 
 
-def write_workload(wl: Workload, prefix: str | os.PathLike[str]) -> list[Path]:
-    """Write ``wl`` as ``<prefix>.<rank>.et`` files (GlobalMetadata ``version`` = ``wl.version``)."""
+def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,
+                   attributes: Attributes = "profile") -> list[Path]:
+    """Write ``wl`` as ``<prefix>.<rank>.et`` files (GlobalMetadata ``version`` = ``wl.version``).
+
+    Nodes are written the same way in both attribute sets, with ASTRA-sim's typing. With
+    ``"profile"`` the GlobalMetadata also names the workload (attribute ``workload``); with
+    ``"astrasim"`` it holds the version only, byte-identical to ASTRA-sim's microbenchmark
+    workloads, and a COMM_COLL node whose ``comm_type`` is no Chakra CollectiveCommType raises
+    :class:`hub.errors.ExportError`.
+    """
+    _check_attributes(attributes)
+    known = set(COMM_TYPE_OF.values())
     contents = []
     for rank, nodes in enumerate(wl.ranks):
-        attrs = [(P.META.WORKLOAD, TypedValue("string_val", wl.name))] if wl.name else []
+        if attributes == "astrasim":
+            for nd in nodes:
+                if nd.type == NodeType.COLL and nd.comm_type not in known:
+                    raise ExportError(f"workload rank {rank}, node {nd.id}: comm_type {nd.comm_type} is not a "
+                                      "Chakra CollectiveCommType", hint=f"ASTRA-sim knows {sorted(known)}")
+        attrs = [(P.META.WORKLOAD, TypedValue("string_val", wl.name))] if wl.name and attributes == "profile" else []
         meta = delimit(encode_global_metadata(wl.version or P.ET_VERSION, attrs))
-        body = b"".join(delimit(encode_workload_node(nd)) for nd in nodes)
+        body = b"".join(delimit(encode_workload_node(nd, rank)) for nd in nodes)
         contents.append((rank_path(prefix, rank), [meta, body]))
     return write_files_atomically(contents)

@@ -1,4 +1,4 @@
-"""``collhub pipeline validate|schema|graph`` and ``collhub run FILE``.
+"""``collhub pipeline validate|schema|graph|plot`` and ``collhub run FILE``.
 
 ``app`` is the ``pipeline`` command group; :func:`run_command` is mounted as ``collhub run``.
 Errors are raised as :class:`hub.errors.HubError` and printed by the root app's one handler,
@@ -192,3 +192,31 @@ def run_command(
     _print_table(result.rows, list(vp.model.matrix), vp.name)
     failed = sum(1 for r in result.rows if r["status"] != "ok")
     err(f"{len(result.rows)} row(s){f', {failed} failed' if failed else ''}; run directory: {result.run_dir}")
+    if result.plot is not None:
+        err(f"plot: {result.plot}")
+
+
+@app.command("plot")
+def plot_command(
+    run_dir: Path = typer.Argument(..., help="A run directory (or its results.json).", show_default=False,
+                                   metavar="RUN_DIR"),
+    metric: str = typer.Option("busbw_GBps", "--metric", "-m",
+                               help="Metric on the y axis: busbw_GBps, algbw_GBps, time_us, ..."),
+    x: Optional[str] = typer.Option(None, "--x",  # noqa: UP007
+                                    help="Matrix variable on the x axis (default: size, else the first numeric)."),
+    panel: Optional[list[str]] = typer.Option(None, "--panel",  # noqa: UP007
+                                              help="Variable with one subplot per value (repeatable; "
+                                              "default: every other varying variable; 'none': one panel)."),
+    out_file: Optional[Path] = typer.Option(None, "--out", "-o",  # noqa: UP007
+                                            help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, "
+                                            "else RUN_DIR/results-METRIC.png)."),
+) -> None:
+    """Plot a run's results: METRIC against a swept size, one line per source, one panel per network."""
+    from ..pipeline import plot_results
+
+    if out_file is None:
+        base = run_dir.parent if run_dir.is_file() else run_dir
+        out_file = base / ("results.png" if metric == "busbw_GBps" else f"results-{metric}.png")
+    panels: list[str] | None = None if not panel else [] if panel == ["none"] else panel
+    path = plot_results(run_dir, out_file, metric=metric, x=x, panel=panels)
+    out(str(path))

@@ -2,9 +2,10 @@
 
 ::
 
-    from hub.pipeline import run_pipeline
+    from hub.pipeline import plot_results, run_pipeline
     run = run_pipeline("examples/compare-allreduce.yaml", jobs=4)
     print(run.run_dir, len(run.rows))
+    plot_results(run.run_dir, "time.png", metric="time_us")  # the run drew results.png (busbw)
 
 See ``docs/pipeline.md`` for the file format.
 """
@@ -18,6 +19,7 @@ from ._env import ManagerSpec
 from ._loader import LoadedFile, load_file, load_text
 from ._matrix import Point, expand, interpolate
 from ._model import ConsumerStep, Pipeline, SourceSpec, TransformStep, json_schema
+from ._plot import Panel, PlotLayout, plot_layout, plot_results
 from ._runner import RunResult, default_jobs, execute
 from ._units import Step, run_unit
 from ._validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
@@ -27,7 +29,9 @@ __all__ = [
     "ConsumerStep",
     "LoadedFile",
     "ManagerSpec",
+    "Panel",
     "Pipeline",
+    "PlotLayout",
     "Point",
     "RunResult",
     "SourceSpec",
@@ -39,6 +43,8 @@ __all__ = [
     "interpolate",
     "json_schema",
     "load_pipeline",
+    "plot_layout",
+    "plot_results",
     "run_pipeline",
     "run_pipeline_text",
     "run_unit",
@@ -65,11 +71,13 @@ def validate_pipeline(path: str | Path, *, manager_spec: ManagerSpec | None = No
 
 def run_pipeline(path: str | Path, out_dir: str | Path | None = None, jobs: int | None = None, *,
                  force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = False,
-                 debug: bool = False) -> RunResult:
+                 debug: bool = False, plot: bool = True) -> RunResult:
     """Validate and run a pipeline file; ``out_dir`` defaults to the file's ``output:``
-    (relative to the current directory) or ``runs/<name>``; ``jobs`` to the CPU count."""
+    (relative to the current directory) or ``runs/<name>``; ``jobs`` to the CPU count;
+    ``plot`` draws ``results.png`` when matplotlib is installed and the results have a numeric x."""
     vp = validate_file(path, manager_spec=manager_spec)
-    return execute(vp, out_dir, jobs=jobs, force=force, manager_spec=manager_spec, progress=progress, debug=debug)
+    return execute(vp, out_dir, jobs=jobs, force=force, manager_spec=manager_spec, progress=progress, debug=debug,
+                   plot=plot)
 
 
 def run_pipeline_text(text: str, out_dir: str | Path, jobs: int = 1, **options: Any) -> RunResult:

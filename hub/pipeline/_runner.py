@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from ..errors import HubError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
 from ._matrix import Point, interpolate
+from ._plot import auto_plot
 from ._rundir import RunDir, write_results
 from ._units import run_unit
 from ._validate import ValidatedPipeline
@@ -37,6 +38,8 @@ class RunResult:
     run_dir: Path
     rows: list[dict[str, Any]]
     document: dict[str, Any] = field(default_factory=dict)
+    #: ``run_dir/results.png`` when the runner drew one (see :func:`hub.pipeline.plot_results`).
+    plot: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -177,8 +180,12 @@ def _remove_empty_dirs(root: Path) -> None:
 
 def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: int | None = None,
             force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = None,
-            debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
-    """Run a validated pipeline and publish its run directory; see the module docstring."""
+            debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None,
+            plot: bool = True) -> RunResult:
+    """Run a validated pipeline and publish its run directory; see the module docstring.
+
+    With ``plot`` (and matplotlib installed) the run directory also gets ``results.png`` when the
+    results have a numeric x axis with at least two values."""
     from .. import __version__
 
     model = vp.model
@@ -274,8 +281,12 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
             "rows": rows,
         }
         write_results(rd.tmp, document, list(model.matrix), vp.name)
+        plot_file = auto_plot(rd.tmp, document) if plot else None  # never raises
         final = rd.commit()
         document["run_dir"] = str(final)
+        plot_path = final / plot_file.name if plot_file is not None else None
+        if plot_path is not None:
+            document["plot"] = str(plot_path)
     except BaseException as exc:
         if bar is not None:
             bar.stop()
@@ -292,4 +303,4 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
         if bar is not None:
             bar.stop()
     mgr.hook.collhub_after_pipeline_run(pipeline=vp, run_dir=final, results=rows)
-    return RunResult(final, rows, document)
+    return RunResult(final, rows, document, plot_path)

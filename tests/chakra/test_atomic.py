@@ -35,11 +35,11 @@ def test_failure_while_encoding_leaves_nothing(tmp_path: Path, monkeypatch: pyte
     calls = []
     real = _writer.encode_ranks
 
-    def boom(graphs, ranks):
+    def boom(graphs, ranks, **kwargs):
         calls.append(ranks)
         if len(calls) == 2:
             raise RuntimeError("simulated crash")
-        return real(graphs, ranks)
+        return real(graphs, ranks, **kwargs)
 
     monkeypatch.setattr(_writer, "BATCH_NODES", 10)  # several batches
     monkeypatch.setattr(_writer, "encode_ranks", boom)

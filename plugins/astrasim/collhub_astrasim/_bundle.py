@@ -19,7 +19,7 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hub.chakra import COMM_TYPE_OF, Algorithm, Collective, NodeType, Workload
+from hub.chakra import COMM_TYPE_OF, Algorithm, Collective, NodeType, Workload, write_algorithm, write_workload
 from hub.errors import HubError, UsageError
 
 from ._config import (
@@ -33,13 +33,20 @@ from ._config import (
     network_yml,
     system_json,
 )
-from ._et import write_algorithm_ets, write_workload_ets, workload_name
 from ._readme import bundle_readme, run_sh
 
-__all__ = ["Bundle", "BundleOptions", "BundleParams", "build_bundle", "consume_bundle", "parse_size"]
+__all__ = ["Bundle", "BundleOptions", "BundleParams", "build_bundle", "consume_bundle", "parse_size", "workload_name"]
 
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+
+
+def workload_name(astra_coll: str, ranks: int, size: int) -> str:
+    """The node name ASTRA-sim's microbenchmarks use, e.g. ``all_reduce_8npus_1MB`` for 1 MiB."""
+    for unit, shift in (("GB", 30), ("MB", 20), ("KB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{astra_coll}_{ranks}npus_{size >> shift}{unit}"
+    return f"{astra_coll}_{ranks}npus_{size}B"
 
 
 def parse_size(value: int | str) -> int:
@@ -235,7 +242,7 @@ def build_bundle(
                 )
             bound = _bind(obj, size)
             prefix = f"algorithm/custom_{coll.value}"
-            write_algorithm_ets(bound, tmp / prefix)
+            write_algorithm(bound, tmp / prefix, attributes="astrasim")
             custom[key] = prefix
             impls[coll.value] = f"custom:{prefix}"
             wl_size = bound.meta.size if bound.meta.size is not None else _sent_bytes(bound)
@@ -268,10 +275,10 @@ def build_bundle(
                 else:
                     alg = _produce(value, coll_i, npus, ctx)
                     alg_size = size if size is not None else _workload_size(wl, coll_i, npus)
-                    write_algorithm_ets(_bind(alg, alg_size), tmp / prefix)
+                    write_algorithm(_bind(alg, alg_size), tmp / prefix, attributes="astrasim")
                 custom[key] = prefix
                 impls[coll_i.value] = f"custom:{prefix}"
-        write_workload_ets(wl, tmp / workload_prefix)
+        write_workload(wl, tmp / workload_prefix, attributes="astrasim")
         sys_cfg = system_json(custom, native, system or {})
         (tmp / "system.json").write_text(dumps_json(sys_cfg))
         (tmp / "network.yml").write_text(yml)

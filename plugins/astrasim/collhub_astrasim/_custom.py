@@ -56,14 +56,28 @@ def _message_sizes(alg: Algorithm) -> list[int]:
     return sorted(sizes)
 
 
-def _gpu_chunks(path: Path) -> tuple[int, int, int] | None:
-    """(i_chunks, o_chunks, s_chunks) of the MSCCL-IR a reference-converter ET embeds, if any."""
-    from ._wire import read_global_metadata
+def _global_metadata(path: Path) -> dict[str, Any]:
+    """The GlobalMetadata attributes of one ET file, including what the core reader drops (the
+    converter's ``input_file``, the whole MSCCL-IR). Decoded with collhub's own wire codec; {} when
+    the file cannot be read (the core reader has already accepted it: there is just no inference)."""
+    import gzip
+
+    from hub.chakra._wire import WireError, decode_global_metadata, decode_varint
 
     try:
-        _version, attrs = read_global_metadata(path)
-    except (OSError, ValueError):
-        return None
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        length, start = decode_varint(data, 0, len(data))
+        _version, attrs = decode_global_metadata(data, start, min(start + length, len(data)))
+    except (OSError, EOFError, WireError, ValueError):
+        return {}
+    return {name: tv.value for name, tv in attrs if tv is not None}
+
+
+def _gpu_chunks(path: Path) -> tuple[int, int, int] | None:
+    """(i_chunks, o_chunks, s_chunks) of the MSCCL-IR a reference-converter ET embeds, if any."""
+    attrs = _global_metadata(path)
     xml = attrs.get("input_file")
     if not isinstance(xml, str):
         return None
@@ -128,12 +142,7 @@ def _with_chunk_model(alg: Algorithm, path: Path, size: int | None) -> tuple[Alg
 def _collective_from_metadata(path: Path) -> Collective:
     """The collective a reference-converter ET names: GlobalMetadata ``collective`` ("allreduce",
     "algo@allreduce"), else the ``coll`` attribute of the embedded MSCCL-IR (``input_file``)."""
-    from ._wire import read_global_metadata
-
-    try:
-        _version, attrs = read_global_metadata(path)
-    except (OSError, ValueError):
-        return Collective.CUSTOM  # the core reader already accepted the file; just no inference
+    attrs = _global_metadata(path)
     candidates = []
     if isinstance(attrs.get("collective"), str):
         candidates.append(attrs["collective"].rsplit("@", 1)[-1])

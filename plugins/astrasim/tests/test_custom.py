@@ -73,16 +73,21 @@ def test_collective_parameter_and_conflicts(example: Path, tmp_path: Path) -> No
 
 
 def test_without_metadata_the_collective_must_be_given(example: Path, tmp_path: Path) -> None:
-    # an ET set as the TACOS writer or a hand-made tool leaves it: no collective in GlobalMetadata
-    from collhub_astrasim._wire import encode_global_metadata, encode_node, write_et
+    # an ET set as the TACOS writer or a hand-made tool leaves it: no collective in GlobalMetadata;
+    # written with MLCommons' own classes and framing (mlc-chakra), not with collhub's writer
+    pb = pytest.importorskip("chakra.schema.protobuf.et_def_pb2")
+    protolib = pytest.importorskip("chakra.src.third_party.utils.protolib")
 
     for rank in range(2):
         peer = 1 - rank
-        nodes = [
-            encode_node(0, "s", 5, attrs=[("comm_size", "int64_val", 4096), ("comm_dst", "int32_val", peer), ("comm_tag", "int32_val", 0)]),
-            encode_node(1, "r", 6, attrs=[("comm_size", "int64_val", 4096), ("comm_src", "int32_val", peer), ("comm_tag", "int32_val", 0)]),
-        ]
-        write_et(tmp_path / f"x.{rank}.et", encode_global_metadata("0.0.4"), nodes)
+        with open(tmp_path / f"x.{rank}.et", "wb") as fh:
+            protolib.encodeMessage(fh, pb.GlobalMetadata(version="0.0.4"))
+            for node_id, name, kind, peer_attr in ((0, "s", 5, "comm_dst"), (1, "r", 6, "comm_src")):
+                node = pb.Node(id=node_id, name=name, type=kind)
+                node.attr.add(name="comm_size").int64_val = 4096
+                node.attr.add(name=peer_attr).int32_val = peer
+                node.attr.add(name="comm_tag").int32_val = 0
+                protolib.encodeMessage(fh, node)
     with pytest.raises(UsageError, match="do not say which collective"):
         produce_custom(CustomParams(path=str(tmp_path / "x")), None)
     alg = produce_custom(CustomParams(path=str(tmp_path / "x"), collective="alltoall"), None)

@@ -1,0 +1,537 @@
+"""Plot a run's results: a metric against a swept size, one line per algorithm, one panel per network.
+
+The picture is the one nccl-tests users draw by hand: bus bandwidth against message size on a
+log2 axis, one line per algorithm. :func:`plot_layout` is a pure function that decides *what*
+to draw (x variable, panels, series, the points of every line) from a ``results.json``
+document; :func:`plot_results` renders that layout with matplotlib (imported lazily, through the
+object API and the Agg canvas, so the caller's pyplot state and backend are left alone) and
+writes the PNG atomically. The runner calls :func:`auto_plot` to leave ``results.png`` in every
+run directory whose results have a numeric x axis with at least two values.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import re
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+from ..errors import FormatError, UsageError
+
+__all__ = ["Panel", "PlotLayout", "auto_plot", "format_bytes", "load_document", "plot_layout", "plot_results"]
+
+PLOT_HINT = 'pip install "collhub[plot]"'
+
+#: Variable names taken as the message size when no x is given (their values may carry units).
+_SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
+#: Metrics the runner's automatic plot tries, in order.
+_AUTO_METRICS = ("busbw_GBps", "time_us", "time_ns")
+_BIN = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_DEC = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+#: metric -> (axis label, words for the title); bandwidths are decimal GB/s (10^9 B/s) as in nccl-tests.
+_KNOWN_METRICS = {
+    "busbw_GBps": ("bus bandwidth (GB/s)", "bus bandwidth"),
+    "algbw_GBps": ("algorithm bandwidth (GB/s)", "algorithm bandwidth"),
+    "time_us": ("time (µs)", "time"),
+    "time_ns": ("time (ns)", "time"),
+    "time_ms": ("time (ms)", "time"),
+}
+_UNIT_SUFFIXES = (("_GBps", "GB/s"), ("_us", "µs"), ("_ns", "ns"), ("_ms", "ms"), ("_s", "s"), ("_bytes", "bytes"))
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One subplot: its title and, per series label, the ``(x, y)`` points sorted by x."""
+
+    title: str
+    lines: dict[str, list[tuple[float, float]]]
+
+
+@dataclass(frozen=True)
+class PlotLayout:
+    """What :func:`plot_results` draws; computed by :func:`plot_layout` without matplotlib."""
+
+    metric: str
+    x: str
+    x_kind: Literal["bytes", "number"]
+    x_scale: Literal["log2", "log10", "linear"]
+    x_values: tuple[float, ...]
+    x_label: str
+    y_label: str
+    y_scale: Literal["log", "linear"]
+    panel_vars: tuple[str, ...]
+    series: tuple[str, ...]
+    panels: tuple[Panel, ...]
+    title: str
+    failed: int
+    missing: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly description (for ``--format json`` and tests)."""
+        return {"metric": self.metric, "x": self.x, "x_kind": self.x_kind, "x_scale": self.x_scale,
+                "x_values": list(self.x_values), "panel_vars": list(self.panel_vars), "series": list(self.series),
+                "panels": [p.title for p in self.panels], "title": self.title, "failed": self.failed,
+                "missing": self.missing}
+
+
+# ----------------------------------------------------------------------------------------------
+# values
+
+
+def parse_bytes(value: Any) -> int | None:
+    """Bytes from an int or a size string (``64KiB`` binary, ``64KB`` decimal, ``4096``), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if value >= 0 and value == int(value) else None
+    if not isinstance(value, str):
+        return None
+    m = _SIZE_RE.match(value)
+    if not m:
+        return None
+    unit = m.group(2).lower()
+    scale = 1 if unit in ("", "b") else _BIN.get(unit) or _DEC.get(unit)
+    if scale is None:
+        return None
+    n = float(m.group(1)) * scale
+    return int(n) if n == int(n) else None
+
+
+def format_bytes(n: float) -> str:
+    """A short exact label: ``64KiB``, ``1MiB``, ``1.5GiB``, ``1MB``, ``100B``."""
+    n = int(n)
+    for unit, scale in sorted(_BIN.items(), key=lambda kv: -kv[1]):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit[:-2].upper()}iB"
+    for unit, scale in sorted(_DEC.items(), key=lambda kv: -kv[1]):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit.upper()}"
+    for unit, scale in sorted(_BIN.items(), key=lambda kv: -kv[1]):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit[:-2].upper()}iB"
+    return f"{n}B"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _key(v: Any) -> str:
+    # Matrix values may be mappings (unhashable): compare them by their canonical JSON.
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}={_show(x)}" for k, x in v.items())
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _metric_labels(metric: str) -> tuple[str, str]:
+    if metric in _KNOWN_METRICS:
+        return _KNOWN_METRICS[metric]
+    for suffix, unit in _UNIT_SUFFIXES:
+        if metric.endswith(suffix) and len(metric) > len(suffix):
+            name = metric[: -len(suffix)].replace("_", " ")
+            return f"{name} ({unit})", name
+    return metric, metric
+
+
+# ----------------------------------------------------------------------------------------------
+# layout
+
+
+def load_document(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:
+    """The results document and the file it came from (None for a mapping).
+
+    ``source`` is a document, a run directory, or a ``results.json`` path."""
+    if isinstance(source, Mapping):
+        return dict(source), None
+    path = Path(source)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise UsageError(f"no results file at {path}",
+                         hint="pass a run directory written by `collhub run` or its results.json")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{path}: not a readable results document: {exc}",
+                          hint="re-run the pipeline to rewrite results.json") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        raise FormatError(f"{path}: not a collhub results document (no 'rows' list)",
+                          hint="pass the results.json of a run directory (format collhub-run/1)")
+    return doc, path
+
+
+def _variables(doc: Mapping[str, Any]) -> tuple[list[str], dict[str, list[Any]]]:
+    """Variable names (document order, then any seen in rows) and each one's distinct values in first-seen order."""
+    names: list[str] = [str(v) for v in doc.get("variables") or []]
+    values: dict[str, dict[str, Any]] = {n: {} for n in names}
+    points = [p for p in doc.get("points") or [] if isinstance(p, Mapping)]
+    points += [r.get("point") for r in doc["rows"] if isinstance(r, Mapping) and isinstance(r.get("point"), Mapping)]
+    for p in points:
+        for k, v in p.items():
+            if k not in values:
+                names.append(k)
+                values[k] = {}
+            values[k].setdefault(_key(v), v)
+    return names, {n: list(values[n].values()) for n in names}
+
+
+def _x_kind(name: str, vals: list[Any]) -> Literal["bytes", "number"] | None:
+    """``bytes`` for sizes (a size-like name, or strings with a byte unit), ``number`` for plain numbers."""
+    if not vals:
+        return None
+    sized = all(parse_bytes(v) is not None for v in vals)
+    has_unit = any(isinstance(v, str) and not v.strip().isdigit() for v in vals)
+    if sized and (name.lower() in _SIZE_NAMES or has_unit):
+        return "bytes"
+    if all(_is_number(v) for v in vals):
+        return "number"
+    return None
+
+
+def _x_value(kind: str, v: Any) -> float | None:
+    if kind == "bytes":
+        b = parse_bytes(v)
+        return None if b is None else float(b)
+    return float(v) if _is_number(v) else None
+
+
+def _did_you_mean(word: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f"did you mean {close[0]}? " if close else ""
+
+
+def _choose_x(names: list[str], values: dict[str, list[Any]], x: str | None) -> tuple[str, Literal["bytes", "number"]]:
+    kinds = {n: _x_kind(n, values[n]) for n in names}
+    numeric = [n for n in names if kinds[n] is not None]
+    if x is not None:
+        if x not in values:
+            raise UsageError(f"x variable {x!r} is not a matrix variable of this run",
+                             hint=f"{_did_you_mean(x, names)}variables: {', '.join(names) or '(none)'}")
+        kind = kinds[x]
+        if kind is None:
+            shown = ", ".join(_show(v) for v in values[x][:4])
+            raise UsageError(f"x variable {x!r} is not numeric (values: {shown})",
+                             hint=f"numeric variables: {', '.join(numeric) or '(none)'}")
+        return x, kind
+    for n in names:  # a size first, then the first numeric variable that varies, then any numeric one
+        if n.lower() in _SIZE_NAMES and kinds[n] is not None:
+            return n, kinds[n]  # type: ignore[return-value]
+    for n in sorted(numeric, key=lambda n: len(values[n]) < 2):
+        return n, kinds[n]  # type: ignore[return-value]
+    raise UsageError("no numeric matrix variable to use as the x axis",
+                     hint="sweep a size (matrix: {size: [64KiB, 1MiB]}) or pass --x VAR")
+
+
+def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str | None = None,
+                panel: str | Sequence[str] | None = None) -> PlotLayout:
+    """Decide what to draw from a results document.
+
+    ``x``: the matrix variable on the x axis (default: a variable named ``size``/``bytes``, else
+    the first numeric one). ``panel``: the variable(s) with one subplot per value (default: every
+    other variable that varies; ``[]`` for a single panel). Varying variables that are neither x
+    nor panels join the series, which are otherwise one per source (and per consumer when there
+    are several). Failed rows and rows without a numeric ``metric`` are counted and skipped."""
+    rows = [r for r in document.get("rows") or [] if isinstance(r, Mapping)]
+    names, values = _variables(document)
+    xname, kind = _choose_x(names, values, x)
+    varying = [n for n in names if n != xname and len(values[n]) > 1]
+    if panel is None:
+        panel_vars = list(varying)
+    else:
+        panel_vars = [panel] if isinstance(panel, str) else list(panel)
+        for p in panel_vars:
+            if p not in values:
+                raise UsageError(f"panel variable {p!r} is not a matrix variable of this run",
+                                 hint=f"{_did_you_mean(p, names)}variables: {', '.join(names) or '(none)'}")
+            if p == xname:
+                raise UsageError(f"{p!r} is the x axis and cannot also split the panels",
+                                 hint="choose another --x or panel variable")
+    extra = [n for n in varying if n not in panel_vars]
+    many_consumers = len({r.get("consumer") for r in rows}) > 1
+
+    ok = [r for r in rows if r.get("status") == "ok"]
+    failed = len(rows) - len(ok)
+    usable = [r for r in ok if _is_number((r.get("metrics") or {}).get(metric))]
+    if not usable:
+        present = sorted({k for r in ok for k, v in (r.get("metrics") or {}).items() if _is_number(v)})
+        note = f" ({failed} row(s) failed)" if failed else ""
+        raise UsageError(f"no successful row has the metric {metric!r}{note}",
+                         hint=f"{_did_you_mean(metric, present)}numeric metrics: {', '.join(present) or '(none)'}")
+    missing = len(ok) - len(usable)
+
+    order = {n: {_key(v): i for i, v in enumerate(values[n])} for n in names}
+    series: dict[str, None] = {}
+    cells: dict[tuple[int, ...], dict[str, dict[float, float]]] = {}
+    xs: set[float] = set()
+    for r in usable:
+        point = r.get("point") or {}
+        xv = _x_value(kind, point.get(xname))
+        if xv is None:  # a row from outside the matrix (hand-made documents): nothing to place it at
+            missing += 1
+            continue
+        label = str(r.get("source"))
+        if many_consumers:
+            label += f" · {r.get('consumer') or '-'}"
+        if extra:
+            label += " (" + ", ".join(f"{n}={_show(point.get(n))}" for n in extra) + ")"
+        series.setdefault(label, None)
+        pkey = tuple(order[n].get(_key(point.get(n)), -1) for n in panel_vars)
+        cells.setdefault(pkey, {}).setdefault(label, {})[xv] = float(r["metrics"][metric])
+        xs.add(xv)
+
+    if not xs:
+        raise UsageError(f"no successful row has a value of {xname!r} to place it on the x axis",
+                         hint="pass --x with a variable every row has")
+    panels = []
+    for pkey in sorted(cells):  # matrix order of each panel variable's values
+        title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey) if i >= 0)
+        lines = {s: sorted(cells[pkey][s].items()) for s in series if s in cells[pkey]}
+        panels.append(Panel(title, lines))
+
+    x_values = tuple(sorted(xs))
+    positive = bool(x_values) and x_values[0] > 0
+    if kind == "bytes" and positive:
+        x_scale: Literal["log2", "log10", "linear"] = "log2"
+    elif positive and all(v == int(v) and int(v) & (int(v) - 1) == 0 for v in x_values) \
+            and x_values[-1] / x_values[0] >= 4:
+        x_scale = "log2"  # rank counts and other powers of two: evenly spaced
+    elif positive and x_values[-1] / x_values[0] >= 16:
+        x_scale = "log10"
+    else:
+        x_scale = "linear"
+    ys = [y for p in panels for line in p.lines.values() for _, y in line]
+    y_label, words = _metric_labels(metric)
+    is_time = metric.startswith("time")
+    y_scale: Literal["log", "linear"] = "log" if is_time and min(ys) > 0 and max(ys) / min(ys) >= 10 else "linear"
+    x_label = f"{xname} (bytes)" if kind == "bytes" else xname
+
+    name = (document.get("pipeline") or {}).get("name") if isinstance(document.get("pipeline"), Mapping) else None
+    title = f"{name}: {words} vs {xname}" if name else f"{words} vs {xname}"
+    context = _context(usable)
+    if context:
+        title += f"\n{context}"
+    notes = []
+    if failed:
+        notes.append(f"{failed} failed row(s) not shown")
+    if missing:
+        notes.append(f"{missing} row(s) without {metric}")
+    if notes:
+        title += ("\n" if not context else "; ") + "; ".join(notes)
+    return PlotLayout(metric=metric, x=xname, x_kind=kind, x_scale=x_scale, x_values=x_values, x_label=x_label,
+                      y_label=y_label, y_scale=y_scale, panel_vars=tuple(panel_vars), series=tuple(series),
+                      panels=tuple(panels), title=title, failed=failed, missing=missing)
+
+
+def _context(rows: list[Mapping[str, Any]]) -> str:
+    """What every plotted row has in common: collective, ranks, consumer component and mode."""
+    def common(get: Any) -> Any:
+        vals = {_key(get(r)) for r in rows}
+        return get(rows[0]) if len(vals) == 1 else None
+
+    parts = []
+    coll = common(lambda r: (r.get("metrics") or {}).get("collective"))
+    ranks = common(lambda r: (r.get("metrics") or {}).get("ranks"))
+    if coll:
+        parts.append(str(coll) + (f" on {ranks} ranks" if _is_number(ranks) else ""))
+    elif _is_number(ranks):
+        parts.append(f"{ranks} ranks")
+    comp = common(lambda r: r.get("component"))
+    mode = common(lambda r: (r.get("metrics") or {}).get("mode"))
+    if comp:
+        parts.append(str(comp) + (f" ({mode})" if isinstance(mode, str) else ""))
+    return ", ".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# rendering
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401 - the canvas we draw on
+    except ImportError:
+        raise UsageError("plotting needs matplotlib, which is not installed", hint=PLOT_HINT) from None
+    return matplotlib
+
+
+def _x_ticks(layout: PlotLayout) -> tuple[list[float], list[str]]:
+    vals = list(layout.x_values)
+    if layout.x_scale == "log2" and len(vals) > 10:
+        # Many sizes (nccl-tests sweeps 8B..8GiB): label every k-th power of two instead of each point.
+        lo, hi = math.floor(math.log2(vals[0])), math.ceil(math.log2(vals[-1]))
+        step = max(1, math.ceil((hi - lo + 1) / 9))
+        vals = [2.0 ** e for e in range(lo, hi + 1, step)]
+    elif len(vals) > 10:
+        return [], []  # let matplotlib choose
+    if layout.x_kind == "bytes":
+        return vals, [format_bytes(v) for v in vals]
+    return vals, [f"{v:g}" for v in vals]
+
+
+def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
+    mpl = _matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    n = max(1, len(layout.panels))
+    ncols = n if n <= 3 else 2 if n == 4 else 3  # 4 panels read better as 2 x 2 than as 3 + 1
+    nrows = math.ceil(n / ncols)
+    colors = list(mpl.colormaps["tab10" if len(layout.series) <= 10 else "tab20"].colors)
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+    dashes = ["-", "--", "-.", ":"]
+    # One style per series for the whole figure, so an algorithm looks the same in every panel;
+    # marker and dash patterns differ too, so coinciding lines stay visible (and print in grey).
+    style = {s: (colors[i % len(colors)], markers[i % len(markers)], dashes[i % len(dashes)])
+             for i, s in enumerate(layout.series)}
+    ticks, tick_labels = _x_ticks(layout)
+    rc = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9.5,
+          "xtick.labelsize": 9, "ytick.labelsize": 9, "axes.spines.top": False, "axes.spines.right": False}
+    with mpl.rc_context(rc):
+        width, height = 4.6 * ncols + 0.6, 3.5 * nrows + 1.2
+        loc, legend_cols, extra_w, extra_h = _legend_plan(layout.series, width)
+        fig = Figure(figsize=(width + extra_w, height + extra_h), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+        handles: dict[str, Any] = {}
+        for idx, ax in enumerate(axes.flat):
+            if idx >= len(layout.panels):
+                ax.set_visible(False)
+                continue
+            p = layout.panels[idx]
+            for s, pts in p.lines.items():
+                color, marker, dash = style[s]
+                (h,) = ax.plot([a for a, _ in pts], [b for _, b in pts], color=color, marker=marker,
+                               linestyle=dash, markersize=5.5, linewidth=1.8, markeredgecolor="white",
+                               markeredgewidth=0.6, label=s)
+                handles.setdefault(s, h)
+            if p.title:
+                ax.set_title(p.title)
+            if layout.x_scale == "log2":
+                ax.set_xscale("log", base=2)
+            elif layout.x_scale == "log10":
+                ax.set_xscale("log")
+            if ticks:
+                ax.xaxis.set_major_locator(FixedLocator(ticks))
+                ax.xaxis.set_major_formatter(_fixed_formatter(ticks, tick_labels))
+                ax.xaxis.set_minor_locator(NullLocator())
+            if layout.y_scale == "log":
+                ax.set_yscale("log")
+                # Plain numbers (10, 100, 1000 µs) read faster than 10^k for times.
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            ax.grid(True, which="major", color="0.85", linewidth=0.8)
+            ax.margins(x=0.04)
+            ax.set_axisbelow(True)
+            # Only the outer axes carry labels: the panels share both axes.
+            if idx // ncols == nrows - 1 or idx + ncols >= len(layout.panels):
+                ax.set_xlabel(layout.x_label)
+                ax.tick_params(axis="x", labelbottom=True)
+            if idx % ncols == 0:
+                ax.set_ylabel(layout.y_label)
+        if layout.y_scale == "linear":
+            lo = min(y for p in layout.panels for line in p.lines.values() for _, y in line)
+            if lo >= 0:  # bandwidth starts at zero so heights compare honestly
+                axes.flat[0].set_ylim(bottom=0)
+        if len(ticks) > 6:
+            for ax in axes.flat:
+                for lab in ax.get_xticklabels():
+                    lab.set_rotation(45)
+                    lab.set_horizontalalignment("right")
+        fig.suptitle(layout.title, fontsize=12)
+        order = [s for s in layout.series if s in handles]
+        fig.legend([handles[s] for s in order], order, loc=loc, ncols=legend_cols, frameon=False)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # A plain open() under a unique name (not mkstemp, which makes the file 0600): the PNG gets
+        # the same permissions as the run's other files.
+        tmp = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            fig.savefig(tmp, format="png", dpi=dpi, facecolor="white")
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def _legend_plan(series: Sequence[str], width: float) -> tuple[str, int, float, float]:
+    """Legend location, columns and the figure growth (inches) it needs.
+
+    Below the panels while the entries fit across the figure in up to 4 columns (one row
+    fits in the base height), else one column on the right with the figure widened to hold it."""
+    char_in, handle_in = 0.075, 0.75  # ~9.5 pt text; the line sample and padding of one entry
+    longest = max((len(s) for s in series), default=0) * char_in + handle_in
+    for cols in range(min(len(series), 4), 0, -1):
+        if cols * longest <= width:
+            rows = math.ceil(len(series) / cols)
+            if rows <= 3:
+                return "outside lower center", cols, 0.0, 0.25 * (rows - 1)
+            break
+    return "outside right center", 1, longest + 0.2, 0.0
+
+
+def _fixed_formatter(ticks: list[float], labels: list[str]) -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    table = dict(zip(ticks, labels))
+    return FuncFormatter(lambda v, _pos: table.get(v, ""))
+
+
+def plot_results(document_or_run_dir: Mapping[str, Any] | str | Path, out_path: str | Path, *,
+                 metric: str = "busbw_GBps", x: str | None = None, panel: str | Sequence[str] | None = None,
+                 dpi: int = 150) -> Path:
+    """Draw ``metric`` against ``x`` from a results document, a run directory or its results.json;
+    write a PNG to ``out_path`` atomically and return its path. See :func:`plot_layout` for the
+    choice of x, panels and series. Raises :class:`hub.errors.UsageError` when matplotlib is
+    missing (hint: ``pip install "collhub[plot]"``) or the metric/variables do not fit."""
+    _matplotlib()  # fail fast, before reading anything
+    doc, path = load_document(document_or_run_dir)
+    try:
+        layout = plot_layout(doc, metric, x, panel)
+    except UsageError as exc:
+        if path is None:
+            raise
+        raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
+    target = Path(out_path)
+    _render(layout, target, dpi)
+    return target
+
+
+def auto_plot(run_dir: Path, document: Mapping[str, Any], name: str = "results.png") -> Path | None:
+    """The runner's plot: ``run_dir/results.png`` when matplotlib is importable and the results
+    have a numeric x with at least two values; None otherwise. Never raises: a plotting error
+    is one warning line on stderr."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return None
+    try:
+        layout = None
+        for metric in _AUTO_METRICS:
+            try:
+                layout = plot_layout(document, metric)
+                break
+            except UsageError:
+                continue  # no numeric x, or no such metric: nothing worth drawing
+        if layout is None or len(layout.x_values) < 2:
+            return None
+        target = Path(run_dir) / name
+        _render(layout, target, 150)
+        return target
+    except Exception as exc:  # a plot is a bonus: never fail a finished run because of it
+        print(f"warning: could not plot results: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
