@@ -15,7 +15,7 @@ $(BIN)/python:
 venv: $(BIN)/python
 
 install: venv
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e ".[plot]"
 
 install-dev: venv
 	$(BIN)/python -m pip install -q -e ".[test]" $(foreach p,$(PLUGINS),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))

@@ -16,7 +16,7 @@ from ._model import (
     reference_chunks,
 )
 from ._json import algorithm_from_json, algorithm_to_json
-from ._reader import read_algorithm, read_trace, read_workload
+from ._reader import read_algorithm, read_global_metadata, read_trace, read_workload
 from ._summary import summarize
 from ._wire import TypedValue
 from ._workload import Workload, WorkloadNode, collective_of_comm_type
@@ -42,6 +42,7 @@ __all__ = [
     "chunk_bytes",
     "collective_of_comm_type",
     "read_algorithm",
+    "read_global_metadata",
     "read_trace",
     "read_workload",
     "reference_chunks",

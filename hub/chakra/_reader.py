@@ -25,7 +25,7 @@ from ._wire import WireError, decode_global_metadata, decode_node, frame
 from ._workload import Workload, WorkloadNode
 from ._writer import rank_path
 
-__all__ = ["read_algorithm", "read_trace", "read_workload", "rank_files"]
+__all__ = ["rank_files", "read_algorithm", "read_global_metadata", "read_trace", "read_workload"]
 
 #: Metadata attributes of foreign writers that are a copy of the source input: not kept.
 _DROPPED_META = frozenset({"input_file"})
@@ -111,6 +111,17 @@ def _metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, 
         raise TraceFormatError(f"malformed GlobalMetadata: {exc} (byte {exc.pos})", path=str(path), rank=rank,
                                hint="the first message of a Chakra ET file must be a GlobalMetadata") from None
     return version, {name: tv.value for name, tv in attrs if tv is not None}
+
+
+def read_global_metadata(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
+    """``(version, attributes)`` of one ET file's GlobalMetadata, everything included (also what
+    :func:`read_algorithm` drops, such as a converter's embedded ``input_file``)."""
+    path = Path(path)
+    data = _load(path, None)
+    starts, ends = _frame(data, path, 0)
+    if not starts:
+        raise TraceFormatError("empty file: no GlobalMetadata", path=str(path))
+    return _metadata(data, starts[0], ends[0], path, 0)
 
 
 def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:

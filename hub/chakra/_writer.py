@@ -372,6 +372,8 @@ def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.nd
     existed = {path: path.exists() for path, _ in contents}
     mode = 0o666 & ~_umask()
     try:
+        for parent in sorted({path.parent for path, _ in contents}):
+            parent.mkdir(parents=True, exist_ok=True)  # like open(): a missing output folder is made
         for path, chunks in contents:
             if path.is_dir():
                 raise UsageError(f"cannot write {path}: it is a directory")

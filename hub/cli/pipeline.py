@@ -162,8 +162,8 @@ def _print_table(rows: list[dict[str, Any]], variables: list[str], title: str) -
     table = Table(title=title)
     for i, h in enumerate(header):
         numeric = h not in ("source", "consumer", "status", *variables)
-        # Names and sweep values must stay whole; numbers and the status may wrap.
-        width = max([len(h)] + [len(c[i]) for c in body]) if not numeric and h != "status" else None
+        # Names, sweep values and numbers must stay whole; only the status may wrap.
+        width = max([len(h)] + [len(c[i]) for c in body]) if h != "status" else None
         table.add_column(h, justify="right" if numeric else "left", no_wrap=width is not None, min_width=width)
     for cells in body:
         table.add_row(*cells)

@@ -68,9 +68,16 @@ def test_failure_while_writing_keeps_old_files(tmp_path: Path, monkeypatch: pyte
     assert {p: p.read_bytes() for p in old} == before
 
 
-def test_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
+def test_missing_directories_are_created(tmp_path: Path) -> None:
+    paths = write_algorithm(ring_allreduce(2).bind(64), tmp_path / "no" / "such" / "ring")
+    assert [p.name for p in paths] == ["ring.0.et", "ring.1.et"]
+
+
+def test_parent_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
     with pytest.raises(UsageError, match="cannot write"):
-        write_algorithm(ring_allreduce(2).bind(64), tmp_path / "no" / "such" / "ring")
+        write_algorithm(ring_allreduce(2).bind(64), tmp_path / "file" / "ring")
+    assert (tmp_path / "file").read_text() == "x"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")

@@ -1,33 +1,45 @@
 """collhub-astrasim: ASTRA-sim as a consumer (bundle, run) and a producer (custom ET import).
 
 Components (qualified ids): ``astrasim.bundle``, ``astrasim.run``, ``astrasim.custom``.
+Names resolve lazily (PEP 562): loading the plugin's registration module imports none of this.
 """
 
 from __future__ import annotations
 
-from ._bundle import Bundle, BundleParams, build_bundle, consume_bundle, parse_size
-from ._config import Dim, custom_key, network_yml
-from ._custom import CustomParams, produce_custom
-from ._parse import RunReport, bus_factor, parse_output
-from ._run import ENV_BINARY, RunParams, consume_run, resolve_binary, run_binary
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "ENV_BINARY",
-    "Bundle",
-    "BundleParams",
-    "CustomParams",
-    "Dim",
-    "RunParams",
-    "RunReport",
-    "build_bundle",
-    "bus_factor",
-    "consume_bundle",
-    "consume_run",
-    "custom_key",
-    "network_yml",
-    "parse_output",
-    "parse_size",
-    "produce_custom",
-    "resolve_binary",
-    "run_binary",
-]
+_LAZY = {
+    "Bundle": "._bundle",
+    "BundleParams": "._bundle",
+    "build_bundle": "._bundle",
+    "consume_bundle": "._bundle",
+    "parse_size": "._bundle",
+    "Dim": "._config",
+    "custom_key": "._config",
+    "network_yml": "._config",
+    "CustomParams": "._custom",
+    "produce_custom": "._custom",
+    "RunReport": "._parse",
+    "bus_factor": "._parse",
+    "parse_output": "._parse",
+    "ENV_BINARY": "._run",
+    "RunParams": "._run",
+    "consume_run": "._run",
+    "resolve_binary": "._run",
+    "run_binary": "._run",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

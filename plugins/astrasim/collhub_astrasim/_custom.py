@@ -58,21 +58,16 @@ def _message_sizes(alg: Algorithm) -> list[int]:
 
 def _global_metadata(path: Path) -> dict[str, Any]:
     """The GlobalMetadata attributes of one ET file, including what the core reader drops (the
-    converter's ``input_file``, the whole MSCCL-IR). Decoded with collhub's own wire codec; {} when
+    converter's ``input_file``, the whole MSCCL-IR); {} when
     the file cannot be read (the core reader has already accepted it: there is just no inference)."""
-    import gzip
-
-    from hub.chakra._wire import WireError, decode_global_metadata, decode_varint
+    from hub.chakra import read_global_metadata
+    from hub.errors import TraceFormatError
 
     try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        length, start = decode_varint(data, 0, len(data))
-        _version, attrs = decode_global_metadata(data, start, min(start + length, len(data)))
-    except (OSError, EOFError, WireError, ValueError):
+        _version, attrs = read_global_metadata(path)
+    except TraceFormatError:
         return {}
-    return {name: tv.value for name, tv in attrs if tv is not None}
+    return attrs
 
 
 def _gpu_chunks(path: Path) -> tuple[int, int, int] | None:
