@@ -17,6 +17,7 @@ from ._spec import (
     TransformSpec,
     resolve_ref,
 )
+from ._lazy import lazy_namespace
 from .hookspecs import hookimpl, hookspec
 
 __all__ = [
@@ -36,5 +37,6 @@ __all__ = [
     "get_manager",
     "hookimpl",
     "hookspec",
+    "lazy_namespace",
     "resolve_ref",
 ]

@@ -7,8 +7,7 @@ Names resolve lazily (PEP 562): loading the plugin's registration module imports
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from hub.plugins import lazy_namespace
 
 _LAZY = {
     "DEFAULT_MAX_BYTES": "._reader",
@@ -21,17 +20,4 @@ _LAZY = {
     "run_program": "._program",
     "write_msccl_ir": "._writer",
 }
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_namespace(__name__, _LAZY, globals())
