@@ -57,6 +57,8 @@ def report(exc: BaseException) -> int:
         typer.echo(f"error: {_one_line(exc.message)}", err=True)
         # List every finding a validation error carries, one per line.
         items: list[Any] = list(getattr(exc, "problems", []) or []) + list(getattr(exc, "issues", []) or [])
+        if len(items) == 1 and _one_line(str(items[0])).startswith(_one_line(exc.message)):
+            items = []  # the message already says it
         for item in items[:_MAX_LISTED]:
             typer.echo(f"  - {_one_line(str(item))}", err=True)
         if len(items) > _MAX_LISTED:
