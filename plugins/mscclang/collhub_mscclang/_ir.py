@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 from hub.chakra import Buffer, Collective
 
 __all__ = [
     "BUF_CODE",
     "BUF_OF",
+    "INT_MAX",
+    "INT_MIN",
+    "INT_RE",
     "RECV_TYPES",
     "SEND_TYPES",
     "STEP_TYPES",
     "TARGETS",
     "TargetRules",
 ]
+
+#: What the runtimes' atoi/strtol read as a whole integer: optional blanks and sign, ASCII digits
+#: (Python's int() would also take '1_0' or non-ASCII digits).
+INT_RE = re.compile(r"\s*[-+]?[0-9]+\s*", re.ASCII)
+#: MSCCL-IR integers are C ints (ids, offsets, counts, sizes in chunks).
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 #: Step types a runtime executes (``ra`` is parsed by the old runtime but never executed).
 STEP_TYPES: frozenset[str] = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"})

@@ -17,6 +17,8 @@ import numpy as np
 from hub.chakra import Buffer, NodeType, Op, RankGraph
 from hub.errors import ImportFormatError
 
+from ._ir import INT_MAX, INT_MIN, INT_RE
+
 if TYPE_CHECKING:
     from ._reader import _Gpu, _Reader
 
@@ -56,11 +58,8 @@ _ATTR = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "d
 
 
 def _isint(v: str) -> bool:
-    try:
-        int(v)
-        return True
-    except ValueError:
-        return False
+    return INT_RE.fullmatch(v) is not None and INT_MIN <= int(v) <= INT_MAX
+
 
 _NNODES = np.array([len(_EXPAND[t]) for t in range(_NT)], dtype=np.int64)
 _ROLE_BASE = np.concatenate([[0], np.cumsum(_NNODES)[:-1]])
@@ -92,12 +91,20 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
     cols = list(zip(*g.rows)) if S else [()] * 10  # s type srcbuf srcoff dstbuf dstoff cnt depid deps hasdep
 
     def ints(k: int) -> np.ndarray:
+        col = cols[k]
         try:
-            return np.fromiter(map(int, cols[k]), dtype=np.int64, count=S)
-        except ValueError:
-            i = next(i for i, v in enumerate(cols[k]) if not _isint(v))
+            joined = "".join(col)  # one C-level pass rules out what int() takes but atoi does not
+            if "_" in joined or not joined.isascii():
+                raise ValueError
+            arr = np.fromiter(map(int, col), dtype=np.int64, count=S)
+            if S and (int(arr.min()) < INT_MIN or int(arr.max()) > INT_MAX):
+                raise ValueError
+            return arr
+        except (ValueError, OverflowError):
+            i = next(i for i, v in enumerate(col) if not _isint(v))
+            what = "is out of range (32-bit)" if INT_RE.fullmatch(col[i]) else "is not an integer"
             raise ImportFormatError(f"gpu {gid} tb {int(tb_of[i])} step {int(s_of[i])}: attribute "
-                                    f"{_ATTR[k]}={cols[k][i]!r} of <step> is not an integer",
+                                    f"{_ATTR[k]}={col[i]!r} of <step> {what}",
                                     path=path, line=int(line[i])) from None
 
     s_given = ints(0)
@@ -118,7 +125,7 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
                                 hint="one of: " + ", ".join(TYPE_NAMES))
     sb = np.fromiter(map(_BUF_GET, cols[2]), dtype=np.int64, count=S)
     db = np.fromiter(map(_BUF_GET, cols[4]), dtype=np.int64, count=S)
-    so, do, cnt, depid, deps = ints(3), ints(5), ints(6), ints(7), ints(8)
+    so, do, cnt, depid, deps, hasdep = ints(3), ints(5), ints(6), ints(7), ints(8), ints(9)
     t_send = np.array([t.send for t in g.tbs], dtype=np.int64)
     t_recv = np.array([t.recv for t in g.tbs], dtype=np.int64)
     t_chan = np.array([t.chan for t in g.tbs], dtype=np.int64)
@@ -251,6 +258,19 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
         target = np.clip(tb_start[dclip] + deps, 0, S - 1)
         fail(has & nop[target], "depends on tb {depid} step {deps}, which is a nop",
              hint="a nop never publishes a completion flag; depend on a real step")
+        # Only steps with hasdep=1 publish a completion flag, and flags only grow, so a waiter on
+        # a step without hasdep is released by the first later publishing step of that tb (the
+        # runtime's real release point); with none, the GPU would wait forever.
+        pub_idx = np.flatnonzero((hasdep != 0) & ~nop)
+        unpub = has & (hasdep[target] == 0)
+        if unpub.any():
+            k = np.searchsorted(pub_idx, target)
+            nxt = pub_idx[np.minimum(k, max(pub_idx.size - 1, 0))] if pub_idx.size else target
+            ok = (k < pub_idx.size) & (tb_of[nxt] == tb_of[target]) if pub_idx.size else np.zeros(S, bool)
+            fail(unpub & ~ok, "depends on tb {depid} step {deps}, which has hasdep=0, and no later step of "
+                 "tb {depid} has hasdep=1: the runtime publishes no flag to release it (deadlock)",
+                 hint="set hasdep=1 on every step another threadblock depends on (msccl-ir.md §6)")
+            target = np.where(unpub, nxt, target)
         holder = np.arange(S)
         if nop.any():
             # each nop hands its dependency to the next real step of its tb (trailing ones are lost)

@@ -11,8 +11,11 @@ a dependency on the last node of the named step.
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import operator
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -20,6 +23,7 @@ from xml.parsers import expat
 from hub.chakra import Algorithm, AlgorithmMeta, Collective, RankGraph
 from hub.errors import HubError, ImportFormatError
 
+from ._ir import INT_MAX, INT_MIN, INT_RE as _INT_RE
 from ._lower import lower_gpu
 
 __all__ = ["DEFAULT_MAX_BYTES", "read_msccl_ir"]
@@ -105,10 +109,13 @@ class _Reader:
             v = a[key]
         except KeyError:
             raise self.fail(f"attribute {key!r} of <{elem}> not found") from None
-        try:
-            return int(v)
-        except ValueError:
-            raise self.fail(f"attribute {key}={v!r} of <{elem}> is not an integer") from None
+        if not _INT_RE.fullmatch(v):  # int() would also take '1_0', '٣' and the like
+            raise self.fail(f"attribute {key}={v!r} of <{elem}> is not an integer")
+        i = int(v)
+        if not INT_MIN <= i <= INT_MAX:
+            raise self.fail(f"attribute {key}={v} of <{elem}> is out of range",
+                            hint="MSCCL-IR integers are 32-bit (ids, offsets, counts, sizes in chunks)")
+        return i
 
     # -- element handlers ---------------------------------------------------------------------
     def _start(self, name: str, a: dict[str, str]) -> None:
@@ -197,6 +204,7 @@ class _Reader:
         except HubError:
             raise self.fail(f"unknown collective coll={a['coll']!r}",
                             hint="allreduce, allgather, reducescatter/reduce_scatter, alltoall, broadcast, reduce, custom") from None
+        self._int(a, "nchannels", "algo")  # kept in meta.extra as an int
         for k in ("inplace", "outofplace"):
             if k in a and a[k] not in ("0", "1"):
                 raise self.fail(f"attribute {k}={a[k]!r} of <algo> must be 0 or 1")
@@ -273,13 +281,25 @@ class _Reader:
                 f"file is {size} bytes, above the limit of {self.max_bytes} bytes",
                 path=str(self.path), hint="raise the max_bytes parameter if the file is trusted")
         try:
-            with open(self.path, "rb") as f:
+            with open(self.path, "rb") as raw:
+                # a gzip-compressed file (.xml.gz) is read through; the limit applies to the XML
+                f = gzip.GzipFile(fileobj=raw) if raw.read(2) == b"\x1f\x8b" else raw
+                raw.seek(0)
+                total = 0
                 while True:
                     piece = f.read(1 << 20)
                     if not piece:
                         break
+                    total += len(piece)
+                    if total > self.max_bytes:
+                        raise ImportFormatError(
+                            f"decompressed XML exceeds the limit of {self.max_bytes} bytes", path=str(self.path),
+                            hint="raise the max_bytes parameter if the file is trusted")
                     self.p.Parse(piece, False)
                 self.p.Parse(b"", True)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ImportFormatError(f"cannot read: {e}", path=str(self.path),
+                                    hint="a truncated or corrupt .gz file?") from None
         except expat.ExpatError as e:
             raise ImportFormatError(f"malformed XML: {expat.ErrorString(e.code)} (column {e.offset})",
                                     path=str(self.path), line=e.lineno) from None
@@ -290,9 +310,10 @@ class _Reader:
     def _finish(self) -> Algorithm:
         if self.algo is None:
             raise ImportFormatError("no <algo> element", path=str(self.path))
-        missing = [g for g in range(self.n) if g not in self.graphs]
-        if missing:
-            raise ImportFormatError(f"no <gpu> for rank(s) {missing[:8]}", path=str(self.path),
+        if len(self.graphs) != self.n:
+            # lazily: a corrupt ngpus (say 2e9) must not build a list of every missing rank
+            missing = list(itertools.islice((g for g in range(self.n) if g not in self.graphs), 8))
+            raise ImportFormatError(f"no <gpu> for rank(s) {missing}", path=str(self.path),
                                     hint=f"ngpus={self.n} requires gpu ids 0..{self.n - 1}")
         self._check_connections()
         a = self.algo

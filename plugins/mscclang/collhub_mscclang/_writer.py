@@ -20,6 +20,7 @@ from hub.chakra import Algorithm, Collective
 from hub.errors import ExportError
 
 from ._ir import BUF_CODE, TARGETS, TargetRules
+from ._lanes import split_lanes
 from ._steps import Step, form_steps, topo_rank
 from ._threadblocks import Tb, assign, channel_map
 
@@ -210,7 +211,6 @@ def write_msccl_ir(
         raise ExportError(f"invalid size window min_bytes={min_bytes} max_bytes={max_bytes}")
     n = m.ranks
     alias_out = m.inplace and coll in _ALIAS_OUT
-    stats = ExportStats(gpus=n)
     chan_of = channel_map(alg)
 
     # <copy> children (TACCL/TE-CCL): imported pre-copies that are identities under in-place
@@ -229,23 +229,39 @@ def write_msccl_ir(
         skip.append(sk)
         copies.append(sorted(cl, key=lambda x: x[1]))
 
-    all_tbs = assign(alg, chan_of, mode=threadblocks, fuse=fuse, skip=skip)
     gpu_chunks = (m.in_chunks, 0 if alias_out else m.out_chunks)
+    topo_keys = [topo_rank(g) for g in alg.graphs]
+
+    def build(chans: list[list[int]]) -> tuple[list[str], ExportStats]:
+        stats = ExportStats(gpus=n)
+        all_tbs = assign(alg, chans, mode=threadblocks, fuse=fuse, skip=skip)
+        body: list[str] = []
+        nchannels = 1
+        for r, tbs in enumerate(all_tbs):
+            g = alg.graphs[r]
+            key = topo_keys[r]
+            if key is not None:
+                for t in tbs:
+                    t.nodes.sort(key=lambda p: key[p])
+            steps_of, where, dropped, scratch = form_steps(alg, r, tbs, fuse, skip[r], alias_out, stats)
+            nchannels = max(nchannels, _emit_gpu(body, r, tbs, steps_of, _step_deps(g, r, steps_of, where, dropped),
+                                                 scratch, copies[r], gpu_chunks, n, rules, enforce_limits, stats))
+        if enforce_limits and nchannels > rules.max_channels:
+            raise ExportError(f"{nchannels} channels needed; {target} allows {rules.max_channels}")
+        stats.nchannels = nchannels
+        return body, stats
+
+    # concurrent tags of a connection first get channels of their own (keeps the profile's
+    # concurrency); if the target's limits cannot take the extra tbs/channels, share them
+    lanes = split_lanes(alg, chan_of) if threadblocks != "keep" else None
+    try:
+        body, stats = build(lanes if lanes is not None else chan_of)
+    except ExportError:
+        if lanes is None or not enforce_limits:
+            raise
+        body, stats = build(chan_of)
+    nchannels = stats.nchannels
     lines: list[str] = []
-    body: list[str] = []
-    nchannels = 1
-    for r, tbs in enumerate(all_tbs):
-        g = alg.graphs[r]
-        key = topo_rank(g)
-        if key is not None:
-            for t in tbs:
-                t.nodes.sort(key=lambda p: key[p])
-        steps_of, where, dropped, scratch = form_steps(alg, r, tbs, fuse, skip[r], alias_out, stats)
-        nchannels = max(nchannels, _emit_gpu(body, r, tbs, steps_of, _step_deps(g, r, steps_of, where, dropped),
-                                             scratch, copies[r], gpu_chunks, n, rules, enforce_limits, stats))
-    if enforce_limits and nchannels > rules.max_channels:
-        raise ExportError(f"{nchannels} channels needed; {target} allows {rules.max_channels}")
-    stats.nchannels = nchannels
     nchunks = max(m.in_chunks, m.out_chunks, 1)
     attrs = [("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
              ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)),

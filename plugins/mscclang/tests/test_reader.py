@@ -107,9 +107,9 @@ def test_broadcast_root_is_inferred(msccl_dir: Path) -> None:
 HEAD = '<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" outofplace="0" minBytes="0" maxBytes="0">\n'
 
 
-def step(s: int, t: str, off: int = 0, cnt: int = 1, depid: int = -1, deps: int = -1) -> str:
+def step(s: int, t: str, off: int = 0, cnt: int = 1, depid: int = -1, deps: int = -1, hasdep: int = 0) -> str:
     return (f'      <step s="{s}" type="{t}" srcbuf="i" srcoff="{off}" dstbuf="i" dstoff="{off}" cnt="{cnt}" '
-            f'depid="{depid}" deps="{deps}" hasdep="0"/>\n')
+            f'depid="{depid}" deps="{deps}" hasdep="{hasdep}"/>\n')
 
 
 def doc(tb0: str, tb1: str, extra0: str = "") -> str:
@@ -180,8 +180,8 @@ def test_dependency_on_a_nop_is_refused(tmp_path: Path) -> None:
 
 def test_cross_tb_cycle_is_refused(tmp_path: Path) -> None:
     text = (HEAD + '  <gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n'
-            '    <tb id="0" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 0, depid=1, deps=0).replace('dstoff="0"', 'dstoff="1"') +
-            '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 1, depid=0, deps=0).replace('dstoff="1"', 'dstoff="0"') +
+            '    <tb id="0" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 0, depid=1, deps=0, hasdep=1).replace('dstoff="0"', 'dstoff="1"') +
+            '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 1, depid=0, deps=0, hasdep=1).replace('dstoff="1"', 'dstoff="0"') +
             '    </tb>\n  </gpu>\n  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0"/>\n</algo>\n')
     with pytest.raises(ImportFormatError, match="form a cycle"):
         read_msccl_ir(write(tmp_path, text))
