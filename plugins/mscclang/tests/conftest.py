@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # the _symbolic oracle
-PLUGIN = HERE.parent
-EXAMPLES = PLUGIN / "examples"
-CORPUS = PLUGIN.parents[1].parent / "shared" / "data" / "msccl-ir"
+# pytest's importlib mode does not put test directories on sys.path: the helper modules
+# (mscclang_corpus, the _symbolic oracle) live here.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def corpus_files() -> list[str]:
-    return sorted(p.name for p in CORPUS.glob("*.xml")) if CORPUS.is_dir() else []
-
-
-def manifest() -> dict[str, dict[str, str]]:
-    """Rows of MANIFEST.md's table, keyed by file name."""
-    rows: dict[str, dict[str, str]] = {}
-    text = (CORPUS / "MANIFEST.md").read_text(encoding="utf-8")
-    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
-    header = [h.strip() for h in lines[0].strip("|").split("|")]
-    for ln in lines[2:]:
-        cells = [c.strip() for c in ln.strip("|").split("|")]
-        rows[cells[0]] = dict(zip(header, cells))
-    return rows
-
-
-def histogram(row: dict[str, str]) -> dict[str, int]:
-    return {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", row["step types"])}
+from mscclang_corpus import CORPUS, EXAMPLES, PLUGIN, corpus_files, histogram, manifest  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import _symbolic
-from conftest import EXAMPLES
+from mscclang_corpus import EXAMPLES
 from collhub_mscclang import msccl_available, read_msccl_ir, run_program, write_msccl_ir
 from collhub_mscclang.lang import AllGather, AllReduce, Buffer, MSCCLProgram, chunk
 from hub.chakra import NodeType, Op

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from mscclang_corpus import EXAMPLES
 from hub.errors import ImportFormatError
 from hub.plugins import RunContext
 

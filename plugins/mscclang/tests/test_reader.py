@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import _symbolic
-from conftest import corpus_files, histogram, manifest
+from mscclang_corpus import corpus_files, histogram, manifest
 from collhub_mscclang import read_msccl_ir
 from hub.chakra import Buffer, Collective, NodeType, Op
 from hub.errors import ImportFormatError, SemanticsError, VerificationError
