@@ -467,13 +467,8 @@ def encode_global_metadata(version: str, attrs: list[tuple[str, Any]] | tuple[tu
 _SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
 
 
-def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Varint-encode an integer array at once: a (n, w) uint8 matrix and each row's length.
-
-    ``w`` is the longest encoding present (at most 10). Negative values are encoded as 64-bit
-    two's complement (10 bytes), like protobuf's int32/int64.
-    """
-    v = np.asarray(values).astype(np.int64).view(np.uint64)
+def _varint_lengths(v: np.ndarray) -> tuple[np.ndarray, int]:
+    """Encoded length of each uint64 in ``v`` and the longest one (1..10)."""
     lens = np.ones(v.shape[0], np.int64)
     rest = v >> np.uint64(7)
     width = 1
@@ -481,6 +476,17 @@ def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lens += rest != 0
         rest = rest >> np.uint64(7)
         width += 1
+    return lens, width
+
+
+def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Varint-encode an integer array at once: a (n, w) uint8 matrix and each row's length.
+
+    ``w`` is the longest encoding present (at most 10). Negative values are encoded as 64-bit
+    two's complement (10 bytes), like protobuf's int32/int64.
+    """
+    v = np.asarray(values).astype(np.int64).view(np.uint64)
+    lens, width = _varint_lengths(v)
     groups = ((v[:, None] >> _SHIFTS[None, :width]) & np.uint64(0x7F)).astype(np.uint8)
     if width > 1:
         cont = np.arange(width)[None, :] < (lens[:, None] - 1)
@@ -499,13 +505,7 @@ def varint_matrix_t(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             idx = v - lo
             return table[:, idx], tlens[idx]
     v = v.view(np.uint64)
-    lens = np.ones(v.shape[0], np.int64)
-    rest = v >> np.uint64(7)
-    width = 1
-    while width < 10 and rest.any():
-        lens += rest != 0
-        rest = rest >> np.uint64(7)
-        width += 1
+    lens, width = _varint_lengths(v)
     groups = ((v[None, :] >> _SHIFTS[:width, None]) & np.uint64(0x7F)).astype(np.uint8)
     if width > 1:
         groups |= (np.arange(width)[:, None] < (lens[None, :] - 1)).astype(np.uint8) << 7
