@@ -167,7 +167,10 @@ def _print_table(rows: list[dict[str, Any]], variables: list[str], title: str) -
         table.add_column(h, justify="right" if numeric else "left", no_wrap=width is not None, min_width=width)
     for cells in body:
         table.add_row(*cells)
-    Console().print(table)
+    # Off a terminal (pipes, CI logs) rich assumes 80 columns and would squeeze columns away:
+    # give it the width the table needs instead.
+    needed = sum(max([len(h)] + [len(c[i]) for c in body]) + 3 for i, h in enumerate(header)) + 1
+    Console(width=None if sys.stdout.isatty() else max(needed, 80)).print(table)
 
 
 def run_command(
