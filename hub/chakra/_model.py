@@ -12,6 +12,7 @@ scale, :meth:`RankGraph.from_columns` (vectorized). See ``docs/spec/collective-p
 from __future__ import annotations
 
 import hashlib
+import heapq
 from dataclasses import dataclass, field, replace
 from enum import IntEnum, StrEnum
 from typing import Any, Iterable, Iterator, Sequence
@@ -321,6 +322,38 @@ class RankGraph:
     def nodes(self) -> Iterator[NodeView]:
         for pos in range(len(self)):
             yield self.node(pos)
+
+    def topological_rank(self) -> np.ndarray | None:
+        """Each node's index in a deterministic topological order (the lowest position first
+        among ready nodes), or None if the dependencies contain a cycle.
+
+        Positions come back unchanged when every dependency points to an earlier position (what
+        the builder and all producers emit), which costs no per-node Python work.
+        """
+        n = len(self)
+        ptr = self.dep_ptr
+        owner = np.repeat(np.arange(n), np.diff(ptr))
+        deps = self.dep_pos[: ptr[-1]]
+        if not np.any(deps >= owner):
+            return np.arange(n, dtype=np.int64)
+        indeg = np.diff(ptr).tolist()
+        succ = owner[np.argsort(deps, kind="stable")].tolist()
+        sptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(deps, minlength=n), out=sptr[1:])
+        sp = sptr.tolist()
+        heap = [v for v in range(n) if indeg[v] == 0]
+        heapq.heapify(heap)
+        rank = np.full(n, -1, dtype=np.int64)
+        k = 0
+        while heap:
+            v = heapq.heappop(heap)
+            rank[v] = k
+            k += 1
+            for s in succ[sp[v] : sp[v + 1]]:
+                indeg[s] -= 1
+                if indeg[s] == 0:
+                    heapq.heappush(heap, s)
+        return rank if k == n else None
 
     def position_of(self) -> dict[int, int]:
         """Map Chakra node id -> position."""

@@ -6,7 +6,6 @@ over the nodes of a rank whose positions are not already a topological order).
 
 from __future__ import annotations
 
-import heapq
 
 import numpy as np
 
@@ -44,37 +43,9 @@ def _deps_valid(r: int, g: RankGraph, sink: ProblemSink) -> bool:
 
 
 def issue_order(g: RankGraph) -> np.ndarray | None:
-    """Rank of each node in a deterministic topological order (lowest position first among
-    ready nodes), or None if the rank's dependencies contain a cycle.
-
-    Positions are returned unchanged when every dependency points to an earlier position (what
-    the builder and all producers emit), which is the common, O(1)-Python case.
-    """
-    n = len(g)
-    ptr = g.dep_ptr
-    owner = np.repeat(np.arange(n), np.diff(ptr))
-    deps = g.dep_pos[: ptr[-1]]
-    if not np.any(deps >= owner):
-        return np.arange(n, dtype=np.int64)
-    indeg = np.diff(ptr).tolist()
-    order = np.argsort(deps, kind="stable")
-    succ = owner[order].tolist()
-    sptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(deps, minlength=n), out=sptr[1:])
-    sp = sptr.tolist()
-    heap = [v for v in range(n) if indeg[v] == 0]
-    heapq.heapify(heap)
-    rank = np.full(n, -1, dtype=np.int64)
-    k = 0
-    while heap:
-        v = heapq.heappop(heap)
-        rank[v] = k
-        k += 1
-        for s in succ[sp[v] : sp[v + 1]]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(heap, s)
-    return rank if k == n else None
+    """Rank of each node in the deterministic issue order, or None on a cycle
+    (see :meth:`RankGraph.topological_rank`)."""
+    return g.topological_rank()
 
 
 def _cycle(g: RankGraph) -> list[int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import numpy as np
@@ -26,30 +25,11 @@ Step = list
 
 def topo_rank(g: Any) -> np.ndarray | None:
     """Position -> order key when positions are not topological, else None."""
-    n = len(g)
-    node_of_dep = np.repeat(np.arange(n), np.diff(g.dep_ptr))
-    if not np.any(g.dep_pos >= node_of_dep):
-        return None
-    indeg = np.diff(g.dep_ptr).tolist()
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for node, d in zip(node_of_dep.tolist(), g.dep_pos.tolist()):
-        succ[d].append(node)
-    heap = [i for i in range(n) if indeg[i] == 0]
-    heapq.heapify(heap)
-    key = np.full(n, -1, dtype=np.int64)
-    k = 0
-    while heap:
-        v = heapq.heappop(heap)
-        key[v] = k
-        k += 1
-        for w in succ[v]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                heapq.heappush(heap, w)
-    if k != n:
+    key = g.topological_rank()
+    if key is None:
         raise ExportError("the algorithm has a dependency cycle; nothing to export",
                           hint="run hub.verify to locate it")
-    return key
+    return None if np.array_equal(key, np.arange(len(g))) else key
 
 
 def form_steps(alg: Algorithm, r: int, tbs: list[Tb], fuse: bool, skip: set[int],
