@@ -1,0 +1,70 @@
+"""Lower bounds on the makespan of a problem, in the model's ns (``conventions.md`` §3).
+
+* ingress: rank v must receive N_v chunks; its ingress ports (the last link of each logical
+  edge into v) each take one chunk per ``hold`` ns, so T >= N_v / sum(1 / hold);
+* egress (all-to-all): the same for the chunks a rank must send;
+* latency: the cheapest uncontended arrival of every chunk at every destination.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+
+from ._problem import Problem
+
+__all__ = ["lower_bound"]
+
+
+def _port_rate(problem: Problem, edge_ids: list[int], end: str) -> float:
+    best: dict[int, int] = defaultdict(lambda: 1 << 62)
+    for ei in edge_ids:
+        e = problem.edges[ei]
+        port = e.last if end == "in" else e.resources[0]
+        best[port] = min(best[port], e.hold)
+    return sum(1.0 / h for h in best.values())
+
+
+def _latency(problem: Problem) -> int:
+    worst = 0
+    for src in sorted({ch.src for ch in problem.chunks}):
+        dist = {src: 0}
+        heap = [(0, src)]
+        while heap:
+            d, u = heapq.heappop(heap)
+            if d > dist.get(u, 1 << 62):
+                continue
+            for ei in problem.out_edges[u]:
+                e = problem.edges[ei]
+                nd = d + e.arrive
+                if nd < dist.get(e.dst, 1 << 62):
+                    dist[e.dst] = nd
+                    heapq.heappush(heap, (nd, e.dst))
+        for ch in problem.chunks:
+            if ch.src == src:
+                worst = max(worst, max((dist.get(v, 0) for v in ch.dests), default=0))
+    return worst
+
+
+def lower_bound(problem: Problem) -> tuple[float, str]:
+    """The best of the bounds above and which one it is."""
+    need_in: dict[int, int] = defaultdict(int)
+    need_out: dict[int, int] = defaultdict(int)
+    for ch in problem.chunks:
+        for v in ch.dests:
+            need_in[v] += 1
+        need_out[ch.src] += 1 if problem.collective == "allgather" else len(ch.dests)
+    best, which = 0.0, "none"
+    for v, n in need_in.items():
+        rate = _port_rate(problem, problem.in_edges[v], "in")
+        if rate and n / rate > best:
+            best, which = n / rate, f"ingress of rank {v}"
+    if problem.collective == "alltoall":
+        for v, n in need_out.items():
+            rate = _port_rate(problem, problem.out_edges[v], "out")
+            if rate and n / rate > best:
+                best, which = n / rate, f"egress of rank {v}"
+    lat = _latency(problem)
+    if lat > best:
+        best, which = float(lat), "latency (cheapest path)"
+    return best, which
