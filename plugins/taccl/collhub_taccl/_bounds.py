@@ -3,6 +3,7 @@
 * ingress: rank v must receive N_v chunks; its ingress ports (the last link of each logical
   edge into v) each take one chunk per ``hold`` ns, so T >= N_v / sum(1 / hold);
 * egress (all-to-all): the same for the chunks a rank must send;
+* cut (multi-node): the chunks that must enter a node, over the ports into it;
 * latency: the cheapest uncontended arrival of every chunk at every destination.
 """
 
@@ -46,8 +47,20 @@ def _latency(problem: Problem) -> int:
     return worst
 
 
-def lower_bound(problem: Problem) -> tuple[float, str]:
-    """The best of the bounds above and which one it is."""
+def _cut(problem: Problem, group: set[int]) -> float:
+    need = sum(1 for ch in problem.chunks if ch.src not in group and any(d in group for d in ch.dests))
+    best: dict[int, int] = defaultdict(lambda: 1 << 62)
+    for v in group:
+        for ei in problem.in_edges[v]:
+            e = problem.edges[ei]
+            if e.src not in group:
+                best[e.last] = min(best[e.last], e.hold)
+    rate = sum(1.0 / h for h in best.values())
+    return need / rate if rate else 0.0
+
+
+def lower_bound(problem: Problem, node_size: int | None = None) -> tuple[float, str]:
+    """The best of the bounds above and which one it is (``node_size``: ranks per node, for cuts)."""
     need_in: dict[int, int] = defaultdict(int)
     need_out: dict[int, int] = defaultdict(int)
     for ch in problem.chunks:
@@ -64,6 +77,11 @@ def lower_bound(problem: Problem) -> tuple[float, str]:
             rate = _port_rate(problem, problem.out_edges[v], "out")
             if rate and n / rate > best:
                 best, which = n / rate, f"egress of rank {v}"
+    if node_size and problem.ranks > node_size:
+        for n in range(problem.ranks // node_size):
+            cut = _cut(problem, set(range(n * node_size, (n + 1) * node_size)))
+            if cut > best:
+                best, which = cut, f"cut into node {n}"
     lat = _latency(problem)
     if lat > best:
         best, which = float(lat), "latency (cheapest path)"

@@ -176,7 +176,7 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
         if coll in ("allgather", "alltoall"):
             solved = _solve(problem, net, params.time_limit, params, prog, coll)
             sched, stats = solved.schedule, solved.stats
-            lb, which = lower_bound(problem)
+            lb, which = lower_bound(problem, net.node_size)
         else:
             problem_t = problem.transposed()
             mirror_ok = problem.is_symmetric() and (problem.relay is None or problem.relay.rev_map is None)
@@ -184,7 +184,7 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
             rs = _solve(problem_t, net, share, params, prog, "reduce-scatter")
             sched_t = rs.schedule
             stats = {f"rs_{k}": v for k, v in rs.stats.items()}
-            lb_rs, which = lower_bound(problem_t)
+            lb_rs, which = lower_bound(problem_t, net.node_size)
             lb = lb_rs
             if coll == "allreduce":
                 if mirror_ok:
@@ -198,7 +198,7 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
                     ag = _solve(problem, net, params.time_limit / 2, params, prog, "all-gather")
                     sched = ag.schedule
                     stats.update({f"ag_{k}": v for k, v in ag.stats.items()})
-                lb_ag, _ = lower_bound(problem)
+                lb_ag, _ = lower_bound(problem, net.node_size)
                 lb, which = lb_rs + lb_ag, "reduce-scatter + all-gather ingress/egress"
     makespan = sum(s.makespan for s in (sched, sched_t) if s is not None)
     limited = any(v for k, v in stats.items() if k.endswith("time_limited"))
