@@ -38,13 +38,30 @@ class _Plan:
         self.events: list[list[tuple[tuple[int, int, int, int], Key, Callable[[RankGraphBuilder, list[int]], int], list[Key]]]] = [
             [] for _ in range(ranks)]
         self._seq = 0
+        self._queues: dict[tuple[int, int], list[tuple[tuple[int, int, int, int], list[Key]]]] = {}
 
     def add(self, rank: int, when: tuple[int, int, int], key: Key, emit: Callable[[RankGraphBuilder, list[int]], int],
-            deps: list[Key]) -> None:
+            deps: list[Key], queue: int | None = None) -> None:
+        """``queue``: the first link of a SEND; SENDs on one link keep the schedule's order."""
         self._seq += 1
+        deps = list(deps)
         self.events[rank].append(((*when, self._seq), key, emit, deps))
+        if queue is not None:
+            self._queues.setdefault((rank, queue), []).append(((*when, self._seq), deps))
+
+    def _order_queues(self) -> None:
+        # A simulator queues SENDs on a link in the order they become ready. A SEND that the
+        # schedule puts after another on the same link also waits for that one's data (which
+        # is there no later than the earlier SEND's start), so simultaneous readiness resolves
+        # to the earlier SEND first (it comes first on the rank) and nothing is delayed.
+        for sends in self._queues.values():
+            sends.sort(key=lambda s: s[0])
+            for (_w, before), (_w2, after) in zip(sends, sends[1:]):
+                own = list(after)
+                after.extend(d for d in before if d not in own)
 
     def builders(self) -> list[RankGraphBuilder]:
+        self._order_queues()
         out = []
         for r, evs in enumerate(self.events):
             b = RankGraphBuilder(r)
@@ -76,7 +93,7 @@ def _allgather(plan: _Plan, problem: Problem, sched: Schedule, buf: Buffer, *, p
         off = ch.src * c + ch.index
         tag = tag0 + i
         deps = [("ag", ch.id, e.src)] if e.src != ch.src else (start_deps(ch.id, e.src) if start_deps else [])
-        plan.add(e.src, (phase, shift + t.start, 1), ("ags", i), _send(e.dst, buf, off, tag), deps)
+        plan.add(e.src, (phase, shift + t.start, 1), ("ags", i), _send(e.dst, buf, off, tag), deps, e.resources[0])
         rdeps = recv_deps(ch.id, e.dst) if recv_deps else []
         plan.add(e.dst, (phase, shift + t.end, 0), ("ag", ch.id, e.dst), _recv(e.src, buf, off, tag), rdeps)
 
@@ -113,7 +130,7 @@ def _reduce_scatter(plan: _Plan, problem_t: Problem, sched_t: Schedule, *, phase
         k, b, a = t.chunk, e.dst, e.src
         ch = problem_t.chunks[k]
         plan.add(b, (phase, T - t.end, 1), ("rss", k, b), _send(a, Buffer.INPUT, ch.src * c + ch.index, tag0 + i),
-                 ready.get((k, b), []))
+                 ready.get((k, b), []), problem_t.edges[t.edge].resources[0])
     return ready
 
 
@@ -131,7 +148,7 @@ def _alltoall(plan: _Plan, problem: Problem, sched: Schedule) -> int:
             src_buf, src_off, deps = Buffer.INPUT, ch.dst * c + ch.index, []
         else:
             src_buf, src_off, deps = Buffer.SCRATCH, slot_of[(ch.id, e.src)], [("a2a", ch.id, e.src)]
-        plan.add(e.src, (0, t.start, 1), ("a2as", i), _send(e.dst, src_buf, src_off, i), deps)
+        plan.add(e.src, (0, t.start, 1), ("a2as", i), _send(e.dst, src_buf, src_off, i), deps, e.resources[0])
         if e.dst == ch.dst:
             dst_buf, dst_off = Buffer.OUTPUT, ch.src * c + ch.index
         else:
