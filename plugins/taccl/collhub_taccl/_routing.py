@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -48,14 +48,20 @@ class RoutingResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _highs() -> object:
+def _highspy() -> Any:
+    """The ``highspy`` module, or a PluginError (exit 4) with the install hint."""
     try:
         import highspy
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         from hub.errors import PluginError
 
-        raise PluginError(f"taccl.synthesize needs the HiGHS solver (highspy): {exc}",
-                          hint="pip install 'highspy>=1.7' (or reinstall collhub-taccl)") from None
+        raise PluginError(f"taccl.synthesize needs the HiGHS solver (highspy), which cannot be imported: {exc}",
+                          hint="pip install 'highspy>=1.7' (a dependency of collhub-taccl)") from None
+    return highspy
+
+
+def _highs() -> Any:
+    highspy = _highspy()
     # HiGHS prints a banner on stdout when the first instance is built; keep stdout clean
     # for `collhub ... --format json`
     fd = os.dup(1)
@@ -125,7 +131,7 @@ def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedul
                   seed: int, switch_terms: Sequence[tuple[str, Sequence[int]]] = (),
                   progress: Progress | None = None) -> RoutingResult:
     """Solve the stage-1 MILP; ``warm`` (a schedule inside the DAGs) is the starting incumbent."""
-    import highspy
+    highspy = _highspy()
 
     t0 = time.perf_counter()
     inf = highspy.kHighsInf

@@ -69,12 +69,20 @@ def _where(net: Network) -> str:
     return f"{net.path}: " if net.path else f"network {net.label!r}: "
 
 
-def _unreachable(net: Network, msg: str, collective: str) -> HubError:
+def _unreachable(net: Network, problem: Problem, msg: str, collective: str) -> HubError:
+    if net.topology_path and not _connected(problem):
+        return ImportFormatError(f"{msg}: the topology is disconnected", path=net.topology_path,
+                                 hint="every GPU needs links to and from the others (links[dst][src] > 0)")
     if net.path:
         return ImportFormatError(f"{msg}: the sketch cannot serve {collective}", path=net.path,
                                  hint="check internode_conn / gpus_to_sender_rev_map: every chunk needs a route")
     return TopologyFormatError(f"{_where(net)}{msg} (the topology is disconnected for {collective})",
                                hint="every rank must reach every other rank over the links")
+
+
+def _connected(problem: Problem) -> bool:
+    """Whether every rank reaches every other one over the links alone (no sketch rules)."""
+    return all(min(problem.hops_from(r, lambda ei: True)) >= 0 for r in range(problem.ranks))
 
 
 def _check_symmetries(net: Network, problem: Problem) -> None:
@@ -96,7 +104,7 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
     try:
         dags = [problem.dag(ch) for ch in problem.chunks]
     except ValueError as exc:
-        raise _unreachable(net, str(exc), params.collective) from None
+        raise _unreachable(net, problem, str(exc), params.collective) from None
     warm = timed(problem, greedy(problem, dags, params.seed))
     candidates = [warm]
     if problem.collective == "allgather":

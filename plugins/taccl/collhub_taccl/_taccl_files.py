@@ -47,6 +47,7 @@ class Network:
     symmetries: list[tuple[int, ...]] = field(default_factory=list)
     symmetry_keys: list[str] = field(default_factory=list)  # where each symmetry was given
     path: str | None = None  # the sketch file (errors name it)
+    topology_path: str | None = None
     extra_ports: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     switch_terms: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     chunkup: int = 1
@@ -195,6 +196,7 @@ def load_taccl(topology: str | Path, sketch: str | Path, *, kind: str | None = N
 
     net = apply_sketch(topo, sk, k, g, intra, alpha, chunk, nnodes)
     net.path = sk.path
+    net.topology_path = topo.path
     return net
 
 
