@@ -18,7 +18,7 @@ from typing import Sequence
 
 from ._problem import Problem
 
-__all__ = ["Schedule", "Transfer", "greedy", "list_schedule", "timed"]
+__all__ = ["Prepared", "Schedule", "Transfer", "greedy", "list_schedule", "timed"]
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,25 @@ def _tree(problem: Problem, routes: Sequence[Sequence[int]]) -> tuple[list[tuple
     return items, pred, kids
 
 
-def list_schedule(problem: Problem, routes: Sequence[Sequence[int]], *, seed: int = 0, noise: float = 0.0,
-                  origin: str = "milp") -> Schedule:
+class Prepared:
+    """The transfers of fixed routes, their tree links and critical-path priorities (computed once
+    for all restarts)."""
+
+    def __init__(self, problem: Problem, routes: Sequence[Sequence[int]]) -> None:
+        self.problem = problem
+        self.items, self.pred, self.kids = _tree(problem, routes)
+        depth = [0] * len(self.items)
+        for t in range(len(self.items)):  # parents come first within a chunk's BFS-ordered route
+            depth[t] = _depth(t, self.pred)
+        rem = [0.0] * len(self.items)
+        for t in sorted(range(len(self.items)), key=depth.__getitem__, reverse=True):
+            e = problem.edges[self.items[t][1]]
+            rem[t] = e.arrive + max((rem[c] for c in self.kids[t]), default=0.0)
+        self.rem = rem
+
+
+def list_schedule(problem: Problem, routes: Sequence[Sequence[int]] | Prepared, *, seed: int = 0,
+                  noise: float = 0.0, origin: str = "milp") -> Schedule:
     """Stage 2: order the transfers of fixed routes on every resource and time them exactly.
 
     Non-delay list scheduling: among the transfers whose chunk is present, start the one that
@@ -124,15 +141,9 @@ def list_schedule(problem: Problem, routes: Sequence[Sequence[int]], *, seed: in
     ``noise`` perturbs the remaining-path priorities multiplicatively (for restarts)."""
     rng = random.Random(seed)
     edges = problem.edges
-    items, pred, kids = _tree(problem, routes)
-    rem = [0.0] * len(items)
-    # children come after their parents in a BFS order; compute cost-to-go bottom-up
-    order = sorted(range(len(items)), key=lambda t: _depth(t, pred), reverse=True)
-    for t in order:
-        e = edges[items[t][1]]
-        rem[t] = e.arrive + max((rem[c] for c in kids[t]), default=0.0)
-        if noise:
-            rem[t] *= 1.0 + noise * rng.random()
+    prep = routes if isinstance(routes, Prepared) else Prepared(problem, routes)
+    items, pred, kids = prep.items, prep.pred, prep.kids
+    rem = [r * (1.0 + noise * rng.random()) for r in prep.rem] if noise else prep.rem
     relay = problem.relay
 
     def own(t: int) -> int:
@@ -151,13 +162,17 @@ def list_schedule(problem: Problem, routes: Sequence[Sequence[int]], *, seed: in
     start = [0] * len(items)
     while heap:
         est, o, r, tie, t = heapq.heappop(heap)
-        e = edges[items[t][1]]
-        now = max([ready[t], *(free[x] for x in e.resources)])
+        res = edges[items[t][1]].resources
+        now = ready[t]
+        for x in res:
+            if free[x] > now:
+                now = free[x]
         if now > est:
             heapq.heappush(heap, (now, o, r, tie, t))
             continue
+        e = edges[items[t][1]]
         start[t] = now
-        for x in e.resources:
+        for x in res:
             free[x] = now + e.hold
         for c in kids[t]:
             ready[c] = now + e.arrive

@@ -30,7 +30,7 @@ from ._params import SynthesizeParams
 from ._problem import Problem, build_problem
 from ._progress import Progress
 from ._routing import solve_routing
-from ._schedule import Schedule, greedy, list_schedule, timed
+from ._schedule import Prepared, Schedule, greedy, list_schedule, timed
 from ._taccl_files import Network, load_taccl
 
 __all__ = ["Solved", "load_network", "produce_synthesize", "synthesize"]
@@ -101,6 +101,7 @@ def _check_symmetries(net: Network, problem: Problem) -> None:
 def _solve(problem: Problem, net: Network, budget: float, params: SynthesizeParams, progress: Progress,
            what: str) -> Solved:
     t0 = time.perf_counter()
+    lb, _ = lower_bound(problem, net.node_size)
     try:
         dags = [problem.dag(ch) for ch in problem.chunks]
     except ValueError as exc:
@@ -108,7 +109,10 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
     warm = timed(problem, greedy(problem, dags, params.seed))
     candidates = [warm]
     if problem.collective == "allgather":
-        candidates.append(timed(problem, greedy(problem, None, params.seed)))
+        # the unrestricted greedy may use longer paths (idle links); its tie-breaks are seeded,
+        # so a few seeds are a cheap search
+        free = [timed(problem, greedy(problem, None, params.seed + i)) for i in range(max(1, params.restarts // 2))]
+        candidates.append(min(free, key=lambda s: s.makespan))
     t_greedy = time.perf_counter() - t0
     progress(f"{what}: greedy", float(min(c.makespan for c in candidates)), None)
     switch_terms = []
@@ -117,8 +121,11 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
         switch_terms.append((strategy, eis))
     left = max(budget - (time.perf_counter() - t0), 0.05)
     stats: dict[str, Any] = {"greedy_s": round(t_greedy, 4), "greedy_makespan": min(c.makespan for c in candidates)}
+    from . import _cpsat
+
+    use_cpsat = params.stage3 in ("cpsat", "cpsat-routes") and _cpsat.available()
     try:
-        routing = solve_routing(problem, dags, warm, time_limit=0.9 * left, seed=params.seed,
+        routing = solve_routing(problem, dags, warm, time_limit=(0.6 if use_cpsat else 0.9) * left, seed=params.seed,
                                 switch_terms=switch_terms, progress=progress)
     except RuntimeError as exc:  # no incumbent at all within the limit: keep the greedy
         stats.update(milp_status=str(exc), time_limited=True)
@@ -130,12 +137,31 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
                      warm_start=routing.warm_start)
         t2 = time.perf_counter()
         best: Schedule | None = None
+        prep = Prepared(problem, routing.routes)
+        floor = max(lb, routing.bound if routing.status == "Optimal" else 0.0)
         for i in range(params.restarts):
-            progress(f"{what}: stage 2 ordering {i + 1}/{params.restarts}", best.makespan if best else None, None)
-            s = timed(problem, list_schedule(problem, routing.routes, seed=params.seed + i, noise=0.0 if i == 0 else 0.25))
+            progress(f"{what}: stage 2 ordering {i + 1}/{params.restarts}", best.makespan if best else None, floor)
+            s = timed(problem, list_schedule(problem, prep, seed=params.seed + i, noise=0.0 if i == 0 else 0.25))
             if best is None or s.makespan < best.makespan:
                 best = s
+            if best.makespan <= floor:  # provably optimal for these routes: no restart can do better
+                break
         assert best is not None
+        stats["stage2_makespan"] = best.makespan
+        stats["stage3"] = "cp-sat" if use_cpsat else "fixed-order"
+        left = budget - (time.perf_counter() - t0)
+        if use_cpsat and best.makespan > floor and left > 0.1:
+            progress(f"{what}: stage 3 CP-SAT", float(best.makespan), floor)
+            cp = _cpsat.improve(problem, prep, best, budget=0.9 * left, seed=params.seed)
+            best = cp.schedule
+            stats.update(cpsat_status=cp.status, cpsat_bound=cp.bound, cpsat_s=round(cp.seconds, 3))
+            left = budget - (time.perf_counter() - t0)
+            if params.stage3 == "cpsat-routes" and best.makespan > floor and left > 0.5:
+                # the order is optimal (or the budget spent) for these routes: let the routes move too
+                progress(f"{what}: stage 3 CP-SAT routes", float(best.makespan), floor)
+                cr = _cpsat.improve_routes(problem, [list(d) for d in dags], best, budget=0.9 * left, seed=params.seed)
+                best = cr.schedule
+                stats.update(cpsat_routes_status=cr.status, cpsat_routes_s=round(cr.seconds, 3))
         stats["stage23_s"] = round(time.perf_counter() - t2, 4)
         stats["stage3_makespan"] = best.makespan
         candidates.insert(0, best)
