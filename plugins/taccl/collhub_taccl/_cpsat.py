@@ -71,7 +71,10 @@ def improve(problem: Problem, prep: Prepared, incumbent: Schedule, *, budget: fl
     solver.parameters.random_seed = int(seed) % 2_147_483_647
     solver.parameters.max_deterministic_time = max(float(budget), 0.05)
     solver.parameters.max_time_in_seconds = max(float(budget), 0.1)  # wall-clock cap (loaded machines)
-    status = solver.Solve(m)
+    try:
+        status = solver.Solve(m)
+    except Exception as exc:  # a solver failure keeps the stage-2 schedule
+        return CpSatResult(incumbent, f"failed: {exc}", 0.0, time.perf_counter() - t0)
     name = solver.StatusName(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return CpSatResult(incumbent, name, 0.0, time.perf_counter() - t0)

@@ -235,10 +235,13 @@ def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedul
             progress("stage 1: routing MILP", d.objective_function_value, d.mip_dual_bound)
         h.cbMipImprovingSolution.subscribe(on_event)
         h.cbMipInterrupt.subscribe(on_event)
-    h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    info = h.getInfo()
-    sol = np.asarray(h.getSolution().col_value) if info.primal_solution_status else None
+    try:
+        h.run()
+        status = h.modelStatusToString(h.getModelStatus())
+        info = h.getInfo()
+        sol = np.asarray(h.getSolution().col_value) if info.primal_solution_status else None
+    except Exception as exc:  # a solver failure must not lose the greedy incumbent
+        raise RuntimeError(f"HiGHS failed: {exc}") from exc
     seconds = time.perf_counter() - t0
     limited = status.lower().startswith("time limit")
     if sol is None or len(sol) != ncol:

@@ -127,8 +127,10 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
     try:
         routing = solve_routing(problem, dags, warm, time_limit=(0.6 if use_cpsat else 0.9) * left, seed=params.seed,
                                 switch_terms=switch_terms, progress=progress)
-    except RuntimeError as exc:  # no incumbent at all within the limit: keep the greedy
-        stats.update(milp_status=str(exc), time_limited=True)
+    except RuntimeError as exc:  # no incumbent within the limit, or the solver failed: keep the greedy
+        stats.update(milp_status=str(exc), time_limited="time limit" in str(exc).lower())
+        print(f"note: taccl.synthesize: stage 1 returned no routing ({exc}); keeping the greedy schedule",
+              file=sys.stderr)
         routing = None
     if routing is not None:
         stats.update(solver=routing.solver, milp_status=routing.status, milp_objective=round(routing.objective, 3),
