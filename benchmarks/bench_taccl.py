@@ -99,6 +99,40 @@ def cases(quick: bool) -> list[dict[str, Any]]:
     return out
 
 
+def commands_table(time_limit: float) -> None:
+    """Every run of TACCL's commands.sh (``combine`` = all-reduce), with the files shipped in shared/."""
+    from collhub_taccl import SynthesizeParams, synthesize
+    from collhub_taccl._commands import read_commands
+
+    print("\nTACCL's commands.sh runs (time limit %g s each; makespan in the model, us):\n" % time_limit)
+    head = ("run", "coll", "ranks", "solve s", "model us", "lb us", "ratio", "gaps", "MILP", "note")
+    rows = [head]
+    for run in read_commands(TACCL / "commands.sh"):
+        if not run.sketch.is_file() or not run.topology.is_file():
+            missing = run.sketch.name if not run.sketch.is_file() else run.topology.name
+            rows.append((run.label, run.collective, "-", "-", "-", "-", "-", "-", "-", f"{missing} not shipped"))
+            continue
+        kind = "NDv2" if run.kind == "DGX1" else run.kind
+        t0 = time.perf_counter()
+        alg = synthesize(SynthesizeParams(collective=run.collective, topology=str(run.topology), sketch=str(run.sketch),
+                                          topology_kind=kind, time_limit=time_limit), progress=False)
+        ex = dict(alg.meta.extra)
+        gaps = ",".join(f"{v:g}" for k, v in ex.items() if k.endswith("milp_gap"))
+        status = "/".join(sorted({str(v) for k, v in ex.items() if k.endswith("milp_status")}))
+        rows.append((run.label, run.collective, str(alg.ranks), f"{time.perf_counter() - t0:.2f}",
+                     f"{ex['taccl.makespan_ns'] / 1e3:.1f}", f"{ex['taccl.lower_bound_ns'] / 1e3:.1f}",
+                     f"{ex['taccl.ratio']:.3f}", gaps, status, f"{run.topology.name}, {run.sketch.name}"))
+    _print(rows)
+
+
+def _print(table: list[tuple[str, ...]]) -> None:
+    w = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for i, row in enumerate(table):
+        print("  ".join(c.ljust(w[j]) for j, c in enumerate(row)))
+        if i == 0:
+            print("  ".join("-" * x for x in w))
+
+
 def main(argv: list[str]) -> None:
     rows = cases("--quick" in argv)
     head = ("case", "coll", "solve s", "model us", "lb us", "ratio", "gap", "MILP", "from", "sim us",
@@ -113,14 +147,11 @@ def main(argv: list[str]) -> None:
                       f(r["gap"], 4), r["status"], r["origin"], f(r["sim_us"], 1), f(r["busbw"]),
                       f"{r['best']} {r['best_bw']:.2f}", f(r["busbw"] / r["best_bw"]), f(r["ring_bw"]), f(r["hd_bw"]),
                       r["target"]))
-    w = [max(len(row[i]) for row in table) for i in range(len(head))]
-    for i, row in enumerate(table):
-        print("  ".join(c.ljust(w[j]) for j, c in enumerate(row)))
-        if i == 0:
-            print("  ".join("-" * x for x in w))
+    _print(table)
     print("\nbusbw in GB/s (hub.simulate aware, the case's network and size: 64 MiB on collhub networks, "
           "as named for NDv2). "
           "'x best' = taccl busbw / best built-in busbw. model/lb in the synthesizer's ns model.")
+    commands_table(20.0 if "--quick" in argv else 60.0)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,11 @@ class Problem:
     def transposed(self) -> "Problem":
         """The same network with every edge reversed (a reduce-scatter is a reversed all-gather
         on it); edge i of the result is the reverse of edge i here."""
-        edges = [Edge(e.dst, e.src, e.arrive, e.hold, e.resources, e.remote, e.resources[0]) for e in self.edges]
+        def ingress(e: Edge) -> int:  # reversed, the original egress port is the ingress
+            outs = [r for r in e.resources if self.resources[r].endswith(":remote-out")]
+            return outs[0] if outs else e.resources[0]
+
+        edges = [Edge(e.dst, e.src, e.arrive, e.hold, e.resources, e.remote, ingress(e)) for e in self.edges]
         relay = None
         if self.relay is not None:
             # reversed, the restriction applies to the receiving end of the transposed edge
@@ -232,7 +236,9 @@ def build_problem(
                 i = where.get(pair)
                 if i is not None:
                     e = edges[i]
-                    edges[i] = Edge(e.src, e.dst, e.arrive, e.hold, (*e.resources, rid), e.remote, e.last)
+                    # an in-port shared by several links is the destination's ingress (for bounds)
+                    last = rid if name.endswith(":remote-in") else e.last
+                    edges[i] = Edge(e.src, e.dst, e.arrive, e.hold, (*e.resources, rid), e.remote, last)
     c = chunks_per_rank
     chunks: list[Chunk] = []
     if collective == "allgather":
