@@ -127,14 +127,9 @@ class _Model:
         self.r_val.append(val)
 
 
-def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedule | None, *, time_limit: float,
-                  seed: int, switch_terms: Sequence[tuple[str, Sequence[int]]] = (),
-                  progress: Progress | None = None) -> RoutingResult:
-    """Solve the stage-1 MILP; ``warm`` (a schedule inside the DAGs) is the starting incumbent."""
-    highspy = _highspy()
-
-    t0 = time.perf_counter()
-    inf = highspy.kHighsInf
+def _formulate(problem: Problem, dags: Sequence[Sequence[int]], switch_terms: Sequence[tuple[str, Sequence[int]]],
+               inf: float) -> tuple[_Model, dict[tuple[int, int], int], dict[tuple[int, int], int], int, int]:
+    """The MILP of the module docstring: model, x and t columns, T's column, symmetry ties."""
     m = _Model()
     T = m.col(1.0, 0.0, inf)
     x: dict[tuple[int, int], int] = {}
@@ -212,6 +207,16 @@ def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedul
                     m.row(0.0, inf, [y, xi], [1.0, -1.0])
             else:
                 m.row(0.0, inf, ks + [y], [1.0] * len(ks) + [-1.0])
+    return m, x, tvar, T, ties
+
+
+def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedule | None, *, time_limit: float,
+                  seed: int, switch_terms: Sequence[tuple[str, Sequence[int]]] = (),
+                  progress: Progress | None = None) -> RoutingResult:
+    """Solve the stage-1 MILP; ``warm`` (a schedule inside the DAGs) is the starting incumbent."""
+    highspy = _highspy()
+    t0 = time.perf_counter()
+    m, x, tvar, T, ties = _formulate(problem, dags, switch_terms, highspy.kHighsInf)
     h = _highs()
     ncol = len(m.cost)
     h.addCols(ncol, np.array(m.cost), np.array(m.lo), np.array(m.hi), 0,
