@@ -148,6 +148,9 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
                 best = s
             if best.makespan <= floor:  # provably optimal for these routes: no restart can do better
                 break
+            if time.perf_counter() - t0 > budget:  # out of time (a loaded machine): keep what we have
+                stats["restarts_cut"] = i + 1
+                break
         assert best is not None
         stats["stage2_makespan"] = best.makespan
         stats["stage3"] = "cp-sat" if use_cpsat else "fixed-order"

@@ -122,3 +122,10 @@ def test_network_errors(tmp_path: Path) -> None:
     _expect_error(produce(tmp_path, "collective=allgather", "network=rnig:4"), 3, "rnig")
     p = produce(tmp_path, "collective=broadcast", "network=ring:4")
     assert p.returncode == 2 and "broadcast" in p.stderr
+
+
+def test_pipeline_example_validates(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "compare-allgather.yaml"
+    p = run("pipeline", "validate", str(example), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "36 row(s)" in p.stdout
