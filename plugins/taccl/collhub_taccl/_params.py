@@ -34,10 +34,10 @@ class SynthesizeParams(BaseModel):
                               "returns its best incumbent when it runs out")
     seed: int = Field(0, ge=0, description="seed of the greedy tie-breaks, the restarts and HiGHS")
     restarts: int = Field(8, ge=1, le=256, description="stage-2 orderings tried (the first is unperturbed)")
-    stage3: Literal["cpsat", "cpsat-routes", "fixed-order"] = Field(
-        "cpsat", description="stage 3: cpsat = CP-SAT no-overlap scheduling of the stage-2 routes (needs ortools; "
-        "without it, or with fixed-order, the exact fixed-order timing of stage 2 stands); cpsat-routes = then "
-        "also let CP-SAT re-route inside the DAGs with the time that is left")
+    stage3: Literal["cpsat-routes", "cpsat", "fixed-order"] = Field(
+        "cpsat-routes", description="stage 3 (needs ortools; without it the exact fixed-order timing of stage 2 "
+        "stands): cpsat = CP-SAT no-overlap scheduling of the stage-2 routes; cpsat-routes = then also let CP-SAT "
+        "re-route inside the DAGs with the time that is left; fixed-order = no CP-SAT")
     reduction_comp: bool = Field(True, description="a cost-only COMP after each reducing RECV (as hub.ring)")
 
     @field_validator("collective", mode="before")
