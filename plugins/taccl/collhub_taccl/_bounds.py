@@ -1,7 +1,8 @@
 """Lower bounds on the makespan of a problem, in the model's ns (``conventions.md`` §3).
 
 * ingress: rank v must receive N_v chunks; its ingress ports (the last link of each logical
-  edge into v) each take one chunk per ``hold`` ns, so T >= N_v / sum(1 / hold);
+  edge into v) each take one chunk per ``hold`` ns, so T >= N_v / sum(1 / hold), and with k equal
+  ports T >= (ceil(N_v / k) - 1) * hold + arrive (whole chunks; the last one must arrive);
 * egress (all-to-all): the same for the chunks a rank must send;
 * cut (multi-node): the chunks that must enter a node, over the ports into it;
 * latency: the cheapest uncontended arrival of every chunk at every destination.
@@ -17,13 +18,26 @@ from ._problem import Problem
 __all__ = ["lower_bound"]
 
 
-def _port_rate(problem: Problem, edge_ids: list[int], end: str) -> float:
+def _port_bound(problem: Problem, edge_ids: list[int], end: str, n: int) -> float:
+    """Time to pass ``n`` chunks through the ports of ``edge_ids``.
+
+    Equal ports (the usual case): some port takes ceil(n/k) chunks one after the other, and its
+    last one still has to arrive: ``(ceil(n/k) - 1) * hold + min arrive``. Otherwise the fluid
+    bound ``n / sum(1/hold)``."""
     best: dict[int, int] = defaultdict(lambda: 1 << 62)
+    arrive = 1 << 62
     for ei in edge_ids:
         e = problem.edges[ei]
         port = e.last if end == "in" else e.resources[0]
         best[port] = min(best[port], e.hold)
-    return sum(1.0 / h for h in best.values())
+        arrive = min(arrive, e.arrive)
+    if not best or n <= 0:
+        return 0.0
+    holds = set(best.values())
+    if len(holds) == 1:
+        (h,) = holds
+        return float((-(-n // len(best)) - 1) * h + arrive)
+    return n / sum(1.0 / h for h in best.values())
 
 
 def _latency(problem: Problem) -> int:
@@ -69,14 +83,14 @@ def lower_bound(problem: Problem, node_size: int | None = None) -> tuple[float, 
         need_out[ch.src] += 1 if problem.collective == "allgather" else len(ch.dests)
     best, which = 0.0, "none"
     for v, n in need_in.items():
-        rate = _port_rate(problem, problem.in_edges[v], "in")
-        if rate and n / rate > best:
-            best, which = n / rate, f"ingress of rank {v}"
+        b = _port_bound(problem, problem.in_edges[v], "in", n)
+        if b > best:
+            best, which = b, f"ingress of rank {v}"
     if problem.collective == "alltoall":
         for v, n in need_out.items():
-            rate = _port_rate(problem, problem.out_edges[v], "out")
-            if rate and n / rate > best:
-                best, which = n / rate, f"egress of rank {v}"
+            b = _port_bound(problem, problem.out_edges[v], "out", n)
+            if b > best:
+                best, which = b, f"egress of rank {v}"
     if node_size and problem.ranks > node_size:
         for n in range(problem.ranks // node_size):
             cut = _cut(problem, set(range(n * node_size, (n + 1) * node_size)))

@@ -184,3 +184,80 @@ def _prune(problem: Problem, sched: Schedule) -> Schedule:
             keep.append(t)
             v = problem.edges[t.edge].src
     return Schedule(keep, max(t.end for t in keep), sched.origin)
+
+
+def improve_symmetric(problem: Problem, dags: "list[list[int]]", group: "list[tuple[int, ...]]",
+                      incumbent: Schedule, *, budget: float, seed: int) -> CpSatResult:
+    """All-gather on a translation-symmetric network: choose rank 0's trees (one per chunk slot)
+    and their times; rank r's chunks follow the same trees moved by ``group[r]`` at the same times.
+    A link then carries one transfer per tree edge of its translation class, so serialization
+    becomes ``NoOverlap`` per class: a model of one rank's chunks instead of all ranks'."""
+    import time
+
+    from ortools.sat.python import cp_model
+
+    t0 = time.perf_counter()
+    edges = problem.edges
+    p = problem.ranks
+    inverse = [tuple(sorted(range(p), key=perm.__getitem__)) for perm in group]
+
+    def klass(ei: int) -> int:  # the edge out of rank 0 that this edge is a translate of
+        e = edges[ei]
+        back = inverse[e.src]
+        return problem.edge_of[(back[e.src], back[e.dst])]
+
+    horizon = int(incumbent.makespan)
+    m = cp_model.CpModel()
+    mk = m.NewIntVar(0, horizon, "makespan")
+    per_class: dict[int, list[object]] = {}
+    chosen: list[tuple[int, int, object, object]] = []
+    for ch in problem.chunks:
+        if ch.src != 0:
+            continue
+        arr: dict[int, object] = {0: 0}
+        for ei in dags[ch.id]:
+            v = edges[ei].dst
+            if v not in arr:
+                arr[v] = m.NewIntVar(0, horizon, "")
+        into: dict[int, list[object]] = {}
+        for ei in dags[ch.id]:
+            e = edges[ei]
+            x = m.NewBoolVar("")
+            s = m.NewIntVar(0, max(horizon - e.arrive, 0), "")
+            per_class.setdefault(klass(ei), []).append(m.NewOptionalFixedSizeIntervalVar(s, e.hold, x, ""))
+            m.Add(s >= arr[e.src]).OnlyEnforceIf(x)
+            m.Add(arr[e.dst] == s + e.arrive).OnlyEnforceIf(x)
+            into.setdefault(e.dst, []).append(x)
+            chosen.append((ch.index, ei, x, s))
+        for v, xs in into.items():
+            m.AddExactlyOne(xs)
+            m.Add(mk >= arr[v])
+    for ivs in per_class.values():
+        if len(ivs) > 1:
+            m.AddNoOverlap(ivs)
+    m.Minimize(mk)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(seed) % 2_147_483_647
+    solver.parameters.max_deterministic_time = max(float(budget), 0.05)
+    solver.parameters.max_time_in_seconds = max(float(budget), 0.1)
+    try:
+        status = solver.Solve(m)
+    except Exception as exc:  # a solver failure keeps the incumbent
+        return CpSatResult(incumbent, f"failed: {exc}", 0.0, time.perf_counter() - t0)
+    name = solver.StatusName(status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return CpSatResult(incumbent, name, 0.0, time.perf_counter() - t0)
+    slot = {(ch.src, ch.index): ch.id for ch in problem.chunks}
+    out = []
+    for j, ei, x, s in chosen:
+        if not solver.Value(x):
+            continue
+        v = int(solver.Value(s))
+        e = edges[ei]
+        for r in range(p):
+            perm = group[r]
+            out.append(Transfer(slot[(r, j)], problem.edge_of[(perm[e.src], perm[e.dst])], v, v + e.arrive))
+    sched = timed(problem, Schedule(out, max(t.end for t in out), "milp"))
+    best = sched if sched.makespan < incumbent.makespan else incumbent
+    return CpSatResult(best, name, float(solver.BestObjectiveBound()), time.perf_counter() - t0)

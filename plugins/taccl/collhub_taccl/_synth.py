@@ -35,6 +35,9 @@ from ._taccl_files import Network, load_taccl
 
 __all__ = ["Solved", "load_network", "produce_synthesize", "synthesize"]
 
+#: largest number of (chunk, DAG edge) decisions handed to the joint CP-SAT re-routing
+_JOINT_LIMIT = 4000
+
 
 @dataclass
 class Solved:
@@ -99,7 +102,7 @@ def _check_symmetries(net: Network, problem: Problem) -> None:
 
 
 def _solve(problem: Problem, net: Network, budget: float, params: SynthesizeParams, progress: Progress,
-           what: str) -> Solved:
+           what: str, group: list[tuple[int, ...]] | None = None) -> Solved:
     t0 = time.perf_counter()
     lb, _ = lower_bound(problem, net.node_size)
     try:
@@ -155,13 +158,26 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
         stats["stage2_makespan"] = best.makespan
         stats["stage3"] = "cp-sat" if use_cpsat else "fixed-order"
         left = budget - (time.perf_counter() - t0)
+        if use_cpsat and group is not None and problem.collective == "allgather" and best.makespan > floor:
+            # translation-invariant trees: one rank's chunks decide everything (and fast)
+            progress(f"{what}: stage 3 CP-SAT (symmetric)", float(best.makespan), floor)
+            # measured: on torus 8x8 the best symmetric schedule of 60 s is found within 2 s
+            sym = _cpsat.improve_symmetric(problem, [list(d) for d in dags], group, best,
+                                           budget=min(0.5 * left, 10.0), seed=params.seed)
+            if sym.schedule is not best:
+                best, prep = sym.schedule, Prepared(problem, sym.schedule.routes(len(problem.chunks)))
+            stats.update(cpsat_symmetric_status=sym.status, cpsat_symmetric_s=round(sym.seconds, 3))
+            left = budget - (time.perf_counter() - t0)
         if use_cpsat and best.makespan > floor and left > 0.1:
             progress(f"{what}: stage 3 CP-SAT", float(best.makespan), floor)
             cp = _cpsat.improve(problem, prep, best, budget=0.9 * left, seed=params.seed)
             best = cp.schedule
             stats.update(cpsat_status=cp.status, cpsat_bound=cp.bound, cpsat_s=round(cp.seconds, 3))
             left = budget - (time.perf_counter() - t0)
-            if params.stage3 == "cpsat-routes" and best.makespan > floor and left > 0.5:
+            # the joint model grows with every DAG edge of every chunk: measured useless beyond a
+            # few thousand (torus 8x8: 0.15 % in 50 s), so larger problems keep their time
+            small = sum(len(d) for d in dags) <= _JOINT_LIMIT
+            if params.stage3 == "cpsat-routes" and small and best.makespan > floor and left > 0.5:
                 # the order is optimal (or the budget spent) for these routes: let the routes move too
                 progress(f"{what}: stage 3 CP-SAT routes", float(best.makespan), floor)
                 cr = _cpsat.improve_routes(problem, [list(d) for d in dags], best, budget=0.9 * left, seed=params.seed)
@@ -207,20 +223,27 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
     problem = build_problem(net.graph, base, c, chunk_bytes, node_size=net.node_size, relay=net.relay,
                             symmetries=net.symmetries, extra_ports=net.extra_ports)
     _check_symmetries(net, problem)
+    group = None
+    if net.path is None and net.relay is None:
+        from ._symmetry import translations
+
+        found = translations(net.graph, problem)
+        if found is not None:  # TACCL's symmetry ties, found instead of given
+            group, problem.symmetries = found
     stats: dict[str, Any] = {}
     with Progress(f"taccl {coll} on {p} ranks", enabled=progress) as prog:
         sched = sched_t = None
         problem_t = None
         lb, which = 0.0, ""
         if coll in ("allgather", "alltoall"):
-            solved = _solve(problem, net, params.time_limit, params, prog, coll)
+            solved = _solve(problem, net, params.time_limit, params, prog, coll, group)
             sched, stats = solved.schedule, solved.stats
             lb, which = lower_bound(problem, net.node_size)
         else:
             problem_t = problem.transposed()
             mirror_ok = problem.is_symmetric() and (problem.relay is None or problem.relay.rev_map is None)
             share = params.time_limit if coll == "reducescatter" or mirror_ok else params.time_limit / 2
-            rs = _solve(problem_t, net, share, params, prog, "reduce-scatter")
+            rs = _solve(problem_t, net, share, params, prog, "reduce-scatter", group)
             sched_t = rs.schedule
             stats = {f"rs_{k}": v for k, v in rs.stats.items()}
             lb_rs, which = lower_bound(problem_t, net.node_size)
@@ -234,7 +257,7 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
                     stats.update({f"ag_{k}": v for k, v in rs.stats.items()})
                     stats["ag_makespan_ns"] = sched.makespan
                 else:
-                    ag = _solve(problem, net, params.time_limit / 2, params, prog, "all-gather")
+                    ag = _solve(problem, net, params.time_limit / 2, params, prog, "all-gather", group)
                     sched = ag.schedule
                     stats.update({f"ag_{k}": v for k, v in ag.stats.items()})
                 lb_ag, _ = lower_bound(problem, net.node_size)
