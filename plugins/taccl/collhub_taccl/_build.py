@@ -141,7 +141,9 @@ def _alltoall(plan: _Plan, problem: Problem, sched: Schedule) -> int:
     for r in range(p):
         plan.add(r, (0, -1, 0), ("own", r),
                  lambda b, deps, r=r: b.comp(Op.COPY, src=(Buffer.INPUT, r * c), dst=(Buffer.OUTPUT, r * c), count=c), [])
-    for i, t in enumerate(sched.transfers):
+    # in time order, so that a relay's landing slot is known before it forwards the chunk
+    for i in sorted(range(len(sched.transfers)), key=lambda i: (sched.transfers[i].start, i)):
+        t = sched.transfers[i]
         ch = problem.chunks[t.chunk]
         e = problem.edges[t.edge]
         if e.src == ch.src:
