@@ -10,7 +10,7 @@ from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology, bytes_per_ns
 from ._dims import KINDS, Dimension, DimensionalTopology, blocks_link_graph
 from ._graph import DimensionOrderRouter, FatTreeRouter, Link, LinkGraph, Router, ShortestPathRouter
 from ._parse import load_topology, parse_topology
-from ._presets import dgx1, fattree, hypercube, mesh, torus
+from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
 from ._yaml import parse_network_yml, read_network_yml
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "mesh",
     "parse_network_yml",
     "parse_topology",
+    "rail",
     "read_network_yml",
     "torus",
 ]

@@ -11,7 +11,7 @@ Grammar (case-insensitive, blanks ignored)::
 
 Kinds: ``ring:N``, ``fc:N`` (``fullyconnected:N``), ``switch:N`` (dimensional, stackable:
 ``ring:4,switch:8``); link-graph presets ``mesh:AxB[xC..]``, ``torus:AxB[xC..]``,
-``hypercube:D``, ``dgx1``, ``fattree:LxN`` (used alone). Defaults: bw=50, lat=500.
+``hypercube:D``, ``dgx1``, ``fattree:LxN``, ``rail:NODESxGPUS`` (used alone). Defaults: bw=50, lat=500.
 Examples: ``ring:8@bw=100,lat=200``, ``ring:4@bw=200,switch:8;lat=1000``, ``torus:4x4x4;bw=25``.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import TopologyFormatError
 from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
 from ._dims import Dimension, DimensionalTopology
-from ._presets import dgx1, fattree, hypercube, mesh, torus
+from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
 from ._yaml import read_network_yml
 
 __all__ = ["load_topology", "parse_topology"]
@@ -36,7 +36,7 @@ _DIM_KINDS = {
     "fully_connected": "FullyConnected",
     "switch": "Switch",
 }
-_PRESETS = ("mesh", "torus", "hypercube", "dgx1", "fattree")
+_PRESETS = ("mesh", "torus", "hypercube", "dgx1", "fattree", "rail")
 _KEYS = {"bw": "bw", "bandwidth": "bw", "lat": "lat", "latency": "lat", "spines": "spines"}
 _EXAMPLES = "e.g. 'ring:8', 'ring:4,switch:8', 'ring:8@bw=100,lat=200', 'torus:4x4', 'dgx1', 'fattree:4x8'"
 _NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -127,6 +127,9 @@ def parse_topology(spec: str) -> Topology:
                 return torus(_ints(spec, "torus", b.shape, None), bw, lat)
             if b.kind == "hypercube":
                 return hypercube(_ints(spec, "hypercube", b.shape, 1)[0], bw, lat)
+            if b.kind == "rail":
+                nodes, gpus = _ints(spec, "rail", b.shape, 2)
+                return rail(nodes, gpus, bw, lat)
             if b.kind == "dgx1":
                 if b.shape:
                     raise _err(spec, "dgx1 takes no shape (it is 8 GPUs)")

@@ -1,4 +1,4 @@
-"""Link-graph presets: mesh, torus, hypercube, DGX-1 hybrid cube-mesh, two-level fat tree."""
+"""Link-graph presets: mesh, torus, hypercube, DGX-1 hybrid cube-mesh, two-level fat tree, rail."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from ._dims import _fmt, blocks_link_graph
 from ._graph import FatTreeRouter, Link, LinkGraph, ShortestPathRouter
 
-__all__ = ["dgx1", "fattree", "hypercube", "mesh", "torus"]
+__all__ = ["dgx1", "fattree", "hypercube", "mesh", "rail", "torus"]
 
 # NVLink count between the 8 V100 GPUs of a DGX-1 (hybrid cube-mesh; two quads 0-3 and 4-7,
 # each GPU with 6 NVLinks). Same matrix as the DGX-1 topologies used by SCCL/TACCL and TE-CCL.
@@ -106,3 +106,14 @@ def fattree(
         spec=spec,
         name="fattree",
     )
+
+
+def rail(nodes: int, gpus: int, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:
+    """Rail-optimised cluster: ``nodes`` nodes of ``gpus`` GPUs; a full mesh inside each node and a
+    full mesh between the GPUs of the same local index (one rail per index) across nodes. NPU id =
+    node * gpus + local index. Every link has ``bandwidth``; dimension-order routing (node first)."""
+    if int(nodes) != nodes or nodes < 1 or int(gpus) != gpus or gpus < 1 or nodes * gpus < 2:
+        raise TopologyFormatError(f"rail: need >= 1 node and >= 1 GPU per node (>= 2 NPUs), got {nodes}x{gpus}")
+    blocks = [("FullyConnected", int(s), bandwidth, latency) for s in (gpus, nodes) if s > 1]
+    spec = f"rail:{int(nodes)}x{int(gpus)}" + _suffix(bandwidth, latency)
+    return blocks_link_graph(blocks, spec=spec, name="rail")
