@@ -26,9 +26,12 @@ def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
     for path in paths:
         if path.is_file():
             wheels.append(path)
-        elif (path / "pyproject.toml").is_file():
+        elif (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
+            # an absolute path, and no index: pip reads a bare word ("six") as a requirement and
+            # would download it; a local path must always stay a path
             proc = subprocess.run(
-                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(workdir), str(path)],
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                 "-w", str(workdir), str(path.resolve())],
                 capture_output=True,
                 text=True,
             )
@@ -37,7 +40,13 @@ def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
                 raise UsageError(f"{path}: building a wheel failed: {tail}")
             wheels.extend(sorted(workdir.glob("*.whl")))
         elif path.is_dir():
-            wheels.extend(sorted(path.glob("*.whl")))
+            found = sorted(p for p in path.glob("*.whl") if p.is_file())
+            if not found:
+                raise UsageError(f"{path}: a directory with no *.whl files and no pyproject.toml",
+                                 hint="pass wheel files, a directory of wheels, or a plugin project directory")
+            wheels.extend(found)
+        elif path.exists():
+            raise UsageError(f"{path}: not a regular file or a directory")
         else:
             raise UsageError(f"{path}: no such file or directory")
     return sorted(set(wheels))
@@ -77,6 +86,8 @@ def serve(
     """Serve a registry site read-only (ETag, If-None-Match, safe paths)."""
     from ..registry import make_server
 
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a TCP port", hint="use 1..65535, or 0 to pick a free one")
     server = make_server(site, host, port, verbose=verbose)
     err(f"serving {site} at {server.url}  (Ctrl-C to stop)")
     try:
