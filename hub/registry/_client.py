@@ -9,6 +9,7 @@ cache (offline mode) with a warning. Downloads are checked against the index's s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import urljoin
 
 import httpx
@@ -57,7 +58,8 @@ def _env_deadline() -> float:
     except ValueError:
         value = -1.0
     if not 0 < value < 1e6:
-        raise UsageError(f"COLLHUB_REGISTRY_DEADLINE={text[:40]!r} is not a positive number of seconds")
+        raise UsageError(f"COLLHUB_REGISTRY_DEADLINE={text[:40]!r} is not a positive number of seconds",
+                         hint=f"unset it for the default of {DEFAULT_DEADLINE:g} s")
     return value
 
 
@@ -136,6 +138,30 @@ def _prune_value(annotation: Any, value: Any) -> Any:
     return value
 
 
+_HINTS: tuple[tuple[type[RegistryError], str], ...] = (
+    (IntegrityError, "the file on the server differs from the one indexed; nothing was installed"),
+    (RegistryFormatError, "the registry serves documents collhub cannot use; tell its maintainer, or use another --registry"),
+    (RegistryUnavailableError, "check the URL, retry later, or use --offline"),
+    (RegistryError, "see: collhub search, or collhub plugins info NAME --remote"),
+)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _hinted(fn: _F) -> _F:
+    """Give every registry error that leaves ``fn`` a hint (the CLI prints ``hint:`` lines)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RegistryError as exc:
+            if exc.hint is None:
+                exc.hint = next(h for cls, h in _HINTS if isinstance(exc, cls))
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class InstallPlan:
     name: str
@@ -171,11 +197,11 @@ class RegistryClient:
                 + str(_config_file()),
             )
         if not base.startswith(("http://", "https://")):
-            raise UsageError(f"registry URL must be http(s): {base[:200]!r}")
+            raise UsageError(f"registry URL must be http(s): {base[:200]!r}", hint="e.g. --registry https://host/collhub/")
         try:
             origin(base)
         except ValueError as exc:
-            raise UsageError(f"bad registry URL {base[:200]!r}: {exc}") from None
+            raise UsageError(f"bad registry URL {base[:200]!r}: {exc}", hint="e.g. --registry https://host/collhub/") from None
         self.base_url = base if base.endswith("/") else base + "/"
         digest = hashlib.sha256(self.base_url.encode()).hexdigest()[:16]
         self.cache_dir = (cache_dir or _cache_root() / "registry") / digest
@@ -205,6 +231,7 @@ class RegistryClient:
         safe = rel.replace("/", "__")
         return self.cache_dir / safe, self.cache_dir / (safe + ".etag")
 
+    @_hinted
     def get_json(self, rel: str) -> dict[str, Any]:
         """GET a registry document, using and refreshing the ETag cache."""
         url = urljoin(self.base_url, rel)
@@ -285,15 +312,18 @@ class RegistryClient:
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])[:200]
-            raise RegistryFormatError(f"{what}: {loc}: {' '.join(first['msg'].split())[:300]}") from None
+            msg = " ".join(first["msg"].split())[:300]
+            raise RegistryFormatError(f"{what}: {loc}: {msg}" if loc else f"{what}: {msg}") from None
 
     # -- documents ---------------------------------------------------------------------------
+    @_hinted
     def index(self) -> IndexDoc:
         return self._model(IndexDoc, self.get_json("v1/index.json"), "v1/index.json")
 
+    @_hinted
     def plugin(self, name: str) -> PluginDoc:
         if not valid_name(name):
-            raise UsageError(f"invalid plugin name {name!r}")
+            raise UsageError(f"invalid plugin name {name[:200]!r}", hint="a distribution name such as collhub-mscclang")
         rel = f"v1/plugins/{normalize_name(name)}.json"
         return self._model(PluginDoc, self.get_json(rel), rel)
 
@@ -315,12 +345,14 @@ class RegistryClient:
         return found
 
     # -- resolution and install --------------------------------------------------------------
+    @_hinted
     def resolve(self, requirement: str, *, hub_version: str | None = None) -> InstallPlan:
         """Pick the newest compatible, non-yanked version that satisfies ``requirement``."""
         try:
             req = Requirement(requirement)
         except InvalidRequirement as exc:
-            raise UsageError(f"invalid requirement {requirement!r}: {exc}") from None
+            raise UsageError(f"invalid requirement {requirement[:200]!r}: {' '.join(str(exc).split())[:200]}",
+                             hint="NAME or NAME<specifier>, e.g. collhub-mscclang>=0.1") from None
         doc = self.plugin(req.name)
         from .. import __version__
         from ..plugins import PLUGIN_API_VERSION
@@ -369,8 +401,11 @@ class RegistryClient:
         except ValueError:
             raise RegistryFormatError(f"{doc.name} {text}: bad file URL {wheels[0].url[:200]!r}") from None
         self._http.check_origin(url, f"{doc.name} {text}: file URL")
+        if not wheels[0].hashes.get("sha256"):
+            raise IntegrityError(f"{wheels[0].filename}: the index gives no sha256; refusing to install")
         return InstallPlan(doc.name, text, wheels[0], url, entry.requires_hub)
 
+    @_hinted
     def download(self, plan: InstallPlan, dest: Path) -> Path:
         """Download one wheel into ``dest``, verifying size and sha256 before it is kept."""
         expected = plan.file.hashes.get("sha256")

@@ -154,6 +154,8 @@ class Fetcher:
                         answer = await self._follow(url, headers, limit, too_large, sink)
                     except httpx.HTTPError as exc:
                         last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                        if isinstance(exc, (httpx.ProtocolError, httpx.InvalidURL, httpx.UnsupportedProtocol)):
+                            break  # a malformed answer is not transient: do not ask again
                     else:
                         if answer.status < 500:
                             return answer
