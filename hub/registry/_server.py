@@ -155,7 +155,8 @@ class RegistryServer:
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
             return False
         try:
-            head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEADER_TIMEOUT)
+            # "\n\r\n" also ends a head that began with the byte just read (parse_head checks CRLF CRLF)
+            head = first + await asyncio.wait_for(reader.readuntil(b"\n\r\n"), HEADER_TIMEOUT)
         except (asyncio.IncompleteReadError, ConnectionError):
             return False
         except asyncio.TimeoutError:
