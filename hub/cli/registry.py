@@ -20,6 +20,9 @@ app = typer.Typer(help="Build, serve and check a plugin registry.", no_args_is_h
 REGISTRY_OPTION = typer.Option(None, "--registry", "-r", help="Registry URL (default: $COLLHUB_REGISTRY_URL or config).")
 
 
+_SOURCES_HINT = "pass wheel files, directories of wheels, or plugin project directories"
+
+
 def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
     """Wheel files, directories of wheels, or plugin project directories (built with pip here)."""
     wheels: list[Path] = []
@@ -37,18 +40,18 @@ def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
             )
             if proc.returncode != 0:
                 tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-                raise UsageError(f"{path}: building a wheel failed: {tail}")
+                raise UsageError(f"{path}: building a wheel failed: {tail}",
+                                 hint="run `pip wheel --no-deps --no-build-isolation` there to see the whole error")
             wheels.extend(sorted(workdir.glob("*.whl")))
         elif path.is_dir():
             found = sorted(p for p in path.glob("*.whl") if p.is_file())
             if not found:
-                raise UsageError(f"{path}: a directory with no *.whl files and no pyproject.toml",
-                                 hint="pass wheel files, a directory of wheels, or a plugin project directory")
+                raise UsageError(f"{path}: a directory with no *.whl files and no pyproject.toml", hint=_SOURCES_HINT)
             wheels.extend(found)
         elif path.exists():
-            raise UsageError(f"{path}: not a regular file or a directory")
+            raise UsageError(f"{path}: not a regular file or a directory", hint=_SOURCES_HINT)
         else:
-            raise UsageError(f"{path}: no such file or directory")
+            raise UsageError(f"{path}: no such file or directory", hint=_SOURCES_HINT)
     return sorted(set(wheels))
 
 
