@@ -32,13 +32,19 @@ class Ran:
     wall: float
 
 
+def _base_env() -> dict[str, str]:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("COLLHUB_LOAD_PLUGINS", None)  # a case that wants plugins off says so in its env
+    return env
+
+
 def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
 def run_many(cases: Sequence[tuple[Sequence[str], dict[str, str]]], *, jobs: int = 4) -> list[Ran]:
     """Run ``python -m hub.cli ARGS`` with ``env`` added, for each case, ``jobs`` at a time."""
-    base = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "COLLHUB_LOAD_PLUGINS": ""}
+    base = _base_env()
     results: list[Ran | None] = [None] * len(cases)
     running: list[tuple[int, subprocess.Popen[str], float]] = []
     todo = list(enumerate(cases))
@@ -88,7 +94,7 @@ sys.stdout.write(json.dumps(results))
 def run_batch(cases: Sequence[tuple[Sequence[str], dict[str, str]]], *, jobs: int = 2,
               timeout: float = 120.0) -> list[Ran]:
     """Run every case through ``hub.cli.main`` in ``jobs`` subprocesses, each under :data:`MEMORY_CAP`."""
-    base = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "COLLHUB_LOAD_PLUGINS": ""}
+    base = _base_env()
     shares = [list(range(k, len(cases), jobs)) for k in range(jobs)]
     procs = [subprocess.Popen([sys.executable, "-c", _DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=base, preexec_fn=_limit) for _ in shares]

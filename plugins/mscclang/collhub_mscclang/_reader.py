@@ -30,9 +30,10 @@ __all__ = ["DEFAULT_MAX_BYTES", "read_msccl_ir"]
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 NAMES_AUTO_BYTES = 512 * 1024
-MAX_TOKEN_BYTES = 1 << 20  # the longest tag, attribute, comment or text run accepted (MSCCL-IR's are < 1 KiB)
+MAX_TOKEN_BYTES = 1 << 20  # the longest tag, comment or PI accepted (MSCCL-IR's tags are < 1 KiB)
 
 _EXPAT_ENCODINGS = frozenset({"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16"})
+_FORMAT_HINT = "MSCCL-IR is the XML msccl-tools' ncclize writes; see plugins/mscclang/README.md for what is read"
 _ENCODING_HINT = "MSCCL-IR files are UTF-8 (or ASCII, ISO-8859-1, UTF-16, or a one-byte ASCII-compatible codepage)"
 
 _STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
@@ -289,7 +290,8 @@ class _Reader:
                 # needs is refused here, which keeps the parse linear in the input size
                 if fed - max(p.CurrentByteIndex, 0) > MAX_TOKEN_BYTES:
                     raise self.fail(
-                        f"a single tag, attribute, comment or text run is longer than {MAX_TOKEN_BYTES} bytes",
+                        f"one tag (with its attributes), comment or processing instruction is longer than "
+                        f"{MAX_TOKEN_BYTES} bytes",
                         hint="MSCCL-IR holds short tags only; is this the right file?")
             p.Parse(b"", True)
         except expat.ExpatError as e:
@@ -420,4 +422,9 @@ def read_msccl_ir(
     rd.name = name
     rd.inplace_choice = inplace
     rd.root_choice = root
-    return rd.run()
+    try:
+        return rd.run()
+    except ImportFormatError as exc:
+        if exc.hint is None:  # every refusal tells the user where to look
+            exc.hint = _FORMAT_HINT
+        raise
