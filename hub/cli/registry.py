@@ -122,6 +122,9 @@ def check(site: Path = typer.Argument(..., help="Site directory to check."), fmt
         for version, entry in doc.versions.items():
             for f in entry.files:
                 target = (path.parent / f.url).resolve()
+                if site.resolve() not in target.parents:  # a hostile document must not make us read elsewhere
+                    problems.append(f"{doc.name} {version}: {f.filename} points outside the site ({f.url[:200]})")
+                    continue
                 if not target.is_file():
                     problems.append(f"{doc.name} {version}: missing {f.filename}")
                     continue

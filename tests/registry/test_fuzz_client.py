@@ -100,7 +100,7 @@ def _check(serve: bytes, action: str) -> None:
             client.close()
 
 
-_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS

@@ -279,7 +279,7 @@ def _read_or_format_error(path: Path, data: bytes) -> None:
         assert "\n" not in exc.message
 
 
-_FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+_FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
 
 
