@@ -39,6 +39,17 @@ MAX_CONNECTIONS = 1024  # open connections; more are answered 503 and closed
 _KNOWN_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"})
 
 
+def _fd_room() -> int:
+    """Connections that fit under the process's open-file limit (accept() must never hit EMFILE)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return MAX_CONNECTIONS
+    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(8, soft - 64)
+
+
 class RegistryServer:
     """Serves ``root`` read-only. Files are cached in memory keyed by (mtime, size).
 
@@ -62,6 +73,7 @@ class RegistryServer:
         self._started = threading.Event()
         self._done = threading.Event()
         self._open = 0
+        self._fd_room = _fd_room()
 
     @property
     def url(self) -> str:
@@ -129,7 +141,7 @@ class RegistryServer:
 
     # -- HTTP ------------------------------------------------------------------------------
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_CONNECTIONS:  # bound what idle or slow clients can hold
+        if self._open >= min(MAX_CONNECTIONS, self._fd_room):  # bound what idle or slow clients can hold
             self._respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, b"too many connections\n", close=True)
             await self._drain_and_close(writer)
             return

@@ -123,6 +123,33 @@ def test_malformed_requests_get_an_answer(srv: RegistryServer, case: str, data: 
     _healthy(srv)
 
 
+def test_the_cli_server_answers_a_bad_length_and_a_long_path(tmp_path: Path) -> None:
+    """The two reports of the issue, against `collhub registry serve` itself (a subprocess)."""
+    import re
+    import subprocess
+    import sys
+
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "index.json").write_bytes(INDEX)
+    proc = subprocess.Popen([sys.executable, "-m", "hub.cli", "registry", "serve", str(tmp_path), "--port", "0"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        match = re.search(r"http://([\d.]+):(\d+)/", line)
+        assert match, line
+        addr = (match.group(1), int(match.group(2)))
+
+        class _Addr:
+            server_address = addr
+
+        for data, status in ((G + b"Content-Length: abc\r\n\r\n", 400), (b"GET /" + b"a" * 8000 + b" HTTP/1.1\r\n\r\n", 414)):
+            assert _status(_exchange(_Addr, data)) == status  # type: ignore[arg-type]
+        _healthy(_Addr)  # type: ignore[arg-type]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_absolute_form_and_pipelining_still_work(srv: RegistryServer) -> None:
     reply = _exchange(srv, b"GET http://x/v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n")
     assert _status(reply) == 200
