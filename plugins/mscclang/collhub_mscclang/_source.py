@@ -13,7 +13,7 @@ import os
 import stat
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Generator
 
 from hub.errors import ImportFormatError
 
@@ -60,7 +60,7 @@ def _read_exact(raw: io.BufferedIOBase, n: int) -> bytes:
     return out
 
 
-def pieces(path: Path, max_bytes: int) -> Iterator[bytes]:
+def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
     """Yield the XML bytes of ``path`` in pieces of at most :data:`PIECE` bytes.
 
     Raises :class:`ImportFormatError` when the input cannot be opened or read, is a directory
