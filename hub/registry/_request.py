@@ -17,7 +17,8 @@ MAX_HEADERS = 64  # header fields per request
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 token
 _VERSION = re.compile(r"^HTTP/1\.[01]$")
 _TARGET = re.compile(r"^[\x21-\x7e]+$")  # visible ASCII; no spaces or control characters
-_FIELD_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # control characters but tab, CR and LF
+_FIELD = re.compile(r"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*")  # name ":" OWS value OWS
 
 
 class BadRequest(Exception):
@@ -81,23 +82,24 @@ def parse_head(head: bytes) -> Request:
     text = head.decode("latin-1")  # never fails; field values may carry obs-text
     if not text.endswith("\r\n\r\n"):
         raise BadRequest(HTTPStatus.BAD_REQUEST, "request head does not end in CRLF CRLF")
+    crlf = text.count("\r\n")
+    if _CONTROL.search(text) or text.count("\r") != crlf or text.count("\n") != crlf:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, "control character, bare CR or bare LF in the request head")
     lines = text[:-4].split("\r\n")
-    if any("\n" in line or "\r" in line or "\x00" in line for line in lines):
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "bare CR, LF or NUL in the request head")
     method, target, version = _request_line(lines[0])
     if len(lines) - 1 > MAX_HEADERS:
         raise BadRequest(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, f"more than {MAX_HEADERS} header fields")
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep or not _TOKEN.match(name):  # also refuses obs-fold (a line starting with space)
+        match = _FIELD.fullmatch(line)
+        if match is None:  # also refuses obs-fold (a line starting with space) and an empty name
             raise BadRequest(HTTPStatus.BAD_REQUEST, "malformed header field")
-        value = value.strip(" \t")
-        if not _FIELD_VALUE.match(value):
-            raise BadRequest(HTTPStatus.BAD_REQUEST, "control character in a header value")
+        name, value = match.groups()
         key = name.lower()
-        if key in ("content-length", "host", "transfer-encoding") and key in headers:
-            raise BadRequest(HTTPStatus.BAD_REQUEST, f"repeated {name} header")
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        if key in headers:
+            if key in ("content-length", "host", "transfer-encoding"):
+                raise BadRequest(HTTPStatus.BAD_REQUEST, f"repeated {name} header")
+            value = f"{headers[key]}, {value}"
+        headers[key] = value
     _content_length(headers)
     return Request(method, target, version, headers)

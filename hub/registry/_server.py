@@ -162,16 +162,19 @@ class RegistryServer:
         """Read and answer one request; False when the connection should end."""
         # an idle keep-alive connection may wait for its next request; once a request has
         # begun, its whole head must arrive within HEADER_TIMEOUT (slow-drip clients end here)
+        # asyncio.timeout, not wait_for: no task per request on this hot path
         try:
-            first = await asyncio.wait_for(reader.readexactly(1), IDLE_TIMEOUT)
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+            async with asyncio.timeout(IDLE_TIMEOUT):
+                first = await reader.readexactly(1)
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             return False
         try:
-            # "\n\r\n" also ends a head that began with the byte just read (parse_head checks CRLF CRLF)
-            head = first + await asyncio.wait_for(reader.readuntil(b"\n\r\n"), HEADER_TIMEOUT)
+            async with asyncio.timeout(HEADER_TIMEOUT):
+                # "\n\r\n" also ends a head that began with the byte just read (parse_head checks CRLF CRLF)
+                head = first + await reader.readuntil(b"\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError):
             return False
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._respond(writer, HTTPStatus.REQUEST_TIMEOUT, b"request head too slow\n", close=True)
             await self._drain_and_close(writer)
             return False
@@ -188,14 +191,17 @@ class RegistryServer:
             print(f"collhub-registry: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
             self._respond(writer, HTTPStatus.INTERNAL_SERVER_ERROR, b"internal error\n", close=True)
             keep_alive = False
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)  # a client that never reads ends too
+        if writer.transport.get_write_buffer_size():  # only a client that is not reading yet
+            async with asyncio.timeout(WRITE_TIMEOUT):  # one that never reads ends too
+                await writer.drain()
         return keep_alive
 
     @staticmethod
     async def _drain_and_close(writer: asyncio.StreamWriter) -> None:
         try:
-            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
-        except (ConnectionError, asyncio.TimeoutError):
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                await writer.drain()
+        except (ConnectionError, TimeoutError):
             pass
         writer.close()
 
