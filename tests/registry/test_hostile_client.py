@@ -176,8 +176,8 @@ def _env(tmp: Path, case: str) -> dict[str, str]:
 
 
 def _check_all(tmp: Path, cases: list[tuple[str, list[str], dict[str, str]]], rc: int, *, batch: bool = True) -> None:
-    run = run_batch if batch else run_many
-    ran = run([(args, env) for _, args, env in cases])
+    pairs = [(args, env) for _, args, env in cases]
+    ran = run_batch(pairs, jobs=3) if batch else run_many(pairs)
     for (case, _, _), result in zip(cases, ran):
         assert_clean(result, rc)
         leftovers = list((tmp / case / "tmp").iterdir()) if (tmp / case / "tmp").exists() else []
