@@ -20,26 +20,38 @@ app = typer.Typer(help="Build, serve and check a plugin registry.", no_args_is_h
 REGISTRY_OPTION = typer.Option(None, "--registry", "-r", help="Registry URL (default: $COLLHUB_REGISTRY_URL or config).")
 
 
+_SOURCES_HINT = "pass wheel files, directories of wheels, or plugin project directories"
+
+
 def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
     """Wheel files, directories of wheels, or plugin project directories (built with pip here)."""
     wheels: list[Path] = []
     for path in paths:
         if path.is_file():
             wheels.append(path)
-        elif (path / "pyproject.toml").is_file():
+        elif (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
+            # an absolute path, and no index: pip reads a bare word ("six") as a requirement and
+            # would download it; a local path must always stay a path
             proc = subprocess.run(
-                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(workdir), str(path)],
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                 "-w", str(workdir), str(path.resolve())],
                 capture_output=True,
                 text=True,
             )
             if proc.returncode != 0:
                 tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-                raise UsageError(f"{path}: building a wheel failed: {tail}")
+                raise UsageError(f"{path}: building a wheel failed: {tail}",
+                                 hint="run `pip wheel --no-deps --no-build-isolation` there to see the whole error")
             wheels.extend(sorted(workdir.glob("*.whl")))
         elif path.is_dir():
-            wheels.extend(sorted(path.glob("*.whl")))
+            found = sorted(p for p in path.glob("*.whl") if p.is_file())
+            if not found:
+                raise UsageError(f"{path}: a directory with no *.whl files and no pyproject.toml", hint=_SOURCES_HINT)
+            wheels.extend(found)
+        elif path.exists():
+            raise UsageError(f"{path}: not a regular file or a directory", hint=_SOURCES_HINT)
         else:
-            raise UsageError(f"{path}: no such file or directory")
+            raise UsageError(f"{path}: no such file or directory", hint=_SOURCES_HINT)
     return sorted(set(wheels))
 
 
@@ -77,6 +89,8 @@ def serve(
     """Serve a registry site read-only (ETag, If-None-Match, safe paths)."""
     from ..registry import make_server
 
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a TCP port", hint="use 1..65535, or 0 to pick a free one")
     server = make_server(site, host, port, verbose=verbose)
     err(f"serving {site} at {server.url}  (Ctrl-C to stop)")
     try:
@@ -108,6 +122,9 @@ def check(site: Path = typer.Argument(..., help="Site directory to check."), fmt
         for version, entry in doc.versions.items():
             for f in entry.files:
                 target = (path.parent / f.url).resolve()
+                if site.resolve() not in target.parents:  # a hostile document must not make us read elsewhere
+                    problems.append(f"{doc.name} {version}: {f.filename} points outside the site ({f.url[:200]})")
+                    continue
                 if not target.is_file():
                     problems.append(f"{doc.name} {version}: missing {f.filename}")
                     continue

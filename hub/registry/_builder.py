@@ -77,6 +77,18 @@ def _version_key(text: str) -> tuple[int, Version | str]:
         return (0, text)
 
 
+def _check_out(out: Path) -> None:
+    """Only a missing path, an empty directory or an earlier site is replaced, never other data."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a registry site directory; refusing to replace it",
+                         hint="pick another --out")
+    if any(out.iterdir()) and not (out / "v1" / "index.json").is_file():
+        raise UsageError(f"{out}: is a non-empty directory that is not a registry site; refusing to replace it",
+                         hint="pick another --out, or remove it first")
+
+
 def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ()) -> BuildReport:
     """Index ``wheels`` into a static site at ``out`` (replaced atomically).
 
@@ -94,12 +106,16 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
     errors: list[ErrorEntry] = []
     for path in paths:
         if not path.is_file():
-            errors.append(ErrorEntry(file=path.name, error="no such file"))
+            errors.append(ErrorEntry(file=path.name, error="no such file" if not path.exists() else "not a regular file"))
             continue
         try:
             info = read_wheel(path)
         except RegistryFormatError as exc:
             errors.append(ErrorEntry(file=path.name, error=str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - one odd wheel must not take the others down
+            errors.append(ErrorEntry(file=path.name, error=f"unexpected {type(exc).__name__} reading the wheel "
+                                     "(please report this as a collhub bug)"))
             continue
         name = normalize_name(info.name)
         if info.version in infos.get(name, {}):
@@ -107,6 +123,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
             continue
         infos.setdefault(name, {})[info.version] = info
 
+    _check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

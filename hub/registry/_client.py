@@ -9,23 +9,23 @@ cache (offline mode) with a warning. Downloads are checked against the index's s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import urljoin
 
 import httpx
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ValidationError
 
@@ -37,12 +37,30 @@ from ..errors import (
     RegistryUnavailableError,
     UsageError,
 )
+from ._fetch import Fetcher, origin
 from ._models import API_VERSION, FileEntry, IndexDoc, PluginDoc, PluginSummary, VersionEntry, normalize_name, valid_name
 
 __all__ = ["InstallPlan", "RegistryClient", "default_registry_url", "prune_unknown"]
 
-DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)  # per network operation
+DEFAULT_DEADLINE = 60.0  # seconds for one whole request (retries and redirects included)
 MAX_DOWNLOAD_BYTES = 200 * 1024 * 1024
+MAX_DOCUMENT_BYTES = 32 * 1024 * 1024  # one index document, decompressed
+MAX_JSON_DEPTH = 32  # the documented documents nest 7 deep
+
+
+def _env_deadline() -> float:
+    text = os.environ.get("COLLHUB_REGISTRY_DEADLINE", "")
+    if not text:
+        return DEFAULT_DEADLINE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e6:
+        raise UsageError(f"COLLHUB_REGISTRY_DEADLINE={text[:40]!r} is not a positive number of seconds",
+                         hint=f"unset it for the default of {DEFAULT_DEADLINE:g} s")
+    return value
 
 
 def _config_file() -> Path:
@@ -53,20 +71,34 @@ def _config_file() -> Path:
     return Path(base) / "collhub" / "config.toml"
 
 
+def _registry_config() -> dict[str, Any]:
+    path = _config_file()
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot read config: {' '.join(str(exc).split())}") from None
+    section = data.get("registry")
+    if section is not None and not isinstance(section, dict):
+        raise UsageError(f"{path}: [registry] must be a table")
+    return section or {}
+
+
 def default_registry_url() -> str | None:
     url = os.environ.get("COLLHUB_REGISTRY_URL")
     if url:
         return url
-    path = _config_file()
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read config: {exc}") from None
-        url = (data.get("registry") or {}).get("url")
-        if isinstance(url, str) and url:
-            return url
-    return None
+    url = _registry_config().get("url")
+    return url if isinstance(url, str) and url else None
+
+
+def _configured_origins() -> list[str]:
+    value = _registry_config().get("allowed_origins", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.startswith(("http://", "https://"))
+                                              for v in value):
+        raise UsageError(f"{_config_file()}: [registry] allowed_origins must be a list of http(s) URLs")
+    return value
 
 
 def _cache_root() -> Path:
@@ -106,6 +138,30 @@ def _prune_value(annotation: Any, value: Any) -> Any:
     return value
 
 
+_HINTS: tuple[tuple[type[RegistryError], str], ...] = (
+    (IntegrityError, "the file on the server differs from the one indexed; nothing was installed"),
+    (RegistryFormatError, "the registry serves documents collhub cannot use; tell its maintainer, or use another --registry"),
+    (RegistryUnavailableError, "check the URL, retry later, or use --offline"),
+    (RegistryError, "see: collhub search, or collhub plugins info NAME --remote"),
+)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _hinted(fn: _F) -> _F:
+    """Give every registry error that leaves ``fn`` a hint (the CLI prints ``hint:`` lines)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RegistryError as exc:
+            if exc.hint is None:
+                exc.hint = next(h for cls, h in _HINTS if isinstance(exc, cls))
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class InstallPlan:
     name: str
@@ -129,6 +185,9 @@ class RegistryClient:
         offline: bool = False,
         verify: bool = True,
         max_download_bytes: int = MAX_DOWNLOAD_BYTES,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+        deadline: float | None = None,
+        allowed_origins: Iterable[str] | None = None,
     ) -> None:
         base = url or default_registry_url()
         if not base:
@@ -138,22 +197,25 @@ class RegistryClient:
                 + str(_config_file()),
             )
         if not base.startswith(("http://", "https://")):
-            raise UsageError(f"registry URL must be http(s): {base!r}")
+            raise UsageError(f"registry URL must be http(s): {base[:200]!r}", hint="e.g. --registry https://host/collhub/")
+        try:
+            origin(base)
+        except ValueError as exc:
+            raise UsageError(f"bad registry URL {base[:200]!r}: {exc}", hint="e.g. --registry https://host/collhub/") from None
         self.base_url = base if base.endswith("/") else base + "/"
         digest = hashlib.sha256(self.base_url.encode()).hexdigest()[:16]
         self.cache_dir = (cache_dir or _cache_root() / "registry") / digest
         self.retries = retries
         self.offline = offline
         self.max_download_bytes = max_download_bytes
+        self.max_document_bytes = max_document_bytes
+        self.deadline = deadline if deadline is not None else _env_deadline()
         from .. import __version__
 
-        self._http = httpx.Client(
-            transport=transport,
-            timeout=timeout,
-            verify=verify,
-            follow_redirects=True,
-            headers={"User-Agent": f"collhub/{__version__} (+registry client)"},
-        )
+        origins = list(allowed_origins) if allowed_origins is not None else _configured_origins()
+        self._http = Fetcher(base_url=self.base_url, transport=transport, timeout=timeout, verify=verify,
+                             user_agent=f"collhub/{__version__} (+registry client)",
+                             allowed_origins=frozenset(origins), retries=retries)
 
     def __enter__(self) -> "RegistryClient":
         return self
@@ -169,23 +231,7 @@ class RegistryClient:
         safe = rel.replace("/", "__")
         return self.cache_dir / safe, self.cache_dir / (safe + ".etag")
 
-    def _request(self, url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-        last: Exception | None = None
-        for attempt in range(self.retries + 1):
-            try:
-                resp = self._http.get(url, headers=headers)
-            except httpx.HTTPError as exc:
-                last = exc
-            else:
-                if resp.status_code < 500:
-                    return resp
-                last = RegistryUnavailableError(f"{url}: HTTP {resp.status_code}")
-            if attempt < self.retries:
-                time.sleep(0.2 * (2**attempt))
-        if isinstance(last, RegistryError):
-            raise last
-        raise RegistryUnavailableError(f"cannot reach {url}: {last}", hint="check the URL or use --offline")
-
+    @_hinted
     def get_json(self, rel: str) -> dict[str, Any]:
         """GET a registry document, using and refreshing the ETag cache."""
         url = urljoin(self.base_url, rel)
@@ -194,43 +240,62 @@ class RegistryClient:
         if self.offline:
             if not cached:
                 raise RegistryUnavailableError(f"offline and {rel} is not cached", hint="run once online first")
-            return self._parse(body_path.read_bytes(), url)
+            return self._parse(self._read_cache(body_path), url)
         headers = {"Accept": "application/json"}
         if cached and etag_path.is_file():
-            headers["If-None-Match"] = etag_path.read_text().strip()
+            etag = etag_path.read_text(encoding="latin-1").strip()
+            if etag.isprintable() and len(etag) < 200:
+                headers["If-None-Match"] = etag
+        too_large = lambda: RegistryFormatError(  # noqa: E731
+            f"{url}: document is larger than {self.max_document_bytes} bytes (decompressed)")
         try:
-            resp = self._request(url, headers)
+            resp = self._http.get(url, headers, deadline=self.deadline, limit=self.max_document_bytes,
+                                  too_large=too_large)
         except RegistryUnavailableError as exc:
             if cached:
                 warnings.warn(f"registry unreachable ({exc}); using cached {rel}", stacklevel=2)
-                return self._parse(body_path.read_bytes(), url)
+                return self._parse(self._read_cache(body_path), url)
             raise
-        if resp.status_code == 304 and cached:
-            return self._parse(body_path.read_bytes(), url)
-        if resp.status_code == 404:
+        if resp.status == 304 and cached:
+            return self._parse(self._read_cache(body_path), url)
+        if resp.status == 404:
             raise RegistryError(f"{url}: not found")
-        if resp.status_code != 200:
-            raise RegistryUnavailableError(f"{url}: HTTP {resp.status_code}")
-        data = self._parse(resp.content, url)
+        if resp.status != 200:
+            raise RegistryUnavailableError(f"{url}: HTTP {resp.status}")
+        data = self._parse(resp.body, url)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(body_path, resp.content)
-        if resp.headers.get("ETag"):
-            _atomic_write(etag_path, resp.headers["ETag"].encode())
+        _atomic_write(body_path, resp.body)
+        etag = resp.headers.get("ETag", "")
+        if etag and etag.isprintable() and len(etag) < 200:
+            _atomic_write(etag_path, etag.encode("latin-1", "replace"))
+        else:
+            etag_path.unlink(missing_ok=True)
         return data
+
+    def _read_cache(self, path: Path) -> bytes:
+        if path.stat().st_size > self.max_document_bytes:
+            raise RegistryFormatError(f"{path}: cached document is larger than {self.max_document_bytes} bytes")
+        return path.read_bytes()
 
     @staticmethod
     def _parse(raw: bytes, url: str) -> dict[str, Any]:
         try:
             data = json.loads(raw)
-        except ValueError as exc:
-            raise RegistryFormatError(f"{url}: not JSON ({exc})") from None
+        except RecursionError:
+            raise RegistryFormatError(f"{url}: JSON nested too deeply") from None
+        except ValueError as exc:  # also UnicodeDecodeError
+            raise RegistryFormatError(f"{url}: not JSON ({' '.join(str(exc).split())[:200]})") from None
         if not isinstance(data, dict):
             raise RegistryFormatError(f"{url}: top level must be an object")
-        version = str((data.get("meta") or {}).get("api-version", ""))
-        try:
-            major, minor = (int(x) for x in version.split(".", 1))
-        except ValueError:
-            raise RegistryFormatError(f"{url}: missing or bad meta.api-version {version!r}") from None
+        _check_depth(data, url)
+        meta = data.get("meta")
+        if not isinstance(meta, dict):
+            raise RegistryFormatError(f"{url}: meta must be an object with an api-version")
+        version = meta.get("api-version")
+        parts = version.split(".") if isinstance(version, str) else []
+        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
+            raise RegistryFormatError(f"{url}: missing or bad meta.api-version {str(version)[:40]!r}")
+        major, minor = int(parts[0]), int(parts[1])
         our_major, our_minor = (int(x) for x in API_VERSION.split("."))
         if major > our_major:
             raise RegistryFormatError(
@@ -246,16 +311,19 @@ class RegistryClient:
             return model.model_validate(prune_unknown(model, data))
         except ValidationError as exc:
             first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
-            raise RegistryFormatError(f"{what}: {loc}: {first['msg']}") from None
+            loc = ".".join(str(p) for p in first["loc"])[:200]
+            msg = " ".join(first["msg"].split())[:300]
+            raise RegistryFormatError(f"{what}: {loc}: {msg}" if loc else f"{what}: {msg}") from None
 
     # -- documents ---------------------------------------------------------------------------
+    @_hinted
     def index(self) -> IndexDoc:
         return self._model(IndexDoc, self.get_json("v1/index.json"), "v1/index.json")
 
+    @_hinted
     def plugin(self, name: str) -> PluginDoc:
         if not valid_name(name):
-            raise UsageError(f"invalid plugin name {name!r}")
+            raise UsageError(f"invalid plugin name {name[:200]!r}", hint="a distribution name such as collhub-mscclang")
         rel = f"v1/plugins/{normalize_name(name)}.json"
         return self._model(PluginDoc, self.get_json(rel), rel)
 
@@ -277,17 +345,22 @@ class RegistryClient:
         return found
 
     # -- resolution and install --------------------------------------------------------------
+    @_hinted
     def resolve(self, requirement: str, *, hub_version: str | None = None) -> InstallPlan:
         """Pick the newest compatible, non-yanked version that satisfies ``requirement``."""
         try:
             req = Requirement(requirement)
         except InvalidRequirement as exc:
-            raise UsageError(f"invalid requirement {requirement!r}: {exc}") from None
+            raise UsageError(f"invalid requirement {requirement[:200]!r}: {' '.join(str(exc).split())[:200]}",
+                             hint="NAME or NAME<specifier>, e.g. collhub-mscclang>=0.1") from None
         doc = self.plugin(req.name)
         from .. import __version__
         from ..plugins import PLUGIN_API_VERSION
 
-        current = Version(hub_version or __version__)
+        try:
+            current = Version(hub_version or __version__)
+        except InvalidVersion:
+            raise UsageError(f"invalid collhub version {hub_version!r}") from None
         api_major = int(PLUGIN_API_VERSION.split(".")[0])
         pinned = any(s.operator in ("==", "===") for s in req.specifier)
         reasons: list[str] = []
@@ -302,10 +375,15 @@ class RegistryClient:
             if entry.yanked and not pinned:
                 reasons.append(f"{text} is yanked")
                 continue
-            if entry.requires_hub and not SpecifierSet(entry.requires_hub).contains(current, prereleases=True):
+            try:  # the models validate both strings; this keeps a bypass a registry error too
+                needs_hub = SpecifierSet(entry.requires_hub)
+                entry_major = int(entry.api_version.split(".")[0])
+            except (InvalidSpecifier, ValueError):
+                raise RegistryFormatError(f"{doc.name} {text}: bad requires_hub or api_version") from None
+            if entry.requires_hub and not needs_hub.contains(current, prereleases=True):
                 reasons.append(f"{text} needs collhub{entry.requires_hub} (you have {current})")
                 continue
-            if int(entry.api_version.split(".")[0]) > api_major:
+            if entry_major > api_major:
                 reasons.append(f"{text} needs plugin API {entry.api_version} (this collhub has {PLUGIN_API_VERSION})")
                 continue
             candidates.append((ver, text, entry))
@@ -318,9 +396,16 @@ class RegistryClient:
         if not wheels:
             raise RegistryError(f"{doc.name} {text}: no wheel file in the index")
         rel = f"v1/plugins/{normalize_name(doc.name)}.json"
-        url = urljoin(urljoin(self.base_url, rel), wheels[0].url)
+        try:
+            url = urljoin(urljoin(self.base_url, rel), wheels[0].url)
+        except ValueError:
+            raise RegistryFormatError(f"{doc.name} {text}: bad file URL {wheels[0].url[:200]!r}") from None
+        self._http.check_origin(url, f"{doc.name} {text}: file URL")
+        if not wheels[0].hashes.get("sha256"):
+            raise IntegrityError(f"{wheels[0].filename}: the index gives no sha256; refusing to install")
         return InstallPlan(doc.name, text, wheels[0], url, entry.requires_hub)
 
+    @_hinted
     def download(self, plan: InstallPlan, dest: Path) -> Path:
         """Download one wheel into ``dest``, verifying size and sha256 before it is kept."""
         expected = plan.file.hashes.get("sha256")
@@ -330,24 +415,21 @@ class RegistryClient:
             raise IntegrityError(f"{plan.file.filename}: {plan.file.size} bytes exceeds the download limit")
         target = Path(dest) / plan.file.filename
         tmp = target.with_name(target.name + ".part")
-        digest = hashlib.sha256()
-        size = 0
+        too_large = lambda: IntegrityError(  # noqa: E731
+            f"{plan.file.filename}: download is larger than the {plan.file.size} bytes the index promises",
+            hint="the file on the server differs from the one indexed; nothing was installed")
         try:
-            with self._http.stream("GET", plan.url) as resp:
-                if resp.status_code != 200:
-                    raise RegistryUnavailableError(f"{plan.url}: HTTP {resp.status_code}")
-                with tmp.open("wb") as fh:
-                    for block in resp.iter_bytes():
-                        size += len(block)
-                        if size > plan.file.size or size > self.max_download_bytes:
-                            raise IntegrityError(
-                                f"{plan.file.filename}: download is larger than the {plan.file.size} bytes the index promises"
-                            )
-                        digest.update(block)
-                        fh.write(block)
-        except httpx.HTTPError as exc:
-            tmp.unlink(missing_ok=True)
-            raise RegistryUnavailableError(f"{plan.url}: {exc}") from None
+            with tmp.open("w+b") as fh:
+                resp = self._http.get(plan.url, {}, deadline=self.deadline, limit=plan.file.size,
+                                      too_large=too_large, sink=fh)
+                if resp.status != 200:
+                    raise RegistryUnavailableError(f"{plan.url}: HTTP {resp.status}")
+                fh.seek(0)
+                digest = hashlib.sha256()
+                size = 0
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+                    size += len(block)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -402,6 +484,19 @@ def uninstall(names: Iterable[str], *, python: str | None = None) -> None:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise RegistryError("pip failed to uninstall " + ", ".join(names) + ": " + " | ".join(tail))
+
+
+def _check_depth(data: Any, url: str) -> None:
+    """Refuse documents nested deeper than any documented one (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise RegistryFormatError(f"{url}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -9,9 +9,10 @@ minor and ignore unknown keys. The *builder* validates strictly (``extra="forbid
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "API_VERSION",
@@ -28,6 +29,7 @@ __all__ = [
     "PluginSummary",
     "VersionEntry",
     "normalize_name",
+    "valid_filename",
     "valid_name",
 ]
 
@@ -55,12 +57,28 @@ def valid_filename(filename: str) -> bool:
     return bool(_FILENAME_RE.match(filename)) and ".." not in filename and "/" not in filename
 
 
+def _check_specifier(value: str) -> str:
+    # parsed here, by the builder and the client alike, so a bad string is a format error of
+    # the document that holds it rather than an InvalidSpecifier deep inside resolution
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        raise ValueError(f"{value!r} is not a PEP 440 version specifier (e.g. '>=0.1,<2')") from None
+    return value
+
+
+#: A PEP 440 specifier set such as ``>=0.1,<2`` ("" = any version).
+SpecifierText = Annotated[str, Field(max_length=1000), AfterValidator(_check_specifier)]
+#: A "major.minor" API version.
+ApiVersionText = Annotated[str, Field(pattern=r"^\d{1,6}\.\d{1,6}$")]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
 class Meta(_Strict):
-    api_version: str = Field(API_VERSION, alias="api-version")
+    api_version: ApiVersionText = Field(API_VERSION, alias="api-version")
     generated_at: str | None = Field(None, alias="generated-at")
 
 
@@ -83,8 +101,8 @@ class Manifest(_Strict):
     name: str
     plugin: str = Field(description="entry-point name; component ids are <plugin>.<component>")
     display_name: str | None = None
-    api_version: str = Field(pattern=r"^\d+\.\d+$")
-    requires_hub: str = ""
+    api_version: ApiVersionText
+    requires_hub: SpecifierText = ""
     components: list[ManifestComponent]
     keywords: list[str] = Field(default_factory=list)
     lifecycle: Lifecycle = "active"
@@ -113,7 +131,7 @@ class PluginSummary(_Strict):
     lifecycle: Lifecycle = "active"
     keywords: list[str] = Field(default_factory=list)
     components: list[ComponentEntry] = Field(default_factory=list)
-    requires_hub: str = ""
+    requires_hub: SpecifierText = ""
 
 
 class IndexDoc(_Strict):
@@ -137,9 +155,9 @@ class FileEntry(_Strict):
 
 
 class VersionEntry(_Strict):
-    requires_hub: str = ""
-    requires_python: str = ""
-    api_version: str
+    requires_hub: SpecifierText = ""
+    requires_python: SpecifierText = ""
+    api_version: ApiVersionText
     yanked: bool = False
     upload_time: str | None = Field(None, alias="upload-time")
     summary: str = ""

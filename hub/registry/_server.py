@@ -18,6 +18,8 @@ from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ._request import BadRequest, Request, parse_head
+
 __all__ = ["RegistryServer", "make_server"]
 
 _CONTENT_TYPES = {
@@ -30,7 +32,22 @@ _CONTENT_TYPES = {
 }
 _SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _MAX_HEADER_BYTES = 16 * 1024
-_IDLE_TIMEOUT = 30.0
+IDLE_TIMEOUT = 30.0  # seconds a keep-alive connection may wait for its next request
+HEADER_TIMEOUT = 10.0  # seconds from a request's first byte to the end of its head
+WRITE_TIMEOUT = 30.0  # seconds an answer may take to leave (a client that stops reading)
+MAX_CONNECTIONS = 1024  # open connections; more are answered 503 and closed
+_KNOWN_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"})
+
+
+def _fd_room() -> int:
+    """Connections that fit under the process's open-file limit (accept() must never hit EMFILE)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return MAX_CONNECTIONS
+    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(8, soft - 64)
 
 
 class RegistryServer:
@@ -55,6 +72,8 @@ class RegistryServer:
         self._stop: asyncio.Event | None = None
         self._started = threading.Event()
         self._done = threading.Event()
+        self._open = 0
+        self._fd_room = _fd_room()
 
     @property
     def url(self) -> str:
@@ -122,57 +141,91 @@ class RegistryServer:
 
     # -- HTTP ------------------------------------------------------------------------------
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= min(MAX_CONNECTIONS, self._fd_room):  # bound what idle or slow clients can hold
+            self._respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, b"too many connections\n", close=True)
+            await self._drain_and_close(writer)
+            return
+        self._open += 1
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            while True:
-                try:
-                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _IDLE_TIMEOUT)
-                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
-                    return
-                except asyncio.LimitOverrunError:
-                    self._respond(writer, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, b"headers too large\n",
-                                  close=True)
-                    return
-                keep_alive = self._handle(head, writer)
-                await writer.drain()
-                if not keep_alive:
-                    return
-        except ConnectionError:
-            return
+            while await self._one_request(reader, writer):
+                pass
+        except (ConnectionError, asyncio.TimeoutError):
+            pass
         finally:
+            self._open -= 1
             writer.close()
 
-    def _handle(self, head: bytes, writer: asyncio.StreamWriter) -> bool:
+    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Read and answer one request; False when the connection should end."""
+        # an idle keep-alive connection may wait for its next request; once a request has
+        # begun, its whole head must arrive within HEADER_TIMEOUT (slow-drip clients end here)
+        # asyncio.timeout, not wait_for: no task per request on this hot path
         try:
-            lines = head.decode("latin-1").split("\r\n")
-            method, target, version = lines[0].split(" ")
-        except ValueError:
-            self._respond(writer, HTTPStatus.BAD_REQUEST, b"bad request\n", close=True)
+            async with asyncio.timeout(IDLE_TIMEOUT):
+                first = await reader.readexactly(1)
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             return False
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
-        close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
+        try:
+            async with asyncio.timeout(HEADER_TIMEOUT):
+                # "\n\r\n" also ends a head that began with the byte just read (parse_head checks CRLF CRLF)
+                head = first + await reader.readuntil(b"\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return False
+        except TimeoutError:
+            self._respond(writer, HTTPStatus.REQUEST_TIMEOUT, b"request head too slow\n", close=True)
+            await self._drain_and_close(writer)
+            return False
+        except asyncio.LimitOverrunError:
+            self._respond(writer, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, b"headers too large\n", close=True)
+            await self._drain_and_close(writer)
+            return False
+        try:
+            keep_alive = self._handle(parse_head(head), writer)
+        except BadRequest as exc:
+            self._respond(writer, exc.status, exc.reason.encode() + b"\n", close=True)
+            keep_alive = False
+        except Exception as exc:  # noqa: BLE001 - answer and log; never drop a client without a reply
+            print(f"collhub-registry: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            self._respond(writer, HTTPStatus.INTERNAL_SERVER_ERROR, b"internal error\n", close=True)
+            keep_alive = False
+        if writer.transport.get_write_buffer_size():  # only a client that is not reading yet
+            async with asyncio.timeout(WRITE_TIMEOUT):  # one that never reads ends too
+                await writer.drain()
+        return keep_alive
+
+    @staticmethod
+    async def _drain_and_close(writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                await writer.drain()
+        except (ConnectionError, TimeoutError):
+            pass
+        writer.close()
+
+    def _handle(self, req: Request, writer: asyncio.StreamWriter) -> bool:
+        method, target, close = req.method, req.target, req.close
         if self.verbose:
             print(f"{method} {target}", file=sys.stderr)
         if method not in ("GET", "HEAD"):
-            self._respond(writer, HTTPStatus.METHOD_NOT_ALLOWED, b"", close=close, extra={"Allow": "GET, HEAD"})
+            status = HTTPStatus.METHOD_NOT_ALLOWED if method in _KNOWN_METHODS else HTTPStatus.NOT_IMPLEMENTED
+            self._respond(writer, status, b"", close=close, extra={"Allow": "GET, HEAD"})
             return not close
-        if int(headers.get("content-length", "0") or 0) > 0:
-            self._respond(writer, HTTPStatus.BAD_REQUEST, b"unexpected body\n", close=True)
-            return False
-        path = self._resolve(target)
+        head = method == "HEAD"
+        try:
+            path = self._resolve(target)
+            found = path is not None and path.is_file()
+        except (OSError, ValueError):  # a name the file system cannot take is simply not there
+            path, found = None, False
         if path is None:
-            self._respond(writer, HTTPStatus.BAD_REQUEST, b"bad path\n", close=close, head=method == "HEAD")
-        elif not path.is_file():
-            self._respond(writer, HTTPStatus.NOT_FOUND, b"not found\n", close=close, head=method == "HEAD")
+            self._respond(writer, HTTPStatus.BAD_REQUEST, b"bad path\n", close=close, head=head)
+        elif not found:
+            self._respond(writer, HTTPStatus.NOT_FOUND, b"not found\n", close=close, head=head)
         else:
             body, etag = self.load(path)
-            if etag in [t.strip() for t in headers.get("if-none-match", "").split(",")]:
+            if etag in [t.strip() for t in req.headers.get("if-none-match", "").split(",")]:
                 self._respond(writer, HTTPStatus.NOT_MODIFIED, b"", close=close, extra={"ETag": etag})
             else:
                 self._respond(
@@ -180,7 +233,7 @@ class RegistryServer:
                     HTTPStatus.OK,
                     body,
                     close=close,
-                    head=method == "HEAD",
+                    head=head,
                     content_type=_CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
                     extra={"ETag": etag, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
                 )
@@ -218,7 +271,7 @@ def make_server(root: Path, host: str = "127.0.0.1", port: int = 0, *, verbose: 
         raise UsageError(f"{root}: not a registry site (no v1/index.json)", hint="build one with: collhub registry build")
     try:
         return RegistryServer(root, host, port, verbose=verbose)
-    except OSError as exc:
+    except (OSError, ValueError, OverflowError, UnicodeError) as exc:
         from ..errors import UsageError
 
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", hint="pick another --port") from None
+        raise UsageError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}", hint="pick another --port") from None

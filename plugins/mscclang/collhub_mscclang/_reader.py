@@ -11,11 +11,10 @@ a dependency on the last node of the named step.
 
 from __future__ import annotations
 
-import gzip
+import codecs
 import itertools
 import operator
 import os
-import zlib
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -23,6 +22,7 @@ from xml.parsers import expat
 from hub.chakra import Algorithm, AlgorithmMeta, Collective, RankGraph
 from hub.errors import HubError, ImportFormatError
 
+from . import _source
 from ._ir import INT_MAX, INT_MIN, INT_RE as _INT_RE
 from ._lower import lower_gpu
 
@@ -30,6 +30,11 @@ __all__ = ["DEFAULT_MAX_BYTES", "read_msccl_ir"]
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 NAMES_AUTO_BYTES = 512 * 1024
+MAX_TOKEN_BYTES = 1 << 20  # the longest tag, comment or PI accepted (MSCCL-IR's tags are < 1 KiB)
+
+_EXPAT_ENCODINGS = frozenset({"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16"})
+_FORMAT_HINT = "MSCCL-IR is the XML msccl-tools' ncclize writes; see plugins/mscclang/README.md for what is read"
+_ENCODING_HINT = "MSCCL-IR files are UTF-8 (or ASCII, ISO-8859-1, UTF-16, or a one-byte ASCII-compatible codepage)"
 
 _STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 _ALGO_ATTRS = ("ngpus", "coll", "nchunksperloop", "nchannels", "proto", "inplace")
@@ -71,6 +76,7 @@ class _Reader:
         p.EndElementHandler = self._end
         p.StartDoctypeDeclHandler = self._doctype
         p.EntityDeclHandler = self._entity
+        p.XmlDeclHandler = self._xml_decl
         p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
         self.stack: list[str] = []
         self.algo: dict[str, str] | None = None
@@ -272,40 +278,52 @@ class _Reader:
         g.lines.clear()
 
     def run(self) -> Algorithm:
+        p = self.p
+        pieces = _source.pieces(self.path, self.max_bytes)
         try:
-            size = self.path.stat().st_size
-        except OSError as e:
-            raise ImportFormatError(f"cannot read: {e.strerror}", path=str(self.path)) from None
-        if size > self.max_bytes:
-            raise ImportFormatError(
-                f"file is {size} bytes, above the limit of {self.max_bytes} bytes",
-                path=str(self.path), hint="raise the max_bytes parameter if the file is trusted")
-        try:
-            with open(self.path, "rb") as raw:
-                # a gzip-compressed file (.xml.gz) is read through; the limit applies to the XML
-                f = gzip.GzipFile(fileobj=raw) if raw.read(2) == b"\x1f\x8b" else raw
-                raw.seek(0)
-                total = 0
-                while True:
-                    piece = f.read(1 << 20)
-                    if not piece:
-                        break
-                    total += len(piece)
-                    if total > self.max_bytes:
-                        raise ImportFormatError(
-                            f"decompressed XML exceeds the limit of {self.max_bytes} bytes", path=str(self.path),
-                            hint="raise the max_bytes parameter if the file is trusted")
-                    self.p.Parse(piece, False)
-                self.p.Parse(b"", True)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ImportFormatError(f"cannot read: {e}", path=str(self.path),
-                                    hint="a truncated or corrupt .gz file?") from None
+            fed = 0
+            for piece in pieces:
+                p.Parse(piece, False)
+                fed += len(piece)
+                # expat rescans an unfinished token from its start on every call, and its own
+                # cost per token grows faster than the token: a token longer than any MSCCL-IR
+                # needs is refused here, which keeps the parse linear in the input size
+                if fed - max(p.CurrentByteIndex, 0) > MAX_TOKEN_BYTES:
+                    raise self.fail(
+                        f"one tag (with its attributes), comment or processing instruction is longer than "
+                        f"{MAX_TOKEN_BYTES} bytes",
+                        hint="MSCCL-IR holds short tags only; is this the right file?")
+            p.Parse(b"", True)
         except expat.ExpatError as e:
             raise ImportFormatError(f"malformed XML: {expat.ErrorString(e.code)} (column {e.offset})",
                                     path=str(self.path), line=e.lineno) from None
         except RecursionError:
             raise self.fail("elements nested too deeply") from None
+        except (LookupError, ValueError) as e:
+            if isinstance(e, HubError) or not (isinstance(e, LookupError) or "encoding" in str(e)):
+                raise
+            # pyexpat's handler for encodings expat lacks (the declaration was checked, but keep
+            # any codec failure a format error)
+            raise self.fail(f"cannot decode the input: {e}", hint=_ENCODING_HINT) from None
+        finally:
+            pieces.close()
         return self._finish()
+
+    def _xml_decl(self, version: str | None, encoding: str | None, standalone: int) -> None:
+        if encoding is None or encoding.lower().replace("_", "-") in _EXPAT_ENCODINGS:
+            return
+        try:
+            name = codecs.lookup(encoding).name
+        except LookupError:
+            raise self.fail(f"unknown encoding {encoding!r} in the XML declaration", hint=_ENCODING_HINT) from None
+        probe = '<?xml version="1.0"?><algo a="1"/>'
+        try:
+            ascii_ok = probe.encode(name) == probe.encode("ascii")
+            single = len(bytes(range(256)).decode(name, "replace")) == 256
+        except (UnicodeError, LookupError, TypeError):
+            ascii_ok = single = False
+        if not (ascii_ok and single):
+            raise self.fail(f"unsupported encoding {encoding!r} in the XML declaration", hint=_ENCODING_HINT)
 
     def _finish(self) -> Algorithm:
         if self.algo is None:
@@ -399,12 +417,14 @@ def read_msccl_ir(
     """
     p = Path(path)
     if names is None:  # names cost time and ET bytes; keep them for files a person reads
-        try:
-            names = p.stat().st_size <= NAMES_AUTO_BYTES
-        except OSError:
-            names = False
+        names = _source.is_regular(p) and p.stat().st_size <= NAMES_AUTO_BYTES
     rd = _Reader(p, max_bytes=max_bytes, names=names)
     rd.name = name
     rd.inplace_choice = inplace
     rd.root_choice = root
-    return rd.run()
+    try:
+        return rd.run()
+    except ImportFormatError as exc:
+        if exc.hint is None:  # every refusal tells the user where to look
+            exc.hint = _FORMAT_HINT
+        raise

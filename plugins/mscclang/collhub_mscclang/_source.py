@@ -1,0 +1,109 @@
+"""The bytes of one MSCCL-IR input, as bounded pieces: a regular file, a pipe or a fifo, gzip or not.
+
+Nothing here seeks, so ``/dev/stdin``, ``<(zcat x.xml.gz)`` and named pipes are read as streams.
+The size limit counts the (decompressed) XML as it is read: a file never has to be read whole, or
+inflated whole, before it is refused.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+import zlib
+from pathlib import Path
+from typing import Generator
+
+from hub.errors import ImportFormatError
+
+__all__ = ["PIECE", "is_regular", "pieces"]
+
+PIECE = 1 << 20  # bytes handed to expat per call
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _Prefixed(io.RawIOBase):
+    """A raw stream that yields ``head`` first, then the rest of ``raw`` (peeking without seeking)."""
+
+    def __init__(self, head: bytes, raw: io.BufferedIOBase) -> None:
+        self._head = head
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._raw.readinto(buffer)
+
+
+def is_regular(path: Path) -> bool:
+    """True for a regular file (its size is known up front); False for pipes, fifos and errors."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read_exact(raw: io.BufferedIOBase, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        more = raw.read(n - len(out))
+        if not more:
+            break
+        out += more
+    return out
+
+
+def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
+    """Yield the XML bytes of ``path`` in pieces of at most :data:`PIECE` bytes.
+
+    Raises :class:`ImportFormatError` when the input cannot be opened or read, is a directory
+    or a device that is not a stream, is corrupt gzip, or exceeds ``max_bytes`` of XML.
+    """
+    where = str(path)
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ImportFormatError(f"cannot read: {e.strerror}", path=where) from None
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise ImportFormatError("is a directory, not an MSCCL-IR file", path=where)
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)):
+        raise ImportFormatError("is not a file, pipe or fifo", path=where)
+    if stat.S_ISREG(mode) and st.st_size > max_bytes:
+        raise ImportFormatError(f"file is {st.st_size} bytes, above the limit of {max_bytes} bytes", path=where,
+                                hint="raise the max_bytes parameter if the file is trusted")
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+    except OSError as e:
+        raise ImportFormatError(f"cannot read: {e.strerror}", path=where) from None
+    compressed = False
+    try:
+        head = _read_exact(raw, 2)
+        compressed = head == _GZIP_MAGIC
+        stream: io.BufferedIOBase | gzip.GzipFile = io.BufferedReader(_Prefixed(head, raw))
+        if compressed:
+            stream = gzip.GzipFile(fileobj=stream)
+        total = 0
+        while True:
+            piece = stream.read(PIECE)
+            if not piece:
+                return
+            total += len(piece)
+            if total > max_bytes:
+                what = "decompressed XML" if compressed else "input"
+                raise ImportFormatError(f"{what} exceeds the limit of {max_bytes} bytes", path=where,
+                                        hint="raise the max_bytes parameter if the file is trusted")
+            yield piece
+    except (OSError, EOFError, zlib.error) as e:
+        hint = "a truncated or corrupt .gz file?" if compressed else None
+        detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
+        raise ImportFormatError(f"cannot read: {detail}", path=where, hint=hint) from None
+    finally:
+        raw.close()
