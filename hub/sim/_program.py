@@ -51,6 +51,10 @@ class Program:
     labels: dict[int, str] = field(default_factory=dict)  # inst -> label (e.g. "allreduce#0")
     messages: int = 0
     bytes: int = 0
+    # parents per node in the order the file lists them (the feeder's insertion order); None =
+    # ascending, which is all the order matters for when parents precede their children
+    dep_ptr: Any = None
+    dep_idx: Any = None
     _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
 
     def kind_array(self) -> np.ndarray:
@@ -175,6 +179,8 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
         pos_parts.append(g.dep_pos.astype(np.int64) + offsets[r])
     indeg = np.concatenate(ptr_parts).astype(np.int64)
     parents = np.concatenate(pos_parts) if pos_parts else np.zeros(0, dtype=np.int64)
+    dep_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(indeg, out=dep_ptr[1:])
     children = np.repeat(np.arange(n, dtype=np.int64), indeg)
     order = np.argsort(parents, kind="stable")
     succ_idx = children[order]
@@ -201,4 +207,6 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
         inst=_to_array(np.zeros(n, dtype=np.int64), "i"),
         messages=int(sends.sum()),
         bytes=int(size[sends].sum()),
+        dep_ptr=dep_ptr,
+        dep_idx=parents,
     )
