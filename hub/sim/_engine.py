@@ -1,14 +1,16 @@
 """The event-driven engine: ASTRA-sim's custom-collective walker over a flattened program.
 
-Semantics (see docs/simulator.md): every node whose dependencies are done is issued at once
-(workload nodes may first wait for their NPU's resource); a SEND moves its data eagerly and
-completes when the data arrives; a RECV completes on arrival, or at once if its data is already
-there; messages pair by (tag, src, dst, size) FIFO per key; COMP nodes take their duration.
+Semantics (see docs/simulator.md, "Rules and where they come from"): every node whose
+dependencies are done is issued at once (workload nodes may first wait for their NPU's
+resource); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
+arrival, or by an event at the same time if its data is already there; messages pair by
+(tag, src, dst, size) FIFO per key; COMP nodes take their duration, and those of one NPU ending
+at the same time complete together, at the place of the first one's event.
 
 Time is an integer number of ns. Events live in a calendar queue (a heap of distinct times, a
 FIFO list per time), so events at equal times run in the order they were scheduled, as in
-ASTRA-sim's event queue. Ready nodes are issued in FIFO order: initially rank-major and by
-position; later in the order their last dependency completed (successors in position order).
+ASTRA-sim's event queue. The nodes one completion releases are issued in the order of the
+Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's order.
 
 Performance: the whole walk is one Python loop with issue, completion, matching and the
 unaware model inlined (link service and resources, the rarer paths, are small closures), over

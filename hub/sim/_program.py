@@ -26,6 +26,8 @@ K_SEND = int(NodeType.SEND)
 K_RECV = int(NodeType.RECV)
 K_START = 20  # workload COMM_COLL: start of a collective instance (takes the comm resource)
 K_END = 21  # workload COMM_COLL: end of the instance (releases it)
+#: ASTRA-sim maps a custom collective's tags into [0, 5e8) (Sys::front_end_sim_send, NATIVE range)
+NATIVE_TAGS = 500_000_000
 
 
 @dataclass
@@ -65,7 +67,7 @@ class Program:
 
 
 def channels(prog: Program) -> tuple[np.ndarray, int]:
-    """Dense message-channel ids: SENDs and RECVs of the same (tag, src, dst, size) share one id
+    """Dense message-channel ids: SENDs and RECVs of the same (tag mod 5e8, src, dst, size) share one id
     (``-1`` for other nodes); also returns the number of channels. Computed with numpy so the
     engine matches messages with a list index instead of hashing a 4-tuple per message."""
     kinds = prog.kind_array()
@@ -79,7 +81,10 @@ def channels(prog: Program) -> tuple[np.ndarray, int]:
     span = int(max(rank.max(), peer.max())) + 1
     key = np.where(is_send, rank, peer) * span + np.where(is_send, peer, rank)  # src * span + dst
     top = span * span
-    for col in (np.frombuffer(prog.tagx, dtype=np.int64)[idx], np.frombuffer(prog.size, dtype=np.int64)[idx]):
+    tagx = np.frombuffer(prog.tagx, dtype=np.int64)[idx]
+    low = tagx & 0xFFFFFFFF
+    tagx = tagx - low + low % NATIVE_TAGS  # ASTRA-sim folds tags into its native range
+    for col in (tagx, np.frombuffer(prog.size, dtype=np.int64)[idx]):
         lo = int(col.min())
         if lo == int(col.max()):
             continue  # one value: adds nothing to the key
