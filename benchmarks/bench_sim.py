@@ -88,8 +88,9 @@ def child(n: int, mode: str) -> None:
                       "ref": ref, "peak": peak}))
 
 
-def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
-    """(wall s, peak MiB, stdout) of one whole process (peak: that process's own ru_maxrss)."""
+def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
+    """(wall s, CPU s, peak MiB, stdout) of one whole process (its own rusage: user + system
+    time, ru_maxrss)."""
     import os
     import tempfile
 
@@ -103,7 +104,7 @@ def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
         text = out.read().decode(errors="replace")
     if proc.returncode:
         raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
-    return wall, usage.ru_maxrss / 1024, text
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
 
 
 def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:
@@ -121,7 +122,8 @@ def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:
     if why:
         print(f"skipped: {why}")
         return True
-    print(f"{'ranks':>6} {'mode':>8} {'ours s':>7} {'ours MiB':>8} {'astra s':>8} {'astra MiB':>9} {'speed-up':>8} {'same ns':>7}")
+    print(f"{'ranks':>6} {'mode':>8} {'ours s':>7} {'cpu s':>6} {'MiB':>5} {'astra s':>8} {'cpu s':>6} {'MiB':>5} "
+          f"{'wall x':>6} {'cpu x':>6} {'same ns':>7}")
     ok = True
     collhub = str(Path(sys.executable).parent / "collhub")
     for n in ranks:
@@ -129,15 +131,16 @@ def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:
             bundle = build_bundle(ring_allreduce(n, SIZE), out=Path(tmp) / "b", dims=_dims_for(f"ring:{n}"), predict=False)
             prefix = str(bundle.path / "algorithm" / "custom_allreduce")
             for mode in modes:
-                ours_s, ours_mib, text = _timed([collhub, "consume", "hub.simulate", prefix, "-s", f"network=ring:{n}",
+                ours_s, ours_cpu, ours_mib, text = _timed([collhub, "consume", "hub.simulate", prefix, "-s", f"network=ring:{n}",
                                                  "-s", f"mode={mode}", "-f", "json"])
                 ours_ns = json.loads(text)["metrics"]["time_ns"]
-                theirs_s, theirs_mib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
+                theirs_s, theirs_cpu, theirs_mib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
                 theirs_ns = parse_output(text).time_ns
                 same = ours_ns == theirs_ns
                 ok &= same
-                print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_mib:>8.0f} {theirs_s:>8.2f} {theirs_mib:>9.0f} "
-                      f"{theirs_s / ours_s:>7.1f}x {'yes' if same else 'NO':>7}", flush=True)
+                print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} {theirs_s:>8.2f} {theirs_cpu:>6.2f} "
+                      f"{theirs_mib:>5.0f} {theirs_s / ours_s:>5.1f}x {theirs_cpu / ours_cpu:>5.1f}x "
+                      f"{'yes' if same else 'NO':>7}", flush=True)
     return ok
 
 

@@ -221,14 +221,14 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                     lbusy[li] = 0
                 continue
             k = kind[ev]
-            done: Any = (ev,)  # the nodes this event completes, in ASTRA-sim's call order
+            more: Any = None  # nodes this event completes after ev, in ASTRA-sim's call order
             if k == SEND:  # the data arrived: the SEND completes, then its RECV if posted
                 c = chan[ev]
                 q = posted[c]
                 if q:
                     r = q.popleft()
                     cause[r] = ev
-                    done = (ev, r)
+                    more = (r,)
                 else:
                     q = arrived[c]
                     if q is None:
@@ -238,23 +238,46 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
             elif k == COMP:  # the NPU's event batch for this time: every COMP ending now, in order
                 del comp_at[t * nranks + rank[ev]]
                 more = comp_more.pop(ev, None)
-                if more is not None:
-                    done = [ev, *more]
-            for c in done:
-                fin[c] = t
-                last = c
-                if use_res and rel[c]:  # type: ignore[index]
-                    release(c)
-                m0 = len(ready)
-                for x in range(sp[c], sp[c + 1]):
-                    s = si[x]
-                    d = indeg[s] - 1
-                    indeg[s] = d
-                    if d == 0:
-                        cause[s] = c
-                        ready.append(s)
-                if len(ready) - m0 > 1 and c != n and feeder:
-                    reorder(m0, c)
+            # complete ev; the block appears three times, inlined because a call per node would
+            # cost more than the block itself
+            fin[ev] = t
+            last = ev
+            if use_res and rel[ev]:  # type: ignore[index]
+                release(ev)
+            freed = 0
+            for x in range(sp[ev], sp[ev + 1]):
+                s = si[x]
+                d = indeg[s] - 1
+                indeg[s] = d
+                if d == 0:
+                    cause[s] = ev
+                    ready.append(s)
+                    freed += 1
+            if freed > 1 and ev != n and feeder:
+                if freed == 2:  # two keys into a drained set: newest first
+                    ready[-1], ready[-2] = ready[-2], ready[-1]
+                else:
+                    reorder(len(ready) - freed, ev)
+            if more is not None:
+                for c in more:
+                    fin[c] = t
+                    last = c
+                    if use_res and rel[c]:  # type: ignore[index]
+                        release(c)
+                    freed = 0
+                    for x in range(sp[c], sp[c + 1]):
+                        s = si[x]
+                        d = indeg[s] - 1
+                        indeg[s] = d
+                        if d == 0:
+                            cause[s] = c
+                            ready.append(s)
+                            freed += 1
+                    if freed > 1 and feeder:
+                        if freed == 2:
+                            ready[-1], ready[-2] = ready[-2], ready[-1]
+                        else:
+                            reorder(len(ready) - freed, c)
             if not ready:
                 continue
             # -- issue every ready node (FIFO; issuing can complete nodes and so append more) ---
@@ -322,7 +345,7 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                 last = g
                 if use_res and rel[g]:  # type: ignore[index]
                     release(g)
-                m0 = len(ready)
+                freed = 0
                 for x in range(sp[g], sp[g + 1]):
                     s = si[x]
                     d = indeg[s] - 1
@@ -330,8 +353,12 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                     if d == 0:
                         cause[s] = g
                         ready.append(s)
-                if len(ready) - m0 > 1 and feeder:
-                    reorder(m0, g)
+                        freed += 1
+                if freed > 1 and feeder:
+                    if freed == 2:
+                        ready[-1], ready[-2] = ready[-2], ready[-1]
+                    else:
+                        reorder(len(ready) - freed, g)
             ready.clear()
         # -- the next time ----------------------------------------------------------------------
         del buckets[t]
