@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
         print(f"skipped: {why}")
         return 0
     rng = random.Random(args.seed)
-    corpus = iter(()) if args.no_corpus else corpus_cases(rng, shuffled=True)
+    corpus = iter(()) if args.no_corpus else corpus_cases(rng, shuffled=True, max_ir_ranks=None)
     cases = chain(corpus, random_cases(args.seed, args.random))
     t0 = time.perf_counter()
     total: Counter[tuple[str, str]] = Counter()

@@ -183,10 +183,11 @@ def _runnable(alg: Algorithm) -> Algorithm:
         return alg.with_meta(collective=Collective.ALLREDUCE)
 
 
-def corpus_algorithms(size: int = 1 << 20, ranks: tuple[int, ...] = (4, 8)) -> Iterator[tuple[str, Algorithm]]:
+def corpus_algorithms(size: int = 1 << 20, ranks: tuple[int, ...] = (4, 8), *,
+                      max_ir_ranks: int | None = 16) -> Iterator[tuple[str, Algorithm]]:
     """Every built-in algorithm for every collective it implements (also through
     ``hub.chunk``, ``hub.instances`` and with 2 channels where it has them), and every MSCCL-IR
-    file of the shared corpus, bound to ``size`` bytes."""
+    file of the shared corpus (up to ``max_ir_ranks`` ranks; None: all), bound to ``size`` bytes."""
     from hub.algorithms import CATALOG, make
     from hub.errors import HubError
     from hub.transforms import chunk_algorithm, instances_algorithm
@@ -212,15 +213,16 @@ def corpus_algorithms(size: int = 1 << 20, ranks: tuple[int, ...] = (4, 8)) -> I
 
         for path in sorted(MSCCL_IR.glob("*.xml")):
             alg = read_msccl_ir(path)
-            if alg.ranks > 16:
-                continue  # bounded run time; the big ones are in the benchmark's --all
+            if max_ir_ranks is not None and alg.ranks > max_ir_ranks:
+                continue  # bounded run time (the benchmark runs them all)
             yield f"msccl-ir/{path.stem}", _runnable(alg.bind(size))
 
 
-def corpus_cases(rng: random.Random, *, size: int = 1 << 20, shuffled: bool = False) -> Iterator[Case]:
+def corpus_cases(rng: random.Random, *, size: int = 1 << 20, shuffled: bool = False,
+                 max_ir_ranks: int | None = 16) -> Iterator[Case]:
     """Each corpus algorithm on Ring, Switch and FullyConnected in both modes (file order, and
     with ``shuffled`` a shuffled copy too)."""
-    for name, alg in corpus_algorithms(size):
+    for name, alg in corpus_algorithms(size, max_ir_ranks=max_ir_ranks):
         n = alg.ranks
         for kind in NETWORKS_1D:
             net = kind.format(n=n)
@@ -232,7 +234,7 @@ def corpus_cases(rng: random.Random, *, size: int = 1 << 20, shuffled: bool = Fa
             yield Case(name, alg, ",".join(f"{k}:{m}" for k, m in ND_SHAPES[n]), "unaware", "nd")
 
 
-def random_cases(seed: int, count: int, *, ranks_choices: tuple[int, ...] = (2, 3, 4, 5, 8)) -> Iterator[Case]:
+def random_cases(seed: int, count: int, *, ranks_choices: tuple[int, ...] = (2, 3, 4, 5, 8, 16)) -> Iterator[Case]:
     """``count`` random cases: random algorithms (half of them with shuffled node order and ids)
     on Ring / Switch / FullyConnected in both modes and on multi-dimensional networks unaware."""
     rng = random.Random(seed)
