@@ -188,10 +188,9 @@ def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if two.size:  # two keys in a fresh table always iterate newest first
         a = sp[two]
         out[a], out[a + 1] = si[a + 1], si[a]
-    mid = np.flatnonzero((cnt > 2) & (cnt <= 13))  # 13 buckets after the first insert, no growth
-    if mid.size:
-        e = np.concatenate([np.arange(sp[p], sp[p + 1]) for p in mid.tolist()]) if mid.size < 64 else \
-            np.flatnonzero(np.repeat((cnt > 2) & (cnt <= 13), cnt))
+    mid = (cnt > 2) & (cnt <= 13)  # 13 buckets after the first insert, and no growth up to 13 keys
+    if mid.any():
+        e = np.flatnonzero(np.repeat(mid, cnt))  # their edges, by parent, children in file order
         par = np.repeat(np.arange(n, dtype=np.int64), cnt)[e]
         j = e - sp[par]
         bkt = ids[si[e]] % 13

@@ -33,6 +33,11 @@ EXAMPLE = REPO.parent / "shared" / "data" / "astra-sim" / "custom-ring-allreduce
 @lru_cache(maxsize=None)
 def oracle_unavailable() -> str | None:
     """Why the real binaries cannot run here (None when they can): runs ASTRA-sim's own example."""
+    import importlib.util
+
+    for plugin in ("collhub_astrasim", "collhub_mscclang"):  # bundle writer, MSCCL-IR import
+        if importlib.util.find_spec(plugin) is None:
+            return f"plugin {plugin} not installed (make install-dev installs the first-party plugins)"
     for mode, name in BINARIES.items():
         exe = BIN / name
         if not exe.is_file():
