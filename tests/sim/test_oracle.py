@@ -71,3 +71,11 @@ def test_corpus_slice_matches():
               if c.name.startswith("msccl-ir/") or c.name.startswith(("ring/", "direct/", "hierarchical/"))]
     rng.shuffle(picked)
     _compare(picked[:90])
+
+
+@pytest.mark.parametrize("name", ["comp_batch_case", "late_recv_case"])
+def test_event_order_cases(name):
+    from . import _algs
+
+    alg = getattr(_algs, name)()
+    assert simulate(alg, "switch:4", mode="aware").time_ns == oracle_time(alg, "switch:4", "aware")
