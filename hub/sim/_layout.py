@@ -43,7 +43,7 @@ class Layout:
     succ_idx: list[int]
     indeg: list[int]
     start: int  # the virtual start node (= n)
-    rank: list[int]  # NPU per engine node (the start node: 0)
+    rank: array  # NPU per engine node (the start node: 0)
     nranks: int
     fkey: array  # Chakra node id per engine node: the feeder's hash key
     free0: list[tuple[int, int]]  # per NPU: its free set's (buckets, next resize) after the roots
@@ -142,8 +142,9 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     indeg_l = indeg.tolist()
     indeg_l.append(0)
     res = acq is not None and rel is not None
-    rank_l = _shared(rank[perm]) if nranks > 256 else rank[perm].tolist()
-    rank_l.append(0)
+    # NPU per node as array('i'): built without a Python int per node; the engine reads it only on
+    # the rarer paths (COMP batches, three or more released nodes, workload resources)
+    rank_l = array("i", np.append(rank[perm], 0).astype(np.int32).tobytes())
     fkey = array("q", np.append(np.frombuffer(prog.local_id, dtype=np.int64)[perm], 0).tobytes())
     return Layout(
         perm=perm,
