@@ -303,6 +303,9 @@ def _drop(alg: Algorithm, drop: dict[int, set[int]]) -> Algorithm:
             graphs.append(g)
             continue
         keep = [p for p in range(len(g)) if p not in gone]
+        if not keep:  # every rank keeps a node: a 1-ns COMP
+            graphs.append(RankGraph.from_columns(1, kind=np.array([NodeType.COMP]), duration=np.array([0])))
+            continue
         new_of = {p: i for i, p in enumerate(keep)}
         ptr, pos = [0], []
         for p in keep:
@@ -347,8 +350,6 @@ def shrink(case: Case, *, budget: int = 150) -> Case:
         for cand in _removals(case.alg):
             if runs >= budget:
                 break
-            if any(len(case.alg.graphs[r]) <= len(ps) for r, ps in cand.items()):
-                continue  # a rank must keep a node
             trial = Case(case.name + " (shrunk)", _drop(case.alg, cand), case.network, case.mode, case.family)
             runs += 1
             ours, theirs = run_case(trial)
