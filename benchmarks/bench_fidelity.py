@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
     total: Counter[tuple[str, str]] = Counter()
     matched: Counter[tuple[str, str]] = Counter()
     refused: Counter[tuple[str, str]] = Counter()
+    reasons: Counter[str] = Counter()
     invalid = 0
     first: tuple[Case, int, int] | None = None
     mismatches = 0
@@ -59,6 +60,7 @@ def main(argv: list[str]) -> int:
                 invalid += 1
             elif isinstance(theirs, str):
                 refused[cell] += 1
+                reasons[_reason(theirs)] += 1
             else:
                 total[cell] += 1
                 if ours == theirs:
@@ -76,6 +78,8 @@ def main(argv: list[str]) -> int:
     print(f"| all | | {sum(matched.values())} / {n_all} | {sum(refused.values())} |")
     print(f"\n{n_all} compared cases in {seconds:.0f} s ({args.jobs} parallel ASTRA-sim runs); "
           f"{invalid} generated cases refused by hub.simulate (deadlock) and skipped")
+    for why, count in reasons.most_common():
+        print(f"ASTRA-sim aborted {count}x: {why}")
     if first is not None:
         case, ours, theirs = first
         print(f"\nfirst mismatch: {case.key()}: hub.simulate {ours} ns, ASTRA-sim {theirs} ns")
@@ -85,6 +89,13 @@ def main(argv: list[str]) -> int:
         print(f"shrunk to {small.alg.node_count()} nodes ({o} vs {t} ns): {folder}")
         return 1
     return 0
+
+
+def _reason(error: str) -> str:
+    """The failing assertion (or the error's first words) of an ASTRA-sim abort."""
+    if "Assertion" in error:
+        return "assertion " + error.split("Assertion", 1)[1].strip(" `'.").split("'")[0].strip("`")
+    return error[:100]
 
 
 def zip_results(pool: ThreadPoolExecutor, cases):  # type: ignore[no-untyped-def]

@@ -120,7 +120,10 @@ def random_algorithm(rng: random.Random, ranks: int, *, messages: int | None = N
         if not have or rng.random() >= p_dep:
             return []
         k = min(len(have), rng.choice([1, 1, 1, 2, 3, 5]))
-        return rng.sample(have, k)
+        out = rng.sample(have, k)
+        if rng.random() < 0.05:
+            out.append(out[0])  # a parent listed twice (the feeder keeps dependency sets)
+        return out
 
     for _ in range(m):
         if rng.random() < 0.15:  # a COMP somewhere
