@@ -10,7 +10,7 @@ its issue order (ranks ascending), both from :mod:`._feeder`; the renumbering ch
 result; results are mapped back with :meth:`Layout.to_program`.
 
 One virtual node is appended (engine node ``n``, a zero-time no-op): the start of the walk. Its
-successors are the dependency-free nodes in program order, so the engine starts by completing it
+successors are the dependency-free nodes in issue order, so the engine starts by completing it
 and needs no separate code path for the initial issue.
 """
 

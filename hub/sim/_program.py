@@ -184,9 +184,12 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
         pos_parts.append(g.dep_pos.astype(np.int64) + offsets[r])
     indeg = np.concatenate(ptr_parts).astype(np.int64)
     parents = np.concatenate(pos_parts) if pos_parts else np.zeros(0, dtype=np.int64)
-    dep_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(indeg, out=dep_ptr[1:])
     children = np.repeat(np.arange(n, dtype=np.int64), indeg)
+    dep_ptr = dep_idx = None
+    if bool(np.any(parents > children)):  # a node names a later node: keep the file's dependency order
+        dep_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(indeg, out=dep_ptr[1:])
+        dep_idx = parents
     order = np.argsort(parents, kind="stable")
     succ_idx = children[order]
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -213,5 +216,5 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
         messages=int(sends.sum()),
         bytes=int(size[sends].sum()),
         dep_ptr=dep_ptr,
-        dep_idx=parents,
+        dep_idx=dep_idx,
     )
