@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -262,7 +262,7 @@ def random_cases(seed: int, count: int, *, ranks_choices: tuple[int, ...] = (2, 
         yield Case(f"random#{seed}.{i}", alg, network_for(kind, ranks, rng), mode, kind.split(":")[0])
 
 
-def run_case(case: Case, simulate: Callable[..., object] | None = None) -> tuple[int | None, int | str]:
+def run_case(case: Case) -> tuple[int | None, int | str]:
     """(ours, theirs): our time (None when we refuse the case) and ASTRA-sim's (or its error)."""
     from hub.errors import HubError
     from hub.sim import simulate as sim
