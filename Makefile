@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl
 
-.PHONY: demo test venv install install-dev browser bench registry clean
+.PHONY: demo test venv install install-dev browser astrasim-deps bench registry clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ install-dev: venv
 demo: install
 	$(BIN)/collhub run examples/compare-allreduce.yaml --out runs/demo --force
 
-test: install-dev browser
+test: install-dev browser astrasim-deps
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # Headless Chromium for the registry page test (Debian package; best effort: the test skips
@@ -35,6 +35,14 @@ browser:
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell) >/dev/null 2>&1; } || \
 	  echo "note: headless Chromium unavailable; the registry page test will be skipped"
+
+# Debian's libprotobuf32 for the real ASTRA-sim binaries in ../shared/tools/astra-sim (the
+# simulator's oracle; best effort: the oracle tests skip with a reason without it).
+astrasim-deps:
+	@{ ldconfig -p 2>/dev/null | grep -q 'libprotobuf\.so\.32 '; } || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libprotobuf32) >/dev/null 2>&1; } || \
+	  echo "note: libprotobuf32 unavailable; the tests against the real ASTRA-sim will be skipped"
 
 # Build wheels of every first-party plugin and a registry site from them, then serve it:
 #   make registry && .venv/bin/collhub registry serve site

@@ -1,7 +1,11 @@
 """Benchmark of hub.simulate: large pipelined ring all-reduces (prints a table).
 
-Run: ``python benchmarks/bench_sim.py [--quick] [--ranks 64,128] [--mode unaware]``.
-Targets: 256 ranks <= 1 s unaware and <= 3 s aware; 1024 ranks unaware <= 10 s.
+Run: ``python benchmarks/bench_sim.py [--quick] [--ranks 64,128] [--mode unaware]``, or
+``python benchmarks/bench_sim.py --vs-astrasim 256,1024`` (whole processes from files on disk,
+``collhub consume hub.simulate`` against the real ASTRA-sim binary on the same ETs; also run
+after the default table at 256 ranks when the binaries can run).
+Targets: 256 ranks <= 1 s unaware and <= 3 s aware; 1024 ranks unaware <= 10 s; whole process
+256 ranks aware <= 2 s and >= 5x faster than ASTRA-sim.
 
 Each case runs in its own subprocess, so ``peak MiB`` (``ru_maxrss`` of that child) is the
 case's own peak, and no case inherits another's heap. ``wall`` and ``cpu`` time only the
@@ -30,6 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 SIZE = 64 << 20  # collective size (bytes)
 CASES = [(256, "unaware", 1.0), (256, "aware", 3.0), (1024, "unaware", 10.0)]
+# whole-process comparison: larger cases run ours only (ASTRA_MAX_RANKS=4096 in the environment forces them)
+ASTRA_MAX_RANKS = int(__import__("os").environ.get("ASTRA_MAX_RANKS", "512"))
 
 
 def ring_allreduce(n: int, size: int):  # noqa: ANN201 - hub imported lazily (the parent does not need it)
@@ -84,7 +90,71 @@ def child(n: int, mode: str) -> None:
                       "ref": ref, "peak": peak}))
 
 
+def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
+    """(wall s, CPU s, peak MiB, stdout) of one whole process (its own rusage: user + system
+    time, ru_maxrss)."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if proc.returncode:
+        raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
+
+
+def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:  # noqa: C901
+    """Whole process from files on disk: ``collhub consume hub.simulate`` against the real
+    ASTRA-sim binary on the same bundle (written by astrasim.bundle). Returns False on a failure."""
+    import tempfile
+
+    from collhub_astrasim._bundle import _dims_for, build_bundle
+    from collhub_astrasim._parse import parse_output
+
+    from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
+
+    why = oracle_unavailable()
+    print("\nwhole process from files: collhub consume hub.simulate vs the real ASTRA-sim binary (same ETs)")
+    if why:
+        print(f"skipped: {why}")
+        return True
+    print(f"{'ranks':>6} {'mode':>8} {'ours s':>7} {'cpu s':>6} {'MiB':>5} {'astra s':>8} {'cpu s':>6} {'MiB':>5} "
+          f"{'wall x':>6} {'cpu x':>6} {'same ns':>7}")
+    ok = True
+    collhub = str(Path(sys.executable).parent / "collhub")
+    for n in ranks:
+        with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+            bundle = build_bundle(ring_allreduce(n, SIZE), out=Path(tmp) / "b", dims=_dims_for(f"ring:{n}"), predict=False)
+            prefix = str(bundle.path / "algorithm" / "custom_allreduce")
+            for mode in modes:
+                ours_s, ours_cpu, ours_mib, text = _timed([collhub, "consume", "hub.simulate", prefix, "-s", f"network=ring:{n}",
+                                                 "-s", f"mode={mode}", "-f", "json"])
+                ours_ns = json.loads(text)["metrics"]["time_ns"]
+                if n > ASTRA_MAX_RANKS:  # ASTRA-sim needs > 4 GiB and many minutes at 1024 ranks (aware)
+                    print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} "
+                          f"{'(ASTRA-sim not run above ' + str(ASTRA_MAX_RANKS) + ' ranks)':>40}", flush=True)
+                    continue
+                theirs_s, theirs_cpu, theirs_mib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
+                theirs_ns = parse_output(text).time_ns
+                same = ours_ns == theirs_ns
+                ok &= same
+                print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} {theirs_s:>8.2f} {theirs_cpu:>6.2f} "
+                      f"{theirs_mib:>5.0f} {theirs_s / ours_s:>5.1f}x {theirs_cpu / ours_cpu:>5.1f}x "
+                      f"{'yes' if same else 'NO':>7}", flush=True)
+    return ok
+
+
 def main() -> None:
+    if "--vs-astrasim" in sys.argv:
+        i = sys.argv.index("--vs-astrasim")
+        ranks = [int(x) for x in sys.argv[i + 1].split(",")] if len(sys.argv) > i + 1 else [256]
+        sys.exit(0 if vs_astrasim(ranks, ["aware", "unaware"]) else 1)
     if "--child" in sys.argv:
         i = sys.argv.index("--child")
         child(int(sys.argv[i + 1]), sys.argv[i + 2])
@@ -110,6 +180,8 @@ def main() -> None:
         print(f"{n:>6} {mode:>8} {r['messages']:>9} {r['time_ns']:>9} {'yes' if exact else 'NO':>5} {r['wall']:>7.2f} "
               f"{r['cpu']:>6.2f} {r['ref']:>6.3f} {r['wall'] / r['ref']:>8.1f} {r['peak']:>8.0f} "
               f"{'' if math.isnan(target) else f'{target:.1f}':>8} {ok:>3}", flush=True)
+    if "--ranks" not in sys.argv and not vs_astrasim([256], ["aware", "unaware"]):
+        failed = True
     sys.exit(1 if failed else 0)
 
 

@@ -1,14 +1,16 @@
 """The event-driven engine: ASTRA-sim's custom-collective walker over a flattened program.
 
-Semantics (see docs/simulator.md): every node whose dependencies are done is issued at once
-(workload nodes may first wait for their NPU's resource); a SEND moves its data eagerly and
-completes when the data arrives; a RECV completes on arrival, or at once if its data is already
-there; messages pair by (tag, src, dst, size) FIFO per key; COMP nodes take their duration.
+Semantics (see docs/simulator.md, "Rules and where they come from"): every node whose
+dependencies are done is issued at once (workload nodes may first wait for their NPU's
+resource); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
+arrival, or by an event at the same time if its data is already there; messages pair by
+(tag, src, dst, size) FIFO per key; COMP nodes take their duration, and those of one NPU ending
+at the same time complete together, at the place of the first one's event.
 
 Time is an integer number of ns. Events live in a calendar queue (a heap of distinct times, a
 FIFO list per time), so events at equal times run in the order they were scheduled, as in
-ASTRA-sim's event queue. Ready nodes are issued in FIFO order: initially rank-major and by
-position; later in the order their last dependency completed (successors in position order).
+ASTRA-sim's event queue. The nodes one completion releases are issued in the order of the
+Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's order.
 
 Performance: the whole walk is one Python loop with issue, completion, matching and the
 unaware model inlined (link service and resources, the rarer paths, are small closures), over
@@ -34,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import SimulationError
+from ._feeder import FreeSet
 from ._network import AwareNetwork
 from ._layout import layout
 from ._program import K_COMP, K_RECV, K_SEND, Program
@@ -178,6 +181,21 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
         raise SimulationError("no node is free of dependencies (every node waits for another)",
                               hint="the dependency graph has a cycle; run the verifier (hub.verify)")
     ready: list[int] = []
+    fkey = lay.fkey
+    feeder = lay.feeder  # the feeder's issue order (algorithms; workloads keep file order)
+    free = [FreeSet() for _ in range(lay.nranks)]
+    for fs, (nb, nr) in zip(free, lay.free0):
+        fs.buckets, fs.next_resize = nb, nr
+    nranks = max(1, lay.nranks)
+    comp_at: dict[int, int] = {}  # (time, NPU) -> the first COMP ending then: its event runs the batch
+    comp_more: dict[int, list[int]] = {}  # that COMP -> the later ones of its batch
+
+    def reorder(m0: int, c: int) -> None:
+        """Put the nodes that ``c``'s completion released (ready[m0:]) in the feeder's issue order."""
+        seg = ready[m0:]
+        order = free[rank[c]].order([fkey[x] for x in seg])
+        ready[m0:] = [seg[i] for i in order]
+
     SEND, RECV, COMP = K_SEND, K_RECV, K_COMP  # locals: faster than module globals in the loop
     n1 = n + 1  # aware hop events are n1 + message * H + hop
     t = 0
@@ -202,25 +220,31 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                 else:
                     lbusy[li] = 0
                 continue
-            r = -1
-            if kind[ev] == SEND:  # the data arrived: the SEND completes, then its RECV if posted
+            k = kind[ev]
+            more: Any = None  # nodes this event completes after ev, in ASTRA-sim's call order
+            if k == SEND:  # the data arrived: the SEND completes, then its RECV if posted
                 c = chan[ev]
                 q = posted[c]
                 if q:
                     r = q.popleft()
                     cause[r] = ev
+                    more = (r,)
                 else:
                     q = arrived[c]
                     if q is None:
                         arrived[c] = deque((ev,))
                     else:
                         q.append(ev)
-            # complete ev (a SEND, a COMP or the start node); the same block appears three times,
-            # inlined because a call per node would cost more than the block itself
+            elif k == COMP:  # the NPU's event batch for this time: every COMP ending now, in order
+                del comp_at[t * nranks + rank[ev]]
+                more = comp_more.pop(ev, None)
+            # complete ev; the block appears three times, inlined because a call per node would
+            # cost more than the block itself
             fin[ev] = t
             last = ev
             if use_res and rel[ev]:  # type: ignore[index]
                 release(ev)
+            freed = 0
             for x in range(sp[ev], sp[ev + 1]):
                 s = si[x]
                 d = indeg[s] - 1
@@ -228,18 +252,32 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                 if d == 0:
                     cause[s] = ev
                     ready.append(s)
-            if r >= 0:  # complete the matched RECV
-                fin[r] = t
-                last = r
-                if use_res and rel[r]:  # type: ignore[index]
-                    release(r)
-                for x in range(sp[r], sp[r + 1]):
-                    s = si[x]
-                    d = indeg[s] - 1
-                    indeg[s] = d
-                    if d == 0:
-                        cause[s] = r
-                        ready.append(s)
+                    freed += 1
+            if freed > 1 and ev != n and feeder:
+                if freed == 2:  # two keys into a drained set: newest first
+                    ready[-1], ready[-2] = ready[-2], ready[-1]
+                else:
+                    reorder(len(ready) - freed, ev)
+            if more is not None:
+                for c in more:
+                    fin[c] = t
+                    last = c
+                    if use_res and rel[c]:  # type: ignore[index]
+                        release(c)
+                    freed = 0
+                    for x in range(sp[c], sp[c + 1]):
+                        s = si[x]
+                        d = indeg[s] - 1
+                        indeg[s] = d
+                        if d == 0:
+                            cause[s] = c
+                            ready.append(s)
+                            freed += 1
+                    if freed > 1 and feeder:
+                        if freed == 2:
+                            ready[-1], ready[-2] = ready[-2], ready[-1]
+                        else:
+                            reorder(len(ready) - freed, c)
             if not ready:
                 continue
             # -- issue every ready node (FIFO; issuing can complete nodes and so append more) ---
@@ -273,10 +311,21 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                         else:
                             q.append(g)
                         continue
-                    q.popleft()  # the data was already there: complete now (below)
-                    tt = -1
+                    q.popleft()  # the data was already there: complete by an event now, after the others
+                    b.append(g)
+                    continue
                 elif k == COMP:
                     tt = t + dur[g]
+                    key = tt * nranks + rank[g]
+                    first = comp_at.get(key)
+                    if first is not None:  # joins the NPU's batch for tt: no event of its own
+                        more = comp_more.get(first)
+                        if more is None:
+                            comp_more[first] = [g]
+                        else:
+                            more.append(g)
+                        continue
+                    comp_at[key] = g
                 else:
                     tt = -1  # no-op kinds and the workload's collective start/end markers
                 if tt >= 0:
@@ -296,6 +345,7 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                 last = g
                 if use_res and rel[g]:  # type: ignore[index]
                     release(g)
+                freed = 0
                 for x in range(sp[g], sp[g + 1]):
                     s = si[x]
                     d = indeg[s] - 1
@@ -303,6 +353,12 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                     if d == 0:
                         cause[s] = g
                         ready.append(s)
+                        freed += 1
+                if freed > 1 and feeder:
+                    if freed == 2:
+                        ready[-1], ready[-2] = ready[-2], ready[-1]
+                    else:
+                        reorder(len(ready) - freed, g)
             ready.clear()
         # -- the next time ----------------------------------------------------------------------
         del buckets[t]

@@ -5,12 +5,12 @@ numbered rank-major, but a collective advances all ranks in lock-step: at any mo
 works on the same positions of every rank, which rank-major numbering scatters across memory
 (one cache miss per column per node). The layout renumbers nodes position-major (engine node
 ``e`` = position ``p`` of rank ``r`` in (p, r) order), so the nodes of one step sit together.
-Successor lists keep their order (position order), and the initially ready nodes keep the
-rank-major order the semantics require, so the renumbering changes no result; results are
-mapped back with :meth:`Layout.to_program`.
+Successor lists are in the order of the feeder's child sets and the initially ready nodes in
+its issue order (ranks ascending), both from :mod:`._feeder`; the renumbering changes no
+result; results are mapped back with :meth:`Layout.to_program`.
 
 One virtual node is appended (engine node ``n``, a zero-time no-op): the start of the walk. Its
-successors are the dependency-free nodes in program order, so the engine starts by completing it
+successors are the dependency-free nodes in issue order, so the engine starts by completing it
 and needs no separate code path for the initial issue.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._feeder import feeder_program
 from ._program import K_COMP, K_NOP, K_SEND, Program, channels
 
 __all__ = ["Layout", "layout"]
@@ -42,7 +43,11 @@ class Layout:
     succ_idx: list[int]
     indeg: list[int]
     start: int  # the virtual start node (= n)
-    rank: list[int]  # (only with resources)
+    rank: array  # NPU per engine node (the start node: 0)
+    nranks: int
+    fkey: array  # Chakra node id per engine node: the feeder's hash key
+    free0: list[tuple[int, int]]  # per NPU: its free set's (buckets, next resize) after the roots
+    feeder: bool  # successor and root lists are in the feeder's order (see _feeder.py)
     rank_array: np.ndarray  # NPU per engine node
     acq: list[int] | None
     rel: list[int] | None
@@ -102,15 +107,22 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     if delays is not None and nchan:
         sends = np.flatnonzero(kinds == K_SEND)
         chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)[sends]
-    indeg = np.asarray(prog.indeg, dtype=np.int64)
-    roots = inv[np.flatnonzero(indeg == 0)]  # program order: rank-major, by position
+    # the feeder's view: distinct parents, children in child-set order, roots in issue order
+    feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
+    if feeder:
+        sp, si, indeg, roots_p, free0 = feeder_program(prog)
+    else:
+        sp = np.frombuffer(prog.succ_ptr, dtype=np.int64)
+        si = np.frombuffer(prog.succ_idx, dtype=np.int64)
+        indeg = np.asarray(prog.indeg, dtype=np.int64)
+        roots_p = np.flatnonzero(indeg == 0)
+        free0 = []
+    roots = inv[roots_p]  # ranks ascending, each in its free set's order
     indeg = indeg[perm]
     indeg[roots] = 1  # they wait for the virtual start node
 
     # successors: engine node e's list is its program node's list, renumbered, same order;
     # the start node's list (last) is the roots
-    sp = np.frombuffer(prog.succ_ptr, dtype=np.int64)
-    si = np.frombuffer(prog.succ_idx, dtype=np.int64)
     cnt = np.diff(sp)[perm]
     new_sp = np.zeros(n + 2, dtype=np.int64)
     np.cumsum(cnt, out=new_sp[1:-1])
@@ -130,6 +142,10 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     indeg_l = indeg.tolist()
     indeg_l.append(0)
     res = acq is not None and rel is not None
+    # NPU per node as array('i'): built without a Python int per node; the engine reads it only on
+    # the rarer paths (COMP batches, three or more released nodes, workload resources)
+    rank_l = array("i", np.append(rank[perm], 0).astype(np.int32).tobytes())
+    fkey = array("q", np.append(np.frombuffer(prog.local_id, dtype=np.int64)[perm], 0).tobytes())
     return Layout(
         perm=perm,
         inv=inv,
@@ -142,7 +158,11 @@ def layout(prog: Program, delays: Any = None) -> Layout:
         succ_idx=new_si.tolist(),
         indeg=indeg_l,
         start=n,
-        rank=np.append(rank[perm], 0).tolist() if res else [],
+        rank=rank_l,
+        nranks=nranks,
+        fkey=fkey,
+        free0=free0,
+        feeder=feeder,
         rank_array=rank[perm],
         acq=np.append(np.asarray(acq, dtype=np.int64)[perm], 0).tolist() if res else None,
         rel=np.append(np.asarray(rel, dtype=np.int64)[perm], 0).tolist() if res else None,

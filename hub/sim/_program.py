@@ -26,6 +26,8 @@ K_SEND = int(NodeType.SEND)
 K_RECV = int(NodeType.RECV)
 K_START = 20  # workload COMM_COLL: start of a collective instance (takes the comm resource)
 K_END = 21  # workload COMM_COLL: end of the instance (releases it)
+#: ASTRA-sim maps a custom collective's tags into [0, 5e8) (Sys::front_end_sim_send, NATIVE range)
+NATIVE_TAGS = 500_000_000
 
 
 @dataclass
@@ -51,6 +53,10 @@ class Program:
     labels: dict[int, str] = field(default_factory=dict)  # inst -> label (e.g. "allreduce#0")
     messages: int = 0
     bytes: int = 0
+    # parents per node in the order the file lists them (the feeder's insertion order); None =
+    # ascending, which is all the order matters for when parents precede their children
+    dep_ptr: Any = None
+    dep_idx: Any = None
     _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
 
     def kind_array(self) -> np.ndarray:
@@ -61,7 +67,7 @@ class Program:
 
 
 def channels(prog: Program) -> tuple[np.ndarray, int]:
-    """Dense message-channel ids: SENDs and RECVs of the same (tag, src, dst, size) share one id
+    """Dense message-channel ids: SENDs and RECVs of the same (tag mod 5e8, src, dst, size) share one id
     (``-1`` for other nodes); also returns the number of channels. Computed with numpy so the
     engine matches messages with a list index instead of hashing a 4-tuple per message."""
     kinds = prog.kind_array()
@@ -75,7 +81,10 @@ def channels(prog: Program) -> tuple[np.ndarray, int]:
     span = int(max(rank.max(), peer.max())) + 1
     key = np.where(is_send, rank, peer) * span + np.where(is_send, peer, rank)  # src * span + dst
     top = span * span
-    for col in (np.frombuffer(prog.tagx, dtype=np.int64)[idx], np.frombuffer(prog.size, dtype=np.int64)[idx]):
+    tagx = np.frombuffer(prog.tagx, dtype=np.int64)[idx]
+    low = tagx & 0xFFFFFFFF
+    tagx = tagx - low + low % NATIVE_TAGS  # ASTRA-sim folds tags into its native range
+    for col in (tagx, np.frombuffer(prog.size, dtype=np.int64)[idx]):
         lo = int(col.min())
         if lo == int(col.max()):
             continue  # one value: adds nothing to the key
@@ -176,6 +185,11 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
     indeg = np.concatenate(ptr_parts).astype(np.int64)
     parents = np.concatenate(pos_parts) if pos_parts else np.zeros(0, dtype=np.int64)
     children = np.repeat(np.arange(n, dtype=np.int64), indeg)
+    dep_ptr = dep_idx = None
+    if bool(np.any(parents > children)):  # a node names a later node: keep the file's dependency order
+        dep_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(indeg, out=dep_ptr[1:])
+        dep_idx = parents
     order = np.argsort(parents, kind="stable")
     succ_idx = children[order]
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -201,4 +215,6 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
         inst=_to_array(np.zeros(n, dtype=np.int64), "i"),
         messages=int(sends.sum()),
         bytes=int(size[sends].sum()),
+        dep_ptr=dep_ptr,
+        dep_idx=dep_idx,
     )

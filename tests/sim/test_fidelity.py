@@ -15,7 +15,8 @@ from hub.chakra import read_algorithm
 from hub.sim import simulate
 from hub.topology import load_topology
 
-from ._algs import direct_alltoall, msccl_chain_allreduce, one_message, pipelined_ring_allreduce
+from ._algs import (comp_batch_case, direct_alltoall, late_recv_case, msccl_chain_allreduce, one_message,
+                    pipelined_ring_allreduce)
 
 MODES = ("unaware", "aware")
 
@@ -60,6 +61,8 @@ def test_msccl_chain_with_unit_comps_equals_pipelined(mode):
 
 
 # -- (c) custom direct all-to-all table -------------------------------------------------------------
+# The aware cells depend on the ETs' node order; these are the values the real binary gives for
+# the files _algs.direct_alltoall writes (checked against it in test_oracle.py).
 @pytest.mark.parametrize(
     "network, unaware, aware",
     [("ring:8", 4441, 25410), ("switch:8", 3441, 20528), ("fc:8", 2941, 2941)],
@@ -143,3 +146,12 @@ def test_multidim_ring_dimension_uses_shorter_direction():
     assert simulate(one_message(16, 0, 12, S), topo).time_ns == math.floor(2 * 500 + S / bprime(50))
     # 0 -> 13: coordinates (0,0) -> (1,6): dimension 0 differs first, so 1 FC hop only
     assert simulate(one_message(16, 0, 13, S), topo).time_ns == math.floor(500 + S / bprime(50))
+
+
+# -- (e) event-order rules, values measured on the real binaries (docs/simulator.md, rules 5 and 7) --
+def test_comp_batch_rule():
+    assert simulate(comp_batch_case(), "switch:4", mode="aware").time_ns == 15586
+
+
+def test_late_recv_completes_by_event():
+    assert simulate(late_recv_case(), "switch:4", mode="aware").time_ns == 16724

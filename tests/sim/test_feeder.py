@@ -1,0 +1,71 @@
+"""The feeder's issue order: libstdc++ hash-set iteration order (hub/sim/_feeder.py).
+
+Expected orders come from g++'s own ``std::unordered_set<uint64_t>`` (compiled and run here when
+g++ is available), plus values recorded from it for machines without a compiler.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from hub.sim._feeder import FreeSet, insert_order, insert_order_np, next_bucket_count
+
+_CXX = r"""
+#include <unordered_set>
+#include <cstdio>
+#include <cstdint>
+int main() {  // "i k": insert, "e k": erase, "p": print the iteration order of a copy
+  std::unordered_set<uint64_t> s; char op[4]; unsigned long long k;
+  while (scanf("%3s", op) == 1) {
+    if (op[0] == 'i') { scanf("%llu", &k); s.insert(k); }
+    else if (op[0] == 'e') { scanf("%llu", &k); s.erase(k); }
+    else { std::unordered_set<uint64_t> c = s; for (auto x : c) printf("%llu ", (unsigned long long)x);
+           printf("| %zu\n", s.bucket_count()); }
+  }
+}
+"""
+
+
+def test_recorded_orders():
+    assert insert_order([1, 2, 14])[0] == [2, 14, 1]  # 14 joins bucket 1 after its predecessor
+    assert insert_order([5, 9])[0] == [9, 5]  # two keys: always newest first
+    assert [next_bucket_count(n) for n in (1, 12, 26, 58, 118)] == [2, 13, 29, 59, 127]
+    order, buckets, _ = insert_order(list(range(14)))  # the 14th key grows 13 -> 29 buckets:
+    assert buckets == 29 and order == [13, *range(13)]  # the rehash re-inserts 12..0, reversing them
+
+
+@pytest.fixture(scope="module")
+def unordered_set(tmp_path_factory):
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("g++ not available: cannot build the std::unordered_set reference")
+    d = tmp_path_factory.mktemp("cxx")
+    (d / "order.cc").write_text(_CXX)
+    subprocess.run([cxx, "-O1", "-o", str(d / "order"), str(d / "order.cc")], check=True, timeout=120)
+    return d / "order"
+
+
+def test_against_libstdcxx(unordered_set):
+    rng = random.Random(7)
+    script, expected = [], []
+    for _ in range(40):  # one drained set, refilled batch after batch (as the feeder does)
+        fs = FreeSet()
+        for _batch in range(3):
+            m = rng.choice([1, 2, 3, 12, 13, 14, 29, 30, 200])
+            keys = rng.sample(range(max(m, rng.choice([40, 10**6, 1 << 40]))), m)
+            script += [f"i {k}" for k in keys] + ["p"] + [f"e {k}" for k in keys]
+            expected.append([keys[i] for i in fs.order(keys)])
+            if _batch == 0:
+                assert insert_order_np(np.asarray(keys, dtype=np.uint64)).tolist() == expected[-1]
+        script.append("RESET")
+    got = []
+    for chunk in "\n".join(script).split("RESET"):
+        if chunk.strip():
+            out = subprocess.run([str(unordered_set)], input=chunk, capture_output=True, text=True, timeout=60).stdout
+            got += [[int(x) for x in line.split("|")[0].split()] for line in out.splitlines()]
+    assert got == expected
