@@ -174,6 +174,21 @@ def test_verify_transform_passes_or_fails() -> None:
         verify_transform(broken, VerifyParams(level="structure"), CTX)
 
 
+def test_strict_verify_transform_refuses_what_it_cannot_prove(caplog: pytest.LogCaptureFixture) -> None:
+    custom = h.ring_allreduce(3).with_meta(collective=Collective.CUSTOM)
+    with pytest.raises(SemanticsError, match="ring3: semantics not checked: collective is CUSTOM") as ei:
+        verify_transform(custom, VerifyParams(), CTX)  # strict is the default
+    assert ei.value.exit_code == 3
+    sizes_only = h.ring_allreduce(3).with_meta(in_chunks=0, out_chunks=0)
+    with pytest.raises(SemanticsError, match="semantics not checked: no buffer information"):
+        verify_transform(sizes_only, VerifyParams(strict=True), CTX)
+    # what it can prove it passes, and lenient mode only warns
+    assert verify_transform(custom, VerifyParams(level="progress"), CTX) is custom
+    with caplog.at_level("WARNING", logger="hub.verify"):
+        assert verify_transform(custom, VerifyParams(strict=False), CTX) is custom
+    assert "semantics not checked: collective is CUSTOM" in caplog.text
+
+
 def test_stats_by_hand() -> None:
     n = 4
     alg = h.ring_allreduce(n).bind(4096)  # 4 chunks of 1024 bytes

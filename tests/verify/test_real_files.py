@@ -20,8 +20,11 @@ def test_astrasim_example_structure_and_progress(astrasim_example: Path) -> None
     alg = read_algorithm(astrasim_example / "algorithm" / "custom_allreduce")
     rep = verify(alg)
     # converted by ASTRA-sim's collectiveapi: sizes only, no buffer offsets
-    assert rep.ok and rep.levels_checked == ["structure", "progress"]
-    assert rep.notes and "no buffer semantics" in rep.notes[0]
+    assert rep.ok and rep.levels_checked == ["structure", "progress"] and not rep.complete
+    why = "no buffer information (in_chunks=0, out_chunks=0)"
+    assert rep.not_checked == {"semantics": why}
+    assert rep.summary() == f"{alg.meta.name or 'algorithm'}: ok (structure, progress; semantics not checked: {why})"
+    assert rep.to_dict()["not_checked"] == {"semantics": why}
 
 
 def _msccl_files(msccl_dir: Path) -> list[Path]:
