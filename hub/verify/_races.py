@@ -46,6 +46,8 @@ _BUF = {int(Buffer.INPUT): "input", int(Buffer.OUTPUT): "output", int(Buffer.SCR
 
 #: cells of one block of vector clocks (nodes x columns): 128 MiB as int16, 256 MiB as int32
 _BLOCK_CELLS = 1 << 26
+#: rounds of the greedy chain matching (each round matches at least one claimant per parent)
+_MATCH_ROUNDS = 8
 #: a group of accesses to one chunk is checked pair by pair (every race named) up to this size
 _ALL_PAIRS_GROUP = 64
 
@@ -213,16 +215,25 @@ def _chains(g: _Graph) -> _Chains:
         mx = np.full(n, -1, dtype=np.int64)
         mx[has] = np.maximum.reduceat(lvp, g.pred_ptr[has])
         cand = np.flatnonzero(lvp == mx[own])  # preds one level below: keep chains dense
-        claimant, first = np.unique(own[cand], return_index=True)
-        claimed = g.pred[cand[first]]
-        # one claimant per parent: the one with most HB successors (an inner node continues
-        # the chain better than a leaf), then the lowest index
+        cl, pr = own[cand], g.pred[cand]
+        # a greedy matching in rounds: each unmatched node claims its first free candidate, and
+        # each parent takes one claimant, the one with most HB successors (an inner node
+        # continues the chain better than a leaf), then the lowest index. Rounds let the losers
+        # try their other candidates (pieces of a chunked step all wait for all pieces).
         outdeg = np.diff(g.succ_ptr)
-        o = np.lexsort((claimant, -outdeg[claimant], claimed))
-        c_s, p_s = claimant[o], claimed[o]
-        win = np.ones(c_s.shape[0], dtype=bool)
-        win[1:] = p_s[1:] != p_s[:-1]
-        par[c_s[win]] = p_s[win]
+        taken = np.zeros(n, dtype=bool)
+        for _ in range(_MATCH_ROUNDS):
+            m = np.flatnonzero((par[cl] < 0) & ~taken[pr])
+            if not m.shape[0]:
+                break
+            claimant, first = np.unique(cl[m], return_index=True)
+            claimed = pr[m[first]]
+            o = np.lexsort((claimant, -outdeg[claimant], claimed))
+            c_s, p_s = claimant[o], claimed[o]
+            win = np.ones(c_s.shape[0], dtype=bool)
+            win[1:] = p_s[1:] != p_s[:-1]
+            par[c_s[win]] = p_s[win]
+            taken[p_s[win]] = True
     # pointer jumping: after k rounds anc is the 2^k-th ancestor, dist the distance to top
     top = np.where(par >= 0, par, np.arange(n, dtype=np.int64))
     dist = (par >= 0).astype(np.int64)
