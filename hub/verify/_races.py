@@ -62,6 +62,7 @@ class _Graph:
     succ: np.ndarray
     level: np.ndarray  # longest-path level; -1 where a cycle left nodes unlevelled
     match: np.ndarray  # RECV -> its SEND, -1 elsewhere
+    pairs: list[np.ndarray]  # consecutive (2, k) SEND pairs and RECV pairs of one key
 
 
 def _csr(owner: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -98,7 +99,7 @@ def _pairing(f: Flat, order: np.ndarray, R: int) -> tuple[np.ndarray, list[np.nd
 
 def _graph(f: Flat, order: np.ndarray, R: int) -> _Graph:
     n = f.n
-    match, _ = _pairing(f, order, R)
+    match, pairs = _pairing(f, order, R)
     recvs = np.flatnonzero(match >= 0)
     owner = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), np.diff(f.dep_ptr)), recvs])
     other = np.concatenate([f.dep_pos.astype(np.int64), match[recvs]])
@@ -112,13 +113,11 @@ def _graph(f: Flat, order: np.ndarray, R: int) -> _Graph:
     while front.shape[0]:
         level[front] = lv
         nxt = succ[ragged_arange(succ_ptr[front], succ_ptr[front + 1] - succ_ptr[front])]
-        if not nxt.shape[0]:
-            break
-        u, c = np.unique(nxt, return_counts=True)
-        indeg[u] -= c
-        front = u[indeg[u] == 0]
+        np.subtract.at(indeg, nxt, 1)
+        ready = nxt[indeg[nxt] == 0]
+        front = np.unique(ready)  # a node can be ready through several edges of this round
         lv += 1
-    return _Graph(pred_ptr, pred, succ_ptr, succ, level, match)
+    return _Graph(pred_ptr, pred, succ_ptr, succ, level, match, pairs)
 
 
 @dataclass
@@ -353,7 +352,7 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink:
     ch = _chains(g)
     acc = _accesses(f, base, g.level, M)
     ia, ib = _neighbour_queries(acc)
-    _, pairs = _pairing(f, order, R)
+    pairs = g.pairs
     mq = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
     qa = np.concatenate([acc.node[ia], mq[0]])
     qb = np.concatenate([acc.node[ib], mq[1]])
