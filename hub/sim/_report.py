@@ -81,7 +81,7 @@ def write_plot(res: SimulationResult, path: str | Path) -> Path:
     title = f"{res.name or res.collective or 'simulation'} on {res.topology} ({res.mode}): {res.time_us:.3f} µs"
     if res.warnings:  # an impossible number must not look like a result
         title += f"\nWARNING: below the lower bound (time_over_bound {res.bound_ratio:.3g}), see the run's warnings"
-    ax.set_title(title, color="#d62728" if res.warnings else None)
+    ax.set_title(title, **({"color": "#d62728"} if res.warnings else {}))
     ax.legend(loc="upper right", fontsize="small")
     if res.links:
         ax2 = axes[1][0]
