@@ -63,6 +63,8 @@ def verify(
         })
     elif report.ok:
         out(f"ok: {prefix}: {alg.meta.collective} on {alg.ranks} ranks (checked {report.checked_text()})")
+        for note in report.notes:
+            err(f"note: {note}")
     else:
         for p in problems:
             out(str(p))

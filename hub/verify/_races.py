@@ -275,12 +275,26 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     lorder = np.argsort(g.level, kind="stable")
     L = int(g.level.max()) + 1
     lptr = np.searchsorted(g.level[lorder], np.arange(L + 1))
+    # rows of the clocks are level-sorted positions, so a level is a slice; per level, each row's
+    # first predecessor is gathered at once, then the k-th extra predecessors of the level's rows
+    # (k = 1, 2, ...; rarely more than one round) are folded in with a maximum
+    pos = np.empty(n, dtype=np.int64)
+    pos[lorder] = np.arange(n, dtype=np.int64)
     npred = np.diff(g.pred_ptr)[lorder]
-    first = g.pred[np.minimum(g.pred_ptr[lorder], max(g.pred.shape[0] - 1, 0))]
+    first = pos[g.pred[np.minimum(g.pred_ptr[lorder], max(g.pred.shape[0] - 1, 0))]]
     extra_n = np.maximum(npred - 1, 0)
-    extra_row = np.repeat(np.arange(n, dtype=np.int64), extra_n)  # index into lorder
-    extra_pred = g.pred[ragged_arange(g.pred_ptr[lorder] + 1, extra_n)]
-    xptr = np.searchsorted(extra_row, lptr)
+    x_row = np.repeat(np.arange(n, dtype=np.int64), extra_n)
+    x_pred = pos[g.pred[ragged_arange(g.pred_ptr[lorder] + 1, extra_n)]]
+    x_k = ragged_arange(np.zeros(n, dtype=np.int64), extra_n)
+    x_lv = g.level[lorder][x_row]
+    o = np.lexsort((x_row, x_k, x_lv))
+    x_row, x_pred, x_k, x_lv = x_row[o], x_pred[o], x_k[o], x_lv[o]
+    brk = np.flatnonzero(np.diff(x_lv) | np.diff(x_k)) + 1  # starts of (level, k) blocks
+    bstart = np.concatenate([[0], brk]) if x_row.shape[0] else np.zeros(0, np.int64)
+    bend = np.append(bstart[1:], x_row.shape[0]) if x_row.shape[0] else bstart
+    bptr = np.searchsorted(x_lv[bstart], np.arange(L + 1)) if x_row.shape[0] else np.zeros(L + 1, np.int64)
+    bstart_l, bend_l = bstart.tolist(), bend.tolist()
+    own_pos_all = pos
     C = roots.shape[0]
     B = max(1, min(C, _BLOCK_CELLS // max(n, 1)))
     vc = np.empty((n, B), dtype=dtype)
@@ -289,30 +303,28 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
         w = c1 - c0
         mine = (node_col >= c0) & (node_col < c1)
         own = lorder[mine[lorder]]  # tracked nodes of this block, by level
-        optr = np.searchsorted(g.level[own], np.arange(L + 1))
+        optr = np.searchsorted(g.level[own], np.arange(L + 1)).tolist()
+        own_row = own_pos_all[own]
         own_col = node_col[own] - c0
         own_idx = ch.index[own].astype(dtype)
-        vc[lorder[: lptr[1]], :w] = -1
+        v = vc[:, :w] if w < B else vc
+        v[: lptr[1]] = -1
+        bp = bptr.tolist()
+        lp = lptr.tolist()
         for lv in range(L):
-            a, b = lptr[lv], lptr[lv + 1]
-            rows = lorder[a:b]
+            a, b = lp[lv], lp[lv + 1]
             if lv:
-                blk = vc[first[a:b], :w]
-                x0, x1 = xptr[lv], xptr[lv + 1]
-                xr, xp = extra_row[x0:x1], extra_pred[x0:x1]
-                while xr.shape[0]:  # the k-th extra predecessor of each row, k = 1, 2, ...
-                    head = np.ones(xr.shape[0], dtype=bool)
-                    head[1:] = xr[1:] != xr[:-1]
-                    r_ = xr[head] - a
-                    blk[r_] = np.maximum(blk[r_], vc[xp[head], :w])
-                    xr, xp = xr[~head], xp[~head]
-                vc[rows, :w] = blk
+                v[a:b] = v[first[a:b]]
+                for k in range(bp[lv], bp[lv + 1]):
+                    x0, x1 = bstart_l[k], bend_l[k]
+                    r_ = x_row[x0:x1]
+                    v[r_] = np.maximum(v[r_], v[x_pred[x0:x1]])
             o0, o1 = optr[lv], optr[lv + 1]
             if o1 > o0:
-                vc[own[o0:o1], own_col[o0:o1]] = own_idx[o0:o1]
+                v[own_row[o0:o1], own_col[o0:o1]] = own_idx[o0:o1]
         sel = np.flatnonzero((col >= c0) & (col < c1))
         q = todo[sel]
-        ok[q] = vc[qb[q], col[sel] - c0] >= need[sel]
+        ok[q] = v[pos[qb[q]], col[sel] - c0] >= need[sel]
     return ok
 
 
@@ -371,10 +383,11 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink:
         a, b = int(mq[0, loose[0]]), int(mq[1, loose[0]])
         r, i = f.where(a)
         what = "SEND" if int(f.kind[a]) == _SEND else "RECV"
-        notes.append(f"assumed: {loose.shape[0]} pair(s) of unordered messages on one connection pair "
-                     f"in issue order (first: rank {r} {what}s {'to' if what == 'SEND' else 'from'} rank "
+        notes.append(f"assumed: {loose.shape[0]} pair(s) of messages on one connection are unordered and were "
+                     f"matched in file order (first: rank {r} {what}s {'to' if what == 'SEND' else 'from'} rank "
                      f"{int(f.peer[a])} tag {int(f.tag[a])}, nodes {i} and {int(f.ids[b])}); ASTRA-sim "
-                     "pairs them in the order they are issued, which the DAG alone does not fix")
+                     "matches them in the order they are issued at run time, which the dependencies alone do "
+                     "not fix")
     return notes
 
 
