@@ -46,10 +46,17 @@ _BUF = {int(Buffer.INPUT): "input", int(Buffer.OUTPUT): "output", int(Buffer.SCR
 
 #: cells of one block of vector clocks (nodes x columns): 128 MiB as int16, 256 MiB as int32
 _BLOCK_CELLS = 1 << 26
+#: most clock cells (columns x nodes) one analysis may propagate, about a minute of numpy at
+#: worst; beyond it the races are reported as not checked rather than hanging on hostile input
+_MAX_WORK_CELLS = 1 << 33
 #: rounds of the greedy chain matching (each round matches at least one claimant per parent)
 _MATCH_ROUNDS = 8
 #: a group of accesses to one chunk is checked pair by pair (every race named) up to this size
 _ALL_PAIRS_GROUP = 64
+
+
+class _TooLarge(Exception):
+    """The clocks would exceed :data:`_MAX_WORK_CELLS`; carries the reason."""
 
 
 @dataclass
@@ -296,6 +303,8 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     bstart_l, bend_l = bstart.tolist(), bend.tolist()
     own_pos_all = pos
     C = roots.shape[0]
+    if C * n > _MAX_WORK_CELLS:
+        raise _TooLarge(f"the happens-before analysis would propagate {C} clocks over {n} nodes")
     B = max(1, min(C, _BLOCK_CELLS // max(n, 1)))
     vc = np.empty((n, B), dtype=dtype)
     for c0 in range(0, C, B):
@@ -344,10 +353,12 @@ def _chunk_name(f: Flat, base: np.ndarray, v: int, addr: int, write: bool, M: in
     return f"{_BUF.get(buf, '?')} chunk {addr - r * M - int(base[r, buf])}"
 
 
-def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink: ProblemSink) -> list[str]:
+def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int,
+                sink: ProblemSink) -> tuple[list[str], str | None]:
     """Report every pair of conflicting chunk accesses that happens-before leaves unordered
-    (see the module docstring); return notes on what was assumed (consecutive messages of one
-    (src, dst, tag, size) key that are unordered, whose pairing the DAG alone does not fix).
+    (see the module docstring). Return notes on what was assumed (consecutive messages of one
+    (src, dst, tag, size) key that are unordered, whose pairing the DAG alone does not fix), and
+    why the races could not be checked (None when they were).
 
     ``order`` is each node's position in its rank's issue order, ``base`` the (ranks, 3) buffer
     base addresses and ``memory`` an upper bound of any rank's flat memory size."""
@@ -360,7 +371,7 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink:
         r, i = f.where(int(stuck[0]))
         sink.add(f"{stuck.shape[0]} node(s) lie on a cycle of dependencies and message pairings "
                  "(the k-th SEND of a connection pairs with its k-th RECV, in issue order)", r, i)
-        return notes
+        return notes, None
     ch = _chains(g)
     acc = _accesses(f, base, g.level, M)
     ia, ib = _neighbour_queries(acc)
@@ -368,13 +379,19 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink:
     mq = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
     qa = np.concatenate([acc.node[ia], mq[0]])
     qb = np.concatenate([acc.node[ib], mq[1]])
-    ok = _ordered(g, ch, qa, qb)
+    try:
+        ok = _ordered(g, ch, qa, qb)
+    except _TooLarge as e:
+        return notes, str(e)
     nd = ia.shape[0]
     bad_d = np.flatnonzero(~ok[:nd])
     if bad_d.shape[0]:
         # name every racing pair: all conflicting pairs of the affected chunks
         ja, jb = _all_pair_queries(acc, np.unique(acc.group[ia[bad_d]]))
-        ok2 = _ordered(g, ch, acc.node[ja], acc.node[jb])
+        try:
+            ok2 = _ordered(g, ch, acc.node[ja], acc.node[jb])
+        except _TooLarge:  # the neighbouring pairs are reported; the rest would be more of the same
+            ja, jb, ok2 = ja[:0], jb[:0], np.zeros(0, dtype=bool)
         ia = np.concatenate([ia[bad_d], ja[~ok2]])
         ib = np.concatenate([ib[bad_d], jb[~ok2]])
         _report_data(f, base, acc, ia, ib, M, sink)
@@ -388,7 +405,7 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink:
                      f"{int(f.peer[a])} tag {int(f.tag[a])}, nodes {i} and {int(f.ids[b])}); ASTRA-sim "
                      "matches them in the order they are issued at run time, which the dependencies alone do "
                      "not fix")
-    return notes
+    return notes, None
 
 
 def _report_data(f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: np.ndarray, M: int,

@@ -220,3 +220,17 @@ def test_builtins_chunked_and_with_instances_have_no_races(name: str, coll: str,
                 instances_algorithm(chunk_algorithm(base, 2), 2)):
         rep = verify(alg)
         assert rep.ok and rep.complete, rep.summary()
+
+
+def test_an_analysis_too_large_is_reported_as_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub.verify import _races
+
+    monkeypatch.setattr(_races, "_MAX_WORK_CELLS", 10)  # stands in for a hostile, huge input
+    alg = make("ring", "allreduce", 4)
+    rep = verify(alg)
+    assert rep.ok and not rep.complete
+    why = rep.not_checked["races"]
+    assert why.startswith("the happens-before analysis would propagate ") and why.endswith(" nodes")
+    assert rep.summary().startswith(f"{alg.meta.name}: ok (structure, progress, semantics; races not checked: ")
+    with pytest.raises(SemanticsError, match="races not checked"):
+        check(alg, strict=True)
