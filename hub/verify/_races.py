@@ -51,8 +51,10 @@ _BLOCK_CELLS = 1 << 26
 _MAX_WORK_CELLS = 1 << 33
 #: rounds of the greedy chain matching (each round matches at least one claimant per parent)
 _MATCH_ROUNDS = 8
-#: a group of accesses to one chunk is checked pair by pair (every race named) up to this size
+#: a group of accesses to one chunk is checked pair by pair (every race named) up to this size,
+#: and up to this many pairs in all
 _ALL_PAIRS_GROUP = 64
+_ALL_PAIRS_TOTAL = 100_000
 
 
 class _TooLarge(Exception):
@@ -182,22 +184,24 @@ def _neighbour_queries(acc: _Accesses) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _all_pair_queries(acc: _Accesses, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every conflicting pair inside the given address groups (first access indices)."""
+    """Every conflicting pair inside the given address groups (first access indices), for
+    groups of at most :data:`_ALL_PAIRS_GROUP` accesses and :data:`_ALL_PAIRS_TOTAL` pairs in all
+    (beyond that the neighbouring pairs already name every racing access)."""
     qi: list[int] = []
     qj: list[int] = []
-    A = acc.node.shape[0]
+    ends = np.searchsorted(acc.group, groups, side="right").tolist()
     write = acc.write
-    for g in groups.tolist():
-        e = g + 1
-        while e < A and acc.group[e] == g:
-            e += 1
+    for g, e in zip(groups.tolist(), ends):
         if e - g > _ALL_PAIRS_GROUP:
             continue
-        for i in range(g, e):
-            for j in range(i + 1, e):
-                if write[i] or write[j]:
-                    qi.append(i)
-                    qj.append(j)
+        if len(qi) > _ALL_PAIRS_TOTAL:
+            break
+        w = write[g:e].tolist()
+        for i in range(e - g):
+            for j in range(i + 1, e - g):
+                if w[i] or w[j]:
+                    qi.append(g + i)
+                    qj.append(g + j)
     return np.asarray(qi, dtype=np.int64), np.asarray(qj, dtype=np.int64)
 
 
@@ -418,16 +422,14 @@ def _report_data(f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: 
     key, ia, ib = key[o], ia[o], ib[o]
     first = np.ones(key.shape[0], dtype=bool)
     first[1:] = key[1:] != key[:-1]
-    starts = np.flatnonzero(first)
+    starts = np.flatnonzero(first)  # key order is rank, then position, of the first node
     addrs = acc.addr[ia]
-    counts = np.diff(np.append(starts, key.shape[0]))
-    chunks = [np.unique(addrs[s:s + c]).shape[0] for s, c in zip(starts.tolist(), counts.tolist())]
-    rows = sorted(zip(starts.tolist(), chunks), key=lambda t: (int(f.rank[acc.node[ia[t[0]]]]),
-                                                               int(acc.node[ia[t[0]]]), int(acc.node[ib[t[0]]])))
-    for s, nchunks in rows:
-        if sink.full:
-            sink.total += 1
-            continue
+    new_addr = first.copy()
+    new_addr[1:] |= addrs[1:] != addrs[:-1]
+    chunks = np.add.reduceat(new_addr.astype(np.int64), starts) if starts.shape[0] else starts
+    room = max(0, sink.limit - len(sink.kept))
+    sink.total += max(0, starts.shape[0] - room)  # counted, not formatted
+    for s, nchunks in zip(starts[:room].tolist(), chunks[:room].tolist()):
         i, j = int(ia[s]), int(ib[s])
         u, v = int(acc.node[i]), int(acc.node[j])
         if u > v:
