@@ -2,8 +2,9 @@
 
 The walk (:mod:`._walk`) executes ONE schedule. Its result holds for every schedule exactly when
 every two conflicting accesses to one chunk (a read and a write, or two writes) are ordered by
-happens-before (HB), and when the FIFO pairing of messages cannot change. HB is the transitive
-closure of
+happens-before (HB), given the FIFO pairing of messages (consecutive messages of one connection
+that HB leaves unordered could pair otherwise at run time: that is returned as a note, an
+assumption, not as a race). HB is the transitive closure of
 
 * program order: a node happens after each of its dependencies;
 * messages: a SEND happens before its matching RECV, pairing the k-th SEND and the k-th RECV of a
@@ -20,12 +21,13 @@ Encoding and cost. Accesses are sorted per address by HB level (longest path fro
 linear extension of HB). If every write is HB-ordered after the previous write, and every read
 after the previous write and before the next one, transitivity orders all conflicting pairs, so
 O(accesses) queries suffice. A query "a HB b" is answered by vector clocks over a chain cover of
-the HB graph: each node claims the predecessor of highest level as its chain parent (one
-claimant per parent wins), so ``VC[x][c]`` = the highest index on chain c of a node HB-before
+the HB graph: each node claims a predecessor one level below as its chain parent (a greedy
+matching in rounds, one claimant per parent), so ``VC[x][c]`` = the highest index on chain c of a node HB-before
 or equal to x is exact (chains are totally ordered). Only chains holding a query source get a
 column; a source with exactly one HB successor s (a leaf SEND and its RECV) is first replaced by
-s, since then "a HB b" iff "s = b or s HB b". Clocks propagate level by level with numpy, in
-blocks of columns that bound memory.
+s, since then "a HB b" iff "s = b or s HB b". Clocks are int16 (int32 for chains of 32k nodes
+or more), propagate level by level with numpy in blocks of columns that bound memory, and an
+analysis beyond :data:`_MAX_WORK_CELLS` is declined (reported as not checked).
 """
 
 from __future__ import annotations
@@ -265,7 +267,8 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     ok = np.zeros(qa.shape[0], dtype=bool)
     outdeg = np.diff(g.succ_ptr)
     s = qa.copy()
-    for _ in range(2 if g.succ.shape[0] else 0):  # lift sources with one HB successor: a HB b iff succ(a) = b or succ(a) HB b
+    # lift sources with one HB successor: a HB b iff succ(a) = b or succ(a) HB b
+    for _ in range(2 if g.succ.shape[0] else 0):
         one = outdeg[s] == 1
         s = np.where(one, g.succ[np.minimum(g.succ_ptr[s], g.succ.shape[0] - 1)], s)
         ok |= one & (s == qb)
@@ -280,15 +283,13 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     tracked_root[roots] = np.arange(roots.shape[0])
     node_col = tracked_root[ch.top]
     dtype = np.int16 if int(ch.index.max(initial=0)) < np.iinfo(np.int16).max else np.int32
-    # nodes by level; per level the first predecessor of each node, then the later ones as
-    # (row in the level, predecessor) pairs: most nodes have one or two, so two gathers and a
-    # maximum beat a segmented reduction
     lorder = np.argsort(g.level, kind="stable")
     L = int(g.level.max()) + 1
     lptr = np.searchsorted(g.level[lorder], np.arange(L + 1))
     # rows of the clocks are level-sorted positions, so a level is a slice; per level, each row's
     # first predecessor is gathered at once, then the k-th extra predecessors of the level's rows
-    # (k = 1, 2, ...; rarely more than one round) are folded in with a maximum
+    # (k = 1, 2, ...; rarely more than one round) are folded in with a maximum: most nodes have
+    # one or two predecessors, so this beats a segmented reduction
     pos = np.empty(n, dtype=np.int64)
     pos[lorder] = np.arange(n, dtype=np.int64)
     npred = np.diff(g.pred_ptr)[lorder]
