@@ -207,14 +207,17 @@ def test_unordered_messages_on_one_connection_are_an_assumption_not_a_race() -> 
     assert any(n.startswith("assumed: ") and "rank 0 SENDs to rank 1 tag 0, nodes 0 and 1" in n for n in rep.notes)
 
 
-@pytest.mark.parametrize("n", [3, 4, 8])
-@pytest.mark.parametrize("name,coll", [("ring", "allreduce"), ("ring", "allgather"), ("direct", "alltoall"),
-                                       ("halving_doubling", "allreduce"), ("double_binary_tree", "allreduce"),
-                                       ("hierarchical", "allreduce"), ("direct", "reducescatter")])
+def _builtin_cases() -> list[tuple[str, str, int]]:
+    from hub.algorithms import CATALOG
+
+    return [(name, coll, n) for name, colls in sorted(CATALOG.items()) for coll in sorted(colls) for n in (3, 4, 8)]
+
+
+@pytest.mark.parametrize(("name", "coll", "n"), _builtin_cases(), ids=lambda v: str(v))
 def test_builtins_chunked_and_with_instances_have_no_races(name: str, coll: str, n: int) -> None:
     try:
         base = make(name, coll, n)
-    except Exception as e:  # e.g. a rank count the algorithm does not take
+    except Exception as e:  # noqa: BLE001 - a rank count the algorithm does not take
         pytest.skip(str(e))
     for alg in (base, chunk_algorithm(base, 3), instances_algorithm(base, 2),
                 instances_algorithm(chunk_algorithm(base, 2), 2)):
