@@ -7,6 +7,7 @@ buffer and the chunk that the test expects from reading the algorithm, not from 
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hub.algorithms import make
-from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, Op, RankGraphBuilder, write_algorithm
+from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraphBuilder, write_algorithm
 from hub.errors import SemanticsError
 from hub.transforms import chunk_algorithm, instances_algorithm
 from hub.verify import check, verify
@@ -237,3 +238,107 @@ def test_an_analysis_too_large_is_reported_as_not_checked(monkeypatch: pytest.Mo
     assert rep.summary().startswith(f"{alg.meta.name}: ok (structure, progress, semantics; races not checked: ")
     with pytest.raises(SemanticsError, match="races not checked"):
         check(alg, strict=True)
+
+
+def _random_algorithm(rng: random.Random) -> Algorithm:
+    """A random deadlock-free algorithm: nodes are created in one global order, each depending
+    on earlier nodes of its rank and each RECV created after its SEND, so that order is an
+    execution; every message has its own tag, so the pairing is fixed. Accesses are random
+    single chunks of the input, output and scratch (4 chunks each, out of place)."""
+    R = rng.randint(2, 4)
+    bs = [RankGraphBuilder(r) for r in range(R)]
+    made: list[list[int]] = [[] for _ in range(R)]
+    pending: list[tuple[int, int, int]] = []  # (dst, src, tag) of sent messages not yet received
+    bufs = (IN, OUT, SCR)
+
+    def deps(r: int) -> list[int]:
+        return rng.sample(made[r], rng.randint(0, min(2, len(made[r]))))
+
+    def where() -> tuple[Buffer, int]:
+        b = rng.choice(bufs)
+        return b, rng.randrange(4)
+
+    for tag in range(rng.randint(4, 40)):
+        what = rng.random()
+        if pending and what < 0.4:
+            dst, src, t = pending.pop(rng.randrange(len(pending)))
+            p = bs[dst].recv(src, dst=where(), op=rng.choice([Op.COPY, Op.REDUCE]), tag=t, deps=deps(dst))
+            made[dst].append(p)
+        elif what < 0.8:
+            src = rng.randrange(R)
+            dst = rng.choice([q for q in range(R) if q != src])
+            p = bs[src].send(dst, src=where(), tag=tag, deps=deps(src))
+            made[src].append(p)
+            pending.append((dst, src, tag))
+        else:
+            r = rng.randrange(R)
+            made[r].append(bs[r].comp(rng.choice([Op.COPY, Op.REDUCE]), src=where(), dst=where(), count=1,
+                                      deps=deps(r)))
+    for dst, src, t in pending:
+        bs[dst].recv(src, dst=where(), count=1, tag=t)
+    return _alg(Collective.BROADCAST, bs, in_chunks=4, out_chunks=4, scratch_chunks=4)
+
+
+def _brute_force_races(alg: Algorithm) -> set[tuple[int, int, int]]:
+    """(rank, id, id) of every conflicting pair no path of dependencies and messages orders,
+    by a plain search per node: written from the semantics in docs/verify.md, not the code."""
+    nodes = [(r, i) for r, g in enumerate(alg.graphs) for i in range(len(g))]
+    succ: dict[tuple[int, int], list[tuple[int, int]]] = {v: [] for v in nodes}
+    sends: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    recvs: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    for r, g in enumerate(alg.graphs):
+        for i in range(len(g)):
+            for d in g.deps_of(i).tolist():
+                succ[(r, int(d))].append((r, i))
+            k, peer, tag = int(g.kind[i]), int(g.peer[i]), int(g.tag[i])
+            if k == NodeType.SEND:
+                sends.setdefault((r, peer, tag), []).append((r, i))
+            elif k == NodeType.RECV:
+                recvs.setdefault((peer, r, tag), []).append((r, i))
+    for key, ss in sends.items():  # one message per tag: pairing is unambiguous
+        succ[ss[0]].append(recvs[key][0])
+    reach: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for v in nodes:
+        seen, todo = set(), list(succ[v])
+        while todo:
+            x = todo.pop()
+            if x not in seen:
+                seen.add(x)
+                todo.extend(succ[x])
+        reach[v] = seen
+    base = {int(IN): 0, int(OUT): 4, int(SCR): 8}
+    acc: dict[tuple[int, int], dict[tuple[int, int], bool]] = {}
+    for r, g in enumerate(alg.graphs):
+        for i in range(len(g)):
+            k, op, c = int(g.kind[i]), int(g.op[i]), int(g.count[i])
+            reads = k == NodeType.SEND or (k == NodeType.COMP and op in (Op.COPY, Op.REDUCE))
+            writes = k == NodeType.RECV or (k == NodeType.COMP and op in (Op.COPY, Op.REDUCE))
+            for flag, b, o in ((False, g.src_buf[i], g.src_off[i]), (True, g.dst_buf[i], g.dst_off[i])):
+                if (writes if flag else reads):
+                    for e in range(c):
+                        slot = acc.setdefault((r, base[int(b)] + int(o) + e), {})
+                        slot[(r, i)] = slot.get((r, i), False) or flag
+    out = set()
+    for slot in acc.values():
+        items = sorted(slot.items())
+        for x in range(len(items)):
+            for y in range(x + 1, len(items)):
+                (u, wu), (v, wv) = items[x], items[y]
+                if (wu or wv) and v not in reach[u] and u not in reach[v]:
+                    g = alg.graphs[u[0]]
+                    out.add((u[0], int(g.ids[u[1]]), int(g.ids[v[1]])))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_algorithms_report_exactly_the_brute_force_races(seed: int) -> None:
+    alg = _random_algorithm(random.Random(seed))
+    rep = verify(alg, max_problems=10_000)
+    if rep.failed_level in ("structure", "progress"):
+        pytest.fail(rep.summary())  # the generator only makes runnable algorithms
+    got = set()
+    for p in rep.problems:
+        if p.message.startswith("race on"):
+            a, b = (int(x) for x in re.findall(r"\(node (\d+)\)", p.message))
+            got.add((p.rank, min(a, b), max(a, b)))
+    assert got == _brute_force_races(alg)
