@@ -34,7 +34,9 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
     Levels run in order and stop at the first one that finds problems, because the later ones
     presuppose it (a deadlock check needs matched messages, a data check needs progress). The
-    report keeps the first ``max_problems`` findings and counts all of them.
+    semantics level lists races (see :mod:`._races`) before the data errors of the walk. The
+    report keeps the first ``max_problems`` findings and counts all of them; what could not be
+    checked, and why, is in ``report.not_checked``.
     """
     if not isinstance(alg, Algorithm):
         raise UsageError(f"verify needs an Algorithm, got {type(alg).__name__}",
