@@ -3,18 +3,22 @@
 Run alone: ``python benchmarks/bench_verify.py [ranks ...]`` (default 64 128 256). The ring is
 built vectorized with ``RankGraph.from_columns`` (in place, 2(n-1) steps of SEND + RECV per rank,
 about n * 4(n-1) nodes). Target: semantics of 256 ranks (~260k nodes) in <= 2 s. Times are the best of 3 runs (wall);
-``sem. cpu`` is the CPU time of the semantics level, which is what to compare when other
-processes share the machine.
+``sem. cpu`` is the CPU time of the semantics level and ``races cpu`` the part of it spent in the
+happens-before race analysis, which is what to compare when other processes share the machine.
+The last table times ``collhub trace verify`` as a whole process on ET files written to disk.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph
+from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, write_algorithm
 from hub.transforms import (
     algorithm_stats,
     chunk_algorithm,
@@ -23,6 +27,7 @@ from hub.transforms import (
     resolve_mapping,
 )
 from hub.verify import LEVELS, verify
+from hub.verify import _races
 
 
 def ring_allreduce(n: int) -> Algorithm:
@@ -78,17 +83,56 @@ def _cpu(fn, repeat: int = 3) -> float:
     return best
 
 
+def _races_cpu(alg: Algorithm) -> float:
+    """CPU seconds spent in the race analysis during one verify (wrapping the function)."""
+    spent = [0.0]
+    inner = _races.check_races
+
+    def timed(*a, **k):  # type: ignore[no-untyped-def]
+        t = time.process_time()
+        try:
+            return inner(*a, **k)
+        finally:
+            spent[0] += time.process_time() - t
+
+    import hub.verify._api as api
+
+    api.check_races = timed  # type: ignore[assignment]
+    try:
+        verify(alg)
+    finally:
+        api.check_races = inner  # type: ignore[assignment]
+    return spent[0]
+
+
+def _whole_process(n: int, repeat: int = 3) -> float:
+    """Best wall time of ``collhub trace verify`` on the n-rank ring written to disk."""
+    with tempfile.TemporaryDirectory() as d:
+        prefix = Path(d) / "ring"
+        write_algorithm(ring_allreduce(n), prefix)
+        best = float("inf")
+        for _ in range(repeat):
+            t = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "hub.cli", "trace", "verify", str(prefix)],
+                                  capture_output=True, text=True)
+            best = min(best, time.perf_counter() - t)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+    return best
+
+
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [64, 128, 256]
-    print(f"{'case':<22}{'nodes':>10}" + "".join(f"{lvl:>12}" for lvl in LEVELS) + f"{'sem. cpu':>10}{'stats':>10}")
+    print(f"{'case':<22}{'nodes':>10}" + "".join(f"{lvl:>12}" for lvl in LEVELS)
+          + f"{'sem. cpu':>10}{'races cpu':>11}{'stats':>10}")
     for n in sizes:
         for label, alg in ((f"ring allreduce n={n}", ring_allreduce(n)),):
             assert verify(alg).ok, verify(alg).summary()
             times = [_time(lambda lvl=lvl: verify(alg, level=lvl)) for lvl in LEVELS]
             cpu = _cpu(lambda: verify(alg))
+            rcpu = min(_races_cpu(alg) for _ in range(3))
             st = _time(lambda: algorithm_stats(alg), repeat=1)
             print(f"{label:<22}{alg.node_count():>10}" + "".join(f"{t:>11.3f}s" for t in times)
-                  + f"{cpu:>9.3f}s{st:>9.3f}s")
+                  + f"{cpu:>9.3f}s{rcpu:>10.3f}s{st:>9.3f}s")
     n = sizes[-1] // 2
     alg = chunk_algorithm(ring_allreduce(n), 4)
     times = [_time(lambda lvl=lvl: verify(alg, level=lvl), repeat=1) for lvl in LEVELS]
@@ -107,6 +151,11 @@ def main(argv: list[str]) -> int:
         out = fn()
         t = _time(fn, repeat=1)
         print(f"{label:<32}{out.node_count():>12}{t:>9.3f}s")
+
+    print()
+    print(f"{'collhub trace verify (whole process, from disk)':<50}{'wall':>10}")
+    for n in sizes:
+        print(f"{'ring allreduce n=' + str(n):<50}{_whole_process(n):>9.3f}s")
     return 0
 
 

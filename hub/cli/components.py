@@ -13,7 +13,7 @@ import typer
 
 from ..errors import UsageError
 from ._errors import debug_enabled
-from ._output import FORMAT_OPTION, OutputFormat, emit_json, out, table
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
 
@@ -144,6 +144,8 @@ def consume(
         out(table(["metric", "value"], [(k, _fmt(v)) for k, v in result.metrics.items()], indent=2))
     if result.artifacts:
         out(table(["artifact", "path"], sorted(result.artifacts.items()), indent=2))
+    for w in result.warnings:
+        err(f"warning: {w}")
 
 
 def _fmt(v: Any) -> str:

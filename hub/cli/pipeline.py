@@ -193,6 +193,10 @@ def run_command(
         emit_json(result.document)
         return
     _print_table(result.rows, list(vp.model.matrix), vp.name)
+    from ..pipeline._rundir import warning_lines
+
+    for w in warning_lines(result.rows):
+        err(f"warning: {w}")
     failed = sum(1 for r in result.rows if r["status"] != "ok")
     err(f"{len(result.rows)} row(s){f', {failed} failed' if failed else ''}; run directory: {result.run_dir}")
     if result.plot is not None:

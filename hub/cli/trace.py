@@ -57,11 +57,14 @@ def verify(
             "prefix": prefix,
             "ok": bool(report.ok),
             "levels_checked": list(report.levels_checked),
+            "not_checked": dict(report.not_checked),
+            "notes": list(report.notes),
             "problems": [{"level": p.level, "message": p.message, "rank": p.rank, "node": p.node} for p in problems],
         })
     elif report.ok:
-        out(f"ok: {prefix}: {alg.meta.collective} on {alg.ranks} ranks "
-            f"(checked {', '.join(report.levels_checked)})")
+        out(f"ok: {prefix}: {alg.meta.collective} on {alg.ranks} ranks (checked {report.checked_text()})")
+        for note in report.notes:
+            err(f"note: {note}")
     else:
         for p in problems:
             out(str(p))

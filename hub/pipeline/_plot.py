@@ -18,7 +18,7 @@ import os
 import re
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
@@ -32,6 +32,7 @@ PLOT_HINT = 'pip install "collhub[plot]"'
 _SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
 #: Metrics the runner's automatic plot tries, in order.
 _AUTO_METRICS = ("busbw_GBps", "time_us", "time_ns")
+_WARNED = "has a warning (see results.md)"
 _BIN = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _DEC = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -48,10 +49,12 @@ _UNIT_SUFFIXES = (("_GBps", "GB/s"), ("_us", "µs"), ("_ns", "ns"), ("_ms", "ms"
 
 @dataclass(frozen=True)
 class Panel:
-    """One subplot: its title and, per series label, the ``(x, y)`` points sorted by x."""
+    """One subplot: its title and, per series label, the ``(x, y)`` points sorted by x;
+    ``flagged`` holds the points whose row carries warnings (e.g. a time below the bound)."""
 
     title: str
     lines: dict[str, list[tuple[float, float]]]
+    flagged: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,14 @@ class PlotLayout:
     title: str
     failed: int
     missing: int
+    warned: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly description (for ``--format json`` and tests)."""
         return {"metric": self.metric, "x": self.x, "x_kind": self.x_kind, "x_scale": self.x_scale,
                 "x_values": list(self.x_values), "panel_vars": list(self.panel_vars), "series": list(self.series),
                 "panels": [p.title for p in self.panels], "title": self.title, "failed": self.failed,
-                "missing": self.missing}
+                "missing": self.missing, "warned": self.warned}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -277,6 +281,7 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
     order = {n: {_key(v): i for i, v in enumerate(values[n])} for n in names}
     series: dict[str, None] = {}
     cells: dict[tuple[int, ...], dict[str, dict[float, float]]] = {}
+    warned_at: dict[tuple[int, ...], dict[str, set[float]]] = {}
     xs: set[float] = set()
     for r in usable:
         point = r.get("point") or {}
@@ -292,6 +297,8 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
         series.setdefault(label, None)
         pkey = tuple(order[n].get(_key(point.get(n)), -1) for n in panel_vars)
         cells.setdefault(pkey, {}).setdefault(label, {})[xv] = float(r["metrics"][metric])
+        if r.get("warnings"):
+            warned_at.setdefault(pkey, {}).setdefault(label, set()).add(xv)
         xs.add(xv)
 
     if not xs:
@@ -301,7 +308,8 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
     for pkey in sorted(cells):  # matrix order of each panel variable's values
         title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey) if i >= 0)
         lines = {s: sorted(cells[pkey][s].items()) for s in series if s in cells[pkey]}
-        panels.append(Panel(title, lines))
+        flags = {s: [(x, y) for x, y in pts if x in warned_at.get(pkey, {}).get(s, ())] for s, pts in lines.items()}
+        panels.append(Panel(title, lines, {s: pts for s, pts in flags.items() if pts}))
 
     x_values = tuple(sorted(xs))
     positive = bool(x_values) and x_values[0] > 0
@@ -330,11 +338,14 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
         notes.append(f"{failed} failed row(s) not shown")
     if missing:
         notes.append(f"{missing} row(s) without {metric}")
+    warned = sum(len(pts) for p in panels for pts in p.flagged.values())
+    if warned:
+        notes.append(f"{warned} point(s) circled red carry a warning (e.g. below the lower bound)")
     if notes:
         title += ("\n" if not context else "; ") + "; ".join(notes)
     return PlotLayout(metric=metric, x=xname, x_kind=kind, x_scale=x_scale, x_values=x_values, x_label=x_label,
                       y_label=y_label, y_scale=y_scale, panel_vars=tuple(panel_vars), series=tuple(series),
-                      panels=tuple(panels), title=title, failed=failed, missing=missing)
+                      panels=tuple(panels), title=title, failed=failed, missing=missing, warned=warned)
 
 
 def _context(rows: list[Mapping[str, Any]]) -> str:
@@ -421,6 +432,11 @@ def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
                                linestyle=dash, markersize=5.5, linewidth=1.8, markeredgecolor="white",
                                markeredgewidth=0.6, label=s)
                 handles.setdefault(s, h)
+            for s, pts in p.flagged.items():
+                (h,) = ax.plot([a for a, _ in pts], [b for _, b in pts], linestyle="none", marker="o",
+                               markersize=11, markerfacecolor="none", markeredgecolor="#d62728",
+                               markeredgewidth=1.6, label=_WARNED)
+                handles.setdefault(_WARNED, h)
             if p.title:
                 ax.set_title(p.title)
             if layout.x_scale == "log2":
@@ -454,7 +470,7 @@ def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
                     lab.set_rotation(45)
                     lab.set_horizontalalignment("right")
         fig.suptitle(layout.title, fontsize=12)
-        order = [s for s in layout.series if s in handles]
+        order = [s for s in layout.series if s in handles] + ([_WARNED] if _WARNED in handles else [])
         fig.legend([handles[s] for s in order], order, loc=loc, ncols=legend_cols, frameon=False)
         target.parent.mkdir(parents=True, exist_ok=True)
         # A plain open() under a unique name (not mkstemp, which makes the file 0600): the PNG gets

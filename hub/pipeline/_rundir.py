@@ -138,9 +138,22 @@ def table_rows(rows: list[dict[str, Any]], variables: list[str]) -> tuple[list[s
         for key, _, scale in cols:
             v = r["metrics"].get(key)
             cells.append(_cell(v * scale) if isinstance(v, (int, float)) and not isinstance(v, bool) else _cell(v))
-        cells.append("ok" if r["status"] == "ok" else f"failed: {r.get('error') or ''}".strip())
+        cells.append(_status(r))
         body.append(cells)
     return header, body
+
+
+def _status(row: dict[str, Any]) -> str:
+    """``ok``, ``ok (below bound)`` / ``ok (N warnings)`` when the consumer doubts a figure, or
+    ``failed: ...``."""
+    if row["status"] != "ok":
+        return f"failed: {row.get('error') or ''}".strip()
+    warns = row.get("warnings") or []
+    if not warns:
+        return "ok"
+    if len(warns) == 1:
+        return "ok (below bound)" if "below the" in warns[0] and "lower bound" in warns[0] else "ok (1 warning)"
+    return f"ok ({len(warns)} warnings)"
 
 
 def markdown_text(rows: list[dict[str, Any]], variables: list[str], title: str) -> str:
@@ -151,7 +164,20 @@ def markdown_text(rows: list[dict[str, Any]], variables: list[str], title: str) 
 
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in cells) + " |" for cells in body]
+    warned = warning_lines(rows)
+    if warned:
+        lines += ["", "Warnings:", ""] + [f"- {esc(w)}" for w in warned]
     return "\n".join(lines) + "\n"
+
+
+def warning_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """``source · consumer (point): warning`` for every warning of every row."""
+    out = []
+    for r in rows:
+        point = ", ".join(f"{k}={v}" for k, v in (r.get("point") or {}).items())
+        where = f"{r['source']}" + (f" · {r['consumer']}" if r.get("consumer") else "") + (f" ({point})" if point else "")
+        out += [f"{where}: {w}" for w in r.get("warnings") or []]
+    return out
 
 
 def write_results(run_dir: Path, document: dict[str, Any], variables: list[str], title: str) -> None:

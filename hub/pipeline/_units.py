@@ -182,7 +182,7 @@ def _consume(unit: dict[str, Any]) -> dict[str, Any]:
         rows.append({**row, "status": "ok", "metrics": dict(result.metrics),
                      "artifacts": _relative_artifacts(dict(result.artifacts), workdir, run_dir),
                      "details": json.loads(json.dumps(result.details, default=str)),
-                     "error": None, "wall_s": round(time.perf_counter() - start, 6)})
+                     "warnings": list(result.warnings), "error": None, "wall_s": round(time.perf_counter() - start, 6)})
     return {"rows": rows, "error": None}
 
 

@@ -262,4 +262,5 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
         artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{params.mode}.trace.json"))
     if params.plot:
         artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{params.mode}.png"))
-    return Result(component="hub.simulate", metrics=res.metrics(), artifacts=artifacts, details=res.details())
+    return Result(component="hub.simulate", metrics=res.metrics(), artifacts=artifacts, details=res.details(),
+                  warnings=res.warnings)

@@ -78,7 +78,10 @@ def write_plot(res: SimulationResult, path: str | Path) -> Path:
         ax.plot([], [], color=color, lw=6, label={K_SEND: "send", K_RECV: "recv", K_COMP: "comp"}[k])
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("rank")
-    ax.set_title(f"{res.name or res.collective or 'simulation'} on {res.topology} ({res.mode}): {res.time_us:.3f} µs")
+    title = f"{res.name or res.collective or 'simulation'} on {res.topology} ({res.mode}): {res.time_us:.3f} µs"
+    if res.warnings:  # an impossible number must not look like a result
+        title += f"\nWARNING: below the lower bound (time_over_bound {res.bound_ratio:.3g}), see the run's warnings"
+    ax.set_title(title, **({"color": "#d62728"} if res.warnings else {}))
     ax.legend(loc="upper right", fontsize="small")
     if res.links:
         ax2 = axes[1][0]

@@ -101,8 +101,22 @@ class SimulationResult:
 
     @property
     def bound_ratio(self) -> float | None:
-        """time / bound (>= 1; 1 means the bound is attained)."""
+        """time / bound (>= 1 for a real schedule; 1 means the bound is attained)."""
         return self.time_ns / self.bound_ns if self.bound_ns else None
+
+    @property
+    def warnings(self) -> list[str]:
+        """Why the time should not be taken at face value: below the lower bound (no schedule
+        on this network can be that fast, so the model left something out)."""
+        ratio = self.bound_ratio
+        if ratio is None or ratio >= 1:
+            return []
+        why = ("the congestion-unaware model charges no link contention, so messages that share a link "
+               "overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"
+               if self.mode == "unaware" else
+               "no schedule can beat the bound; check the network and the collective size")
+        return [f"time {self.time_ns} ns is below the {self.collective} lower bound {self.bound_ns:.0f} ns "
+                f"({self.bound_formula}) on this network (time_over_bound {ratio:.3g}): {why}"]
 
     def metrics(self) -> dict[str, float | int | str | bool | None]:
         """Flat scalar figures (the ``metrics`` of :class:`hub.Result`)."""

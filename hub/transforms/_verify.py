@@ -22,16 +22,18 @@ class VerifyParams(BaseModel):
 
     level: Literal["structure", "progress", "semantics"] = Field(
         "semantics", description="how much to prove: structure < progress (no deadlock) < semantics (correct data)")
-    strict: bool = Field(True, description="raise (fail the run) on problems; if false, only log a warning")
+    strict: bool = Field(True, description="raise (fail the run) on problems, and when the requested level "
+                                           "could not be checked (e.g. semantics of a CUSTOM collective); "
+                                           "if false, only log a warning")
 
 
 def verify_transform(algorithm: Algorithm, params: VerifyParams, ctx: Any = None) -> Algorithm:
-    """Check ``algorithm`` and return it unchanged; raise the matching VerificationError
-    subclass when it is wrong and ``strict`` is set."""
+    """Check ``algorithm`` and return it unchanged; with ``strict``, raise the matching
+    VerificationError subclass when it is wrong or when the level could not be checked."""
     if params.strict:
-        check(algorithm, level=params.level)
+        check(algorithm, level=params.level, strict=True)
     else:
         rep = verify(algorithm, level=params.level)
-        if not rep.ok:
+        if not rep.complete:
             _log.warning("%s", rep.summary())
     return algorithm

@@ -3,7 +3,12 @@
 * ``structure``: ids, dependencies (valid, acyclic), peers, chunk counts, buffer bounds, and
   FIFO send/recv matching per (src, dst, tag) with equal chunk counts and sizes.
 * ``progress``: no deadlock under ASTRA-sim's execution semantics (eager SENDs, FIFO RECVs).
-* ``semantics``: a symbolic execution of chunk contents meets the collective's postcondition.
+* ``semantics``: no races (conflicting chunk accesses that happens-before leaves unordered, so
+  the result would depend on the schedule), and a symbolic execution of chunk contents meets the
+  collective's postcondition.
+
+A report says which requested level could not be checked (``not_checked``, e.g. the semantics
+of a CUSTOM collective).
 
 See ``docs/verify.md``.
 """

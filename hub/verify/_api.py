@@ -8,6 +8,7 @@ from ..chakra import Algorithm, Collective
 from ..errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
 from ._layout import has_buffer_semantics
 from ._progress import report_deadlock
+from ._races import check_races
 from ._report import DEFAULT_MAX_PROBLEMS, LEVELS, ProblemSink, VerificationReport, parse_level
 from ._semantics import check_postcondition, initial_memory
 from ._structure import check_structure
@@ -33,7 +34,9 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
     Levels run in order and stop at the first one that finds problems, because the later ones
     presuppose it (a deadlock check needs matched messages, a data check needs progress). The
-    report keeps the first ``max_problems`` findings and counts all of them.
+    semantics level lists races (see :mod:`._races`) before the data errors of the walk. The
+    report keeps the first ``max_problems`` findings and counts all of them; what could not be
+    checked, and why, is in ``report.not_checked``.
     """
     if not isinstance(alg, Algorithm):
         raise UsageError(f"verify needs an Algorithm, got {type(alg).__name__}",
@@ -57,10 +60,10 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
     semantic = top >= 2 and meta.collective != Collective.CUSTOM and has_buffer_semantics(meta)
     if top >= 2 and meta.collective == Collective.CUSTOM:
-        rep.notes.append("semantics skipped: collective is CUSTOM (no postcondition to check)")
+        rep.not_checked["semantics"] = "collective is CUSTOM, there is no postcondition"
     elif top >= 2 and not semantic:
-        rep.notes.append("semantics skipped: the algorithm has no buffer semantics "
-                         f"(in_chunks={meta.in_chunks}, out_chunks={meta.out_chunks})")
+        rep.not_checked["semantics"] = ("no buffer information "
+                                        f"(in_chunks={meta.in_chunks}, out_chunks={meta.out_chunks})")
 
     psink = ProblemSink("progress", max_problems)
     dsink = ProblemSink("semantics", max_problems)
@@ -71,23 +74,40 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
         res = walk(f, mem=mem, base=base, codec=codec, sink=dsink)
     else:
         res = walk(f)
+    order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
     if res.completed < f.n:
-        report_deadlock(f, res, np.concatenate(orders) if orders else np.zeros(0), psink)
+        report_deadlock(f, res, order, psink)
         if not psink:  # cannot happen with valid structure; keep the report honest anyway
             psink.add(f"{f.n - res.completed} node(s) never complete")
         if semantic:
-            rep.notes.append("semantics not checked: the algorithm does not run to completion")
+            rep.not_checked["semantics"] = "the algorithm does not run to completion"
     if failed(psink) or not semantic:
         return rep
+    # races first: they say the walk's one schedule does not stand for all of them
+    rsink = ProblemSink("semantics", max_problems)
+    notes, skipped = check_races(f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1,  # type: ignore[arg-type]
+                                 rsink)
+    rep.notes += notes
+    if skipped:
+        rep.not_checked["races"] = skipped
     check_postcondition(meta, codec, mem, base, dsink)  # type: ignore[arg-type]
-    failed(dsink)
+    failed(rsink.merged(dsink))
     return rep
 
 
-def check(alg: Algorithm, *, level: str = "semantics") -> None:
+def check(alg: Algorithm, *, level: str = "semantics", strict: bool = False) -> None:
     """Like :func:`verify`, but raise the matching :class:`~hub.errors.VerificationError`
-    subclass (StructureError, DeadlockError or SemanticsError) carrying the problems."""
+    subclass (StructureError, DeadlockError or SemanticsError) carrying the problems.
+
+    With ``strict``, a level that could not be checked (``report.not_checked``, e.g. the
+    semantics of a CUSTOM collective) is an error too: a SemanticsError saying why.
+    """
     rep = verify(alg, level=level)
+    if rep.ok and strict and rep.not_checked:
+        lvl, why = next(iter(rep.not_checked.items()))
+        raise SemanticsError(f"{rep.algorithm or 'algorithm'}: {lvl} not checked: {why}",
+                             hint=f"strict verification needs the {lvl} level proven; ask for a lower "
+                                  "level, or set strict: false to accept it unproven")
     if rep.ok:
         return
     lvl = rep.failed_level or "structure"

@@ -52,6 +52,13 @@ class ProblemSink:
             else:
                 self.add(*describe(item))
 
+    def merged(self, other: "ProblemSink") -> "ProblemSink":
+        """This sink's problems, then ``other``'s, within this sink's limit."""
+        out = ProblemSink(self.level, self.limit)
+        out.kept = (self.kept + other.kept)[: self.limit]
+        out.total = self.total + other.total
+        return out
+
     @property
     def full(self) -> bool:
         """True once nothing more would be kept (callers may stop searching for more)."""
@@ -68,8 +75,10 @@ class VerificationReport:
     ``problems`` holds the first findings (at most ``max_problems``, default 50) of the first
     level that failed; ``problem_count`` counts all of them. ``levels_checked`` lists the levels
     that ran to completion or failed; a level after a failed one is not run, because its
-    premises (valid dependencies, matched messages, progress) do not hold. ``notes`` explains
-    checks that were skipped (e.g. no buffer semantics in a foreign file).
+    premises (valid dependencies, matched messages, progress) do not hold. ``not_checked`` maps
+    each requested level that could not be checked to the reason (``{"semantics": "collective
+    is CUSTOM ..."}``): such a report can be ``ok`` without proving what was asked, and says so in
+    :meth:`summary`. ``notes`` explains further limits (e.g. assumptions that were made).
     """
 
     algorithm: str
@@ -78,10 +87,23 @@ class VerificationReport:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     notes: list[str] = field(default_factory=list)
+    not_checked: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return self.problem_count == 0
+
+    @property
+    def complete(self) -> bool:
+        """True when every requested level was checked and passed."""
+        return self.ok and not self.not_checked
+
+    def checked_text(self) -> str:
+        """``structure, progress, semantics`` or ``structure, progress; semantics not checked: <reason>``."""
+        text = ", ".join(self.levels_checked)
+        for lvl, why in self.not_checked.items():
+            text += f"; {lvl} not checked: {why}"
+        return text
 
     @property
     def failed_level(self) -> str | None:
@@ -89,9 +111,10 @@ class VerificationReport:
         return self.problems[0].level if self.problems else None
 
     def summary(self) -> str:
-        """One line: ``ok (structure, progress, semantics)`` or the first problem and a count."""
+        """One line: ``ok (structure, progress, semantics)``, ``ok (structure, progress; semantics
+        not checked: <reason>)`` or the first problem and a count."""
         if self.ok:
-            return f"{self.algorithm or 'algorithm'}: ok ({', '.join(self.levels_checked)})"
+            return f"{self.algorithm or 'algorithm'}: ok ({self.checked_text()})"
         first = str(self.problems[0])
         more = self.problem_count - 1
         tail = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
@@ -106,6 +129,7 @@ class VerificationReport:
             "level": self.level,
             "ok": self.ok,
             "levels_checked": list(self.levels_checked),
+            "not_checked": dict(self.not_checked),
             "problem_count": self.problem_count,
             "problems": [
                 {"level": p.level, "rank": p.rank, "node": p.node, "message": p.message}

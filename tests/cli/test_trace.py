@@ -84,8 +84,13 @@ def test_verify_astrasim_example(example: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["ok"] is True and doc["problems"] == []
-    # the example declares no buffers (0 chunks): structure and progress are what can be checked
-    assert {"structure", "progress"} <= set(doc["levels_checked"])
+    # the example declares no buffers (0 chunks): structure and progress are what can be checked,
+    # and the verdict says what was not
+    assert doc["levels_checked"] == ["structure", "progress"]
+    assert doc["not_checked"] == {"semantics": "no buffer information (in_chunks=0, out_chunks=0)"}
+    proc = _collhub("trace", "verify", example)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith(
+        "(checked structure, progress; semantics not checked: no buffer information (in_chunks=0, out_chunks=0))")
 
 
 def test_verify_produced_ring_up_to_semantics(ring4: str) -> None:

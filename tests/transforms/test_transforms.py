@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import verify_handmade as h
 from pydantic import ValidationError
 
 from hub._result import Result
-from hub.chakra import Buffer, Collective, NodeType
+from hub.chakra import Buffer, Collective, NodeType, write_algorithm
 from hub.errors import SemanticsError, StructureError, UsageError
 from hub.plugins._spec import RunContext
 from hub.transforms import (
@@ -174,6 +176,21 @@ def test_verify_transform_passes_or_fails() -> None:
         verify_transform(broken, VerifyParams(level="structure"), CTX)
 
 
+def test_strict_verify_transform_refuses_what_it_cannot_prove(caplog: pytest.LogCaptureFixture) -> None:
+    custom = h.ring_allreduce(3).with_meta(collective=Collective.CUSTOM)
+    with pytest.raises(SemanticsError, match="ring3: semantics not checked: collective is CUSTOM") as ei:
+        verify_transform(custom, VerifyParams(), CTX)  # strict is the default
+    assert ei.value.exit_code == 3
+    sizes_only = h.ring_allreduce(3).with_meta(in_chunks=0, out_chunks=0)
+    with pytest.raises(SemanticsError, match="semantics not checked: no buffer information"):
+        verify_transform(sizes_only, VerifyParams(strict=True), CTX)
+    # what it can prove it passes, and lenient mode only warns
+    assert verify_transform(custom, VerifyParams(level="progress"), CTX) is custom
+    with caplog.at_level("WARNING", logger="hub.verify"):
+        assert verify_transform(custom, VerifyParams(strict=False), CTX) is custom
+    assert "semantics not checked: collective is CUSTOM" in caplog.text
+
+
 def test_stats_by_hand() -> None:
     n = 4
     alg = h.ring_allreduce(n).bind(4096)  # 4 chunks of 1024 bytes
@@ -217,3 +234,17 @@ def test_tags_that_would_overflow_are_refused() -> None:
     with pytest.raises(UsageError, match="int32 tag range"):
         instances_transform(alg, InstancesParams(count=3), CTX)
     assert verify(chunk_transform(alg, ChunkParams(pieces=1), CTX)).ok
+
+
+def test_strict_verify_step_on_the_command_line_is_exit_3(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    write_algorithm(h.ring_allreduce(4).with_meta(collective=Collective.CUSTOM), tmp_path / "cust")
+    cmd = [sys.executable, "-m", "hub.cli", "transform", "hub.verify", str(tmp_path / "cust"), str(tmp_path / "out")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[0] == "error: ring4: semantics not checked: collective is CUSTOM, there is no postcondition"
+    assert not list(tmp_path.glob("out*"))  # nothing written
+    proc = subprocess.run(cmd + ["--set", "strict=false"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "semantics not checked" in proc.stderr

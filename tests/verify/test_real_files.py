@@ -20,8 +20,11 @@ def test_astrasim_example_structure_and_progress(astrasim_example: Path) -> None
     alg = read_algorithm(astrasim_example / "algorithm" / "custom_allreduce")
     rep = verify(alg)
     # converted by ASTRA-sim's collectiveapi: sizes only, no buffer offsets
-    assert rep.ok and rep.levels_checked == ["structure", "progress"]
-    assert rep.notes and "no buffer semantics" in rep.notes[0]
+    assert rep.ok and rep.levels_checked == ["structure", "progress"] and not rep.complete
+    why = "no buffer information (in_chunks=0, out_chunks=0)"
+    assert rep.not_checked == {"semantics": why}
+    assert rep.summary() == f"{alg.meta.name or 'algorithm'}: ok (structure, progress; semantics not checked: {why})"
+    assert rep.to_dict()["not_checked"] == {"semantics": why}
 
 
 def _msccl_files(msccl_dir: Path) -> list[Path]:
@@ -34,8 +37,6 @@ def test_msccl_programs_verify_and_checkfail_is_caught(msccl_dir: Path) -> None:
     files = _msccl_files(msccl_dir)
     assert len(files) >= 10
     for path in files:
-        if "unittest_allreduce_ring_16n" in path.name:
-            continue  # 28,800 nodes; covered by the benchmark's scale, keeps this test fast
         alg = read_msccl_ir(path)
         if "CHECKFAIL" in path.name:
             # the fixture's known bug: a chunk is reduced twice on the way up the hierarchy
@@ -43,8 +44,10 @@ def test_msccl_programs_verify_and_checkfail_is_caught(msccl_dir: Path) -> None:
                 check(alg)
             assert "double-counts" in ei.value.problems[0].message
         else:
+            # correct programs are also race free under happens-before (threadblocks are chains,
+            # depid/deps are dependencies): a race report here would be a false positive
             rep = verify(alg)
-            assert rep.ok, f"{path.name}: {rep.summary()}"
+            assert rep.ok and rep.complete, f"{path.name}: {rep.summary()}"
 
 
 def test_remapped_and_transformed_algorithms_survive_a_chakra_round_trip(tmp_path: Path) -> None:

@@ -66,11 +66,17 @@ def test_wrong_chunk_offset_is_a_semantics_error() -> None:
     with pytest.raises(SemanticsError) as ei:
         check(alg)
     probs = ei.value.problems
-    assert probs[0].rank == 2 and probs[0].node == 4 and probs[0].level == "semantics"
-    assert "combines different chunks: in[2][0] with in[1][1]" in probs[0].message
+    # the wrong chunk is also one that rank 1 overwrites at all-gather step 0 (node 8) with no
+    # path ordering the two: a race, listed before the data errors of the walk
+    assert probs[0].rank == 1 and probs[0].node == 3 and probs[0].level == "semantics"
+    assert probs[0].message.startswith("race on output chunk 1: SEND to rank 2 (node 3) reads it and "
+                                       "RECV from rank 0 (node 8) writes it")
+    data = [p for p in probs if not p.message.startswith("race")]
+    assert data[0].rank == 2 and data[0].node == 4 and data[0].level == "semantics"
+    assert "combines different chunks: in[2][0] with in[1][1]" in data[0].message
     # the damage shows in every rank's output chunk 0
-    assert {p.rank for p in probs[1:]} == {0, 1, 2, 3}
-    assert all("output chunk 0" in p.message and "expected sum of in[0..3][0]" in p.message for p in probs[1:])
+    assert {p.rank for p in data[1:]} == {0, 1, 2, 3}
+    assert all("output chunk 0" in p.message and "expected sum of in[0..3][0]" in p.message for p in data[1:])
 
 
 def test_out_of_bounds_offset_is_a_structure_error() -> None:
@@ -159,7 +165,7 @@ def test_receive_order_crossing_deadlocks() -> None:
     alg = _alg(Collective.BROADCAST, b, in_chunks=1, out_chunks=1, scratch_chunks=1)
     rep = verify(alg)
     assert rep.failed_level == "progress"
-    assert rep.notes == ["semantics not checked: the algorithm does not run to completion"]
+    assert rep.not_checked == {"semantics": "the algorithm does not run to completion"}
 
 
 def test_eager_sends_do_not_deadlock() -> None:
@@ -275,17 +281,27 @@ def test_problem_listing_is_capped_but_counted() -> None:
     assert ei.value.hint
 
 
-def test_foreign_without_buffers_and_custom_skip_semantics_with_note() -> None:
+def test_foreign_without_buffers_and_custom_say_semantics_were_not_checked() -> None:
     b = [RankGraphBuilder(r) for r in range(2)]
     b[0].send(1, src=(Buffer.NONE, -1), count=0, size=100)
     b[1].recv(0, dst=(Buffer.NONE, -1), count=0, size=100, op=Op.NONE)
-    alg = _alg(Collective.ALLREDUCE, b, in_chunks=0, out_chunks=0)
+    alg = _alg(Collective.ALLREDUCE, b, in_chunks=0, out_chunks=0, name="sizes-only")
     rep = verify(alg)
-    assert rep.ok and rep.levels_checked == ["structure", "progress"]
-    assert "no buffer semantics" in rep.notes[0]
+    assert rep.ok and not rep.complete and rep.levels_checked == ["structure", "progress"]
+    assert rep.summary() == ("sizes-only: ok (structure, progress; semantics not checked: "
+                             "no buffer information (in_chunks=0, out_chunks=0))")
     custom = h.ring_allreduce(3).with_meta(collective=Collective.CUSTOM)
     rep = verify(custom)
-    assert rep.ok and "CUSTOM" in rep.notes[0]
+    assert rep.ok and rep.summary() == ("ring3: ok (structure, progress; semantics not checked: "
+                                        "collective is CUSTOM, there is no postcondition)")
+    assert rep.to_dict()["not_checked"] == {"semantics": "collective is CUSTOM, there is no postcondition"}
+    check(custom)  # not strict: an unproven level is not an error
+    with pytest.raises(SemanticsError, match="semantics not checked: collective is CUSTOM") as ei:
+        check(custom, strict=True)
+    assert ei.value.exit_code == 3 and "strict: false" in (ei.value.hint or "")
+    check(custom, level="progress", strict=True)  # what was asked was proven
+    full = verify(h.ring_allreduce(3))
+    assert full.complete and full.to_dict()["not_checked"] == {}
 
 
 def test_meta_shape_mismatch() -> None:
@@ -306,7 +322,11 @@ def test_concurrent_messages_pairing_differently_at_run_time() -> None:
     b[1].send(0, src=(IN, 0), tag=5)
     alg = _alg(Collective.BROADCAST, b, in_chunks=2, out_chunks=2, scratch_chunks=1)
     assert verify(alg, level="progress").ok  # statically matched, and it runs
-    p = verify(alg).problems[0]
+    probs = verify(alg).problems
+    # both RECVs of rank 1 write output chunk 0 unordered: a race, reported first
+    assert probs[0].message.startswith("race on output chunk 0: RECV from rank 0 (node 0) writes it and "
+                                       "RECV from rank 0 (node 1) writes it")
+    p = probs[1]
     assert (p.rank, p.node) == (1, 0)
     assert "RECV of 2 chunk(s) from rank 0 received a message of 1 chunk(s)" in p.message
 
