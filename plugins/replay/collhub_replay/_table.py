@@ -42,7 +42,11 @@ def format_table(title: str, collective: str, rows: list[dict[str, Any]]) -> str
             native = {"native_time_us": row["native_time_us"], "native_algbw_GBps": row["native_algbw_GBps"],
                       "native_busbw_GBps": row["native_busbw_GBps"], "native_wrong": row.get("native_wrong")}
             lines.append(f"{head}  {_cols(native, 'native')}  {_cols({}, 'ip')}  native")
-        for key in ("oop", "ip"):
+        for key, label in (("oop", "out-of-place"), ("ip", "in-place")):
+            for q, chunk, elem in row.get(f"{key}_first_wrong") or []:
+                per = row[f"{key}_wrong_per_rank"]
+                lines.append(f"#   {label} WRONG: {per[q]} element(s) on rank {q}, first in output chunk {chunk} "
+                             f"(element {elem}); wrong per rank: {per}")
             if f"{key}_busbw_GBps" in row:
                 bus.append(row[f"{key}_busbw_GBps"])
             bad += int(row.get(f"{key}_wrong") or 0)

@@ -1,0 +1,104 @@
+"""Replays on gloo in real rank processes: every built-in algorithm of the four main
+collectives at 2-4 ranks, an imported MSCCL-IR file, both buffer modes, sizes that do not divide
+evenly, zero #wrong against the definition and against torch.distributed's own collective.
+
+Spawning torch processes costs seconds, so each world size runs all its cases in one spawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hub.algorithms import CATALOG, make
+from replay_helpers import MSCCL_IR, children, wrong_ring
+
+from collhub_replay import ReplayParams, replay
+
+_MAIN = ("allreduce", "allgather", "reducescatter", "alltoall")
+
+
+def _builtins(n: int) -> list[Any]:
+    """Every built-in algorithm of the four main collectives that exists at n ranks,
+    alternately built in place and out of place."""
+    out = []
+    for name in sorted(CATALOG):
+        for coll in _MAIN:
+            if coll not in CATALOG[name]:
+                continue
+            try:
+                out.append(make(name, coll, n, inplace=len(out) % 2 == 0))
+            except Exception:  # e.g. halving-doubling needs a power of two
+                continue
+    return out
+
+
+def _params(sizes: list[int]) -> ReplayParams:
+    return ReplayParams(size=sizes, iters=2, warmup=1, timeout=60, backend="gloo")
+
+
+def _assert_right(rep: Any) -> None:
+    for row in rep.rows:
+        for key in ("oop_wrong", "ip_wrong", "native_wrong", "native_mismatch"):
+            assert row[key] == 0, f"{rep.name} {rep.collective} size {row['size']}: {key}={row[key]}\n{rep.table}"
+        assert row["oop_time_us"] > 0 and row["ip_time_us"] > 0 and row["native_time_us"] > 0
+
+
+@pytest.fixture(scope="module")
+def world4() -> tuple[list[Any], list[Any]]:
+    from collhub_mscclang import read_msccl_ir
+
+    algs = _builtins(4)
+    algs.append(read_msccl_ir(MSCCL_IR / "mscclang_allreduce_ring_n4_ch1_i1_LL128.xml"))
+    algs.append(read_msccl_ir(MSCCL_IR / "mscclang_allgather_ring_outofplace_n4.xml"))
+    # 4012 B: 1003 floats per all-reduce rank (not a multiple of 4 ranks or chunks); 65540 B likewise
+    return algs, replay(algs, _params([4012, 65540]))
+
+
+def test_world4_every_builtin_and_msccl_ir(world4: tuple[list[Any], list[Any]]) -> None:
+    algs, reps = world4
+    covered = {(a.meta.producer, a.collective.value) for a in algs}
+    for name in CATALOG:
+        for coll in _MAIN:
+            if coll in CATALOG[name] and name != "double_binary_tree" or (name, coll) == ("double_binary_tree", "allreduce"):
+                assert (f"hub.{name}", coll) in covered, (name, coll)
+    assert {a.meta.inplace for a in algs} == {True, False}
+    for rep in reps:
+        _assert_right(rep)
+        assert rep.rows[0]["count"] % 4 != 0 or rep.collective != "allreduce"
+
+
+def test_world4_table_is_nccl_tests_shaped(world4: tuple[list[Any], list[Any]]) -> None:
+    rep = world4[1][0]
+    lines = rep.table.splitlines()
+    assert "out-of-place" in lines[2] and "in-place" in lines[2]
+    assert lines[3].split()[1:6] == ["size", "count", "type", "redop", "root"]
+    assert lines[3].count("#wrong") == 2
+    body = [ln for ln in lines if not ln.startswith("#")]
+    assert [ln.split()[-1] for ln in body] == ["replay", "native"] * 2
+    assert lines[-2] == "# Out of bounds values : 0 OK"
+
+
+def test_world3_uneven(tmp_path: Any) -> None:
+    algs = _builtins(3)
+    assert len(algs) >= 8
+    for rep in replay(algs, _params([3004])):
+        _assert_right(rep)
+
+
+def test_world2_and_a_wrong_algorithm() -> None:
+    ring = make("ring", "allreduce", 2, inplace=False)
+    algs = [ring, make("direct", "alltoall", 2), wrong_ring(ring, rank=1)]
+    reps = replay(algs, _params([1000]))
+    _assert_right(reps[0])
+    _assert_right(reps[1])
+    bad = reps[2].rows[0]
+    assert bad["oop_wrong"] > 0 and bad["ip_wrong"] > 0
+    assert bad["oop_wrong_per_rank"][1] > 0
+    (rank, chunk, elem), = bad["oop_first_wrong"]
+    assert rank in (0, 1) and 0 <= chunk < 2 and elem >= 0
+    assert bad["native_wrong"] == 0 and bad["native_mismatch"] > 0
+    assert "WRONG" in reps[2].table and f"rank {rank}, first in output chunk {chunk}" in reps[2].table
+    assert "FAILED" in reps[2].table
+    assert children() == []  # every rank process was reaped
