@@ -11,7 +11,7 @@ from ._plan import Plan
 __all__ = ["DTYPE_BYTES", "Geometry", "bus_factor", "geometry", "size_ladder"]
 
 #: element sizes of the dtypes the replay fills with exact integer values
-DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
 
 #: in the units of the reference buffer (nccl-tests' S): how many per-rank units S spans
 _REF_UNITS = {"allreduce": 1, "broadcast": 1, "reduce": 1, "allgather": -1, "reducescatter": -1, "alltoall": -1}

@@ -58,7 +58,7 @@ def format_table(title: str, collective: str, rows: list[dict[str, Any]]) -> str
 
 def metrics_of(row: dict[str, Any], primary: str) -> dict[str, Any]:
     """Flat metrics of one size: the ``primary`` mode's figures under the plain names."""
-    out: dict[str, Any] = {"size": row["size"], "count": row["count"]}
+    out: dict[str, Any] = {"size_bytes": row["size"], "count": row["count"]}
     for key in ("oop", "ip"):
         for m in ("time_us", "algbw_GBps", "busbw_GBps", "wrong"):
             if f"{key}_{m}" in row:

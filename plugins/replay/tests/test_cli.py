@@ -52,7 +52,7 @@ def test_consume_joins_a_torchrun_style_launch(tmp_path: Path) -> None:
         m = res["metrics"]
         assert res["component"] == "replay.run" and m["backend"] == "gloo" and m["ranks"] == 2
         assert m["wrong"] == 0 and m["native_wrong"] == 0 and m["wrong_total"] == 0
-        assert m["size"] == 12288 and m["busbw_GBps"] > 0 and m["native_busbw_GBps"] > 0
+        assert m["size_bytes"] == 12288 and m["busbw_GBps"] > 0 and m["native_busbw_GBps"] > 0
         assert [row["size"] for row in res["details"]["rows"]] == [4096, 12288]
     table = (tmp_path / "w0" / outs[0]["artifacts"]["table"]).read_text()
     assert re.search(r"^\s+12288\s+3072\s+float\s+sum\s+-1\s.*replay$", table, re.M), table
