@@ -93,9 +93,11 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
     hangs: dict[int, list[str]] = {}
     errors: dict[int, str] = {}
     ok: set[int] = set()
-    # a rank's own watchdog fires after `timeout` without progress; this bounds everything else
-    cases = sum(len(j.sizes) * (len(j.modes) + int(j.native)) * (j.iters + j.warmup + 2) for j in jobs)
-    deadline = time.monotonic() + _STARTUP_S + cfg.timeout * 2 + 0.5 * cases
+    # a rank's own watchdog fires after `timeout` without progress; this bounds everything else:
+    # rank 0 reports after every size, and each report extends the deadline by one case's allowance
+    window = _STARTUP_S + cfg.timeout * 2 + max(
+        (len(j.modes) + int(j.native)) * (j.iters + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6) for j in jobs)
+    deadline = time.monotonic() + window
     failed_at: float | None = None
     try:
         for p in procs:
@@ -113,6 +115,9 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
                     failed_at = time.monotonic()
                 continue
             kind, r, payload = got
+            if kind == "progress":
+                deadline = time.monotonic() + window
+                continue
             if kind == "ok":
                 ok.add(r)
                 if r == 0:

@@ -118,7 +118,7 @@ class _Rank:
         unit, e = divmod(i, count)
         return [wrong, unit * c + e // ce, i]
 
-    def run_job(self, job: Job) -> list[dict[str, Any]]:
+    def run_job(self, job: Job, progress: Any = None) -> list[dict[str, Any]]:
         from ._interp import Hang, make_program, run_gloo, run_nccl
 
         torch, dist, plan = self.torch, self.dist, job.plan
@@ -175,6 +175,8 @@ class _Rank:
             if job.native:
                 row.update(self._native_case(plan, geo, inputs, want, first_out, rop, dtype, job))
             rows.append(row)
+            if progress is not None:
+                progress()
         return rows
 
     def _native_case(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, replayed: Any, rop: Any,
@@ -209,8 +211,10 @@ class _Rank:
         return out
 
 
-def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job]) -> list[list[dict[str, Any]]]:
-    """Join the group, run every job, leave the group; the rows are the same on every rank."""
+def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
+             progress: Any = None) -> list[list[dict[str, Any]]]:
+    """Join the group, run every job, leave the group; the rows are the same on every rank.
+    ``progress()`` is called after every size (the parent's liveness signal)."""
     import torch
     import torch.distributed as dist
 
@@ -230,7 +234,7 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job]) -> list[li
     dist.init_process_group(**kwargs)
     try:
         me = _Rank(torch, dist, rank, world, cfg)
-        return [me.run_job(job) for job in jobs]
+        return [me.run_job(job, progress) for job in jobs]
     finally:
         dist.destroy_process_group()
 
@@ -242,7 +246,8 @@ def spawned_main(rank: int, world: int, cfg: RankConfig, jobs: list[Job], report
     _die_with_parent(parent)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     try:
-        rows = run_rank(rank, world, cfg, jobs)
+        beat = (lambda: report.put(("progress", rank, None))) if rank == 0 else None
+        rows = run_rank(rank, world, cfg, jobs, beat)
     except Hang as exc:
         report.put(("hang", rank, exc.waiting))
         os._exit(3)  # waiter threads are stuck in gloo: do not wait for them
