@@ -40,7 +40,7 @@ def _job(alg: Algorithm, params: ReplayParams) -> Job:
     sizes = sizes_of(params)
     plan = preflight(alg, sizes, params.dtype, verify=params.preflight)
     return Job(plan=plan, sizes=sizes, dtype=params.dtype, op=params.op, modes=modes_of(params, alg.meta.inplace),
-               iters=params.iters, warmup=params.warmup, check=params.check, native=params.native)
+               iters=params.iters, warmup=params.warmup, repeat=params.repeat, check=params.check, native=params.native)
 
 
 def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | None = None) -> list[ReplayReport]:

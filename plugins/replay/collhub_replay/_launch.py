@@ -96,7 +96,7 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
     # a rank's own watchdog fires after `timeout` without progress; this bounds everything else:
     # rank 0 reports after every size, and each report extends the deadline by one case's allowance
     window = _STARTUP_S + cfg.timeout * 2 + max(
-        (len(j.modes) + int(j.native)) * (j.iters + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6) for j in jobs)
+        (len(j.modes) + int(j.native)) * (j.iters * j.repeat + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6) for j in jobs)
     deadline = time.monotonic() + window
     failed_at: float | None = None
     try:

@@ -34,6 +34,8 @@ class ReplayParams(BaseModel):
     dtype: Literal[tuple(DTYPE_BYTES)] = Field("float32", description="element type [-d]")  # type: ignore[valid-type]
     op: Literal["sum", "prod", "min", "max"] = Field("sum", description="reduction operator [-o]")
     iters: int = Field(20, ge=1, le=100000, description="timed iterations [-n]")
+    repeat: int = Field(1, ge=1, le=100, description="timing rounds, each timing every mode and the native "
+                        "collective once (interleaved), median reported: steadier on a loaded machine")
     warmup: int = Field(1, ge=1, le=10000, description="untimed warm-up iterations, touching every buffer [-w]")
     inplace: Literal["both", "algorithm"] | bool = Field(
         "both", description="both: out-of-place and in-place columns (the mode the algorithm was not built for "

@@ -42,6 +42,7 @@ class Job:
     warmup: int = 1
     check: bool = True
     native: bool = True
+    repeat: int = 1  # interleaved timing rounds (replay modes and native), median reported
 
 
 def _native(dist: Any, coll: str, send: Any, recv: Any, root: int, rop: Any) -> None:
@@ -119,10 +120,12 @@ class _Rank:
         return [wrong, unit * c + e // ce, i]
 
     def run_job(self, job: Job, progress: Any = None) -> list[dict[str, Any]]:
-        from ._interp import Hang, make_program, run_gloo, run_nccl
+        """Every size of ``job``: set up, warm up and check each mode and the native collective,
+        then time them in ``repeat`` interleaved rounds (median), so that a machine whose load
+        drifts treats replay and native alike."""
+        import statistics
 
         torch, dist, plan = self.torch, self.dist, job.plan
-        rp = plan.ranks_plan[self.rank]
         dtype = getattr(torch, job.dtype)
         rop = getattr(dist.ReduceOp, {"sum": "SUM", "prod": "PRODUCT", "min": "MIN", "max": "MAX"}[job.op])
         rows: list[dict[str, Any]] = []
@@ -132,60 +135,83 @@ class _Rank:
             want = expected(torch, plan, self.rank, inputs, job.op)
             row: dict[str, Any] = {"size": geo.size, "requested": size, "count": geo.count, "type": job.dtype,
                                    "redop": job.op, "root": plan.root, "chunk_elems": geo.chunk}
-            first_out: Any = None
-            for inplace in job.modes:
-                bufs = make_buffers(torch, plan, rp, geo, dtype, self.device, inplace)
-                prog = make_program(torch, rp, bufs.mem, geo.chunk, job.op, dtype, self.device)
-
-                def once(bufs: Buffers = bufs, prog: Any = prog) -> None:
-                    for d, s in bufs.pre:
-                        d.copy_(s)
-                    if self.cuda:
-                        run_nccl(torch, dist, prog)
-                    else:
-                        run_gloo(torch, dist, prog, self.cfg.timeout)
-                    for d, s in bufs.post:
-                        d.copy_(s)
-
-                try:
-                    bufs.recv.fill_(_SENTINEL)
-                    bufs.send.copy_(inputs[self.rank])
-                    for _ in range(max(job.warmup, 1)):  # touches every buffer, temporaries included
-                        once()
+            bodies: dict[str, Any] = {}
+            progs: list[Any] = []
+            try:
+                first_out = None
+                for inplace in job.modes:
                     key = "ip" if inplace else "oop"
-                    if job.check:
-                        bufs.recv.fill_(_SENTINEL)
-                        bufs.send.copy_(inputs[self.rank])
-                        once()
-                        mine = self._check(bufs.recv, want, geo.chunk, plan.chunks_per_unit)
-                        if first_out is None:
-                            first_out = bufs.recv.clone()
-                        per_rank = self._gather_ints(mine)
-                        row[f"{key}_wrong"] = sum(r[0] for r in per_rank)
-                        row[f"{key}_wrong_per_rank"] = [r[0] for r in per_rank]
-                        row[f"{key}_first_wrong"] = [[q, r[1], r[2]] for q, r in enumerate(per_rank) if r[0]][:1]
-                    secs = self._timed(once, job.iters)
-                except Hang:
-                    raise
-                finally:
+                    bodies[key], prog, out = self._replay_case(plan, geo, inputs, want, dtype, job, inplace, row, key)
+                    progs.append(prog)
+                    first_out = out if first_out is None else first_out
+                if job.native:
+                    bodies["native"] = self._native_case(plan, geo, inputs, want, first_out, rop, dtype, job, row)
+                times: dict[str, list[float]] = {k: [] for k in bodies}
+                for _ in range(job.repeat):
+                    for key, body in bodies.items():
+                        times[key].append(self._timed(body, job.iters))
+            finally:
+                for prog in progs:
                     prog.close()
+            for key, ts in times.items():
+                secs = statistics.median(ts)
                 row[f"{key}_time_us"] = secs * 1e6
                 row[f"{key}_algbw_GBps"] = geo.size / secs / 1e9
                 row[f"{key}_busbw_GBps"] = row[f"{key}_algbw_GBps"] * bus_factor(plan.collective, self.world)
-            if job.native:
-                row.update(self._native_case(plan, geo, inputs, want, first_out, rop, dtype, job))
+                if job.repeat > 1:
+                    row[f"{key}_time_us_all"] = [t * 1e6 for t in ts]
             rows.append(row)
             if progress is not None:
                 progress()
         return rows
 
+    def _replay_case(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, dtype: Any, job: Job,
+                     inplace: bool, row: dict[str, Any], key: str) -> tuple[Any, Any, Any]:
+        """Buffers and program of one mode, warmed up and checked; (timed body, program, output)."""
+        from ._interp import make_program, run_gloo, run_nccl
+
+        torch, dist = self.torch, self.dist
+        rp = plan.ranks_plan[self.rank]
+        bufs = make_buffers(torch, plan, rp, geo, dtype, self.device, inplace)
+        prog = make_program(torch, rp, bufs.mem, geo.chunk, job.op, dtype, self.device)
+
+        def once(bufs: Buffers = bufs, prog: Any = prog) -> None:
+            for d, s in bufs.pre:
+                d.copy_(s)
+            if self.cuda:
+                run_nccl(torch, dist, prog)
+            else:
+                run_gloo(torch, dist, prog, self.cfg.timeout)
+            for d, s in bufs.post:
+                d.copy_(s)
+
+        try:
+            bufs.recv.fill_(_SENTINEL)
+            bufs.send.copy_(inputs[self.rank])
+            for _ in range(max(job.warmup, 1)):  # touches every buffer, temporaries included
+                once()
+            out = None
+            if job.check:
+                bufs.recv.fill_(_SENTINEL)
+                bufs.send.copy_(inputs[self.rank])
+                once()
+                mine = self._check(bufs.recv, want, geo.chunk, plan.chunks_per_unit)
+                out = bufs.recv.clone()
+                per_rank = self._gather_ints(mine)
+                row[f"{key}_wrong"] = sum(r[0] for r in per_rank)
+                row[f"{key}_wrong_per_rank"] = [r[0] for r in per_rank]
+                row[f"{key}_first_wrong"] = [[q, r[1], r[2]] for q, r in enumerate(per_rank) if r[0]][:1]
+        except BaseException:
+            prog.close()
+            raise
+        return once, prog, out
+
     def _native_case(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, replayed: Any, rop: Any,
-                     dtype: Any, job: Job) -> dict[str, Any]:
+                     dtype: Any, job: Job, row: dict[str, Any]) -> Any:
+        """The native collective's buffers, warmed up and checked; returns its timed body."""
         torch, dist, coll = self.torch, self.dist, plan.collective
         send = inputs[self.rank].clone()
         recv = torch.full((plan.out_units, geo.unit), _SENTINEL, dtype=dtype, device=self.device)
-        if coll in ("allreduce", "broadcast", "reduce"):
-            send, recv = send.view(-1), recv.view(-1)
         flat_send, flat_recv = send.view(-1), recv.view(-1)
 
         def once() -> None:
@@ -193,7 +219,6 @@ class _Rank:
 
         for _ in range(max(job.warmup, 1)):
             once()
-        out: dict[str, Any] = {}
         if job.check:
             flat_recv.fill_(_SENTINEL)
             flat_send.copy_(inputs[self.rank].view(-1))
@@ -202,13 +227,9 @@ class _Rank:
             mine = self._check(got, want, geo.chunk, plan.chunks_per_unit)
             differ = 0 if replayed is None or want is None else int((replayed != got).sum().item())
             per_rank = self._gather_ints([mine[0], differ])
-            out["native_wrong"] = sum(r[0] for r in per_rank)
-            out["native_mismatch"] = sum(r[1] for r in per_rank)  # replay output != native output
-        secs = self._timed(once, job.iters)
-        out["native_time_us"] = secs * 1e6
-        out["native_algbw_GBps"] = geo.size / secs / 1e9
-        out["native_busbw_GBps"] = out["native_algbw_GBps"] * bus_factor(coll, self.world)
-        return out
+            row["native_wrong"] = sum(r[0] for r in per_rank)
+            row["native_mismatch"] = sum(r[1] for r in per_rank)  # replay output != native output
+        return once
 
 
 def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
@@ -233,6 +254,8 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
         kwargs["device_id"] = torch.device("cuda", cfg.local_rank)
     dist.init_process_group(**kwargs)
     try:
+        # a collective first: batch_isend_irecv must not be the group's first call on NCCL
+        dist.barrier()
         me = _Rank(torch, dist, rank, world, cfg)
         return [me.run_job(job, progress) for job in jobs]
     finally:

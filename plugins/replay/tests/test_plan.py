@@ -50,3 +50,12 @@ def test_registration_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_manifest_matches_the_registration() -> None:
+    from replay_helpers import REPO
+
+    out = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "validate", str(REPO / "plugins" / "replay"),
+                          "--imports"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "manifest matches" in out.stdout
