@@ -53,7 +53,8 @@ def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | 
 
     p = params if isinstance(params, ReplayParams) else ReplayParams(**(params or {}))
     jobs = [_job(a, p) for a in algorithms]
-    backend, results = replay_jobs(jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout)
+    backend, results = replay_jobs(jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout,
+                                    schedule=p.schedule)
     world = jobs[0].plan.ranks if jobs else 0
     reports = []
     for alg, job, rows in zip(algorithms, jobs, results):

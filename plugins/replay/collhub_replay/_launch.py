@@ -48,8 +48,8 @@ def pick_backend(requested: str, local_ranks: int) -> str:
     return "nccl" if usable else "gloo"
 
 
-def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str,
-                timeout: float) -> tuple[str, list[list[dict[str, Any]]]]:
+def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str, timeout: float,
+                schedule: str = "auto") -> tuple[str, list[list[dict[str, Any]]]]:
     """Run ``jobs`` on ``ranks`` spawned processes, or in this process of an existing launch;
     return the backend used and each job's rows."""
     if launched():
@@ -59,7 +59,8 @@ def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str,
                              hint="drop ranks= inside torchrun, or launch that many processes")
         _check_world(jobs, world)
         local = int(os.environ.get("LOCAL_RANK", "0"))
-        cfg = RankConfig(pick_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), "env://", timeout, local)
+        cfg = _config(pick_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), "env://", timeout,
+                      schedule, local)
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         from ._interp import Hang
 
@@ -71,8 +72,15 @@ def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str,
                 + "; ".join(exc.waiting[:6]), hint="the other ranks report their own waiting nodes") from None
     world = ranks if ranks is not None else (jobs[0].plan.ranks if jobs else 0)
     _check_world(jobs, world)
-    cfg = RankConfig(pick_backend(backend, world), f"tcp://127.0.0.1:{free_port()}", timeout)
+    cfg = _config(pick_backend(backend, world), f"tcp://127.0.0.1:{free_port()}", timeout, schedule)
     return cfg.backend, _spawn(jobs, world, cfg)
+
+
+def _config(backend: str, init: str, timeout: float, schedule: str, local: int = 0) -> RankConfig:
+    if backend == "nccl" and schedule == "dynamic":
+        raise UsageError("schedule=dynamic needs tags and host-side waits, which NCCL does not have",
+                         hint="use schedule=auto (rounds on NCCL) or backend=gloo")
+    return RankConfig(backend, init, timeout, local, rounds=backend == "nccl" or schedule == "rounds")
 
 
 def _check_world(jobs: list[Job], world: int) -> None:

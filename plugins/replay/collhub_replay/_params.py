@@ -43,6 +43,9 @@ class ReplayParams(BaseModel):
     check: bool = Field(True, description="check the result (#wrong) against the definition and the native collective [-c]")
     native: bool = Field(True, description="also time the library's own collective in the same run")
     timeout: float = Field(60.0, gt=0, description="seconds without progress before a rank reports a hang [-T]")
+    schedule: Literal["auto", "dynamic", "rounds"] = Field(
+        "auto", description="auto: dynamic issue on gloo, rounds on NCCL; rounds on gloo runs NCCL's round "
+        "schedule (one batch_isend_irecv group per round) on the CPU")
     preflight: bool = Field(True, description="verify structure and progress and dry-run the schedule before launch; "
                             "false leaves deadlocks to the runtime watchdog")
 

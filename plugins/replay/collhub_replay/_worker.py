@@ -27,6 +27,7 @@ class RankConfig:
     init_method: str
     timeout: float
     local_rank: int = 0
+    rounds: bool = False  # NCCL's round schedule (always on NCCL; on gloo it tests that path on CPU)
 
 
 @dataclass
@@ -178,7 +179,7 @@ class _Rank:
         def once(bufs: Buffers = bufs, prog: Any = prog) -> None:
             for d, s in bufs.pre:
                 d.copy_(s)
-            if self.cuda:
+            if self.cuda or self.cfg.rounds:
                 run_nccl(torch, dist, prog)
             else:
                 run_gloo(torch, dist, prog, self.cfg.timeout)

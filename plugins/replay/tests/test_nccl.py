@@ -33,6 +33,19 @@ def test_nccl_ring_allreduce_and_alltoall() -> None:
             assert row["oop_wrong"] == row["ip_wrong"] == row["native_wrong"] == row["native_mismatch"] == 0
 
 
+def test_nccl_round_schedule_runs_on_gloo() -> None:
+    """The NCCL interpreter (rounds, one batch_isend_irecv group each, tag 0, order by message:
+    NCCL's matching rules) on gloo's CPU transport, so its logic is tested without a GPU."""
+    from collhub_replay import ReplayParams, replay
+
+    algs = [make("ring", "allreduce", 3, inplace=False), make("direct", "alltoall", 3),
+            make("ring", "reducescatter", 3), make("double_binary_tree", "allreduce", 3)]
+    reps = replay(algs, ReplayParams(size=[30004], backend="gloo", schedule="rounds", iters=1))
+    for rep in reps:
+        for row in rep.rows:
+            assert row["oop_wrong"] == row["ip_wrong"] == row["native_wrong"] == row["native_mismatch"] == 0
+
+
 def test_auto_picks_gloo_without_gpus() -> None:
     from collhub_replay._launch import pick_backend
 
