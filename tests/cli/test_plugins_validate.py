@@ -296,6 +296,7 @@ def test_installed_distribution_is_read_without_importing_it(tmp_path: Path, whe
 FIRST_PARTY = {
     "astrasim": ("collhub_astrasim", ["astrasim.bundle", "astrasim.custom", "astrasim.run"]),
     "mscclang": ("collhub_mscclang", ["mscclang.export", "mscclang.ir", "mscclang.program"]),
+    "replay": ("collhub_replay", ["replay.run"]),
 }
 
 

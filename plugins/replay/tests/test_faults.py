@@ -44,3 +44,48 @@ def test_runtime_deadlock_times_out_and_reaps_every_rank() -> None:
     assert time.monotonic() - t0 < 90
     assert multiprocessing.active_children() == []
     assert children() == []  # no orphan, no zombie
+
+
+_KILLED_PARENT = """
+import sys
+from replay_helpers import deadlock_allreduce
+from collhub_replay import ReplayParams, replay
+if __name__ == "__main__":
+    replay([deadlock_allreduce()], ReplayParams(size="1KiB", backend="gloo", timeout=120, preflight=False))
+"""
+
+
+def test_ranks_die_with_a_killed_parent(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL the process that spawned the ranks (no cleanup code runs): they must not live on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "parent.py"
+    script.write_text(_KILLED_PARENT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
+    parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ranks: list[int] = []
+        end = time.monotonic() + 90
+        while time.monotonic() < end and len(ranks) < 2:
+            ranks = [pid for pid, state in children(parent.pid) if state != "Z"]
+            time.sleep(0.2)
+        assert len(ranks) == 2, "the rank processes never started"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+    end = time.monotonic() + 20
+    while time.monotonic() < end and any(os.path.exists(f"/proc/{pid}") and _state(pid) != "Z" for pid in ranks):
+        time.sleep(0.1)
+    assert not [pid for pid in ranks if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
