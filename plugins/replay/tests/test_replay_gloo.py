@@ -88,10 +88,35 @@ def test_world3_uneven() -> None:
         _assert_right(rep)
 
 
-def test_world2_and_a_wrong_algorithm() -> None:
+_TYPED = [("ring", "allreduce", "float16", "prod"), ("ring", "allreduce", "bfloat16", "max"),
+          ("direct", "reducescatter", "int32", "min"), ("ring", "allgather", "float64", "sum"),
+          ("halving_doubling", "allreduce", "int64", "sum"), ("double_binary_tree", "broadcast", "float32", "sum"),
+          ("double_binary_tree", "reduce", "float32", "max")]
+
+
+def test_world2_dtypes_ops_rooted_and_a_wrong_algorithm() -> None:
+    from collhub_replay._consumer import _job
+    from collhub_replay._launch import replay_jobs
+
     ring = make("ring", "allreduce", 2, inplace=False)
     algs = [ring, make("direct", "alltoall", 2), wrong_ring(ring, rank=1)]
-    reps = replay(algs, _params([1000]))
+    base = _params([1000])
+    jobs = [_job(a, base) for a in algs]
+    for name, coll, dtype, op in _TYPED:  # one spawn for all: jobs carry their own dtype and op
+        jobs.append(_job(make(name, coll, 2, root=1) if coll in ("broadcast", "reduce") else make(name, coll, 2),
+                         base.model_copy(update={"dtype": dtype, "op": op})))
+    backend, results = replay_jobs(jobs, ranks=None, backend="gloo", timeout=60)
+    assert backend == "gloo"
+    for job, rows in zip(jobs[3:], results[3:]):
+        for row in rows:
+            for key in ("oop_wrong", "ip_wrong", "native_wrong", "native_mismatch"):
+                assert row[key] == 0, (job.plan.name, job.plan.collective, job.dtype, job.op, key, row[key])
+    assert [r[0]["type"] for r in results[3:]] == [t[2] for t in _TYPED]
+    from collhub_replay._consumer import ReplayReport
+    from collhub_replay._table import format_table
+
+    reps = [ReplayReport(j.plan.name, j.plan.collective, 2, backend, j.plan.steps(), rows,
+                         format_table(j.plan.name, j.plan.collective, rows)) for j, rows in zip(jobs[:3], results[:3])]
     _assert_right(reps[0])
     _assert_right(reps[1])
     bad = reps[2].rows[0]
