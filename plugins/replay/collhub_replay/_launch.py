@@ -61,7 +61,8 @@ def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str, timeout: fl
         local = int(os.environ.get("LOCAL_RANK", "0"))
         cfg = _config(pick_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), "env://", timeout,
                       schedule, local)
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        if os.environ["MASTER_ADDR"] in ("127.0.0.1", "localhost", "::1"):  # single node: pin loopback
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         from ._interp import Hang
 
         try:
