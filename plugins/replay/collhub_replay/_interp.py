@@ -53,6 +53,8 @@ class Program:
     def close(self) -> None:
         for w in self.waiters.values():
             w.q.put(None)
+        for w in self.waiters.values():
+            w.join(timeout=1.0)  # idle waiters exit at once; a stuck one (a hang) is left behind
         self.waiters.clear()
 
 

@@ -258,7 +258,9 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
         # a collective first: batch_isend_irecv must not be the group's first call on NCCL
         dist.barrier()
         me = _Rank(torch, dist, rank, world, cfg)
-        return [me.run_job(job, progress) for job in jobs]
+        rows = [me.run_job(job, progress) for job in jobs]
+        dist.barrier()  # nobody tears the group (and rank 0's store) down while a peer still uses it
+        return rows
     finally:
         dist.destroy_process_group()
 
