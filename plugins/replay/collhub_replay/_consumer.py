@@ -51,7 +51,7 @@ def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | 
     """
     from ._launch import replay_jobs
 
-    p = params if isinstance(params, ReplayParams) else ReplayParams(**(params or {}))
+    p = params if isinstance(params, ReplayParams) else _validated(params or {})
     jobs = [_job(a, p) for a in algorithms]
     backend, results = replay_jobs(jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout,
                                     schedule=p.schedule)
@@ -64,6 +64,20 @@ def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | 
         reports.append(ReplayReport(job.plan.name, job.plan.collective, world, backend, job.plan.steps(), rows,
                                     format_table(title, job.plan.collective, rows)))
     return reports
+
+
+def _validated(values: dict[str, Any]) -> ReplayParams:
+    """Params from a dict; a bad value is a one-line UsageError naming the field."""
+    from pydantic import ValidationError
+
+    from hub.errors import UsageError
+
+    try:
+        return ReplayParams(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or "params"
+        raise UsageError(f"replay: {where}: {err.get('msg', exc)}", hint="fields: " + ", ".join(ReplayParams.model_fields)) from None
 
 
 def _write(path: Path, text: str) -> None:
