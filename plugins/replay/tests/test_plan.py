@@ -59,3 +59,12 @@ def test_manifest_matches_the_registration() -> None:
                           "--imports"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "manifest matches" in out.stdout
+
+
+def test_example_pipeline_validates() -> None:
+    from replay_helpers import REPO
+
+    out = subprocess.run([sys.executable, "-m", "hub.cli", "pipeline", "validate", str(REPO / "examples" / "replay-vs-sim.yaml")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "3 source(s) x 2 point(s) x 2 consumer(s) = 12 row(s)" in out.stdout
