@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from hub.errors import ExternalToolError, UsageError
 
@@ -109,8 +111,9 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
     deadline = time.monotonic() + window
     failed_at: float | None = None
     try:
-        for p in procs:
-            p.start()
+        with _main_not_reimported():
+            for p in procs:
+                p.start()
         while len(ok) + len(hangs) + len(errors) < world:
             now = time.monotonic()
             if now > deadline or (failed_at is not None and now > failed_at + _GRACE_S):
@@ -153,6 +156,28 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
         raise ExternalToolError(f"replay did not finish: rank(s) {missing} never reported",
                                 hint="raise timeout=, or check the machine's load")
     return rows
+
+
+@contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Start ranks without re-running the caller's main module in them.
+
+    The ``spawn`` method re-imports ``__main__`` in every child (by module name or file); the
+    ranks need none of it (their target lives in this package), and re-importing fails for
+    ``python - <<EOF`` and re-runs unguarded scripts. multiprocessing skips it when ``__main__``
+    has neither a module spec nor a file, so both are hidden while the children start.
+    """
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__dict__["__spec__"] = None
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
 
 
 def _poll(report: Any, seconds: float) -> Any:

@@ -9,6 +9,7 @@ __all__ = ["format_table", "metrics_of"]
 _TYPE = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
          "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8"}
 _ROOTED = ("broadcast", "reduce")
+_REDUCING = ("allreduce", "reducescatter", "reduce")
 
 
 def _cols(row: dict[str, Any], key: str) -> str:
@@ -36,12 +37,11 @@ def format_table(title: str, collective: str, rows: list[dict[str, Any]]) -> str
     bad = 0
     for row in rows:
         root = row["root"] if collective in _ROOTED else -1
-        head = f"  {row['size']:>12} {row['count']:>12} {_TYPE.get(row['type'], row['type']):>8} {row['redop']:>6} {root:>5}"
+        redop = row["redop"] if collective in _REDUCING else "none"  # nccl-tests prints none for data movement
+        head = f"  {row['size']:>12} {row['count']:>12} {_TYPE.get(row['type'], row['type']):>8} {redop:>6} {root:>5}"
         lines.append(f"{head}  {_cols(row, 'oop')}  {_cols(row, 'ip')}  replay")
         if "native_time_us" in row:
-            native = {"native_time_us": row["native_time_us"], "native_algbw_GBps": row["native_algbw_GBps"],
-                      "native_busbw_GBps": row["native_busbw_GBps"], "native_wrong": row.get("native_wrong")}
-            lines.append(f"{head}  {_cols(native, 'native')}  {_cols({}, 'ip')}  native")
+            lines.append(f"{head}  {_cols(row, 'native')}  {_cols(row, 'native_ip')}  native")
         for key, label in (("oop", "out-of-place"), ("ip", "in-place")):
             for q, chunk, elem in row.get(f"{key}_first_wrong") or []:
                 per = row[f"{key}_wrong_per_rank"]
@@ -66,7 +66,8 @@ def metrics_of(row: dict[str, Any], primary: str) -> dict[str, Any]:
     for m in ("time_us", "algbw_GBps", "busbw_GBps", "wrong"):
         out[m] = row.get(f"{primary}_{m}")
     out["time_ns"] = out["time_us"] * 1000.0 if out["time_us"] is not None else None
-    for m in ("native_time_us", "native_algbw_GBps", "native_busbw_GBps", "native_wrong", "native_mismatch"):
+    for m in ("native_time_us", "native_algbw_GBps", "native_busbw_GBps", "native_wrong", "native_mismatch",
+              "native_ip_time_us", "native_ip_busbw_GBps", "native_ip_wrong"):
         if m in row:
             out[m] = row[m]
     if out.get("busbw_GBps") and out.get("native_busbw_GBps"):

@@ -19,6 +19,8 @@ from ._plan import Plan
 __all__ = ["Job", "RankConfig", "run_rank"]
 
 _SENTINEL = 10000  # fills the output before a check: never a value any checked output can hold
+#: collectives whose native call is in place by construction (one buffer): they get an in-place native column
+_IN_PLACE_NATIVE = ("allreduce", "broadcast", "reduce")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ class _Rank:
                     first_out = out if first_out is None else first_out
                 if job.native:
                     bodies["native"] = self._native_case(plan, geo, inputs, want, first_out, rop, dtype, job, row)
+                    if plan.collective in _IN_PLACE_NATIVE and True in job.modes:
+                        bodies["native_ip"] = self._native_inplace(plan, geo, inputs, want, rop, job, row)
                 times: dict[str, list[float]] = {k: [] for k in bodies}
                 for _ in range(job.repeat):
                     for key, body in bodies.items():
@@ -230,6 +234,29 @@ class _Rank:
             per_rank = self._gather_ints([mine[0], differ])
             row["native_wrong"] = sum(r[0] for r in per_rank)
             row["native_mismatch"] = sum(r[1] for r in per_rank)  # replay output != native output
+        return once
+
+    def _native_inplace(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, rop: Any, job: Job,
+                        row: dict[str, Any]) -> Any:
+        """The native collective called in place (one buffer), warmed up and checked."""
+        dist, coll = self.dist, plan.collective
+        buf = inputs[self.rank].clone().view(-1)
+
+        def once() -> None:
+            if coll == "allreduce":
+                dist.all_reduce(buf, op=rop)
+            elif coll == "broadcast":
+                dist.broadcast(buf, src=plan.root)
+            else:
+                dist.reduce(buf, dst=plan.root, op=rop)
+
+        for _ in range(max(job.warmup, 1)):
+            once()
+        if job.check:
+            buf.copy_(inputs[self.rank].view(-1))
+            once()
+            mine = self._check(buf.view(plan.out_units, geo.unit), want, geo.chunk, plan.chunks_per_unit)
+            row["native_ip_wrong"] = sum(r[0] for r in self._gather_ints(mine[:1]))
         return once
 
 
