@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hub.chakra import Algorithm, Buffer, Collective, NodeType, Op
+from hub.chakra import Algorithm, Collective, NodeType, Op
 from hub.errors import UsageError
 
 __all__ = [
