@@ -280,7 +280,11 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
         kwargs["init_method"] = cfg.init_method
     if cfg.backend == "nccl":
         kwargs["device_id"] = torch.device("cuda", cfg.local_rank)
-    dist.init_process_group(**kwargs)
+    owned = not dist.is_initialized()  # inside a user's own launch the group may exist already: reuse it
+    if owned:
+        dist.init_process_group(**kwargs)
+    elif dist.get_world_size() != world:
+        raise RuntimeError(f"the existing process group has {dist.get_world_size()} ranks, the replay needs {world}")
     try:
         # a collective first: batch_isend_irecv must not be the group's first call on NCCL
         dist.barrier()
@@ -289,7 +293,8 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
         dist.barrier()  # nobody tears the group (and rank 0's store) down while a peer still uses it
         return rows
     finally:
-        dist.destroy_process_group()
+        if owned:
+            dist.destroy_process_group()
 
 
 def spawned_main(rank: int, world: int, cfg: RankConfig, jobs: list[Job], report: Any, parent: int) -> None:
