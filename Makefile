@@ -4,7 +4,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl
+PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl plugins/replay
+# collhub-replay needs torch: pinned here, in the same pip command, so pip never resolves an
+# unpinned torch (that would download a multi-GB CUDA build; 2.13.0 is a local CPU build).
+TORCH  ?= torch==2.13.0
 
 .PHONY: demo test venv install install-dev browser astrasim-deps bench registry clean
 
@@ -18,7 +21,7 @@ install: venv
 	$(BIN)/python -m pip install -q -e ".[plot]"
 
 install-dev: venv
-	$(BIN)/python -m pip install -q -e ".[test]" $(foreach p,$(PLUGINS),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
+	$(BIN)/python -m pip install -q -e ".[test]" "$(TORCH)" $(foreach p,$(PLUGINS),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
 	# MLCommons' reader, for interop tests only: its full dependency set drags in jupyterlab.
 	$(BIN)/python -m pip install -q --no-deps "mlc-chakra>=1.0"
 
