@@ -8,9 +8,9 @@ Every problem is a :class:`hub.errors.TraceFormatError` naming the file, rank an
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
+import stat
 import zlib
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from ..errors import TraceFormatError
 from . import _profile as P
 from ._decode import NodeError, decode_ranks, frame_many
 from ._model import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph
-from ._wire import WireError, decode_global_metadata, decode_node, frame
+from ._validate import check_algorithm, limit
+from ._wire import TypedValue, WireError, decode_global_metadata, decode_node, frame
 from ._workload import Workload, WorkloadNode
 from ._writer import rank_path
 
@@ -32,23 +33,92 @@ _DROPPED_META = frozenset({"input_file"})
 
 
 # -- files -------------------------------------------------------------------------------------
-def _load(path: Path, rank: int | None) -> bytes:
-    """The (decompressed) bytes of one file."""
-    if path.is_dir():
-        raise TraceFormatError("is a directory, not a Chakra ET file", path=str(path), rank=rank,
-                               hint="pass the file prefix, e.g. out/ring for out/ring.0.et")
+_GZIP_MAGIC = b"\x1f\x8b"
+_KIND = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
+         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(path: Path, rank: int | None, mode: int) -> TraceFormatError:
+    what = next((name for test, name in _KIND if test(mode)), "not a regular file")
+    hint = ("pass the file prefix, e.g. out/ring for out/ring.0.et" if stat.S_ISDIR(mode)
+            else "Chakra ET files are read from regular files only (no fifos or devices)")
+    return TraceFormatError(f"is {what}, not a Chakra ET file", path=str(path), rank=rank, hint=hint)
+
+
+def _stat_regular(path: Path, rank: int | None) -> int:
+    """The size of ``path``, which must be a regular file (a fifo would block, /dev/zero never ends)."""
     try:
-        data = path.read_bytes()
+        st = os.stat(path)
     except FileNotFoundError:
         raise TraceFormatError("file not found", path=str(path), rank=rank) from None
     except OSError as exc:
         raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
-    if data[:2] == b"\x1f\x8b":
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, rank, st.st_mode)
+    return st.st_size
+
+
+def _open_regular(path: Path, rank: int | None) -> Any:
+    """``path`` opened for reading without blocking (O_NONBLOCK: a fifo swapped in after the
+    stat must not hang us), checked again to be a regular file."""
+    _stat_regular(path, rank)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise TraceFormatError("file not found", path=str(path), rank=rank) from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(path, rank, mode)
+    return os.fdopen(fd, "rb")
+
+
+def _inflate(raw: bytes, budget: int, path: Path, rank: int | None) -> bytes:
+    """Decompress gzip data as a stream, refusing more than ``budget`` bytes of output (a small
+    file can inflate a thousandfold); concatenated members are read like ``gzip.decompress``."""
+    out = bytearray()
+    rest: bytes = raw
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        buf = rest
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+            while True:
+                # max_length bounds what one call may produce; it is >= 1 (0 would mean unlimited)
+                out += d.decompress(buf, budget + 1 - len(out))
+                if len(out) > budget:
+                    raise TraceFormatError(
+                        f"gzip data inflates past the limit of {budget} bytes", path=str(path), rank=rank,
+                        hint="a compressed set may hold at most COLLHUB_MAX_INFLATED_BYTES "
+                             "(docs/security.md); decompress it yourself if it is real")
+                buf = d.unconsumed_tail
+                if d.eof or not buf:
+                    break
+        except zlib.error as exc:
             raise TraceFormatError(f"corrupt gzip data: {exc}", path=str(path), rank=rank,
                                    hint="the file starts with the gzip magic 1f 8b but does not decompress") from None
+        if not d.eof:
+            raise TraceFormatError("corrupt gzip data: the compressed stream is cut off", path=str(path), rank=rank,
+                                   hint="the file starts with the gzip magic 1f 8b but is truncated")
+        rest = d.unused_data
+        if not rest.strip(b"\0"):
+            return bytes(out)
+        if rest[:2] != _GZIP_MAGIC:
+            raise TraceFormatError("corrupt gzip data: trailing bytes after the compressed stream", path=str(path),
+                                   rank=rank, hint="the file starts with the gzip magic 1f 8b but does not decompress")
+
+
+def _load(path: Path, rank: int | None, budget: int | None = None) -> bytes:
+    """The (decompressed) bytes of one file."""
+    fh = _open_regular(path, rank)
+    try:
+        with fh:
+            data = fh.read()
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
+    if data[:2] == _GZIP_MAGIC:
+        data = _inflate(data, limit("COLLHUB_MAX_INFLATED_BYTES") if budget is None else budget, path, rank)
     if not data:
         raise TraceFormatError("empty file (no GlobalMetadata message)", path=str(path), rank=rank,
                                hint="a Chakra ET file starts with a length-delimited GlobalMetadata")
@@ -58,28 +128,22 @@ def _load(path: Path, rank: int | None) -> bytes:
 def _load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
     """All files' bytes laid end to end (read in place, no extra copy), plus 32 zero bytes of
     padding for fixed-width reads at the end: (data, start of each file, size of each file)."""
-    sizes = []
-    for rank, path in enumerate(paths):
-        if path.is_dir():
-            _load(path, rank)  # raises
-        try:
-            sizes.append(path.stat().st_size)
-        except OSError:
-            _load(path, rank)  # raises with the reason
+    sizes = [_stat_regular(path, rank) for rank, path in enumerate(paths)]  # refuse fifos before reading
     data = bytearray(sum(sizes) + 32)
     view = memoryview(data)
     pos = 0
     real_sizes = []
     for rank, (path, size) in enumerate(zip(paths, sizes)):
+        fh = _open_regular(path, rank)
         try:
-            with open(path, "rb") as fh:
+            with fh:
                 got = fh.readinto(view[pos : pos + size])
                 head = bytes(view[pos : pos + 2])
         except OSError as exc:
             raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
         if size == 0:
             _load(path, rank)  # raises: empty file
-        if head == b"\x1f\x8b" or got != size:
+        if head == _GZIP_MAGIC or got != size:
             return _concat(paths)  # gzip, or a file that changed while read
         pos += size
         real_sizes.append(size)
@@ -88,8 +152,13 @@ def _load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
 
 
 def _concat(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
-    """The slower general path of :func:`_load_all` (gzip files)."""
-    datas = [_load(path, rank) for rank, path in enumerate(paths)]
+    """The slower general path of :func:`_load_all` (gzip files); the inflation limit holds for
+    the whole set."""
+    budget = limit("COLLHUB_MAX_INFLATED_BYTES")
+    datas = []
+    for rank, path in enumerate(paths):
+        datas.append(_load(path, rank, max(budget, 0)))
+        budget -= len(datas[-1])
     sizes = np.array([len(d) for d in datas], np.int64)
     data = bytearray(b"".join(datas))
     data.extend(bytes(32))
@@ -104,13 +173,18 @@ def _frame(data: bytes, path: Path, rank: int) -> tuple[list[int], list[int]]:
                                hint="the file is truncated or corrupt") from None
 
 
-def _metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, Any]]:
+def _typed_metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, TypedValue]]:
     try:
         version, attrs = decode_global_metadata(data, s, e)
     except WireError as exc:
         raise TraceFormatError(f"malformed GlobalMetadata: {exc} (byte {exc.pos})", path=str(path), rank=rank,
                                hint="the first message of a Chakra ET file must be a GlobalMetadata") from None
-    return version, {name: tv.value for name, tv in attrs if tv is not None}
+    return version, {name: tv for name, tv in attrs if tv is not None}
+
+
+def _metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, Any]]:
+    version, typed = _typed_metadata(data, s, e, path, rank)
+    return version, {name: tv.value for name, tv in typed.items()}
 
 
 def read_global_metadata(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
@@ -124,35 +198,65 @@ def read_global_metadata(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     return _metadata(data, starts[0], ends[0], path, 0)
 
 
+def _first_metadata(path: Path) -> tuple[str, dict[str, TypedValue], bytes, list[int], list[int]]:
+    data = _load(path, 0)
+    starts, ends = _frame(data, path, 0)
+    version, typed = _typed_metadata(data, starts[0], ends[0], path, 0)
+    return version, typed, data, starts, ends
+
+
+def _present_ranks(prefix: str | os.PathLike[str]) -> list[int]:
+    """The rank numbers N of the files ``<prefix>.<N>.et`` in the prefix's directory, sorted:
+    one directory listing, whatever a file claims."""
+    path = Path(os.fspath(prefix))
+    pat = re.compile(re.escape(path.name) + r"\.(0|[1-9]\d{0,9})\.et$")
+    try:
+        names = os.listdir(path.parent if str(path.parent) else ".")
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for f in names if (m := pat.match(f)))
+
+
 def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
-    """The rank files of ``prefix``: the count comes from rank 0's ``ranks`` attribute, else by
-    probing ``.0.et``, ``.1.et``, ... until one is missing. Gaps are errors."""
+    """The rank files of ``prefix``, which must be ``.0.et`` .. ``.N-1.et`` without gaps.
+
+    When rank 0's GlobalMetadata declares ``ranks``, exactly that many files must be present
+    (checked against one directory listing before anything is allocated by the claim)."""
     first = rank_path(prefix, 0)
-    if not first.exists():
+    if not first.exists() and not first.is_symlink():
         raise TraceFormatError("file not found", path=str(first), rank=0,
                                hint=f"expected files {first.name.removesuffix('.0.et')}.<rank>.et")
-    data = _load(first, 0)
-    starts, ends = _frame(data, first, 0)
-    _v, attrs = _metadata(data, starts[0], ends[0], first, 0)
-    count = attrs.get(P.META.RANKS)
-    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-        paths = [rank_path(prefix, r) for r in range(count)]
-        for r, p in enumerate(paths):
-            if not p.exists():
-                raise TraceFormatError(f"missing rank file (GlobalMetadata says {count} ranks)", path=str(p), rank=r)
-        return paths
-    paths = []
-    while rank_path(prefix, len(paths)).exists():
-        paths.append(rank_path(prefix, len(paths)))
-    # a later rank file after the first missing one is a gap
-    pat = re.compile(re.escape(Path(os.fspath(prefix)).name) + r"\.(\d+)\.et$")
-    parent = first.parent
-    later = sorted(int(m.group(1)) for f in parent.iterdir() if (m := pat.match(f.name)))
-    if later and later[-1] >= len(paths):
-        missing = rank_path(prefix, len(paths))
-        raise TraceFormatError(f"missing rank file (rank {later[-1]} exists)", path=str(missing), rank=len(paths),
+    _v, typed, _d, _s, _e = _first_metadata(first)
+    present = _present_ranks(prefix)
+    contiguous = next((i for i, r in enumerate(present) if r != i), len(present))
+    declared = typed.get(P.META.RANKS)
+    if declared is not None:
+        count = declared.value
+        if not _is_int_value(declared):
+            raise TraceFormatError(f"GlobalMetadata attribute ranks holds {declared.field} {count!r}, not an integer",
+                                   path=str(first), rank=0, hint="ranks is the number of rank files (int32)")
+        if count < 1:
+            raise TraceFormatError(f"GlobalMetadata attribute ranks = {count} is out of range", path=str(first),
+                                   rank=0, hint="ranks is the number of rank files, at least 1")
+        if contiguous < count:
+            raise TraceFormatError(f"missing rank file (GlobalMetadata says {count} ranks, "
+                                   f"{len(present)} rank file(s) present)", path=str(rank_path(prefix, contiguous)),
+                                   rank=contiguous, hint="rank files must be numbered 0..N-1 without gaps")
+        if present[-1] >= count:
+            raise TraceFormatError(
+                f"GlobalMetadata attribute ranks = {count}, but rank file {present[-1]} is present "
+                f"({len(present)} rank files)", path=str(first), rank=0,
+                hint="the set mixes outputs: remove the extra rank files or rewrite the whole set")
+        return [rank_path(prefix, r) for r in range(count)]
+    if present and present[-1] >= contiguous:
+        missing = rank_path(prefix, contiguous)
+        raise TraceFormatError(f"missing rank file (rank {present[-1]} exists)", path=str(missing), rank=contiguous,
                                hint="rank files must be numbered 0..N-1 without gaps")
-    return paths
+    return [rank_path(prefix, r) for r in range(max(contiguous, 1))]
+
+
+def _is_int_value(tv: TypedValue) -> bool:
+    return isinstance(tv.value, int) and not isinstance(tv.value, bool) and not tv.field.endswith("_list")
 
 
 # -- algorithms --------------------------------------------------------------------------------
@@ -164,6 +268,47 @@ def _collective_of(value: Any) -> tuple[Collective, str]:
         return Collective.parse(coll), name
     except ValueError:
         return Collective.CUSTOM, name
+
+
+#: profile metadata attribute -> what its value must be
+_META_INTS = (P.META.RANKS, P.META.IN_CHUNKS, P.META.OUT_CHUNKS, P.META.SCRATCH_CHUNKS, P.META.ROOT, P.META.SIZE,
+              P.META.RANK)
+_META_STRS = (P.META.COLLECTIVE, P.META.ALGORITHM, P.META.PRODUCER, P.META.PROFILE, P.META.SCHEMA)
+#: attributes every rank file of one profile set states identically
+_META_SHARED = (P.META.PROFILE, P.META.COLLECTIVE, P.META.RANKS, P.META.IN_CHUNKS, P.META.OUT_CHUNKS,
+                P.META.SCRATCH_CHUNKS, P.META.INPLACE, P.META.ROOT, P.META.SIZE)
+
+
+def _check_meta_types(typed: dict[str, TypedValue], path: Path, rank: int) -> None:
+    """Profile attributes hold the type the profile prescribes (a double size of 1.5 is not 1 B)."""
+    for name in _META_INTS:
+        tv = typed.get(name)
+        if tv is not None and not _is_int_value(tv):
+            raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not an integer",
+                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it int32/int64")
+    for name in _META_STRS:
+        tv = typed.get(name)
+        if tv is not None and not isinstance(tv.value, str):
+            raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not a string",
+                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it string")
+    tv = typed.get(P.META.INPLACE)
+    if tv is not None and not (isinstance(tv.value, bool) or (_is_int_value(tv) and tv.value in (0, 1))):
+        raise TraceFormatError(f"GlobalMetadata attribute inplace holds {tv.field} {tv.value!r}, not a bool",
+                               path=str(path), rank=rank, hint="inplace is a bool_val")
+
+
+def _check_same_meta(first: dict[str, TypedValue], typed: dict[str, TypedValue], paths: list[Path], rank: int) -> None:
+    """Every rank file of a set states the same profile facts as rank 0: a zero-length or
+    damaged GlobalMetadata must not turn a profile set into a ``custom`` one."""
+    for name in _META_SHARED:
+        a, b = first.get(name), typed.get(name)
+        va, vb = (a.value if a is not None else None), (b.value if b is not None else None)
+        if va != vb:
+            bad_rank, bad = (0, va) if name == P.META.PROFILE and va is None else (rank, vb)
+            raise TraceFormatError(
+                f"GlobalMetadata attribute {name} is {bad!r} here but {(vb if bad_rank == 0 else va)!r} in rank "
+                f"{rank if bad_rank == 0 else 0}'s file", path=str(paths[bad_rank]), rank=bad_rank,
+                hint="the rank files come from different outputs, or one GlobalMetadata is damaged")
 
 
 def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> AlgorithmMeta:
@@ -227,12 +372,15 @@ def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
     buf = np.frombuffer(data, np.uint8)
     starts, ends, counts = _frames(data, bases, sizes, paths, buf)
     first = np.concatenate(([0], np.cumsum(counts)))[:-1]
-    meta_attrs: dict[str, Any] = {}
+    meta_typed: dict[str, TypedValue] = {}
     for rank, path in enumerate(paths):
-        _v, attrs = _metadata(data, int(starts[first[rank]]), int(ends[first[rank]]), path, rank)
+        _v, typed = _typed_metadata(data, int(starts[first[rank]]), int(ends[first[rank]]), path, rank)
+        _check_meta_types(typed, path, rank)
         if rank == 0:
-            meta_attrs = attrs
-        file_rank = attrs.get(P.META.RANK)
+            meta_typed = typed
+        else:
+            _check_same_meta(meta_typed, typed, paths, rank)
+        file_rank = typed[P.META.RANK].value if P.META.RANK in typed else None
         if isinstance(file_rank, int) and file_rank != rank:
             raise TraceFormatError(f"GlobalMetadata says this is rank {file_rank}", path=str(path), rank=rank,
                                    hint="rank files were renamed or mixed from different outputs")
@@ -254,7 +402,25 @@ def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
             rank = r + exc.rank
             raise TraceFormatError(str(exc), path=str(paths[rank]), rank=rank, node=exc.node, hint=exc.hint) from None
         r = r2
-    return Algorithm(_meta_from_attrs(meta_attrs, len(paths), paths[0]), tuple(graphs))
+    meta = _meta_from_attrs({k: tv.value for k, tv in meta_typed.items()}, len(paths), paths[0])
+    if P.META.PROFILE not in meta_typed:
+        _check_no_profile_nodes(graphs, paths)
+    alg = Algorithm(meta, tuple(graphs))
+    check_algorithm(alg, paths=paths)
+    return alg
+
+
+def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path]) -> None:
+    """Nodes with the profile's buffer semantics need the profile's GlobalMetadata: without it
+    (a zero-length or damaged first message) the set would silently read as ``custom``."""
+    for rank, g in enumerate(graphs):
+        has = (g.src_buf >= 0) | (g.dst_buf >= 0)
+        if has.any():
+            p = int(np.argmax(has))
+            raise TraceFormatError(
+                "node carries collhub profile attributes (sbuf/dbuf) but the GlobalMetadata has no "
+                "collhub_profile", path=str(paths[rank]), rank=rank, node=int(g.ids[p]),
+                hint="the GlobalMetadata is empty or damaged; rewrite the set")
 
 
 # -- workloads ---------------------------------------------------------------------------------
