@@ -137,9 +137,9 @@ def _node_problem(alg: Algorithm, rank: int) -> tuple[str, int, str] | None:
     if sized.any():
         meta = alg.meta
         zero = sized & (size == 0) & (g.count != 0)
-        if zero.any() and meta.size != 0:
+        if meta.size and zero.any():  # a zero-byte message of a collective of size > 0
             p = int(np.argmax(zero))
-            return ("attribute comm_size = 0: a message of a bound algorithm carries no bytes", int(g.ids[p]),
+            return (f"attribute comm_size = 0, but the algorithm is bound to {meta.size} bytes", int(g.ids[p]),
                     "a bound message carries count x chunk bytes (> 0); rebind the algorithm to a size")
         if meta.size is not None:
             per_chunk = chunk_bytes(int(meta.size), meta.reference_chunks)
@@ -163,17 +163,17 @@ def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, wh
     """Raise :class:`hub.errors.TraceFormatError` (exit 3) at the first implausible value, naming
     the file (``paths[rank]`` when given), rank, node and attribute; ``what`` names the algorithm
     when there are no files (a consumer's input)."""
-    prefix = f"{what}: " if what and paths is None else ""
-    where0 = str(paths[0]) if paths else None
+    label = what or None  # stands where the file would be named
+    where0 = str(paths[0]) if paths else label
     bad = meta_problem(alg.meta)
     if bad is not None:
-        raise TraceFormatError(f"{prefix}GlobalMetadata: {bad[0]}", path=where0, rank=0 if paths else None,
-                               hint=bad[1])
+        raise TraceFormatError(f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0,
+                               rank=0 if paths else None, hint=bad[1])
     if len(alg.graphs) != alg.ranks:
-        raise TraceFormatError(f"{prefix}{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
+        raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
     for rank in range(alg.ranks):
         found = _node_problem(alg, rank)
         if found is not None:
             message, node, hint = found
-            raise TraceFormatError(f"{prefix}{message}", path=str(paths[rank]) if paths else None, rank=rank,
-                                   node=node, hint=hint)
+            raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node,
+                                   hint=hint)

@@ -9,7 +9,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..chakra import Algorithm, Collective, NodeType, Workload
+from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
@@ -201,6 +201,8 @@ def simulate(
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
+        # never trust an unverified input's numbers: the same checks the reader runs (exit 3)
+        check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
         if obj.ranks > topo.npus:
             raise SimulationError(
                 f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "
