@@ -362,7 +362,7 @@ def _walk_decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndar
             try:
                 st.set_names(gidx[i], [data[s0 : s0 + ln].decode("utf-8")])
             except UnicodeDecodeError:
-                raise st.fail(int(gidx[i]), "node name is not valid UTF-8", node=int(ids[i])) from None
+                raise st.fail(int(gidx[i]), "node name is not valid UTF-8", node=int(ids[i]), hint="names are UTF-8 strings") from None
 
     if slow.any():
         slow_pos = np.flatnonzero(slow)
@@ -423,7 +423,7 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
                        hint=f"every {what} needs {attr} (int32) naming the peer rank")
     if n and (ids >= np.uint64(1 << 63)).any():
         i = int(np.argmax(ids >= np.uint64(1 << 63)))
-        raise fail(i, "node id does not fit in int64", node=int(ids[i]))
+        raise fail(i, "node id does not fit in int64", node=int(ids[i]), hint="Chakra node ids are < 2^63 here")
     peer = np.where(send, cols["_dst"], np.where(recv, cols["_src"], -1))
     ids64 = ids.view(np.int64)
     dur64 = np.where(st.duration > 0, st.duration.view(np.int64), -1)

@@ -34,6 +34,7 @@ _DROPPED_META = frozenset({"input_file"})
 
 # -- files -------------------------------------------------------------------------------------
 _GZIP_MAGIC = b"\x1f\x8b"
+_NOT_FOUND_HINT = "a set is <prefix>.0.et, <prefix>.1.et, ...; pass the prefix"
 _KIND = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -50,9 +51,10 @@ def _stat_regular(path: Path, rank: int | None) -> int:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise TraceFormatError("file not found", path=str(path), rank=rank) from None
+        raise TraceFormatError("file not found", path=str(path), rank=rank, hint=_NOT_FOUND_HINT) from None
     except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
+                               hint="check the file's permissions") from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, rank, st.st_mode)
     return st.st_size
@@ -65,9 +67,10 @@ def _open_regular(path: Path, rank: int | None) -> Any:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise TraceFormatError("file not found", path=str(path), rank=rank) from None
+        raise TraceFormatError("file not found", path=str(path), rank=rank, hint=_NOT_FOUND_HINT) from None
     except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
+                               hint="check the file's permissions") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -116,7 +119,8 @@ def _load(path: Path, rank: int | None, budget: int | None = None) -> bytes:
         with fh:
             data = fh.read()
     except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
+                               hint="check the file's permissions") from None
     if data[:2] == _GZIP_MAGIC:
         data = _inflate(data, limit("COLLHUB_MAX_INFLATED_BYTES") if budget is None else budget, path, rank)
     if not data:
@@ -140,7 +144,8 @@ def _load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
                 got = fh.readinto(view[pos : pos + size])
                 head = bytes(view[pos : pos + 2])
         except OSError as exc:
-            raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
+            raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
+                               hint="check the file's permissions") from None
         if size == 0:
             _load(path, rank)  # raises: empty file
         if head == _GZIP_MAGIC or got != size:
@@ -194,7 +199,8 @@ def read_global_metadata(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     data = _load(path, None)
     starts, ends = _frame(data, path, 0)
     if not starts:
-        raise TraceFormatError("empty file: no GlobalMetadata", path=str(path))
+        raise TraceFormatError("empty file: no GlobalMetadata", path=str(path),
+                               hint="a Chakra ET file starts with a length-delimited GlobalMetadata")
     return _metadata(data, starts[0], ends[0], path, 0)
 
 
@@ -329,7 +335,8 @@ def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> Algorithm
                 size=int(size) if size is not None else None, extra=extra,
             )
         except (TypeError, ValueError) as exc:
-            raise TraceFormatError(f"bad collhub profile metadata: {exc}", path=str(path), rank=0) from None
+            raise TraceFormatError(f"bad collhub profile metadata: {exc}", path=str(path), rank=0,
+                                   hint="see docs/spec/collective-profile.md") from None
     coll, name = (Collective.CUSTOM, "")
     if M.COLLECTIVE in attrs:
         coll, name = _collective_of(attrs[M.COLLECTIVE])
@@ -439,7 +446,29 @@ def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
     )
 
 
-def _read_workload_rank(data: bytes, path: Path, rank: int) -> tuple[list[WorkloadNode], str, dict[str, Any]]:
+_WORKLOAD_INTS = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
+
+
+def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) -> None:
+    """Integer attributes hold integers, sizes are >= 0 and peers are ranks of the set."""
+    for key in _WORKLOAD_INTS:
+        v = node.attrs.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise TraceFormatError(f"attribute {key} holds {v!r}, not an integer", path=str(path), rank=rank,
+                                   node=node.id, hint="Chakra readers take comm_* attributes as integers")
+    if node.comm_size is not None and node.comm_size < 0:
+        raise TraceFormatError(f"attribute comm_size = {node.comm_size} is out of range", path=str(path), rank=rank,
+                               node=node.id, hint="comm_size is a byte count >= 0")
+    if node.type in (NodeType.SEND, NodeType.RECV):
+        key = "comm_dst" if node.type == NodeType.SEND else "comm_src"
+        peer = node.attrs.get(key)
+        if isinstance(peer, int) and not 0 <= peer < ranks:
+            raise TraceFormatError(f"attribute {key} = {peer} is not a rank of 0..{ranks - 1}", path=str(path),
+                                   rank=rank, node=node.id, hint="a message goes to or comes from a rank of the set")
+
+
+def _read_workload_rank(data: bytes, path: Path, rank: int,
+                        ranks: int = 1 << 31) -> tuple[list[WorkloadNode], str, dict[str, Any]]:
     starts, ends = _frame(data, path, rank)
     version, attrs = _metadata(data, starts[0], ends[0], path, rank)
     nodes = []
@@ -451,21 +480,24 @@ def _read_workload_rank(data: bytes, path: Path, rank: int) -> tuple[list[Worklo
             raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(path), rank=rank,
                                    hint="the file is truncated or corrupt") from None
         if not 1 <= nd["type"] <= 7:
-            raise TraceFormatError(f"unknown node type {nd['type']}", path=str(path), rank=rank, node=nd["id"])
+            raise TraceFormatError(f"unknown node type {nd['type']}", path=str(path), rank=rank, node=nd["id"],
+                                   hint="Chakra node types are 1..7")
         if nd["id"] in seen:
-            raise TraceFormatError("duplicate node id", path=str(path), rank=rank, node=nd["id"])
+            raise TraceFormatError("duplicate node id", path=str(path), rank=rank, node=nd["id"],
+                                   hint="node ids must be unique within a rank file")
         seen.add(nd["id"])
         nodes.append(_workload_node(nd))
     for node in nodes:
         for d in node.deps:
             if d not in seen:
                 raise TraceFormatError(f"dependency on node id {d}, which is not in this file", path=str(path),
-                                       rank=rank, node=node.id)
+                                       rank=rank, node=node.id, hint="data_deps/ctrl_deps name nodes of the same file")
         if node.type in (NodeType.SEND, NodeType.RECV):
             need = "comm_dst" if node.type == NodeType.SEND else "comm_src"
             if node.attrs.get(need) is None:
                 raise TraceFormatError(f"{node.type.name} node has no {need} attribute", path=str(path),
-                                       rank=rank, node=node.id)
+                                       rank=rank, node=node.id, hint=f"every {node.type.name} needs {need} (int32)")
+        _check_workload_node(node, ranks, path, rank)
     return nodes, version, attrs
 
 
@@ -474,8 +506,11 @@ def read_workload(prefix: str | os.PathLike[str]) -> Workload:
     paths = rank_files(prefix)
     ranks = []
     version, name = "", ""
+    budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
     for rank, path in enumerate(paths):
-        nodes, v, attrs = _read_workload_rank(_load(path, rank), path, rank)
+        data = _load(path, rank, max(budget, 0))
+        budget -= len(data)
+        nodes, v, attrs = _read_workload_rank(data, path, rank, len(paths))
         if rank == 0:
             version, name = v, str(attrs.get(P.META.WORKLOAD, ""))
         ranks.append(nodes)
@@ -504,7 +539,8 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
         try:
             kinds.add(decode_node(data, s, e)["type"])
         except WireError as exc:
-            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(first), rank=0) from None
+            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(first), rank=0,
+                                   hint="the file is truncated or corrupt") from None
     if NodeType.COLL in kinds:
         return read_workload(prefix)
     if kinds & {NodeType.SEND, NodeType.RECV}:
