@@ -115,6 +115,12 @@ def _node_problem(alg: Algorithm, rank: int) -> tuple[str, int, str] | None:
     if bad.any():
         p = int(np.argmax(bad))
         return f"node type {int(kind[p])} is not a Chakra NodeType", int(g.ids[p]), "node types are 1..7"
+    ptr, pos = g.dep_ptr, g.dep_pos
+    if ptr.shape != (len(g) + 1,) or ptr[0] != 0 or ptr[-1] != pos.size or bool((np.diff(ptr) < 0).any()):
+        return "the dependency index (dep_ptr) is malformed", int(g.ids[0]), "dep_ptr is a CSR index of the nodes"
+    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= len(g)):
+        owner = int(np.searchsorted(ptr, int(np.argmax((pos < 0) | (pos >= len(g)))), side="right")) - 1
+        return "a dependency names no node of this rank", int(g.ids[owner]), "dependencies name nodes of the same rank"
     for attr, (column, lo, hi) in ATTR_RANGES.items():
         if column.startswith("_"):
             continue

@@ -70,8 +70,9 @@ def verify(
         raise typer.Exit(ExitCode.VALIDATION)
 
 
-#: the largest JSON view ``convert`` reads (the JSON of a 1024-rank ring is about 1 GB)
-_MAX_JSON_BYTES = 4 << 30
+#: the largest JSON view ``convert`` reads (json.loads needs several times the text in memory;
+#: the JSON view is for inspection, very large sets belong in ET files)
+_MAX_JSON_BYTES = 1 << 30
 
 
 def _read_json_file(path: Path) -> str:

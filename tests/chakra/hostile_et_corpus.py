@@ -354,6 +354,53 @@ def _fifo_json(d: Path) -> list[str]:
     return ["trace", "convert", str(d / "in.json"), str(d / "out")]
 
 
+def _json_case(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], list[str]]:
+    """The JSON view of the good set, changed, converted back to ET files."""
+    def make(d: Path) -> list[str]:
+        import json
+
+        from hub.chakra import algorithm_to_json, read_algorithm
+
+        doc = algorithm_to_json(read_algorithm(good_set(d / "src")))
+        change(doc)
+        (d / "in.json").write_text(json.dumps(doc))
+        import shutil
+
+        shutil.rmtree(d / "src")
+        return ["trace", "convert", str(d / "in.json"), str(d / "out")]
+    return make
+
+
+def _json_col(rank: int, column: str, pos: int, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        doc["graphs"][rank]["columns"][column][pos] = value
+    return change
+
+
+def _json_meta(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        doc["meta"][key] = value
+    return change
+
+
+def _json_bad_dep(doc: dict[str, Any]) -> None:
+    doc["graphs"][1]["dep_pos"][0] = 10_000
+
+
+JSON = [
+    Case("JSON: float chunk count", "values", _json_case(_json_col(1, "count", 0, 1.5)), 3,
+         ("in.json", "graphs[1].count")),
+    Case("JSON: count past int32", "values", _json_case(_json_col(1, "count", 0, 1 << 40)), 3,
+         ("in.json", "graphs[1].count")),
+    Case("JSON: comm_size 0 in a bound set", "values", _json_case(_json_col(2, "size", 0, 0)), 3,
+         ("in.json", "rank 2", "node 0", "comm_size = 0")),
+    Case("JSON: ranks 2^31-1", "resources", _json_case(_json_meta("ranks", (1 << 31) - 1)), 3,
+         ("in.json", "ranks")),
+    Case("JSON: size 1.5", "values", _json_case(_json_meta("size", 1.5)), 3, ("in.json", "meta.size")),
+    Case("JSON: dependency on no node", "values", _json_case(_json_bad_dep), 3, ("in.json", "graphs[1].dep_pos")),
+]
+
+
 OUTPUTS = [
     Case("--out empty", "outputs", _empty_out, 2, ("names no file",), after=_no_files_here),
     Case("--out a directory path", "outputs", _dir_out, 2, ("names no file",), after=_no_files_here),
@@ -369,4 +416,4 @@ CLI = [
     Case("convert: fifo JSON input", "cli", _fifo_json, 3, ("in.json", "regular file")),
 ]
 
-CASES: list[Case] = [*RESOURCES, *VALUES, *OUTPUTS, *CLI]
+CASES: list[Case] = [*RESOURCES, *VALUES, *JSON, *OUTPUTS, *CLI]
