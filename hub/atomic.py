@@ -119,7 +119,8 @@ def write_files(contents: Sequence[tuple[Path, Data]], *, stale: Sequence[Path] 
             temps.append((tmp, path))
             with os.fdopen(fd, "wb") as fh:
                 for chunk in _chunks(data):
-                    fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else memoryview(chunk))  # type: ignore[arg-type]
+                    piece = chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+                    fh.write(memoryview(piece))  # type: ignore[arg-type]
             if check is not None:
                 check(tmp, path)
         for tmp, path in temps:

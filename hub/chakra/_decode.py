@@ -362,7 +362,8 @@ def _walk_decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndar
             try:
                 st.set_names(gidx[i], [data[s0 : s0 + ln].decode("utf-8")])
             except UnicodeDecodeError:
-                raise st.fail(int(gidx[i]), "node name is not valid UTF-8", node=int(ids[i]), hint="names are UTF-8 strings") from None
+                raise st.fail(int(gidx[i]), "node name is not valid UTF-8", node=int(ids[i]),
+                              hint="names are UTF-8 strings") from None
 
     if slow.any():
         slow_pos = np.flatnonzero(slow)

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import TraceFormatError
-from ._model import Algorithm, AlgorithmMeta, NodeType, chunk_bytes
+from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph, chunk_bytes
 
 __all__ = [
     "ATTR_RANGES",
@@ -104,31 +104,19 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
     return None
 
 
-def _node_problem(alg: Algorithm, rank: int) -> tuple[str, int, str] | None:
-    """(message, node id, hint) of the first implausible node of ``rank``, or None."""
+def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, int, str] | None:
+    """(message, node id, hint) of the first implausible node of ``rank``, or None; ``ranges``
+    False skips what the decoder already checked on the wire values (ATTR_RANGES, node kinds,
+    dependency positions)."""
     g = alg.graphs[rank]
     n = alg.ranks
     kind = g.kind
     if len(g) == 0:
         return None
-    bad = (kind < NodeType.METADATA) | (kind > NodeType.COLL)
-    if bad.any():
-        p = int(np.argmax(bad))
-        return f"node type {int(kind[p])} is not a Chakra NodeType", int(g.ids[p]), "node types are 1..7"
-    ptr, pos = g.dep_ptr, g.dep_pos
-    if ptr.shape != (len(g) + 1,) or ptr[0] != 0 or ptr[-1] != pos.size or bool((np.diff(ptr) < 0).any()):
-        return "the dependency index (dep_ptr) is malformed", int(g.ids[0]), "dep_ptr is a CSR index of the nodes"
-    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= len(g)):
-        owner = int(np.searchsorted(ptr, int(np.argmax((pos < 0) | (pos >= len(g)))), side="right")) - 1
-        return "a dependency names no node of this rank", int(g.ids[owner]), "dependencies name nodes of the same rank"
-    for attr, (column, lo, hi) in ATTR_RANGES.items():
-        if column.startswith("_"):
-            continue
-        values = getattr(g, column)
-        bad = (values < lo) | (values > hi)
-        if bad.any():
-            p = int(np.argmax(bad))
-            return f"attribute {attr} = {int(values[p])} is out of range", int(g.ids[p]), attr_hint(attr)
+    if ranges:
+        found = _column_problem(g)
+        if found is not None:
+            return found
     send = kind == NodeType.SEND
     comm = send | (kind == NodeType.RECV)
     peer = g.peer
@@ -158,17 +146,46 @@ def _node_problem(alg: Algorithm, rank: int) -> tuple[str, int, str] | None:
                 return (f"attribute comm_size = {int(size[p])} is larger than the declared size of {meta.size} "
                         f"bytes allows ({int(allowed[p])} for {int(chunks[p])} chunk(s))", int(g.ids[p]),
                         "the message sizes do not match the GlobalMetadata size; rebind or fix the size")
-        if float(np.sum(size[sized], dtype=np.float64)) >= float(INT64_MAX):
-            p = int(np.argmax(sized))
-            return ("the comm_size values of this rank add up past int64", int(g.ids[p]),
-                    "message sizes are implausible")
     return None
 
 
-def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, what: str = "") -> None:
+def _column_problem(g: RankGraph) -> tuple[str, int, str] | None:
+    """The first node kind, dependency index or attribute column outside its range."""
+    kind = g.kind
+    bad = (kind < NodeType.METADATA) | (kind > NodeType.COLL)
+    if bad.any():
+        p = int(np.argmax(bad))
+        return f"node type {int(kind[p])} is not a Chakra NodeType", int(g.ids[p]), "node types are 1..7"
+    ptr, pos = g.dep_ptr, g.dep_pos
+    if ptr.shape != (len(g) + 1,) or ptr[0] != 0 or ptr[-1] != pos.size or bool((np.diff(ptr) < 0).any()):
+        return "the dependency index (dep_ptr) is malformed", int(g.ids[0]), "dep_ptr is a CSR index of the nodes"
+    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= len(g)):
+        owner = int(np.searchsorted(ptr, int(np.argmax((pos < 0) | (pos >= len(g)))), side="right")) - 1
+        return "a dependency names no node of this rank", int(g.ids[owner]), "dependencies name nodes of the same rank"
+    for attr, (column, lo, hi) in ATTR_RANGES.items():
+        if column.startswith("_"):
+            continue
+        values = getattr(g, column)
+        bad = (values < lo) | (values > hi)
+        if bad.any():
+            p = int(np.argmax(bad))
+            return f"attribute {attr} = {int(values[p])} is out of range", int(g.ids[p]), attr_hint(attr)
+    return None
+
+
+def _bytes_of(alg: Algorithm, rank: int) -> float:
+    """The bytes a rank's messages carry, as a float (exact enough to see int64 overflow)."""
+    g = alg.graphs[rank]
+    comm = (g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)
+    return float(np.sum(g.size[comm & (g.size > 0)], dtype=np.float64))
+
+
+def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, what: str = "",
+                    ranges: bool = True) -> None:
     """Raise :class:`hub.errors.TraceFormatError` (exit 3) at the first implausible value, naming
     the file (``paths[rank]`` when given), rank, node and attribute; ``what`` names the algorithm
-    when there are no files (a consumer's input)."""
+    when there are no files (a consumer's input). ``ranges=False`` (the reader, whose decoder
+    checked them on the wire values) skips the per-column range checks."""
     label = what or None  # stands where the file would be named
     where0 = str(paths[0]) if paths else label
     bad = meta_problem(alg.meta)
@@ -177,8 +194,14 @@ def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, wh
                                rank=0 if paths else None, hint=bad[1])
     if len(alg.graphs) != alg.ranks:
         raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
+    total = 0.0
     for rank in range(alg.ranks):
-        found = _node_problem(alg, rank)
+        found = _node_problem(alg, rank, ranges)
+        total += _bytes_of(alg, rank)
+        if found is None and total >= float(INT64_MAX):
+            g = alg.graphs[rank]
+            found = ("the comm_size values add up past int64 (summed over ranks 0..this one)", int(g.ids[0]),
+                     "message sizes are implausible")
         if found is not None:
             message, node, hint = found
             raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node,

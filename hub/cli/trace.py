@@ -102,7 +102,7 @@ def convert(
         except OSError as exc:
             # a missing or unreadable input is a bad input file, exit 3 as for an ET prefix
             raise FormatError(f"{src}: cannot read: {exc.strerror or exc}",
-                              hint="give an existing .json file (collhub trace convert PREFIX FILE.json writes one)") from None
+                              hint="give an existing .json file (trace convert PREFIX FILE.json writes one)") from None
         except UnicodeDecodeError as exc:
             raise FormatError(f"{src}: not UTF-8 text (byte {exc.start})") from None
         except json.JSONDecodeError as exc:

@@ -70,7 +70,8 @@ def _set(attrs: list[Any], name: str, value: TypedValue | None) -> list[Any]:
     return out + [(name, value)] if value is not None else out
 
 
-def set_meta(name: str, value: TypedValue | None, ranks: tuple[int, ...] = tuple(range(RANKS))) -> Callable[[Path], list[str]]:
+def set_meta(name: str, value: TypedValue | None,
+             ranks: tuple[int, ...] = tuple(range(RANKS))) -> Callable[[Path], list[str]]:
     def make(d: Path) -> list[str]:
         p = good_set(d)
         for r in ranks:
@@ -79,7 +80,8 @@ def set_meta(name: str, value: TypedValue | None, ranks: tuple[int, ...] = tuple
     return make
 
 
-def set_node(rank: int, index: int, name: str, value: TypedValue, command: str = "verify") -> Callable[[Path], list[str]]:
+def set_node(rank: int, index: int, name: str, value: TypedValue,
+             command: str = "verify") -> Callable[[Path], list[str]]:
     def change(body: list[dict[str, Any]]) -> None:
         body[index]["attrs"] = _set(body[index]["attrs"], name, value)
 

@@ -20,9 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub.algorithms import ring
-from hub.chakra import Algorithm, TypedValue, check_algorithm, read_algorithm, read_trace, write_algorithm
+from hub.chakra import Algorithm, TypedValue, check_algorithm, read_trace, write_algorithm
 from hub.chakra._validate import ATTR_RANGES
-from hub.chakra._wire import ATTR_FIELDS, decode_global_metadata, decode_node, delimit, encode_global_metadata, encode_node, frame
+from hub.chakra._wire import (
+    ATTR_FIELDS,
+    decode_global_metadata,
+    decode_node,
+    delimit,
+    encode_global_metadata,
+    encode_node,
+    frame,
+)
 from hub.errors import TraceFormatError
 
 _FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)

@@ -11,7 +11,7 @@ import yaml
 from collhub_astrasim import Dim, build_bundle, consume_bundle, parse_size
 from collhub_astrasim._bundle import BundleParams
 from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, Op, RankGraphBuilder, Workload, build_algorithm
-from hub.errors import ExportError, TraceFormatError, UsageError
+from hub.errors import TraceFormatError, UsageError
 from hub.plugins import RunContext
 
 from astrasim_helpers import attrs_of, decode_et, msccl_ring_allreduce
