@@ -119,8 +119,8 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
             return found
     send = kind == NodeType.SEND
     comm = send | (kind == NodeType.RECV)
-    peer = g.peer
-    bad = comm & ((peer < 0) | (peer >= n) | (peer == rank))
+    peer = g.peer.astype(np.int64, copy=False)
+    bad = comm & ((peer.view(np.uint64) >= n) | (peer == rank))  # negative peers are huge unsigned
     if bad.any():
         p = int(np.argmax(bad))
         attr = "comm_dst" if send[p] else "comm_src"
@@ -136,13 +136,14 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
             return (f"attribute comm_size = 0, but the algorithm is bound to {meta.size} bytes", int(g.ids[p]),
                     "a bound message carries count x chunk bytes (> 0); rebind the algorithm to a size")
         if meta.size is not None:
-            per_chunk = chunk_bytes(int(meta.size), meta.reference_chunks)
-            chunks = np.maximum(g.count.astype(np.int64), 1) if meta.in_chunks > 0 or meta.out_chunks > 0 \
-                else np.ones(len(g), np.int64)
-            allowed = chunks * max(per_chunk, 1)
-            over = sized & (size > allowed)
+            per_chunk = max(chunk_bytes(int(meta.size), meta.reference_chunks), 1)
+            chunked = meta.in_chunks > 0 or meta.out_chunks > 0
+            # a message carries at most max(count, 1) chunks (one chunk: the whole size, unchunked)
+            over = comm & (size > (np.maximum(g.count, 1).astype(np.int64) * per_chunk if chunked else per_chunk))
             if over.any():
                 p = int(np.argmax(over))
+                chunks = np.maximum(g.count.astype(np.int64), 1) if chunked else np.ones(len(g), np.int64)
+                allowed = chunks * per_chunk
                 return (f"attribute comm_size = {int(size[p])} is larger than the declared size of {meta.size} "
                         f"bytes allows ({int(allowed[p])} for {int(chunks[p])} chunk(s))", int(g.ids[p]),
                         "the message sizes do not match the GlobalMetadata size; rebind or fix the size")
