@@ -126,7 +126,7 @@ def frame_many(buf: np.ndarray, file_start: np.ndarray, file_end: np.ndarray) ->
         length, ll, ok = read_varints(buf, p, end)
         body = p + ll
         stop = body + length.astype(np.int64)
-        ok &= (stop <= end) & (length < np.uint64(1 << 40))
+        ok &= (stop <= end) & (length < np.uint64(1 << 40)) & ((length > 0) | (counts[active] == 0))
         if not ok.all():
             bad[active[~ok]] = True
             active, body, stop = active[ok], body[ok], stop[ok]

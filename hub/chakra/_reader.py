@@ -114,6 +114,10 @@ def _inflate(raw: bytes, budget: int, path: Path, rank: int | None) -> bytes:
 
 def _load(path: Path, rank: int | None, budget: int | None = None) -> bytes:
     """The (decompressed) bytes of one file."""
+    size = _stat_regular(path, rank)
+    if size > _physical_memory():
+        raise TraceFormatError(f"{size} bytes do not fit in memory", path=str(path), rank=rank,
+                               hint="the file (a sparse one?) is larger than this machine can read")
     fh = _open_regular(path, rank)
     try:
         with fh:
@@ -129,11 +133,26 @@ def _load(path: Path, rank: int | None, budget: int | None = None) -> bytes:
     return data
 
 
+def _physical_memory() -> int:
+    """This machine's RAM in bytes (unbounded where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 1 << 62
+
+
 def _load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
     """All files' bytes laid end to end (read in place, no extra copy), plus 32 zero bytes of
     padding for fixed-width reads at the end: (data, start of each file, size of each file)."""
     sizes = [_stat_regular(path, rank) for rank, path in enumerate(paths)]  # refuse fifos before reading
-    data = bytearray(sum(sizes) + 32)
+    total = sum(sizes)
+    try:
+        if total > _physical_memory():
+            raise MemoryError
+        data = bytearray(total + 32)
+    except MemoryError:
+        raise TraceFormatError(f"{total} bytes of rank files do not fit in memory", path=str(paths[0]), rank=0,
+                               hint="the set (or a sparse file in it) is larger than this machine can read") from None
     view = memoryview(data)
     pos = 0
     real_sizes = []
@@ -172,7 +191,7 @@ def _concat(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
 
 def _frame(data: bytes, path: Path, rank: int) -> tuple[list[int], list[int]]:
     try:
-        return frame(data)
+        return frame(data, empty_nodes=False)
     except WireError as exc:
         raise TraceFormatError(f"{exc} (byte {exc.pos})", path=str(path), rank=rank,
                                hint="the file is truncated or corrupt") from None

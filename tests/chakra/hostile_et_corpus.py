@@ -160,6 +160,19 @@ def _gzip_bad_deflate(d: Path) -> list[str]:
     return ["trace", "show", str(p)]
 
 
+def _sparse(d: Path) -> list[str]:
+    p = good_set(d)
+    os.truncate(_path(p, 1), 8 << 30)  # 8 GiB that take no disk space: more than the memory limit
+    return ["trace", "show", str(p)]
+
+
+def _zeros(d: Path) -> list[str]:
+    p = good_set(d)
+    with open(_path(p, 2), "ab") as fh:
+        fh.write(bytes(16 << 20))  # 16 MiB of zero bytes after the real nodes
+    return ["trace", "show", str(p)]
+
+
 def _produce(ranks: str, extra: tuple[str, ...] = ()) -> Callable[[Path], list[str]]:
     def make(d: Path) -> list[str]:
         return ["produce", "hub.ring", "--set", "collective=allreduce", "--set", f"ranks={ranks}", *extra,
@@ -191,6 +204,8 @@ RESOURCES = [
     Case("/dev/zero rank file", "resources", _link(3, "/dev/zero"), 3, ("t.3.et", "rank 3", "character device")),
     Case("link to a missing file", "resources", _link(2, "/nonexistent/x.et"), 3, ("t.2.et", "rank 2", "not found")),
     Case("directory rank file", "resources", _dir_rank, 3, ("t.2.et", "rank 2", "directory")),
+    Case("sparse 8 GiB rank file", "resources", _sparse, 3, ("t.0.et", "do not fit in memory")),
+    Case("16 MiB of zero bytes", "resources", _zeros, 3, ("t.2.et", "rank 2", "empty message")),
     Case("produce ranks=10**9", "resources", _produce("1000000000"), 2, ("max_ranks",)),
     Case("produce ranks=2**31", "resources", _produce(str(1 << 31)), 2, ("max_ranks",)),
     Case("produce ranks above a lowered max_ranks", "resources", _produce("64", ("--set", "max_ranks=32")), 2,
