@@ -418,7 +418,54 @@ JSON = [
 ]
 
 
+def _smaller_set_over_larger(d: Path) -> list[str]:
+    good_set(d, "r", ranks=8)
+    return ["produce", "hub.ring", "--set", "collective=allreduce", "--set", "ranks=4", "--out", str(d / "r")]
+
+
+def _only_four(d: Path) -> None:
+    assert sorted(p.name for p in d.iterdir()) == [f"r.{r}.et" for r in range(4)], sorted(d.iterdir())
+
+
+def _modes(expected: dict[str, int]) -> Callable[[Path], None]:
+    def after(d: Path) -> None:
+        got = {str(p.relative_to(d)): p.stat().st_mode & 0o777 for p in d.rglob("*")}
+        for name, mode in expected.items():
+            assert got.get(name) == mode, (name, oct(got.get(name, 0)), sorted(got))
+        for name, mode in got.items():
+            assert mode in (0o644, 0o755), (name, oct(mode))
+    return after
+
+
+def _simulate_artifacts(d: Path) -> list[str]:
+    p = good_set(d)
+    return ["consume", "hub.simulate", str(p), "--set", "network=ring:4", "--set", "trace=true", "--set", "plot=true",
+            "--workdir", str(d / "w")]
+
+
+def _export_xml(d: Path) -> list[str]:
+    p = good_set(d)
+    return ["consume", "mscclang.export", str(p), "--set", "out=x.xml", "--workdir", str(d / "w")]
+
+
+def _bundle(d: Path) -> list[str]:
+    p = good_set(d)
+    return ["consume", "astrasim.bundle", str(p), "--set", "out=b", "--set", "network=ring:4", "--workdir", str(d / "w")]
+
+
+def _json_view(d: Path) -> list[str]:
+    p = good_set(d)
+    return ["trace", "convert", str(p), str(d / "v.json")]
+
+
 OUTPUTS = [
+    Case("a 4-rank set over an 8-rank set", "outputs", _smaller_set_over_larger, 0, (), after=_only_four),
+    Case("modes: simulate trace and plot", "outputs", _simulate_artifacts, 0, (),
+         after=_modes({"w/ring.unaware.trace.json": 0o644, "w/ring.unaware.png": 0o644})),
+    Case("modes: MSCCL-IR export", "outputs", _export_xml, 0, (), after=_modes({"w/x.xml": 0o644})),
+    Case("modes: ASTRA-sim bundle", "outputs", _bundle, 0, (),
+         after=_modes({"w/b": 0o755, "w/b/algorithm": 0o755, "w/b/system.json": 0o644})),
+    Case("modes: JSON view", "outputs", _json_view, 0, (), after=_modes({"v.json": 0o644})),
     Case("--out empty", "outputs", _empty_out, 2, ("names no file",), after=_no_files_here),
     Case("--out a directory path", "outputs", _dir_out, 2, ("names no file",), after=_no_files_here),
     Case("run --force onto a regular file", "outputs", _force_onto_file, 2, ("mine.txt", "not a directory"),

@@ -3,7 +3,8 @@
 Every case of :mod:`.hostile_et_corpus` runs ``collhub`` in a subprocess under an address-space
 limit and a timeout, and must end with the documented exit code, exactly one ``error:`` line
 naming what the case names (file, rank, node, attribute), a ``hint:`` line, no traceback, no
-new files (or only what the case allows), within the time and memory bounds.
+new files (or only what the case allows), within the time and memory bounds. Output cases that
+succeed (exit 0) check what they wrote: a whole set, files 0644 and directories 0755.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def test_hostile_input_is_refused_cleanly(case: Case, ran: dict[str, _Ran]) -> N
     err = proc.stderr
     assert proc.returncode == case.code, (proc.returncode, err, proc.stdout)
     assert "Traceback" not in err and "Traceback" not in proc.stdout, err
+    if case.code == 0:  # an output case that must succeed: whole outputs with the usual modes
+        assert "error:" not in err, err
+        assert case.after is not None
+        case.after(work)
+        return
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, err
     for needle in case.needles:
