@@ -116,12 +116,12 @@ def _selector(algorithm_for: Mapping[Any, Any] | None) -> Any:
             cache[key] = None  # ASTRA-sim replays BROADCAST as its duration_micros
             return None
         alg = spec if isinstance(spec, Algorithm) else _make_algorithm(spec or "ring", coll, ranks)
-        if isinstance(spec, Algorithm):
-            check_algorithm(alg, what=f"algorithm_for {coll.value}")
         if not alg.is_bound:
             # ASTRA-sim's all-gather comm_size is the per-rank contribution; nccl-tests' S is the output
             total = comm_size * ranks if coll in (Collective.ALLGATHER, Collective.GATHER) else comm_size
             alg = alg.bind(total)
+        # the workload's comm_size is a claim too: byte counts that overflow int64 are refused
+        check_algorithm(alg, what=f"{coll.value} of {comm_size} bytes ({alg.name or 'algorithm'})")
         program_from_algorithm(alg)  # validates peers, sizes, dependencies once
         cache[key] = alg
         return alg

@@ -264,6 +264,45 @@ def _consume(make_files: Callable[[Path], list[str]], network: str) -> Callable[
     return make
 
 
+def _workload(change: Callable[[Any], None], command: str = "simulate") -> Callable[[Path], list[str]]:
+    """A 4-rank all-reduce workload (one COMM_COLL node per rank, then a SEND/RECV pair), changed."""
+    def make(d: Path) -> list[str]:
+        from hub.chakra import Collective, NodeType, Workload, WorkloadNode, write_workload
+
+        wl = Workload.single_collective(Collective.ALLREDUCE, RANKS, SIZE)
+        for r, nodes in enumerate(wl.ranks):
+            peer = (r + 1) % RANKS
+            nodes.append(WorkloadNode(id=1, name="s", type=NodeType.SEND, deps=[0], comm_size=64, comm_src=r,
+                                      comm_dst=peer, comm_tag=0))
+            nodes.append(WorkloadNode(id=2, name="r", type=NodeType.RECV, deps=[0], comm_size=64,
+                                      comm_src=(r - 1) % RANKS, comm_dst=r, comm_tag=0))
+        change(wl)
+        write_workload(wl, d / "w")
+        if command == "simulate":
+            return ["consume", "hub.simulate", str(d / "w"), "--set", "network=ring:4", "--workdir", str(d / "out")]
+        return ["trace", command, str(d / "w")]
+    return make
+
+
+def _wl_node(rank: int, index: int, **values: Any) -> Callable[[Any], None]:
+    def change(wl: Any) -> None:
+        for k, v in values.items():
+            setattr(wl.ranks[rank][index], k, v)
+    return change
+
+
+WORKLOADS = [
+    Case("workload: collective of 2^62 bytes", "values", _workload(_wl_node(0, 0, comm_size=1 << 62)), 3,
+         ("add up past int64",)),
+    Case("workload: negative comm_size", "values", _workload(_wl_node(2, 0, comm_size=-8), "show"), 3,
+         ("w.2.et", "rank 2", "node 0", "comm_size = -8")),
+    Case("workload: comm_dst 77", "values", _workload(_wl_node(1, 1, comm_dst=77), "show"), 3,
+         ("w.1.et", "rank 1", "node 1", "comm_dst = 77")),
+    Case("workload: comm_src -1", "values", _workload(_wl_node(3, 2, comm_src=-1), "show"), 3,
+         ("w.3.et", "rank 3", "node 2", "comm_src = -1")),
+]
+
+
 # node 0 of each rank is a SEND, node 1 its RECV (ring: S0 R0 C0 S1 ...)
 VALUES = [
     Case("comm_size 0 on a bound set", "values", set_node(1, 0, "comm_size", i64(0)), 3,
@@ -480,4 +519,4 @@ CLI = [
     Case("convert: fifo JSON input", "cli", _fifo_json, 3, ("in.json", "regular file")),
 ]
 
-CASES: list[Case] = [*RESOURCES, *VALUES, *JSON, *OUTPUTS, *CLI]
+CASES: list[Case] = [*RESOURCES, *VALUES, *WORKLOADS, *JSON, *OUTPUTS, *CLI]
