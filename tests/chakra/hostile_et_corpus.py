@@ -279,7 +279,7 @@ def _workload(change: Callable[[Any], None], command: str = "simulate") -> Calla
         change(wl)
         write_workload(wl, d / "w")
         if command == "simulate":
-            return ["consume", "hub.simulate", str(d / "w"), "--set", "network=ring:4", "--workdir", str(d / "out")]
+            return ["consume", "hub.simulate", str(d / "w"), "--set", "network=ring:4", "--workdir", str(d)]
         return ["trace", command, str(d / "w")]
     return make
 
