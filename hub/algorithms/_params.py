@@ -8,7 +8,7 @@ algorithm is built (``hub.errors.AlgorithmError``), so that the message can name
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..chakra import Collective
 
@@ -18,9 +18,16 @@ __all__ = [
     "DoubleBinaryTreeParams",
     "HalvingDoublingParams",
     "HierarchicalParams",
+    "MAX_RANKS",
     "RingParams",
     "validated",
 ]
+
+
+#: The most ranks a built-in producer builds unless ``max_ranks`` is raised: the node count grows
+#: with ranks^2 (a 1024-rank ring all-reduce has ~4 million nodes, ~250 MB in memory), so
+#: ``ranks=10**9`` is refused at once instead of exhausting memory (docs/security.md).
+MAX_RANKS = 1024
 
 
 class AlgorithmParams(BaseModel):
@@ -31,7 +38,12 @@ class AlgorithmParams(BaseModel):
     collective: str = Field(
         description="Collective to implement, e.g. allreduce, all_gather, reduce_scatter, alltoall."
     )
-    ranks: int = Field(ge=1, description="Number of ranks (NPUs) taking part; at least 2.")
+    ranks: int = Field(ge=1, description="Number of ranks (NPUs) taking part; at least 2, at most max_ranks.")
+    max_ranks: int = Field(
+        MAX_RANKS, ge=1,
+        description=f"Refuse more ranks than this (default {MAX_RANKS}; memory grows with ranks^2). "
+        "Raise it deliberately for a bigger algorithm.",
+    )
     inplace: bool = Field(
         True,
         description="In-place buffers as CONTRACTS.md defines them (output aliases input, or the "
@@ -42,6 +54,14 @@ class AlgorithmParams(BaseModel):
     @classmethod
     def _canonical_collective(cls, value: object) -> str:
         return Collective.parse(str(value) if not isinstance(value, Collective) else value).value
+
+    @model_validator(mode="after")
+    def _within_limit(self) -> "AlgorithmParams":
+        # checked before anything is allocated: the builders' arrays grow with ranks^2
+        if self.ranks > self.max_ranks:
+            raise ValueError(f"ranks={self.ranks} is more than max_ranks={self.max_ranks}; "
+                             "set max_ranks to build it anyway (memory grows with ranks^2)")
+        return self
 
 
 class _Reducing(BaseModel):

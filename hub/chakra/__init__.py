@@ -18,6 +18,7 @@ from ._model import (
 from ._json import algorithm_from_json, algorithm_to_json
 from ._reader import read_algorithm, read_global_metadata, read_trace, read_workload
 from ._summary import summarize
+from ._validate import check_algorithm
 from ._wire import TypedValue
 from ._workload import Workload, WorkloadNode, collective_of_comm_type
 from ._writer import write_algorithm, write_workload
@@ -39,6 +40,7 @@ __all__ = [
     "algorithm_from_json",
     "algorithm_to_json",
     "build_algorithm",
+    "check_algorithm",
     "chunk_bytes",
     "collective_of_comm_type",
     "read_algorithm",

@@ -21,6 +21,7 @@ import numpy as np
 from . import _profile as P
 from ._model import NodeType, RankGraph
 from ._template import match_templates
+from ._validate import ATTR_RANGES, attr_hint
 from ._wire import TypedValue, WireError, decode_node, read_varints
 
 __all__ = ["NodeError", "decode_ranks", "frame_many"]
@@ -45,6 +46,10 @@ _KNOWN: tuple[tuple[str, str], ...] = (
     *((attr, column) for attr, column, _d in P.SEMANTIC_ATTRS),
 )
 _KNOWN_COLUMN = dict(_KNOWN)
+# the allowed range of each known attribute, row-aligned with _KNOWN: checked on the int64
+# values before the columns are narrowed (int32/int8), so no value wraps into a plausible one
+_RANGE_LO = np.array([[ATTR_RANGES[name][1]] for name, _c in _KNOWN], np.int64)
+_RANGE_HI = np.array([[ATTR_RANGES[name][2]] for name, _c in _KNOWN], np.int64)
 _COL_INDEX = {column: k for k, (_name, column) in enumerate(_KNOWN)}
 _KNOWN_BYTES = {name.encode(): k for k, (name, _c) in enumerate(_KNOWN)}
 _HASH_BITS = 10
@@ -121,7 +126,7 @@ def frame_many(buf: np.ndarray, file_start: np.ndarray, file_end: np.ndarray) ->
         length, ll, ok = read_varints(buf, p, end)
         body = p + ll
         stop = body + length.astype(np.int64)
-        ok &= (stop <= end) & (length < np.uint64(1 << 40))
+        ok &= (stop <= end) & (length < np.uint64(1 << 40)) & ((length > 0) | (counts[active] == 0))
         if not ok.all():
             bad[active[~ok]] = True
             active, body, stop = active[ok], body[ok], stop[ok]
@@ -357,7 +362,8 @@ def _walk_decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndar
             try:
                 st.set_names(gidx[i], [data[s0 : s0 + ln].decode("utf-8")])
             except UnicodeDecodeError:
-                raise st.fail(int(gidx[i]), "node name is not valid UTF-8", node=int(ids[i])) from None
+                raise st.fail(int(gidx[i]), "node name is not valid UTF-8", node=int(ids[i]),
+                              hint="names are UTF-8 strings") from None
 
     if slow.any():
         slow_pos = np.flatnonzero(slow)
@@ -403,6 +409,7 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
         i = int(np.argmax(bad_type))
         raise fail(i, f"unknown node type {int(kind[i])}", node=int(ids[i]),
                    hint="algorithm ETs hold COMM_SEND_NODE (5), COMM_RECV_NODE (6) and COMP_NODE (4)")
+    _check_ranges(st)
     send = kind == NodeType.SEND
     recv = kind == NodeType.RECV
     cols = {column: st.colmat[k] for k, (_name, column) in enumerate(_KNOWN)}
@@ -417,7 +424,7 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
                        hint=f"every {what} needs {attr} (int32) naming the peer rank")
     if n and (ids >= np.uint64(1 << 63)).any():
         i = int(np.argmax(ids >= np.uint64(1 << 63)))
-        raise fail(i, "node id does not fit in int64", node=int(ids[i]))
+        raise fail(i, "node id does not fit in int64", node=int(ids[i]), hint="Chakra node ids are < 2^63 here")
     peer = np.where(send, cols["_dst"], np.where(recv, cols["_src"], -1))
     ids64 = ids.view(np.int64)
     dur64 = np.where(st.duration > 0, st.duration.view(np.int64), -1)
@@ -470,6 +477,28 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
             tb=cols["tb"][a:b], chan=cols["chan"][a:b],
         ))
     return graphs
+
+
+def _check_ranges(st: _State) -> None:
+    """Every known attribute within its range (two reductions per attribute when all are fine)."""
+    if st.n == 0:
+        return
+    mat = st.colmat
+    bad_rows = np.flatnonzero((mat.min(axis=1) < _RANGE_LO[:, 0]) | (mat.max(axis=1) > _RANGE_HI[:, 0]))
+    size_k = _COL_INDEX["size"]
+    neg_size = st.seen[size_k] & (mat[size_k] < 0)  # -1 is "unset", never a value on the wire
+    if neg_size.any():
+        bad_rows = np.union1d(bad_rows, [size_k])
+    if not bad_rows.size:
+        return
+    k = int(bad_rows[0])
+    name = _KNOWN[k][0]
+    row = mat[k]
+    bad = (row < _RANGE_LO[k, 0]) | (row > _RANGE_HI[k, 0])
+    if k == size_k:
+        bad |= neg_size
+    i = int(np.argmax(bad))
+    raise st.fail(i, f"attribute {name} = {int(row[i])} is out of range", node=int(st.ids[i]), hint=attr_hint(name))
 
 
 def _apply_general_attrs(nd: dict[str, Any], i: int, st: _State) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ._model import _COLUMNS, Algorithm, AlgorithmMeta, Collective, RankGraph
+from ._validate import check_algorithm
 from ._wire import TypedValue
 
 __all__ = ["algorithm_from_json", "algorithm_to_json"]
@@ -80,8 +81,41 @@ def algorithm_to_json(alg: Algorithm) -> dict[str, Any]:
     }
 
 
+def _int(md: dict[str, Any], key: str, default: Any = None) -> Any:
+    """An integer field of the meta object: 1.5 or "4" is an error, not 1 or 4."""
+    v = md.get(key, default) if default is not None else md[key]
+    if v is None and key == "size":
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise FormatError(f"meta.{key} is {v!r}, not an integer", hint="see algorithm_to_json's layout")
+    return v
+
+
+def _column(values: Any, name: str, dtype: Any, rank: int) -> np.ndarray:
+    """A column of integers that fit ``dtype``; floats and out-of-range values are errors
+    (numpy would truncate 1.5 to 1, or wrap 2^32+1 around)."""
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise FormatError(f"graphs[{rank}].{name} must be a list of integers", hint="see algorithm_to_json's layout")
+    info = np.iinfo(dtype)
+    if arr.size and (int(arr.min()) < info.min or int(arr.max()) > info.max):
+        raise FormatError(f"graphs[{rank}].{name} holds a value outside {np.dtype(dtype).name}",
+                          hint="see docs/security.md for the ranges of each attribute")
+    return arr.astype(dtype)
+
+
+def _check_deps(ptr: np.ndarray, pos: np.ndarray, n: int, rank: int) -> None:
+    if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != pos.size or (np.diff(ptr) < 0).any():
+        raise FormatError(f"graphs[{rank}].dep_ptr is not a CSR index of {n} nodes over {pos.size} dependencies",
+                          hint="dep_ptr has n+1 non-decreasing entries from 0 to len(dep_pos)")
+    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= n):
+        raise FormatError(f"graphs[{rank}].dep_pos names a position outside 0..{n - 1}",
+                          hint="dependencies are positions of nodes of the same rank")
+
+
 def algorithm_from_json(doc: dict[str, Any]) -> Algorithm:
-    """Rebuild an :class:`Algorithm` from :func:`algorithm_to_json`'s dict."""
+    """Rebuild an :class:`Algorithm` from :func:`algorithm_to_json`'s dict; implausible values
+    are refused as the ET reader refuses them (:func:`hub.chakra.check_algorithm`)."""
     try:
         if doc.get("format") != FORMAT:
             raise FormatError(f"not a collhub algorithm JSON document (format {doc.get('format')!r})",
@@ -90,28 +124,41 @@ def algorithm_from_json(doc: dict[str, Any]) -> Algorithm:
             raise FormatError(f"unsupported collhub algorithm JSON version {doc.get('version')!r}")
         md = doc["meta"]
         meta = AlgorithmMeta(
-            collective=Collective.parse(md["collective"]), ranks=int(md["ranks"]),
-            in_chunks=int(md["in_chunks"]), out_chunks=int(md["out_chunks"]),
-            scratch_chunks=int(md.get("scratch_chunks", 0)), inplace=bool(md.get("inplace", False)),
-            root=int(md.get("root", 0)), name=str(md.get("name", "")), producer=str(md.get("producer", "")),
-            size=None if md.get("size") is None else int(md["size"]),
+            collective=Collective.parse(md["collective"]), ranks=_int(md, "ranks"),
+            in_chunks=_int(md, "in_chunks"), out_chunks=_int(md, "out_chunks"),
+            scratch_chunks=_int(md, "scratch_chunks", 0), inplace=bool(md.get("inplace", False)),
+            root=_int(md, "root", 0), name=str(md.get("name", "")), producer=str(md.get("producer", "")),
+            size=_int(md, "size", None) if md.get("size") is not None else None,
             extra=tuple((str(k), v) for k, v in md.get("extra", [])),
         )
+        if not isinstance(doc["graphs"], list) or len(doc["graphs"]) != meta.ranks:
+            raise FormatError(f"meta.ranks is {meta.ranks} but graphs holds "
+                              f"{len(doc['graphs']) if isinstance(doc['graphs'], list) else 'no list'}",
+                              hint="one graph per rank")
         graphs = []
         for r, gd in enumerate(doc["graphs"]):
-            cols = {name: np.asarray(gd["columns"][name], dtype=dt) for name, dt, _d in _COLUMNS
+            cols = {name: _column(gd["columns"][name], name, dt, r) for name, dt, _d in _COLUMNS
                     if name in gd["columns"]}
             n = len(cols["ids"])
+            ptr = _column(gd["dep_ptr"], "dep_ptr", np.int64, r)
+            dpos = _column(gd["dep_pos"], "dep_pos", np.int32, r)
+            _check_deps(ptr, dpos, n, r)
+            names = gd.get("names")
+            if names is not None and (not isinstance(names, list) or len(names) != n
+                                      or not all(isinstance(x, str) for x in names)):
+                raise FormatError(f"graphs[{r}].names must be null or {n} strings", hint="one name per node")
             extra: dict[int, list[tuple[str, Any]]] = {}
             for pos, name, field, value in gd.get("extra", []):
                 extra.setdefault(int(pos), []).append((str(name), _value_from_json(field, value)))
             graphs.append(RankGraph.from_columns(
-                n, dep_ptr=np.asarray(gd["dep_ptr"], np.int64), dep_pos=np.asarray(gd["dep_pos"], np.int32),
+                n, dep_ptr=ptr, dep_pos=dpos,
                 names=gd.get("names"), extra={p: tuple(v) for p, v in extra.items()}, **cols,
             ))
-        return Algorithm(meta, tuple(graphs))
+        alg = Algorithm(meta, tuple(graphs))
     except FormatError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError) as exc:
         raise FormatError(f"malformed collhub algorithm JSON: {type(exc).__name__}: {exc}",
                           hint="produce it with algorithm_to_json") from None
+    check_algorithm(alg)
+    return alg

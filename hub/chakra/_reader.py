@@ -8,10 +8,8 @@ Every problem is a :class:`hub.errors.TraceFormatError` naming the file, rank an
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +18,10 @@ import numpy as np
 from ..errors import TraceFormatError
 from . import _profile as P
 from ._decode import NodeError, decode_ranks, frame_many
+from ._files import load, load_all
 from ._model import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph
-from ._wire import WireError, decode_global_metadata, decode_node, frame
+from ._validate import check_algorithm, limit
+from ._wire import TypedValue, WireError, decode_global_metadata, decode_node, frame
 from ._workload import Workload, WorkloadNode
 from ._writer import rank_path
 
@@ -31,128 +31,99 @@ __all__ = ["rank_files", "read_algorithm", "read_global_metadata", "read_trace",
 _DROPPED_META = frozenset({"input_file"})
 
 
-# -- files -------------------------------------------------------------------------------------
-def _load(path: Path, rank: int | None) -> bytes:
-    """The (decompressed) bytes of one file."""
-    if path.is_dir():
-        raise TraceFormatError("is a directory, not a Chakra ET file", path=str(path), rank=rank,
-                               hint="pass the file prefix, e.g. out/ring for out/ring.0.et")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceFormatError("file not found", path=str(path), rank=rank) from None
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(f"corrupt gzip data: {exc}", path=str(path), rank=rank,
-                                   hint="the file starts with the gzip magic 1f 8b but does not decompress") from None
-    if not data:
-        raise TraceFormatError("empty file (no GlobalMetadata message)", path=str(path), rank=rank,
-                               hint="a Chakra ET file starts with a length-delimited GlobalMetadata")
-    return data
-
-
-def _load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
-    """All files' bytes laid end to end (read in place, no extra copy), plus 32 zero bytes of
-    padding for fixed-width reads at the end: (data, start of each file, size of each file)."""
-    sizes = []
-    for rank, path in enumerate(paths):
-        if path.is_dir():
-            _load(path, rank)  # raises
-        try:
-            sizes.append(path.stat().st_size)
-        except OSError:
-            _load(path, rank)  # raises with the reason
-    data = bytearray(sum(sizes) + 32)
-    view = memoryview(data)
-    pos = 0
-    real_sizes = []
-    for rank, (path, size) in enumerate(zip(paths, sizes)):
-        try:
-            with open(path, "rb") as fh:
-                got = fh.readinto(view[pos : pos + size])
-                head = bytes(view[pos : pos + 2])
-        except OSError as exc:
-            raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank) from None
-        if size == 0:
-            _load(path, rank)  # raises: empty file
-        if head == b"\x1f\x8b" or got != size:
-            return _concat(paths)  # gzip, or a file that changed while read
-        pos += size
-        real_sizes.append(size)
-    sizes_a = np.asarray(real_sizes, np.int64)
-    return data, np.concatenate(([0], np.cumsum(sizes_a)))[:-1], sizes_a
-
-
-def _concat(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
-    """The slower general path of :func:`_load_all` (gzip files)."""
-    datas = [_load(path, rank) for rank, path in enumerate(paths)]
-    sizes = np.array([len(d) for d in datas], np.int64)
-    data = bytearray(b"".join(datas))
-    data.extend(bytes(32))
-    return data, np.concatenate(([0], np.cumsum(sizes)))[:-1], sizes
-
-
 def _frame(data: bytes, path: Path, rank: int) -> tuple[list[int], list[int]]:
     try:
-        return frame(data)
+        return frame(data, empty_nodes=False)
     except WireError as exc:
         raise TraceFormatError(f"{exc} (byte {exc.pos})", path=str(path), rank=rank,
                                hint="the file is truncated or corrupt") from None
 
 
-def _metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, Any]]:
+def _typed_metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, TypedValue]]:
     try:
         version, attrs = decode_global_metadata(data, s, e)
     except WireError as exc:
         raise TraceFormatError(f"malformed GlobalMetadata: {exc} (byte {exc.pos})", path=str(path), rank=rank,
                                hint="the first message of a Chakra ET file must be a GlobalMetadata") from None
-    return version, {name: tv.value for name, tv in attrs if tv is not None}
+    return version, {name: tv for name, tv in attrs if tv is not None}
+
+
+def _metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, Any]]:
+    version, typed = _typed_metadata(data, s, e, path, rank)
+    return version, {name: tv.value for name, tv in typed.items()}
 
 
 def read_global_metadata(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     """``(version, attributes)`` of one ET file's GlobalMetadata, everything included (also what
     :func:`read_algorithm` drops, such as a converter's embedded ``input_file``)."""
     path = Path(path)
-    data = _load(path, None)
+    data = load(path, None)
     starts, ends = _frame(data, path, 0)
     if not starts:
-        raise TraceFormatError("empty file: no GlobalMetadata", path=str(path))
+        raise TraceFormatError("empty file: no GlobalMetadata", path=str(path),
+                               hint="a Chakra ET file starts with a length-delimited GlobalMetadata")
     return _metadata(data, starts[0], ends[0], path, 0)
 
 
+def _first_metadata(path: Path) -> tuple[str, dict[str, TypedValue], bytes, list[int], list[int]]:
+    data = load(path, 0)
+    starts, ends = _frame(data, path, 0)
+    version, typed = _typed_metadata(data, starts[0], ends[0], path, 0)
+    return version, typed, data, starts, ends
+
+
+def _present_ranks(prefix: str | os.PathLike[str]) -> list[int]:
+    """The rank numbers N of the files ``<prefix>.<N>.et`` in the prefix's directory, sorted:
+    one directory listing, whatever a file claims."""
+    path = Path(os.fspath(prefix))
+    pat = re.compile(re.escape(path.name) + r"\.(0|[1-9]\d{0,9})\.et$")
+    try:
+        names = os.listdir(path.parent if str(path.parent) else ".")
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for f in names if (m := pat.match(f)))
+
+
 def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
-    """The rank files of ``prefix``: the count comes from rank 0's ``ranks`` attribute, else by
-    probing ``.0.et``, ``.1.et``, ... until one is missing. Gaps are errors."""
+    """The rank files of ``prefix``, which must be ``.0.et`` .. ``.N-1.et`` without gaps.
+
+    When rank 0's GlobalMetadata declares ``ranks``, exactly that many files must be present
+    (checked against one directory listing before anything is allocated by the claim)."""
     first = rank_path(prefix, 0)
-    if not first.exists():
+    if not first.exists() and not first.is_symlink():
         raise TraceFormatError("file not found", path=str(first), rank=0,
                                hint=f"expected files {first.name.removesuffix('.0.et')}.<rank>.et")
-    data = _load(first, 0)
-    starts, ends = _frame(data, first, 0)
-    _v, attrs = _metadata(data, starts[0], ends[0], first, 0)
-    count = attrs.get(P.META.RANKS)
-    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-        paths = [rank_path(prefix, r) for r in range(count)]
-        for r, p in enumerate(paths):
-            if not p.exists():
-                raise TraceFormatError(f"missing rank file (GlobalMetadata says {count} ranks)", path=str(p), rank=r)
-        return paths
-    paths = []
-    while rank_path(prefix, len(paths)).exists():
-        paths.append(rank_path(prefix, len(paths)))
-    # a later rank file after the first missing one is a gap
-    pat = re.compile(re.escape(Path(os.fspath(prefix)).name) + r"\.(\d+)\.et$")
-    parent = first.parent
-    later = sorted(int(m.group(1)) for f in parent.iterdir() if (m := pat.match(f.name)))
-    if later and later[-1] >= len(paths):
-        missing = rank_path(prefix, len(paths))
-        raise TraceFormatError(f"missing rank file (rank {later[-1]} exists)", path=str(missing), rank=len(paths),
+    _v, typed, _d, _s, _e = _first_metadata(first)
+    present = _present_ranks(prefix)
+    contiguous = next((i for i, r in enumerate(present) if r != i), len(present))
+    declared = typed.get(P.META.RANKS)
+    if declared is not None:
+        count = declared.value
+        if not _is_int_value(declared):
+            raise TraceFormatError(f"GlobalMetadata attribute ranks holds {declared.field} {count!r}, not an integer",
+                                   path=str(first), rank=0, hint="ranks is the number of rank files (int32)")
+        if count < 1:
+            raise TraceFormatError(f"GlobalMetadata attribute ranks = {count} is out of range", path=str(first),
+                                   rank=0, hint="ranks is the number of rank files, at least 1")
+        if contiguous < count:
+            raise TraceFormatError(f"missing rank file (GlobalMetadata says {count} ranks, "
+                                   f"{len(present)} rank file(s) present)", path=str(rank_path(prefix, contiguous)),
+                                   rank=contiguous, hint="rank files must be numbered 0..N-1 without gaps")
+        if present[-1] >= count:
+            raise TraceFormatError(
+                f"GlobalMetadata attribute ranks = {count}, but rank file {present[-1]} is present "
+                f"({len(present)} rank files)", path=str(first), rank=0,
+                hint="the set mixes outputs: remove the extra rank files or rewrite the whole set")
+        return [rank_path(prefix, r) for r in range(count)]
+    if present and present[-1] >= contiguous:
+        missing = rank_path(prefix, contiguous)
+        raise TraceFormatError(f"missing rank file (rank {present[-1]} exists)", path=str(missing), rank=contiguous,
                                hint="rank files must be numbered 0..N-1 without gaps")
-    return paths
+    return [rank_path(prefix, r) for r in range(max(contiguous, 1))]
+
+
+def _is_int_value(tv: TypedValue) -> bool:
+    return isinstance(tv.value, int) and not isinstance(tv.value, bool) and not tv.field.endswith("_list")
 
 
 # -- algorithms --------------------------------------------------------------------------------
@@ -164,6 +135,47 @@ def _collective_of(value: Any) -> tuple[Collective, str]:
         return Collective.parse(coll), name
     except ValueError:
         return Collective.CUSTOM, name
+
+
+#: profile metadata attribute -> what its value must be
+_META_INTS = (P.META.RANKS, P.META.IN_CHUNKS, P.META.OUT_CHUNKS, P.META.SCRATCH_CHUNKS, P.META.ROOT, P.META.SIZE,
+              P.META.RANK)
+_META_STRS = (P.META.COLLECTIVE, P.META.ALGORITHM, P.META.PRODUCER, P.META.PROFILE, P.META.SCHEMA)
+#: attributes every rank file of one profile set states identically
+_META_SHARED = (P.META.PROFILE, P.META.COLLECTIVE, P.META.RANKS, P.META.IN_CHUNKS, P.META.OUT_CHUNKS,
+                P.META.SCRATCH_CHUNKS, P.META.INPLACE, P.META.ROOT, P.META.SIZE)
+
+
+def _check_meta_types(typed: dict[str, TypedValue], path: Path, rank: int) -> None:
+    """Profile attributes hold the type the profile prescribes (a double size of 1.5 is not 1 B)."""
+    for name in _META_INTS:
+        tv = typed.get(name)
+        if tv is not None and not _is_int_value(tv):
+            raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not an integer",
+                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it int32/int64")
+    for name in _META_STRS:
+        tv = typed.get(name)
+        if tv is not None and not isinstance(tv.value, str):
+            raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not a string",
+                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it string")
+    tv = typed.get(P.META.INPLACE)
+    if tv is not None and not (isinstance(tv.value, bool) or (_is_int_value(tv) and tv.value in (0, 1))):
+        raise TraceFormatError(f"GlobalMetadata attribute inplace holds {tv.field} {tv.value!r}, not a bool",
+                               path=str(path), rank=rank, hint="inplace is a bool_val")
+
+
+def _check_same_meta(first: dict[str, TypedValue], typed: dict[str, TypedValue], paths: list[Path], rank: int) -> None:
+    """Every rank file of a set states the same profile facts as rank 0: a zero-length or
+    damaged GlobalMetadata must not turn a profile set into a ``custom`` one."""
+    for name in _META_SHARED:
+        a, b = first.get(name), typed.get(name)
+        va, vb = (a.value if a is not None else None), (b.value if b is not None else None)
+        if va != vb:
+            bad_rank, bad = (0, va) if name == P.META.PROFILE and va is None else (rank, vb)
+            raise TraceFormatError(
+                f"GlobalMetadata attribute {name} is {bad!r} here but {(vb if bad_rank == 0 else va)!r} in rank "
+                f"{rank if bad_rank == 0 else 0}'s file", path=str(paths[bad_rank]), rank=bad_rank,
+                hint="the rank files come from different outputs, or one GlobalMetadata is damaged")
 
 
 def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> AlgorithmMeta:
@@ -184,7 +196,8 @@ def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> Algorithm
                 size=int(size) if size is not None else None, extra=extra,
             )
         except (TypeError, ValueError) as exc:
-            raise TraceFormatError(f"bad collhub profile metadata: {exc}", path=str(path), rank=0) from None
+            raise TraceFormatError(f"bad collhub profile metadata: {exc}", path=str(path), rank=0,
+                                   hint="see docs/spec/collective-profile.md") from None
     coll, name = (Collective.CUSTOM, "")
     if M.COLLECTIVE in attrs:
         coll, name = _collective_of(attrs[M.COLLECTIVE])
@@ -223,16 +236,19 @@ _BATCH_NODES = 1 << 17
 def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
     """Read ``<prefix>.<rank>.et`` for every rank into an :class:`Algorithm`."""
     paths = rank_files(prefix)
-    data, bases, sizes = _load_all(paths)
+    data, bases, sizes = load_all(paths)
     buf = np.frombuffer(data, np.uint8)
     starts, ends, counts = _frames(data, bases, sizes, paths, buf)
     first = np.concatenate(([0], np.cumsum(counts)))[:-1]
-    meta_attrs: dict[str, Any] = {}
+    meta_typed: dict[str, TypedValue] = {}
     for rank, path in enumerate(paths):
-        _v, attrs = _metadata(data, int(starts[first[rank]]), int(ends[first[rank]]), path, rank)
+        _v, typed = _typed_metadata(data, int(starts[first[rank]]), int(ends[first[rank]]), path, rank)
+        _check_meta_types(typed, path, rank)
         if rank == 0:
-            meta_attrs = attrs
-        file_rank = attrs.get(P.META.RANK)
+            meta_typed = typed
+        else:
+            _check_same_meta(meta_typed, typed, paths, rank)
+        file_rank = typed[P.META.RANK].value if P.META.RANK in typed else None
         if isinstance(file_rank, int) and file_rank != rank:
             raise TraceFormatError(f"GlobalMetadata says this is rank {file_rank}", path=str(path), rank=rank,
                                    hint="rank files were renamed or mixed from different outputs")
@@ -254,7 +270,25 @@ def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
             rank = r + exc.rank
             raise TraceFormatError(str(exc), path=str(paths[rank]), rank=rank, node=exc.node, hint=exc.hint) from None
         r = r2
-    return Algorithm(_meta_from_attrs(meta_attrs, len(paths), paths[0]), tuple(graphs))
+    meta = _meta_from_attrs({k: tv.value for k, tv in meta_typed.items()}, len(paths), paths[0])
+    if P.META.PROFILE not in meta_typed:
+        _check_no_profile_nodes(graphs, paths)
+    alg = Algorithm(meta, tuple(graphs))
+    check_algorithm(alg, paths=paths, ranges=False)  # the decoder checked the ranges of the wire values
+    return alg
+
+
+def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path]) -> None:
+    """Nodes with the profile's buffer semantics need the profile's GlobalMetadata: without it
+    (a zero-length or damaged first message) the set would silently read as ``custom``."""
+    for rank, g in enumerate(graphs):
+        has = (g.src_buf >= 0) | (g.dst_buf >= 0)
+        if has.any():
+            p = int(np.argmax(has))
+            raise TraceFormatError(
+                "node carries collhub profile attributes (sbuf/dbuf) but the GlobalMetadata has no "
+                "collhub_profile", path=str(paths[rank]), rank=rank, node=int(g.ids[p]),
+                hint="the GlobalMetadata is empty or damaged; rewrite the set")
 
 
 # -- workloads ---------------------------------------------------------------------------------
@@ -273,7 +307,29 @@ def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
     )
 
 
-def _read_workload_rank(data: bytes, path: Path, rank: int) -> tuple[list[WorkloadNode], str, dict[str, Any]]:
+_WORKLOAD_INTS = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
+
+
+def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) -> None:
+    """Integer attributes hold integers, sizes are >= 0 and peers are ranks of the set."""
+    for key in _WORKLOAD_INTS:
+        v = node.attrs.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise TraceFormatError(f"attribute {key} holds {v!r}, not an integer", path=str(path), rank=rank,
+                                   node=node.id, hint="Chakra readers take comm_* attributes as integers")
+    if node.comm_size is not None and node.comm_size < 0:
+        raise TraceFormatError(f"attribute comm_size = {node.comm_size} is out of range", path=str(path), rank=rank,
+                               node=node.id, hint="comm_size is a byte count >= 0")
+    if node.type in (NodeType.SEND, NodeType.RECV):
+        key = "comm_dst" if node.type == NodeType.SEND else "comm_src"
+        peer = node.attrs.get(key)
+        if isinstance(peer, int) and not 0 <= peer < ranks:
+            raise TraceFormatError(f"attribute {key} = {peer} is not a rank of 0..{ranks - 1}", path=str(path),
+                                   rank=rank, node=node.id, hint="a message goes to or comes from a rank of the set")
+
+
+def _read_workload_rank(data: bytes, path: Path, rank: int,
+                        ranks: int = 1 << 31) -> tuple[list[WorkloadNode], str, dict[str, Any]]:
     starts, ends = _frame(data, path, rank)
     version, attrs = _metadata(data, starts[0], ends[0], path, rank)
     nodes = []
@@ -285,21 +341,24 @@ def _read_workload_rank(data: bytes, path: Path, rank: int) -> tuple[list[Worklo
             raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(path), rank=rank,
                                    hint="the file is truncated or corrupt") from None
         if not 1 <= nd["type"] <= 7:
-            raise TraceFormatError(f"unknown node type {nd['type']}", path=str(path), rank=rank, node=nd["id"])
+            raise TraceFormatError(f"unknown node type {nd['type']}", path=str(path), rank=rank, node=nd["id"],
+                                   hint="Chakra node types are 1..7")
         if nd["id"] in seen:
-            raise TraceFormatError("duplicate node id", path=str(path), rank=rank, node=nd["id"])
+            raise TraceFormatError("duplicate node id", path=str(path), rank=rank, node=nd["id"],
+                                   hint="node ids must be unique within a rank file")
         seen.add(nd["id"])
         nodes.append(_workload_node(nd))
     for node in nodes:
         for d in node.deps:
             if d not in seen:
                 raise TraceFormatError(f"dependency on node id {d}, which is not in this file", path=str(path),
-                                       rank=rank, node=node.id)
+                                       rank=rank, node=node.id, hint="data_deps/ctrl_deps name nodes of the same file")
         if node.type in (NodeType.SEND, NodeType.RECV):
             need = "comm_dst" if node.type == NodeType.SEND else "comm_src"
             if node.attrs.get(need) is None:
                 raise TraceFormatError(f"{node.type.name} node has no {need} attribute", path=str(path),
-                                       rank=rank, node=node.id)
+                                       rank=rank, node=node.id, hint=f"every {node.type.name} needs {need} (int32)")
+        _check_workload_node(node, ranks, path, rank)
     return nodes, version, attrs
 
 
@@ -308,8 +367,11 @@ def read_workload(prefix: str | os.PathLike[str]) -> Workload:
     paths = rank_files(prefix)
     ranks = []
     version, name = "", ""
+    budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
     for rank, path in enumerate(paths):
-        nodes, v, attrs = _read_workload_rank(_load(path, rank), path, rank)
+        data = load(path, rank, max(budget, 0))
+        budget -= len(data)
+        nodes, v, attrs = _read_workload_rank(data, path, rank, len(paths))
         if rank == 0:
             version, name = v, str(attrs.get(P.META.WORKLOAD, ""))
         ranks.append(nodes)
@@ -326,7 +388,7 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
     means a workload, else any SEND/RECV means an algorithm, else a workload.
     """
     first = rank_path(prefix, 0)
-    data = _load(first, 0)
+    data = load(first, 0)
     starts, ends = _frame(data, first, 0)
     _v, attrs = _metadata(data, starts[0], ends[0], first, 0)
     if P.META.PROFILE in attrs:
@@ -338,7 +400,8 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
         try:
             kinds.add(decode_node(data, s, e)["type"])
         except WireError as exc:
-            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(first), rank=0) from None
+            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(first), rank=0,
+                                   hint="the file is truncated or corrupt") from None
     if NodeType.COLL in kinds:
         return read_workload(prefix)
     if kinds & {NodeType.SEND, NodeType.RECV}:

@@ -156,10 +156,13 @@ def delimit(body: bytes) -> bytes:
     return encode_varint(len(body)) + body
 
 
-def frame(buf: bytes, start: int = 0) -> tuple[list[int], list[int]]:
+def frame(buf: bytes, start: int = 0, *, empty_nodes: bool = True) -> tuple[list[int], list[int]]:
     """Split a delimited stream into message spans; return (starts, ends) of the bodies.
 
-    Raises :class:`WireError` when a length varint is bad or a message runs past the end.
+    Raises :class:`WireError` when a length varint is bad or a message runs past the end, and
+    without ``empty_nodes`` when a message after the first (the GlobalMetadata, which may be
+    empty) is empty: an empty Node has type 0, which no reader accepts, and a run of zero bytes
+    (a sparse or zeroed file) would otherwise be framed one byte at a time.
     """
     starts: list[int] = []
     ends: list[int] = []
@@ -180,6 +183,8 @@ def frame(buf: bytes, start: int = 0) -> tuple[list[int], list[int]]:
         end = body + length
         if end > n:
             raise WireError(f"message of {length} bytes runs past the end of the data ({n - body} left)", pos)
+        if length == 0 and starts and not empty_nodes:
+            raise WireError("empty message after the GlobalMetadata (a Node has at least a type)", pos)
         add_s(body)
         add_e(end)
         pos = end

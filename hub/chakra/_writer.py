@@ -15,7 +15,7 @@ reads and nothing else (chakra-et.md §4.3, §5, §7).
 from __future__ import annotations
 
 import os
-import tempfile
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -29,8 +29,8 @@ from ._wire import TypedValue, delimit, encode_global_metadata, encode_node, var
 from ._workload import Workload, WorkloadNode
 
 __all__ = [
-    "ASTRASIM_TAG_LIMIT", "Attributes", "astrasim_problem", "encode_rank", "encode_ranks", "rank_path",
-    "write_algorithm", "write_files_atomically", "write_workload",
+    "ASTRASIM_TAG_LIMIT", "Attributes", "astrasim_problem", "check_prefix", "encode_rank", "encode_ranks",
+    "rank_path", "stale_rank_files", "write_algorithm", "write_files_atomically", "write_workload",
 ]
 
 #: Which attributes the writers put on nodes and into the GlobalMetadata:
@@ -361,75 +361,35 @@ def _split(pcs: _Pieces, offsets: np.ndarray) -> list[np.ndarray]:
 
 
 # -- files -------------------------------------------------------------------------------------
-def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.ndarray]]]) -> list[Path]:
-    """Write every file to a temporary name in its directory, then rename them all.
+def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.ndarray]]], *,
+                           stale: Sequence[Path] = ()) -> list[Path]:
+    """Write a set of files all or nothing (see :func:`hub.atomic.write_files`)."""
+    from ..atomic import write_files
 
-    On any failure the temporary files are removed, and so are final files this call created,
-    so that a failed write never leaves a partial set behind.
-    """
-    temps: list[tuple[Path, Path]] = []
-    placed: list[Path] = []
-    existed = {path: path.exists() for path, _ in contents}
-    mode = 0o666 & ~_umask()
+    return write_files(contents, stale=stale)
+
+
+def check_prefix(prefix: str | os.PathLike[str]) -> Path:
+    """``prefix`` as a path, refused when it names no file (``""``, ``out/``): the rank files
+    would be hidden ``.<rank>.et`` files."""
+    text = os.fspath(prefix)
+    if not text or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
+        raise UsageError(f"output prefix {text!r} names no file",
+                         hint="give a prefix such as out/ring (files out/ring.0.et, out/ring.1.et, ...)")
+    return Path(text)
+
+
+def stale_rank_files(prefix: str | os.PathLike[str], ranks: int) -> list[Path]:
+    """Files ``<prefix>.<r>.et`` with ``r >= ranks``: the rest of an older, larger set, which
+    writing a new set over the prefix removes (a reader would take them for one set)."""
+    path = Path(os.fspath(prefix))
+    parent = path.parent
+    pat = re.compile(re.escape(path.name) + r"\.(\d+)\.et$")
     try:
-        for parent in sorted({path.parent for path, _ in contents}):
-            parent.mkdir(parents=True, exist_ok=True)  # like open(): a missing output folder is made
-        for path, chunks in contents:
-            if path.is_dir():
-                raise UsageError(f"cannot write {path}: it is a directory")
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            temps.append((Path(tmp), path))
-            # mkstemp creates 0600; give the file the mode open() would (0666 minus the umask)
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)
-            else:  # pragma: no cover - Windows
-                os.chmod(tmp, mode)
-            with os.fdopen(fd, "wb") as fh:
-                for chunk in chunks:
-                    fh.write(memoryview(chunk))
-        for tmp, path in temps:
-            os.replace(tmp, path)
-            placed.append(path)
-    except OSError as exc:
-        _cleanup(temps, placed, existed)
-        where = getattr(exc, "filename", None) or (contents[0][0].parent if contents else "")
-        raise UsageError(
-            f"cannot write Chakra ET files in {where}: {exc.strerror or exc}",
-            hint="check that the output directory exists and is writable",
-        ) from None
-    except BaseException:
-        _cleanup(temps, placed, existed)
-        raise
-    return [path for path, _ in contents]
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the platform allows (Linux /proc);
-    else by the set-and-restore idiom."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _cleanup(temps: list[tuple[Path, Path]], placed: list[Path], existed: dict[Path, bool]) -> None:
-    for tmp, _ in temps:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-    for path in placed:
-        if not existed.get(path, False):
-            try:
-                path.unlink()
-            except OSError:
-                pass
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return [parent / f for f in names if (m := pat.match(f)) and int(m.group(1)) >= ranks]
 
 
 #: nodes encoded per vectorized pass: big enough to amortize numpy's per-call cost, small enough
@@ -459,8 +419,10 @@ def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
       semantics are not written, so reading such files back gives a timing-only algorithm.
 
     Files are written atomically as a set (temporary files, then renames), with the mode a newly
-    created file gets (0666 minus the umask).
+    created file gets (0666 minus the umask); rank files of an older, larger set under the same
+    prefix are removed in the same step. An empty prefix (``""``, ``out/``) is refused.
     """
+    check_prefix(prefix)
     _check_attributes(attributes)
     if attributes == "astrasim":
         problem = astrasim_problem(alg)
@@ -495,7 +457,7 @@ def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
         for r, body in zip(ranks, bodies):
             meta = delimit(encode_global_metadata(P.ET_VERSION, meta_attrs(alg.meta, r)))
             contents.append((rank_path(prefix, r), [meta, body]))
-    return write_files_atomically(contents)
+    return write_files_atomically(contents, stale=stale_rank_files(prefix, len(alg.graphs)))
 
 
 def _cpus() -> int:
@@ -585,6 +547,7 @@ def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,
     workloads, and a COMM_COLL node whose ``comm_type`` is no Chakra CollectiveCommType raises
     :class:`hub.errors.ExportError`.
     """
+    check_prefix(prefix)
     _check_attributes(attributes)
     known = set(COMM_TYPE_OF.values())
     contents = []
@@ -598,4 +561,4 @@ def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,
         meta = delimit(encode_global_metadata(wl.version or P.ET_VERSION, attrs))
         body = b"".join(delimit(encode_workload_node(nd, rank)) for nd in nodes)
         contents.append((rank_path(prefix, rank), [meta, body]))
-    return write_files_atomically(contents)
+    return write_files_atomically(contents, stale=stale_rank_files(prefix, len(wl.ranks)))

@@ -73,19 +73,41 @@ def verify(
         raise typer.Exit(ExitCode.VALIDATION)
 
 
+#: the largest JSON view ``convert`` reads (json.loads needs several times the text in memory;
+#: the JSON view is for inspection, very large sets belong in ET files)
+_MAX_JSON_BYTES = 1 << 30
+
+
+def _read_json_file(path: Path) -> str:
+    """The text of a regular file (a fifo or device is refused before it can block us)."""
+    import stat
+
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise FormatError(f"{path}: is not a regular file", hint="convert reads JSON from a regular file")
+    if st.st_size > _MAX_JSON_BYTES:
+        raise FormatError(f"{path}: {st.st_size} bytes is more than the {_MAX_JSON_BYTES} a JSON view may have")
+    return path.read_bytes().decode("utf-8")
+
+
 @app.command("convert")
 def convert(
     src: str = typer.Argument(..., metavar="SRC", help="ET prefix, or a .json file."),
     dst: str = typer.Argument(..., metavar="DST", help="A .json file (from ET), or an ET prefix (from JSON)."),
 ) -> None:
     """Convert an algorithm between Chakra ET files and collhub's JSON view, both ways."""
+    from ..atomic import write_file
     from ..chakra import algorithm_from_json, algorithm_to_json, read_algorithm, write_algorithm
 
     if src.endswith(".json") and not dst.endswith(".json"):
         try:
-            data: Any = json.loads(Path(src).read_text())
+            data: Any = json.loads(_read_json_file(Path(src)))
         except OSError as exc:
-            raise UsageError(f"{src}: cannot read: {exc.strerror}") from None
+            # a missing or unreadable input is a bad input file, exit 3 as for an ET prefix
+            raise FormatError(f"{src}: cannot read: {exc.strerror or exc}",
+                              hint="give an existing .json file (trace convert PREFIX FILE.json writes one)") from None
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"{src}: not UTF-8 text (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
             raise FormatError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
         try:
@@ -97,11 +119,7 @@ def convert(
         out(f"wrote {len(files)} file(s): {dst}.0.et ...")
     elif dst.endswith(".json") and not src.endswith(".json"):
         text = json.dumps(algorithm_to_json(read_algorithm(src)), indent=1)
-        target = Path(dst)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, target)  # never leave a half-written file behind
+        write_file(dst, text)  # never half-written; 0666 minus the umask
         out(f"wrote {dst}")
     else:
         raise UsageError("convert needs one ET prefix and one .json file",

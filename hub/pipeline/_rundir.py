@@ -47,6 +47,11 @@ class RunDir:
     def __init__(self, target: Path, *, force: bool = False) -> None:
         self.final = choose_target(Path(target).absolute(), force=force)
         self.force = force
+        if self.final.is_symlink() or (self.final.exists() and not self.final.is_dir()):
+            from ..errors import UsageError  # --force replaces run directories only, never a user's file
+
+            raise UsageError(f"{self.final} exists and is not a directory",
+                             hint="choose another --out; a file is never moved aside or replaced")
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.final.parent / f".{self.final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.tmp.mkdir()

@@ -9,7 +9,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..chakra import Algorithm, Collective, NodeType, Workload
+from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
@@ -120,6 +120,8 @@ def _selector(algorithm_for: Mapping[Any, Any] | None) -> Any:
             # ASTRA-sim's all-gather comm_size is the per-rank contribution; nccl-tests' S is the output
             total = comm_size * ranks if coll in (Collective.ALLGATHER, Collective.GATHER) else comm_size
             alg = alg.bind(total)
+        # the workload's comm_size is a claim too: byte counts that overflow int64 are refused
+        check_algorithm(alg, what=f"{coll.value} of {comm_size} bytes ({alg.name or 'algorithm'})")
         program_from_algorithm(alg)  # validates peers, sizes, dependencies once
         cache[key] = alg
         return alg
@@ -201,6 +203,8 @@ def simulate(
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
+        # never trust an unverified input's numbers: the same checks the reader runs (exit 3)
+        check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
         if obj.ranks > topo.npus:
             raise SimulationError(
                 f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "

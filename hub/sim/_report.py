@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..atomic import output_path
 from ..topology._base import atomic_write_text
 from ._program import K_COMP, K_RECV, K_SEND
 from ._result import SimulationResult
@@ -91,14 +90,9 @@ def write_plot(res: SimulationResult, path: str | Path) -> Path:
         ax2.set_ylabel("utilization")
         ax2.set_title("busiest links (busy time / total time)")
     fig.tight_layout()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".png", dir=target.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=100)
-        os.replace(tmp, target)
+        with output_path(target) as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target

@@ -37,7 +37,8 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
     n = 40
     vals = np.array([(1 << (7 * k)) - 1 for k in range(1, 10)] * 5)[:n]
     g = RankGraph.from_columns(
-        n, kind=NodeType.SEND, peer=1, tag=(vals % 70000).astype(np.int32), size=vals.astype(np.int64),
+        # sizes >> 3: still 1..9-byte varints, and their sum stays within int64
+        n, kind=NodeType.SEND, peer=1, tag=(vals % 70000).astype(np.int32), size=(vals >> 3).astype(np.int64),
         src_buf=0, src_off=(vals % (1 << 31)).astype(np.int32), tb=np.where(np.arange(n) % 3 == 0, -1, 5),
         chan=-np.arange(n) % 4, duration=np.where(np.arange(n) % 2 == 0, vals, -1),
         dep_ptr=np.concatenate(([0], np.arange(n))), dep_pos=np.arange(n - 1),

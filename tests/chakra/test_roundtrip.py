@@ -52,7 +52,7 @@ def test_round_trip_irregular_columns(tmp_path: Path) -> None:
     )
     other = RankGraph.from_columns(2, kind=[NodeType.RECV, NodeType.SEND], peer=[0, 0], tag=[0, 70000],
                                    dep_ptr=[0, 0, 1], dep_pos=[0])
-    alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 3, 2, scratch_chunks=4, root=1, size=123), (g, other))
+    alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 3, 2, scratch_chunks=4, root=1), (g, other))
     write_algorithm(alg, tmp_path / "x")
     assert_same_graphs(alg, read_algorithm(tmp_path / "x"))
 

@@ -9,17 +9,25 @@ Layout (all paths inside relative to the bundle, which ``run.sh`` makes the work
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hub.chakra import COMM_TYPE_OF, Algorithm, Collective, NodeType, Workload, write_algorithm, write_workload
+from hub.atomic import commit_dir, temp_dir
+from hub.chakra import (
+    COMM_TYPE_OF,
+    Algorithm,
+    Collective,
+    NodeType,
+    Workload,
+    check_algorithm,
+    write_algorithm,
+    write_workload,
+)
 from hub.errors import HubError, UsageError
 
 from ._config import (
@@ -183,19 +191,12 @@ def _new_dir(out: Path, overwrite: bool) -> Path:
         raise UsageError(f"{out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise UsageError(f"{out} exists and is not empty", hint="choose another out directory or set overwrite=true")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    return temp_dir(out)  # 0777 minus the umask, like mkdir (mkdtemp's 0700 would stick)
 
 
 def _publish(tmp: Path, out: Path) -> None:
     """Move the finished bundle into place; a reader never sees a half-written bundle."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old{os.getpid()}")
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    commit_dir(tmp, out, replace=True)
 
 
 def build_bundle(
@@ -232,6 +233,7 @@ def build_bundle(
         if isinstance(obj, Algorithm):
             if algorithm_for:
                 raise UsageError("algorithm_for is only for workload input", hint="an algorithm names its own collective")
+            check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
             coll = obj.collective
             key = custom_key(coll, target)  # refuses collectives ASTRA-sim cannot run
             if obj.ranks != npus:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from hub import Result
-from hub.chakra import Algorithm, Collective
+from hub.chakra import Algorithm, Collective, check_algorithm
 from hub.errors import ExportError, ImportFormatError, UsageError
 
 from ._params import ExportParams, IRParams, ProgramParams
@@ -39,6 +39,7 @@ def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
     """Factory of ``mscclang.export``."""
     if not isinstance(obj, Algorithm):
         raise ExportError("mscclang.export takes an algorithm, not a workload")
+    check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")  # values it relies on
     out = Path(params.out)
     if not out.is_absolute():
         out = Path(getattr(ctx, "workdir", Path.cwd())) / out

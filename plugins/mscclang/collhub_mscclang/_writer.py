@@ -11,11 +11,11 @@ gets ``hasdep=1``. Runtime limits of the target are enforced (ExportError) unles
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hub.atomic import write_file
 from hub.chakra import Algorithm, Collective
 from hub.errors import ExportError
 
@@ -308,17 +308,5 @@ def _esc(v: str) -> str:
 
 
 def _atomic_write(path: Path, data: bytes, check: Any = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if check is not None:
-            check(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_file(path, data, check=check)  # 0666 minus the umask, like open(); never half-written
+

@@ -1,0 +1,209 @@
+"""Value checks of an algorithm: what every consumer relies on, run on read and by consumers.
+
+The verifier proves an algorithm right; these checks only make sure that the numbers are
+*plausible* so that nothing downstream allocates by a lie or prints garbage: chunk counts and
+buffer sizes within limits, peers that are ranks, no negative or overflowing byte counts, no
+message larger than the declared collective size allows, no zero-byte message in a bound
+algorithm, op/buffer/threadblock values the profile defines. They are vectorized (a few numpy
+passes per rank), so the reader runs them on every file set and consumers (``hub.simulate``,
+``mscclang.export``, ``astrasim.bundle``) run them on algorithms that were never verified.
+
+Limits (overridable through the environment, documented in docs/security.md):
+
+``COLLHUB_MAX_CHUNK_SLOTS``
+    ranks x (in_chunks + out_chunks + scratch_chunks) at most (default 2^26): the verifier and
+    exporters keep one entry per chunk slot.
+``COLLHUB_MAX_INFLATED_BYTES``
+    decompressed bytes of the gzip files of one set (default 1 GiB).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import TraceFormatError
+from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph, chunk_bytes
+
+__all__ = [
+    "ATTR_RANGES",
+    "INT32_MAX",
+    "check_algorithm",
+    "limit",
+    "meta_problem",
+]
+
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
+
+#: Node attribute -> (model column, lowest, highest value allowed). The lowest value of the
+#: optional ones is their "unset" default (-1); the reader also checks that the range fits the
+#: column's dtype before narrowing, so that no value wraps around.
+ATTR_RANGES: dict[str, tuple[str, int, int]] = {
+    "comm_size": ("size", -1, INT64_MAX),
+    "comm_src": ("_src", -(1 << 31), INT32_MAX),
+    "comm_dst": ("_dst", -(1 << 31), INT32_MAX),
+    "comm_tag": ("tag", -(1 << 31), INT32_MAX),
+    "cnt": ("count", 0, INT32_MAX),
+    "sbuf": ("src_buf", -1, 2),
+    "soff": ("src_off", -1, INT32_MAX),
+    "dbuf": ("dst_buf", -1, 2),
+    "doff": ("dst_off", -1, INT32_MAX),
+    "op": ("op", 0, 2),
+    "tb": ("tb", -1, INT32_MAX),
+    "chan": ("chan", 0, INT32_MAX),
+}
+_MEANING = {
+    "cnt": "a chunk count >= 0", "sbuf": "-1 (none), 0 input, 1 output or 2 scratch",
+    "dbuf": "-1 (none), 0 input, 1 output or 2 scratch", "soff": "a chunk offset >= 0 (or -1, unset)",
+    "doff": "a chunk offset >= 0 (or -1, unset)", "op": "0 none, 1 copy or 2 reduce",
+    "tb": "a threadblock >= 0 (or -1, unset)", "chan": "a channel >= 0", "comm_size": "bytes >= 0",
+}
+
+_DEFAULT_LIMITS = {"COLLHUB_MAX_CHUNK_SLOTS": 1 << 26, "COLLHUB_MAX_INFLATED_BYTES": 1 << 30}
+
+
+def limit(name: str) -> int:
+    """The limit ``name`` (one of the environment variables above): its value, else the default."""
+    raw = os.environ.get(name, "").strip()
+    if raw:
+        try:
+            value = int(raw.replace("_", ""))
+            if value > 0:
+                return value
+        except ValueError:
+            pass
+    return _DEFAULT_LIMITS[name]
+
+
+def attr_hint(attr: str) -> str:
+    return f"{attr} must be {_MEANING[attr]}" if attr in _MEANING else "see docs/spec/collective-profile.md"
+
+
+def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
+    """The first implausible GlobalMetadata value as (message naming the attribute, hint), or None."""
+    for attr in ("in_chunks", "out_chunks", "scratch_chunks"):
+        v = getattr(meta, attr)
+        if not 0 <= v <= INT32_MAX:
+            return f"attribute {attr} = {v} is out of range", f"{attr} is a chunk count, 0..{INT32_MAX}"
+    if meta.ranks < 1:
+        return f"attribute ranks = {meta.ranks} is out of range", "an algorithm has at least one rank"
+    slots = meta.ranks * (meta.in_chunks + meta.out_chunks + meta.scratch_chunks)
+    cap = limit("COLLHUB_MAX_CHUNK_SLOTS")
+    if slots > cap:
+        return (f"buffers of {meta.ranks} ranks x (in_chunks {meta.in_chunks} + out_chunks {meta.out_chunks} + "
+                f"scratch_chunks {meta.scratch_chunks}) = {slots} chunk slots exceed the limit of {cap}",
+                "the counts are implausible; if they are real, raise COLLHUB_MAX_CHUNK_SLOTS (docs/security.md)")
+    if not 0 <= meta.root < meta.ranks:
+        return (f"attribute root = {meta.root} is not a rank of 0..{meta.ranks - 1}",
+                "root names the rank that holds or receives the data")
+    if meta.size is not None and not 0 <= meta.size <= INT64_MAX:
+        return f"attribute size = {meta.size} is out of range", "size is the collective size in bytes, >= 0"
+    return None
+
+
+def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, int, str] | None:
+    """(message, node id, hint) of the first implausible node of ``rank``, or None; ``ranges``
+    False skips what the decoder already checked on the wire values (ATTR_RANGES, node kinds,
+    dependency positions)."""
+    g = alg.graphs[rank]
+    n = alg.ranks
+    kind = g.kind
+    if len(g) == 0:
+        return None
+    if ranges:
+        found = _column_problem(g)
+        if found is not None:
+            return found
+    send = kind == NodeType.SEND
+    comm = send | (kind == NodeType.RECV)
+    peer = g.peer.astype(np.int64, copy=False)
+    bad = comm & ((peer.view(np.uint64) >= n) | (peer == rank))  # negative peers are huge unsigned
+    if bad.any():
+        p = int(np.argmax(bad))
+        attr = "comm_dst" if send[p] else "comm_src"
+        return (f"attribute {attr} = {int(peer[p])} is not another rank of 0..{n - 1}", int(g.ids[p]),
+                "a message goes to or comes from another rank of the set")
+    size = g.size
+    sized = comm & (size >= 0)
+    if sized.any():
+        meta = alg.meta
+        zero = sized & (size == 0) & (g.count != 0)
+        if meta.size and zero.any():  # a zero-byte message of a collective of size > 0
+            p = int(np.argmax(zero))
+            return (f"attribute comm_size = 0, but the algorithm is bound to {meta.size} bytes", int(g.ids[p]),
+                    "a bound message carries count x chunk bytes (> 0); rebind the algorithm to a size")
+        if meta.size is not None:
+            per_chunk = max(chunk_bytes(int(meta.size), meta.reference_chunks), 1)
+            chunked = meta.in_chunks > 0 or meta.out_chunks > 0
+            # a message carries at most max(count, 1) chunks (one chunk: the whole size, unchunked)
+            over = comm & (size > (np.maximum(g.count, 1).astype(np.int64) * per_chunk if chunked else per_chunk))
+            if over.any():
+                p = int(np.argmax(over))
+                chunks = np.maximum(g.count.astype(np.int64), 1) if chunked else np.ones(len(g), np.int64)
+                allowed = chunks * per_chunk
+                return (f"attribute comm_size = {int(size[p])} is larger than the declared size of {meta.size} "
+                        f"bytes allows ({int(allowed[p])} for {int(chunks[p])} chunk(s))", int(g.ids[p]),
+                        "the message sizes do not match the GlobalMetadata size; rebind or fix the size")
+    return None
+
+
+def _column_problem(g: RankGraph) -> tuple[str, int, str] | None:
+    """The first node kind, dependency index or attribute column outside its range."""
+    kind = g.kind
+    bad = (kind < NodeType.METADATA) | (kind > NodeType.COLL)
+    if bad.any():
+        p = int(np.argmax(bad))
+        return f"node type {int(kind[p])} is not a Chakra NodeType", int(g.ids[p]), "node types are 1..7"
+    ptr, pos = g.dep_ptr, g.dep_pos
+    if ptr.shape != (len(g) + 1,) or ptr[0] != 0 or ptr[-1] != pos.size or bool((np.diff(ptr) < 0).any()):
+        return "the dependency index (dep_ptr) is malformed", int(g.ids[0]), "dep_ptr is a CSR index of the nodes"
+    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= len(g)):
+        owner = int(np.searchsorted(ptr, int(np.argmax((pos < 0) | (pos >= len(g)))), side="right")) - 1
+        return "a dependency names no node of this rank", int(g.ids[owner]), "dependencies name nodes of the same rank"
+    for attr, (column, lo, hi) in ATTR_RANGES.items():
+        if column.startswith("_"):
+            continue
+        values = getattr(g, column)
+        bad = (values < lo) | (values > hi)
+        if bad.any():
+            p = int(np.argmax(bad))
+            return f"attribute {attr} = {int(values[p])} is out of range", int(g.ids[p]), attr_hint(attr)
+    return None
+
+
+def _bytes_of(alg: Algorithm, rank: int) -> float:
+    """The bytes a rank's messages carry, as a float (exact enough to see int64 overflow)."""
+    g = alg.graphs[rank]
+    comm = (g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)
+    return float(np.sum(g.size[comm & (g.size > 0)], dtype=np.float64))
+
+
+def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, what: str = "",
+                    ranges: bool = True) -> None:
+    """Raise :class:`hub.errors.TraceFormatError` (exit 3) at the first implausible value, naming
+    the file (``paths[rank]`` when given), rank, node and attribute; ``what`` names the algorithm
+    when there are no files (a consumer's input). ``ranges=False`` (the reader, whose decoder
+    checked them on the wire values) skips the per-column range checks."""
+    label = what or None  # stands where the file would be named
+    where0 = str(paths[0]) if paths else label
+    bad = meta_problem(alg.meta)
+    if bad is not None:
+        raise TraceFormatError(f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0,
+                               rank=0 if paths else None, hint=bad[1])
+    if len(alg.graphs) != alg.ranks:
+        raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
+    total = 0.0
+    for rank in range(alg.ranks):
+        found = _node_problem(alg, rank, ranges)
+        total += _bytes_of(alg, rank)
+        if found is None and total >= float(INT64_MAX):
+            g = alg.graphs[rank]
+            found = ("the comm_size values add up past int64 (summed over ranks 0..this one)", int(g.ids[0]),
+                     "message sizes are implausible")
+        if found is not None:
+            message, node, hint = found
+            raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node,
+                                   hint=hint)

@@ -1,0 +1,116 @@
+"""hub.chakra.check_algorithm: plausible values, shared by the reader and the consumers.
+
+Every algorithm the built-in producers and transforms make passes (no false alarms, sizes
+bound exactly or after re-chunking); an unverified in-memory algorithm with an implausible
+value is refused by every consumer that relies on it (hub.simulate, mscclang.export,
+astrasim.bundle) with a TraceFormatError (exit 3) naming the rank, node and attribute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from hub.algorithms import CATALOG, make
+from hub.chakra import Algorithm, check_algorithm
+from hub.errors import AlgorithmError, ExitCode, TraceFormatError
+from hub.transforms import chunk_algorithm, instances_algorithm, remap_algorithm
+
+
+def _all_builtin() -> list[Algorithm]:
+    algs = []
+    for name, colls in CATALOG.items():
+        for coll in sorted(colls):
+            for n in (4, 8):
+                try:
+                    algs.append(make(name, coll, n, root=1) if coll in ("broadcast", "reduce", "gather", "scatter")
+                                else make(name, coll, n))
+                except (AlgorithmError, ValueError):
+                    continue
+    return algs
+
+
+def test_builtin_algorithms_and_transforms_pass() -> None:
+    algs = _all_builtin()
+    assert len(algs) > 20
+    for alg in algs:
+        for size in (1, 1000, 1 << 20):
+            bound = alg.bind(size)
+            check_algorithm(bound)
+            check_algorithm(chunk_algorithm(bound, 3))
+            check_algorithm(instances_algorithm(bound, 2))
+            check_algorithm(remap_algorithm(bound, list(reversed(range(bound.ranks)))))
+        check_algorithm(alg)
+        check_algorithm(alg.bind(0))
+
+
+def _damaged(change: Callable[[Algorithm], Algorithm]) -> Algorithm:
+    return change(make("ring", "allreduce", 4).bind(1 << 20))
+
+
+def _col(rank: int, column: str, pos: int, value: int) -> Callable[[Algorithm], Algorithm]:
+    def change(alg: Algorithm) -> Algorithm:
+        g = alg.graphs[rank].copy()
+        getattr(g, column)[pos] = value
+        return Algorithm(alg.meta, tuple(g if r == rank else h for r, h in enumerate(alg.graphs)))
+    return change
+
+
+BAD = {
+    "zero-byte message": (_col(1, "size", 0, 0), ("rank 1", "node 0", "comm_size = 0")),
+    "negative size": (_col(2, "size", 1, -9), ("rank 2", "node 1", "comm_size = -9")),
+    "message beyond the declared size": (_col(3, "size", 0, 1 << 40), ("rank 3", "comm_size", "declared size")),
+    "peer out of range": (_col(0, "peer", 0, 7), ("rank 0", "node 0", "comm_dst = 7")),
+    "op out of range": (_col(0, "op", 1, 5), ("rank 0", "node 1", "op = 5")),
+    "tb out of range": (_col(0, "tb", 1, -3), ("rank 0", "node 1", "tb = -3")),
+    "negative count": (_col(2, "count", 0, -1), ("rank 2", "node 0", "cnt = -1")),
+    "huge scratch": (lambda a: a.with_meta(scratch_chunks=(1 << 31) - 1), ("scratch_chunks", "limit")),
+    "negative in_chunks": (lambda a: a.with_meta(in_chunks=-2), ("in_chunks = -2",)),
+    "root out of range": (lambda a: a.with_meta(root=4), ("root = 4",)),
+    "negative size meta": (lambda a: Algorithm(replace(a.meta, size=-1), a.graphs), ("size = -1",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_check_names_rank_node_attribute(case: str) -> None:
+    change, needles = BAD[case]
+    with pytest.raises(TraceFormatError) as info:
+        check_algorithm(_damaged(change), what="algorithm 'ring'")
+    text = str(info.value)
+    assert info.value.exit_code == ExitCode.VALIDATION and info.value.hint and "\n" not in text
+    assert text.startswith("algorithm 'ring'")
+    for needle in needles:
+        assert needle in text, (needle, text)
+
+
+@pytest.mark.parametrize("case", ["zero-byte message", "peer out of range", "huge scratch", "op out of range"])
+def test_consumers_check_unverified_input(case: str, tmp_path: Path) -> None:
+    from hub.sim import simulate
+
+    alg = _damaged(BAD[case][0])
+    with pytest.raises(TraceFormatError):
+        simulate(alg, "ring:4")
+    pytest.importorskip("collhub_mscclang")
+    with pytest.raises(TraceFormatError):
+        _export(alg, tmp_path)
+    astrasim = pytest.importorskip("collhub_astrasim")
+    with pytest.raises(TraceFormatError):
+        astrasim.build_bundle(alg, out=tmp_path / "b", dims=[astrasim.Dim("Ring", 4, 50, 500)], predict=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _export(alg: Algorithm, tmp_path: Path) -> None:
+    from collhub_mscclang._components import consume_export
+    from collhub_mscclang._params import ExportParams
+
+    consume_export(alg, ExportParams(out=tmp_path / "a.xml"), None)
+
+
+def test_large_values_that_fit_are_fine() -> None:
+    alg = make("direct", "alltoall", 4).bind(1 << 40)  # 1 TiB: big, but plausible
+    check_algorithm(alg)
+    assert int(np.max(alg.graphs[0].size)) > 1 << 32  # beyond int32: kept exactly
