@@ -6,11 +6,33 @@
 
 from __future__ import annotations
 
-from ._app import COMMANDS, Lazy, app
+import os
+import signal
+import sys
+
+
+def _quiet_exit(signum: int, frame: object) -> None:
+    os._exit(130)  # interrupted while starting up: nothing exists yet, so nothing to clean
+
+
+# In the collhub process itself (console script or ``python -m hub.cli``), a Ctrl-C or SIGTERM
+# while Typer is being imported exits 130 silently instead of printing an import traceback;
+# main() puts the usual handlers back before any command runs.
+_CLI_PROCESS = sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0] if sys.argv else "") == "collhub"
+if _CLI_PROCESS:
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, _quiet_exit)
+
+from ._app import COMMANDS, Lazy, app  # noqa: E402 - after the start-up handlers
 
 __all__ = ["COMMANDS", "Lazy", "app", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run ``collhub`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status."""
+    from ._errors import STATE
+
+    STATE.process = True
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     app(args=argv, prog_name="collhub")

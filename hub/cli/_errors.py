@@ -22,6 +22,9 @@ _MAX_LISTED = 20
 
 class _State:
     debug: bool = False
+    #: True in the real ``collhub`` process (set by :func:`hub.cli.main`), which exits after an
+    #: error; False under CliRunner, whose host process must keep its signal handlers.
+    process: bool = False
 
 
 STATE = _State()
@@ -45,12 +48,24 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _ignore_signals() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
 def report(exc: BaseException) -> int:
     """Print ``exc`` to stderr the collhub way and return its exit code."""
     code = exit_code_for(exc)
     if debug_enabled():
         typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
     if isinstance(exc, KeyboardInterrupt):
+        if STATE.process:
+            _ignore_signals()  # exiting now: a further Ctrl-C must not print a traceback over this line
         typer.echo("error: interrupted", err=True)
         return code
     if isinstance(exc, HubError):

@@ -183,12 +183,18 @@ def run_command(
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
                                         help="table: results table on stdout; json: the results document."),
 ) -> None:
-    """Run a pipeline: every source x matrix point x consumer; write the run directory."""
-    from ..pipeline import execute, validate_pipeline
+    """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
-    vp = validate_pipeline(file)
-    progress = sys.stderr.isatty() and format != OutputFormat.json
-    result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug())
+    Ctrl-C or SIGTERM at any moment stops the workers and leaves the run directory complete or
+    absent (exit 130)."""
+    from ..pipeline import _interrupt, execute, validate_pipeline
+    from ._errors import STATE
+
+    _interrupt.EXIT_AFTER_INTERRUPT = STATE.process  # the real collhub process exits after the run
+    with _interrupt.Interrupts():
+        vp = validate_pipeline(file)
+        progress = sys.stderr.isatty() and format != OutputFormat.json
+        result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug())
     if format == OutputFormat.json:
         emit_json(result.document)
         return

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import HubError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
+from ._interrupt import Interrupts, worker_init
 from ._matrix import Point, interpolate
 from ._plot import auto_plot
 from ._rundir import RunDir, write_results
@@ -125,7 +126,8 @@ class _Pool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self.executor: ProcessPoolExecutor | None = ProcessPoolExecutor(workers) if workers > 1 else None
+        self.executor: ProcessPoolExecutor | None = (
+            ProcessPoolExecutor(workers, initializer=worker_init) if workers > 1 else None)
 
     def map(self, units: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         if self.executor is None:
@@ -139,9 +141,26 @@ class _Pool:
             for fut in done:
                 yield futures[fut], fut.result()
 
-    def close(self, cancel: bool = False) -> None:
+    def close(self) -> None:
         if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=cancel)
+            self.executor.shutdown(wait=True)
+
+    def kill(self) -> None:
+        """Stop at once: kill the workers and wait until they are gone (they may be writing into
+        the temporary run directory, which is removed next)."""
+        if self.executor is None:
+            return
+        # ProcessPoolExecutor has no public way to stop running work; its worker table has been
+        # `_processes` (pid -> Process) since Python 3.2.
+        procs = list((getattr(self.executor, "_processes", None) or {}).values())
+        for proc in procs:
+            try:
+                proc.kill()
+            except (OSError, ValueError):
+                pass
+        for proc in procs:
+            proc.join(10)
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _failed(error: dict[str, Any]) -> StepFailedError:
@@ -185,9 +204,10 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
     """Run a validated pipeline and publish its run directory; see the module docstring.
 
     With ``plot`` (and matplotlib installed) the run directory also gets ``results.png`` when the
-    results have a numeric x axis with at least two values."""
-    from .. import __version__
+    results have a numeric x axis with at least two values.
 
+    SIGINT and SIGTERM stop the run with the workers killed and no temporary directory left
+    (see :mod:`._interrupt`); they surface as ``KeyboardInterrupt``."""
     model = vp.model
     mspec = manager_spec or ManagerSpec()
     mgr = manager_for(mspec)
@@ -195,14 +215,28 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if out_dir is None:
         out_dir = interpolate(model.output, dict(model.vars)) if model.output else Path("runs") / vp.name
-    rd = RunDir(Path(out_dir), force=force)
+    with Interrupts() as interrupts:
+        return _execute(vp, Path(out_dir), interrupts, mgr=mgr, mspec=mspec, jobs=jobs, force=force, progress=progress,
+                        debug=debug, on_row=on_row, plot=plot)
+
+
+def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mgr: Any, mspec: ManagerSpec,
+             jobs: int | None, force: bool, progress: bool | None, debug: bool,
+             on_row: Callable[[dict[str, Any]], None] | None, plot: bool) -> RunResult:
+    from .. import __version__
+
+    model = vp.model
     if progress is None:
         progress = sys.stderr.isatty()
     started = datetime.now(timezone.utc)
-    mgr.hook.collhub_before_pipeline_run(pipeline=vp, run_dir=rd.final)
     pool: _Pool | None = None
-    bar = _progress(progress)
+    rd: RunDir | None = None
+    bar = None
     try:
+        with interrupts.critical():  # the temporary directory exists only together with its cleanup
+            rd = RunDir(out_dir, force=force)
+        bar = _progress(progress)
+        mgr.hook.collhub_before_pipeline_run(pipeline=vp, run_dir=rd.final)
         (rd.tmp / "pipeline.yaml").write_text(vp.text, encoding="utf-8")
         groups = _plan(vp, rd.tmp, mspec, debug)
         consumers_per_source = {s: sum(1 for c in model.consumers.values() if c.sources is None or s in c.sources)
@@ -282,19 +316,22 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
         }
         write_results(rd.tmp, document, list(model.matrix), vp.name)
         plot_file = auto_plot(rd.tmp, document) if plot else None  # never raises
-        final = rd.commit()
+        with interrupts.critical():  # publish whole: a signal here waits for the rename
+            final = rd.commit()
         document["run_dir"] = str(final)
         plot_path = final / plot_file.name if plot_file is not None else None
         if plot_path is not None:
             document["plot"] = str(plot_path)
     except BaseException as exc:
-        if bar is not None:
-            bar.stop()
-            bar = None
-        if pool is not None:
-            pool.close(cancel=True)
-        rd.discard()
-        if isinstance(exc, Exception):
+        with interrupts.cleanup():  # a second Ctrl-C must not cut this short
+            if bar is not None:
+                bar.stop()
+                bar = None
+            if pool is not None:
+                pool.kill()
+            if rd is not None:
+                rd.discard()
+        if isinstance(exc, Exception) and rd is not None:
             mgr.hook.collhub_on_pipeline_error(pipeline=vp, run_dir=rd.final, error=exc)
             if not isinstance(exc, HubError):
                 raise StepFailedError(f"pipeline {vp.name!r} failed: {type(exc).__name__}: {exc}") from exc
