@@ -15,7 +15,7 @@ import typer
 
 from ..errors import ExitCode, HubError
 
-__all__ = ["STATE", "debug_enabled", "exit_code_for", "report"]
+__all__ = ["STATE", "debug_enabled", "exit_code_for", "report", "warn"]
 
 _MAX_LISTED = 20
 
@@ -46,6 +46,11 @@ def exit_code_for(exc: BaseException) -> int:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def warn(message: str) -> None:
+    """``warning: <message>`` on stderr."""
+    typer.echo(f"warning: {_one_line(message)}", err=True)
 
 
 def _ignore_signals() -> None:

@@ -7,7 +7,7 @@ Heavy modules (numpy, pydantic, the plugin manager) are imported inside the comm
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 import typer
 
@@ -17,6 +17,7 @@ from ._output import FORMAT_OPTION, OutputFormat, emit_json, out, table
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
 
+_TIMEOUT_HELP = "Seconds before the component is stopped (exit 4). Default: no limit."
 _SET_HELP = "A parameter as key=value (value parsed as YAML: 8, true, [0, 1], ring). Repeatable; dotted keys nest."
 
 
@@ -87,11 +88,12 @@ def produce(
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     out_prefix: str = typer.Option(..., "--out", "-o", metavar="PREFIX", help="Write <PREFIX>.<rank>.et."),
     fmt: OutputFormat = FORMAT_OPTION,
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a producer and write its algorithm (or workload) as Chakra ET files."""
     from ..plugins import get_manager
 
-    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent))
+    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, obj, _write(obj, out_prefix), fmt)
 
 
@@ -101,6 +103,7 @@ def transform(
     out_prefix: str = typer.Argument(..., metavar="OUT_PREFIX", help="Output trace prefix."),
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     fmt: OutputFormat = FORMAT_OPTION,
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a transform on an algorithm trace and write the result."""
     from ..chakra import Algorithm, read_trace
@@ -112,7 +115,7 @@ def transform(
     if not isinstance(obj, Algorithm):
         raise UsageError(f"{in_prefix}: is a workload trace; transforms take an algorithm",
                          hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX")
-    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent))
+    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, new, _write(new, out_prefix), fmt)
 
 
@@ -122,6 +125,7 @@ def consume(
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
     fmt: OutputFormat = FORMAT_OPTION,
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a consumer on a trace and print its result."""
     from ..chakra import Algorithm, read_trace
@@ -135,7 +139,7 @@ def consume(
     if kind not in inputs:
         raise UsageError(f"{component} consumes {' or '.join(sorted(inputs))}, but {prefix} is a {kind} trace")
     workdir.mkdir(parents=True, exist_ok=True)
-    result = manager.run_consumer(component, obj, parse_sets(sets), _ctx(workdir))
+    result = manager.run_consumer(component, obj, parse_sets(sets), _ctx(workdir), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
         return

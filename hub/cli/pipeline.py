@@ -182,6 +182,9 @@ def run_command(
     force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
                                         help="table: results table on stdout; json: the results document."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
+                                            help="Seconds before a component call is stopped (steps may set "
+                                            "their own timeout:)."),
 ) -> None:
     """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
@@ -194,7 +197,7 @@ def run_command(
     with _interrupt.Interrupts():
         vp = validate_pipeline(file)
         progress = sys.stderr.isatty() and format != OutputFormat.json
-        result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug())
+        result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug(), timeout=timeout)
     if format == OutputFormat.json:
         emit_json(result.document)
         return

@@ -100,6 +100,8 @@ def list_plugins(
             out(f"  {b.distribution} {b.version} [{b.entry_point}]: {b.message}")
     for s in manager.skipped():
         err(f"note: {s.distribution} not loaded (COLLHUB_LOAD_PLUGINS / COLLHUB_DISABLE_PLUGINS)")
+    for message in manager.refused_commands():
+        err(f"warning: {message}")
 
 
 @app.command("info")
@@ -169,6 +171,8 @@ def doctor(fmt: OutputFormat = FORMAT_OPTION) -> None:
     problems: list[dict[str, str]] = []
     for b in manager.broken():
         problems.append({"where": f"{b.distribution} {b.version} [{b.entry_point}]", "problem": b.message})
+    for message in manager.refused_commands():
+        problems.append({"where": "commands", "problem": message})
     checked = 0
     for spec in manager.components():
         checked += 1

@@ -66,14 +66,16 @@ class _Group:
     result: dict[str, Any] | None = None
 
 
-def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool) -> list[_Group]:
+def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool,
+          timeout: float | None = None) -> list[_Group]:
     model = vp.model
     groups: dict[tuple[str, str], _Group] = {}
     for sname, src in model.sources.items():
         for point in vp.points:
             env = {**model.vars, **point.as_dict()}
             params = interpolate(src.params, env)
-            transforms = [{"use": t.use, "params": interpolate(t.params, env)} for t in src.transforms]
+            transforms = [{"use": t.use, "params": interpolate(t.params, env), "timeout": t.timeout or timeout}
+                          for t in src.transforms]
             key = json.dumps({"producer": src.producer, "params": params, "transforms": transforms},
                              sort_keys=True, default=str)
             group = groups.get((sname, key))
@@ -82,7 +84,7 @@ def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool)
                 unit = {
                     "kind": "produce", "manager": mspec.as_dict(), "source": sname, "producer": src.producer,
                     "params": params, "transforms": transforms, "point": point.as_dict(),
-                    "spec_key": key, "run_dir": str(run_dir), "debug": debug,
+                    "spec_key": key, "run_dir": str(run_dir), "debug": debug, "timeout": src.timeout or timeout,
                     "workdir": str(Path("artifacts") / sname / f"_produce-{n:03d}"),
                 }
                 group = groups[(sname, key)] = _Group(sname, key, unit)
@@ -91,7 +93,7 @@ def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool)
 
 
 def _consume_units(vp: ValidatedPipeline, groups: list[_Group], run_dir: Path, mspec: ManagerSpec,
-                   debug: bool, workers: int) -> list[dict[str, Any]]:
+                   debug: bool, workers: int, timeout: float | None = None) -> list[dict[str, Any]]:
     model = vp.model
     per_group: list[tuple[_Group, list[dict[str, Any]]]] = []
     for g in groups:
@@ -104,6 +106,7 @@ def _consume_units(vp: ValidatedPipeline, groups: list[_Group], run_dir: Path, m
                 if cons.sources is not None and g.source not in cons.sources:
                     continue
                 jobs.append({"consumer": cname, "use": cons.use, "params": interpolate(cons.params, env),
+                             "timeout": cons.timeout or timeout,
                              "point": point.as_dict(), "point_index": point.index,
                              "workdir": str(Path("artifacts") / g.source / point.slug / cname)})
         if jobs:
@@ -200,12 +203,13 @@ def _remove_empty_dirs(root: Path) -> None:
 def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: int | None = None,
             force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = None,
             debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None,
-            plot: bool = True) -> RunResult:
+            plot: bool = True, timeout: float | None = None) -> RunResult:
     """Run a validated pipeline and publish its run directory; see the module docstring.
 
     With ``plot`` (and matplotlib installed) the run directory also gets ``results.png`` when the
     results have a numeric x axis with at least two values.
 
+    ``timeout`` (seconds) bounds every component call without a ``timeout:`` of its own.
     SIGINT and SIGTERM stop the run with the workers killed and no temporary directory left
     (see :mod:`._interrupt`); they surface as ``KeyboardInterrupt``."""
     model = vp.model
@@ -213,16 +217,18 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
     mgr = manager_for(mspec)
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout}")
     if out_dir is None:
         out_dir = interpolate(model.output, dict(model.vars)) if model.output else Path("runs") / vp.name
     with Interrupts() as interrupts:
         return _execute(vp, Path(out_dir), interrupts, mgr=mgr, mspec=mspec, jobs=jobs, force=force, progress=progress,
-                        debug=debug, on_row=on_row, plot=plot)
+                        debug=debug, on_row=on_row, plot=plot, timeout=timeout)
 
 
 def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mgr: Any, mspec: ManagerSpec,
              jobs: int | None, force: bool, progress: bool | None, debug: bool,
-             on_row: Callable[[dict[str, Any]], None] | None, plot: bool) -> RunResult:
+             on_row: Callable[[dict[str, Any]], None] | None, plot: bool, timeout: float | None) -> RunResult:
     from .. import __version__
 
     model = vp.model
@@ -238,7 +244,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
         bar = _progress(progress)
         mgr.hook.collhub_before_pipeline_run(pipeline=vp, run_dir=rd.final)
         (rd.tmp / "pipeline.yaml").write_text(vp.text, encoding="utf-8")
-        groups = _plan(vp, rd.tmp, mspec, debug)
+        groups = _plan(vp, rd.tmp, mspec, debug, timeout)
         consumers_per_source = {s: sum(1 for c in model.consumers.values() if c.sources is None or s in c.sources)
                                 for s in model.sources}
         total_rows = sum(len(g.points) * max(1, consumers_per_source[g.source]) for g in groups)
@@ -276,7 +282,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
                                  "point_index": point.index, "algorithm": g.result["info"], "status": "ok",
                                  "metrics": {k: summary[k] for k in ("nodes", "send", "recv", "comp") if k in summary},
                                  "artifacts": {}, "details": {}, "error": None, "wall_s": g.result["wall_s"]})
-        units = _consume_units(vp, groups, rd.tmp, mspec, debug, workers)
+        units = _consume_units(vp, groups, rd.tmp, mspec, debug, workers, timeout)
         for _, res in pool.map(units):
             if res["error"] is not None:
                 raise _failed(res["error"])
