@@ -138,8 +138,10 @@ def _fail(file: str, message: str, mark: Any = None, hint: str | None = None, *,
           line: int | None = None, column: int | None = None) -> PipelineValidationError:
     if mark is not None:
         line, column = mark.line + 1, mark.column + 1
-    issue = Issue(message=message, file=file, line=line, column=column, hint=hint)
-    return PipelineValidationError(str(issue), issues=[issue])
+    hint = hint or "fix the file at that position; pipeline files are plain YAML data (see docs/pipeline.md)"
+    where = Issue(message=message, file=file, line=line, column=column)
+    return PipelineValidationError(str(where), issues=[Issue(message, file=file, line=line, column=column, hint=hint)],
+                                   hint=hint)
 
 
 def _limit_hint(name: str) -> str:
@@ -248,7 +250,7 @@ def load_text(text: str, file: str = "<pipeline>") -> LoadedFile:
     loaded = LoadedFile(data=None, file=file, text=text)
     issues = _conflict_markers(text, file)
     if issues:
-        raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues)
+        raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues, hint=issues[0].hint)
     if len(text) > limit("bytes"):
         raise _fail(file, f"the file has {len(text)} characters, more than the limit of {limit('bytes')}",
                     line=1, column=1, hint=_limit_hint("bytes"))
@@ -276,7 +278,7 @@ def load_text(text: str, file: str = "<pipeline>") -> LoadedFile:
         raise _fail(file, "YAML error: the file nests too deeply to read", line=1, column=1,
                     hint=_limit_hint("depth")) from None
     if issues:
-        raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues)
+        raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues, hint=issues[0].hint)
     return loaded
 
 
@@ -292,12 +294,11 @@ def load_file(path: str | Path) -> LoadedFile:
         data = exc.object[: exc.start]
         line = data.count(b"\n") + 1
         column = exc.start - (data.rfind(b"\n") + 1) + 1
-        issue = Issue(message=f"not UTF-8 text: byte {exc.object[exc.start]:#04x} cannot be decoded", file=str(p),
-                      line=line, column=column, hint="save the file as UTF-8")
-        raise PipelineValidationError(str(issue), issues=[issue]) from None
+        raise _fail(str(p), f"not UTF-8 text: byte {exc.object[exc.start]:#04x} cannot be decoded", line=line,
+                    column=column, hint="save the file as UTF-8") from None
     except OSError as exc:
-        issue = Issue(message=f"cannot read the file: {exc}", file=str(p))
-        raise PipelineValidationError(f"{p}: cannot read the file: {exc}", issues=[issue]) from None
+        raise _fail(str(p), f"cannot read the file: {exc}",
+                    hint="give the path of a regular pipeline file (YAML)") from None
     return load_text(text, str(p))
 
 
