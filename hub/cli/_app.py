@@ -145,6 +145,11 @@ def refresh_command_cache() -> None:
     manager_module = sys.modules.get("hub.plugins._manager")
     if manager_module is None or getattr(manager_module, "_GLOBAL", None) is None:
         return
+    store_command_cache(None)
+
+
+def store_command_cache(rows: list[tuple[str, str]] | None) -> None:
+    """Write ``rows`` (default: those of the process-wide manager) as the command cache, if stale."""
     try:
         key, _ = _fingerprint()
         path = _cache_file()
@@ -153,7 +158,8 @@ def refresh_command_cache() -> None:
                 return
         except (OSError, ValueError, AttributeError):
             pass
-        rows = _load_plugin_commands()
+        if rows is None:
+            rows = _load_plugin_commands()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"key": key, "commands": rows}))

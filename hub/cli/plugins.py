@@ -73,34 +73,38 @@ def list_plugins(
     kind: Optional[str] = typer.Option(None, "--kind", "-k", help="Only producer, transform or consumer components."),  # noqa: UP007
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """List plugins, their components, and plugins that failed to load."""
-    manager = _manager()
-    comps = manager.components(kind)
-    plugins = manager.plugins()
-    broken = manager.broken()
+    """List plugins, their components, and plugins that failed to load.
+
+    The plugins are loaded in a child process (see hub.cli._probe): nothing a plugin does at
+    import (exit, sleep, crash, print) reaches this one."""
+    from ..errors import UsageError
+    from ._app import store_command_cache
+    from ._probe import probe
+
+    kinds = ("producer", "transform", "consumer")
+    if kind is not None and kind not in kinds:
+        raise UsageError(f"unknown component kind {kind!r}", hint=f"use one of {', '.join(kinds)}")
+    doc = probe()
+    store_command_cache([(str(n), str(h)) for n, h in doc.get("commands", [])])
+    comps = [c for c in doc["components"] if kind is None or c["kind"] == kind]
     if fmt == OutputFormat.json:
-        emit_json({
-            "plugins": [p.as_dict() for p in plugins],
-            "components": [_component_dict(c) for c in comps],
-            "broken": [b.as_dict() for b in broken],
-            "skipped": [{"distribution": s.distribution, "version": s.version, "entry_point": s.label}
-                        for s in manager.skipped()],
-        })
-        return
-    out(table(["plugin", "distribution", "version", "components", "commands"],
-              [(p.name, p.distribution, p.version, len(p.components), ", ".join(p.commands) or "-")
-               for p in plugins]))
-    out()
-    out(table(["component", "kind", "collectives", "summary"],
-              [(c.id, c.kind, ",".join(sorted(c.collectives)) or "any", c.summary) for c in comps]))
-    if broken:
+        emit_json({"plugins": doc["plugins"], "components": comps, "broken": doc["broken"],
+                   "skipped": doc["skipped"]})
+    else:
+        out(table(["plugin", "distribution", "version", "components", "commands"],
+                  [(p["name"], p["distribution"], p["version"], len(p["components"]), ", ".join(p["commands"]) or "-")
+                   for p in doc["plugins"]]))
         out()
-        out(f"broken plugins ({len(broken)}):")
-        for b in broken:
-            out(f"  {b.distribution} {b.version} [{b.entry_point}]: {b.message}")
-    for s in manager.skipped():
-        err(f"note: {s.distribution} not loaded (COLLHUB_LOAD_PLUGINS / COLLHUB_DISABLE_PLUGINS)")
-    for message in manager.refused_commands():
+        out(table(["component", "kind", "collectives", "summary"],
+                  [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in comps]))
+        if doc["broken"]:
+            out()
+            out(f"broken plugins ({len(doc['broken'])}):")
+            for b in doc["broken"]:
+                out(f"  {b['distribution']} {b['version']} [{b['entry_point']}]: {b['error']}")
+    for s in doc["skipped"]:
+        err(f"note: {s['distribution']} not loaded (COLLHUB_LOAD_PLUGINS / COLLHUB_DISABLE_PLUGINS)")
+    for message in doc.get("refused", []):
         err(f"warning: {message}")
 
 

@@ -148,10 +148,15 @@ class PluginManager:
         """The underlying pluggy manager (for advanced use and tracing)."""
         return self._pm
 
-    def load_entrypoints(self) -> None:
-        """Load every allowed entry point of group ``collhub``, each in isolation."""
+    def load_entrypoints(self, progress: Any = None) -> None:
+        """Load every allowed entry point of group ``collhub``, each in isolation.
+
+        ``progress(candidate)`` is called before each one is imported (the listing probe of
+        :mod:`hub.cli._probe` uses it to tell which plugin killed it)."""
         to_load, self._skipped = discover()
         for cand in to_load:
+            if progress is not None:
+                progress(cand)
             where = f"plugin {cand.name!r} from {cand.distribution} {cand.version}"
             hint = f"reinstall or upgrade {cand.distribution}, or disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}"
             if cand.name == CORE_PLUGIN and normalize_name(cand.distribution) != CORE_DISTRIBUTION:

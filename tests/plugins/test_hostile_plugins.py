@@ -45,6 +45,15 @@ def test_import_time_misbehaviour_is_a_broken_plugin(dist: str, said: str, tmp_p
     assert r.returncode == 0, r.stderr  # the core still works
 
 
+def test_plugin_ending_the_process_at_import_is_listed_broken(tmp_path: Path) -> None:
+    r = run("plugins", "list", "--format", "json", dists=("osexit", "components"), tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    [broken] = doc["broken"]
+    assert broken["distribution"] == "collhub_hostile_osexit" and "ended the process (status 3)" in broken["error"]
+    assert "hz.short" in {c["id"] for c in doc["components"]}  # the others are still listed
+
+
 def test_plugin_printing_at_import_does_not_corrupt_json(tmp_path: Path) -> None:
     r = run("plugins", "list", "--format", "json", dists=("print",), tmp=tmp_path)
     assert r.returncode == 0
