@@ -23,7 +23,8 @@ _SET_HELP = "A parameter as key=value (value parsed as YAML: 8, true, [0, 1], ri
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
     """Turn ``["ranks=8", "topology.dims=[4, 2]"]`` into a params mapping (YAML-typed values)."""
-    import yaml
+    from ..errors import PipelineValidationError
+    from ..pipeline._loader import load_value
 
     params: dict[str, Any] = {}
     for pos, item in enumerate(items, start=1):
@@ -31,12 +32,15 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set #{pos} {item!r} is not key=value", hint="write e.g. --set ranks=8")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            first = str(exc).splitlines()[0]
-            raise UsageError(f"--set {key}: value {raw!r} is not valid YAML ({first})",
-                             hint="quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'") from None
+        try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
+            value = load_value(raw, f"--set {key}") if raw.strip() else ""
+        except PipelineValidationError as exc:
+            issue = exc.issues[0] if exc.issues else None
+            detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
+            shown = raw if len(raw) <= 60 else raw[:60] + "..."
+            raise UsageError(f"--set {key}: value {shown!r} is not valid YAML ({detail})",
+                             hint=exc.hint if exc.hint and "limit" in exc.hint else
+                             "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'") from None
         node = params
         parts = key.split(".")
         for part in parts[:-1]:

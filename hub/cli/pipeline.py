@@ -177,7 +177,7 @@ def run_command(
     file: Path = FILE_ARG,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
                                        help="Worker processes (default: CPU count; 1 runs serially)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", "-o",  # noqa: UP007
+    out_dir: Optional[str] = typer.Option(None, "--out", "-o",  # noqa: UP007 - str: '' must stay visible
                                            help="Run directory (default: the file's output:, else runs/<name>)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
@@ -190,14 +190,17 @@ def run_command(
 
     Ctrl-C or SIGTERM at any moment stops the workers and leaves the run directory complete or
     absent (exit 130)."""
+    from ..errors import UsageError
     from ..pipeline import _interrupt, execute, validate_pipeline
     from ._errors import STATE
 
+    if out_dir is not None and not out_dir.strip():
+        raise UsageError("--out is empty", hint="give a run directory, e.g. --out runs/sweep")
     _interrupt.EXIT_AFTER_INTERRUPT = STATE.process  # the real collhub process exits after the run
     with _interrupt.Interrupts():
         vp = validate_pipeline(file)
         progress = sys.stderr.isatty() and format != OutputFormat.json
-        result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug(), timeout=timeout)
+        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress, debug=_debug(), timeout=timeout)
     if format == OutputFormat.json:
         emit_json(result.document)
         return

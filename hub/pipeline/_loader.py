@@ -23,7 +23,7 @@ import yaml
 from ..errors import Issue, PipelineValidationError
 from ._limits import LIMITS, limit
 
-__all__ = ["LoadedFile", "Position", "load_text", "format_path"]
+__all__ = ["LoadedFile", "Position", "load_text", "load_value", "format_path"]
 
 
 @dataclass(frozen=True)
@@ -280,6 +280,35 @@ def load_text(text: str, file: str = "<pipeline>") -> LoadedFile:
     if issues:
         raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues, hint=issues[0].hint)
     return loaded
+
+
+def load_value(text: str, label: str = "<value>") -> Any:
+    """One YAML value (e.g. a ``--set`` value) under the same limits as a pipeline file; raises
+    :class:`PipelineValidationError` with the position inside ``text``."""
+    if len(text) > limit("bytes"):
+        raise _fail(label, f"{len(text)} characters, more than the limit of {limit('bytes')}", line=1, column=1,
+                    hint=_limit_hint("bytes"))
+    try:
+        _check_depth(text, label)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check_graph(node, loader, label)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        raise _yaml_issue(exc, label) from None
+    except yaml.reader.ReaderError as exc:
+        line, column = _position(text, exc.position)
+        raise _fail(label, f"character U+{_codepoint(exc.character):04X} is not allowed in YAML", line=line,
+                    column=column, hint="remove control characters") from None
+    except yaml.YAMLError as exc:
+        raise _fail(label, f"YAML error: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise _fail(label, "the value nests too deeply to read", line=1, column=1, hint=_limit_hint("depth")) from None
 
 
 def load_file(path: str | Path) -> LoadedFile:

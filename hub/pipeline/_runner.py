@@ -55,6 +55,11 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def max_jobs() -> int:
+    """The most worker processes a run may ask for: 4 per CPU (a fork bomb is not a sweep)."""
+    return 4 * default_jobs()
+
+
 @dataclass
 class _Group:
     """One distinct interpolated source spec and the points that share it."""
@@ -219,8 +224,17 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and not timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout}")
+    if jobs is not None and jobs > max_jobs():
+        raise UsageError(f"--jobs {jobs} is more than {max_jobs()} worker processes",
+                         hint=f"use at most {max_jobs()} (4 per CPU); the default is {default_jobs()}")
     if out_dir is None:
         out_dir = interpolate(model.output, dict(model.vars)) if model.output else Path("runs") / vp.name
+    if not str(out_dir).strip():
+        raise UsageError("the run directory is empty (--out '')", hint="give a directory, e.g. --out runs/sweep")
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} exists and is not a directory; a run directory cannot replace it",
+                         hint="choose another --out (--force replaces only an earlier run directory)")
     with Interrupts() as interrupts:
         return _execute(vp, Path(out_dir), interrupts, mgr=mgr, mspec=mspec, jobs=jobs, force=force, progress=progress,
                         debug=debug, on_row=on_row, plot=plot, timeout=timeout)

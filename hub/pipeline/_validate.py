@@ -118,7 +118,8 @@ def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str
         message = f"unsupported version {err['input']!r}"
         hint = "this collhub reads version: 1"
     elif "input" in err and not isinstance(err["input"], (dict, list)):
-        message = f"{message} (got {err['input']!r})"
+        got = repr(err["input"])
+        message = f"{message} (got {got if len(got) <= 80 else got[:77] + '...'})"
     return loaded.issue(path, message, hint=hint, key=is_key)
 
 

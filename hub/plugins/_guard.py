@@ -29,6 +29,8 @@ from ..errors import PluginError
 __all__ = ["PluginTimeout", "guarded", "stdout_to_stderr"]
 
 T = TypeVar("T")
+#: Timeouts at or past this many seconds (about three years) mean no timeout.
+_MAX_TIMEOUT = 1e8
 
 
 class PluginTimeout(PluginError):
@@ -101,7 +103,8 @@ def guarded(fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: flo
     def on_alarm(signum: int, frame: FrameType | None) -> None:
         raise _Alarm
 
-    use_alarm = bool(timeout) and main and hasattr(signal, "setitimer")
+    # setitimer overflows past ~1e8 s (and a NaN is no limit): treat those as "no timeout".
+    use_alarm = bool(timeout) and main and hasattr(signal, "setitimer") and 0 < float(timeout) < _MAX_TIMEOUT
     try:
         try:
             if main:

@@ -15,6 +15,7 @@ collective). The plugin name ``hub`` and the core's command names are reserved.
 from __future__ import annotations
 
 import difflib
+import reprlib
 import functools
 import re
 import threading
@@ -530,7 +531,7 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
             if e["type"] == "extra_forbidden":
                 msg = "unknown parameter"
             elif "input" in e and e["type"] != "missing":
-                msg += f" (got {e['input']!r})"
+                msg += f" (got {_short(e['input'])})"
             parts.append(f"{loc}: {msg}")
         fields = sorted(model_cls.model_fields)
         raise UsageError(
@@ -539,6 +540,12 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
         ) from None
     except TypeError as exc:
         raise UsageError(f"invalid params for {id}: {exc}", hint="params must be a mapping") from None
+
+
+def _short(value: Any, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters: an echoed input must stay one short line."""
+    text = reprlib.repr(value) if isinstance(value, (list, dict, tuple, set)) else repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _check_capabilities(spec: ComponentSpec, id: str, model: BaseModel) -> None:  # noqa: A002
