@@ -65,6 +65,8 @@ def validate_command(
             for issue in exc.issues:
                 out(" ".join(str(issue).split()))
             err(f"error: {len(exc.issues)} issue(s) in {file}")
+            first = next((i.hint for i in exc.issues if i.hint), None)
+            err(f"hint: {' '.join((first or 'fix each issue at its file:line:column').split())}")
         raise typer.Exit(ExitCode.VALIDATION) from None
     model = vp.model
     runs = _row_count(vp)

@@ -337,6 +337,8 @@ def _read_bounded(p: Path) -> str:
     import stat
 
     max_bytes = limit("bytes")
+    if stat.S_ISDIR(os.stat(p).st_mode):
+        raise OSError("not a regular file (directory)")
     fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fh.fileno()).st_mode
