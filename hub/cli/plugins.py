@@ -50,22 +50,27 @@ def _qualname(obj: Any) -> str:
 
 
 def print_versions() -> None:
-    """``collhub --version``: the core and every plugin with version and location."""
+    """``collhub --version``: the core and every plugin with version and location.
+
+    The plugins are loaded in a child process (hub.cli._probe), so a plugin that hangs or ends
+    the process at import cannot take ``--version`` with it."""
     import hub
+
+    from ._probe import probe
 
     out(f"collhub {hub.__version__} at {Path(hub.__file__).parent}")
     try:
-        manager = _manager()
+        doc = probe()
     except Exception as exc:  # noqa: BLE001 - --version must always answer
         err(f"error: cannot load plugins: {exc}")
         return
-    for p in manager.plugins():
-        if p.builtin:
+    for p in doc["plugins"]:
+        if p["builtin"]:
             continue
-        where = Path(p.location).parent if p.location else p.module
-        out(f"  {p.name}: {p.distribution} {p.version} at {where}")
-    for b in manager.broken():
-        out(f"  [broken] {b.entry_point}: {b.distribution} {b.version}")
+        where = Path(p["location"]).parent if p["location"] else p["module"]
+        out(f"  {p['name']}: {p['distribution']} {p['version']} at {where}")
+    for b in doc["broken"]:
+        out(f"  [broken] {b['entry_point']}: {b['distribution']} {b['version']}")
 
 
 @app.command("list")

@@ -540,6 +540,13 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
         ) from None
     except TypeError as exc:
         raise UsageError(f"invalid params for {id}: {exc}", hint="params must be a mapping") from None
+    except Exception as exc:  # a validator of the plugin's params model that raises something else
+        dist = str(getattr(spec, "distribution", "") or "the plugin")
+        if normalize_name(dist) == CORE_DISTRIBUTION:
+            raise
+        raise PluginError(f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {dist}): its params "
+                          f"model failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                          hint=f"this is a bug in {dist}; report it to its authors") from exc
 
 
 def _short(value: Any, width: int = 80) -> str:

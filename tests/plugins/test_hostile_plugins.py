@@ -54,6 +54,13 @@ def test_plugin_ending_the_process_at_import_is_listed_broken(tmp_path: Path) ->
     assert "hz.short" in {c["id"] for c in doc["components"]}  # the others are still listed
 
 
+def test_version_survives_a_plugin_ending_the_process(tmp_path: Path) -> None:
+    r = run("--version", dists=("osexit", "kbint", "components"), tmp=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("collhub ")
+    assert "hz: collhub_hostile_components 0.1.0" in r.stdout
+    assert "[broken] hosexit = collhub_hostile_osexit" in r.stdout and "[broken] hkbint" in r.stdout
+
+
 def test_plugin_printing_at_import_does_not_corrupt_json(tmp_path: Path) -> None:
     r = run("plugins", "list", "--format", "json", dists=("print",), tmp=tmp_path)
     assert r.returncode == 0
