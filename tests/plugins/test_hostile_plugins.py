@@ -127,3 +127,14 @@ def test_reserved_commands_cover_the_core_commands() -> None:
     from hub.plugins._manager import RESERVED_COMMANDS
 
     assert {c.name for c in COMMANDS} <= RESERVED_COMMANDS
+
+
+def test_pipeline_with_chatty_and_lying_plugins(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text("version: 1\nsources:\n  s: {producer: hz.chatty, params: {ranks: 4}}\n")
+    r = run("run", "ok.yaml", "-o", "out", "--jobs", "1", "--format", "json", dists=("components",), tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["rows"][0]["status"] == "ok"  # stdout is the JSON document only
+    (tmp_path / "bad.yaml").write_text("version: 1\nsources:\n  s: {producer: hz.short, params: {ranks: 4}}\n")
+    r = run("run", "bad.yaml", "-o", "bad", "--jobs", "1", dists=("components",), tmp=tmp_path)
+    assert r.returncode == 1 and "returned an algorithm of 2 ranks, but ranks=4 was asked" in r.stderr
+    assert "distribution collhub_hostile_components" in r.stderr and not (tmp_path / "bad").exists()
