@@ -2,7 +2,7 @@
 
 ``collhub plugins list`` must not import plugin code into the collhub process: a plugin that
 calls ``os._exit``, crashes the interpreter or blocks inside C code at import would take the
-command with it. The parent runs ``python -m hub.cli._probe OUT`` (same interpreter, same
+command with it. The parent runs ``python -m hub.plugins._probe OUT`` (same interpreter, same
 environment and ``sys.path``) with a deadline; the child loads every plugin under the usual
 guards (:mod:`hub.plugins._guard`), writes the description to ``OUT`` and reports on stderr which
 entry point it is importing. When the child dies or misses the deadline, the parent marks the
@@ -19,49 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["describe", "probe"]
+__all__ = ["probe"]
 
-_MARK = "collhub-probe: loading "
+_MARK = "collhub-probe: loading "  # = hub.plugins._probe.MARK (not imported: it pulls in pluggy)
 #: Seconds the whole child may take (each import is bounded inside it by COLLHUB_PLUGIN_IMPORT_TIMEOUT).
 PROBE_TIMEOUT_S = 120.0
 _MAX_RETRIES = 8
-
-
-def describe(manager: Any) -> dict[str, Any]:
-    """The ``plugins list --format json`` document of ``manager`` plus refused and command rows."""
-    from .plugins import _component_dict
-
-    commands = []
-    for name, sub in manager.commands().items():
-        text = getattr(getattr(sub, "info", None), "help", None) or ""
-        commands.append([name, str(text).strip().splitlines()[0] if text else f"Commands of plugin {name}."])
-    return {
-        "plugins": [p.as_dict() for p in manager.plugins()],
-        "components": [_component_dict(c) for c in manager.components()],
-        "broken": [b.as_dict() for b in manager.broken()],
-        "skipped": [{"distribution": s.distribution, "version": s.version, "entry_point": s.label}
-                    for s in manager.skipped()],
-        "refused": manager.refused_commands(),
-        "commands": commands,
-    }
-
-
-def _child(out: str) -> int:
-    from ..errors import HubError
-    from ..plugins import create_manager
-
-    def progress(cand: Any) -> None:
-        sys.stderr.write(f"{_MARK}{cand.distribution}\t{cand.version}\t{cand.label}\n")
-        sys.stderr.flush()
-
-    manager = create_manager(autoload=False)
-    try:
-        manager.load_entrypoints(progress=progress)
-        doc: dict[str, Any] = describe(manager)
-    except HubError as exc:  # strict mode re-raises a load error: hand it to the parent
-        doc = {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
-    Path(out).write_text(json.dumps(doc))
-    return 0
 
 
 def _last_loading(stderr: str) -> tuple[str, str, str] | None:
@@ -73,7 +36,69 @@ def _last_loading(stderr: str) -> tuple[str, str, str] | None:
 
 
 def probe() -> dict[str, Any]:
-    """Describe the installed plugins without importing any of them here (see the module docstring)."""
+    """Describe the installed plugins without importing any of them here (see the module docstring).
+
+    The description is cached (``plugins-v1.json`` next to the command cache) under a key over
+    the installed entry points, the loading environment, the modification times of every
+    ``sys.path`` directory (an install or uninstall changes them) and of every ``.py`` file of
+    each plugin's top-level package (an edit changes them), so an unchanged plugin set costs no
+    child process."""
+    from ._app import _cache_file, _fingerprint
+
+    fingerprint, third_party = _fingerprint()
+    if not third_party:  # only the core's own entry point: no plugin code to keep out
+        from ..plugins import get_manager
+        from ..plugins._probe import describe
+
+        return describe(get_manager())
+    key = _cache_key(fingerprint)
+    path = _cache_file().with_name("plugins-v1.json")
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("key") == key and isinstance(cached.get("doc"), dict):
+            return cached["doc"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    doc = _probe_child()
+    try:  # best effort, atomic: a read-only cache directory must not break the listing
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "doc": doc}))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return doc
+
+
+def _cache_key(fingerprint: str) -> str:
+    import hashlib
+    from importlib.machinery import PathFinder
+    from importlib.metadata import entry_points
+
+    parts = [fingerprint, sys.version]
+    for entry in sys.path:
+        parts.append(f"{entry}:{_mtime(entry)}")
+    for ep in entry_points(group="collhub"):
+        top = ep.value.split(":", 1)[0].split(".", 1)[0]
+        # PathFinder only looks for the files: it executes nothing of the package.
+        spec = PathFinder.find_spec(top)
+        roots = list(spec.submodule_search_locations or []) if spec is not None else []
+        if spec is not None and spec.origin and not roots:
+            parts.append(f"{spec.origin}:{_mtime(spec.origin)}")
+        for root in roots:
+            for dirpath, _dirs, files in os.walk(root):
+                parts += [f"{dirpath}/{f}:{_mtime(os.path.join(dirpath, f))}" for f in sorted(files) if f.endswith(".py")]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _probe_child() -> dict[str, Any]:
     from ..errors import PluginLoadError
 
     dead: list[dict[str, Any]] = []
@@ -84,7 +109,7 @@ def probe() -> dict[str, Any]:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
                        COLLHUB_DISABLE_PLUGINS=",".join(disabled))
             try:
-                proc = subprocess.run([sys.executable, "-m", "hub.cli._probe", str(out)], env=env, text=True,
+                proc = subprocess.run([sys.executable, "-m", "hub.plugins._probe", str(out)], env=env, text=True,
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                       timeout=PROBE_TIMEOUT_S)
                 stderr, code = proc.stderr, proc.returncode
@@ -120,6 +145,3 @@ def _relay(stderr: str) -> None:
     if rest:
         sys.stderr.write("\n".join(rest) + "\n")
 
-
-if __name__ == "__main__":
-    raise SystemExit(_child(sys.argv[1]))

@@ -22,31 +22,9 @@ def _manager() -> Any:
 
 
 def _component_dict(spec: Any, *, schema: bool = False) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "id": spec.id,
-        "kind": spec.kind,
-        "plugin": spec.plugin,
-        "distribution": spec.distribution,
-        "summary": spec.summary,
-        "collectives": sorted(spec.collectives),
-        "capabilities": sorted(spec.capabilities),
-        "min_ranks": spec.min_ranks,
-        "max_ranks": spec.max_ranks,
-        "factory": spec.factory if isinstance(spec.factory, str) else _qualname(spec.factory),
-        "params": spec.params if isinstance(spec.params, str) else _qualname(spec.params),
-        "since": spec.since,
-    }
-    if spec.kind == "consumer":
-        d["inputs"] = sorted(getattr(spec, "inputs", ()))
-    if spec.kind == "producer":
-        d["output"] = getattr(spec, "output", "algorithm")
-    if schema:
-        d["params_schema"] = spec.load_params().model_json_schema()
-    return d
+    from ..plugins._probe import component_dict
 
-
-def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
+    return component_dict(spec, schema=schema)
 
 
 def print_versions() -> None:

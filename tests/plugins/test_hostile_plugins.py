@@ -138,3 +138,26 @@ def test_pipeline_with_chatty_and_lying_plugins(tmp_path: Path) -> None:
     r = run("run", "bad.yaml", "-o", "bad", "--jobs", "1", dists=("components",), tmp=tmp_path)
     assert r.returncode == 1 and "returned an algorithm of 2 ranks, but ranks=4 was asked" in r.stderr
     assert "distribution collhub_hostile_components" in r.stderr and not (tmp_path / "bad").exists()
+
+
+def test_plugins_list_cache_follows_edits_and_installs(tmp_path: Path) -> None:
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(HOSTILE / "collhub_hostile_components", site / "collhub_hostile_components")
+    shutil.copytree(HOSTILE / "collhub_hostile_components-0.1.0.dist-info", site / "collhub_hostile_components-0.1.0.dist-info")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]), COLLHUB_LOAD_PLUGINS="collhub_hostile_components",
+               COLLHUB_CACHE_DIR=str(tmp_path / "cache"))
+
+    def summaries() -> dict[str, str]:
+        r = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "list", "--format", "json"], capture_output=True,
+                           text=True, env=env, timeout=60, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return {c["id"]: c["summary"] for c in json.loads(r.stdout)["components"]}
+
+    assert summaries()["hz.short"] == "returns 2 ranks whatever is asked"
+    assert (tmp_path / "cache" / "plugins-v1.json").is_file()
+    init = site / "collhub_hostile_components" / "__init__.py"
+    init.write_text(init.read_text().replace("returns 2 ranks whatever is asked", "edited summary"))
+    os.utime(init, ns=(time_ns := os.stat(init).st_mtime_ns + 10**9, time_ns))
+    assert summaries()["hz.short"] == "edited summary"
