@@ -35,4 +35,25 @@ def main(argv: list[str] | None = None) -> None:
     STATE.process = True
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    app(args=argv, prog_name="collhub")
+    try:
+        app(args=argv, prog_name="collhub")
+    except SystemExit as exc:
+        _leave(exc.code)
+        raise
+    finally:  # the command is over: a late signal must not interrupt the exit (and its joins)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def _leave(code: object) -> None:
+    """After a run that killed its workers, exit without joining the pool's threads (they may
+    wait forever on a message a killed worker left half-written); everything is cleaned up."""
+    runner = sys.modules.get("hub.pipeline._interrupt")
+    if runner is None or not getattr(runner, "WORKERS_KILLED", False):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 1)

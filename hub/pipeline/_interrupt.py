@@ -26,6 +26,10 @@ _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "S
 #: signals after the run instead of restoring the default handlers, so a third Ctrl-C during the
 #: one-line report cannot print a traceback. Library callers keep their own handlers.
 EXIT_AFTER_INTERRUPT = False
+#: Set when a run killed its worker processes. The executor's manager thread may then be stuck
+#: on half a message in its result pipe, and interpreter exit would join it; the CLI, whose
+#: run is over and cleaned up by then, leaves with ``os._exit`` instead (see hub.cli.main).
+WORKERS_KILLED = False
 
 
 class Interrupts:
@@ -77,6 +81,15 @@ class Interrupts:
         if not self._depth and self._pending is not None and not self.stopping:
             self._pending = None
             self.stopping = True
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` if a signal arrived but its exception got lost.
+
+        Python swallows (and prints) exceptions raised where it cannot propagate them: in an
+        at-fork hook, a ``__del__``, a weakref callback. The run then calls this at safe points
+        (after each unit, before publishing), so such a signal still stops it."""
+        if self.stopping:
             raise KeyboardInterrupt
 
     @contextmanager

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import HubError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
+from . import _interrupt
 from ._interrupt import Interrupts, worker_init
 from ._matrix import Point, interpolate
 from ._plot import auto_plot
@@ -137,15 +139,21 @@ class _Pool:
         self.executor: ProcessPoolExecutor | None = (
             ProcessPoolExecutor(workers, initializer=worker_init) if workers > 1 else None)
 
-    def map(self, units: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def map(self, units: list[dict[str, Any]], interrupts: Interrupts) -> Iterator[tuple[int, dict[str, Any]]]:
         if self.executor is None:
             for i, unit in enumerate(units):
                 yield i, run_unit(unit)
+                interrupts.check()
             return
-        futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i for i, u in enumerate(units)}
+        # submit() forks the workers; a KeyboardInterrupt raised inside an at-fork hook would be
+        # swallowed ("Exception ignored") and could leave a lock held: defer signals meanwhile.
+        with interrupts.critical():
+            futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i
+                                                          for i, u in enumerate(units)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            interrupts.check()
             for fut in done:
                 yield futures[fut], fut.result()
 
@@ -166,9 +174,46 @@ class _Pool:
                 proc.kill()
             except (OSError, ValueError):
                 pass
+        # shutdown() forgets the manager thread and the result queue: take them first.
+        thread = getattr(self.executor, "_executor_manager_thread", None)
+        writer = getattr(getattr(self.executor, "_result_queue", None), "_writer", None)
         for proc in procs:
             proc.join(10)
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if procs:
+            _interrupt.WORKERS_KILLED = True
+        _unstick_manager(thread, writer)
+
+
+def _unstick_manager(thread: Any, writer: Any) -> None:
+    """Let the executor's manager thread end after its workers were killed.
+
+    A worker killed while writing its result leaves half a message in the result pipe, whose
+    write end this process also holds: the manager thread would wait in ``recv()`` for the rest
+    forever, and interpreter exit joins that thread (a run "still going 60 s later"). Feeding
+    the pipe filler bytes completes the message; it fails to unpickle, the manager marks the pool
+    broken and exits. Private attributes (stable since Python 3.9), hence best effort.
+    """
+    if thread is None or writer is None:
+        return
+    thread.join(0.05)
+    if not thread.is_alive():
+        return
+    try:
+        fd = writer.fileno()
+        os.set_blocking(fd, False)
+    except (OSError, ValueError):
+        return
+    filler = b"\0" * 65536
+    deadline = time.monotonic() + 10
+    while thread.is_alive() and time.monotonic() < deadline:
+        try:
+            os.write(fd, filler)
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        thread.join(0.01)
 
 
 def _failed(error: dict[str, Any]) -> StepFailedError:
@@ -270,7 +315,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
             task = bar.add_task(f"{vp.name}", total=len(groups) + total_rows)
 
         rows: list[dict[str, Any]] = []
-        for i, res in pool.map([g.unit for g in groups]):
+        for i, res in pool.map([g.unit for g in groups], interrupts):
             g = groups[i]
             g.result = res
             if bar is not None:
@@ -297,7 +342,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
                                  "metrics": {k: summary[k] for k in ("nodes", "send", "recv", "comp") if k in summary},
                                  "artifacts": {}, "details": {}, "error": None, "wall_s": g.result["wall_s"]})
         units = _consume_units(vp, groups, rd.tmp, mspec, debug, workers, timeout)
-        for _, res in pool.map(units):
+        for _, res in pool.map(units, interrupts):
             if res["error"] is not None:
                 raise _failed(res["error"])
             rows.extend(res["rows"])
@@ -336,6 +381,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
         }
         write_results(rd.tmp, document, list(model.matrix), vp.name)
         plot_file = auto_plot(rd.tmp, document) if plot else None  # never raises
+        interrupts.check()
         with interrupts.critical():  # publish whole: a signal here waits for the rename
             final = rd.commit()
         document["run_dir"] = str(final)

@@ -167,7 +167,7 @@ def test_interrupt_at_a_random_moment_leaves_complete_or_absent(kind: str, tmp_p
         if names:
             assert (tmp / "out" / "results.json").is_file(), context  # complete
         if rc in (-signal.SIGINT, -signal.SIGTERM):  # killed while Python itself was starting
-            assert names == [], context
+            assert names == [] and "hub" not in err, context
             continue
         assert rc in (0, 130), context
         assert "Traceback" not in err, context
