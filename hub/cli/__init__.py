@@ -6,11 +6,54 @@
 
 from __future__ import annotations
 
-from ._app import COMMANDS, Lazy, app
+import os
+import signal
+import sys
+
+
+def _quiet_exit(signum: int, frame: object) -> None:
+    os._exit(130)  # interrupted while starting up: nothing exists yet, so nothing to clean
+
+
+# In the collhub process itself (console script or ``python -m hub.cli``), a Ctrl-C or SIGTERM
+# while Typer is being imported exits 130 silently instead of printing an import traceback;
+# main() puts the usual handlers back before any command runs.
+_CLI_PROCESS = sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0] if sys.argv else "") == "collhub"
+if _CLI_PROCESS:
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, _quiet_exit)
+
+from ._app import COMMANDS, Lazy, app  # noqa: E402 - after the start-up handlers
 
 __all__ = ["COMMANDS", "Lazy", "app", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run ``collhub`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status."""
-    app(args=argv, prog_name="collhub")
+    from ._errors import STATE
+
+    STATE.process = True
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        app(args=argv, prog_name="collhub")
+    except SystemExit as exc:
+        _leave(exc.code)
+        raise
+    finally:  # the command is over: a late signal must not interrupt the exit (and its joins)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def _leave(code: object) -> None:
+    """After a run that killed its workers, exit without joining the pool's threads (they may
+    wait forever on a message a killed worker left half-written); everything is cleaned up."""
+    runner = sys.modules.get("hub.pipeline._interrupt")
+    if runner is None or not getattr(runner, "WORKERS_KILLED", False):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 1)

@@ -3,7 +3,10 @@
 Start-up speed: ``collhub --help`` imports only Typer and this module. Each command group lives
 in its own module, listed in :data:`COMMANDS` with a static one-line help, and is imported only
 when invoked. Command groups from plugins (hook ``collhub_commands``) are listed from a small
-cache keyed by the installed entry points, so help does not import plugins either.
+cache keyed by the installed entry points. ``--help`` never imports plugin code: a plugin that
+exits, sleeps or raises at import cannot hang or end it. The cache is written by any command
+that loaded the plugins anyway (``plugins list``, ``produce``, ``run``, ...); until then help
+says how to index the plugins' commands.
 
 Mounting scheme for other areas: add a :class:`Lazy` row to :data:`COMMANDS`. A row whose
 module does not exist (``importlib.util.find_spec`` finds nothing) is left out, so optional or
@@ -120,27 +123,49 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
-def plugin_command_summaries() -> list[tuple[str, str]]:
-    """``(name, help)`` of plugin command groups, from the cache when the plugin set is unchanged."""
+def plugin_command_summaries() -> list[tuple[str, str]] | None:
+    """``(name, help)`` of plugin command groups from the cache; None when the cache does not match
+    the installed plugins (help then imports nothing and says how to refresh it)."""
     key, third_party = _fingerprint()
-    if not third_party:  # the core registers no commands: nothing to import
+    if not third_party:  # the core registers no commands: nothing to list
         return []
-    path = _cache_file()
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(_cache_file().read_text())
         if data.get("key") == key:
             return [(str(n), str(h)) for n, h in data["commands"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    rows = _load_plugin_commands()
-    try:  # best effort: a read-only home must not break the CLI
+    return None
+
+
+def refresh_command_cache() -> None:
+    """Write the command cache from the process-wide manager, if this process loaded it already."""
+    import sys
+
+    manager_module = sys.modules.get("hub.plugins._manager")
+    if manager_module is None or getattr(manager_module, "_GLOBAL", None) is None:
+        return
+    store_command_cache(None)
+
+
+def store_command_cache(rows: list[tuple[str, str]] | None) -> None:
+    """Write ``rows`` (default: those of the process-wide manager) as the command cache, if stale."""
+    try:
+        key, _ = _fingerprint()
+        path = _cache_file()
+        try:
+            if json.loads(path.read_text()).get("key") == key:
+                return
+        except (OSError, ValueError, AttributeError):
+            pass
+        if rows is None:
+            rows = _load_plugin_commands()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"key": key, "commands": rows}))
         os.replace(tmp, path)
-    except OSError:
+    except Exception:  # noqa: BLE001 - best effort: a read-only home must not break the CLI
         pass
-    return rows
 
 
 def _load_plugin_commands() -> list[tuple[str, str]]:
@@ -157,7 +182,11 @@ def _load_plugin_commands() -> list[tuple[str, str]]:
 def _plugin_command(name: str) -> Any:
     from ..plugins import get_manager
 
-    sub = get_manager().commands().get(name)
+    manager = get_manager()
+    for message in manager.refused_commands():
+        if f"command {name!r}" in message:
+            _errors.warn(message)
+    sub = manager.commands().get(name)
     return None if sub is None else _to_click(sub, name)
 
 
@@ -171,7 +200,7 @@ class CollhubGroup(typer_core.TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         names = list(super().list_commands(ctx)) + self._lazy_names()
         try:
-            names += [n for n, _ in plugin_command_summaries() if n not in names]
+            names += [n for n, _ in plugin_command_summaries() or [] if n not in names]
         except Exception:  # noqa: BLE001 - listing must never fail because of a plugin
             pass
         return names
@@ -198,16 +227,22 @@ class CollhubGroup(typer_core.TyperGroup):
         # Static help strings: listing commands imports none of their modules.
         rows = [(n, c.get_short_help_str(60)) for n, c in self.commands.items() if not c.hidden]
         rows += [(c.name, c.help) for c in COMMANDS if c.name in self._lazy_names()]
+        summaries: list[tuple[str, str]] | None
         try:
-            plugin_rows = [r for r in plugin_command_summaries() if r[0] not in dict(rows)]
+            summaries = plugin_command_summaries()
         except Exception:  # noqa: BLE001
-            plugin_rows = []
+            summaries = []
+        plugin_rows = [r for r in summaries or [] if r[0] not in dict(rows)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
         if plugin_rows:
             with formatter.section("Plugin commands"):
                 formatter.write_dl(plugin_rows)
+        elif summaries is None:
+            with formatter.section("Plugin commands"):
+                formatter.write_text("not indexed yet: run `collhub plugins list` once to list the commands of "
+                                     "the installed plugins (help imports no plugin code)")
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
@@ -223,7 +258,10 @@ class CollhubGroup(typer_core.TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                refresh_command_cache()
         except (typer.Exit, typer.Abort, typer_core._click.exceptions.ClickException):
             raise
         except KeyboardInterrupt as exc:

@@ -15,13 +15,16 @@ import typer
 
 from ..errors import ExitCode, HubError
 
-__all__ = ["STATE", "debug_enabled", "exit_code_for", "report"]
+__all__ = ["STATE", "debug_enabled", "exit_code_for", "report", "warn"]
 
 _MAX_LISTED = 20
 
 
 class _State:
     debug: bool = False
+    #: True in the real ``collhub`` process (set by :func:`hub.cli.main`), which exits after an
+    #: error; False under CliRunner, whose host process must keep its signal handlers.
+    process: bool = False
 
 
 STATE = _State()
@@ -45,12 +48,29 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def warn(message: str) -> None:
+    """``warning: <message>`` on stderr."""
+    typer.echo(f"warning: {_one_line(message)}", err=True)
+
+
+def _ignore_signals() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
 def report(exc: BaseException) -> int:
     """Print ``exc`` to stderr the collhub way and return its exit code."""
     code = exit_code_for(exc)
     if debug_enabled():
         typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
     if isinstance(exc, KeyboardInterrupt):
+        if STATE.process:
+            _ignore_signals()  # exiting now: a further Ctrl-C must not print a traceback over this line
         typer.echo("error: interrupted", err=True)
         return code
     if isinstance(exc, HubError):

@@ -7,7 +7,7 @@ Heavy modules (numpy, pydantic, the plugin manager) are imported inside the comm
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 import typer
 
@@ -17,12 +17,14 @@ from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
 
+_TIMEOUT_HELP = "Seconds before the component is stopped (exit 4). Default: no limit."
 _SET_HELP = "A parameter as key=value (value parsed as YAML: 8, true, [0, 1], ring). Repeatable; dotted keys nest."
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
     """Turn ``["ranks=8", "topology.dims=[4, 2]"]`` into a params mapping (YAML-typed values)."""
-    import yaml
+    from ..errors import PipelineValidationError
+    from ..pipeline._loader import load_value
 
     params: dict[str, Any] = {}
     for pos, item in enumerate(items, start=1):
@@ -30,12 +32,15 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set #{pos} {item!r} is not key=value", hint="write e.g. --set ranks=8")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            first = str(exc).splitlines()[0]
-            raise UsageError(f"--set {key}: value {raw!r} is not valid YAML ({first})",
-                             hint="quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'") from None
+        try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
+            value = load_value(raw, f"--set {key}") if raw.strip() else ""
+        except PipelineValidationError as exc:
+            issue = exc.issues[0] if exc.issues else None
+            detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
+            shown = raw if len(raw) <= 60 else raw[:60] + "..."
+            raise UsageError(f"--set {key}: value {shown!r} is not valid YAML ({detail})",
+                             hint=exc.hint if exc.hint and "limit" in exc.hint else
+                             "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'") from None
         node = params
         parts = key.split(".")
         for part in parts[:-1]:
@@ -87,11 +92,12 @@ def produce(
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     out_prefix: str = typer.Option(..., "--out", "-o", metavar="PREFIX", help="Write <PREFIX>.<rank>.et."),
     fmt: OutputFormat = FORMAT_OPTION,
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a producer and write its algorithm (or workload) as Chakra ET files."""
     from ..plugins import get_manager
 
-    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent))
+    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, obj, _write(obj, out_prefix), fmt)
 
 
@@ -101,6 +107,7 @@ def transform(
     out_prefix: str = typer.Argument(..., metavar="OUT_PREFIX", help="Output trace prefix."),
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     fmt: OutputFormat = FORMAT_OPTION,
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a transform on an algorithm trace and write the result."""
     from ..chakra import Algorithm, read_trace
@@ -112,7 +119,7 @@ def transform(
     if not isinstance(obj, Algorithm):
         raise UsageError(f"{in_prefix}: is a workload trace; transforms take an algorithm",
                          hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX")
-    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent))
+    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, new, _write(new, out_prefix), fmt)
 
 
@@ -122,6 +129,7 @@ def consume(
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
     fmt: OutputFormat = FORMAT_OPTION,
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a consumer on a trace and print its result."""
     from ..chakra import Algorithm, read_trace
@@ -135,7 +143,7 @@ def consume(
     if kind not in inputs:
         raise UsageError(f"{component} consumes {' or '.join(sorted(inputs))}, but {prefix} is a {kind} trace")
     workdir.mkdir(parents=True, exist_ok=True)
-    result = manager.run_consumer(component, obj, parse_sets(sets), _ctx(workdir))
+    result = manager.run_consumer(component, obj, parse_sets(sets), _ctx(workdir), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
         return

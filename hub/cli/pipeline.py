@@ -65,6 +65,8 @@ def validate_command(
             for issue in exc.issues:
                 out(" ".join(str(issue).split()))
             err(f"error: {len(exc.issues)} issue(s) in {file}")
+            first = next((i.hint for i in exc.issues if i.hint), None)
+            err(f"hint: {' '.join((first or 'fix each issue at its file:line:column').split())}")
         raise typer.Exit(ExitCode.VALIDATION) from None
     model = vp.model
     runs = _row_count(vp)
@@ -177,18 +179,30 @@ def run_command(
     file: Path = FILE_ARG,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
                                        help="Worker processes (default: CPU count; 1 runs serially)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", "-o",  # noqa: UP007
+    out_dir: Optional[str] = typer.Option(None, "--out", "-o",  # noqa: UP007 - str: '' must stay visible
                                            help="Run directory (default: the file's output:, else runs/<name>)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
                                         help="table: results table on stdout; json: the results document."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
+                                            help="Seconds before a component call is stopped (steps may set "
+                                            "their own timeout:)."),
 ) -> None:
-    """Run a pipeline: every source x matrix point x consumer; write the run directory."""
-    from ..pipeline import execute, validate_pipeline
+    """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
-    vp = validate_pipeline(file)
-    progress = sys.stderr.isatty() and format != OutputFormat.json
-    result = execute(vp, out_dir, jobs=jobs, force=force, progress=progress, debug=_debug())
+    Ctrl-C or SIGTERM at any moment stops the workers and leaves the run directory complete or
+    absent (exit 130)."""
+    from ..errors import UsageError
+    from ..pipeline import _interrupt, execute, validate_pipeline
+    from ._errors import STATE
+
+    if out_dir is not None and not out_dir.strip():
+        raise UsageError("--out is empty", hint="give a run directory, e.g. --out runs/sweep")
+    _interrupt.EXIT_AFTER_INTERRUPT = STATE.process  # the real collhub process exits after the run
+    with _interrupt.Interrupts():
+        vp = validate_pipeline(file)
+        progress = sys.stderr.isatty() and format != OutputFormat.json
+        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress, debug=_debug(), timeout=timeout)
     if format == OutputFormat.json:
         emit_json(result.document)
         return

@@ -22,50 +22,33 @@ def _manager() -> Any:
 
 
 def _component_dict(spec: Any, *, schema: bool = False) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "id": spec.id,
-        "kind": spec.kind,
-        "plugin": spec.plugin,
-        "distribution": spec.distribution,
-        "summary": spec.summary,
-        "collectives": sorted(spec.collectives),
-        "capabilities": sorted(spec.capabilities),
-        "min_ranks": spec.min_ranks,
-        "max_ranks": spec.max_ranks,
-        "factory": spec.factory if isinstance(spec.factory, str) else _qualname(spec.factory),
-        "params": spec.params if isinstance(spec.params, str) else _qualname(spec.params),
-        "since": spec.since,
-    }
-    if spec.kind == "consumer":
-        d["inputs"] = sorted(getattr(spec, "inputs", ()))
-    if spec.kind == "producer":
-        d["output"] = getattr(spec, "output", "algorithm")
-    if schema:
-        d["params_schema"] = spec.load_params().model_json_schema()
-    return d
+    from ..plugins._probe import component_dict
 
-
-def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
+    return component_dict(spec, schema=schema)
 
 
 def print_versions() -> None:
-    """``collhub --version``: the core and every plugin with version and location."""
+    """``collhub --version``: the core and every plugin with version and location.
+
+    The plugins are loaded in a child process (hub.cli._probe), so a plugin that hangs or ends
+    the process at import cannot take ``--version`` with it."""
     import hub
+
+    from ._probe import probe
 
     out(f"collhub {hub.__version__} at {Path(hub.__file__).parent}")
     try:
-        manager = _manager()
+        doc = probe()
     except Exception as exc:  # noqa: BLE001 - --version must always answer
         err(f"error: cannot load plugins: {exc}")
         return
-    for p in manager.plugins():
-        if p.builtin:
+    for p in doc["plugins"]:
+        if p["builtin"]:
             continue
-        where = Path(p.location).parent if p.location else p.module
-        out(f"  {p.name}: {p.distribution} {p.version} at {where}")
-    for b in manager.broken():
-        out(f"  [broken] {b.entry_point}: {b.distribution} {b.version}")
+        where = Path(p["location"]).parent if p["location"] else p["module"]
+        out(f"  {p['name']}: {p['distribution']} {p['version']} at {where}")
+    for b in doc["broken"]:
+        out(f"  [broken] {b['entry_point']}: {b['distribution']} {b['version']}")
 
 
 @app.command("list")
@@ -73,33 +56,39 @@ def list_plugins(
     kind: Optional[str] = typer.Option(None, "--kind", "-k", help="Only producer, transform or consumer components."),  # noqa: UP007
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """List plugins, their components, and plugins that failed to load."""
-    manager = _manager()
-    comps = manager.components(kind)
-    plugins = manager.plugins()
-    broken = manager.broken()
+    """List plugins, their components, and plugins that failed to load.
+
+    The plugins are loaded in a child process (see hub.cli._probe): nothing a plugin does at
+    import (exit, sleep, crash, print) reaches this one."""
+    from ..errors import UsageError
+    from ._app import store_command_cache
+    from ._probe import probe
+
+    kinds = ("producer", "transform", "consumer")
+    if kind is not None and kind not in kinds:
+        raise UsageError(f"unknown component kind {kind!r}", hint=f"use one of {', '.join(kinds)}")
+    doc = probe()
+    store_command_cache([(str(n), str(h)) for n, h in doc.get("commands", [])])
+    comps = [c for c in doc["components"] if kind is None or c["kind"] == kind]
     if fmt == OutputFormat.json:
-        emit_json({
-            "plugins": [p.as_dict() for p in plugins],
-            "components": [_component_dict(c) for c in comps],
-            "broken": [b.as_dict() for b in broken],
-            "skipped": [{"distribution": s.distribution, "version": s.version, "entry_point": s.label}
-                        for s in manager.skipped()],
-        })
-        return
-    out(table(["plugin", "distribution", "version", "components", "commands"],
-              [(p.name, p.distribution, p.version, len(p.components), ", ".join(p.commands) or "-")
-               for p in plugins]))
-    out()
-    out(table(["component", "kind", "collectives", "summary"],
-              [(c.id, c.kind, ",".join(sorted(c.collectives)) or "any", c.summary) for c in comps]))
-    if broken:
+        emit_json({"plugins": doc["plugins"], "components": comps, "broken": doc["broken"],
+                   "skipped": doc["skipped"]})
+    else:
+        out(table(["plugin", "distribution", "version", "components", "commands"],
+                  [(p["name"], p["distribution"], p["version"], len(p["components"]), ", ".join(p["commands"]) or "-")
+                   for p in doc["plugins"]]))
         out()
-        out(f"broken plugins ({len(broken)}):")
-        for b in broken:
-            out(f"  {b.distribution} {b.version} [{b.entry_point}]: {b.message}")
-    for s in manager.skipped():
-        err(f"note: {s.distribution} not loaded (COLLHUB_LOAD_PLUGINS / COLLHUB_DISABLE_PLUGINS)")
+        out(table(["component", "kind", "collectives", "summary"],
+                  [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in comps]))
+        if doc["broken"]:
+            out()
+            out(f"broken plugins ({len(doc['broken'])}):")
+            for b in doc["broken"]:
+                out(f"  {b['distribution']} {b['version']} [{b['entry_point']}]: {b['error']}")
+    for s in doc["skipped"]:
+        err(f"note: {s['distribution']} not loaded (COLLHUB_LOAD_PLUGINS / COLLHUB_DISABLE_PLUGINS)")
+    for message in doc.get("refused", []):
+        err(f"warning: {message}")
 
 
 @app.command("info")
@@ -169,6 +158,8 @@ def doctor(fmt: OutputFormat = FORMAT_OPTION) -> None:
     problems: list[dict[str, str]] = []
     for b in manager.broken():
         problems.append({"where": f"{b.distribution} {b.version} [{b.entry_point}]", "problem": b.message})
+    for message in manager.refused_commands():
+        problems.append({"where": "commands", "problem": message})
     checked = 0
     for spec in manager.components():
         checked += 1

@@ -15,11 +15,12 @@ last key varying fastest) merged over ``vars``. Interpolation rules:
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-__all__ = ["Point", "UnknownVariable", "expand", "interpolate", "references", "resolvable"]
+__all__ = ["Point", "UnknownVariable", "count_points", "expand", "interpolate", "references", "resolvable"]
 
 _REF = re.compile(r"\$(\$?)\{([^}]*)\}")
 _WHOLE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}$")
@@ -72,8 +73,18 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def expand(matrix: Mapping[str, list[Any]]) -> list[Point]:
-    """All points of ``matrix`` (one empty point when there is no matrix)."""
+def count_points(matrix: Mapping[str, list[Any]]) -> int:
+    """How many points ``matrix`` has, without expanding it."""
+    return math.prod(len(v) for v in matrix.values())
+
+
+def expand(matrix: Mapping[str, list[Any]], limit: int | None = None) -> list[Point]:
+    """All points of ``matrix`` (one empty point when there is no matrix).
+
+    With ``limit``, a matrix of more points raises ``ValueError`` before anything is built.
+    """
+    if limit is not None and count_points(matrix) > limit:
+        raise ValueError(f"the matrix has {count_points(matrix)} points, more than {limit}")
     keys = list(matrix)
     combos = itertools.product(*(matrix[k] for k in keys))
     return [Point(i, tuple(zip(keys, combo))) for i, combo in enumerate(combos)]

@@ -35,6 +35,8 @@ class TransformStep(_Strict):
 
     use: str = Field(description="qualified id of a transform, e.g. hub.verify")
     params: dict[str, Any] = Field(default_factory=dict, description="parameters of the transform; may use ${var}")
+    timeout: float | None = Field(default=None, gt=0, description="seconds before the transform is stopped "
+                                  "(default: collhub run --timeout, else none)")
 
 
 class SourceSpec(_Strict):
@@ -43,6 +45,8 @@ class SourceSpec(_Strict):
     producer: str = Field(description="qualified id of a producer, e.g. hub.ring")
     params: dict[str, Any] = Field(default_factory=dict, description="parameters of the producer; may use ${var}")
     transforms: list[TransformStep] = Field(default_factory=list, description="transforms applied in order")
+    timeout: float | None = Field(default=None, gt=0, description="seconds before the producer is stopped "
+                                  "(default: collhub run --timeout, else none)")
     description: str | None = Field(default=None, description="free text shown in graphs")
 
 
@@ -54,6 +58,8 @@ class ConsumerStep(_Strict):
     sources: list[str] | None = Field(
         default=None, description="restrict this consumer to these sources (default: all sources)"
     )
+    timeout: float | None = Field(default=None, gt=0, description="seconds before the consumer (per point) is stopped "
+                                  "(default: collhub run --timeout, else none)")
     description: str | None = Field(default=None, description="free text shown in graphs")
 
 

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +23,8 @@ from typing import Any, Callable, Iterator
 
 from ..errors import HubError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
+from . import _interrupt
+from ._interrupt import Interrupts, worker_init
 from ._matrix import Point, interpolate
 from ._plot import auto_plot
 from ._rundir import RunDir, write_results
@@ -54,6 +57,11 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def max_jobs() -> int:
+    """The most worker processes a run may ask for: 4 per CPU (a fork bomb is not a sweep)."""
+    return 4 * default_jobs()
+
+
 @dataclass
 class _Group:
     """One distinct interpolated source spec and the points that share it."""
@@ -65,14 +73,16 @@ class _Group:
     result: dict[str, Any] | None = None
 
 
-def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool) -> list[_Group]:
+def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool,
+          timeout: float | None = None) -> list[_Group]:
     model = vp.model
     groups: dict[tuple[str, str], _Group] = {}
     for sname, src in model.sources.items():
         for point in vp.points:
             env = {**model.vars, **point.as_dict()}
             params = interpolate(src.params, env)
-            transforms = [{"use": t.use, "params": interpolate(t.params, env)} for t in src.transforms]
+            transforms = [{"use": t.use, "params": interpolate(t.params, env), "timeout": t.timeout or timeout}
+                          for t in src.transforms]
             key = json.dumps({"producer": src.producer, "params": params, "transforms": transforms},
                              sort_keys=True, default=str)
             group = groups.get((sname, key))
@@ -81,7 +91,7 @@ def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool)
                 unit = {
                     "kind": "produce", "manager": mspec.as_dict(), "source": sname, "producer": src.producer,
                     "params": params, "transforms": transforms, "point": point.as_dict(),
-                    "spec_key": key, "run_dir": str(run_dir), "debug": debug,
+                    "spec_key": key, "run_dir": str(run_dir), "debug": debug, "timeout": src.timeout or timeout,
                     "workdir": str(Path("artifacts") / sname / f"_produce-{n:03d}"),
                 }
                 group = groups[(sname, key)] = _Group(sname, key, unit)
@@ -90,7 +100,7 @@ def _plan(vp: ValidatedPipeline, run_dir: Path, mspec: ManagerSpec, debug: bool)
 
 
 def _consume_units(vp: ValidatedPipeline, groups: list[_Group], run_dir: Path, mspec: ManagerSpec,
-                   debug: bool, workers: int) -> list[dict[str, Any]]:
+                   debug: bool, workers: int, timeout: float | None = None) -> list[dict[str, Any]]:
     model = vp.model
     per_group: list[tuple[_Group, list[dict[str, Any]]]] = []
     for g in groups:
@@ -103,6 +113,7 @@ def _consume_units(vp: ValidatedPipeline, groups: list[_Group], run_dir: Path, m
                 if cons.sources is not None and g.source not in cons.sources:
                     continue
                 jobs.append({"consumer": cname, "use": cons.use, "params": interpolate(cons.params, env),
+                             "timeout": cons.timeout or timeout,
                              "point": point.as_dict(), "point_index": point.index,
                              "workdir": str(Path("artifacts") / g.source / point.slug / cname)})
         if jobs:
@@ -125,23 +136,84 @@ class _Pool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self.executor: ProcessPoolExecutor | None = ProcessPoolExecutor(workers) if workers > 1 else None
+        self.executor: ProcessPoolExecutor | None = (
+            ProcessPoolExecutor(workers, initializer=worker_init) if workers > 1 else None)
 
-    def map(self, units: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def map(self, units: list[dict[str, Any]], interrupts: Interrupts) -> Iterator[tuple[int, dict[str, Any]]]:
         if self.executor is None:
             for i, unit in enumerate(units):
                 yield i, run_unit(unit)
+                interrupts.check()
             return
-        futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i for i, u in enumerate(units)}
+        # submit() forks the workers; a KeyboardInterrupt raised inside an at-fork hook would be
+        # swallowed ("Exception ignored") and could leave a lock held: defer signals meanwhile.
+        with interrupts.critical():
+            futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i
+                                                          for i, u in enumerate(units)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            interrupts.check()
             for fut in done:
                 yield futures[fut], fut.result()
 
-    def close(self, cancel: bool = False) -> None:
+    def close(self) -> None:
         if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=cancel)
+            self.executor.shutdown(wait=True)
+
+    def kill(self) -> None:
+        """Stop at once: kill the workers and wait until they are gone (they may be writing into
+        the temporary run directory, which is removed next)."""
+        if self.executor is None:
+            return
+        # ProcessPoolExecutor has no public way to stop running work; its worker table has been
+        # `_processes` (pid -> Process) since Python 3.2.
+        procs = list((getattr(self.executor, "_processes", None) or {}).values())
+        for proc in procs:
+            try:
+                proc.kill()
+            except (OSError, ValueError):
+                pass
+        # shutdown() forgets the manager thread and the result queue: take them first.
+        thread = getattr(self.executor, "_executor_manager_thread", None)
+        writer = getattr(getattr(self.executor, "_result_queue", None), "_writer", None)
+        for proc in procs:
+            proc.join(10)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if procs:
+            _interrupt.WORKERS_KILLED = True
+        _unstick_manager(thread, writer)
+
+
+def _unstick_manager(thread: Any, writer: Any) -> None:
+    """Let the executor's manager thread end after its workers were killed.
+
+    A worker killed while writing its result leaves half a message in the result pipe, whose
+    write end this process also holds: the manager thread would wait in ``recv()`` for the rest
+    forever, and interpreter exit joins that thread (a run "still going 60 s later"). Feeding
+    the pipe filler bytes completes the message; it fails to unpickle, the manager marks the pool
+    broken and exits. Private attributes (stable since Python 3.9), hence best effort.
+    """
+    if thread is None or writer is None:
+        return
+    thread.join(0.05)
+    if not thread.is_alive():
+        return
+    try:
+        fd = writer.fileno()
+        os.set_blocking(fd, False)
+    except (OSError, ValueError):
+        return
+    filler = b"\0" * 65536
+    deadline = time.monotonic() + 10
+    while thread.is_alive() and time.monotonic() < deadline:
+        try:
+            os.write(fd, filler)
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        thread.join(0.01)
 
 
 def _failed(error: dict[str, Any]) -> StepFailedError:
@@ -181,30 +253,57 @@ def _remove_empty_dirs(root: Path) -> None:
 def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: int | None = None,
             force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = None,
             debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None,
-            plot: bool = True) -> RunResult:
+            plot: bool = True, timeout: float | None = None) -> RunResult:
     """Run a validated pipeline and publish its run directory; see the module docstring.
 
     With ``plot`` (and matplotlib installed) the run directory also gets ``results.png`` when the
-    results have a numeric x axis with at least two values."""
-    from .. import __version__
+    results have a numeric x axis with at least two values.
 
+    ``timeout`` (seconds) bounds every component call without a ``timeout:`` of its own.
+    SIGINT and SIGTERM stop the run with the workers killed and no temporary directory left
+    (see :mod:`._interrupt`); they surface as ``KeyboardInterrupt``."""
     model = vp.model
     mspec = manager_spec or ManagerSpec()
     mgr = manager_for(mspec)
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout}")
+    if jobs is not None and jobs > max_jobs():
+        raise UsageError(f"--jobs {jobs} is more than {max_jobs()} worker processes",
+                         hint=f"use at most {max_jobs()} (4 per CPU); the default is {default_jobs()}")
     if out_dir is None:
         out_dir = interpolate(model.output, dict(model.vars)) if model.output else Path("runs") / vp.name
-    rd = RunDir(Path(out_dir), force=force)
+    if not str(out_dir).strip():
+        raise UsageError("the run directory is empty (--out '')", hint="give a directory, e.g. --out runs/sweep")
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} exists and is not a directory; a run directory cannot replace it",
+                         hint="choose another --out (--force replaces only an earlier run directory)")
+    with Interrupts() as interrupts:
+        return _execute(vp, Path(out_dir), interrupts, mgr=mgr, mspec=mspec, jobs=jobs, force=force, progress=progress,
+                        debug=debug, on_row=on_row, plot=plot, timeout=timeout)
+
+
+def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mgr: Any, mspec: ManagerSpec,
+             jobs: int | None, force: bool, progress: bool | None, debug: bool,
+             on_row: Callable[[dict[str, Any]], None] | None, plot: bool, timeout: float | None) -> RunResult:
+    from .. import __version__
+
+    model = vp.model
     if progress is None:
         progress = sys.stderr.isatty()
     started = datetime.now(timezone.utc)
-    mgr.hook.collhub_before_pipeline_run(pipeline=vp, run_dir=rd.final)
     pool: _Pool | None = None
-    bar = _progress(progress)
+    rd: RunDir | None = None
+    bar = None
     try:
+        with interrupts.critical():  # the temporary directory exists only together with its cleanup
+            rd = RunDir(out_dir, force=force)
+        bar = _progress(progress)
+        mgr.hook.collhub_before_pipeline_run(pipeline=vp, run_dir=rd.final)
         (rd.tmp / "pipeline.yaml").write_text(vp.text, encoding="utf-8")
-        groups = _plan(vp, rd.tmp, mspec, debug)
+        groups = _plan(vp, rd.tmp, mspec, debug, timeout)
         consumers_per_source = {s: sum(1 for c in model.consumers.values() if c.sources is None or s in c.sources)
                                 for s in model.sources}
         total_rows = sum(len(g.points) * max(1, consumers_per_source[g.source]) for g in groups)
@@ -216,7 +315,7 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
             task = bar.add_task(f"{vp.name}", total=len(groups) + total_rows)
 
         rows: list[dict[str, Any]] = []
-        for i, res in pool.map([g.unit for g in groups]):
+        for i, res in pool.map([g.unit for g in groups], interrupts):
             g = groups[i]
             g.result = res
             if bar is not None:
@@ -242,8 +341,8 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
                                  "point_index": point.index, "algorithm": g.result["info"], "status": "ok",
                                  "metrics": {k: summary[k] for k in ("nodes", "send", "recv", "comp") if k in summary},
                                  "artifacts": {}, "details": {}, "error": None, "wall_s": g.result["wall_s"]})
-        units = _consume_units(vp, groups, rd.tmp, mspec, debug, workers)
-        for _, res in pool.map(units):
+        units = _consume_units(vp, groups, rd.tmp, mspec, debug, workers, timeout)
+        for _, res in pool.map(units, interrupts):
             if res["error"] is not None:
                 raise _failed(res["error"])
             rows.extend(res["rows"])
@@ -282,19 +381,23 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
         }
         write_results(rd.tmp, document, list(model.matrix), vp.name)
         plot_file = auto_plot(rd.tmp, document) if plot else None  # never raises
-        final = rd.commit()
+        interrupts.check()
+        with interrupts.critical():  # publish whole: a signal here waits for the rename
+            final = rd.commit()
         document["run_dir"] = str(final)
         plot_path = final / plot_file.name if plot_file is not None else None
         if plot_path is not None:
             document["plot"] = str(plot_path)
     except BaseException as exc:
-        if bar is not None:
-            bar.stop()
-            bar = None
-        if pool is not None:
-            pool.close(cancel=True)
-        rd.discard()
-        if isinstance(exc, Exception):
+        with interrupts.cleanup():  # a second Ctrl-C must not cut this short
+            if bar is not None:
+                bar.stop()
+                bar = None
+            if pool is not None:
+                pool.kill()
+            if rd is not None:
+                rd.discard()
+        if isinstance(exc, Exception) and rd is not None:
             mgr.hook.collhub_on_pipeline_error(pipeline=vp, run_dir=rd.final, error=exc)
             if not isinstance(exc, HubError):
                 raise StepFailedError(f"pipeline {vp.name!r} failed: {type(exc).__name__}: {exc}") from exc

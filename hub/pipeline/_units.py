@@ -21,6 +21,7 @@ import shutil
 import time
 import traceback
 import uuid
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,10 +121,11 @@ def _produce(unit: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     step = Step("produce", source, unit["producer"], point)
     try:
-        obj = _call(mgr, step, mgr.run_producer, unit["producer"], unit["params"], ctx)
+        obj = _call(mgr, step, partial(mgr.run_producer, timeout=unit.get("timeout")), unit["producer"],
+                    unit["params"], ctx)
         for i, t in enumerate(unit["transforms"]):
             step = Step("transform", source, t["use"], point, index=i)
-            obj = _call(mgr, step, mgr.run_transform, t["use"], obj, t["params"], ctx)
+            obj = _call(mgr, step, partial(mgr.run_transform, timeout=t.get("timeout")), t["use"], obj, t["params"], ctx)
     except Exception as exc:  # noqa: BLE001 - returned as data, see the module docstring
         return {"ok": False, "error": _error(step, exc, debug)}
     step = Step("produce", source, unit["producer"], point)
@@ -171,7 +173,8 @@ def _consume(unit: dict[str, Any]) -> dict[str, Any]:
                "point_index": job["point_index"], "algorithm": unit["info"]}
         start = time.perf_counter()
         try:
-            result = _call(mgr, step, mgr.run_consumer, job["use"], obj, job["params"], ctx)
+            result = _call(mgr, step, partial(mgr.run_consumer, timeout=job.get("timeout")), job["use"], obj,
+                           job["params"], ctx)
         except Exception as exc:  # noqa: BLE001
             err = _error(step, exc, debug)
             if unit["on_error"] != "continue":

@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from ..errors import ComponentNotFoundError, Issue, PipelineValidationError
 from ._env import ManagerSpec, component_ids, manager_for
 from ._loader import LoadedFile, format_path, load_file, load_text
-from ._matrix import Point, expand, interpolate, references, resolvable
+from ._limits import LIMITS, limit
+from ._matrix import Point, count_points, expand, interpolate, references, resolvable
 from ._model import NAME_PATTERN, VAR_PATTERN, Pipeline
 
 __all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
@@ -117,7 +118,8 @@ def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str
         message = f"unsupported version {err['input']!r}"
         hint = "this collhub reads version: 1"
     elif "input" in err and not isinstance(err["input"], (dict, list)):
-        message = f"{message} (got {err['input']!r})"
+        got = repr(err["input"])
+        message = f"{message} (got {got if len(got) <= 80 else got[:77] + '...'})"
     return loaded.issue(path, message, hint=hint, key=is_key)
 
 
@@ -250,20 +252,19 @@ def _params_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, .
         return [loaded.issue(prefix[:-1], f"cannot load the params model of {cid}: {exc}")]
     fields = list(getattr(model, "model_fields", {}))
     found: dict[tuple[str, str], tuple[Issue, list[Point]]] = {}
+    refs = list(references(raw))
+    # Points whose interpolated params are equal get the same findings: validate each once.
+    seen: dict[str, list[Issue]] = {}
     for point, env in env_of:
-        unresolved = {prefix + path for ref, path in references(raw) if not resolvable(env, ref)}
+        unresolved = {prefix + path for ref, path in refs if not resolvable(env, ref)}
         params = interpolate(raw, env, strict=False)
-        try:
-            validated = model.model_validate(params)
-        except ValidationError as exc:
-            for err in exc.errors():
-                path = prefix + tuple(err["loc"])
-                if any(path[: len(u)] == u for u in unresolved):
-                    continue
-                issue = _issue_from_error(loaded, prefix, err, fields=fields)
-                found.setdefault((issue.path, issue.message), (issue, []))[1].append(point)
-            continue
-        for issue in _capability_issues(loaded, spec, cid, prefix, validated):
+        key = _params_key(params, unresolved)
+        point_issues = seen.get(key) if key is not None else None
+        if point_issues is None:
+            point_issues = _point_issues(loaded, spec, cid, prefix, model, fields, params, unresolved)
+            if key is not None:
+                seen[key] = point_issues
+        for issue in point_issues:
             found.setdefault((issue.path, issue.message), (issue, []))[1].append(point)
     issues = []
     total = len(env_of)
@@ -274,6 +275,60 @@ def _params_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, .
                 path=issue.path, file=issue.file, line=issue.line, column=issue.column, hint=issue.hint,
             )
         issues.append(issue)
+    return issues
+
+
+def _params_key(params: Any, unresolved: set[tuple[Any, ...]]) -> str | None:
+    import json
+
+    try:
+        return json.dumps([params, sorted(map(str, unresolved))], sort_keys=True)
+    except (TypeError, ValueError):  # a value JSON cannot hold: validate this point on its own
+        return None
+
+
+def _point_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, ...], model: Any,
+                  fields: list[str], params: Any, unresolved: set[tuple[Any, ...]]) -> list[Issue]:
+    """Findings for one point's interpolated params: the params model, capabilities, topology strings."""
+    try:
+        validated = model.model_validate(params)
+    except ValidationError as exc:
+        out = []
+        for err in exc.errors():
+            path = prefix + tuple(err["loc"])
+            if any(path[: len(u)] == u for u in unresolved):
+                continue
+            out.append(_issue_from_error(loaded, prefix, err, fields=fields))
+        return out
+    except Exception as exc:  # noqa: BLE001 - a plugin's validator that raises something else
+        return [loaded.issue(prefix, f"the params model of {cid} failed: {type(exc).__name__}: {exc}")]
+    issues = _capability_issues(loaded, spec, cid, prefix, validated)
+    issues += _topology_issues(loaded, prefix, validated, unresolved)
+    return issues
+
+
+#: Param names whose string values are topology strings (or network.yml paths); validation parses
+#: them at every point, so a bad one fails `pipeline validate`, not the run.
+TOPOLOGY_PARAMS = ("network", "topology")
+
+
+def _topology_issues(loaded: LoadedFile, prefix: tuple[Any, ...], params: Any,
+                     unresolved: set[tuple[Any, ...]]) -> list[Issue]:
+    from ..errors import HubError
+    from ..topology import load_topology
+
+    issues = []
+    for name in TOPOLOGY_PARAMS:
+        value = getattr(params, name, None)
+        path = prefix + (name,)
+        if not isinstance(value, str) or path in unresolved:
+            continue
+        if value.strip().endswith((".yml", ".yaml")) or "/" in value:
+            continue  # a network file, relative to where the run happens: the consumer reads it
+        try:
+            load_topology(value)
+        except HubError as exc:
+            issues.append(loaded.issue(path, exc.message, hint=exc.hint))
     return issues
 
 
@@ -354,6 +409,7 @@ def validate_loaded(loaded: LoadedFile, *, manager: Any = None,
     if issues:
         _raise(loaded, issues)
     model = Pipeline.model_validate(loaded.data)
+    _check_points(loaded, model)
     if manager is None:
         manager = manager_for(manager_spec or ManagerSpec())
     issues = _meaning_issues(loaded, model, manager)
@@ -361,6 +417,17 @@ def validate_loaded(loaded: LoadedFile, *, manager: Any = None,
         _raise(loaded, issues)
     base = Path(loaded.file).resolve().parent if not loaded.file.startswith("<") else Path.cwd()
     return ValidatedPipeline(model, tuple(expand(model.matrix)), loaded.file, base, loaded.text)
+
+
+def _check_points(loaded: LoadedFile, model: Pipeline) -> None:
+    """Refuse a matrix past the point limit before anything expands it (1000^3 points would not fit)."""
+    total, cap = count_points(model.matrix), limit("points")
+    if total > cap:
+        sizes = " x ".join(f"{k}[{len(v)}]" for k, v in model.matrix.items())
+        var = LIMITS["points"][0]
+        _raise(loaded, [loaded.issue(("matrix",), f"the matrix has {total} points ({sizes}), more than the limit "
+                                     f"of {cap}", key=True,
+                                     hint=f"split the sweep into several files, or set {var} to raise the limit")])
 
 
 def _raise(loaded: LoadedFile, issues: list[Issue]) -> None:

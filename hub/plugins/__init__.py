@@ -5,6 +5,7 @@ Plugins import from here only::
     from hub.plugins import ProducerSpec, hookimpl
 """
 
+from ._guard import PluginTimeout
 from ._loader import ENTRY_POINT_GROUP, BrokenPlugin, PluginApiWarning
 from ._manager import PluginInfo, PluginManager, create_manager, get_manager
 from ._spec import (
@@ -30,6 +31,7 @@ __all__ = [
     "PluginApiWarning",
     "PluginInfo",
     "PluginManager",
+    "PluginTimeout",
     "ProducerSpec",
     "RunContext",
     "TransformSpec",

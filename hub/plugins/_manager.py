@@ -3,11 +3,20 @@
 A typed facade over :class:`pluggy.PluginManager`. Each plugin is loaded in isolation: one that
 fails to import, to register, or to return valid descriptors becomes a :class:`BrokenPlugin`
 and the rest keep working (``COLLHUB_STRICT_PLUGINS=1`` re-raises instead).
+
+Every call into plugin code runs under :func:`._guard.guarded`: ``SystemExit``, a
+``KeyboardInterrupt`` the plugin raised itself and any other ``BaseException`` become a
+:class:`PluginError` naming the plugin and its distribution; stdout is sent to stderr; imports
+are bounded by ``COLLHUB_PLUGIN_IMPORT_TIMEOUT`` seconds (default 30) and component calls by an
+optional ``timeout``. What a producer returns is checked against what was asked (rank count,
+collective). The plugin name ``hub`` and the core's command names are reserved.
 """
 
 from __future__ import annotations
 
 import difflib
+import reprlib
+import functools
 import re
 import threading
 import warnings
@@ -25,6 +34,8 @@ from ..errors import (
     UsageError,
 )
 from . import hookspecs
+from ._checks import _check_asked, _check_capabilities, _check_output
+from ._guard import guarded
 from ._loader import (
     CORE_DISTRIBUTION,
     BrokenPlugin,
@@ -50,6 +61,23 @@ REGISTRATION_HOOKS: dict[str, type[ComponentSpec]] = {
 KINDS = ("producer", "transform", "consumer")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _COMMAND_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+#: The core's plugin name: a third-party entry point of this name would shadow every hub.* id.
+CORE_PLUGIN = "hub"
+#: Command names of the core CLI (hub.cli._app.COMMANDS, plus click's own); a plugin may not take them.
+RESERVED_COMMANDS = frozenset({"produce", "transform", "consume", "run", "pipeline", "trace", "plugins", "search",
+                               "install", "uninstall", "registry", "help", "version"})
+ENV_IMPORT_TIMEOUT = "COLLHUB_PLUGIN_IMPORT_TIMEOUT"
+
+
+def _import_timeout() -> float | None:
+    import os
+
+    raw = os.environ.get(ENV_IMPORT_TIMEOUT, "").strip()
+    try:
+        value = float(raw) if raw else 30.0
+    except ValueError:
+        value = 30.0
+    return value if value > 0 else None
 
 
 @dataclass
@@ -108,6 +136,8 @@ class PluginManager:
         self._broken: list[BrokenPlugin] = []
         self._skipped: list[Candidate] = []
         self._commands: dict[str, tuple[str, Any]] = {}
+        #: plugin commands refused because a core command has the name
+        self._refused: list[str] = []
 
     # ------------------------------------------------------------------ loading
     @property
@@ -120,33 +150,38 @@ class PluginManager:
         """The underlying pluggy manager (for advanced use and tracing)."""
         return self._pm
 
-    def load_entrypoints(self) -> None:
-        """Load every allowed entry point of group ``collhub``, each in isolation."""
+    def load_entrypoints(self, progress: Any = None) -> None:
+        """Load every allowed entry point of group ``collhub``, each in isolation.
+
+        ``progress(candidate)`` is called before each one is imported (the listing probe of
+        :mod:`hub.cli._probe` uses it to tell which plugin killed it)."""
         to_load, self._skipped = discover()
         for cand in to_load:
+            if progress is not None:
+                progress(cand)
+            where = f"plugin {cand.name!r} from {cand.distribution} {cand.version}"
+            hint = f"reinstall or upgrade {cand.distribution}, or disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}"
+            if cand.name == CORE_PLUGIN and normalize_name(cand.distribution) != CORE_DISTRIBUTION:
+                self._record_broken(cand.distribution, cand.version, cand.label, PluginLoadError(
+                    f"{where}: the entry-point name {CORE_PLUGIN!r} is reserved for collhub's core; refused",
+                    hint=f"rename the entry point in {cand.distribution}'s [project.entry-points.collhub]"))
+                continue
             try:
-                module = cand.entry_point.load() if cand.entry_point is not None else None
-            except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's
-                err = PluginLoadError(
-                    f"plugin {cand.name!r} from {cand.distribution} {cand.version} failed to import: "
-                    f"{type(exc).__name__}: {exc}",
-                    hint=f"reinstall or upgrade {cand.distribution}, or disable it with "
-                    f"COLLHUB_DISABLE_PLUGINS={cand.distribution}",
-                )
-                err.__cause__ = exc
+                module = guarded(cand.entry_point.load, what=f"{where}: import", hint=hint,
+                                 timeout=_import_timeout()) if cand.entry_point is not None else None
+            except PluginError as exc:
+                cause = exc.__cause__ or exc
+                text = exc.message.split(": import ", 1)[-1].removeprefix("failed: ")
+                err = PluginLoadError(f"{where} failed to import: {text}", hint=hint)
+                err.__cause__ = cause
                 self._record_broken(cand.distribution, cand.version, cand.label, err)
                 continue
             try:
-                self.register(module, name=cand.name, distribution=cand.distribution, version=cand.version)
+                register = functools.partial(self.register, module, name=cand.name, distribution=cand.distribution,
+                                             version=cand.version)
+                guarded(register, what=f"{where}: registration", hint=hint, timeout=_import_timeout())
             except PluginError as exc:
                 self._record_broken(cand.distribution, cand.version, cand.label, exc)
-            except Exception as exc:  # noqa: BLE001 - e.g. a module-level property that raises
-                err = PluginLoadError(
-                    f"plugin {cand.name!r} from {cand.distribution} failed to register: {exc}",
-                    hint=f"disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}",
-                )
-                err.__cause__ = exc
-                self._record_broken(cand.distribution, cand.version, cand.label, err)
 
     def _record_broken(self, dist: str, version: str, ep: str, error: PluginError) -> None:
         if strict_mode():
@@ -200,6 +235,11 @@ class PluginManager:
         for p in provided:
             self._components[p.id] = p
         for cname, app in commands:
+            if cname in RESERVED_COMMANDS:
+                info.warnings.append(f"command {cname!r} is a core collhub command; refused")
+                self._refused.append(f"plugin {name!r} ({dist}) provides command {cname!r}, which is a core "
+                                     "collhub command; refused")
+                continue
             if cname in self._commands:
                 info.warnings.append(f"command {cname!r} already provided by {self._commands[cname][0]}")
                 continue
@@ -331,6 +371,10 @@ class PluginManager:
         """Command groups from ``collhub_commands``: name -> ``typer.Typer``."""
         return {name: app for name, (_, app) in sorted(self._commands.items())}
 
+    def refused_commands(self) -> list[str]:
+        """One message per plugin command refused because it is named like a core command."""
+        return list(self._refused)
+
     def command_owner(self, name: str) -> str | None:
         """The plugin providing command group ``name``."""
         entry = self._commands.get(name)
@@ -342,21 +386,48 @@ class PluginManager:
         spec = self.component(id)
         return _validate(spec, id, params)
 
-    def run_producer(self, id: str, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None) -> Any:  # noqa: A002
-        """Run producer ``id``; returns an ``Algorithm`` or a ``Workload``."""
+    def run_producer(self, id: str, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None,  # noqa: A002
+                     *, timeout: float | None = None) -> Any:
+        """Run producer ``id``; returns an ``Algorithm`` or a ``Workload``, checked against ``params``
+        (rank count, collective). ``timeout``: seconds before the call is stopped (PluginTimeout)."""
         spec, model = self._prepare(id, "producer", params)
-        out = _load_factory(spec, id)(model, ctx or RunContext())
-        return _check_output(id, out, "algorithm" if getattr(spec, "output", "algorithm") == "algorithm" else "workload")
+        out = self._call(spec, id, (model, ctx or RunContext()), timeout)
+        out = _check_output(id, out, "algorithm" if getattr(spec, "output", "algorithm") == "algorithm" else "workload",
+                            self._who(id))
+        _check_asked(id, out, model, self._who(id))
+        return out
 
-    def run_transform(self, id: str, alg: Any, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None) -> Any:  # noqa: A002
+    def run_transform(self, id: str, alg: Any, params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
+                      ctx: RunContext | None = None, *, timeout: float | None = None) -> Any:
         """Run transform ``id`` on ``alg``; returns the new ``Algorithm``."""
         spec, model = self._prepare(id, "transform", params)
-        return _check_output(id, _load_factory(spec, id)(alg, model, ctx or RunContext()), "algorithm")
+        return _check_output(id, self._call(spec, id, (alg, model, ctx or RunContext()), timeout), "algorithm",
+                             self._who(id))
 
-    def run_consumer(self, id: str, obj: Any, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None) -> Any:  # noqa: A002
+    def run_consumer(self, id: str, obj: Any, params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
+                     ctx: RunContext | None = None, *, timeout: float | None = None) -> Any:
         """Run consumer ``id`` on an ``Algorithm`` or ``Workload``; returns a ``hub.Result``."""
         spec, model = self._prepare(id, "consumer", params)
-        return _check_output(id, _load_factory(spec, id)(obj, model, ctx or RunContext()), "result")
+        return _check_output(id, self._call(spec, id, (obj, model, ctx or RunContext()), timeout), "result",
+                             self._who(id))
+
+    def _who(self, id: str) -> str:  # noqa: A002
+        """``component 'x.y' (plugin x, distribution collhub-x 1.0)``: how errors name plugin code."""
+        provided = self._components.get(id)
+        if provided is None:
+            return f"component {id!r}"
+        info = self._infos.get(provided.plugin)
+        version = f" {info.version}" if info is not None and info.version not in ("", "0") else ""
+        return f"component {id!r} (plugin {provided.plugin}, distribution {provided.distribution}{version})"
+
+    def _call(self, spec: ComponentSpec, id: str, args: tuple[Any, ...], timeout: float | None) -> Any:  # noqa: A002
+        factory = _load_factory(spec, id)
+        provided = self._components.get(id)
+        core = provided is not None and normalize_name(provided.distribution) == CORE_DISTRIBUTION
+        dist = provided.distribution if provided is not None else "the plugin"
+        return guarded(factory, *args, what=self._who(id), timeout=timeout, wrap_errors=not core,
+                       hint=f"this is a bug in {dist}; report it to its authors, or disable it with "
+                       f"COLLHUB_DISABLE_PLUGINS={dist}")
 
     def _prepare(self, id: str, kind: str, params: Any) -> tuple[ComponentSpec, BaseModel]:  # noqa: A002
         spec = self.component(id)
@@ -417,24 +488,30 @@ def _hooks_hint() -> str:
     return f"hook functions must be named after a spec ({names}) and take only its arguments"
 
 
+def _load_ref(spec: ComponentSpec, id: str, label: str, load: Any) -> Any:  # noqa: A002
+    """Import a component's factory or params model: the first time plugin code beyond the
+    registration module runs, so under the same guard as a call."""
+
+    def attempt() -> Any:
+        try:
+            return load()
+        except (ImportError, AttributeError) as exc:
+            raise PluginLoadError(
+                f"component {id!r}: cannot load {label} {getattr(spec, label.split()[0])!r}: {type(exc).__name__}: {exc}",
+                hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)",
+            ) from exc
+
+    core = normalize_name(str(getattr(spec, "distribution", "") or "")) == CORE_DISTRIBUTION
+    return guarded(attempt, what=f"component {id!r}: importing its {label}", wrap_errors=not core,
+                   hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)")
+
+
 def _load_factory(spec: ComponentSpec, id: str) -> Any:  # noqa: A002
-    try:
-        return spec.load_factory()
-    except (ImportError, AttributeError) as exc:
-        raise PluginLoadError(
-            f"component {id!r}: cannot load factory {spec.factory!r}: {type(exc).__name__}: {exc}",
-            hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)",
-        ) from exc
+    return _load_ref(spec, id, "factory", spec.load_factory)
 
 
 def _load_params_model(spec: ComponentSpec, id: str) -> type[BaseModel]:  # noqa: A002
-    try:
-        return spec.load_params()
-    except (ImportError, AttributeError) as exc:
-        raise PluginLoadError(
-            f"component {id!r}: cannot load params model {spec.params!r}: {type(exc).__name__}: {exc}",
-            hint="reinstall the plugin that provides it",
-        ) from exc
+    return _load_ref(spec, id, "params model", spec.load_params)
 
 
 def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: A002
@@ -455,7 +532,7 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
             if e["type"] == "extra_forbidden":
                 msg = "unknown parameter"
             elif "input" in e and e["type"] != "missing":
-                msg += f" (got {e['input']!r})"
+                msg += f" (got {_short(e['input'])})"
             parts.append(f"{loc}: {msg}")
         fields = sorted(model_cls.model_fields)
         raise UsageError(
@@ -464,42 +541,19 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
         ) from None
     except TypeError as exc:
         raise UsageError(f"invalid params for {id}: {exc}", hint="params must be a mapping") from None
+    except Exception as exc:  # a validator of the plugin's params model that raises something else
+        dist = str(getattr(spec, "distribution", "") or "the plugin")
+        if normalize_name(dist) == CORE_DISTRIBUTION:
+            raise
+        raise PluginError(f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {dist}): its params "
+                          f"model failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                          hint=f"this is a bug in {dist}; report it to its authors") from exc
 
 
-def _check_capabilities(spec: ComponentSpec, id: str, model: BaseModel) -> None:  # noqa: A002
-    collective = getattr(model, "collective", None)
-    if collective is not None and spec.collectives:
-        name = str(getattr(collective, "value", collective))
-        if name not in spec.collectives:
-            raise UsageError(
-                f"{id} does not implement {name}",
-                hint=f"{id} supports: {', '.join(sorted(spec.collectives))}",
-            )
-    ranks = getattr(model, "ranks", None)
-    if isinstance(ranks, int) and not isinstance(ranks, bool):
-        if ranks < spec.min_ranks or (spec.max_ranks is not None and ranks > spec.max_ranks):
-            upper = "" if spec.max_ranks is None else f" and at most {spec.max_ranks}"
-            raise UsageError(f"{id} needs at least {spec.min_ranks}{upper} ranks, got {ranks}")
-
-
-def _check_output(id: str, out: Any, expected: str) -> Any:  # noqa: A002
-    from ..chakra import Algorithm, Workload
-
-    ok: tuple[type, ...]
-    if expected == "result":
-        from .._result import Result
-
-        ok = (Result,)
-    elif expected == "workload":
-        ok = (Workload,)
-    else:
-        ok = (Algorithm,)
-    if not isinstance(out, ok):
-        raise PluginError(
-            f"component {id!r} returned {type(out).__name__}, expected {ok[0].__name__}",
-            hint="this is a bug in the plugin providing the component",
-        )
-    return out
+def _short(value: Any, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters: an echoed input must stay one short line."""
+    text = reprlib.repr(value) if isinstance(value, (list, dict, tuple, set)) else repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def create_manager(autoload: bool = True) -> PluginManager:

@@ -13,6 +13,13 @@ Kinds: ``ring:N``, ``fc:N`` (``fullyconnected:N``), ``switch:N`` (dimensional, s
 ``ring:4,switch:8``); link-graph presets ``mesh:AxB[xC..]``, ``torus:AxB[xC..]``,
 ``hypercube:D``, ``dgx1``, ``fattree:LxN``, ``rail:NODESxGPUS`` (used alone). Defaults: bw=50, lat=500.
 Examples: ``ring:8@bw=100,lat=200``, ``ring:4@bw=200,switch:8;lat=1000``, ``torus:4x4x4;bw=25``.
+
+Ranges (checked before anything is built, so a hostile string costs nothing): ``bw`` in
+[:data:`MIN_BANDWIDTH`, :data:`MAX_BANDWIDTH`] GB/s, ``lat`` in [0, :data:`MAX_LATENCY`] ns,
+``spines`` in 1..:data:`MAX_NPUS`, at most :data:`MAX_NPUS` NPUs in total (:data:`MAX_GRAPH_NPUS`
+for mesh, torus and fattree). Outside them the
+simulated times would underflow or overflow (``bw=1e-300`` reads as a deadlock), so they are
+format errors, not results.
 """
 
 from __future__ import annotations
@@ -27,7 +34,21 @@ from ._dims import Dimension, DimensionalTopology
 from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
 from ._yaml import read_network_yml
 
-__all__ = ["load_topology", "parse_topology"]
+__all__ = ["MAX_BANDWIDTH", "MAX_GRAPH_NPUS", "MAX_LATENCY", "MAX_NPUS", "MIN_BANDWIDTH", "load_topology", "parse_topology"]
+
+#: Per-link bandwidth bounds in GB/s (2^30 B/s): 1 MB/s .. 1 PB/s covers every real link.
+MIN_BANDWIDTH = 1e-3
+MAX_BANDWIDTH = 1e6
+#: Per-hop latency bound in ns (1000 s).
+MAX_LATENCY = 1e12
+#: NPUs a topology string may describe: 2^20 for stacked dimensions (no per-NPU state), 2^16 for
+#: the link-graph presets (mesh, torus, fattree), which allocate every link.
+MAX_NPUS = 1 << 20
+MAX_GRAPH_NPUS = 1 << 16
+#: Digits in one shape number: more cannot be a real size and int() of it is quadratic.
+_MAX_DIGITS = 9
+#: Characters in one topology string.
+_MAX_SPEC = 4096
 
 _DIM_KINDS = {
     "ring": "Ring",
@@ -60,21 +81,38 @@ def _option(spec: str, text: str) -> tuple[str, float]:
     if k is None:
         near = difflib.get_close_matches(key, list(_KEYS), n=1)
         raise _err(spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
-    if not _NUM.match(value):
-        raise _err(spec, f"option {key}={value!r} is not a number")
-    return k, float(value)
+    if len(value) > 40 or not _NUM.match(value):
+        raise _err(spec, f"option {key}={value[:40]!r} is not a number")
+    number = float(value)
+    if k == "bw" and not MIN_BANDWIDTH <= number <= MAX_BANDWIDTH:
+        raise _err(spec, f"bw={value} is outside {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} GB/s",
+                   "bw is the per-link bandwidth in GB/s (2^30 B/s), e.g. bw=50")
+    if k == "lat" and not 0 <= number <= MAX_LATENCY:
+        raise _err(spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns", "lat is the per-hop latency in ns, e.g. lat=500")
+    if k == "spines" and (number != int(number) or not 1 <= number <= MAX_NPUS):
+        raise _err(spec, f"spines={value} is not a whole number in 1..{MAX_NPUS}")
+    return k, number
 
 
 def _ints(spec: str, kind: str, shape: str, count: int | None) -> list[int]:
     parts = shape.split("x") if shape else []
-    if not parts or not all(p.isdigit() for p in parts) or (count is not None and len(parts) != count):
+    if not parts or not all(p.isdigit() and p.isascii() for p in parts) or (count is not None and len(parts) != count):
         want = {1: "N", 2: "AxB"}.get(count or 0, "AxB[xC...]")
-        raise _err(spec, f"{kind} needs a shape like {kind}:{want}, got {shape!r}")
+        raise _err(spec, f"{kind} needs a shape like {kind}:{want}, got {shape[:40]!r}")
+    if any(len(p.lstrip("0")) > _MAX_DIGITS for p in parts):
+        raise _err(spec, f"{kind}:{shape[:40]} is larger than {MAX_NPUS} NPUs", f"at most {MAX_NPUS} NPUs")
     return [int(p) for p in parts]
+
+
+def _check_npus(spec: str, total: int, cap: int = MAX_NPUS) -> None:
+    if total > cap:
+        raise _err(spec, f"{total} NPUs is more than the limit of {cap}", f"at most {cap} NPUs")
 
 
 def parse_topology(spec: str) -> Topology:
     """Parse the compact string form (see the module docstring)."""
+    if len(str(spec)) > _MAX_SPEC:
+        raise _err(str(spec)[:40] + "...", f"topology string of {len(str(spec))} characters (limit {_MAX_SPEC})")
     text = re.sub(r"\s+", "", str(spec)).lower()
     if not text:
         raise _err(spec, "empty topology string")
@@ -121,10 +159,10 @@ def parse_topology(spec: str) -> Topology:
             if b.kind != "fattree":
                 raise _err(spec, "option 'spines' applies to fattree only")
         try:
-            if b.kind == "mesh":
-                return mesh(_ints(spec, "mesh", b.shape, None), bw, lat)
-            if b.kind == "torus":
-                return torus(_ints(spec, "torus", b.shape, None), bw, lat)
+            if b.kind in ("mesh", "torus"):
+                shape = _ints(spec, b.kind, b.shape, None)
+                _check_npus(spec, _product(shape), MAX_GRAPH_NPUS)
+                return (mesh if b.kind == "mesh" else torus)(shape, bw, lat)
             if b.kind == "hypercube":
                 return hypercube(_ints(spec, "hypercube", b.shape, 1)[0], bw, lat)
             if b.kind == "rail":
@@ -135,6 +173,7 @@ def parse_topology(spec: str) -> Topology:
                     raise _err(spec, "dgx1 takes no shape (it is 8 GPUs)")
                 return dgx1(bw, lat)
             leaves, per_leaf = _ints(spec, "fattree", b.shape, 2)
+            _check_npus(spec, leaves * per_leaf, MAX_GRAPH_NPUS)
             sp = opt(b, "spines", None)
             return fattree(leaves, per_leaf, None if sp is None else int(sp), bw, lat)
         except TopologyFormatError as exc:
@@ -144,8 +183,9 @@ def parse_topology(spec: str) -> Topology:
     if "spines" in gopts or any("spines" in b.opts for b in blocks):
         raise _err(spec, "option 'spines' applies to fattree only")
     dims = []
-    for b in blocks:
-        (n,) = _ints(spec, b.kind, b.shape, 1)
+    shapes = [_ints(spec, b.kind, b.shape, 1)[0] for b in blocks]
+    _check_npus(spec, _product(shapes))
+    for b, n in zip(blocks, shapes):
         bw = opt(b, "bw", DEFAULT_BANDWIDTH)
         lat = opt(b, "lat", DEFAULT_LATENCY)
         assert bw is not None and lat is not None
@@ -154,6 +194,15 @@ def parse_topology(spec: str) -> Topology:
         except TopologyFormatError as exc:
             raise _err(spec, f"dimension {len(dims)}: {exc.message}") from None
     return DimensionalTopology(dims)
+
+
+def _product(values: list[int]) -> int:
+    total = 1
+    for v in values:
+        total *= v
+        if total > MAX_NPUS:  # stop early: the product of many shape numbers is unbounded
+            return total
+    return total
 
 
 def load_topology(spec: "str | Path | Topology") -> Topology:

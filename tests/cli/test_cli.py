@@ -150,13 +150,13 @@ def test_internal_error_is_one_line_unless_debug(use_plugins, monkeypatch):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(_manager.PluginManager, "components", boom)
-    r = cli("plugins", "list")
+    r = cli("plugins", "doctor")  # loads the plugins in this process (plugins list uses a child)
     assert r.exit_code == 1
     assert r.stderr.splitlines() == [
         "internal error: ZeroDivisionError: division by zero",
         "hint: this is a bug; rerun with --debug for the traceback and report it",
     ]
-    r = cli("--debug", "plugins", "list")
+    r = cli("--debug", "plugins", "doctor")
     assert isinstance(r.exception, ZeroDivisionError)
 
 
@@ -216,9 +216,12 @@ def test_subprocess_strict_mode_and_plugin_commands_in_help(tmp_path):
     assert r.returncode == 4
     assert r.stderr.startswith("error: plugin 'broken' from collhub_fixture_broken 0.1.0 failed to import")
     env = {"COLLHUB_CACHE_DIR": str(tmp_path / "cache")}
+    r = sub("--help", plugins=("good",), env=env)  # help imports no plugin code: not indexed yet
+    assert r.returncode == 0 and "not indexed yet" in r.stdout and "goodtool" not in r.stdout
+    assert sub("plugins", "list", plugins=("good",), env=env).returncode == 0  # loads plugins: writes the cache
+    assert (tmp_path / "cache" / "commands-v1.json").is_file()
     r = sub("--help", plugins=("good",), env=env)
     assert r.returncode == 0 and "Plugin commands:" in r.stdout and "goodtool" in r.stdout
-    assert (tmp_path / "cache" / "commands-v1.json").is_file()
     r = sub("--help", plugins=("good",), env=env)  # served from the cache
     assert "goodtool" in r.stdout
     r = sub("goodtool", "hello", plugins=("good",), env=env)

@@ -1,0 +1,144 @@
+"""Running plugin code so that it cannot take the host down or hide.
+
+:func:`guarded` wraps every call into plugin code (importing an entry point, a component's
+factory):
+
+* ``print`` and writes to file descriptor 1 go to stderr for the duration, so a chatty plugin
+  cannot corrupt ``--format json`` on stdout;
+* ``SystemExit``, ``GeneratorExit`` and any other ``BaseException`` become a
+  :class:`~hub.errors.PluginError` naming the plugin and its distribution (exit 4); so does a
+  ``KeyboardInterrupt`` the plugin raised itself. A real Ctrl-C (a SIGINT seen during the call)
+  stays a ``KeyboardInterrupt``: interrupting is the user's;
+* with ``timeout`` (seconds), a call still running after it is stopped with
+  :class:`PluginTimeout` (SIGALRM; main thread only). Python code is interrupted at once; a
+  plugin blocked inside C code is stopped when it returns to Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any, Callable, Iterator, TypeVar
+
+from ..errors import PluginError
+
+__all__ = ["PluginTimeout", "guarded", "stdout_to_stderr"]
+
+T = TypeVar("T")
+#: Timeouts at or past this many seconds (about three years) mean no timeout.
+_MAX_TIMEOUT = 1e8
+
+
+class PluginTimeout(PluginError):
+    """A plugin call ran past its timeout."""
+
+
+class _Alarm(BaseException):
+    """Raised by the SIGALRM handler inside the plugin's frame; BaseException so that a plugin's
+    ``except Exception`` does not swallow it."""
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send ``sys.stdout`` and, where it is the process's fd 1, the descriptor itself to stderr."""
+    saved_fd = None
+    try:
+        real = sys.stdout is sys.__stdout__ and sys.stdout is not None and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):
+        real = False
+    if real:
+        try:
+            sys.stdout.flush()
+            saved_fd = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:  # pragma: no cover - no fd 2
+            saved_fd = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved_fd is not None:
+            try:
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    if isinstance(exc, KeyboardInterrupt):
+        return "raised KeyboardInterrupt by itself (no Ctrl-C was pressed)"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def guarded(fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: float | None = None,
+            wrap_errors: bool = True) -> T:
+    """``fn(*args)`` under the rules of the module docstring; ``what`` names the plugin code
+    ("component 'x.y' (plugin x, distribution collhub-x 1.0)") in every error.
+
+    With ``wrap_errors=False`` ordinary exceptions pass through unchanged (the core's own
+    components: their bugs are collhub's internal errors, not a plugin's).
+    """
+    main = threading.current_thread() is threading.main_thread()
+    interrupted = False
+    old_int: Any = None
+    old_alarm: Any = None
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupted
+        interrupted = True
+        if callable(old_int):  # the caller's policy (e.g. a run deferring signals) decides
+            old_int(signum, frame)
+        elif old_int != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        raise _Alarm
+
+    # setitimer overflows past ~1e8 s (and a NaN is no limit): treat those as "no timeout".
+    use_alarm = bool(timeout) and main and hasattr(signal, "setitimer") and 0 < float(timeout) < _MAX_TIMEOUT
+    try:
+        try:
+            if main:
+                old_int = signal.signal(signal.SIGINT, on_sigint)
+                if use_alarm:
+                    old_alarm = signal.signal(signal.SIGALRM, on_alarm)
+                    signal.setitimer(signal.ITIMER_REAL, float(timeout))  # type: ignore[arg-type]
+            with stdout_to_stderr():
+                return fn(*args)
+        finally:
+            if main:
+                if use_alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, old_alarm if old_alarm is not None else signal.SIG_DFL)
+                if old_int is not None:
+                    signal.signal(signal.SIGINT, old_int)
+    except _Alarm:
+        raise PluginTimeout(f"{what} did not finish within {timeout:g} s",
+                            hint="raise the timeout (--timeout, or timeout: in the pipeline) or fix the plugin") from None
+    except KeyboardInterrupt:
+        if interrupted:
+            raise
+        raise PluginError(f"{what} {_describe(KeyboardInterrupt())}", hint=hint) from None
+    except (SystemExit, GeneratorExit) as exc:
+        raise PluginError(f"{what} {_describe(exc)}", hint=hint) from None
+    except Exception as exc:
+        if not wrap_errors or isinstance(exc, PluginError) or _is_hub_error(exc):
+            raise
+        raise PluginError(f"{what} failed: {_describe(exc)}", hint=hint) from exc
+    except BaseException as exc:  # any other BaseException subclass a plugin invents
+        raise PluginError(f"{what} {_describe(exc)}", hint=hint) from None
+
+
+def _is_hub_error(exc: BaseException) -> bool:
+    from ..errors import HubError
+
+    return isinstance(exc, HubError)
