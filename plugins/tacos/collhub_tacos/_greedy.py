@@ -1,14 +1,19 @@
 """The greedy link-chunk matcher on the time-expanded network (TEN), event-driven and vectorised.
 
-State is kept as bitsets over chunks, one row of ``ceil(C/64)`` uint64 words per NPU:
-``has`` (arrived by now) and ``claimed`` (arrived or on its way). At every event time:
+State is kept as boolean (NPU, chunk) matrices: ``has`` (arrived by now) and ``claimed``
+(arrived or on its way), plus ``supply`` (how many in-neighbours of an NPU hold a chunk) and
+per-chunk holder counts, all updated incrementally on arrival. At every event time:
 
 1. transfers that end now deliver their chunk (``has`` gains the bit);
 2. every free link ``u -> v`` is a candidate for the chunks ``has[u] & ~claimed[v]``: chunks
    ``u`` holds and ``v`` neither holds nor is already being sent. The free links are shuffled
    and dealt into *slots* so that one slot holds at most one link into each destination; slot
-   after slot, each link takes one random candidate chunk (vectorised over the whole slot), so
-   no destination ever gets the same chunk on two links.
+   after slot, each link takes one candidate chunk (vectorised over the whole slot), so no
+   destination ever gets the same chunk on two links. The choice (policy ``scarce``) is the
+   chunk the fewest *other* in-neighbours of the destination could supply, then the chunk the
+   fewest NPUs hold, then a random order drawn per event: a link that alone can deliver a chunk
+   does so and links with alternatives keep them; ties go to a random chunk priority drawn per
+   run. Policy ``random`` drops the supply count (a random choice, as TACOS makes it).
 3. the clock jumps to the next time a link frees or a chunk lands.
 
 This is TACOS's rule (unsatisfied (chunk, destination) pairs matched, in random order, to free
@@ -39,7 +44,6 @@ from ._network import Network
 __all__ = ["Schedule", "greedy_allgather"]
 
 _EPS = 1e-9
-_ONE = np.uint64(1)
 
 
 @dataclass(frozen=True)
@@ -57,36 +61,6 @@ class Schedule:
     events: int
     replaced: int = 0
     cancelled: int = 0
-
-
-def _bits(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return c >> 6, np.left_shift(_ONE, (c & 63).astype(np.uint64))
-
-
-def _pick(cand: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One random set bit per row of ``cand`` (rows of uint64 words) as a chunk id; -1 if none.
-
-    A random rotation of the word order finds the first non-empty word, a random rotation of
-    that word its first set bit: cheap, vectorised, and every candidate can be chosen.
-    """
-    m, w = cand.shape
-    rows = np.arange(m)
-    if w == 1:
-        word = np.zeros(m, dtype=np.int64)
-        x = cand[:, 0]
-    else:
-        rot = rng.integers(0, w, m)
-        key = (np.arange(w)[None, :] - rot[:, None]) % w
-        key = np.where(cand != 0, key, w)
-        word = np.argmin(key, axis=1)
-        x = cand[rows, word]
-    s = rng.integers(0, 64, m).astype(np.uint64)
-    y = (x >> s) | (x << ((np.uint64(64) - s) & np.uint64(63)))
-    low = y & (~y + _ONE)
-    pos = (np.bitwise_count(low - _ONE).astype(np.int64) + s.astype(np.int64)) & 63
-    out = word.astype(np.int64) * 64 + pos
-    out[x == 0] = -1
-    return out
 
 
 def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,16 +86,19 @@ def _slots(links: np.ndarray, dst: np.ndarray, rng: np.random.Generator) -> list
 class _State:
     """Mutable matcher state (one all-gather run)."""
 
-    def __init__(self, net: Network, k: int, busy: np.ndarray, delay: np.ndarray, policy: str) -> None:
+    def __init__(self, net: Network, k: int, busy: np.ndarray, delay: np.ndarray, policy: str,
+                 rng: np.random.Generator) -> None:
         n = net.npus
         self.policy = policy
         self.net, self.k, self.busy, self.delay = net, k, busy, delay
         self.C = n * k
-        self.W = (self.C + 63) // 64
-        self.has = np.zeros((n, self.W), dtype=np.uint64)
+        # matrices are indexed by *column*, a random relabelling of the chunks: ties between
+        # equally good chunks go to the lowest column, i.e. to a random priority fixed per run
+        self.col_of = rng.permutation(self.C)
+        self.chunk_of = np.argsort(self.col_of)
         own = np.arange(self.C)
-        w, b = _bits(own)
-        np.bitwise_or.at(self.has, (own // k, w), b)
+        self.has = np.zeros((n, self.C), dtype=bool)
+        self.has[own // k, self.col_of] = True
         self.claimed = self.has.copy()
         e = net.links
         self.free_at = np.zeros(e)
@@ -129,24 +106,28 @@ class _State:
         self.start_at = np.zeros(e)
         self.carry = np.full(e, -1, dtype=np.int64)  # chunk in flight per link
         self.rec_id = np.full(e, -1, dtype=np.int64)  # its record index
-        # a destination whose in-links differ in speed may see a later transfer land first
         self.mixed = self._mixed_destinations()
-        # supply[v, c]: in-neighbours of v holding c; holders[c]: NPUs holding c (scoring)
+        # supply[v, c]: how many in-neighbours of v hold c (the score)
         self.out_of = _csr(net.src, n)
-        self.supply = np.zeros((n, self.C), dtype=np.int32)
+        deg = int(np.bincount(net.dst, minlength=n).max())
+        if deg >= 1 << 14:  # pragma: no cover - 16384 in-links per NPU
+            raise AlgorithmError(f"tacos: an NPU has {deg} in-links; at most 16383 are supported")
+        self.supply = np.zeros((n, self.C), dtype=np.uint8 if deg < 128 else np.int16)
         for j in range(k):
-            c = net.src.astype(np.int64) * k + j
-            np.add.at(self.supply, (net.dst, c), 1)
-        self.holders = np.ones(self.C, dtype=np.int64)
+            np.add.at(self.supply, (net.dst, self.col_of[net.src.astype(np.int64) * k + j]), 1)
+        self.holders = np.ones(self.C, dtype=np.int64)  # per column
+        self.rng = rng
+        self.link_of_v = np.full(n, -1, dtype=np.int64)
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
-        self.dead: list[np.ndarray] = []  # cancelled record indices
+        self.dead: list[int] = []  # cancelled record indices
         self.relabel: dict[int, int] = {}  # record index -> replacement chunk
         self.remaining = n * (self.C - k)
         self.replaced = 0
         self.cancelled = 0
 
     def _mixed_destinations(self) -> np.ndarray:
+        """NPUs whose in-links differ in speed: only there can a later transfer land first."""
         n = self.net.npus
         lo = np.full(n, np.inf)
         hi = np.full(n, -np.inf)
@@ -154,15 +135,29 @@ class _State:
         np.maximum.at(hi, self.net.dst, self.delay)
         return hi - lo > _EPS * np.maximum(hi, 1.0)
 
+    def rarest_first(self) -> None:
+        """Relabel the columns so that rarer chunks (fewer holders) come first, ties at random:
+        the first-minimum rule of the matcher then prefers them."""
+        order = np.lexsort((self.rng.random(self.C), self.holders))
+        inv = np.empty(self.C, dtype=np.int64)
+        inv[order] = np.arange(self.C)
+        self.has = np.take(self.has, order, axis=1)
+        self.claimed = np.take(self.claimed, order, axis=1)
+        self.supply = np.take(self.supply, order, axis=1)
+        self.holders = self.holders[order]
+        self.chunk_of = self.chunk_of[order]
+        self.col_of = np.argsort(self.chunk_of)
+        busy = self.carry >= 0
+        self.carry[busy] = inv[self.carry[busy]]
+
     # -- arrivals ----------------------------------------------------------------------------
     def deliver(self, t: float) -> None:
         done = np.flatnonzero(self.land_at <= t + _EPS)
         if not done.size:
             return
         c = self.carry[done]
-        w, b = _bits(c)
-        v = self.net.dst[done]
-        np.bitwise_or.at(self.has, (v, w), b)
+        v = self.net.dst[done].astype(np.int64)
+        self.has[v, c] = True
         np.add.at(self.holders, c, 1)
         ptr, idx = self.out_of
         cnt = ptr[v + 1] - ptr[v]
@@ -178,114 +173,99 @@ class _State:
         if not free.size:
             return
         src, dst = self.net.src, self.net.dst
-        tie = rng.permutation(self.C)
+        kt, top = (np.uint8, 7) if self.supply.dtype == np.uint8 else (np.int16, 14)
+        flag = kt(1 << top)
+        # per event: S = score with the top bit set where already claimed, H = top bit where
+        # the source lacks the chunk; per slot the key is one gather of each and an OR
+        lack = (~self.has).view(np.uint8)
+        claimed = self.claimed.view(np.uint8)
+        if kt is np.uint8:
+            H = lack << np.uint8(7)
+            S = (self.supply if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))
+        else:
+            H = lack.astype(np.int16) << np.int16(14)
+            S = (self.supply if self.policy == "scarce" else np.zeros_like(self.supply)) | (
+                claimed.astype(np.int16) << np.int16(14))
+        self._S, self._flag = S, flag  # _replace claims chunks too
         for links in _slots(free, dst, rng):
-            cand = self.has[src[links]] & ~self.claimed[dst[links]]
-            chunk = self._scarcest(cand, dst[links], tie) if self.policy == "scarce" else _pick(cand, rng)
+            v = dst[links]
+            key = np.take(S, v, axis=0)
+            key |= np.take(H, src[links], axis=0)
+            # argmin returns the first minimum: the lowest column = the rarest (see rarest_first)
+            best = key.argmin(axis=1)
+            rows = np.arange(links.size)
+            hit = key[rows, best] < flag
+            if hit.any():
+                lk, c = links[hit], best[hit].astype(np.int64)
+                vv = dst[lk]
+                self.claimed[vv, c] = True
+                S[vv, c] |= flag
+                self._start(t, lk, c)
             if self.mixed.any():
-                chunk = self._overtake(t, links, chunk, rng)
-            ok = chunk >= 0
-            links, chunk = links[ok], chunk[ok]
-            if not links.size:
-                continue
-            w, b = _bits(chunk)
-            self.claimed[dst[links], w] |= b
-            self._start(t, links, chunk)
-
-    def _scarcest(self, cand: np.ndarray, v: np.ndarray, tie: np.ndarray) -> np.ndarray:
-        """Per link, the candidate chunk fewest other in-neighbours of ``v`` could supply (then the
-        globally rarest, then a per-event random order): links that have alternatives keep them."""
-        m = cand.shape[0]
-        ok = np.unpackbits(cand.view(np.uint8), axis=1, bitorder="little")[:, : self.C].astype(bool)
-        key = (self.supply[v].astype(np.int64) * (self.C * (self.net.npus + 1))
-               + self.holders[None, :] * self.C + tie[None, :])
-        key = np.where(ok, key, np.iinfo(np.int64).max)
-        out = np.argmin(key, axis=1)
-        out[~ok[np.arange(m), out]] = -1
-        return out
+                self._overtake(t, links, rng)
 
     def _start(self, t: float, links: np.ndarray, chunk: np.ndarray) -> None:
         self.free_at[links] = t + self.busy[links]
         self.land_at[links] = t + self.delay[links]
         self.start_at[links] = t
         self.carry[links] = chunk
-        ids = np.arange(self.n_recs, self.n_recs + links.size)
-        self.rec_id[links] = ids
+        self.rec_id[links] = np.arange(self.n_recs, self.n_recs + links.size)
         self.n_recs += links.size
-        self.recs.append((chunk.astype(np.int32), links.astype(np.int32), np.full(links.size, t)))
+        self.recs.append((self.chunk_of[chunk].astype(np.int32), links.astype(np.int32), np.full(links.size, t)))
 
-    def _overtake(self, t: float, links: np.ndarray, chunk: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Links into mixed-speed destinations that found nothing new may land an in-flight chunk
-        earlier than its current transfer; that transfer is then replaced or cancelled."""
+    def _overtake(self, t: float, links: np.ndarray, rng: np.random.Generator) -> None:
+        """Links into mixed-speed destinations still free after their slot may land an in-flight
+        chunk earlier than its current transfer; that transfer is then replaced or cancelled."""
         src, dst = self.net.src, self.net.dst
-        for i in np.flatnonzero((chunk < 0) & self.mixed[dst[links]]).tolist():
-            ln = int(links[i])
+        idle = links[(self.free_at[links] <= t + _EPS) & self.mixed[dst[links]]]
+        for ln in idle.tolist():
             v, u = int(dst[ln]), int(src[ln])
             arrive = t + self.delay[ln]
             into = np.flatnonzero((dst == v) & (self.land_at > arrive + _EPS) & (self.carry >= 0))
             if not into.size:
                 continue
-            cs = self.carry[into]
-            w, b = _bits(cs)
-            held = (self.has[u, w] & b) != 0
+            held = self.has[u, self.carry[into]]
             if not held.any():
                 continue
-            j = int(rng.choice(np.flatnonzero(held)))
-            chunk[i] = cs[j]
-            self._replace(t, int(into[j]), rng)
-        return chunk
+            j = int(into[int(rng.choice(np.flatnonzero(held)))])
+            c = int(self.carry[j])
+            self._replace(t, j, rng)
+            self._start(t, np.array([ln]), np.array([c]))
 
     def _replace(self, t: float, ln: int, rng: np.random.Generator) -> None:
-        """The replacement rule for the redundant transfer on link ``ln`` (see the module docs)."""
+        """The replacement rule for the now redundant transfer on link ``ln`` (module docs)."""
         u, v = int(self.net.src[ln]), int(self.net.dst[ln])
-        began = self.start_at[ln]
-        # chunks u held when the transfer began: those that landed at u by then
-        held_then = self._held_at(u, began)
-        cand = held_then & ~self.claimed[v]
+        cand = np.flatnonzero(self._held_at(u, self.start_at[ln]) & ~self.claimed[v])
         rid = int(self.rec_id[ln])
-        if cand.any():
-            c = int(_pick(cand[None, :], rng)[0])
-            w, b = _bits(np.array([c]))
-            self.claimed[v, w[0]] |= b[0]
+        if cand.size:
+            c = int(cand[int(rng.integers(cand.size))])
+            self.claimed[v, c] = True
+            self._S[v, c] |= self._flag
             self.carry[ln] = c
-            self.relabel[rid] = c
+            self.relabel[rid] = int(self.chunk_of[c])
             self.replaced += 1
             return
-        self.dead.append(np.array([rid]))
+        # nothing to carry instead: cancel it; the link is free from now (freed early)
+        self.dead.append(rid)
         self.cancelled += 1
         self.free_at[ln] = t
         self.land_at[ln] = np.inf
         self.carry[ln] = -1
-        self.remaining += 0  # the chunk is re-sent by the overtaking link, which counts it
+        self.remaining -= 0  # the overtaking transfer delivers the chunk and is counted then
 
     def _held_at(self, u: int, when: float) -> np.ndarray:
-        """Bitset of the chunks NPU ``u`` had received by time ``when`` (its own included)."""
-        out = np.zeros(self.W, dtype=np.uint64)
-        own = np.arange(u * self.k, (u + 1) * self.k)
-        w, b = _bits(own)
-        np.bitwise_or.at(out, w, b)
+        """The chunks NPU ``u`` had by time ``when`` (its own, plus every transfer landed by then)."""
+        out = np.zeros(self.C, dtype=bool)
+        out[self.col_of[u * self.k:(u + 1) * self.k]] = True
+        dead = set(self.dead)
+        base = 0
         for chunk, links, start in self.recs:
-            sel = (self.net.dst[links] == u) & (start + self.delay[links] <= when + _EPS)
-            if sel.any():
-                cs = chunk[sel].astype(np.int64)
-                w, b = _bits(cs)
-                np.bitwise_or.at(out, w, b)
-        dead = set(np.concatenate(self.dead).tolist()) if self.dead else set()
-        if dead or self.relabel:  # rebuild exactly: cancelled transfers delivered nothing
-            out = np.zeros(self.W, dtype=np.uint64)
-            w, b = _bits(own)
-            np.bitwise_or.at(out, w, b)
-            base = 0
-            for chunk, links, start in self.recs:
-                ids = np.arange(base, base + chunk.size)
-                base += chunk.size
-                sel = (self.net.dst[links] == u) & (start + self.delay[links] <= when + _EPS)
-                for i in np.flatnonzero(sel).tolist():
-                    rid = int(ids[i])
-                    if rid in dead:
-                        continue
-                    c = self.relabel.get(rid, int(chunk[i]))
-                    out[c >> 6] |= _ONE << np.uint64(c & 63)
+            sel = np.flatnonzero((self.net.dst[links] == u) & (start + self.delay[links] <= when + _EPS))
+            for i in sel.tolist():
+                rid = base + i
+                if rid not in dead:
+                    out[self.col_of[self.relabel.get(rid, int(chunk[i]))]] = True
+            base += chunk.size
         return out
 
     def next_time(self, t: float) -> float:
@@ -301,7 +281,7 @@ class _State:
             chunk[rid] = c
         if self.dead:
             keep = np.ones(chunk.size, dtype=bool)
-            keep[np.concatenate(self.dead)] = False
+            keep[np.asarray(self.dead)] = False
             chunk, link, start = chunk[keep], link[keep], start[keep]
         end = start + self.delay[link]
         makespan = float(end.max()) if end.size else 0.0
@@ -318,7 +298,9 @@ def greedy_allgather(
     policy: str = "scarce",
 ) -> Schedule:
     """All-gather of ``chunks`` chunks per NPU on ``net`` (link busy/landing times in µs per chunk)."""
-    st = _State(net, chunks, busy, delay, policy)
+    st = _State(net, chunks, busy, delay, policy, rng)
+    # re-sorting costs three matrix copies; on big problems do it every few events
+    resort = 1 if net.npus * st.C <= 1 << 21 else 4
     total = st.remaining
     t = 0.0
     events = 0
@@ -326,6 +308,8 @@ def greedy_allgather(
         st.deliver(t)
         if st.remaining <= 0:
             break
+        if events % resort == 0:
+            st.rarest_first()
         st.match(t, rng)
         events += 1
         if progress is not None and events % 16 == 0:
