@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PLUGINS := plugins/mscclang plugins/astrasim
+PLUGINS := plugins/mscclang plugins/astrasim plugins/tacos
 
 .PHONY: demo test venv install install-dev browser bench registry clean
 

@@ -7,7 +7,8 @@ Grammar (case-insensitive, blanks ignored)::
     item    := block | option                a bare option attaches to the block before it
     block   := kind [ ":" shape ] [ "@" option ]
     option  := key "=" number                keys: bw (bandwidth, GB/s = 2^30 B/s), lat (latency, ns),
-                                             spines (fattree only)
+                                             spines (fattree only); mesh/torus take one number
+                                             per dimension too: bw=100/50 (heterogeneous)
 
 Kinds: ``ring:N``, ``fc:N`` (``fullyconnected:N``), ``switch:N`` (dimensional, stackable:
 ``ring:4,switch:8``); link-graph presets ``mesh:AxB[xC..]``, ``torus:AxB[xC..]``,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import TopologyFormatError
 from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
@@ -45,14 +47,14 @@ _NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 class _Block:
     def __init__(self, kind: str, shape: str, pos: int) -> None:
         self.kind, self.shape, self.pos = kind, shape, pos
-        self.opts: dict[str, float] = {}
+        self.opts: dict[str, Any] = {}
 
 
 def _err(spec: str, msg: str, hint: str | None = None) -> TopologyFormatError:
     return TopologyFormatError(f"topology {spec!r}: {msg}", hint=hint or _EXAMPLES)
 
 
-def _option(spec: str, text: str) -> tuple[str, float]:
+def _option(spec: str, text: str) -> tuple[str, float | tuple[float, ...]]:
     key, eq, value = text.partition("=")
     if not eq:
         raise _err(spec, f"expected key=value, got {text!r}", "options are bw=<GB/s>, lat=<ns> (fattree: spines=<n>)")
@@ -60,6 +62,11 @@ def _option(spec: str, text: str) -> tuple[str, float]:
     if k is None:
         near = difflib.get_close_matches(key, list(_KEYS), n=1)
         raise _err(spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
+    if "/" in value and k in ("bw", "lat"):  # per dimension (mesh/torus presets only)
+        parts = value.split("/")
+        if not all(_NUM.match(p) for p in parts):
+            raise _err(spec, f"option {key}={value!r} is not a number or a '/'-separated list of numbers")
+        return k, tuple(float(p) for p in parts)
     if not _NUM.match(value):
         raise _err(spec, f"option {key}={value!r} is not a number")
     return k, float(value)
@@ -79,7 +86,7 @@ def parse_topology(spec: str) -> Topology:
     if not text:
         raise _err(spec, "empty topology string")
     body, *globals_ = text.split(";")
-    gopts: dict[str, float] = {}
+    gopts: dict[str, Any] = {}
     for g in globals_:
         if g:
             k, v = _option(spec, g)
@@ -105,8 +112,11 @@ def parse_topology(spec: str) -> Topology:
             b.opts[k] = v
         blocks.append(b)
 
-    def opt(b: _Block, key: str, default: float | None) -> float | None:
-        return b.opts.get(key, gopts.get(key, default))
+    def opt(b: _Block, key: str, default: float | None) -> Any:
+        value = b.opts.get(key, gopts.get(key, default))
+        if isinstance(value, tuple) and b.kind not in ("mesh", "torus"):
+            raise _err(spec, f"{b.kind}: per-dimension values ({key}=a/b) apply to mesh and torus only")
+        return value
 
     presets = [b for b in blocks if b.kind in _PRESETS]
     if presets:

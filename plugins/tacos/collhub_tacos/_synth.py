@@ -10,11 +10,12 @@ import numpy as np
 
 from hub.chakra import Algorithm, Collective
 from hub.errors import AlgorithmError, SynthesisInputError
-from hub.topology import Topology, load_topology
+from hub.topology import Topology
 
 from ._bounds import ingress_bound
 from ._build import Phase, build_algorithm, forward_phase, reversed_phase
 from ._greedy import Schedule, greedy_allgather
+from ._linkfile import load_any_topology
 from ._network import Network, network_of
 from ._params import SynthesizeParams
 from ._progress import progress_bar
@@ -58,18 +59,22 @@ def _check(params: SynthesizeParams) -> tuple[Collective, Topology]:
                                   hint="chunks is how many pieces each rank's contribution is cut into")
     if params.seeds <= 0:
         raise SynthesisInputError(f"tacos.synthesize: seeds must be >= 1, got {params.seeds}")
-    return coll, load_topology(params.topology)
+    return coll, load_any_topology(params.topology)
 
 
 def _best(net: Network, k: int, busy: np.ndarray, delay: np.ndarray, seed: int, seeds: int,
-          phase: Callable[[str], Callable[[int, int], None]] | None, label: str) -> tuple[Schedule, int]:
+          phase: Callable[[str], Callable[[int, int], None]] | None, label: str, bound: float,
+          policy: str) -> tuple[Schedule, int]:
+    """Best of ``seeds`` tries; stops early once a try meets the lower bound (nothing can beat it)."""
     best: Schedule | None = None
     best_seed = seed
     for s in range(seed, seed + seeds):
         upd = phase(f"{label} seed {s}") if phase else None
-        sch = greedy_allgather(net, k, busy, delay, np.random.default_rng(s), upd)
+        sch = greedy_allgather(net, k, busy, delay, np.random.default_rng(s), upd, policy)
         if best is None or sch.makespan < best.makespan - 1e-9:
             best, best_seed = sch, s
+        if best.makespan <= bound * (1 + 1e-12):
+            break
     assert best is not None
     return best, best_seed
 
@@ -97,16 +102,19 @@ def synthesize_schedule(params: SynthesizeParams) -> Synthesis:
     with progress_bar(f"tacos {coll.value} {net.label}", params.progress, big) as phase:
         if coll in (Collective.REDUCESCATTER, Collective.ALLREDUCE):
             rev = net.reversed()
-            rs, seed = _best(rev, k, busy, delay, params.seed, params.seeds, phase, "reduce-scatter")
-            phases.append(reversed_phase(net, rs))
             bound = ingress_bound(rev, C - k, busy, delay)
+            rs, seed = _best(rev, k, busy, delay, params.seed, params.seeds, phase, "reduce-scatter", bound,
+                             params.policy)
+            phases.append(reversed_phase(net, rs))
             events, replaced, cancelled = rs.events, rs.replaced, rs.cancelled
         if coll in (Collective.ALLGATHER, Collective.ALLREDUCE):
-            ag, seed = _best(net, k, busy, delay, params.seed, params.seeds, phase, "all-gather")
+            ag_bound = ingress_bound(net, C - k, busy, delay)
+            ag, seed = _best(net, k, busy, delay, params.seed, params.seeds, phase, "all-gather", ag_bound,
+                             params.policy)
             offset = phases[0].makespan if phases else 0.0
             phases.append(forward_phase(net, ag, offset))
             if coll == Collective.ALLGATHER:
-                bound = ingress_bound(net, C - k, busy, delay)
+                bound = ag_bound
                 events, replaced, cancelled = ag.events, ag.replaced, ag.cancelled
             else:  # every rank receives 2(C-k) chunk volumes (Patarasuk & Yuan)
                 bound = ingress_bound(net, 2 * (C - k), busy, delay)
@@ -135,6 +143,7 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
         ("tacos.cost_model", _COST[params.model]),
         ("tacos.seed", syn.seed),
         ("tacos.seeds", params.seeds),
+        ("tacos.policy", params.policy),
         ("model_makespan_us", round(syn.makespan_us, 6)),
         ("lower_bound_us", round(syn.bound_us, 6)),
         ("bound_ratio", round(ratio, 6)),
