@@ -102,10 +102,14 @@ class _State:
         self.claimed = self.has.copy()
         e = net.links
         self.free_at = np.zeros(e)
-        self.land_at = np.full(e, np.inf)
-        self.start_at = np.zeros(e)
-        self.carry = np.full(e, -1, dtype=np.int64)  # chunk in flight per link
-        self.rec_id = np.full(e, -1, dtype=np.int64)  # its record index
+        # in flight per link: up to D chunks (the pipelined model lets a link start the next
+        # chunk while the last one is still travelling its latency); one row slot each
+        d = int(np.ceil(float(np.max(delay / busy)) + 1e-9)) if e else 1
+        self.D = max(d, 1)
+        self.land_at = np.full((e, self.D), np.inf)
+        self.start_at = np.zeros((e, self.D))
+        self.carry = np.full((e, self.D), -1, dtype=np.int64)  # chunk (column) in flight
+        self.rec_id = np.full((e, self.D), -1, dtype=np.int64)  # its record index
         self.mixed = self._mixed_destinations()
         # supply[v, c]: how many in-neighbours of v hold c (the score)
         self.out_of = _csr(net.src, n)
@@ -152,10 +156,11 @@ class _State:
 
     # -- arrivals ----------------------------------------------------------------------------
     def deliver(self, t: float) -> None:
-        done = np.flatnonzero(self.land_at <= t + _EPS)
-        if not done.size:
+        dl, ds = np.nonzero(self.land_at <= t + _EPS)
+        if not dl.size:
             return
-        c = self.carry[done]
+        done = dl
+        c = self.carry[dl, ds]
         v = self.net.dst[done].astype(np.int64)
         self.has[v, c] = True
         np.add.at(self.holders, c, 1)
@@ -163,8 +168,8 @@ class _State:
         cnt = ptr[v + 1] - ptr[v]
         outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
         np.add.at(self.supply, (self.net.dst[outs], np.repeat(c, cnt)), 1)
-        self.land_at[done] = np.inf
-        self.carry[done] = -1
+        self.land_at[dl, ds] = np.inf
+        self.carry[dl, ds] = -1
         self.remaining -= done.size
 
     # -- matching ----------------------------------------------------------------------------
@@ -206,10 +211,11 @@ class _State:
 
     def _start(self, t: float, links: np.ndarray, chunk: np.ndarray) -> None:
         self.free_at[links] = t + self.busy[links]
-        self.land_at[links] = t + self.delay[links]
-        self.start_at[links] = t
-        self.carry[links] = chunk
-        self.rec_id[links] = np.arange(self.n_recs, self.n_recs + links.size)
+        d = np.argmax(self.carry[links] < 0, axis=1)  # a free flight slot (one always is)
+        self.land_at[links, d] = t + self.delay[links]
+        self.start_at[links, d] = t
+        self.carry[links, d] = chunk
+        self.rec_id[links, d] = np.arange(self.n_recs, self.n_recs + links.size)
         self.n_recs += links.size
         self.recs.append((self.chunk_of[chunk].astype(np.int32), links.astype(np.int32), np.full(links.size, t)))
 
@@ -221,36 +227,38 @@ class _State:
         for ln in idle.tolist():
             v, u = int(dst[ln]), int(src[ln])
             arrive = t + self.delay[ln]
-            into = np.flatnonzero((dst == v) & (self.land_at > arrive + _EPS) & (self.carry >= 0))
-            if not into.size:
+            il, isl = np.nonzero((dst[:, None] == v) & (self.land_at > arrive + _EPS) & (self.carry >= 0))
+            if not il.size:
                 continue
-            held = self.has[u, self.carry[into]]
+            held = self.has[u, self.carry[il, isl]]
             if not held.any():
                 continue
-            j = int(into[int(rng.choice(np.flatnonzero(held)))])
-            c = int(self.carry[j])
-            self._replace(t, j, rng)
+            j = int(rng.choice(np.flatnonzero(held)))
+            c = int(self.carry[il[j], isl[j]])
+            self._replace(t, int(il[j]), int(isl[j]), rng)
             self._start(t, np.array([ln]), np.array([c]))
 
-    def _replace(self, t: float, ln: int, rng: np.random.Generator) -> None:
+    def _replace(self, t: float, ln: int, slot: int, rng: np.random.Generator) -> None:
         """The replacement rule for the now redundant transfer on link ``ln`` (module docs)."""
         u, v = int(self.net.src[ln]), int(self.net.dst[ln])
-        cand = np.flatnonzero(self._held_at(u, self.start_at[ln]) & ~self.claimed[v])
-        rid = int(self.rec_id[ln])
+        began = float(self.start_at[ln, slot])
+        cand = np.flatnonzero(self._held_at(u, began) & ~self.claimed[v])
+        rid = int(self.rec_id[ln, slot])
         if cand.size:
             c = int(cand[int(rng.integers(cand.size))])
             self.claimed[v, c] = True
             self._S[v, c] |= self._flag
-            self.carry[ln] = c
+            self.carry[ln, slot] = c
             self.relabel[rid] = int(self.chunk_of[c])
             self.replaced += 1
             return
         # nothing to carry instead: cancel it; the link is free from now (freed early)
         self.dead.append(rid)
         self.cancelled += 1
-        self.free_at[ln] = t
-        self.land_at[ln] = np.inf
-        self.carry[ln] = -1
+        if began + self.busy[ln] > t + _EPS:  # it still occupies the link: free it now
+            self.free_at[ln] = t
+        self.land_at[ln, slot] = np.inf
+        self.carry[ln, slot] = -1
         self.remaining -= 0  # the overtaking transfer delivers the chunk and is counted then
 
     def _held_at(self, u: int, when: float) -> np.ndarray:
