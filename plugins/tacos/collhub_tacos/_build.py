@@ -28,7 +28,7 @@ from ._network import Network
 
 __all__ = ["Phase", "build_algorithm", "reversed_phase", "forward_phase"]
 
-_SEND_LEVEL = 1 << 40
+_SEND_LEVEL = 1 << 30
 
 
 @dataclass
@@ -47,40 +47,44 @@ class Phase:
 
 
 def forward_phase(net: Network, s: Schedule, offset: float = 0.0) -> Phase:
-    link = s.link.astype(np.int64)
-    return Phase("ag", s.chunk.astype(np.int64), net.src[link].astype(np.int64), net.dst[link].astype(np.int64),
-                 link, s.start + offset, s.end + offset, s.makespan)
+    link = s.link
+    return Phase("ag", s.chunk, net.src[link], net.dst[link], link, s.start + offset, s.end + offset, s.makespan)
 
 
 def reversed_phase(net: Network, s: Schedule) -> Phase:
     """A reduce-scatter from an all-gather ``s`` run on ``net.reversed()``: every transfer runs
     backwards over the real link, at mirrored times."""
-    link = s.link.astype(np.int64)
+    link = s.link
     t = s.makespan
-    return Phase("rs", s.chunk.astype(np.int64), net.src[link].astype(np.int64), net.dst[link].astype(np.int64),
-                 link, t - s.end, t - s.start, s.makespan)
+    return Phase("rs", s.chunk, net.src[link], net.dst[link], link, t - s.end, t - s.start, s.makespan)
+
+
+# compact dtypes: a 4096-rank all-gather has 33M nodes (the profile's own dtypes where they exist)
+_DTYPES = {"rank": np.int32, "time": np.float64, "level": np.int32, "kind": np.int8, "peer": np.int32,
+           "tag": np.int32, "buf": np.int8, "off": np.int32, "op": np.int8, "dep": np.int32}
 
 
 class _Nodes:
     """Global node columns, appended per kind; ``dep`` is a global node index or -1."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in
-                                                  ("rank", "time", "level", "kind", "peer", "tag", "buf",
-                                                   "off", "op", "dep")}
+        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in _DTYPES}
         self.n = 0
 
     def add(self, **cols: np.ndarray | int | float) -> np.ndarray:
         m = int(np.asarray(cols["rank"]).size)
-        for k in self.cols:
-            v = cols.get(k, -1)
-            self.cols[k].append(np.broadcast_to(np.asarray(v), (m,)).copy())
-        ids = np.arange(self.n, self.n + m)
+        for k, dt in _DTYPES.items():
+            v = np.asarray(cols.get(k, -1))
+            self.cols[k].append(np.full(m, v, dtype=dt) if v.ndim == 0 else v.astype(dt, copy=False))
+        ids = np.arange(self.n, self.n + m, dtype=np.int64)
         self.n += m
         return ids
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in self.cols.items()}
+    def column(self, k: str) -> np.ndarray:
+        """Concatenate (and forget the pieces of) one column."""
+        parts = self.cols[k]
+        self.cols[k] = []
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=_DTYPES[k])
 
 
 def _link_tags(phases: list[Phase]) -> list[np.ndarray]:
@@ -108,7 +112,7 @@ def _ag_nodes(nodes: _Nodes, p: Phase, tag: np.ndarray, ranks: int, chunks: int,
     recv_dep = -np.ones(p.chunk.size, dtype=np.int64) if overwrite is None else overwrite[p.dst, p.chunk]
     recv = nodes.add(rank=p.dst, time=p.end, level=0, kind=int(NodeType.RECV), peer=p.src, tag=tag, buf=buf,
                      off=p.chunk, op=int(Op.COPY), dep=recv_dep)
-    got = -np.ones((ranks, C), dtype=np.int64)
+    got = np.full((ranks, C), -1, dtype=np.int64)
     got[p.dst, p.chunk] = recv
     send_dep = got[p.src, p.chunk]
     if owner_ready is not None:
@@ -125,7 +129,7 @@ def _rs_nodes(nodes: _Nodes, p: Phase, tag: np.ndarray, ranks: int, chunks: int,
     C = ranks * chunks
     # chain the RECVs into (rank, chunk) in landing order
     order = np.lexsort((p.end, p.chunk, p.dst))
-    key = p.dst[order] * C + p.chunk[order]
+    key = p.dst[order].astype(np.int64) * C + p.chunk[order]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     pos = np.arange(key.size) - np.repeat(first, np.diff(np.r_[first, key.size]))
     chain = np.empty(key.size, dtype=np.int64)
@@ -168,33 +172,40 @@ def build_algorithm(collective: Collective, ranks: int, chunks: int, phases: lis
         owner = np.arange(C) // chunks
         _ag_nodes(nodes, phases[1], tags[1], ranks, chunks, int(Buffer.INPUT), last[owner, np.arange(C)], sent)
         in_c, out_c = C, C
-    a = nodes.arrays()
-    # per rank, in time order (dependencies always have a smaller (time, level))
-    order = np.lexsort((a["level"], a["time"], a["rank"]))
-    pos = np.empty(order.size, dtype=np.int64)
-    rk = a["rank"][order]
-    first = np.searchsorted(rk, np.arange(ranks + 1))
-    pos[order] = np.arange(order.size) - first[rk]
-    is_send = a["kind"] == int(NodeType.SEND)
-    is_recv = a["kind"] == int(NodeType.RECV)
-    src_buf = np.where(is_send, a["buf"], -1)
-    src_off = np.where(is_send, a["off"], -1)
-    dst_buf = np.where(is_recv, a["buf"], -1)
-    dst_off = np.where(is_recv, a["off"], -1)
-    count = np.where(a["kind"] == int(NodeType.COMP), 1, 1)
-    dep = a["dep"]
-    dep_pos_all = np.where(dep >= 0, pos[np.maximum(dep, 0)], -1)
+    # per rank, in time order (dependencies always have a smaller (time, level)); columns are
+    # permuted once, so that every rank's columns are views of one array (no second copy)
+    rank, time_, level = nodes.column("rank"), nodes.column("time"), nodes.column("level")
+    order = np.lexsort((level, time_, rank))
+    del time_, level
+    rank = rank[order]
+    first = np.searchsorted(rank, np.arange(ranks + 1))
+    pos = np.empty(order.size, dtype=np.int32)  # global node index -> position in its rank
+    pos[order] = (np.arange(order.size) - first[rank]).astype(np.int32)
+    del rank
+    col = {k: nodes.column(k)[order] for k in ("kind", "peer", "tag", "buf", "off", "op")}
+    dep = nodes.column("dep")[order]
+    del order
+    has_dep = dep >= 0
+    dep[has_dep] = pos[dep[has_dep]]
+    del pos
+    is_send = col["kind"] == int(NodeType.SEND)
+    is_recv = col["kind"] == int(NodeType.RECV)
+    src_buf = np.where(is_send, col["buf"], np.int8(-1)).astype(np.int8)
+    dst_buf = np.where(is_recv, col["buf"], np.int8(-1)).astype(np.int8)
+    src_off = np.where(is_send, col["off"], -1).astype(np.int32)
+    dst_off = np.where(is_recv, col["off"], -1).astype(np.int32)
+    del is_send, is_recv, col["buf"], col["off"]
+    count = np.ones(dep.size, dtype=np.int32)
+    dep_cum = np.r_[0, np.cumsum(has_dep)].astype(np.int64)
+    dep_vals = dep[has_dep]
+    del dep
     graphs = []
     for r in range(ranks):
-        sl = order[first[r]:first[r + 1]]
-        m = sl.size
-        d = dep_pos_all[sl]
-        has = d >= 0
-        dep_ptr = np.r_[0, np.cumsum(has)].astype(np.int64)
+        a, b = int(first[r]), int(first[r + 1])
         graphs.append(RankGraph.from_columns(
-            m, kind=a["kind"][sl], peer=a["peer"][sl], tag=a["tag"][sl], count=count[sl], src_buf=src_buf[sl],
-            src_off=src_off[sl], dst_buf=dst_buf[sl], dst_off=dst_off[sl], op=a["op"][sl],
-            dep_ptr=dep_ptr, dep_pos=d[has].astype(np.int32)))
+            b - a, kind=col["kind"][a:b], peer=col["peer"][a:b], tag=col["tag"][a:b], count=count[a:b],
+            src_buf=src_buf[a:b], src_off=src_off[a:b], dst_buf=dst_buf[a:b], dst_off=dst_off[a:b],
+            op=col["op"][a:b], dep_ptr=dep_cum[a:b + 1] - dep_cum[a], dep_pos=dep_vals[dep_cum[a]:dep_cum[b]]))
     meta = AlgorithmMeta(collective=collective, ranks=ranks, in_chunks=in_c, out_chunks=out_c, inplace=True,
                          name=name, producer="tacos.synthesize", extra=extra)
     return Algorithm(meta, tuple(graphs))

@@ -79,11 +79,14 @@ def _best(net: Network, k: int, busy: np.ndarray, delay: np.ndarray, seed: int, 
     return best, best_seed
 
 
-def synthesize_schedule(params: SynthesizeParams) -> Synthesis:
-    """Run the greedy (best of ``seeds`` tries per phase) and compute the bound; no Algorithm yet."""
-    coll, topo = _check(params)
+def synthesize_schedule(params: SynthesizeParams, phase: Callable[[str], Callable[[int, int], None]] | None = None,
+                        network: Network | None = None) -> Synthesis:
+    """Run the greedy (best of ``seeds`` tries per phase) and compute the bound; no Algorithm yet.
+
+    ``phase``: a progress-bar factory (see :func:`progress_bar`); default: make one here."""
     t0 = time.perf_counter()
-    net = network_of(topo)
+    coll, topo = _check(params)
+    net = network if network is not None else network_of(topo)
     n, k = net.npus, params.chunks
     if params.ranks is not None and params.ranks != n:
         raise SynthesisInputError(
@@ -97,9 +100,9 @@ def synthesize_schedule(params: SynthesizeParams) -> Synthesis:
     chunk = size / (n * k)
     busy, delay = net.link_times_us(chunk, params.model)
     C = n * k
-    big = net.links * C > 4_000_000
     phases: list[Phase] = []
-    with progress_bar(f"tacos {coll.value} {net.label}", params.progress, big) as phase:
+    with progress_bar(f"tacos {coll.value} {net.label}", params.progress, _big(net, k)) as own:
+        phase = phase or own
         if coll in (Collective.REDUCESCATTER, Collective.ALLREDUCE):
             rev = net.reversed()
             bound = ingress_bound(rev, C - k, busy, delay)
@@ -126,9 +129,25 @@ def synthesize_schedule(params: SynthesizeParams) -> Synthesis:
                      replaced, cancelled)
 
 
+def _big(net: Network, k: int) -> bool:
+    """Worth a progress bar: about a second or more of matching."""
+    return net.links * net.npus * k > 4_000_000
+
+
 def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
     """Factory of ``tacos.synthesize``: the verified algorithm with its provenance in metadata."""
-    syn = synthesize_schedule(params)
+    net0 = network_of(_check(params)[1])
+    with progress_bar(f"tacos {params.collective} {net0.label}", params.progress, _big(net0, max(params.chunks, 1))
+                      ) as phase:
+        return _synthesize(params, phase, net0)
+
+
+def _synthesize(params: SynthesizeParams, phase: Callable[[str], Callable[[int, int], None]] | None,
+                net0: Network) -> Algorithm:
+    syn = synthesize_schedule(params, phase, net0)
+    step = phase("building the algorithm") if phase else None
+    if step:
+        step(0, 1)
     t0 = time.perf_counter()
     net = syn.network
     name = params.name or f"tacos-{syn.collective.value}-{net.label.split('@')[0].replace(':', '')}"
@@ -154,12 +173,19 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
     alg = build_algorithm(syn.collective, net.npus, syn.chunks, syn.phases, name=name,
                           reduction_comp=params.reduction_comp, extra=tuple(extra_base))
     build_s = time.perf_counter() - t0
+    if step:
+        step(1, 1)
     verify_s = 0.0
     if params.verify:
         from hub.verify import check
 
+        step = phase("verifying (hub.verify, semantics)") if phase else None
+        if step:
+            step(0, 1)
         t1 = time.perf_counter()
         check(alg)
+        if step:
+            step(1, 1)
         verify_s = time.perf_counter() - t1
     timing = (("synthesis_s", round(syn.seconds + build_s, 4)), ("tacos.greedy_s", round(syn.seconds, 4)),
               ("tacos.verified", bool(params.verify)), ("tacos.verify_s", round(verify_s, 4)))

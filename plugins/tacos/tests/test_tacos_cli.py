@@ -63,3 +63,34 @@ def test_produce_show_simulate_export(tmp_path: Path) -> None:
               cwd=tmp_path)
     assert exp.returncode == 0, exp.stderr
     assert (tmp_path / "ar.xml").read_text().lstrip().startswith("<algo")
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    """On a pseudo-terminal the rich bar is drawn on stderr; in a pipe (the other tests) it is not."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([*COLLHUB, "produce", "tacos.synthesize", "--set", "collective=allgather",
+                          "--set", "topology=torus:16x16", "--set", "progress=true", "--out", "pb/pb"],
+                         stdin=slave, stdout=subprocess.DEVNULL, stderr=slave, cwd=tmp_path, close_fds=True)
+    os.close(slave)
+    buf = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        buf += data
+    os.close(master)
+    assert p.wait(timeout=120) == 0
+    text = buf.decode("utf-8", "replace")
+    assert "all-gather seed 0" in text and "100%" in text
+    quiet = produce(tmp_path, "collective=allgather", "topology=torus:16x16", "progress=true")
+    assert quiet.returncode == 0 and "seed 0" not in quiet.stderr
