@@ -113,12 +113,21 @@ class _State:
         self.mixed = self._mixed_destinations()
         # supply[v, c]: how many in-neighbours of v hold c (the score)
         self.out_of = _csr(net.src, n)
+        self.in_of = _csr(net.dst, n)
         deg = int(np.bincount(net.dst, minlength=n).max())
         if deg >= 1 << 14:  # pragma: no cover - 16384 in-links per NPU
             raise AlgorithmError(f"tacos: an NPU has {deg} in-links; at most 16383 are supported")
         self.supply = np.zeros((n, self.C), dtype=np.uint8 if deg < 128 else np.int16)
-        for j in range(k):
-            np.add.at(self.supply, (net.dst, self.col_of[net.src.astype(np.int64) * k + j]), 1)
+        # dense graphs (unwound switches: every NPU linked to every other) recount the supply with
+        # one matrix product per event instead of one increment per (landing, out-link)
+        self.dense = e > 32 * n
+        if self.dense:
+            self.adj_t = np.zeros((n, n), dtype=np.float32)
+            self.adj_t[net.dst, net.src] = 1.0
+            self._recount()
+        else:
+            for j in range(k):
+                np.add.at(self.supply, (net.dst, self.col_of[net.src.astype(np.int64) * k + j]), 1)
         self.holders = np.ones(self.C, dtype=np.int64)  # per column
         self.rng = rng
         self.link_of_v = np.full(n, -1, dtype=np.int64)
@@ -129,6 +138,13 @@ class _State:
         self.remaining = n * (self.C - k)
         self.replaced = 0
         self.cancelled = 0
+
+    def _recount(self) -> None:
+        """supply = (in-adjacency) @ has, saturated to the score's dtype."""
+        prod = self.adj_t @ self.has.astype(np.float32)
+        top = 127 if self.supply.dtype == np.uint8 else (1 << 14) - 1
+        np.minimum(prod, top, out=prod)
+        self.supply[...] = prod.astype(self.supply.dtype)
 
     def _mixed_destinations(self) -> np.ndarray:
         """NPUs whose in-links differ in speed: only there can a later transfer land first."""
@@ -164,10 +180,13 @@ class _State:
         v = self.net.dst[done].astype(np.int64)
         self.has[v, c] = True
         np.add.at(self.holders, c, 1)
-        ptr, idx = self.out_of
-        cnt = ptr[v + 1] - ptr[v]
-        outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
-        np.add.at(self.supply, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+        if self.dense:
+            self._recount()
+        else:
+            ptr, idx = self.out_of
+            cnt = ptr[v + 1] - ptr[v]
+            outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+            np.add.at(self.supply, (self.net.dst[outs], np.repeat(c, cnt)), 1)
         self.land_at[dl, ds] = np.inf
         self.carry[dl, ds] = -1
         self.remaining -= done.size
@@ -192,6 +211,7 @@ class _State:
             S = (self.supply if self.policy == "scarce" else np.zeros_like(self.supply)) | (
                 claimed.astype(np.int16) << np.int16(14))
         self._S, self._flag = S, flag  # _replace claims chunks too
+        self._latest: np.ndarray | None = None  # per event (see _latest_landing)
         for links in _slots(free, dst, rng):
             v = dst[links]
             key = np.take(S, v, axis=0)
@@ -224,10 +244,17 @@ class _State:
         chunk earlier than its current transfer; that transfer is then replaced or cancelled."""
         src, dst = self.net.src, self.net.dst
         idle = links[(self.free_at[links] <= t + _EPS) & self.mixed[dst[links]]]
+        if not idle.size:
+            return
+        # only where something in flight lands later than this link would (vectorised filter)
+        idle = idle[t + self.delay[idle] + _EPS < self._latest_landing()[dst[idle]]]
+        ptr, idx = self.in_of
         for ln in idle.tolist():
             v, u = int(dst[ln]), int(src[ln])
             arrive = t + self.delay[ln]
-            il, isl = np.nonzero((dst[:, None] == v) & (self.land_at > arrive + _EPS) & (self.carry >= 0))
+            into = idx[ptr[v]:ptr[v + 1]]
+            sub_l, isl = np.nonzero((self.land_at[into] > arrive + _EPS) & (self.carry[into] >= 0))
+            il = into[sub_l]
             if not il.size:
                 continue
             held = self.has[u, self.carry[il, isl]]
@@ -237,6 +264,17 @@ class _State:
             c = int(self.carry[il[j], isl[j]])
             self._replace(t, int(il[j]), int(isl[j]), rng)
             self._start(t, np.array([ln]), np.array([c]))
+
+    def _latest_landing(self) -> np.ndarray:
+        """Per NPU, the latest landing time of a chunk in flight to it (-inf if none), as of the
+        start of the event (a filter: transfers started in this event are not overtaken)."""
+        if self._latest is not None:
+            return self._latest
+        out = np.full(self.net.npus, -np.inf)
+        land = np.where(np.isfinite(self.land_at), self.land_at, -np.inf).max(axis=1)
+        np.maximum.at(out, self.net.dst, land)
+        self._latest = out
+        return out
 
     def _replace(self, t: float, ln: int, slot: int, rng: np.random.Generator) -> None:
         """The replacement rule for the now redundant transfer on link ``ln`` (module docs)."""

@@ -12,7 +12,6 @@ sending them one after another, which is what the congestion-aware simulator the
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,63 +57,39 @@ class Network:
         return serial, serial + lat
 
 
-def _unwind(lg: LinkGraph) -> tuple[list[tuple[int, int, float, float]], int]:
-    """Virtual NPU links through the switches of ``lg`` (see the module docstring)."""
+def _unwind(lg: LinkGraph) -> tuple[np.ndarray, ...]:
+    """Virtual NPU links through the switches of ``lg`` (see the module docstring), vectorised:
+    switch-to-switch latencies by Floyd-Warshall, NPU-to-NPU by min-plus products."""
     n, dev = lg.npus, lg.devices
-    up = np.zeros(n)
-    down = np.zeros(n)
-    up_of: list[list[tuple[int, float]]] = [[] for _ in range(n)]  # npu -> [(switch, latency)]
-    down_of: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    sw_adj: list[list[tuple[int, float]]] = [[] for _ in range(dev)]
-    for ln in lg.links:
-        if ln.src < n <= ln.dst:
-            up[ln.src] += ln.bandwidth
-            up_of[ln.src].append((ln.dst, ln.latency))
-        elif ln.dst < n <= ln.src:
-            down[ln.dst] += ln.bandwidth
-            down_of[ln.dst].append((ln.src, ln.latency))
-        elif ln.src >= n and ln.dst >= n:
-            sw_adj[ln.src].append((ln.dst, ln.latency))
-    # switch-to-switch latencies (Dijkstra from each switch; switches are few)
-    sw_dist: dict[int, dict[int, float]] = {}
-    for s in range(n, dev):
-        dist = {s: 0.0}
-        heap = [(0.0, s)]
-        while heap:
-            d, x = heapq.heappop(heap)
-            if d > dist.get(x, np.inf):
-                continue
-            for y, w in sw_adj[x]:
-                if d + w < dist.get(y, np.inf):
-                    dist[y] = d + w
-                    heapq.heappush(heap, (d + w, y))
-        sw_dist[s] = dist
-    # NPU v is reachable from u iff some up-switch of u reaches some down-switch of v
-    reach_lat: dict[tuple[int, int], float] = {}
-    by_down: dict[int, list[tuple[int, float]]] = {}
-    for v in range(n):
-        for s, lat in down_of[v]:
-            by_down.setdefault(s, []).append((v, lat))
-    out: list[tuple[int, int, float, float]] = []
-    for u in range(n):
-        best: dict[int, float] = {}
-        for s0, l0 in up_of[u]:
-            for s1, d in sw_dist[s0].items():
-                for v, l1 in by_down.get(s1, ()):
-                    if v != u:
-                        t = l0 + d + l1
-                        if t < best.get(v, np.inf):
-                            best[v] = t
-        for v, t in best.items():
-            reach_lat[(u, v)] = t
-    peers_out = np.zeros(n)
-    peers_in = np.zeros(n)
-    for u, v in reach_lat:
-        peers_out[u] += 1
-        peers_in[v] += 1
-    for (u, v), t in reach_lat.items():
-        out.append((u, v, min(up[u] / peers_out[u], down[v] / peers_in[v]), t))
-    return out, len(out)
+    S = dev - n
+    arr = np.array([(ln.src, ln.dst, ln.bandwidth, ln.latency) for ln in lg.links], dtype=np.float64).reshape(-1, 4)
+    a, b = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
+    bw, lat = arr[:, 2], arr[:, 3]
+    up_m = (a < n) & (b >= n)
+    down_m = (a >= n) & (b < n)
+    ss_m = (a >= n) & (b >= n)
+    up = np.bincount(a[up_m], weights=bw[up_m], minlength=n)
+    down = np.bincount(b[down_m], weights=bw[down_m], minlength=n)
+    U = np.full((n, S), np.inf)
+    np.minimum.at(U, (a[up_m], b[up_m] - n), lat[up_m])
+    D = np.full((S, n), np.inf)
+    np.minimum.at(D, (a[down_m] - n, b[down_m]), lat[down_m])
+    SS = np.full((S, S), np.inf)
+    np.fill_diagonal(SS, 0.0)
+    np.minimum.at(SS, (a[ss_m] - n, b[ss_m] - n), lat[ss_m])
+    for k in range(S):
+        np.minimum(SS, SS[:, k, None] + SS[None, k, :], out=SS)
+    US = np.min(U[:, :, None] + SS[None, :, :], axis=1)  # (n, S): NPU -> any switch
+    L = np.empty((n, n))
+    step = max(1, (1 << 22) // max(S * n, 1))
+    for r in range(0, n, step):
+        L[r:r + step] = np.min(US[r:r + step, :, None] + D[None, :, :], axis=1)
+    np.fill_diagonal(L, np.inf)
+    src, dst = np.nonzero(np.isfinite(L))
+    peers_out = np.bincount(src, minlength=n).astype(np.float64)
+    peers_in = np.bincount(dst, minlength=n).astype(np.float64)
+    vbw = np.minimum(up[src] / peers_out[src], down[dst] / peers_in[dst])
+    return src, dst, vbw, L[src, dst]
 
 
 def _check_connected(npus: int, src: np.ndarray, dst: np.ndarray, label: str) -> None:
@@ -147,26 +122,26 @@ def network_of(topology: Topology) -> Network:
     except Exception:  # noqa: BLE001 - hand-made graphs have no string form
         label = getattr(lg, "name", "link graph")
     n = lg.npus
-    direct = [(ln.src, ln.dst, ln.bandwidth, ln.latency) for ln in lg.links if ln.src < n and ln.dst < n]
-    unwound = 0
-    if lg.switches:
-        virtual, unwound = _unwind(lg)
-        have = {(a, b) for a, b, _, _ in direct}
-        # a direct link and a switch path between the same pair: keep both ports' capacity in one link
-        merged: dict[tuple[int, int], tuple[float, float]] = {(a, b): (bw, lat) for a, b, bw, lat in direct}
-        for a, b, bw, lat in virtual:
-            if (a, b) in have:
-                obw, olat = merged[(a, b)]
-                merged[(a, b)] = (obw + bw, min(olat, lat))
-            else:
-                merged[(a, b)] = (bw, lat)
-        direct = [(a, b, bw, lat) for (a, b), (bw, lat) in merged.items()]
     if n < 2:
         raise TopologyFormatError(f"topology {label!r} has {n} NPU; a collective needs at least 2")
-    arr = np.array(direct, dtype=np.float64).reshape(-1, 4)
-    src = arr[:, 0].astype(np.int32)
-    dst = arr[:, 1].astype(np.int32)
-    bw, lat = arr[:, 2].copy(), arr[:, 3].copy()
+    arr = np.array([(ln.src, ln.dst, ln.bandwidth, ln.latency) for ln in lg.links
+                    if ln.src < n and ln.dst < n], dtype=np.float64).reshape(-1, 4)
+    src, dst = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
+    bw, lat = arr[:, 2], arr[:, 3]
+    unwound = 0
+    if lg.switches:
+        vs, vd, vbw, vlat = _unwind(lg)
+        unwound = int(vs.size)
+        # a direct link and a switch path between the same pair: one link with both capacities
+        key = np.concatenate([src * n + dst, vs * n + vd])
+        allbw, alllat = np.concatenate([bw, vbw]), np.concatenate([lat, vlat])
+        order = np.argsort(key, kind="stable")
+        key, allbw, alllat = key[order], allbw[order], alllat[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        bw = np.add.reduceat(allbw, first) if key.size else allbw
+        lat = np.minimum.reduceat(alllat, first) if key.size else alllat
+        src, dst = key[first] // n, key[first] % n
+    src, dst = src.astype(np.int32), dst.astype(np.int32)
     bad = np.flatnonzero(~(bw > 0))
     if bad.size:
         i = int(bad[0])
