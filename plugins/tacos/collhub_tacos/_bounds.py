@@ -23,8 +23,11 @@ def ingress_bound(net: Network, need: int, busy: np.ndarray, delay: np.ndarray) 
         return 0.0
     n = net.npus
     # links into the same NPU with the same timing deliver alike: one weighted class each
-    cls, cnt = np.unique(np.stack([net.dst.astype(np.float64), busy, delay]), axis=1, return_counts=True)
-    dst, busy, delay = cls[0].astype(np.int64), cls[1], cls[2]
+    order = np.lexsort((delay, busy, net.dst))
+    d, b, y = net.dst[order], busy[order], delay[order]
+    first = np.flatnonzero(np.r_[True, (d[1:] != d[:-1]) | (b[1:] != b[:-1]) | (y[1:] != y[:-1])])
+    cnt = np.diff(np.r_[first, d.size])
+    dst, busy, delay = d[first].astype(np.int64), b[first], y[first]
     lag = delay - busy  # the first chunk lands at busy + lag
 
     def delivered(t: np.ndarray) -> np.ndarray:  # per NPU, with its own candidate time t[v]

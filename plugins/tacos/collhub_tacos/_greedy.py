@@ -11,9 +11,10 @@ per-chunk holder counts, all updated incrementally on arrival. At every event ti
    after slot, each link takes one candidate chunk (vectorised over the whole slot), so no
    destination ever gets the same chunk on two links. The choice (policy ``scarce``) is the
    chunk the fewest *other* in-neighbours of the destination could supply, then the chunk the
-   fewest NPUs hold, then a random order drawn per event: a link that alone can deliver a chunk
-   does so and links with alternatives keep them; ties go to a random chunk priority drawn per
-   run. Policy ``random`` drops the supply count (a random choice, as TACOS makes it).
+   fewest NPUs hold (the chunk columns are re-sorted by holder count, ties at random, every
+   event, or every 4th on big problems), so a link that alone can deliver a chunk does so, links
+   with alternatives keep them, and rare chunks spread first. Policy ``random`` drops the
+   supply count.
 3. the clock jumps to the next time a link frees or a chunk lands.
 
 This is TACOS's rule (unsatisfied (chunk, destination) pairs matched, in random order, to free
@@ -130,7 +131,6 @@ class _State:
                 np.add.at(self.supply, (net.dst, self.col_of[net.src.astype(np.int64) * k + j]), 1)
         self.holders = np.ones(self.C, dtype=np.int64)  # per column
         self.rng = rng
-        self.link_of_v = np.full(n, -1, dtype=np.int64)
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -297,7 +297,7 @@ class _State:
             self.free_at[ln] = t
         self.land_at[ln, slot] = np.inf
         self.carry[ln, slot] = -1
-        self.remaining -= 0  # the overtaking transfer delivers the chunk and is counted then
+        # (the overtaking transfer delivers the chunk and is counted when it lands)
 
     def _held_at(self, u: int, when: float) -> np.ndarray:
         """The chunks NPU ``u`` had by time ``when`` (its own, plus every transfer landed by then)."""
