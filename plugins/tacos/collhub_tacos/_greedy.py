@@ -42,7 +42,7 @@ from hub.errors import AlgorithmError
 
 from ._network import Network
 
-__all__ = ["Schedule", "greedy_allgather"]
+__all__ = ["Schedule", "greedy_allgather", "has_mixed_speeds"]
 
 _EPS = 1e-9
 
@@ -64,6 +64,15 @@ class Schedule:
     cancelled: int = 0
 
 
+def has_mixed_speeds(net: Network, delay: np.ndarray) -> bool:
+    """Whether some NPU's in-links differ in speed (the slow-link rule can matter)."""
+    lo = np.full(net.npus, np.inf)
+    hi = np.full(net.npus, -np.inf)
+    np.minimum.at(lo, net.dst, delay)
+    np.maximum.at(hi, net.dst, delay)
+    return bool((hi - lo > _EPS * np.maximum(hi, 1.0)).any())
+
+
 def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(ptr, idx): the indices i with keys[i] == x are idx[ptr[x]:ptr[x+1]]."""
     idx = np.argsort(keys, kind="stable")
@@ -71,9 +80,13 @@ def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx
 
 
-def _slots(links: np.ndarray, dst: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
-    """Shuffle ``links`` and split them into slots with at most one link per destination."""
+def _slots(links: np.ndarray, dst: np.ndarray, rng: np.random.Generator,
+           delay: np.ndarray | None = None) -> list[np.ndarray]:
+    """Shuffle ``links`` and split them into slots with at most one link per destination; with
+    ``delay``, a destination's faster links come first (they choose their chunks first)."""
     f = links[rng.permutation(links.size)]
+    if delay is not None:
+        f = f[np.argsort(delay[f], kind="stable")]
     f = f[np.argsort(dst[f], kind="stable")]
     d = dst[f]
     first = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
@@ -88,7 +101,7 @@ class _State:
     """Mutable matcher state (one all-gather run)."""
 
     def __init__(self, net: Network, k: int, busy: np.ndarray, delay: np.ndarray, policy: str,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, slow_rule: bool = True) -> None:
         n = net.npus
         self.policy = policy
         self.net, self.k, self.busy, self.delay = net, k, busy, delay
@@ -130,6 +143,20 @@ class _State:
             for j in range(k):
                 np.add.at(self.supply, (net.dst, self.col_of[net.src.astype(np.int64) * k + j]), 1)
         self.holders = np.ones(self.C, dtype=np.int64)  # per column
+        # coming[v, c]: in-neighbours of v with c on its way (mixed-speed sparse networks only)
+        self.coming = np.zeros((n, self.C), dtype=np.int16) if self.mixed.any() and not self.dense else None
+        # a link is slow when it takes over 1.5x the fastest link into its destination; covered[v, c]:
+        # fast in-neighbours of v that hold or are getting c (a slow link leaves such chunks alone)
+        self.covered: np.ndarray | None = None
+        if self.coming is not None and slow_rule:
+            fastest = np.full(n, np.inf)
+            np.minimum.at(fastest, net.dst, busy)
+            self.slow = busy > 1.5 * fastest[net.dst]
+            self.fast_out = _csr(np.where(self.slow, -1, net.src), n)  # fast links only (src -1 = none)
+            self.covered = np.zeros((n, self.C), dtype=bool)
+            fl = np.flatnonzero(~self.slow)
+            for j in range(k):
+                self.covered[net.dst[fl], self.col_of[net.src[fl].astype(np.int64) * k + j]] = True
         self.rng = rng
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
@@ -138,6 +165,35 @@ class _State:
         self.remaining = n * (self.C - k)
         self.replaced = 0
         self.cancelled = 0
+
+    def _score(self) -> np.ndarray:
+        """Suppliers per (NPU, chunk): holders among the in-neighbours, plus, on mixed-speed
+        networks, in-neighbours that have the chunk on its way (a slow link then leaves chunks
+        a neighbour is about to get to the neighbour's fast link, and NPUs sharing slow links
+        pull different chunks)."""
+        if self.coming is None:
+            return self.supply
+        top = 127 if self.supply.dtype == np.uint8 else (1 << 14) - 1
+        return np.minimum(self.supply.astype(np.int16) + self.coming, top).astype(self.supply.dtype)
+
+    def _announce(self, v: np.ndarray, c: np.ndarray) -> None:
+        """NPUs ``v`` claimed chunks ``c``: their out-neighbours count them as coming."""
+        if self.covered is not None:
+            fp, fi = self.fast_out
+            cnt = fp[v + 1] - fp[v]
+            fo = fi[np.repeat(fp[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+            self.covered[self.net.dst[fo], np.repeat(c, cnt)] = True
+        ptr, idx = self.out_of
+        cnt = ptr[v + 1] - ptr[v]
+        outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        np.add.at(self.coming, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+
+    def _arrived(self, v: np.ndarray, c: np.ndarray) -> None:
+        """Claimed chunks that landed stop counting as coming (they count as held)."""
+        ptr, idx = self.out_of
+        cnt = ptr[v + 1] - ptr[v]
+        outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        np.subtract.at(self.coming, (self.net.dst[outs], np.repeat(c, cnt)), 1)
 
     def _recount(self) -> None:
         """supply = (in-adjacency) @ has, saturated to the score's dtype."""
@@ -164,6 +220,10 @@ class _State:
         self.has = np.take(self.has, order, axis=1)
         self.claimed = np.take(self.claimed, order, axis=1)
         self.supply = np.take(self.supply, order, axis=1)
+        if self.coming is not None:
+            self.coming = np.take(self.coming, order, axis=1)
+        if self.covered is not None:
+            self.covered = np.take(self.covered, order, axis=1)
         self.holders = self.holders[order]
         self.chunk_of = self.chunk_of[order]
         self.col_of = np.argsort(self.chunk_of)
@@ -180,6 +240,8 @@ class _State:
         v = self.net.dst[done].astype(np.int64)
         self.has[v, c] = True
         np.add.at(self.holders, c, 1)
+        if self.coming is not None:
+            self._arrived(v, c)
         if self.dense:
             self._recount()
         else:
@@ -205,17 +267,21 @@ class _State:
         claimed = self.claimed.view(np.uint8)
         if kt is np.uint8:
             H = lack << np.uint8(7)
-            S = (self.supply if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))
+            S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))
         else:
             H = lack.astype(np.int16) << np.int16(14)
-            S = (self.supply if self.policy == "scarce" else np.zeros_like(self.supply)) | (
+            S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (
                 claimed.astype(np.int16) << np.int16(14))
         self._S, self._flag = S, flag  # _replace claims chunks too
         self._latest: np.ndarray | None = None  # per event (see _latest_landing)
-        for links in _slots(free, dst, rng):
+        for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
             v = dst[links]
             key = np.take(S, v, axis=0)
             key |= np.take(H, src[links], axis=0)
+            if self.covered is not None:
+                slow = np.flatnonzero(self.slow[links])
+                if slow.size:
+                    key[slow] |= np.take(self.covered, v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
             # argmin returns the first minimum: the lowest column = the rarest (see rarest_first)
             best = key.argmin(axis=1)
             rows = np.arange(links.size)
@@ -224,6 +290,8 @@ class _State:
                 lk, c = links[hit], best[hit].astype(np.int64)
                 vv = dst[lk]
                 self.claimed[vv, c] = True
+                if self.coming is not None:
+                    self._announce(vv, c)
                 S[vv, c] |= flag
                 self._start(t, lk, c)
             if self.mixed.any():
@@ -286,6 +354,8 @@ class _State:
             c = int(cand[int(rng.integers(cand.size))])
             self.claimed[v, c] = True
             self._S[v, c] |= self._flag
+            if self.coming is not None:
+                self._announce(np.array([v]), np.array([c]))
             self.carry[ln, slot] = c
             self.relabel[rid] = int(self.chunk_of[c])
             self.replaced += 1
@@ -342,9 +412,13 @@ def greedy_allgather(
     rng: np.random.Generator,
     progress: Callable[[int, int], None] | None = None,
     policy: str = "scarce",
+    slow_rule: bool = True,
 ) -> Schedule:
-    """All-gather of ``chunks`` chunks per NPU on ``net`` (link busy/landing times in µs per chunk)."""
-    st = _State(net, chunks, busy, delay, policy, rng)
+    """All-gather of ``chunks`` chunks per NPU on ``net`` (link busy/landing times in µs per chunk).
+
+    ``slow_rule`` (mixed-speed networks): a link over 1.5x slower than the fastest link into its
+    destination leaves alone the chunks a faster in-neighbour holds or is getting."""
+    st = _State(net, chunks, busy, delay, policy, rng, slow_rule)
     # re-sorting costs three matrix copies; on big problems do it every few events
     resort = 1 if net.npus * st.C <= 1 << 21 else 4
     total = st.remaining
