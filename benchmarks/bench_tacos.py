@@ -35,7 +35,7 @@ CASES: dict[str, tuple[str, str, int, str, str | None, bool, int]] = {
     "torus16x16-ag": ("allgather", "torus:16x16", 1, "tacos", None, True, 1),
     "torus32x32-ag": ("allgather", "torus:32x32", 1, "tacos", None, True, 1),
     "torus8x8x8-ag": ("allgather", "torus:8x8x8", 1, "tacos", None, True, 1),
-    "fattree32x32-ag": ("allgather", "fattree:32x32", 1, "tacos", None, False, 1),
+    "fattree32x32-ag": ("allgather", "fattree:32x32", 1, "tacos", None, True, 1),
     "torus16x16-ar-16M": ("allreduce", "torus:16x16", 1, "pipelined", "16MiB", True, 1),
     "torus16x16-ar-64M": ("allreduce", "torus:16x16", 1, "pipelined", "64MiB", True, 1),
     "dgx1-ar-16M": ("allreduce", "dgx1", 4, "pipelined", "16MiB", True, 3),
