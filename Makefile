@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl plugins/replay
+PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl plugins/tacos plugins/replay
 # collhub-replay needs torch: pinned here, in the same pip command, so pip never resolves an
 # unpinned torch (that would download a multi-GB CUDA build; 2.13.0 is a local CPU build).
 TORCH  ?= torch==2.13.0

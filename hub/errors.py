@@ -18,6 +18,7 @@ one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: .
     │   ├── DeadlockError             no progress under ASTRA-sim execution semantics
     │   └── SemanticsError            does not compute its declared collective
     ├── AlgorithmError                a producer cannot make what was asked (e.g. rank count) (exit 2)
+    │   └── SynthesisInputError       a synthesizer's problem is ill-posed (chunks <= 0, ranks vs topology) (exit 3)
     ├── SimulationError               a consumer could not simulate the input        (exit 1)
     ├── ExportError                   a consumer cannot express the input in its target format (exit 1)
     ├── PluginError                   plugin loading and resolution                  (exit 4)
@@ -66,6 +67,7 @@ __all__ = [
     "SimulationError",
     "StepFailedError",
     "StructureError",
+    "SynthesisInputError",
     "TopologyFormatError",
     "TraceFormatError",
     "UsageError",
@@ -201,6 +203,13 @@ class AlgorithmError(HubError, ValueError):
     """A producer cannot make what was asked (unsupported collective, rank count, ...)."""
 
     exit_code = ExitCode.USAGE
+
+
+class SynthesisInputError(AlgorithmError):
+    """A synthesizer was given an ill-posed problem: chunks <= 0, a rank count that does not match
+    the topology (a disconnected or zero-bandwidth network is a :class:`TopologyFormatError`)."""
+
+    exit_code = ExitCode.VALIDATION
 
 
 class SimulationError(HubError):

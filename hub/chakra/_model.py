@@ -582,6 +582,8 @@ class Algorithm:
             "size": m.size,
             "nodes": self.node_count(),
             **kinds,
+            # producer provenance (GlobalMetadata attributes beyond the profile's own)
+            **({"metadata": dict(m.extra)} if m.extra else {}),
         }
 
 

@@ -7,7 +7,8 @@ Grammar (case-insensitive, blanks ignored)::
     item    := block | option                a bare option attaches to the block before it
     block   := kind [ ":" shape ] [ "@" option ]
     option  := key "=" number                keys: bw (bandwidth, GB/s = 2^30 B/s), lat (latency, ns),
-                                             spines (fattree only)
+                                             spines (fattree only); mesh/torus take one number
+                                             per dimension too: bw=100/50 (heterogeneous)
 
 Kinds: ``ring:N``, ``fc:N`` (``fullyconnected:N``), ``switch:N`` (dimensional, stackable:
 ``ring:4,switch:8``); link-graph presets ``mesh:AxB[xC..]``, ``torus:AxB[xC..]``,
@@ -27,6 +28,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import TopologyFormatError
 from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
@@ -66,14 +68,14 @@ _NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 class _Block:
     def __init__(self, kind: str, shape: str, pos: int) -> None:
         self.kind, self.shape, self.pos = kind, shape, pos
-        self.opts: dict[str, float] = {}
+        self.opts: dict[str, Any] = {}
 
 
 def _err(spec: str, msg: str, hint: str | None = None) -> TopologyFormatError:
     return TopologyFormatError(f"topology {spec!r}: {msg}", hint=hint or _EXAMPLES)
 
 
-def _option(spec: str, text: str) -> tuple[str, float]:
+def _option(spec: str, text: str) -> tuple[str, float | tuple[float, ...]]:
     key, eq, value = text.partition("=")
     if not eq:
         raise _err(spec, f"expected key=value, got {text!r}", "options are bw=<GB/s>, lat=<ns> (fattree: spines=<n>)")
@@ -81,17 +83,20 @@ def _option(spec: str, text: str) -> tuple[str, float]:
     if k is None:
         near = difflib.get_close_matches(key, list(_KEYS), n=1)
         raise _err(spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
-    if len(value) > 40 or not _NUM.match(value):
-        raise _err(spec, f"option {key}={value[:40]!r} is not a number")
-    number = float(value)
-    if k == "bw" and not MIN_BANDWIDTH <= number <= MAX_BANDWIDTH:
-        raise _err(spec, f"bw={value} is outside {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} GB/s",
-                   "bw is the per-link bandwidth in GB/s (2^30 B/s), e.g. bw=50")
-    if k == "lat" and not 0 <= number <= MAX_LATENCY:
-        raise _err(spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns", "lat is the per-hop latency in ns, e.g. lat=500")
-    if k == "spines" and (number != int(number) or not 1 <= number <= MAX_NPUS):
-        raise _err(spec, f"spines={value} is not a whole number in 1..{MAX_NPUS}")
-    return k, number
+    parts = value.split("/") if k in ("bw", "lat") else [value]  # per dimension: mesh/torus only
+    if len(value) > 40 * len(parts) or len(parts) > 8 or not all(_NUM.match(p) for p in parts):
+        raise _err(spec, f"option {key}={value[:40]!r} is not a number"
+                   + (" or a '/'-separated list of numbers" if k in ("bw", "lat") else ""))
+    numbers = [float(p) for p in parts]
+    for number in numbers:
+        if k == "bw" and not MIN_BANDWIDTH <= number <= MAX_BANDWIDTH:
+            raise _err(spec, f"bw={value} is outside {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} GB/s",
+                       "bw is the per-link bandwidth in GB/s (2^30 B/s), e.g. bw=50")
+        if k == "lat" and not 0 <= number <= MAX_LATENCY:
+            raise _err(spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns", "lat is the per-hop latency in ns, e.g. lat=500")
+        if k == "spines" and (number != int(number) or not 1 <= number <= MAX_NPUS):
+            raise _err(spec, f"spines={value} is not a whole number in 1..{MAX_NPUS}")
+    return k, (tuple(numbers) if len(numbers) > 1 else numbers[0])
 
 
 def _ints(spec: str, kind: str, shape: str, count: int | None) -> list[int]:
@@ -117,7 +122,7 @@ def parse_topology(spec: str) -> Topology:
     if not text:
         raise _err(spec, "empty topology string")
     body, *globals_ = text.split(";")
-    gopts: dict[str, float] = {}
+    gopts: dict[str, Any] = {}
     for g in globals_:
         if g:
             k, v = _option(spec, g)
@@ -143,8 +148,11 @@ def parse_topology(spec: str) -> Topology:
             b.opts[k] = v
         blocks.append(b)
 
-    def opt(b: _Block, key: str, default: float | None) -> float | None:
-        return b.opts.get(key, gopts.get(key, default))
+    def opt(b: _Block, key: str, default: float | None) -> Any:
+        value = b.opts.get(key, gopts.get(key, default))
+        if isinstance(value, tuple) and b.kind not in ("mesh", "torus"):
+            raise _err(spec, f"{b.kind}: per-dimension values ({key}=a/b) apply to mesh and torus only")
+        return value
 
     presets = [b for b in blocks if b.kind in _PRESETS]
     if presets:

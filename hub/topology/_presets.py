@@ -25,8 +25,24 @@ _DGX1_NVLINKS: tuple[tuple[int, ...], ...] = (
 )
 
 
-def _suffix(bw: float, lat: float) -> str:
-    return f"@bw={_fmt(bw)},lat={_fmt(lat)}"
+def _suffix(bw: float | Sequence[float], lat: float | Sequence[float]) -> str:
+    def f(x: float | Sequence[float]) -> str:
+        return "/".join(_fmt(v) for v in x) if isinstance(x, (list, tuple)) else _fmt(x)
+
+    return f"@bw={f(bw)},lat={f(lat)}"
+
+
+PerDim = float | Sequence[float]
+
+
+def _per_dim(kind: str, what: str, value: PerDim, dims: int) -> list[float]:
+    """One value per dimension: a number applies to all, a sequence (``bw=100/50``) gives each its own."""
+    if not isinstance(value, (list, tuple)):
+        return [float(value)] * dims
+    if len(value) != dims:
+        raise TopologyFormatError(f"{kind}: {len(value)} {what} values for {dims} dimensions",
+                                  hint=f"give one {what} per dimension, e.g. bw=100/50 for AxB")
+    return [float(v) for v in value]
 
 
 def _check_shape(kind: str, shape: Sequence[int], minimum: int) -> None:
@@ -34,18 +50,25 @@ def _check_shape(kind: str, shape: Sequence[int], minimum: int) -> None:
         raise TopologyFormatError(f"{kind}: every side must be an integer >= {minimum}, got {list(shape)}")
 
 
-def mesh(shape: Sequence[int], bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:
-    """An n-D mesh (no wrap-around); NPU ids dimension 0 fastest; dimension-order routing."""
+def mesh(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: PerDim = DEFAULT_LATENCY) -> LinkGraph:
+    """An n-D mesh (no wrap-around); NPU ids dimension 0 fastest; dimension-order routing.
+    ``bandwidth``/``latency`` may be per dimension (a heterogeneous mesh, TACOS's Mesh2DHetero);
+    ``mesh:4x4x4`` is TACOS's Hypercube3D."""
     _check_shape("mesh", shape, 2)
+    bws = _per_dim("mesh", "bandwidth", bandwidth, len(shape))
+    lats = _per_dim("mesh", "latency", latency, len(shape))
     spec = "mesh:" + "x".join(str(s) for s in shape) + _suffix(bandwidth, latency)
-    return blocks_link_graph([("Line", s, bandwidth, latency) for s in shape], spec=spec, name="mesh")
+    return blocks_link_graph([("Line", s, b, la) for s, b, la in zip(shape, bws, lats)], spec=spec, name="mesh")
 
 
-def torus(shape: Sequence[int], bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:
-    """An n-D torus (wrap-around rings per dimension); dimension-order routing, ties clockwise."""
+def torus(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: PerDim = DEFAULT_LATENCY) -> LinkGraph:
+    """An n-D torus (wrap-around rings per dimension); dimension-order routing, ties clockwise.
+    ``bandwidth``/``latency`` may be per dimension."""
     _check_shape("torus", shape, 2)
+    bws = _per_dim("torus", "bandwidth", bandwidth, len(shape))
+    lats = _per_dim("torus", "latency", latency, len(shape))
     spec = "torus:" + "x".join(str(s) for s in shape) + _suffix(bandwidth, latency)
-    return blocks_link_graph([("Ring", s, bandwidth, latency) for s in shape], spec=spec, name="torus")
+    return blocks_link_graph([("Ring", s, b, la) for s, b, la in zip(shape, bws, lats)], spec=spec, name="torus")
 
 
 def hypercube(dim: int, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:

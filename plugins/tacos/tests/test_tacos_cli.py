@@ -1,0 +1,96 @@
+"""From the shell (real `collhub` subprocesses): bad input is one clear error with exit 3 and no
+output files; a good run writes ET files whose provenance `trace show --format json` shows, and
+the result flows on to `hub.simulate` and `mscclang.export`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+COLLHUB = [sys.executable, "-m", "hub.cli"]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*COLLHUB, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def produce(cwd: Path, *sets: str) -> subprocess.CompletedProcess[str]:
+    return run("produce", "tacos.synthesize", *[a for s in sets for a in ("--set", s)], "--out", "out/alg", cwd=cwd)
+
+
+@pytest.mark.parametrize("sets,needle", [
+    (("collective=allgather", "topology=split.json"), "disconnected: NPU 0 cannot reach NPU 2"),
+    (("collective=allgather", "topology=torus:4x4", "ranks=8"), "ranks=8 but topology"),
+    (("collective=allgather", "topology=torus:4x4@bw=0"), "has bandwidth 0.0; must be > 0"),
+    (("collective=allreduce", "topology=torus:4x4@bw=-2"), "has bandwidth -2.0; must be > 0"),
+    (("collective=allgather", "topology=zero.json"), "has bandwidth 0.0; must be > 0"),
+    (("collective=allgather", "topology=torus:4x4", "chunks=0"), "chunks must be >= 1"),
+    (("collective=reducescatter", "topology=torus:4x4", "chunks=-3"), "chunks must be >= 1"),
+])
+def test_bad_input_exit_3(tmp_path: Path, sets: tuple[str, ...], needle: str) -> None:
+    (tmp_path / "split.json").write_text(json.dumps(
+        {"npus": 4, "bidirectional": True, "links": [[0, 1, 50, 500], [2, 3, 50, 500]]}))
+    (tmp_path / "zero.json").write_text(json.dumps(
+        {"npus": 2, "links": [[0, 1, 50, 500], [1, 0, 0, 500]]}))
+    p = produce(tmp_path, *sets)
+    assert p.returncode == 3, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert lines[0].startswith("error: ") and needle in lines[0], p.stderr
+    assert all(ln.startswith(("error: ", "hint: ")) for ln in lines), p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_produce_show_simulate_export(tmp_path: Path) -> None:
+    p = produce(tmp_path, "collective=allreduce", "topology=torus:4x4", "chunks=2", "size=4MiB", "seed=3")
+    assert p.returncode == 0, p.stderr
+    assert len(list((tmp_path / "out").glob("alg.*.et"))) == 16
+    show = run("trace", "show", "out/alg", "--format", "json", cwd=tmp_path)
+    assert show.returncode == 0, show.stderr
+    meta = json.loads(show.stdout)["summary"]["metadata"]
+    for key in ("tacos.seed", "tacos.cost_model", "model_makespan_us", "lower_bound_us", "bound_ratio",
+                "synthesis_s"):
+        assert key in meta
+    assert meta["tacos.seed"] == 3 and meta["tacos.verified"] is True
+    sim = run("consume", "hub.simulate", "out/alg", "--set", "network=torus:4x4", "--set", "mode=aware",
+              "--format", "json", cwd=tmp_path)
+    assert sim.returncode == 0, sim.stderr
+    exp = run("consume", "mscclang.export", "out/alg", "--set", "out=ar.xml", "--set", "verify=true",
+              cwd=tmp_path)
+    assert exp.returncode == 0, exp.stderr
+    assert (tmp_path / "ar.xml").read_text().lstrip().startswith("<algo")
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    """On a pseudo-terminal the rich bar is drawn on stderr; in a pipe (the other tests) it is not."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([*COLLHUB, "produce", "tacos.synthesize", "--set", "collective=allgather",
+                          "--set", "topology=torus:16x16", "--set", "progress=true", "--out", "pb/pb"],
+                         stdin=slave, stdout=subprocess.DEVNULL, stderr=slave, cwd=tmp_path, close_fds=True)
+    os.close(slave)
+    buf = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        buf += data
+    os.close(master)
+    assert p.wait(timeout=120) == 0
+    text = buf.decode("utf-8", "replace")
+    assert "all-gather seed 0" in text and "100%" in text
+    quiet = produce(tmp_path, "collective=allgather", "topology=torus:16x16", "progress=true")
+    assert quiet.returncode == 0 and "seed 0" not in quiet.stderr
