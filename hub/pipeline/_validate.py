@@ -27,7 +27,13 @@ from ._model import NAME_PATTERN, VAR_PATTERN, Pipeline
 __all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
 
 #: First-party plugins: the id prefix they register under -> the distribution to install.
-KNOWN_PLUGINS: dict[str, str] = {"mscclang": "collhub-mscclang", "astrasim": "collhub-astrasim", "tacos": "collhub-tacos"}
+KNOWN_PLUGINS: dict[str, str] = {
+    "mscclang": "collhub-mscclang",
+    "astrasim": "collhub-astrasim",
+    "taccl": "collhub-taccl",
+    "tacos": "collhub-tacos",
+    "replay": "collhub-replay",
+}
 
 
 @dataclass(frozen=True)
