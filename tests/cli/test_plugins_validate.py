@@ -185,10 +185,13 @@ def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) 
         '[[components]]\nkind = "consumer"\nname = "c"\noutputs = ["algorithm"]\n'
     )
     project = write_project(tmp_path, header=header, manifest_body=manifest, init_code="raise SystemExit(9)\n")
-    # colour (an unknown key) makes the model reject the file: every field error is listed.
-    assert [(w.rsplit(": ", 1)[-1], m) for w, m in _problems(validate_plugin(project))] == [
-        ("colour", "Extra inputs are not permitted"),
-    ]
+    # colour (an unknown key) and an unparsable requires_hub make the model reject the file: every
+    # field error is listed.
+    problems = sorted((w.rsplit(": ", 1)[-1], m) for w, m in _problems(validate_plugin(project)))
+    assert [field for field, _ in problems] == ["colour", "requires_hub"]
+    assert problems[0][1] == "Extra inputs are not permitted"
+    assert "'~~1' is not a PEP 440 version specifier" in problems[1][1]
+    header = header.replace('requires_hub = "~~1"\n', "")
     (project / "collhub_demo" / "collhub-plugin.toml").write_text(header.replace('colour = "red"\n', "")
                                                                     + 'lifecycle = "dead"\n[[components]]\nkind = "x"\nname = "Bad.Name"\n')
     fields = sorted(w.rsplit(": ", 1)[-1] for w, _ in _problems(validate_plugin(project)))
@@ -201,7 +204,6 @@ def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) 
         "'nodemo' is not an entry point in [collhub]",
         "the entry point is named 'demo'; name it 'nodemo'",
         "2.0 has another major",
-        "'~~1' is not a version specifier",
         "unknown collective(s) allreducee",
         "name 'a' repeats components[0]",
         "outputs applies to producers only, not a consumer",
