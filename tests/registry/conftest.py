@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from hub.registry import RegistryServer, build_site, make_server
+from collhub_registry import RegistryServer, build_site, make_server
 
 SAMPLE = Path(__file__).parent / "sample_plugin"
 

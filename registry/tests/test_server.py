@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from hub.registry import RegistryServer
+from collhub_registry import RegistryServer
 
 
 def _raw_get(server: RegistryServer, path: str) -> int:
