@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl plugins/replay
 # The registry service (`collhub registry build|serve|check`): its own distribution, not a plugin
 # the registry lists, so it is installed beside the plugins but never indexed with them.
-REGISTRY := registry
+REGISTRY := ./registry
 # collhub-replay needs torch: pinned here, in the same pip command, so pip never resolves an
 # unpinned torch (that would download a multi-GB CUDA build; 2.13.0 is a local CPU build).
 TORCH  ?= torch==2.13.0
