@@ -9,7 +9,7 @@ import pytest
 from hub.errors import RegistryFormatError, UsageError
 from collhub_registry import build_site
 from hub.registry import read_wheel
-from tests.registry.conftest import build_wheel, write_plugin_project
+from tests.registry.wheels import build_wheel, write_plugin_project
 
 
 def _load(path: Path) -> dict:

@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.registry.conftest import wheels  # noqa: F401 - session fixture reused here
-
 
 def _collhub(*args: str, env: dict[str, str] | None = None, timeout: int = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
 
-def test_build_serve_search_install_dry_run(tmp_path: Path, wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_build_serve_search_install_dry_run(tmp_path: Path, wheels: dict[str, Path]) -> None:
     site = tmp_path / "site"
     built = _collhub("registry", "build", str(wheels["sample"]), str(wheels["other"]), "--out", str(site), "--format", "json")
     assert built.returncode == 0, built.stderr
@@ -47,7 +45,7 @@ def test_build_serve_search_install_dry_run(tmp_path: Path, wheels: dict[str, Pa
         server.wait(timeout=10)
 
 
-def test_check_reports_tampered_file(tmp_path: Path, wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_check_reports_tampered_file(tmp_path: Path, wheels: dict[str, Path]) -> None:
     site = tmp_path / "site"
     assert _collhub("registry", "build", str(wheels["sample"]), "--out", str(site)).returncode == 0
     wheel = next((site / "files").glob("*.whl"))

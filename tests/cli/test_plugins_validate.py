@@ -23,7 +23,6 @@ import pytest
 from hub.errors import UsageError
 from hub.plugins._manifest import validate_plugin
 from collhub_registry import build_site, make_server
-from tests.registry.conftest import server, site, wheels  # noqa: F401 - fixtures reused here
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,9 @@
-"""Fixtures: real plugin wheels built with pip from generated projects, a built site, a live server."""
+"""Fixtures: real plugin wheels built with pip from generated projects, a built site, a live server.
+
+A pytest plugin module, loaded once by the repository's ``conftest.py`` (``pytest_plugins``),
+so every test that asks for ``wheels`` (client, service, ``collhub plugins`` tests) shares
+one session-scoped build instead of re-importing the fixture into each module.
+"""
 
 from __future__ import annotations
 
