@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import RegistryError, UsageError
-from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
 

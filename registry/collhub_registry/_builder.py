@@ -31,7 +31,6 @@ from hub.registry import (
     ComponentsDoc,
     ErrorEntry,
     ErrorsDoc,
-    FileEntry,
     IndexDoc,
     Meta,
     PluginDoc,

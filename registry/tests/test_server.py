@@ -3,7 +3,6 @@ from __future__ import annotations
 import http.client
 import shutil
 import subprocess
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
