@@ -12,9 +12,8 @@ from pathlib import Path
 
 import typer
 
+from hub.cli import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 from hub.errors import UsageError
-# hub's own output helpers: this distribution ships in step with the core (same repository).
-from hub.cli._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["app"]
 
