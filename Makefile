@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PLUGINS := plugins/mscclang plugins/astrasim plugins/taccl plugins/tacos plugins/replay
+# The registry service (`collhub registry build|serve|check`): its own distribution, not a plugin
+# the registry lists, so it is installed beside the plugins but never indexed with them.
+REGISTRY := ./registry
 # collhub-replay needs torch: pinned here, in the same pip command, so pip never resolves an
 # unpinned torch (that would download a multi-GB CUDA build; 2.13.0 is a local CPU build).
 TORCH  ?= torch==2.13.0
@@ -21,7 +24,7 @@ install: venv
 	$(BIN)/python -m pip install -q -e ".[plot]"
 
 install-dev: venv
-	$(BIN)/python -m pip install -q -e ".[test]" "$(TORCH)" $(foreach p,$(PLUGINS),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
+	$(BIN)/python -m pip install -q -e ".[test]" "$(TORCH)" $(foreach p,$(PLUGINS) $(REGISTRY),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
 	# MLCommons' reader, for interop tests only: its full dependency set drags in jupyterlab.
 	$(BIN)/python -m pip install -q --no-deps "mlc-chakra>=1.0"
 

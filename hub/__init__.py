@@ -7,16 +7,17 @@ is first used.
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version as _dist_version
-from typing import TYPE_CHECKING, Any
+# private aliases: every public name of this module is in __all__ (tests/test_exports.py)
+import typing as _typing
+from importlib import import_module as _import_module
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError, version as _dist_version
 
 from . import errors
 from .errors import HubError
 
 try:
     __version__ = _dist_version("collhub")
-except PackageNotFoundError:  # running from a source tree without installation
+except _PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
 # public name -> module that defines it
@@ -32,6 +33,7 @@ _LAZY: dict[str, str] = {
     "Workload": "hub.chakra",
     "WorkloadNode": "hub.chakra",
     "Result": "hub._result",
+    "Topology": "hub.topology",
     "ConsumerSpec": "hub.plugins",
     "ProducerSpec": "hub.plugins",
     "TransformSpec": "hub.plugins",
@@ -42,11 +44,11 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "HubError", "__version__", "errors"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hub' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(_import_module(module), name)
     globals()[name] = value
     return value
 
@@ -55,7 +57,7 @@ def __dir__() -> list[str]:
     return __all__
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._result import Result
     from .chakra import (
         Algorithm,
@@ -70,3 +72,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         WorkloadNode,
     )
     from .plugins import ConsumerSpec, ProducerSpec, RunContext, TransformSpec, hookimpl
+    from .topology import Topology

@@ -1,7 +1,9 @@
 """The ``collhub`` command line (Typer). The library never imports this package.
 
 ``main()`` is the console-script entry point; ``app`` is the Typer application (for
-``typer.testing.CliRunner``). See ``docs/cli.md``.
+``typer.testing.CliRunner``). See ``docs/cli.md``. Plugin command groups (``collhub_commands``)
+use the same output conventions through :data:`FORMAT_OPTION`, :class:`OutputFormat`,
+:func:`out`, :func:`err`, :func:`emit_json` and :func:`table`, as ``collhub-registry`` does.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ if _CLI_PROCESS:
         signal.signal(_sig, _quiet_exit)
 
 from ._app import COMMANDS, Lazy, app  # noqa: E402 - after the start-up handlers
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table  # noqa: E402
 
-__all__ = ["COMMANDS", "Lazy", "app", "main"]
+__all__ = ["COMMANDS", "FORMAT_OPTION", "Lazy", "OutputFormat", "app", "emit_json", "err", "main", "out", "table"]
 
 
 def main(argv: list[str] | None = None) -> None:

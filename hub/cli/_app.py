@@ -8,10 +8,12 @@ exits, sleeps or raises at import cannot hang or end it. The cache is written by
 that loaded the plugins anyway (``plugins list``, ``produce``, ``run``, ...); until then help
 says how to index the plugins' commands.
 
-Mounting scheme for other areas: add a :class:`Lazy` row to :data:`COMMANDS`. A row whose
-module does not exist (``importlib.util.find_spec`` finds nothing) is left out, so optional or
-not-yet-written groups cost nothing. ``attr`` names either a ``typer.Typer`` (mounted as a
-group) or a plain function (mounted as a single command).
+Adding a core command: add a :class:`Lazy` row to :data:`COMMANDS`; ``attr`` names either a
+``typer.Typer`` (mounted as a group) or a plain function (mounted as a single command). A row
+whose module cannot be found is left out of the listing rather than failing it. Groups shipped
+by other first-party distributions (``collhub registry`` from ``collhub-registry``) are plugin
+commands like any third party's; :data:`OPTIONAL_COMMANDS` only names the distribution to
+install when one is missing.
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ COMMANDS: tuple[Lazy, ...] = (
     Lazy("search", "hub.cli.registry", "search_command", "Search the plugin registry."),
     Lazy("install", "hub.cli.registry", "install_command", "Install plugins from the registry."),
     Lazy("uninstall", "hub.cli.registry", "uninstall_command", "Uninstall plugins."),
-    Lazy("registry", "hub.cli.registry", "app", "Build, serve and check a plugin registry."),
 )
 _BY_NAME = {c.name: c for c in COMMANDS}
+
+#: command groups that first-party distributions outside the core add through ``collhub_commands``:
+#: name -> the distribution to install (named in the error when the group is missing)
+OPTIONAL_COMMANDS: dict[str, str] = {"registry": "collhub-registry"}
 
 
 def _module_exists(name: str) -> bool:
@@ -245,6 +250,12 @@ class CollhubGroup(typer_core.TyperGroup):
                                      "the installed plugins (help imports no plugin code)")
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        dist = OPTIONAL_COMMANDS.get(args[0]) if args else None
+        if dist is not None and self.get_command(ctx, args[0]) is None:
+            from ..errors import UsageError
+
+            raise UsageError(f"`collhub {args[0]}` comes from the {dist} distribution, which is not installed",
+                             hint=f"pip install {dist} (from a checkout: pip install -e {args[0]}/)")
         try:
             return self._click_resolve_command(ctx, args)
         except typer_core._click.exceptions.UsageError as e:

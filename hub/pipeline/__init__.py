@@ -12,8 +12,7 @@ See ``docs/pipeline.md`` for the file format.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import typing as _typing
 
 from ._env import ManagerSpec
 from ._loader import LoadedFile, load_file, load_text
@@ -23,6 +22,10 @@ from ._plot import Panel, PlotLayout, plot_layout, plot_results
 from ._runner import RunResult, default_jobs, execute
 from ._units import Step, run_unit
 from ._validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
+
+if _typing.TYPE_CHECKING:  # annotations only: every public name of this module is in __all__
+    from pathlib import Path
+    from typing import Any
 
 __all__ = [
     "KNOWN_PLUGINS",
@@ -39,15 +42,20 @@ __all__ = [
     "TransformStep",
     "ValidatedPipeline",
     "default_jobs",
+    "execute",
     "expand",
     "interpolate",
     "json_schema",
+    "load_file",
     "load_pipeline",
+    "load_text",
     "plot_layout",
     "plot_results",
     "run_pipeline",
     "run_pipeline_text",
     "run_unit",
+    "validate_file",
+    "validate_loaded",
     "validate_pipeline",
     "validate_text",
 ]

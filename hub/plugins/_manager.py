@@ -66,6 +66,8 @@ CORE_PLUGIN = "hub"
 #: Command names of the core CLI (hub.cli._app.COMMANDS, plus click's own); a plugin may not take them.
 RESERVED_COMMANDS = frozenset({"produce", "transform", "consume", "run", "pipeline", "trace", "plugins", "search",
                                "install", "uninstall", "registry", "help", "version"})
+#: Reserved names that one first-party distribution provides as a plugin command group: only it may.
+RESERVED_FOR = {"registry": "collhub-registry"}
 ENV_IMPORT_TIMEOUT = "COLLHUB_PLUGIN_IMPORT_TIMEOUT"
 
 
@@ -235,7 +237,7 @@ class PluginManager:
         for p in provided:
             self._components[p.id] = p
         for cname, app in commands:
-            if cname in RESERVED_COMMANDS:
+            if cname in RESERVED_COMMANDS and RESERVED_FOR.get(cname) != dist:
                 info.warnings.append(f"command {cname!r} is a core collhub command; refused")
                 self._refused.append(f"plugin {name!r} ({dist}) provides command {cname!r}, which is a core "
                                      "collhub command; refused")

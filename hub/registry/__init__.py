@@ -1,48 +1,57 @@
-"""The plugin registry: index format (shared models), site builder, read-only server and client."""
+"""The plugin registry, as a user who installs plugins needs it: the index format and the client.
 
-from ._builder import BuildReport, build_site
+Shared by both sides: the pydantic models of the index documents (``docs/spec/registry.md``)
+and the wheel/manifest reader (``collhub plugins check WHEEL`` and the site builder must agree
+on what a valid plugin wheel is). The site builder and the server are the separate
+distribution ``collhub-registry`` (``registry/`` in the repository), which adds
+``collhub registry build|serve|check`` through the ``collhub_commands`` hook.
+"""
+
 from ._client import InstallPlan, RegistryClient, default_registry_url, prune_unknown, uninstall
 from ._models import (
     API_VERSION,
     ComponentEntry,
     ComponentsDoc,
+    ErrorEntry,
     ErrorsDoc,
     FileEntry,
     IndexDoc,
     Manifest,
     ManifestComponent,
+    Meta,
     PluginDoc,
     PluginSummary,
     VersionEntry,
     normalize_name,
+    valid_filename,
+    valid_name,
 )
-from ._server import RegistryServer, make_server
 from ._wheel import MANIFEST_GROUP, WheelInfo, read_manifest_text, read_wheel
 
 __all__ = [
     "API_VERSION",
     "MANIFEST_GROUP",
-    "BuildReport",
     "ComponentEntry",
     "ComponentsDoc",
+    "ErrorEntry",
     "ErrorsDoc",
     "FileEntry",
     "IndexDoc",
     "InstallPlan",
     "Manifest",
     "ManifestComponent",
+    "Meta",
     "PluginDoc",
     "PluginSummary",
     "RegistryClient",
-    "RegistryServer",
     "VersionEntry",
     "WheelInfo",
-    "build_site",
     "default_registry_url",
-    "make_server",
     "normalize_name",
     "prune_unknown",
     "read_manifest_text",
     "read_wheel",
     "uninstall",
+    "valid_filename",
+    "valid_name",
 ]

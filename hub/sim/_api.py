@@ -63,8 +63,9 @@ class SimulateParams(BaseModel):
                                          "None = 1 ns (ASTRA-sim); else bytes / reduction_GBps ns (decimal GB/s)")
     trace: bool = Field(default=False, description="write a Chrome/Perfetto trace JSON artifact")
     plot: bool = Field(default=False, description="write a PNG timeline and link-utilization plot (matplotlib)")
-    algorithm_for: dict[str, str] = Field(default_factory=dict, description="workloads: collective -> algorithm "
-                                          "name in hub.algorithms (e.g. 'ring', 'direct') or an ET prefix; default ring")
+    algorithm_for: dict[str, str] = Field(default_factory=dict, description="workloads: collective -> a built-in "
+                                          "algorithm name ('ring', 'direct', ...), a registered producer id "
+                                          "('hub.ring', '<plugin>.<name>') or an ET prefix; default ring")
 
     @field_validator("size")
     @classmethod
@@ -76,29 +77,45 @@ class SimulateParams(BaseModel):
 
 # -- algorithm selection for workloads ---------------------------------------------------------
 def _make_algorithm(name: str, coll: Collective, ranks: int) -> Algorithm:
-    """An algorithm from the built-in library (``hub.algorithms``) or an ET prefix on disk."""
+    """The algorithm ``algorithm_for`` names for ``coll``: exactly one of three documented forms.
+
+    * an ET prefix on disk (a path with a separator, or ``<name>.0.et`` exists): read as is;
+    * a built-in name of :data:`hub.algorithms.CATALOG` (``ring``, ``halving-doubling``, ...);
+    * a registered producer id (``hub.ring``, ``<plugin>.<component>``), run through the plugin
+      manager with ``collective`` and ``ranks`` as its params.
+
+    Anything else is refused: the name is never looked up as an attribute of a module, so a
+    workload's choice cannot reach a function the hub does not register as an algorithm.
+    """
     if "/" in name or "\\" in name or Path(f"{name}.0.et").is_file():
         from ..chakra import read_algorithm
 
         return read_algorithm(name)
     try:
-        import hub.algorithms as lib
-    except ImportError as exc:  # pragma: no cover - depends on the build
-        raise SimulationError(f"cannot build algorithm {name!r}: hub.algorithms is not available ({exc})",
-                              hint="pass algorithm_for={collective: Algorithm}") from None
-    make = getattr(lib, "make", None)
-    try:
-        if callable(make):
-            return make(name, collective=coll, ranks=ranks)
-        fn = getattr(lib, name.replace("-", "_"), None)
-        if not callable(fn):
-            raise SimulationError(f"unknown algorithm {name!r}",
-                                  hint="one of: " + ", ".join(sorted(getattr(lib, "CATALOG", {}) or ["ring", "direct"])))
-        return fn(coll, ranks)
+        if "." not in name:
+            from ..algorithms import make
+
+            return make(name, collective=coll, ranks=ranks)  # AlgorithmError (did you mean) if not built in
+        return _run_producer(name, coll, ranks)
     except HubError:
         raise
     except Exception as exc:
         raise SimulationError(f"algorithm {name!r} for {coll.value} on {ranks} ranks failed: {exc}") from None
+
+
+def _run_producer(component: str, coll: Collective, ranks: int) -> Algorithm:
+    from ..plugins import get_manager
+
+    manager = get_manager()
+    spec = manager.component(component)  # ComponentNotFoundError with a "did you mean"
+    if spec.kind != "producer":
+        raise UsageError(f"algorithm_for: {component!r} is a {spec.kind}, not a producer",
+                         hint="name a producer id such as hub.ring, a built-in name such as ring, or an ET prefix")
+    out = manager.run_producer(component, {"collective": coll.value, "ranks": ranks})
+    if not isinstance(out, Algorithm):
+        raise UsageError(f"algorithm_for: producer {component!r} makes a {type(out).__name__}, not an algorithm",
+                         hint="a workload's collectives need algorithm producers")
+    return out
 
 
 def _selector(algorithm_for: Mapping[Any, Any] | None) -> Any:

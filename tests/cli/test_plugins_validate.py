@@ -22,8 +22,7 @@ import pytest
 
 from hub.errors import UsageError
 from hub.plugins._manifest import validate_plugin
-from hub.registry import build_site, make_server
-from tests.registry.conftest import server, site, wheels  # noqa: F401 - fixtures reused here
+from collhub_registry import build_site, make_server
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,8 @@ from hub.errors import (
     RegistryUnavailableError,
     UsageError,
 )
-from hub.registry import RegistryClient, RegistryServer
+from collhub_registry import RegistryServer
+from hub.registry import RegistryClient
 
 BASE = "https://registry.example/"
 

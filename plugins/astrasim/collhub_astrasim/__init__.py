@@ -6,7 +6,7 @@ Names resolve lazily (PEP 562): loading the plugin's registration module imports
 
 from __future__ import annotations
 
-from hub.plugins import lazy_namespace
+from hub.plugins import lazy_namespace as _lazy_namespace
 
 _LAZY = {
     "Bundle": "._bundle",
@@ -28,4 +28,4 @@ _LAZY = {
     "resolve_binary": "._run",
     "run_binary": "._run",
 }
-__all__, __getattr__, __dir__ = lazy_namespace(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__, _LAZY, globals())

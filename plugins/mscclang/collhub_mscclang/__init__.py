@@ -7,7 +7,7 @@ Names resolve lazily (PEP 562): loading the plugin's registration module imports
 
 from __future__ import annotations
 
-from hub.plugins import lazy_namespace
+from hub.plugins import lazy_namespace as _lazy_namespace
 
 _LAZY = {
     "DEFAULT_MAX_BYTES": "._reader",
@@ -20,4 +20,4 @@ _LAZY = {
     "run_program": "._program",
     "write_msccl_ir": "._writer",
 }
-__all__, __getattr__, __dir__ = lazy_namespace(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__, _LAZY, globals())

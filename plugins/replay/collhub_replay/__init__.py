@@ -6,7 +6,7 @@ rank processes. Names resolve lazily (PEP 562): nothing here imports torch until
 
 from __future__ import annotations
 
-from hub.plugins import lazy_namespace
+from hub.plugins import lazy_namespace as _lazy_namespace
 
 _LAZY = {
     "ReplayParams": "._params",
@@ -19,4 +19,4 @@ _LAZY = {
     "format_table": "._table",
     "bus_factor": "._geometry",
 }
-__all__, __getattr__, __dir__ = lazy_namespace(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__, _LAZY, globals())

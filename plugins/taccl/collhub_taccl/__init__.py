@@ -7,7 +7,7 @@ Names resolve lazily (PEP 562): the plugin's registration imports none of this.
 
 from __future__ import annotations
 
-from hub.plugins import lazy_namespace
+from hub.plugins import lazy_namespace as _lazy_namespace
 
 _LAZY = {
     "SynthesizeParams": "._params",
@@ -20,4 +20,4 @@ _LAZY = {
     "lower_bound": "._bounds",
     "build_problem": "._problem",
 }
-__all__, __getattr__, __dir__ = lazy_namespace(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__, _LAZY, globals())

@@ -3,13 +3,12 @@ from __future__ import annotations
 import http.client
 import shutil
 import subprocess
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from hub.registry import RegistryServer
+from collhub_registry import RegistryServer
 
 
 def _raw_get(server: RegistryServer, path: str) -> int:

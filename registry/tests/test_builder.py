@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from hub.errors import RegistryFormatError, UsageError
-from hub.registry import build_site, read_wheel
-from tests.registry.conftest import build_wheel, write_plugin_project
+from collhub_registry import build_site
+from hub.registry import read_wheel
+from tests.registry.wheels import build_wheel, write_plugin_project
 
 
 def _load(path: Path) -> dict:

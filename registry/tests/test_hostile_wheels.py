@@ -19,8 +19,7 @@ import pytest
 
 from hub.errors import RegistryFormatError
 from hub.registry import read_wheel
-from tests.registry.conftest import wheels  # noqa: F401 - session fixture reused here
-from tests.registry.conftest import write_plugin_project
+from tests.registry.wheels import write_plugin_project
 from tests.registry.hostile_cli import assert_clean, run_batch, run_many
 
 Members = list[tuple[str, bytes]]
@@ -153,7 +152,7 @@ def _set_key(toml: bytes, key: bytes, value: bytes) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def hostile_wheels(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> dict[str, Path]:  # noqa: F811
+def hostile_wheels(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("hostile-wheels")
     cases = _make_cases(wheels["sample"], out)
     # the rewrite itself is sound: the unbroken members, rewritten the same way, still index
@@ -189,7 +188,7 @@ def test_each_hostile_wheel_is_a_format_error(hostile_wheels: dict[str, Path], c
 
 
 def test_build_keeps_good_wheels_and_reports_each_bad_one(tmp_path: Path, hostile_wheels: dict[str, Path],
-                                                          wheels: dict[str, Path]) -> None:  # noqa: F811
+                                                          wheels: dict[str, Path]) -> None:
     site = tmp_path / "site"
     args = ["registry", "build", str(wheels["sample"]), *map(str, hostile_wheels.values()), "--out", str(site),
             "--format", "json"]

@@ -25,21 +25,21 @@ from typing import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from ..errors import RegistryFormatError, UsageError
-from ._models import (
+from hub.errors import RegistryFormatError, UsageError
+from hub.registry import (
     ComponentEntry,
     ComponentsDoc,
     ErrorEntry,
     ErrorsDoc,
-    FileEntry,
     IndexDoc,
     Meta,
     PluginDoc,
     PluginSummary,
     VersionEntry,
+    WheelInfo,
     normalize_name,
+    read_wheel,
 )
-from ._wheel import WheelInfo, read_wheel
 
 __all__ = ["BuildReport", "build_site"]
 
@@ -195,7 +195,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
             ComponentsDoc(meta=meta, by_id=dedupe(by_id), by_collective=dedupe(by_coll), by_kind=dedupe(by_kind)),
         )
         _dump(tmp / "v1" / "errors.json", ErrorsDoc(meta=meta, errors=errors))
-        page = resources.files("hub.registry").joinpath("index.html").read_text(encoding="utf-8")
+        page = resources.files("collhub_registry").joinpath("index.html").read_text(encoding="utf-8")
         (tmp / "index.html").write_text(page, encoding="utf-8")
         os.chmod(tmp, 0o755)
         if out.exists():

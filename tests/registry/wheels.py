@@ -1,4 +1,9 @@
-"""Fixtures: real plugin wheels built with pip from generated projects, a built site, a live server."""
+"""Fixtures: real plugin wheels built with pip from generated projects, a built site, a live server.
+
+A pytest plugin module, loaded once by the repository's ``conftest.py`` (``pytest_plugins``),
+so every test that asks for ``wheels`` (client, service, ``collhub plugins`` tests) shares
+one session-scoped build instead of re-importing the fixture into each module.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from hub.registry import RegistryServer, build_site, make_server
+if TYPE_CHECKING:  # imported in the fixtures: loading this plugin must not need collhub-registry
+    from collhub_registry import RegistryServer
 
 SAMPLE = Path(__file__).parent / "sample_plugin"
 
@@ -106,6 +112,8 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def site(tmp_path: Path, wheels: dict[str, Path]) -> Path:
+    from collhub_registry import build_site
+
     report = build_site(wheels.values(), tmp_path / "site")
     assert set(report.plugins) == {"collhub-sample", "collhub-other"}
     return tmp_path / "site"
@@ -113,6 +121,8 @@ def site(tmp_path: Path, wheels: dict[str, Path]) -> Path:
 
 @pytest.fixture
 def server(site: Path) -> Iterator[RegistryServer]:
+    from collhub_registry import make_server
+
     srv = make_server(site, "127.0.0.1", 0)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hub.registry import RegistryServer, make_server
-from hub.registry import _server
-from hub.registry._request import BadRequest, parse_head
+from collhub_registry import RegistryServer, make_server
+from collhub_registry import _server
+from collhub_registry._request import BadRequest, parse_head
 
 INDEX = b'{"meta": {"api-version": "1.0"}, "plugins": []}\n'
 

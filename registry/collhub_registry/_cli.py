@@ -1,0 +1,140 @@
+"""``collhub registry build|serve|check``, mounted through the ``collhub_commands`` hook.
+
+The client commands (``collhub search | install | uninstall``) stay in the core (``hub.cli.registry``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from hub.cli import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+from hub.errors import UsageError
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Build, serve and check a plugin registry.", no_args_is_help=True, rich_markup_mode=None)
+
+_SOURCES_HINT = "pass wheel files, directories of wheels, or plugin project directories"
+
+
+def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
+    """Wheel files, directories of wheels, or plugin project directories (built with pip here)."""
+    wheels: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            wheels.append(path)
+        elif (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
+            # an absolute path, and no index: pip reads a bare word ("six") as a requirement and
+            # would download it; a local path must always stay a path
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                 "-w", str(workdir), str(path.resolve())],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+                raise UsageError(f"{path}: building a wheel failed: {tail}",
+                                 hint="run `pip wheel --no-deps --no-build-isolation` there to see the whole error")
+            wheels.extend(sorted(workdir.glob("*.whl")))
+        elif path.is_dir():
+            found = sorted(p for p in path.glob("*.whl") if p.is_file())
+            if not found:
+                raise UsageError(f"{path}: a directory with no *.whl files and no pyproject.toml", hint=_SOURCES_HINT)
+            wheels.extend(found)
+        elif path.exists():
+            raise UsageError(f"{path}: not a regular file or a directory", hint=_SOURCES_HINT)
+        else:
+            raise UsageError(f"{path}: no such file or directory", hint=_SOURCES_HINT)
+    return sorted(set(wheels))
+
+
+@app.command("build")
+def build(
+    sources: list[Path] = typer.Argument(..., help="Wheel files, directories of wheels, or plugin project directories."),
+    out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
+    yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Index plugin wheels into a static registry site, without importing or installing them."""
+    from ._builder import build_site
+
+    with tempfile.TemporaryDirectory(prefix="collhub-wheels-") as tmp:
+        wheels = _wheels_from(list(sources), Path(tmp))
+        report = build_site(wheels, out_dir, yanked=yank)
+    if fmt == OutputFormat.json:
+        emit_json({"site": str(report.site), "plugins": report.plugins,
+                   "errors": [e.model_dump() for e in report.errors]})
+    else:
+        rows = [(name, ", ".join(vs)) for name, vs in sorted(report.plugins.items())]
+        out(table(["plugin", "versions"], rows))
+        out(f"site written to {report.site} ({len(report.plugins)} plugins)")
+    for e in report.errors:
+        err(f"warning: {e.file}: {e.error}")
+
+
+@app.command("serve")
+def serve(
+    site: Path = typer.Argument(..., help="Site directory made by `collhub registry build`."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, "--port", "-p", help="Port (0 picks a free one)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
+) -> None:
+    """Serve a registry site read-only (ETag, If-None-Match, safe paths)."""
+    from ._server import make_server
+
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a TCP port", hint="use 1..65535, or 0 to pick a free one")
+    server = make_server(site, host, port, verbose=verbose)
+    err(f"serving {site} at {server.url}  (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+@app.command("check")
+def check(site: Path = typer.Argument(..., help="Site directory to check."), fmt: OutputFormat = FORMAT_OPTION) -> None:
+    """Validate every document of a site and the hash and size of every file."""
+    import hashlib
+    import json
+
+    from hub.registry import IndexDoc, PluginDoc
+
+    problems: list[str] = []
+    try:
+        index = IndexDoc.model_validate(json.loads((site / "v1" / "index.json").read_text()))
+    except Exception as exc:  # noqa: BLE001 - report, don't crash
+        raise UsageError(f"{site}/v1/index.json: {exc}") from None
+    for summary in index.plugins:
+        path = site / "v1" / "plugins" / f"{summary.name}.json"
+        try:
+            doc = PluginDoc.model_validate(json.loads(path.read_text()))
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{path}: {exc}")
+            continue
+        for version, entry in doc.versions.items():
+            for f in entry.files:
+                target = (path.parent / f.url).resolve()
+                if site.resolve() not in target.parents:  # a hostile document must not make us read elsewhere
+                    problems.append(f"{doc.name} {version}: {f.filename} points outside the site ({f.url[:200]})")
+                    continue
+                if not target.is_file():
+                    problems.append(f"{doc.name} {version}: missing {f.filename}")
+                    continue
+                data = target.read_bytes()
+                if len(data) != f.size or hashlib.sha256(data).hexdigest() != f.hashes.get("sha256"):
+                    problems.append(f"{doc.name} {version}: {f.filename} does not match its hash/size")
+    if fmt == OutputFormat.json:
+        emit_json({"site": str(site), "plugins": len(index.plugins), "problems": problems})
+    else:
+        for p in problems:
+            out(p)
+        out(f"{len(index.plugins)} plugins, {len(problems)} problems")
+    if problems:
+        raise typer.Exit(3)
