@@ -80,7 +80,7 @@ def run_case(coll: str, topo: str, chunks: int, model: str, size: str | None, si
     n = load_topology(topo).npus
     nbytes = parse_size(size) if size is not None else n * (1 << 20)
     t0, c0 = time.perf_counter(), time.process_time()
-    alg = synthesize(SynthesizeParams(collective=coll, topology=topo, chunks=chunks, model=model, size=nbytes,
+    alg = synthesize(SynthesizeParams(collective=coll, network=topo, chunks=chunks, model=model, size=nbytes,
                                       seeds=seeds, verify=False, progress=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = _peak_mb()
@@ -155,7 +155,7 @@ def run_tacos_row(topo: str, chunks: int) -> dict[str, Any]:
     from collhub_tacos import SynthesizeParams, synthesize_schedule
 
     t0, c0 = time.perf_counter(), time.process_time()
-    syn = synthesize_schedule(SynthesizeParams(collective="allgather", topology=topo, chunks=chunks, model="tacos",
+    syn = synthesize_schedule(SynthesizeParams(collective="allgather", network=topo, chunks=chunks, model="tacos",
                                                seeds=3, progress=False))
     return {"makespan": syn.makespan_us, "bound": syn.bound_us, "wall": time.perf_counter() - t0,
             "cpu": time.process_time() - c0, "seed": syn.seed, "peak_mb": _peak_mb()}

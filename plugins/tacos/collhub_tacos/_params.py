@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from hub.chakra import Collective
 
@@ -17,9 +17,11 @@ class SynthesizeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     collective: str = Field(description="allgather, reducescatter or allreduce (any spelling)")
-    topology: str = Field(description="topology string ('torus:32x32', 'mesh:8x8@bw=100/50', 'fattree:32x32', "
-                          "'dgx1'), an ASTRA-sim network.yml path or a link-graph .json file; switches are "
-                          "unwound into NPU links")
+    # `network`, as hub.simulate and taccl.synthesize call it; `topology` is accepted too.
+    network: str = Field(validation_alias=AliasChoices("network", "topology"),
+                         description="topology string ('torus:32x32', 'mesh:8x8@bw=100/50', 'fattree:32x32', "
+                         "'dgx1'), an ASTRA-sim network.yml path or a link-graph .json file; switches are "
+                         "unwound into NPU links (alias: topology)")
     ranks: int | None = Field(default=None, description="if given, must equal the topology's NPU count")
     # chunks and the seed count are checked by the synthesizer (exit 3), not here (exit 2)
     chunks: int = Field(default=1, description="chunks per rank (each rank's contribution is cut into this many)")

@@ -59,7 +59,7 @@ def _check(params: SynthesizeParams) -> tuple[Collective, Topology]:
                                   hint="chunks is how many pieces each rank's contribution is cut into")
     if params.seeds <= 0:
         raise SynthesisInputError(f"tacos.synthesize: seeds must be >= 1, got {params.seeds}")
-    return coll, load_any_topology(params.topology)
+    return coll, load_any_topology(params.network)
 
 
 def _best(net: Network, k: int, busy: np.ndarray, delay: np.ndarray, seed: int, seeds: int,
