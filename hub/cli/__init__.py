@@ -8,22 +8,22 @@ use the same output conventions through :data:`FORMAT_OPTION`, :class:`OutputFor
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
+import os as _os
+import signal as _signal
+import sys as _sys
 
 
 def _quiet_exit(signum: int, frame: object) -> None:
-    os._exit(130)  # interrupted while starting up: nothing exists yet, so nothing to clean
+    _os._exit(130)  # interrupted while starting up: nothing exists yet, so nothing to clean
 
 
 # In the collhub process itself (console script or ``python -m hub.cli``), a Ctrl-C or SIGTERM
 # while Typer is being imported exits 130 silently instead of printing an import traceback;
 # main() puts the usual handlers back before any command runs.
-_CLI_PROCESS = sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0] if sys.argv else "") == "collhub"
+_CLI_PROCESS = _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "collhub"
 if _CLI_PROCESS:
-    for _sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_sig, _quiet_exit)
+    for _sig in (_signal.SIGINT, _signal.SIGTERM):
+        _signal.signal(_sig, _quiet_exit)
 
 from ._app import COMMANDS, Lazy, app  # noqa: E402 - after the start-up handlers
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table  # noqa: E402
@@ -32,31 +32,31 @@ __all__ = ["COMMANDS", "FORMAT_OPTION", "Lazy", "OutputFormat", "app", "emit_jso
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run ``collhub`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status."""
+    """Run ``collhub`` with ``argv`` (default: ``_sys.argv[1:]``) and exit with its status."""
     from ._errors import STATE
 
     STATE.process = True
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     try:
         app(args=argv, prog_name="collhub")
     except SystemExit as exc:
         _leave(exc.code)
         raise
     finally:  # the command is over: a late signal must not interrupt the exit (and its joins)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
+        for sig in (_signal.SIGINT, _signal.SIGTERM):
+            _signal.signal(sig, _signal.SIG_IGN)
 
 
 def _leave(code: object) -> None:
     """After a run that killed its workers, exit without joining the pool's threads (they may
     wait forever on a message a killed worker left half-written); everything is cleaned up."""
-    runner = sys.modules.get("hub.pipeline._interrupt")
+    runner = _sys.modules.get("hub.pipeline._interrupt")
     if runner is None or not getattr(runner, "WORKERS_KILLED", False):
         return
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (_sys.stdout, _sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(code if isinstance(code, int) else 1)
+    _os._exit(code if isinstance(code, int) else 1)

@@ -64,6 +64,22 @@ _BY_NAME = {c.name: c for c in COMMANDS}
 #: command groups that first-party distributions outside the core add through ``collhub_commands``:
 #: name -> the distribution to install (named in the error when the group is missing)
 OPTIONAL_COMMANDS: dict[str, str] = {"registry": "collhub-registry"}
+#: Their one-line help, shown by ``--help`` from the distribution's metadata alone (no plugin import)
+#: until the plugin-command index exists.
+_OPTIONAL_HELP: dict[str, str] = {"registry": "Build, serve and check a plugin registry."}
+
+
+def _installed_optional_commands() -> list[tuple[str, str]]:
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    rows = []
+    for name, dist in OPTIONAL_COMMANDS.items():
+        try:
+            distribution(dist)
+        except PackageNotFoundError:
+            continue
+        rows.append((name, _OPTIONAL_HELP.get(name, f"from {dist}")))
+    return rows
 
 
 def _module_exists(name: str) -> bool:
@@ -238,14 +254,16 @@ class CollhubGroup(typer_core.TyperGroup):
         except Exception:  # noqa: BLE001
             summaries = []
         plugin_rows = [r for r in summaries or [] if r[0] not in dict(rows)]
+        if summaries is None:  # no index yet: first-party optional groups are known from metadata
+            plugin_rows = _installed_optional_commands()
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
         if plugin_rows:
             with formatter.section("Plugin commands"):
                 formatter.write_dl(plugin_rows)
-        elif summaries is None:
-            with formatter.section("Plugin commands"):
+        if summaries is None:
+            with formatter.section("Plugin commands" if not plugin_rows else "Other plugin commands"):
                 formatter.write_text("not indexed yet: run `collhub plugins list` once to list the commands of "
                                      "the installed plugins (help imports no plugin code)")
 

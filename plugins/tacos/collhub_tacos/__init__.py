@@ -7,7 +7,7 @@ imports none of this.
 
 from __future__ import annotations
 
-from hub.plugins import lazy_namespace
+from hub.plugins import lazy_namespace as _lazy_namespace
 
 _LAZY = {
     "Network": "._network",
@@ -20,4 +20,4 @@ _LAZY = {
     "synthesize": "._synth",
     "synthesize_schedule": "._synth",
 }
-__all__, __getattr__, __dir__ = lazy_namespace(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = _lazy_namespace(__name__, _LAZY, globals())
