@@ -23,12 +23,22 @@ def show(
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Summarise a trace: collective, ranks, nodes, messages, bytes."""
-    from ..chakra import Algorithm, read_trace, summarize
+    import warnings
 
-    obj = read_trace(prefix)
+    from ..chakra import Algorithm, DanglingDependencyWarning, read_trace, summarize
+    from ..chakra._workload_summary import workload_summary
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DanglingDependencyWarning)
+        obj = read_trace(prefix)
+    for w in caught:  # reported once, as one line; never a failure
+        err(f"warning: {w.message}")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
-        summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
+        if kind == "workload":
+            summary = workload_summary(obj)  # type: ignore[arg-type]
+        else:
+            summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
         emit_json({"prefix": prefix, "kind": kind, "summary": summary})
     else:
         out(summarize(obj))
