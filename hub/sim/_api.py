@@ -65,6 +65,8 @@ class SimulateParams(BaseModel):
     plot: bool = Field(default=False, description="write a PNG timeline and link-utilization plot (matplotlib)")
     algorithm_for: dict[str, str] = Field(default_factory=dict, description="workloads: collective -> algorithm "
                                           "name in hub.algorithms (e.g. 'ring', 'direct') or an ET prefix; default ring")
+    system: str | None = Field(default=None, description="workloads: an ASTRA-sim system.json whose "
+                               "*-implementation-custom keys choose the algorithms (native implementations are refused)")
 
     @field_validator("size")
     @classmethod
@@ -184,12 +186,14 @@ def simulate(
     mode: Mode = "unaware",
     reduction_GBps: float | None = None,
     algorithm_for: Mapping[Any, Algorithm | str] | None = None,
+    system: str | Path | Mapping[str, Any] | None = None,
 ) -> SimulationResult:
     """Simulate an algorithm (or a workload) on ``topology`` under ASTRA-sim's analytical model.
 
     ``size``: nccl-tests' collective size; binds an unbound algorithm (``alg.bind(size)``); for a
     bound or foreign algorithm it is only used for the bandwidth figures when the algorithm does
-    not state its own size.
+    not state its own size. ``system``: an ASTRA-sim system.json (path or dict) whose custom
+    implementation keys serve a workload's collectives (``algorithm_for`` entries win).
     """
     if mode not in ("unaware", "aware"):
         raise UsageError(f"unknown mode {mode!r}", hint="'unaware' or 'aware'")
@@ -198,6 +202,11 @@ def simulate(
     if isinstance(obj, Workload):
         if obj.rank_count == 0:
             raise SimulationError("the workload has no ranks")
+        if system is not None:
+            from ._system import algorithms_from_system
+
+            algorithm_for = {**algorithms_from_system(system, obj), **{Collective.parse(k): v for k, v in
+                                                                        (algorithm_for or {}).items()}}
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
@@ -254,7 +263,7 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     from ._report import write_plot, write_trace
 
     res = simulate(obj, params.network, size=params.size, mode=params.mode, reduction_GBps=params.reduction_GBps,
-                   algorithm_for=params.algorithm_for or None)
+                   algorithm_for=params.algorithm_for or None, system=params.system)
     artifacts: dict[str, str] = {}
     workdir = Path(getattr(ctx, "workdir", Path.cwd()))
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name or res.collective or "simulation") or "simulation"
