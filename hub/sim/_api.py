@@ -240,12 +240,17 @@ def simulate(
                               "utilization": busy / st.time_ns if st.time_ns else 0.0})
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
-    return SimulationResult(
+    res = SimulationResult(
         time_ns=int(st.time_ns), mode=mode, topology=topo.to_string() if _has_string(topo) else topo.describe(),
         ranks=ranks, collective=collective, size=S, messages=prog.messages, bytes=prog.bytes,
         rank_finish_ns=list(st.rank_finish), critical_path=_critical_path(prog, st), links=links,
         bound_ns=bound, bound_formula=formula, name=name, _engine=st, _program=prog, _net=net,
     )
+    if isinstance(obj, Workload):
+        from ._breakdown import rank_breakdown
+
+        res.per_rank = rank_breakdown(res)
+    return res
 
 
 def _has_string(topo: Topology) -> bool:

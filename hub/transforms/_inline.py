@@ -250,4 +250,9 @@ def _through(deps: list[int], exits: dict[int, list[int]]) -> list[int]:
 
 def inline_transform(workload: Workload, params: InlineParams, ctx: Any = None) -> Workload:
     """Transform factory of ``hub.inline`` (see :func:`inline_workload`)."""
+    if not isinstance(workload, Workload):
+        from ..errors import UsageError
+
+        raise UsageError(f"hub.inline takes a workload, not a {type(workload).__name__}",
+                         hint="read one with hub.chakra.read_workload")
     return inline_workload(workload, params.algorithm_for or None, params)

@@ -24,6 +24,11 @@ DLRM = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "chakra-
 
 
 def _real_finish(wl: Workload, network: str, mode: str, tmp: Path) -> list[int]:
+    report = _real_report(wl, network, mode, tmp)
+    return [report.ranks[r].finish_ns for r in range(wl.rank_count)]
+
+
+def _real_report(wl: Workload, network: str, mode: str, tmp: Path):
     from collhub_astrasim._bundle import _dims_for, build_bundle
     from collhub_astrasim._parse import parse_output
     from collhub_astrasim._run import run_binary
@@ -31,8 +36,7 @@ def _real_finish(wl: Workload, network: str, mode: str, tmp: Path) -> list[int]:
     bundle = build_bundle(wl, out=tmp / f"b-{mode}", dims=_dims_for(network), predict=False)
     assert not bundle.implementations, "an inlined workload needs no collective implementation"
     stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), bundle.path, 300)
-    report = parse_output(stdout)
-    return [report.ranks[r].finish_ns for r in range(wl.rank_count)]
+    return parse_output(stdout)
 
 
 def _compute_and_collective(coll: Collective, n: int, size: int) -> Workload:
@@ -85,7 +89,13 @@ def test_dlrm8_inlined_equals_real_astrasim(alg: str, tmp_path: Path) -> None:
         pytest.skip(why)
     for mode in ("unaware", "aware"):
         net = "switch:8@bw=100,lat=500"
-        assert simulate(inl, net, mode=mode).rank_finish_ns == _real_finish(inl, net, mode, tmp_path), mode
+        ours = simulate(inl, net, mode=mode)
+        real = _real_report(inl, net, mode, tmp_path)
+        assert ours.rank_finish_ns == [real.ranks[r].finish_ns for r in range(8)], mode
+        # per-rank results as ASTRA-sim prints them: exposed communication, Comm time, GPU time
+        assert [p["exposed_comm_ns"] for p in ours.per_rank] == [real.ranks[r].exposed_comm_ns for r in range(8)]
+        assert [p["comm_time_ns"] for p in ours.per_rank] == [real.ranks[r].stats["comm_ns"] for r in range(8)]
+        assert [p["gpu_time_ns"] for p in ours.per_rank] == [real.ranks[r].stats["gpu_ns"] for r in range(8)]
 
 
 def test_inlined_workload_round_trips_as_a_plain_et(tmp_path: Path) -> None:

@@ -86,8 +86,9 @@ def test_cpu_traces_run_on_real_astrasim_and_match_hub_simulate(name: str, tmp_p
     for mode in ("unaware", "aware"):
         real = _run(bundle, mode)
         assert sorted(real) == list(range(n))
-        ours = simulate(wl, network, mode=mode).rank_finish_ns
-        assert [real[r][0] for r in range(n)] == ours, mode
+        res = simulate(wl, network, mode=mode)
+        assert [real[r][0] for r in range(n)] == res.rank_finish_ns, mode
+        assert [real[r][1] for r in range(n)] == [p["exposed_comm_ns"] for p in res.per_rank]
         # no communication: the whole step is serial CPU compute
         for r in range(n):
             cpu_ns = 1000 * sum(nd.duration_micros for nd in wl.ranks[r] if nd.type == NodeType.COMP)
