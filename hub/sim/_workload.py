@@ -70,7 +70,8 @@ def program_from_workload(
             t = int(node.type)
             cpu = RES_CPU if node.is_cpu_op else 0
             if t == NodeType.COMP:
-                d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
+                dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
+                d = dm * 1000 if dm > 0 else 1
                 res = cpu or RES_COMP
                 g = add(K_COMP, r, d=d, node_id=node.id, a=res, rl=res)
                 entry[node.id] = exit_[node.id] = g
