@@ -34,8 +34,14 @@ def process_groups(wl: Workload) -> list[dict[str, Any]]:
     return groups
 
 
+#: longest process-group description parsed (a real one is well under 1 KiB per group)
+_PG_TEXT_LIMIT = 1 << 20
+
+
 def _pg_entries(values: str) -> list[dict[str, Any]]:
     # The converter stores a Python-literal list of JSON strings: "['[{\"pg_name\": \"0\", ...}]']".
+    if len(values) > _PG_TEXT_LIMIT:
+        return []
     try:
         outer = ast.literal_eval(values) if values else []
     except (ValueError, SyntaxError, MemoryError, RecursionError):

@@ -160,3 +160,31 @@ def test_wrong_rank_count_for_a_group_is_reported(tmp_path: Path) -> None:
         inline_workload(wl, {"allreduce": ring(Collective.ALLREDUCE, 8)})
     assert sorted(p.rank for p in info.value.problems) == [0, 1, 2, 3]
     assert "has 8 ranks" in info.value.problems[0].message
+
+
+def test_process_group_maps_algorithm_ranks_to_members(tmp_path: Path) -> None:
+    """A 2-rank all-reduce on group "1" = ranks [1, 3] of a 4-rank workload, next to a 4-rank one."""
+    ar = _CT[Collective.ALLREDUCE]
+    meta = WorkloadNode(id=50, name="## process_group:init ##", type=NodeType.METADATA, is_cpu_op=True, inputs={
+        "values": "['[{\"pg_name\": \"0\", \"ranks\": []}, {\"pg_name\": \"1\", \"ranks\": [1, 3]}]']",
+        "shapes": "[[]]", "types": "['String']"})
+    ranks = []
+    for r in range(4):
+        nodes = [replace(meta), WorkloadNode(id=1, name="c", type=NodeType.COMP, duration_micros=1 + r, deps=[50]),
+                 WorkloadNode(id=2, name="all", type=NodeType.COLL, deps=[1], comm_type=ar, comm_size=8192)]
+        if r in (1, 3):
+            nodes.append(WorkloadNode(id=3, name="sub", type=NodeType.COLL, deps=[2], comm_type=ar, comm_size=4096,
+                                      pg_name="1"))
+        ranks.append(nodes)
+    wl = inline_workload(Workload(ranks=ranks), {"allreduce": "ring"})
+    sub = [nd for nd in wl.ranks[1] if nd.attrs.get("inlined_from") == 3 and nd.type == NodeType.SEND]
+    assert sub and {nd.comm_dst for nd in sub} == {3}
+    assert not any(nd.attrs.get("inlined_from") == 3 for nd in wl.ranks[0] + wl.ranks[2])
+    if (why := oracle_unavailable()) is not None:
+        pytest.skip(why)
+    from collhub_astrasim._repair import runnable_copy
+
+    plain, _ = runnable_copy(wl)  # METADATA nodes out: ASTRA-sim's statistics abort on them
+    for mode in ("unaware", "aware"):
+        net = "ring:4@bw=50,lat=100"
+        assert simulate(plain, net, mode=mode).rank_finish_ns == _real_finish(plain, net, mode, tmp_path), mode
