@@ -123,6 +123,9 @@ def inline(
                                         help="Algorithm per collective, e.g. allreduce=ring or alltoall=out/a2a "
                                         "(an ET prefix); default ring. Repeatable."),
     kind: list[str] = typer.Option([], "--kind", help="Inline only this collective kind. Repeatable."),
+    recognize: bool = typer.Option(False, "--recognize",
+                                   help="First turn gloo collectives held as COMP nodes (gloo:all_reduce, ...) "
+                                   "into COMM_COLL nodes."),
 ) -> None:
     """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline)."""
     import warnings
@@ -141,11 +144,12 @@ def inline(
         wl = read_workload(src)
     for w in caught:
         err(f"warning: {w.message}")
-    out_wl = inline_workload(wl, mapping or None, InlineParams(kinds=kind or None))
+    out_wl = inline_workload(wl, mapping or None, InlineParams(kinds=kind or None, recognize=recognize))
     if not out_wl.name:  # the name in the GlobalMetadata marks the files as a workload for read_trace
         out_wl.name = f"{Path(src).name}-inlined"
     files = write_workload(out_wl, dst)
-    before = sum(1 for r in wl.ranks for n in r if int(n.type) == 7)
+    before = sum(1 for r in wl.ranks for n in r if int(n.type) == 7 or n.name.startswith("gloo:")) if recognize \
+        else sum(1 for r in wl.ranks for n in r if int(n.type) == 7)
     after = sum(1 for r in out_wl.ranks for n in r if int(n.type) == 7)
     out(f"wrote {len(files)} file(s): {dst}.0.et ... ({before - after} COMM_COLL nodes inlined, "
         f"{out_wl.node_count()} nodes)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._chunk import ChunkParams, chunk_algorithm, chunk_transform
 from ._inline import InlineParams, inline_transform, inline_workload
+from ._recognize import RECOGNIZED, recognize_collectives
 from ._instances import InstancesParams, instances_algorithm, instances_transform, split_to_unit_chunks
 from ._remap import RemapParams, remap_algorithm, remap_transform, resolve_mapping
 from ._stats import StatsParams, algorithm_stats, stats_consumer
@@ -18,6 +19,7 @@ __all__ = [
     "ChunkParams",
     "InlineParams",
     "InstancesParams",
+    "RECOGNIZED",
     "RemapParams",
     "StatsParams",
     "VerifyParams",
@@ -29,6 +31,7 @@ __all__ = [
     "instances_algorithm",
     "instances_transform",
     "remap_algorithm",
+    "recognize_collectives",
     "remap_transform",
     "resolve_mapping",
     "split_to_unit_chunks",

@@ -44,6 +44,8 @@ class InlineParams(BaseModel):
     max_size: int | None = Field(default=None, ge=0, description="inline only collectives of at most this many bytes")
     groups: list[str] | None = Field(default=None, description="inline only collectives of these process groups "
                                      "(pg_name; '' = all ranks)")
+    recognize: bool = Field(default=False, description="first turn collectives that a CPU (gloo) trace holds as "
+                            "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/transforms/_recognize.py)")
 
 
 @dataclass
@@ -144,6 +146,10 @@ def inline_workload(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] |
     """
     from ..sim._api import _selector
 
+    if params is not None and params.recognize:
+        from ._recognize import recognize_collectives
+
+        wl, _count = recognize_collectives(wl)
     problems: list[Problem] = []
     instances = _instances(wl, params, problems)
     pick = _selector(algorithm_for if algorithm_for is not None else (params.algorithm_for if params else None))
