@@ -2,7 +2,7 @@
 
 Semantics (see docs/simulator.md, "Rules and where they come from"): every node whose
 dependencies are done is issued at once (workload nodes may first wait for their NPU's
-resource); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
+resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload layer does); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
 arrival, or by an event at the same time if its data is already there; messages pair by
 (tag, src, dst, size) FIFO per key; COMP nodes take their duration, and those of one NPU ending
 at the same time complete together, at the place of the first one's event.
