@@ -20,11 +20,12 @@ from ._reader import read_algorithm, read_global_metadata, read_trace, read_work
 from ._summary import summarize
 from ._validate import check_algorithm
 from ._wire import TypedValue
-from ._workload import Workload, WorkloadNode, collective_of_comm_type
+from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
 from ._writer import write_algorithm, write_workload
 
 __all__ = [
     "COMM_TYPE_OF",
+    "DanglingDependencyWarning",
     "Algorithm",
     "AlgorithmMeta",
     "Buffer",

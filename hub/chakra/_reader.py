@@ -304,6 +304,8 @@ def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
         duration_micros=nd["duration_micros"], comm_type=num("comm_type"), comm_size=num("comm_size"),
         comm_src=num("comm_src"), comm_dst=num("comm_dst"), comm_tag=num("comm_tag"),
         is_cpu_op=bool(attrs.get("is_cpu_op", False)), pg_name=str(attrs.get("pg_name", "")), attrs=attrs,
+        ctrl_deps=list(nd["ctrl_deps"]), inputs=nd["inputs"], outputs=nd["outputs"],
+        start_time_micros=nd["start_time_micros"],
     )
 
 
@@ -328,8 +330,8 @@ def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) 
                                    rank=rank, node=node.id, hint="a message goes to or comes from a rank of the set")
 
 
-def _read_workload_rank(data: bytes, path: Path, rank: int,
-                        ranks: int = 1 << 31) -> tuple[list[WorkloadNode], str, dict[str, Any]]:
+def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
+                        ) -> tuple[list[WorkloadNode], str, dict[str, Any], list[tuple[int, int, int]]]:
     starts, ends = _frame(data, path, rank)
     version, attrs = _metadata(data, starts[0], ends[0], path, rank)
     nodes = []
@@ -348,37 +350,54 @@ def _read_workload_rank(data: bytes, path: Path, rank: int,
                                    hint="node ids must be unique within a rank file")
         seen.add(nd["id"])
         nodes.append(_workload_node(nd))
+    dangling = []
     for node in nodes:
-        for d in node.deps:
-            if d not in seen:
-                raise TraceFormatError(f"dependency on node id {d}, which is not in this file", path=str(path),
-                                       rank=rank, node=node.id, hint="data_deps/ctrl_deps name nodes of the same file")
+        missing = [d for d in node.deps if d not in seen]
+        if missing:
+            # Chakra's original ETFeeder issues such a node as if the dependency were met (its
+            # tests issue nodes whose ctrl_deps name the converter's deleted root first); the
+            # dependency is dropped here and reported once per read (hub.chakra.DanglingDependencyWarning).
+            dangling.extend((rank, node.id, d) for d in missing)
+            node.deps = [d for d in node.deps if d in seen]
+            node.ctrl_deps = [d for d in node.ctrl_deps if d in seen]
         if node.type in (NodeType.SEND, NodeType.RECV):
             need = "comm_dst" if node.type == NodeType.SEND else "comm_src"
             if node.attrs.get(need) is None:
                 raise TraceFormatError(f"{node.type.name} node has no {need} attribute", path=str(path),
                                        rank=rank, node=node.id, hint=f"every {node.type.name} needs {need} (int32)")
         _check_workload_node(node, ranks, path, rank)
-    return nodes, version, attrs
+    return nodes, version, attrs, dangling
 
 
 def read_workload(prefix: str | os.PathLike[str]) -> Workload:
-    """Read ``<prefix>.<rank>.et`` workload files (COMP, COMM_COLL, SEND/RECV nodes)."""
+    """Read ``<prefix>.<rank>.et`` workload files (every node type, METADATA included).
+
+    Dependencies on nodes absent from their file are dropped (treated as satisfied, as Chakra's
+    original ETFeeder does), listed in ``Workload.dangling`` and reported by one
+    :class:`hub.chakra.DanglingDependencyWarning` for the whole read.
+    """
     paths = rank_files(prefix)
     ranks = []
     version, name = "", ""
     budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
+    meta: dict[str, Any] = {}
+    dangling: list[tuple[int, int, int]] = []
     for rank, path in enumerate(paths):
         data = load(path, rank, max(budget, 0))
         budget -= len(data)
-        nodes, v, attrs = _read_workload_rank(data, path, rank, len(paths))
+        nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths))
         if rank == 0:
-            version, name = v, str(attrs.get(P.META.WORKLOAD, ""))
+            version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
         ranks.append(nodes)
+        dangling.extend(dang)
     if not name:
         coll_names = {n.name for r in ranks for n in r if n.type == NodeType.COLL}
         name = coll_names.pop() if len(coll_names) == 1 else ""
-    return Workload(ranks=ranks, version=version, name=name)
+    if dangling:
+        from ._workload import warn_dangling
+
+        warn_dangling(str(prefix), dangling)
+    return Workload(ranks=ranks, version=version, name=name, metadata=meta, dangling=dangling)
 
 
 def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:

@@ -60,20 +60,6 @@ def summarize(obj: Algorithm | Workload) -> str:
 
 
 def _summarize_workload(wl: Workload) -> str:
-    counts: dict[str, int] = {}
-    colls: dict[str, int] = {}
-    for nodes in wl.ranks:
-        for n in nodes:
-            counts[n.type.name] = counts.get(n.type.name, 0) + 1
-            if n.type == NodeType.COLL:
-                key = f"{n.collective.value if n.collective else n.comm_type} {_bytes(n.comm_size or 0)}"
-                colls[key] = colls.get(key, 0) + 1
-    per = [len(r) for r in wl.ranks]
-    lines = [
-        f"workload    {wl.name or '(unnamed)'} (version {wl.version or '-'})",
-        f"ranks       {wl.rank_count}",
-        f"nodes       {wl.node_count()}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
-        "collectives " + (", ".join(f"{k} x{v}" for k, v in sorted(colls.items())) or "none"),
-        f"per rank    nodes {_minmax(per)}, deps {_minmax([sum(len(n.deps) for n in r) for r in wl.ranks])}",
-    ]
-    return "\n".join(lines)
+    from ._workload_summary import format_workload_summary, workload_summary
+
+    return format_workload_summary(workload_summary(wl))

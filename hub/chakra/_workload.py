@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._model import COMM_TYPE_OF, Collective, NodeType
 
-__all__ = ["Workload", "WorkloadNode", "collective_of_comm_type"]
+__all__ = ["DanglingDependencyWarning", "Workload", "WorkloadNode", "collective_of_comm_type", "warn_dangling"]
+
+
+class DanglingDependencyWarning(UserWarning):
+    """A workload names dependencies on nodes its file does not hold (dropped when read)."""
+
+
+def warn_dangling(source: str, dangling: list[tuple[int, int, int]]) -> None:
+    """One warning for all dangling dependencies of a read: how many, and the first one."""
+    ranks = len({r for r, _n, _d in dangling})
+    r, n, d = dangling[0]
+    warnings.warn(DanglingDependencyWarning(
+        f"{source}: {len(dangling)} dependenc{'y' if len(dangling) == 1 else 'ies'} on absent nodes in "
+        f"{ranks} rank file(s), treated as satisfied (first: rank {r}, node {n} -> {d})"), stacklevel=3)
 
 
 def collective_of_comm_type(comm_type: int) -> Collective:
@@ -38,6 +52,12 @@ class WorkloadNode:
     is_cpu_op: bool = False
     pg_name: str = ""
     attrs: dict[str, Any] = field(default_factory=dict)
+    #: the ids of ``deps`` that the file listed as ``ctrl_deps`` (the rest were ``data_deps``)
+    ctrl_deps: list[int] = field(default_factory=list)
+    #: the ``inputs`` / ``outputs`` tensor descriptions (IOInfo: values, shapes, types), as read
+    inputs: dict[str, str] | None = None
+    outputs: dict[str, str] | None = None
+    start_time_micros: int = 0
 
     @property
     def collective(self) -> Collective | None:
@@ -53,6 +73,10 @@ class Workload:
     ranks: list[list[WorkloadNode]]
     version: str = "0.0.4"
     name: str = ""
+    #: GlobalMetadata attributes of rank 0's file, as read (name -> value)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: dependencies on nodes absent from their file, dropped when read: (rank, node id, missing id)
+    dangling: list[tuple[int, int, int]] = field(default_factory=list)
 
     @property
     def rank_count(self) -> int:

@@ -519,6 +519,15 @@ def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
     attrs += [(k, values.get(k, v)) for k, v in node.attrs.items()]
     if node.id < 0 or any(d < 0 for d in node.deps):
         raise UsageError(f"workload rank {rank}, node {node.id}: ids must be >= 0")
+    data_deps = list(node.deps)
+    ctrl_deps = list(node.ctrl_deps)
+    for d in ctrl_deps:  # deps = data_deps + ctrl_deps as read; keep each occurrence once
+        if d in data_deps:
+            data_deps.remove(d)
+        else:
+            ctrl_deps = []  # ctrl_deps no longer match deps: write everything as data_deps
+            data_deps = list(node.deps)
+            break
     typed = []
     for key, value in attrs:
         if value is None:
@@ -529,8 +538,11 @@ def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
             raise UsageError(f"workload rank {rank}, node {node.id}: attribute {key!r}: {exc}") from None
     try:
         return encode_node(
-            id=node.id, name=node.name, type=int(node.type), data_deps=list(node.deps),
+            id=node.id, name=node.name, type=int(node.type), data_deps=data_deps, ctrl_deps=ctrl_deps,
             duration_micros=max(int(node.duration_micros or 0), 0), attrs=typed,
+            # dependencies read as ctrl_deps stay ctrl_deps (a file is rewritten as it was read);
+            # collhub's own dependencies are data_deps, which every Chakra reader honours
+            start_time_micros=max(int(node.start_time_micros or 0), 0), inputs=node.inputs, outputs=node.outputs,
         )
     except TypeError as exc:  # a value infer_typed cannot store
         raise UsageError(f"workload rank {rank}, node {node.id}: {exc}",

@@ -334,3 +334,20 @@ def _root(
 ) -> None:
     """collhub: producers and consumers of collective algorithms meet on Chakra ET."""
     _errors.STATE.debug = debug
+    _one_line_warnings()
+
+
+def _one_line_warnings() -> None:
+    """Library warnings meant for users (e.g. a trace's dangling dependencies) as one
+    ``warning: ...`` line on stderr, without Python's file/line decoration."""
+    import warnings
+
+    default = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if getattr(category, "__module__", "").startswith("hub."):
+            typer.echo(f"warning: {message}", err=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show

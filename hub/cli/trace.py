@@ -23,12 +23,22 @@ def show(
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Summarise a trace: collective, ranks, nodes, messages, bytes."""
-    from ..chakra import Algorithm, read_trace, summarize
+    import warnings
 
-    obj = read_trace(prefix)
+    from ..chakra import Algorithm, DanglingDependencyWarning, read_trace, summarize
+    from ..chakra._workload_summary import workload_summary
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DanglingDependencyWarning)
+        obj = read_trace(prefix)
+    for w in caught:  # reported once, as one line; never a failure
+        err(f"warning: {w.message}")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
-        summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
+        if kind == "workload":
+            summary = workload_summary(obj)  # type: ignore[arg-type]
+        else:
+            summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
         emit_json({"prefix": prefix, "kind": kind, "summary": summary})
     else:
         out(summarize(obj))
@@ -124,3 +134,43 @@ def convert(
     else:
         raise UsageError("convert needs one ET prefix and one .json file",
                          hint="collhub trace convert out/ring out/ring.json   (or the reverse)")
+
+
+@app.command("inline")
+def inline(
+    src: str = typer.Argument(..., metavar="SRC", help="Workload trace prefix (<SRC>.<rank>.et)."),
+    dst: str = typer.Argument(..., metavar="DST", help="Prefix of the inlined workload to write."),
+    algorithm: list[str] = typer.Option([], "--algorithm", "-a", metavar="COLL=ALG",
+                                        help="Algorithm per collective, e.g. allreduce=ring or alltoall=out/a2a "
+                                        "(an ET prefix); default ring. Repeatable."),
+    kind: list[str] = typer.Option([], "--kind", help="Inline only this collective kind. Repeatable."),
+    recognize: bool = typer.Option(False, "--recognize",
+                                   help="First turn gloo collectives held as COMP nodes (gloo:all_reduce, ...) "
+                                   "into COMM_COLL nodes."),
+) -> None:
+    """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline)."""
+    import warnings
+
+    from ..chakra import DanglingDependencyWarning, read_workload, write_workload
+    from ..transforms import InlineParams, inline_workload
+
+    mapping: dict[str, str] = {}
+    for item in algorithm:
+        coll, sep, alg = item.partition("=")
+        if not sep or not coll or not alg:
+            raise UsageError(f"--algorithm {item!r} is not COLL=ALG", hint="e.g. --algorithm allreduce=ring")
+        mapping[coll] = alg
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DanglingDependencyWarning)
+        wl = read_workload(src)
+    for w in caught:
+        err(f"warning: {w.message}")
+    out_wl = inline_workload(wl, mapping or None, InlineParams(kinds=kind or None, recognize=recognize))
+    if not out_wl.name:  # the name in the GlobalMetadata marks the files as a workload for read_trace
+        out_wl.name = f"{Path(src).name}-inlined"
+    files = write_workload(out_wl, dst)
+    before = sum(1 for r in wl.ranks for n in r if int(n.type) == 7 or n.name.startswith("gloo:")) if recognize \
+        else sum(1 for r in wl.ranks for n in r if int(n.type) == 7)
+    after = sum(1 for r in out_wl.ranks for n in r if int(n.type) == 7)
+    out(f"wrote {len(files)} file(s): {dst}.0.et ... ({before - after} COMM_COLL nodes inlined, "
+        f"{out_wl.node_count()} nodes)")

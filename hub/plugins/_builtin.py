@@ -64,6 +64,8 @@ def collhub_transforms() -> list[TransformSpec]:
         t("remap", "remap_transform", "RemapParams", "Renumber ranks (e.g. to match a physical placement)"),
         t("instances", "instances_transform", "InstancesParams",
           "Run several copies of the algorithm side by side on disjoint data"),
+        t("inline", "inline_transform", "InlineParams",
+          "Workload -> workload: replace COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes"),
     ]
 
 

@@ -66,6 +66,8 @@ class SimulateParams(BaseModel):
     algorithm_for: dict[str, str] = Field(default_factory=dict, description="workloads: collective -> a built-in "
                                           "algorithm name ('ring', 'direct', ...), a registered producer id "
                                           "('hub.ring', '<plugin>.<name>') or an ET prefix; default ring")
+    system: str | None = Field(default=None, description="workloads: an ASTRA-sim system.json whose "
+                               "*-implementation-custom keys choose the algorithms (native implementations are refused)")
 
     @field_validator("size")
     @classmethod
@@ -203,12 +205,14 @@ def simulate(
     mode: Mode = "unaware",
     reduction_GBps: float | None = None,
     algorithm_for: Mapping[Any, Algorithm | str] | None = None,
+    system: str | Path | Mapping[str, Any] | None = None,
 ) -> SimulationResult:
     """Simulate an algorithm (or a workload) on ``topology`` under ASTRA-sim's analytical model.
 
     ``size``: nccl-tests' collective size; binds an unbound algorithm (``alg.bind(size)``); for a
     bound or foreign algorithm it is only used for the bandwidth figures when the algorithm does
-    not state its own size.
+    not state its own size. ``system``: an ASTRA-sim system.json (path or dict) whose custom
+    implementation keys serve a workload's collectives (``algorithm_for`` entries win).
     """
     if mode not in ("unaware", "aware"):
         raise UsageError(f"unknown mode {mode!r}", hint="'unaware' or 'aware'")
@@ -217,6 +221,11 @@ def simulate(
     if isinstance(obj, Workload):
         if obj.rank_count == 0:
             raise SimulationError("the workload has no ranks")
+        if system is not None:
+            from ._system import algorithms_from_system
+
+            algorithm_for = {**algorithms_from_system(system, obj), **{Collective.parse(k): v for k, v in
+                                                                        (algorithm_for or {}).items()}}
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
@@ -252,12 +261,17 @@ def simulate(
                               "utilization": busy / st.time_ns if st.time_ns else 0.0})
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
-    return SimulationResult(
+    res = SimulationResult(
         time_ns=int(st.time_ns), mode=mode, topology=topo.to_string() if _has_string(topo) else topo.describe(),
         ranks=ranks, collective=collective, size=S, messages=prog.messages, bytes=prog.bytes,
         rank_finish_ns=list(st.rank_finish), critical_path=_critical_path(prog, st), links=links,
         bound_ns=bound, bound_formula=formula, name=name, _engine=st, _program=prog, _net=net,
     )
+    if isinstance(obj, Workload):
+        from ._breakdown import rank_breakdown
+
+        res.per_rank = rank_breakdown(res)
+    return res
 
 
 def _has_string(topo: Topology) -> bool:
@@ -275,7 +289,7 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     from ._report import write_plot, write_trace
 
     res = simulate(obj, params.network, size=params.size, mode=params.mode, reduction_GBps=params.reduction_GBps,
-                   algorithm_for=params.algorithm_for or None)
+                   algorithm_for=params.algorithm_for or None, system=params.system)
     artifacts: dict[str, str] = {}
     workdir = Path(getattr(ctx, "workdir", Path.cwd()))
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name or res.collective or "simulation") or "simulation"

@@ -2,7 +2,7 @@
 
 Semantics (see docs/simulator.md, "Rules and where they come from"): every node whose
 dependencies are done is issued at once (workload nodes may first wait for their NPU's
-resource); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
+resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload layer does); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
 arrival, or by an event at the same time if its data is already there; messages pair by
 (tag, src, dst, size) FIFO per key; COMP nodes take their duration, and those of one NPU ending
 at the same time complete together, at the place of the first one's event.
@@ -39,7 +39,7 @@ from ..errors import SimulationError
 from ._feeder import FreeSet
 from ._network import AwareNetwork
 from ._layout import layout
-from ._program import K_COMP, K_RECV, K_SEND, Program
+from ._program import K_COMP, K_END, K_RECV, K_SEND, K_START, Program
 
 __all__ = ["EngineState", "run_engine"]
 
@@ -168,14 +168,35 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
         else:
             transmit(li, code, t)
 
+    # Workload programs: ASTRA-sim's Workload layer, on every completion, walks the NPU's whole
+    # dependency-free set in ascending node id (a std::set, Workload::issue_dep_free_nodes) and
+    # issues each node whose hardware resource is free (HardwareResource::is_available). So a
+    # freed resource goes to the lowest-id candidate, waiting or newly released, not to the
+    # longest waiting one.
+    wlev: list[bool] = []
+    if use_res:
+        pinst = np.frombuffer(prog.inst, dtype=np.int32)[lay.perm]
+        pk = np.asarray(kind[:n], dtype=np.int64)
+        wlev = ((pinst == 0) | (pk == K_START) | (pk == K_END)).tolist()
+        wlev.append(True)
+    fk = lay.fkey
+
     def release(g: int) -> None:
-        """Free the NPU resource a completed node held, or hand it to the next waiting node."""
+        """Free the NPU resource a completed node held; its waiting nodes compete again."""
         key = rank[g] * 4 + rel[g]  # type: ignore[index]
-        q = waitq.get(key)
+        busy_res[key] = 0
+        q = waitq.pop(key, None)
         if q:
-            ready.append(~q.popleft())  # ~g = "resource already granted"
-        else:
-            busy_res[key] = 0
+            ready.extend(q)
+
+    def by_node_id() -> None:
+        """Workload-level ready nodes in ASTRA-sim's issue order: per NPU (first come first),
+        ascending node id; nodes inside a collective keep the walker's order, first."""
+        inner = [g for g in ready if not wlev[g]]
+        outer = [g for g in ready if wlev[g]]
+        pos: dict[int, int] = {}
+        outer.sort(key=lambda g: (pos.setdefault(rank[g], len(pos)), fk[g]))
+        ready[:] = inner + outer
 
     if sp[n] == sp[n + 1]:
         raise SimulationError("no node is free of dependencies (every node waits for another)",
@@ -280,6 +301,8 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
                             reorder(len(ready) - freed, c)
             if not ready:
                 continue
+            if use_res and len(ready) > 1:
+                by_node_id()
             # -- issue every ready node (FIFO; issuing can complete nodes and so append more) ---
             for g in ready:
                 if g < 0:

@@ -78,6 +78,9 @@ class SimulationResult:
     bound_ns: float | None = None
     bound_formula: str | None = None
     name: str = ""
+    #: workloads: per rank finish, GPU/CPU compute, communication and exposed communication
+    #: times, as ASTRA-sim defines them (hub/sim/_breakdown.py, docs/workloads.md)
+    per_rank: list[dict[str, int]] = field(default_factory=list)
     _engine: Any = field(default=None, repr=False)  # EngineState, for trace and plot
     _program: Any = field(default=None, repr=False)
     _net: Any = field(default=None, repr=False)
@@ -145,4 +148,6 @@ class SimulationResult:
         }
         if self.links:
             out["links"] = self.links
+        if self.per_rank:
+            out["per_rank"] = self.per_rank
         return out

@@ -4,7 +4,8 @@ Each rank's workload nodes become engine nodes; every COMM_COLL node becomes a S
 the rank's nodes of the serving algorithm (one *instance* per collective), and an END marker.
 ASTRA-sim's resource rules apply to workload nodes only: per NPU one in-flight GPU COMP, one
 in-flight GPU SEND-or-COLL (held from START to END, or until a SEND's data arrives) and one CPU
-op; RECVs are unlimited; nodes inside a custom collective are never throttled.
+op; RECVs are unlimited; nodes inside a custom collective are never throttled. The engine issues
+ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``).
 
 Differences from ASTRA-sim (documented in docs/simulator.md): the k-th COMM_COLL of every rank
 (in file order) is the same collective instance, and its messages are matched only within that
@@ -70,7 +71,8 @@ def program_from_workload(
             t = int(node.type)
             cpu = RES_CPU if node.is_cpu_op else 0
             if t == NodeType.COMP:
-                d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
+                dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
+                d = dm * 1000 if dm > 0 else 1
                 res = cpu or RES_COMP
                 g = add(K_COMP, r, d=d, node_id=node.id, a=res, rl=res)
                 entry[node.id] = exit_[node.id] = g

@@ -172,12 +172,15 @@ def test_float_comm_size_is_refused(tmp_path: Path) -> None:
     assert "floating-point" in str(err) and err.node == 0
 
 
-def test_workload_errors(tmp_path: Path) -> None:
+def test_workload_dangling_dependency_is_a_warning(tmp_path: Path) -> None:
+    # issue #15: Chakra's original ETFeeder treats a dependency on an absent node as satisfied
+    from hub.chakra import DanglingDependencyWarning
+
     (tmp_path / "w.0.et").write_bytes(META + delimit(encode_node(id=0, type=7, data_deps=[3])))
-    with pytest.raises(TraceFormatError, match="node id 3"):
-        read_workload(tmp_path / "w")
-    with pytest.raises(TraceFormatError, match="node id 3"):
-        read_trace(tmp_path / "w")
+    for read in (read_workload, read_trace):
+        with pytest.warns(DanglingDependencyWarning, match="node 0 -> 3"):
+            wl = read(tmp_path / "w")
+        assert wl.ranks[0][0].deps == [] and wl.dangling == [(0, 0, 3)]
 
 
 def test_fuzzed_files_never_raise_raw_errors(tmp_path: Path) -> None:

@@ -130,6 +130,8 @@ class Bundle:
     files: list[str] = field(default_factory=list)
     #: hub.simulate's prediction per backend (ns), or the reason there is none
     predicted_ns: dict[str, int | str] = field(default_factory=dict)
+    #: workload input: what was changed to make it runnable (repair -> count)
+    repairs: dict[str, int] = field(default_factory=dict)
 
     def args(self) -> list[str]:
         return command_args(self.workload_prefix)
@@ -230,6 +232,7 @@ def build_bundle(
         impls: dict[str, str] = {}
         bound: Algorithm | None = None
         coll: Collective | None = None
+        repairs: dict[str, int] = {}
         if isinstance(obj, Algorithm):
             if algorithm_for:
                 raise UsageError("algorithm_for is only for workload input", hint="an algorithm names its own collective")
@@ -258,7 +261,9 @@ def build_bundle(
                 nodes[0].id = rank  # as ASTRA-sim's microbenchmark generator numbers them (ids are per file)
             workload_prefix = f"workload/{astra}"
         else:
-            wl = obj
+            from ._repair import runnable_copy
+
+            wl, repairs = runnable_copy(obj)
             if wl.rank_count != npus:
                 raise UsageError(f"workload has {wl.rank_count} ranks but the network has {npus} NPUs")
             workload_prefix = "workload/workload"
@@ -289,6 +294,7 @@ def build_bundle(
             path=out, workload_prefix=workload_prefix, ranks=npus, dims=dims, target=target, backend=backend,
             implementations=impls, size=bound.meta.size if bound is not None else size, collective=coll, algorithm=bound,
             predicted_ns=_predict(bound, dims, backend) if bound is not None and predict else {},
+            repairs=repairs,
         )
         (tmp / "run.sh").write_text(run_sh(bundle.args()))
         (tmp / "run.sh").chmod(0o755)
@@ -305,6 +311,7 @@ def build_bundle(
             "network": network_label,
             "command": ["<astra-sim binary>", *bundle.args()],
             "predicted_ns": bundle.predicted_ns,
+            "repairs": repairs,
         }
         (tmp / "collhub-bundle.json").write_text(dumps_json(manifest))
         files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())

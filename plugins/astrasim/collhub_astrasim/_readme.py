@@ -63,6 +63,11 @@ def bundle_readme(bundle: "Bundle", system: dict[str, Any]) -> str:
         )
     for coll, impl in bundle.implementations.items():
         lines.append(f"* {coll}: {impl}")
+    if bundle.repairs:
+        lines += ["", "## Changes made to the workload so that ASTRA-sim runs it", ""]
+        lines += [f"* {what}: {count}" for what, count in bundle.repairs.items()]
+        lines += ["", "(ASTRA-sim aborts on a dependency on an absent node and on METADATA nodes; a "
+                  "METADATA node's dependents keep its own dependencies.)"]
     lines += [
         "",
         "## Files",

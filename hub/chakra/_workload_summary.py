@@ -1,0 +1,172 @@
+"""What a workload trace holds: ops by type, collectives by kind and size, process groups,
+compute time and the compute critical path per rank (``collhub trace show`` on a workload)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+from ._model import NodeType
+from ._workload import Workload, WorkloadNode
+
+__all__ = ["process_groups", "workload_summary", "format_workload_summary"]
+
+#: node names of PyTorch collectives that a CPU (gloo) trace holds as COMP nodes
+_COLL_PREFIXES = ("c10d::", "gloo:", "nccl:")
+
+
+def process_groups(wl: Workload) -> list[dict[str, Any]]:
+    """The PyTorch process groups that rank 0's METADATA node (``## process_group:init ##``)
+    describes: dicts with ``pg_name``, ``ranks`` (empty = all), ``group_size``, ``backend``."""
+    groups: list[dict[str, Any]] = []
+    for node in wl.ranks[0] if wl.ranks else []:
+        if node.type != NodeType.METADATA or not node.inputs:
+            continue
+        for entry in _pg_entries(node.inputs.get("values", "")):
+            groups.append({
+                "pg_name": str(entry.get("pg_name", "")),
+                "desc": str(entry.get("pg_desc", "")),
+                "ranks": [int(r) for r in entry.get("ranks", []) if isinstance(r, int)],
+                "group_size": entry.get("group_size"),
+                "backend": str(entry.get("backend_config", "")),
+            })
+    return groups
+
+
+#: longest process-group description parsed (a real one is well under 1 KiB per group)
+_PG_TEXT_LIMIT = 1 << 20
+
+
+def _pg_entries(values: str) -> list[dict[str, Any]]:
+    # The converter stores a Python-literal list of JSON strings: "['[{\"pg_name\": \"0\", ...}]']".
+    if len(values) > _PG_TEXT_LIMIT:
+        return []
+    try:
+        outer = ast.literal_eval(values) if values else []
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    found: list[dict[str, Any]] = []
+    for item in outer if isinstance(outer, list) else []:
+        try:
+            parsed = json.loads(item) if isinstance(item, str) else item
+        except json.JSONDecodeError:
+            continue
+        for entry in parsed if isinstance(parsed, list) else [parsed]:
+            if isinstance(entry, dict) and "pg_name" in entry:
+                found.append(entry)
+    return found
+
+
+def _critical_path(nodes: list[WorkloadNode]) -> tuple[int, list[int]]:
+    """Longest chain of ``duration_micros`` (COMP nodes; other nodes weigh 0) through the rank's
+    dependencies: (µs, node ids from first to last). Nodes come in any order; cycles are cut."""
+    by_id = {n.id: n for n in nodes}
+    best: dict[int, int] = {}
+    prev: dict[int, int | None] = {}
+    state: dict[int, int] = {}
+    for root in nodes:
+        if root.id in best:
+            continue
+        stack = [(root.id, 0)]
+        while stack:  # iterative DFS in post order: deep graphs need no recursion
+            nid, i = stack.pop()
+            node = by_id[nid]
+            if i == 0:
+                if state.get(nid) == 2:
+                    continue
+                state[nid] = 1
+            deps = [d for d in node.deps if d in by_id]
+            if i < len(deps):
+                stack.append((nid, i + 1))
+                d = deps[i]
+                if state.get(d) is None:
+                    stack.append((d, 0))
+                continue
+            w = node.duration_micros if node.type == NodeType.COMP else 0
+            top, arg = 0, None
+            for d in deps:
+                if d in best and best[d] > top:
+                    top, arg = best[d], d
+            best[nid], prev[nid], state[nid] = top + max(int(w), 0), arg, 2
+    if not best:
+        return 0, []
+    end = max(best, key=lambda k: best[k])
+    chain: list[int] = []
+    cur: int | None = end
+    while cur is not None and len(chain) <= len(nodes):
+        chain.append(cur)
+        cur = prev.get(cur)
+    return best[end], chain[::-1]
+
+
+def workload_summary(wl: Workload) -> dict[str, Any]:
+    """A JSON-ready summary; times are the trace's ``duration_micros`` (µs), not a simulation."""
+    ops: dict[str, int] = {}
+    colls: dict[tuple[str, int, str], int] = {}
+    comp_colls: dict[str, int] = {}
+    per_rank = []
+    for rank, nodes in enumerate(wl.ranks):
+        gpu = cpu = 0
+        for n in nodes:
+            ops[n.type.name] = ops.get(n.type.name, 0) + 1
+            if n.type == NodeType.COLL:
+                kind = n.collective.value if n.collective else f"comm_type {n.comm_type}"
+                key = (kind, int(n.comm_size if n.comm_size is not None else -1), n.pg_name)
+                colls[key] = colls.get(key, 0) + 1
+            elif n.type == NodeType.COMP:
+                if n.is_cpu_op:
+                    cpu += n.duration_micros
+                else:
+                    gpu += n.duration_micros
+                if n.name.startswith(_COLL_PREFIXES):
+                    comp_colls[n.name] = comp_colls.get(n.name, 0) + 1
+        length, chain = _critical_path(nodes)
+        per_rank.append({"rank": rank, "nodes": len(nodes), "compute_us_gpu": gpu, "compute_us_cpu": cpu,
+                         "critical_path_us": length, "critical_path_nodes": len(chain),
+                         "critical_path_ends": [chain[0], chain[-1]] if chain else []})
+    return {
+        "name": wl.name, "version": wl.version, "ranks": wl.rank_count, "nodes": wl.node_count(),
+        "metadata": {k: v for k, v in wl.metadata.items() if isinstance(v, (str, int, float, bool))},
+        "ops_by_type": dict(sorted(ops.items())),
+        "collectives": [{"kind": k, "comm_size": s, "pg_name": pg, "nodes": c}
+                        for (k, s, pg), c in sorted(colls.items())],
+        "collectives_as_comp": dict(sorted(comp_colls.items())),
+        "process_groups": process_groups(wl),
+        "dangling_dependencies": len(wl.dangling),
+        "per_rank": per_rank,
+    }
+
+
+def format_workload_summary(s: dict[str, Any]) -> str:
+    """The text form of :func:`workload_summary`."""
+    from ._summary import _bytes
+
+    pr = s["per_rank"]
+
+    def span(key: str) -> str:
+        vals = [r[key] for r in pr]
+        return f"{min(vals)} .. {max(vals)}" if vals else "-"
+
+    colls = ", ".join(f"{c['kind']} {_bytes(c['comm_size']) if c['comm_size'] >= 0 else 'no size'}{' pg ' + c['pg_name'] if c['pg_name'] else ''} x{c['nodes']}"
+                      for c in s["collectives"]) or "none"
+    pgs = ", ".join(f"{g['pg_name']} ({g['desc'] or '-'}, size {g['group_size']}, {g['backend'] or '-'})"
+                    for g in s["process_groups"]) or "none declared"
+    lines = [
+        f"workload    {s['name'] or '(unnamed)'} (version {s['version'] or '-'}"
+        + (f", schema {s['metadata']['schema']}" if "schema" in s["metadata"] else "") + ")",
+        f"ranks       {s['ranks']}",
+        f"nodes       {s['nodes']}: " + ", ".join(f"{k} {v}" for k, v in s["ops_by_type"].items()),
+        f"collectives {colls}",
+    ]
+    if s["collectives_as_comp"]:
+        lines.append("as COMP    " + ", ".join(f"{k} x{v}" for k, v in s["collectives_as_comp"].items()))
+    lines += [
+        f"proc groups {pgs}",
+        f"compute     per rank GPU {span('compute_us_gpu')} us, CPU {span('compute_us_cpu')} us",
+        f"crit. path  per rank {span('critical_path_us')} us of COMP durations "
+        f"({span('critical_path_nodes')} nodes; communication not counted)",
+    ]
+    if s["dangling_dependencies"]:
+        lines.append(f"repaired    {s['dangling_dependencies']} dependencies on absent nodes dropped (treated as satisfied)")
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""hub.simulate with an ASTRA-sim system.json: custom keys serve collectives, native ones are refused."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from hub.chakra import Collective, Workload, read_workload
+from hub.errors import SimulationError
+from hub.sim import simulate
+
+
+def test_custom_key_of_astrasim_example(astrasim_example: Path) -> None:
+    # ASTRA-sim's own example: its README and the real binaries give 90174 ns (both backends)
+    wl = read_workload(astrasim_example / "workload" / "all_reduce")
+    for mode in ("unaware", "aware"):
+        r = simulate(wl, astrasim_example / "network.yml", mode=mode, system=astrasim_example / "system.json")
+        assert r.time_ns == 90174
+
+
+@pytest.mark.parametrize("impl", [["ring"], ["direct"], ["halvingDoubling"], ["doubleBinaryTree"]])
+def test_native_implementation_is_refused_naming_the_key(impl: list[str]) -> None:
+    wl = Workload.single_collective(Collective.ALLTOALL, 4, 4096)
+    with pytest.raises(SimulationError) as info:
+        simulate(wl, "switch:4", system={"all-to-all-implementation": impl, "preferred-dataset-splits": 4})
+    assert "all-to-all-implementation" in info.value.message and impl[0] in info.value.message
+    assert "all-to-all-implementation-custom" in (info.value.hint or "")
+
+
+def test_native_key_for_an_unused_collective_is_ignored() -> None:
+    wl = Workload.single_collective(Collective.ALLREDUCE, 4, 4096)
+    ref = simulate(wl, "switch:4").time_ns
+    assert simulate(wl, "switch:4", system={"all-to-all-implementation": ["ring"]}).time_ns == ref
+
+
+def test_dlrm8_native_ring_system_is_refused(shared_data: Path, tmp_path: Path) -> None:
+    prefix = shared_data / "chakra-pytorch" / "dlrm8" / "dlrm"
+    if not Path(f"{prefix}.0.et").is_file():
+        pytest.skip("dlrm8 not in the shared data")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wl = read_workload(prefix)
+    cfg = tmp_path / "system.json"
+    cfg.write_text(json.dumps({k: ["ring"] for k in ("all-reduce-implementation", "all-gather-implementation",
+                                                       "reduce-scatter-implementation", "all-to-all-implementation")}))
+    with pytest.raises(SimulationError, match="all-reduce-implementation"):
+        simulate(wl, "switch:8", system=cfg)
