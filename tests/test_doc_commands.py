@@ -1,7 +1,7 @@
 """The shell blocks of the README and the docs run as written, as real subprocesses.
 
 Each ```bash block runs as one `bash -euo pipefail` script in a fresh directory that sees the
-repository's `examples/` and `plugins/` (README commands are written from the repository root),
+repository's `examples/` and a copy of its `plugins/` (README commands are written from the repository root),
 with the venv's `collhub` first on PATH. Blocks that set up the environment itself (make, pip)
 or start servers are in SKIP with the reason; single lines too slow for this suite are in
 SKIP_LINES with the test that covers them. The demo table the README shows must be what
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,8 +53,9 @@ def _script(block: Block) -> str:
 
 
 def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    for name in ("examples", "plugins"):
-        (cwd / name).symlink_to(REPO / name)
+    (cwd / "examples").symlink_to(REPO / "examples")
+    # A copy, not a link: building a wheel of a plugin writes build/ into its project directory.
+    shutil.copytree(REPO / "plugins", cwd / "plugins", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "200"}
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-x", "-c", script], cwd=cwd, env=env,
