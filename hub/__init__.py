@@ -32,6 +32,7 @@ _LAZY: dict[str, str] = {
     "Workload": "hub.chakra",
     "WorkloadNode": "hub.chakra",
     "Result": "hub._result",
+    "parse_size": "hub._units",
     "ConsumerSpec": "hub.plugins",
     "ProducerSpec": "hub.plugins",
     "TransformSpec": "hub.plugins",
@@ -57,6 +58,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._result import Result
+    from ._units import parse_size
     from .chakra import (
         Algorithm,
         AlgorithmMeta,
