@@ -39,6 +39,8 @@ def verify(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Algorithm trace prefix."),
     level: str = typer.Option("semantics", "--level", "-l",
                               help="Deepest check: structure, progress or semantics (each includes the previous)."),
+    max_problems: int = typer.Option(50, "--max-problems", min=1, metavar="N",
+                                     help="List at most N problems (all are counted)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Check that a trace is well formed, deadlock free and computes its collective (exit 3 if not)."""
@@ -50,7 +52,7 @@ def verify(
     alg = read_trace(prefix)
     if not isinstance(alg, Algorithm):
         raise UsageError(f"{prefix}: is a workload trace; only algorithms can be verified")
-    report = run_verify(alg, level=level)
+    report = run_verify(alg, level=level, max_problems=max_problems)
     problems = list(report.problems)
     if fmt == OutputFormat.json:
         emit_json({
@@ -59,7 +61,9 @@ def verify(
             "levels_checked": list(report.levels_checked),
             "not_checked": dict(report.not_checked),
             "notes": list(report.notes),
-            "problems": [{"level": p.level, "message": p.message, "rank": p.rank, "node": p.node} for p in problems],
+            "problem_count": report.problem_count,
+            "problems": [{"level": p.level, "message": p.message, "rank": p.rank, "node": p.node, "origin": p.origin}
+                         for p in problems],
         })
     elif report.ok:
         out(f"ok: {prefix}: {alg.meta.collective} on {alg.ranks} ranks (checked {report.checked_text()})")
@@ -69,7 +73,8 @@ def verify(
         for p in problems:
             out(str(p))
     if not report.ok:
-        err(f"error: {prefix}: verification failed with {len(problems)} problem(s)")
+        shown = f" ({len(problems)} listed; --max-problems N lists more)" if len(problems) < report.problem_count else ""
+        err(f"error: {prefix}: verification failed with {report.problem_count} problem(s){shown}")
         raise typer.Exit(ExitCode.VALIDATION)
 
 
