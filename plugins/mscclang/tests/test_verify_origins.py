@@ -71,3 +71,16 @@ def test_produce_warns_or_refuses_a_wrong_file(msccl_dir: Path, tmp_path: Path) 
     assert "tb 0 step 5 (re)" in refused.stderr and "Traceback" not in refused.stderr
     good = run("produce", "mscclang.ir", "--set", f"path={msccl_dir / GOOD}", "--out", "good", cwd=tmp_path)
     assert good.returncode == 0 and "warning" not in good.stderr
+
+
+def test_a_reader_that_stops_ends_the_command_quietly(msccl_dir: Path, tmp_path: Path) -> None:
+    """`collhub trace verify ... | head -1`: 576 problems are ~70 KB, more than a pipe holds."""
+    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad", cwd=tmp_path).returncode == 0
+    proc = subprocess.Popen([*COLLHUB, "trace", "verify", "bad", "--max-problems", "100000"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("[semantics]")
+    proc.stdout.close()  # what `head -1` does
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141, stderr
+    assert stderr == "", stderr
