@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
 from ..errors import ExitCode, FormatError, UsageError
+from ._graph import GraphFormat, show_graph
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out
 
 __all__ = ["app"]
@@ -21,11 +22,23 @@ app = typer.Typer(help="Show, verify and convert Chakra ET traces.", no_args_is_
 def show(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     fmt: OutputFormat = FORMAT_OPTION,
+    graph: Optional[GraphFormat] = typer.Option(None, "--graph", help="Draw the DAG instead: dot, graphml or svg."),
+    rank: Optional[int] = typer.Option(None, "--rank", min=0, help="With --graph: only this rank (default: all, "
+                                       "with message edges)."),
+    graph_out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --graph: write here, not to stdout."),
 ) -> None:
-    """Summarise a trace: collective, ranks, nodes, messages, bytes."""
+    """Summarise a trace: collective, ranks, nodes, messages, bytes; or draw its DAG (--graph).
+
+    Example: collhub trace show out/ring --graph svg --rank 0 -o ring0.svg
+    """
     from ..chakra import Algorithm, read_trace, summarize
 
     obj = read_trace(prefix)
+    if graph is not None:
+        show_graph(obj, graph, rank, graph_out)
+        return
+    if rank is not None or graph_out is not None:
+        raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
         summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
