@@ -6,7 +6,6 @@ imported only when a picture is asked for."""
 from __future__ import annotations
 
 import enum
-import os
 from pathlib import Path
 
 from ..errors import UsageError
@@ -40,7 +39,4 @@ def show_graph(obj: object, fmt: GraphFormat, rank: int | None, dest: Path | Non
         out(text.rstrip("\n"))
     else:
         atomic_write_text(dest, text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(dest, 0o666 & ~umask)  # a picture to share: the usual file mode, not the temp file's 0600
         err(f"wrote {dest}")

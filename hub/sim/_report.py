@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..topology._base import atomic_write_text
+from ..topology._base import atomic_write_text, default_file_mode
 from ._program import K_COMP, K_RECV, K_SEND
 from ._result import SimulationResult
 from ._tracks import assign_tracks, match_messages
@@ -103,6 +103,7 @@ def write_plot(res: SimulationResult, path: str | Path) -> Path:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=100)
+        os.chmod(tmp, default_file_mode())  # as results are written, not mkstemp's 0600
         os.replace(tmp, target)
     finally:
         plt.close(fig)

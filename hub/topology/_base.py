@@ -27,6 +27,24 @@ def bytes_per_ns(bandwidth_gbps: float) -> float:
     return bandwidth_gbps * (1 << 30) / 1_000_000_000
 
 
+def default_file_mode() -> int:
+    """The mode ``open()`` would give a new file (0o666 less the umask; 0o644 usually).
+
+    mkstemp makes its files 0600, which would leave every atomically written artifact unreadable
+    to the rest of a team. The umask is read from /proc where it can be (os.umask can only be
+    read by setting it, which races with other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (never half-written)."""
     target = Path(path)
@@ -35,6 +53,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, default_file_mode())
         os.replace(tmp, target)
     except BaseException:
         try:

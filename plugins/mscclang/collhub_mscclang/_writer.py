@@ -18,6 +18,7 @@ from typing import Any
 
 from hub.chakra import Algorithm, Collective
 from hub.errors import ExportError
+from hub.topology._base import default_file_mode
 
 from ._ir import BUF_CODE, TARGETS, TargetRules
 from ._lanes import split_lanes
@@ -315,6 +316,7 @@ def _atomic_write(path: Path, data: bytes, check: Any = None) -> None:
             f.write(data)
         if check is not None:
             check(Path(tmp))
+        os.chmod(tmp, default_file_mode())  # the mode open() would give, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
         try:
