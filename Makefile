@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11+:
-#   make demo   - create .venv, install collhub, run the main job on the built-in simulator
+#   make demo   - create .venv, install collhub + first-party plugins, run the main job on the built-in simulator
 #   make test   - create .venv, install collhub + first-party plugins + test deps, run all tests
 PYTHON ?= python3
 VENV   ?= .venv
@@ -20,8 +20,11 @@ $(BIN)/python:
 
 venv: $(BIN)/python
 
+# The README's "Use it" needs every first-party plugin, so the default set-up installs them all;
+# collhub-replay brings torch (the heavy one): `make demo PLUGINS="plugins/mscclang plugins/astrasim
+# plugins/taccl" TORCH=` leaves it out (and `replay.run` with it).
 install: venv
-	$(BIN)/python -m pip install -q -e ".[plot]"
+	$(BIN)/python -m pip install -q -e ".[plot]" $(if $(TORCH),"$(TORCH)") $(foreach p,$(PLUGINS),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
 
 install-dev: venv
 	$(BIN)/python -m pip install -q -e ".[test]" "$(TORCH)" $(foreach p,$(PLUGINS) $(REGISTRY),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))

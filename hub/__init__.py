@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "WorkloadNode": "hub.chakra",
     "Result": "hub._result",
     "Topology": "hub.topology",
+    "parse_size": "hub._units",
     "ConsumerSpec": "hub.plugins",
     "ProducerSpec": "hub.plugins",
     "TransformSpec": "hub.plugins",
@@ -59,6 +60,7 @@ def __dir__() -> list[str]:
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._result import Result
+    from ._units import parse_size
     from .chakra import (
         Algorithm,
         AlgorithmMeta,

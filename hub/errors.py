@@ -166,13 +166,16 @@ class Problem:
     message: str
     rank: int | None = None
     node: int | None = None
+    origin: str | None = None  # in the producer's terms, e.g. "gpu 0 tb 0 step 5 (re)"
 
     def __str__(self) -> str:
         where = []
         if self.rank is not None:
             where.append(f"rank {self.rank}")
         if self.node is not None:
-            where.append(f"node {self.node}")
+            where.append(f"node {self.node}" + (f" ({self.origin})" if self.origin else ""))
+        elif self.origin:
+            where.append(self.origin)
         prefix = f"[{self.level}] " + (", ".join(where) + ": " if where else "")
         return prefix + self.message
 

@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from ..errors import ExitCode, HubError
+from ._pipes import BROKEN_PIPE_EXIT, is_broken_pipe, silence_stdout
 
 __all__ = ["STATE", "debug_enabled", "exit_code_for", "report", "warn"]
 
@@ -39,6 +40,8 @@ def exit_code_for(exc: BaseException) -> int:
     """The process exit code for ``exc`` (see ``docs/cli.md``)."""
     if isinstance(exc, HubError):
         return int(exc.exit_code)
+    if is_broken_pipe(exc):
+        return BROKEN_PIPE_EXIT
     if isinstance(exc, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
     return ExitCode.RUN_FAILED
@@ -66,6 +69,9 @@ def _ignore_signals() -> None:
 def report(exc: BaseException) -> int:
     """Print ``exc`` to stderr the collhub way and return its exit code."""
     code = exit_code_for(exc)
+    if is_broken_pipe(exc):  # the reader has gone (`| head`): stop quietly
+        silence_stdout()
+        return code
     if debug_enabled():
         typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
     if isinstance(exc, KeyboardInterrupt):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
 from ..errors import ExitCode, FormatError, UsageError
+from ._graph import GraphFormat, show_graph
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out
 
 __all__ = ["app"]
@@ -21,8 +22,15 @@ app = typer.Typer(help="Show, verify and convert Chakra ET traces.", no_args_is_
 def show(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     fmt: OutputFormat = FORMAT_OPTION,
+    graph: Optional[GraphFormat] = typer.Option(None, "--graph", help="Draw the DAG instead: dot, graphml or svg."),
+    rank: Optional[int] = typer.Option(None, "--rank", min=0, help="With --graph: only this rank (default: all, "
+                                       "with message edges)."),
+    graph_out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --graph: write here, not to stdout."),
 ) -> None:
-    """Summarise a trace: collective, ranks, nodes, messages, bytes."""
+    """Summarise a trace: collective, ranks, nodes, messages, bytes; or draw its DAG (--graph).
+
+    Example: collhub trace show out/ring --graph svg --rank 0 -o ring0.svg
+    """
     import warnings
 
     from ..chakra import Algorithm, DanglingDependencyWarning, read_trace, summarize
@@ -33,6 +41,11 @@ def show(
         obj = read_trace(prefix)
     for w in caught:  # reported once, as one line; never a failure
         err(f"warning: {w.message}")
+    if graph is not None:
+        show_graph(obj, graph, rank, graph_out)
+        return
+    if rank is not None or graph_out is not None:
+        raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
         if kind == "workload":
@@ -49,6 +62,8 @@ def verify(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Algorithm trace prefix."),
     level: str = typer.Option("semantics", "--level", "-l",
                               help="Deepest check: structure, progress or semantics (each includes the previous)."),
+    max_problems: int = typer.Option(50, "--max-problems", min=1, metavar="N",
+                                     help="List at most N problems (all are counted)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Check that a trace is well formed, deadlock free and computes its collective (exit 3 if not)."""
@@ -60,7 +75,7 @@ def verify(
     alg = read_trace(prefix)
     if not isinstance(alg, Algorithm):
         raise UsageError(f"{prefix}: is a workload trace; only algorithms can be verified")
-    report = run_verify(alg, level=level)
+    report = run_verify(alg, level=level, max_problems=max_problems)
     problems = list(report.problems)
     if fmt == OutputFormat.json:
         emit_json({
@@ -69,7 +84,9 @@ def verify(
             "levels_checked": list(report.levels_checked),
             "not_checked": dict(report.not_checked),
             "notes": list(report.notes),
-            "problems": [{"level": p.level, "message": p.message, "rank": p.rank, "node": p.node} for p in problems],
+            "problem_count": report.problem_count,
+            "problems": [{"level": p.level, "message": p.message, "rank": p.rank, "node": p.node, "origin": p.origin}
+                         for p in problems],
         })
     elif report.ok:
         out(f"ok: {prefix}: {alg.meta.collective} on {alg.ranks} ranks (checked {report.checked_text()})")
@@ -79,7 +96,8 @@ def verify(
         for p in problems:
             out(str(p))
     if not report.ok:
-        err(f"error: {prefix}: verification failed with {len(problems)} problem(s)")
+        shown = f" ({len(problems)} listed; --max-problems N lists more)" if len(problems) < report.problem_count else ""
+        err(f"error: {prefix}: verification failed with {report.problem_count} problem(s){shown}")
         raise typer.Exit(ExitCode.VALIDATION)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
+from .._units import parse_size
 from ..errors import FormatError, UsageError
 
 __all__ = ["Panel", "PlotLayout", "auto_plot", "format_bytes", "load_document", "plot_layout", "plot_results"]
@@ -35,7 +36,6 @@ _AUTO_METRICS = ("busbw_GBps", "time_us", "time_ns")
 _WARNED = "has a warning (see results.md)"
 _BIN = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _DEC = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 #: metric -> (axis label, words for the title); bandwidths are decimal GB/s (10^9 B/s) as in nccl-tests.
 _KNOWN_METRICS = {
     "busbw_GBps": ("bus bandwidth (GB/s)", "bus bandwidth"),
@@ -90,24 +90,11 @@ class PlotLayout:
 
 
 def parse_bytes(value: Any) -> int | None:
-    """Bytes from an int or a size string (``64KiB`` binary, ``64KB`` decimal, ``4096``), else None."""
-    if isinstance(value, bool):
+    """Bytes from an int or a size string (the core grammar, ``hub.parse_size``), else None."""
+    try:
+        return parse_size(value)
+    except UsageError:
         return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float):
-        return int(value) if value >= 0 and value == int(value) else None
-    if not isinstance(value, str):
-        return None
-    m = _SIZE_RE.match(value)
-    if not m:
-        return None
-    unit = m.group(2).lower()
-    scale = 1 if unit in ("", "b") else _BIN.get(unit) or _DEC.get(unit)
-    if scale is None:
-        return None
-    n = float(m.group(1)) * scale
-    return int(n) if n == int(n) else None
 
 
 def format_bytes(n: float) -> str:

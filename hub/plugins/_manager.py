@@ -527,12 +527,15 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
     try:
         return model_cls.model_validate(dict(params or {}))
     except ValidationError as exc:
+        import difflib
+
         parts = []
         for e in exc.errors():
             loc = ".".join(str(x) for x in e["loc"]) or "<params>"
             msg = e["msg"]
             if e["type"] == "extra_forbidden":
-                msg = "unknown parameter"
+                close = difflib.get_close_matches(str(e["loc"][-1]), list(model_cls.model_fields), n=1, cutoff=0.6)
+                msg = "unknown parameter" + (f" (did you mean {close[0]}?)" if close else "")
             elif "input" in e and e["type"] != "missing":
                 msg += f" (got {_short(e['input'])})"
             parts.append(f"{loc}: {msg}")

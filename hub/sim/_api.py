@@ -9,6 +9,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._units import parse_size
 from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
@@ -21,30 +22,7 @@ from ._workload import program_from_workload
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
 
 Mode = Literal["unaware", "aware"]
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _CRIT_LIMIT = 10_000
-
-
-def parse_size(value: int | str) -> int:
-    """Bytes from an int or a string: ``"1MiB"`` (binary: KiB, MiB, GiB = 2^10..), ``"64KB"``
-    (decimal: KB, MB, GB = 10^3..), ``"4096"`` or ``"4096B"``. Case-insensitive."""
-    if isinstance(value, bool):
-        raise UsageError(f"size {value!r} is not a byte count")
-    if isinstance(value, int):
-        if value < 0:
-            raise UsageError(f"size must be >= 0 bytes, got {value}")
-        return value
-    m = _SIZE.match(str(value))
-    unit = m.group(2).lower() if m else None
-    if not m or unit not in _UNITS:
-        raise UsageError(f"cannot read size {value!r}",
-                         hint="an integer number of bytes or a unit: B, KB/MB/GB (10^3..), KiB/MiB/GiB (2^10..)")
-    num = float(m.group(1)) * _UNITS[unit]
-    if num != int(num):
-        raise UsageError(f"size {value!r} is not a whole number of bytes")
-    return int(num)
 
 
 class SimulateParams(BaseModel):
@@ -55,7 +33,7 @@ class SimulateParams(BaseModel):
     network: str = Field(description="topology string (e.g. 'ring:8', 'ring:4,switch:8', 'torus:4x4') "
                          "or a path to an ASTRA-sim network.yml")
     size: int | str | None = Field(default=None, description="collective size in bytes (nccl-tests' S); "
-                                   "int or '1MiB' (binary) / '64KB' (decimal). Binds unbound algorithms; optional "
+                                   "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. Binds unbound algorithms; optional "
                                    "when messages already carry sizes")
     mode: Mode = Field(default="unaware", description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
                        "message, no contention) or 'aware' (store-and-forward FIFO links)")

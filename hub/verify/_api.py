@@ -7,6 +7,7 @@ import numpy as np
 from ..chakra import Algorithm, Collective
 from ..errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
 from ._layout import has_buffer_semantics
+from ._origin import with_origins
 from ._progress import report_deadlock
 from ._races import check_races
 from ._report import DEFAULT_MAX_PROBLEMS, LEVELS, ProblemSink, VerificationReport, parse_level
@@ -48,7 +49,7 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
     def failed(sink: ProblemSink) -> bool:
         rep.levels_checked.append(sink.level)
         if sink:
-            rep.problems = sink.kept
+            rep.problems = with_origins(alg, sink.kept)
             rep.problem_count = sink.total
             return True
         return False

@@ -132,7 +132,7 @@ class VerificationReport:
             "not_checked": dict(self.not_checked),
             "problem_count": self.problem_count,
             "problems": [
-                {"level": p.level, "rank": p.rank, "node": p.node, "message": p.message}
+                {"level": p.level, "rank": p.rank, "node": p.node, "origin": p.origin, "message": p.message}
                 for p in self.problems
             ],
             "truncated": max(0, self.problem_count - len(self.problems)),

@@ -28,6 +28,7 @@ from hub.chakra import (
     write_algorithm,
     write_workload,
 )
+from hub import parse_size as _core_parse_size
 from hub.errors import HubError, UsageError
 
 from ._config import (
@@ -45,8 +46,6 @@ from ._readme import bundle_readme, run_sh
 
 __all__ = ["Bundle", "BundleOptions", "BundleParams", "build_bundle", "consume_bundle", "parse_size", "workload_name"]
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
-_SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 
 
 def workload_name(astra_coll: str, ranks: int, size: int) -> str:
@@ -58,20 +57,8 @@ def workload_name(astra_coll: str, ranks: int, size: int) -> str:
 
 
 def parse_size(value: int | str) -> int:
-    """Bytes from ``1048576``, ``"1MiB"``, ``"1M"`` (binary, as nccl-tests' ``-b``) or ``"1MB"`` (decimal)."""
-    if isinstance(value, bool):
-        raise UsageError(f"size must be a byte count, got {value!r}")
-    if isinstance(value, int):
-        size = value
-    else:
-        m = _SIZE_RE.match(str(value))
-        if not m:
-            raise UsageError(f"cannot read size {value!r}", hint='give bytes (1048576) or a unit: "64KiB", "1MiB", "1MB" (10^6)')
-        number, prefix, suffix = int(m.group(1)), m.group(2).lower(), m.group(3).lower()
-        if suffix == "b" and prefix:  # KB/MB/GB: decimal
-            size = number * 1000 ** (_SHIFT[prefix] // 10)
-        else:
-            size = number << _SHIFT[prefix]
+    """Bytes, read with the core's one size grammar (``hub.parse_size``); at least 1 byte here."""
+    size = _core_parse_size(value)
     if size < 1:
         raise UsageError(f"size must be at least 1 byte, got {value!r}")
     return size

@@ -24,10 +24,17 @@ __all__ = ["ENV_BINARY", "RunParams", "consume_run", "infer_backend", "resolve_b
 
 #: Environment variable naming the ASTRA-sim binary when the ``binary`` parameter is not set.
 ENV_BINARY = "COLLHUB_ASTRASIM_BIN"
-_HINT_BINARY = (
-    f"build ASTRA-sim and set {ENV_BINARY}=/path/to/AstraSim_Analytical_Congestion_Unaware "
-    "(or pass --set binary=...)"
-)
+_BINARY_OF = {"aware": "AstraSim_Analytical_Congestion_Aware", "unaware": "AstraSim_Analytical_Congestion_Unaware"}
+
+
+def _hint_binary(backend: str = "auto") -> str:
+    """Where to point collhub, naming the binary of the backend asked for (either when any will do)."""
+    name = _BINARY_OF.get(backend)
+    what = f"/path/to/{name}" if name else " or ".join(f"/path/to/{n}" for n in _BINARY_OF.values())
+    return f"build ASTRA-sim and set {ENV_BINARY}={what} (or pass --set binary=...)"
+
+
+_HINT_BINARY = _hint_binary()
 
 
 class RunParams(BundleOptions):
@@ -42,18 +49,18 @@ class RunParams(BundleOptions):
     out: str | None = Field(default=None, description="bundle directory (default: a fresh one in the run directory)")
 
 
-def resolve_binary(binary: str | None) -> Path:
+def resolve_binary(binary: str | None, backend: str = "auto") -> Path:
     """The binary to run: the parameter, else ``$COLLHUB_ASTRASIM_BIN``; a bare name is looked up on PATH."""
     value = binary or os.environ.get(ENV_BINARY, "")
     if not value:
-        raise ExternalToolError("no ASTRA-sim binary given", hint=_HINT_BINARY)
+        raise ExternalToolError("no ASTRA-sim binary given", hint=_hint_binary(backend))
     path = Path(value).expanduser()
     if os.sep not in value and not path.exists():
         found = shutil.which(value)
         if found:
             path = Path(found)
     if not path.is_file():
-        raise ExternalToolError(f"ASTRA-sim binary not found: {value}", hint=_HINT_BINARY)
+        raise ExternalToolError(f"ASTRA-sim binary not found: {value}", hint=_hint_binary(backend))
     if not os.access(path, os.X_OK):
         raise ExternalToolError(f"ASTRA-sim binary is not executable: {path}", hint=f"chmod +x {path}")
     return path.resolve()
@@ -179,7 +186,7 @@ def consume_run(obj: Algorithm | Workload, params: RunParams, ctx: Any) -> Any:
     """Consumer ``astrasim.run``."""
     from hub import Result
 
-    binary = resolve_binary(params.binary)
+    binary = resolve_binary(params.binary, params.backend)
     backend = infer_backend(binary, params.backend)
     size = parse_size(params.size) if params.size is not None else None
     if params.out is not None:

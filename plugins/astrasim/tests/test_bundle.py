@@ -229,7 +229,7 @@ def test_consumer_with_topology_string(tmp_path: Path, example: Path) -> None:
         consume_bundle(msccl_ring_allreduce(), BundleParams(out="b3", network="mesh:4x2", size=MIB), ctx)
 
 
-@pytest.mark.parametrize(("text", "value"), [(1048576, MIB), ("1MiB", MIB), ("1M", MIB), ("1MB", 10**6), ("64KiB", 65536), ("3", 3)])
+@pytest.mark.parametrize(("text", "value"), [(1048576, MIB), ("1MiB", MIB), ("1M", MIB), ("1MB", 10**6), ("64KiB", 65536), ("3", 3), ("2.2MB", 2_200_000)])
 def test_parse_size(text: object, value: int) -> None:
     assert parse_size(text) == value  # type: ignore[arg-type]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from ._writer import write_msccl_ir
 
 __all__ = ["consume_export", "produce_ir", "produce_program"]
 
+_log = logging.getLogger("collhub.mscclang")
+
 
 def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
     """Factory of ``mscclang.ir``."""
@@ -25,7 +28,24 @@ def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
                                 path=str(params.path))
     if params.ranks is not None and params.ranks != alg.ranks:
         raise ImportFormatError(f"the file has ngpus={alg.ranks}, not ranks={params.ranks}", path=str(params.path))
+    if params.verify is not False:
+        _verify_import(alg, params)
     return alg
+
+
+def _verify_import(alg: Algorithm, params: IRParams) -> None:
+    """A file that does not compute its collective is worth importing (to look at it), but never
+    silently: warn, or with ``verify=true`` fail with the verifier's own error."""
+    from hub.verify import check, verify
+
+    if params.verify:
+        check(alg)
+        return
+    rep = verify(alg, max_problems=1)
+    if not rep.ok:
+        _log.warning("warning: %s: fails verification with %d problem(s), first: %s\n"
+                     "hint: `collhub trace verify OUT` lists them; --set verify=true makes this an error",
+                     params.path, rep.problem_count, rep.problems[0])
 
 
 def produce_program(params: ProgramParams, ctx: Any) -> Algorithm:

@@ -28,6 +28,8 @@ class IRParams(BaseModel):
     max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1, description="refuse files larger than this (bytes)")
     names: bool | None = Field(default=None, description="name nodes 'tb<t>/s<s>/<type>' for readable reports "
                                "(default: for files up to 512 KiB; names cost time and ET bytes)")
+    verify: bool | None = Field(default=None, description="run hub.verify on the import: true fails on a "
+                                "problem (exit 3), default warns (one line on stderr), false skips the check")
 
 
 class ExportParams(BaseModel):

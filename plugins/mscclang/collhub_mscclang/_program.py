@@ -48,6 +48,10 @@ def run_program(path: str | os.PathLike[str], args: list[str] | dict[str, Any] |
         raise type(e)(f"{p}:{_line_in(p, e)}: {e.message}", hint=e.hint) from None
     except HubError:
         raise
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] != "msccl":
+            raise AlgorithmError(f"{p}:{_line_in(p, e)}: {type(e).__name__}: {e}") from None
+        raise _msccl_program_error(p, e) from None
     except Exception as e:  # a bug in the user's program: one line with its position
         raise AlgorithmError(f"{p}:{_line_in(p, e)}: {type(e).__name__}: {e}") from None
     finally:
@@ -61,6 +65,17 @@ def run_program(path: str | os.PathLike[str], args: list[str] | dict[str, Any] |
     alg = done[-1].algorithm
     assert alg is not None
     return alg.with_meta(name=name) if name else alg
+
+
+def _msccl_program_error(p: Path, e: ModuleNotFoundError) -> UsageError:
+    """An msccl-tools program run on collhub's engine: say which language is which, and how to
+    run it as it is (the two look alike but are not the same API)."""
+    return UsageError(
+        f"{p}:{_line_in(p, e)}: this is an msccl-tools program (it imports {e.name!r}); engine=collhub runs "
+        "collhub's MSCCLang-style language (`from collhub_mscclang.lang import ...`), which is similar to "
+        "msccl-tools' MSCCLang but not the same API, and the 'msccl' package is not installed",
+        hint="to run it as it is: pip install git+https://github.com/Azure/msccl-tools, then --set engine=msccl; "
+             "or port it to collhub_mscclang.lang (plugins/mscclang/README.md, 'mscclang.program: the language')")
 
 
 def _line_in(p: Path, e: BaseException) -> str:

@@ -1,0 +1,42 @@
+"""``collhub trace show PREFIX --graph dot|graphml|svg``: the drawing behind the option.
+
+Kept apart from ``trace.py`` so the CLI module stays small and matplotlib (SVG only) is
+imported only when a picture is asked for."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+from ..errors import UsageError
+from ..topology._base import atomic_write_text
+from ._output import err, out
+
+__all__ = ["GraphFormat", "show_graph"]
+
+
+class GraphFormat(str, enum.Enum):
+    dot = "dot"
+    graphml = "graphml"
+    svg = "svg"
+
+
+def show_graph(obj: object, fmt: GraphFormat, rank: int | None, dest: Path | None) -> None:
+    """Write the DAG of ``obj`` (an Algorithm) to ``dest``, or to stdout."""
+    from ..chakra import Algorithm
+    from ..drawing import to_dot, to_graphml, to_svg
+
+    if not isinstance(obj, Algorithm):
+        raise UsageError("--graph draws algorithm traces; this is a workload trace")
+    if fmt == GraphFormat.svg:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--graph svg needs matplotlib",
+                             hint="pip install 'collhub[plot]', or use --graph dot and Graphviz: dot -Tsvg") from None
+    text = {GraphFormat.dot: to_dot, GraphFormat.graphml: to_graphml, GraphFormat.svg: to_svg}[fmt](obj, rank)
+    if dest is None:
+        out(text.rstrip("\n"))
+    else:
+        atomic_write_text(dest, text)
+        err(f"wrote {dest}")

@@ -1,0 +1,51 @@
+"""One size grammar (hub._units.parse_size), and every component that reads a size uses it."""
+
+from __future__ import annotations
+
+import pytest
+
+import hub
+from hub._units import parse_size
+from hub.errors import UsageError
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1M", MIB), ("1MiB", MIB), ("1mib", MIB), ("1 MiB", MIB), ("2.2MB", 2_200_000), ("1e6", 10**6),
+    ("1E3", 1000), ("4096", 4096), ("4096B", 4096), ("1.5K", 1536), ("64KB", 64_000), ("64KiB", 65536),
+    ("2 GiB", 2 << 30), ("1T", 1 << 40), ("1TB", 10**12), (4096, 4096), (0, 0), (1e6, 10**6),
+])
+def test_grammar(text: object, value: int) -> None:
+    assert parse_size(text) == value  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["lots", "-5", "1.5B", "1MBB", "", "e6", "1x", "0.1K", 1.5, -1, True, None, [1]])
+def test_garbage_is_one_usage_error_with_the_grammar(bad: object) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_size(bad)  # type: ignore[arg-type]
+    err = info.value
+    assert repr(bad) in err.message or str(bad) in err.message
+
+
+def test_the_hint_states_both_prefix_kinds() -> None:
+    with pytest.raises(UsageError) as info:
+        parse_size("lots")
+    assert "10^3" in (info.value.hint or "") and "2^10" in (info.value.hint or "")
+
+
+def test_every_reader_is_the_core_one() -> None:
+    """hub.simulate, the pipeline plot and the plugins accept exactly the same values."""
+    from hub.pipeline._plot import parse_bytes
+    from hub.sim import SimulateParams
+    from hub.sim import parse_size as sim_parse
+
+    assert hub.parse_size is parse_size and sim_parse is parse_size
+    for text in ("1M", "2.2MB", "1e6", "1MiB"):
+        SimulateParams(network="ring:8", size=text)
+        assert parse_bytes(text) == parse_size(text)
+    astrasim = pytest.importorskip("collhub_astrasim")
+    for text in ("1M", "2.2MB", "1e6", "1MiB"):
+        assert astrasim.parse_size(text) == parse_size(text)
+    with pytest.raises(UsageError):
+        astrasim.parse_size(0)  # ASTRA-sim needs at least one byte
