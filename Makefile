@@ -24,7 +24,7 @@ venv: $(BIN)/python
 # collhub-replay brings torch (the heavy one): `make demo PLUGINS="plugins/mscclang plugins/astrasim
 # plugins/taccl" TORCH=` leaves it out (and `replay.run` with it).
 install: venv
-	$(BIN)/python -m pip install -q -e ".[plot]" $(if $(TORCH),"$(TORCH)") $(foreach p,$(PLUGINS),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
+	$(BIN)/python -m pip install -q -e ".[plot]" $(if $(TORCH),"$(TORCH)") $(foreach p,$(PLUGINS) $(REGISTRY),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
 
 install-dev: venv
 	$(BIN)/python -m pip install -q -e ".[test]" "$(TORCH)" $(foreach p,$(PLUGINS) $(REGISTRY),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
