@@ -7,6 +7,9 @@
   the result would depend on the schedule), and a symbolic execution of chunk contents meets the
   collective's postcondition.
 
+The buffer layout the levels share (in-place aliasing, the remap transform's communicator order)
+is public too, for consumers that execute an algorithm: :func:`layout_of`, :func:`comm_order`.
+
 A report says which requested level could not be checked (``not_checked``, e.g. the semantics
 of a CUSTOM collective).
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 from ..errors import Problem
 from ._api import check, verify
+from ._layout import Layout, comm_order, comm_rank_of, layout_of
 from ._report import LEVELS, VerificationReport
 
-__all__ = ["LEVELS", "Problem", "VerificationReport", "check", "verify"]
+__all__ = ["LEVELS", "Layout", "Problem", "VerificationReport", "check", "comm_order", "comm_rank_of", "layout_of",
+           "verify"]

@@ -26,6 +26,8 @@ import numpy as np
 
 from hub.chakra import Algorithm, Collective, NodeType, Op
 from hub.errors import UsageError
+from hub.verify import Layout, layout_of
+from hub.verify import comm_order as _verified_comm_order
 
 __all__ = [
     "COMP_COPY",
@@ -46,7 +48,6 @@ __all__ = [
 COMP_NOOP, COMP_COPY, COMP_REDUCE, SEND, RECV_COPY, RECV_REDUCE = range(6)
 KIND_NAME = ("COMP", "COMP copy", "COMP reduce", "SEND", "RECV", "RECV reduce")
 
-_SAME = (Collective.ALLREDUCE, Collective.ALLTOALL, Collective.BROADCAST, Collective.REDUCE)
 _GATHERING = (Collective.ALLGATHER, Collective.GATHER)
 _SCATTERING = (Collective.REDUCESCATTER, Collective.SCATTER)
 #: collectives the replay can check and compare with a native torch.distributed collective
@@ -56,26 +57,10 @@ SUPPORTED = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class Layout:
-    """One rank's flat memory in chunks: where input, output and scratch start (aliasing applied)."""
-
-    in_base: int
-    out_base: int
-    scratch_base: int
-    size: int
-
-
 def comm_order(alg: Algorithm) -> list[int]:
     """``order[q]``: the rank file that plays communicator rank q (the remap transform's
-    ``meta.extra["comm_order"]``), or the identity."""
-    n = alg.ranks
-    for key, value in alg.meta.extra:
-        if key == "comm_order":
-            order = [int(x) for x in str(value).split(",")]
-            if sorted(order) == list(range(n)):
-                return order
-    return list(range(n))
+    ``meta.extra["comm_order"]``), or the identity; the verifier's own rule."""
+    return _verified_comm_order(alg.meta) or list(range(alg.ranks))
 
 
 def unit_shape(alg: Algorithm) -> tuple[int, int, int]:
@@ -93,20 +78,6 @@ def unit_shape(alg: Algorithm) -> tuple[int, int, int]:
     if c == Collective.ALLTOALL:
         return m.in_chunks // n, n, n
     return m.in_chunks, 1, 1
-
-
-def _layout(alg: Algorithm, comm_rank: int) -> Layout:
-    m = alg.meta
-    i, o, s = m.in_chunks, m.out_chunks, m.scratch_chunks
-    c = m.collective
-    if m.inplace and c in _SAME:
-        k = max(i, o)
-        return Layout(0, 0, k, k + s)
-    if m.inplace and c in _GATHERING:
-        return Layout(comm_rank * i, 0, o, o + s)
-    if m.inplace and c in _SCATTERING:
-        return Layout(0, comm_rank * o, i, i + s)
-    return Layout(0, i, i + o, i + o + s)
 
 
 @dataclass
@@ -199,7 +170,7 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
     f = order[proc]
     g = alg.graphs[f]
     n = len(g)
-    lay = _layout(alg, proc)
+    lay = layout_of(alg.meta, f)  # the verifier's aliasing rules, for communicator rank proc
     kind_col, op_col = g.kind.tolist(), g.op.tolist()
     kind: list[int] = []
     for k, op in zip(kind_col, op_col):
