@@ -9,43 +9,19 @@ its chain, and hub.simulate must equal the binary exactly.
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 import warnings
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
 from hub.chakra import NodeType, read_workload
+from tests.sim.difftest import BIN, BINARIES, oracle_unavailable  # one check of the real binaries
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TRACES = SHARED / "data" / "chakra-pytorch"
-BIN = SHARED / "tools" / "astra-sim" / "bin"
-BINARIES = {"aware": "AstraSim_Analytical_Congestion_Aware", "unaware": "AstraSim_Analytical_Congestion_Unaware"}
 #: NOTES.md's system settings for dlrm8 with ASTRA-sim's native ring collectives
 NATIVE = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
           "preferred-dataset-splits": 4, "collective-optimization": "localBWAware", "local-mem-bw": 1600}
-
-
-@lru_cache(maxsize=None)
-def _binary_unavailable() -> str | None:
-    example = SHARED / "data" / "astra-sim" / "custom-ring-allreduce-8npus-1MB"
-    for name in BINARIES.values():
-        exe = BIN / name
-        if not exe.is_file():
-            return f"ASTRA-sim binary {exe} not found"
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                proc = subprocess.run(
-                    [str(exe), "--workload-configuration=workload/all_reduce", "--system-configuration=system.json",
-                     "--network-configuration=network.yml", "--remote-memory-configuration=memory.json",
-                     f"--logging-folder={tmp}"], cwd=example, capture_output=True, text=True, timeout=60)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                return f"{exe.name} cannot run: {exc}"
-            if proc.returncode != 0:
-                return f"{exe.name} cannot run (on Debian: apt-get install libprotobuf32)"
-    return None
 
 
 def _read(name: str):
@@ -81,7 +57,7 @@ def test_cpu_traces_run_on_real_astrasim_and_match_hub_simulate(name: str, tmp_p
     assert f"dangling dependencies dropped: {len(wl.dangling)}" in readme
     back = read_workload(tmp_path / "b" / bundle.workload_prefix)
     assert not back.dangling and not any(nd.type == NodeType.METADATA for r in back.ranks for nd in r)
-    if (why := _binary_unavailable()) is not None:
+    if (why := oracle_unavailable()) is not None:
         pytest.skip(why)
     for mode in ("unaware", "aware"):
         real = _run(bundle, mode)
@@ -102,7 +78,7 @@ def test_dlrm8_runs_on_real_astrasim_with_native_ring(tmp_path: Path) -> None:
     bundle = build_bundle(wl, out=tmp_path / "b", dims=_dims_for("switch:8@bw=100,lat=500"),
                           algorithm_for={"allreduce": "native:ring", "alltoall": "native:ring"}, system=NATIVE)
     assert bundle.repairs == {"dangling dependencies dropped": 16}
-    if (why := _binary_unavailable()) is not None:
+    if (why := oracle_unavailable()) is not None:
         pytest.skip(why)
     real = _run(bundle, "unaware")
     finish = [real[r][0] for r in range(8)]
@@ -129,7 +105,7 @@ def test_gloo_collectives_recognized_inlined_equal_real_astrasim(name: str, tmp_
     assert not any(nd.type == NodeType.COLL for r in inl.ranks for nd in r)
     network = f"switch:{wl.rank_count}@bw=100,lat=500"
     bundle = build_bundle(inl, out=tmp_path / "b", dims=_dims_for(network))
-    if (why := _binary_unavailable()) is not None:
+    if (why := oracle_unavailable()) is not None:
         pytest.skip(why)
     from collhub_astrasim._repair import runnable_copy
 
