@@ -11,6 +11,7 @@ the fixed-order timing of stage 2 stands (this module is then never imported).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ._problem import Problem
 from ._schedule import Prepared, Schedule, Transfer, timed
@@ -66,11 +67,7 @@ def improve(problem: Problem, prep: Prepared, incumbent: Schedule, *, budget: fl
     for t, (_k, ei) in enumerate(items):
         m.Add(mk >= starts[t] + edges[ei].arrive)
     m.Minimize(mk)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = int(seed) % 2_147_483_647
-    solver.parameters.max_deterministic_time = max(float(budget), 0.05)
-    solver.parameters.max_time_in_seconds = max(float(budget), 0.1)  # wall-clock cap (loaded machines)
+    solver = _solver(budget, seed)
     try:
         status = solver.Solve(m)
     except Exception as exc:  # a solver failure keeps the stage-2 schedule
@@ -149,11 +146,7 @@ def improve_routes(problem: Problem, dags: "list[list[int]]", incumbent: Schedul
         if len(ivs) > 1:
             m.AddNoOverlap(ivs)
     m.Minimize(mk)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = int(seed) % 2_147_483_647
-    solver.parameters.max_deterministic_time = max(float(budget), 0.05)
-    solver.parameters.max_time_in_seconds = max(float(budget), 0.1)
+    solver = _solver(budget, seed)
     status = solver.Solve(m)
     name = solver.StatusName(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -166,6 +159,19 @@ def improve_routes(problem: Problem, dags: "list[list[int]]", incumbent: Schedul
     sched = timed(problem, _prune(problem, Schedule(out, max(t.end for t in out), "milp")))
     best = sched if sched.makespan < incumbent.makespan else incumbent
     return CpSatResult(best, name, float(solver.BestObjectiveBound()), time.perf_counter() - t0)
+
+
+def _solver(budget: float, seed: int) -> Any:
+    """A single-threaded, seeded CP-SAT solver: deterministic for a seed, bounded by ``budget``
+    in deterministic time and (on loaded machines) wall-clock time."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(seed) % 2_147_483_647
+    solver.parameters.max_deterministic_time = max(float(budget), 0.05)
+    solver.parameters.max_time_in_seconds = max(float(budget), 0.1)
+    return solver
 
 
 def _prune(problem: Problem, sched: Schedule) -> Schedule:
@@ -236,11 +242,7 @@ def improve_symmetric(problem: Problem, dags: "list[list[int]]", group: "list[tu
         if len(ivs) > 1:
             m.AddNoOverlap(ivs)
     m.Minimize(mk)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = int(seed) % 2_147_483_647
-    solver.parameters.max_deterministic_time = max(float(budget), 0.05)
-    solver.parameters.max_time_in_seconds = max(float(budget), 0.1)
+    solver = _solver(budget, seed)
     try:
         status = solver.Solve(m)
     except Exception as exc:  # a solver failure keeps the incumbent
