@@ -14,21 +14,18 @@ import json
 import math
 import os
 import sys
-import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ..errors import HubError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
-from . import _interrupt
-from ._interrupt import Interrupts, worker_init
+from ._executors import Executor, make_executor
+from ._interrupt import Interrupts
 from ._matrix import Point, interpolate
 from ._plot import auto_plot
 from ._rundir import RunDir, write_results
-from ._units import run_unit
 from ._validate import ValidatedPipeline
 
 __all__ = ["RunResult", "execute", "default_jobs"]
@@ -131,91 +128,6 @@ def _consume_units(vp: ValidatedPipeline, groups: list[_Group], run_dir: Path, m
     return units
 
 
-class _Pool:
-    """Runs units in order (serial) or in a process pool; yields results as they complete."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self.executor: ProcessPoolExecutor | None = (
-            ProcessPoolExecutor(workers, initializer=worker_init) if workers > 1 else None)
-
-    def map(self, units: list[dict[str, Any]], interrupts: Interrupts) -> Iterator[tuple[int, dict[str, Any]]]:
-        if self.executor is None:
-            for i, unit in enumerate(units):
-                yield i, run_unit(unit)
-                interrupts.check()
-            return
-        # submit() forks the workers; a KeyboardInterrupt raised inside an at-fork hook would be
-        # swallowed ("Exception ignored") and could leave a lock held: defer signals meanwhile.
-        with interrupts.critical():
-            futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i
-                                                          for i, u in enumerate(units)}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            interrupts.check()
-            for fut in done:
-                yield futures[fut], fut.result()
-
-    def close(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(wait=True)
-
-    def kill(self) -> None:
-        """Stop at once: kill the workers and wait until they are gone (they may be writing into
-        the temporary run directory, which is removed next)."""
-        if self.executor is None:
-            return
-        # ProcessPoolExecutor has no public way to stop running work; its worker table has been
-        # `_processes` (pid -> Process) since Python 3.2.
-        procs = list((getattr(self.executor, "_processes", None) or {}).values())
-        for proc in procs:
-            try:
-                proc.kill()
-            except (OSError, ValueError):
-                pass
-        # shutdown() forgets the manager thread and the result queue: take them first.
-        thread = getattr(self.executor, "_executor_manager_thread", None)
-        writer = getattr(getattr(self.executor, "_result_queue", None), "_writer", None)
-        for proc in procs:
-            proc.join(10)
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        if procs:
-            _interrupt.WORKERS_KILLED = True
-        _unstick_manager(thread, writer)
-
-
-def _unstick_manager(thread: Any, writer: Any) -> None:
-    """Let the executor's manager thread end after its workers were killed.
-
-    A worker killed while writing its result leaves half a message in the result pipe, whose
-    write end this process also holds: the manager thread would wait in ``recv()`` for the rest
-    forever, and interpreter exit joins that thread (a run "still going 60 s later"). Feeding
-    the pipe filler bytes completes the message; it fails to unpickle, the manager marks the pool
-    broken and exits. Private attributes (stable since Python 3.9), hence best effort.
-    """
-    if thread is None or writer is None:
-        return
-    thread.join(0.05)
-    if not thread.is_alive():
-        return
-    try:
-        fd = writer.fileno()
-        os.set_blocking(fd, False)
-    except (OSError, ValueError):
-        return
-    filler = b"\0" * 65536
-    deadline = time.monotonic() + 10
-    while thread.is_alive() and time.monotonic() < deadline:
-        try:
-            os.write(fd, filler)
-        except BlockingIOError:
-            pass
-        except OSError:
-            return
-        thread.join(0.01)
-
-
 def _failed(error: dict[str, Any]) -> StepFailedError:
     message = f"{error['step']} failed: {error['type']}: {error['message']}"
     if error.get("traceback"):
@@ -253,7 +165,8 @@ def _remove_empty_dirs(root: Path) -> None:
 def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: int | None = None,
             force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = None,
             debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None,
-            plot: bool = True, timeout: float | None = None) -> RunResult:
+            plot: bool = True, timeout: float | None = None, executor: str = "local",
+            scheduler: str | None = None) -> RunResult:
     """Run a validated pipeline and publish its run directory; see the module docstring.
 
     With ``plot`` (and matplotlib installed) the run directory also gets ``results.png`` when the
@@ -261,7 +174,10 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
 
     ``timeout`` (seconds) bounds every component call without a ``timeout:`` of its own.
     SIGINT and SIGTERM stop the run with the workers killed and no temporary directory left
-    (see :mod:`._interrupt`); they surface as ``KeyboardInterrupt``."""
+    (see :mod:`._interrupt`); they surface as ``KeyboardInterrupt``.
+
+    ``executor`` chooses where units run (see :mod:`._executors`): ``"local"`` worker processes
+    (the default); ``scheduler`` is the address of a cluster for executors that use one."""
     model = vp.model
     mspec = manager_spec or ManagerSpec()
     mgr = manager_for(mspec)
@@ -282,19 +198,21 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
                          hint="choose another --out (--force replaces only an earlier run directory)")
     with Interrupts() as interrupts:
         return _execute(vp, Path(out_dir), interrupts, mgr=mgr, mspec=mspec, jobs=jobs, force=force, progress=progress,
-                        debug=debug, on_row=on_row, plot=plot, timeout=timeout)
+                        debug=debug, on_row=on_row, plot=plot, timeout=timeout, executor=executor,
+                        scheduler=scheduler)
 
 
 def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mgr: Any, mspec: ManagerSpec,
              jobs: int | None, force: bool, progress: bool | None, debug: bool,
-             on_row: Callable[[dict[str, Any]], None] | None, plot: bool, timeout: float | None) -> RunResult:
+             on_row: Callable[[dict[str, Any]], None] | None, plot: bool, timeout: float | None,
+             executor: str, scheduler: str | None) -> RunResult:
     from .. import __version__
 
     model = vp.model
     if progress is None:
         progress = sys.stderr.isatty()
     started = datetime.now(timezone.utc)
-    pool: _Pool | None = None
+    pool: Executor | None = None
     rd: RunDir | None = None
     bar = None
     try:
@@ -308,7 +226,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
                                 for s in model.sources}
         total_rows = sum(len(g.points) * max(1, consumers_per_source[g.source]) for g in groups)
         workers = min(jobs or default_jobs(), max(1, len(groups), total_rows))
-        pool = _Pool(workers)
+        pool = make_executor(executor, workers, scheduler=scheduler)
         task = None
         if bar is not None:
             bar.start()
