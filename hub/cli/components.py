@@ -123,18 +123,34 @@ def transform(
     _report_written(component, new, _write(new, out_prefix), fmt)
 
 
+_SIZE_HELP = "nccl-tests -b/-e/-f/-i: sweep the consumer's size from MIN to MAX bytes (one row per size)."
+_FACTOR_HELP = ("nccl-tests -f: multiply the size by this integer (default 2). "
+                "For compatibility, -f table|json still selects the output format.")
+
+
 def consume(
     component: str = typer.Argument(..., metavar="ID", help="Consumer id, e.g. hub.simulate."),
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", case_sensitive=False,
+                                     help="Output format: human-readable table or JSON on stdout."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    min_bytes: Optional[str] = typer.Option(None, "--min-bytes", "-b", metavar="SIZE", help=_SIZE_HELP),  # noqa: UP007
+    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", "-e", metavar="SIZE",  # noqa: UP007
+                                            help="nccl-tests -e: the largest size (default: -b)."),
+    factor: Optional[str] = typer.Option(None, "-f", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
+    step: Optional[str] = typer.Option(None, "--step-bytes", "-i", metavar="SIZE",  # noqa: UP007
+                                       help="nccl-tests -i: add this many bytes per step instead of multiplying."),
 ) -> None:
-    """Run a consumer on a trace and print its result."""
+    """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size)."""
     from ..chakra import Algorithm, read_trace
     from ..plugins import get_manager
 
+    if factor is not None and factor.lower() in ("table", "json"):
+        fmt, factor = OutputFormat(factor.lower()), None
+    params = parse_sets(sets)
+    sizes = _size_sweep(params, min_bytes, max_bytes, factor, step)
     manager = get_manager()
     spec = manager.component(component)
     obj = read_trace(prefix)
@@ -143,7 +159,12 @@ def consume(
     if kind not in inputs:
         raise UsageError(f"{component} consumes {' or '.join(sorted(inputs))}, but {prefix} is a {kind} trace")
     workdir.mkdir(parents=True, exist_ok=True)
-    result = manager.run_consumer(component, obj, parse_sets(sets), _ctx(workdir), timeout=timeout)
+    if sizes is not None and not _sweeps_itself(spec):
+        _consume_sizes(manager, component, obj, prefix, params, sizes, workdir, fmt, timeout)
+        return
+    if sizes is not None:  # a consumer with its own size list (replay.run) runs the sweep in one launch
+        params["size"] = sizes
+    result = manager.run_consumer(component, obj, params, _ctx(workdir), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
         return
@@ -152,8 +173,75 @@ def consume(
         out(table(["metric", "value"], [(k, _fmt(v)) for k, v in result.metrics.items()], indent=2))
     if result.artifacts:
         out(table(["artifact", "path"], sorted(result.artifacts.items()), indent=2))
+    if sizes is not None and isinstance((result.details or {}).get("table"), str):
+        out(result.details["table"])
     for w in result.warnings:
         err(f"warning: {w}")
+
+
+def _size_sweep(params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None,
+                step: str | None) -> list[Any] | None:
+    """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
+    from ..pipeline._limits import limit
+    from ..pipeline._ranges import range_values
+
+    if min_bytes is None and max_bytes is None:
+        if factor is not None or step is not None:
+            raise UsageError("-f/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G -f 2")
+        return None
+    if "size" in params:
+        raise UsageError("give the size either with --set size=... or with -b/-e, not both")
+    if factor is not None and step is not None:
+        raise UsageError("give either -f (factor) or -i (step), not both", hint="nccl-tests takes one of them too")
+    start = min_bytes if min_bytes is not None else max_bytes
+    spec: dict[str, Any] = {"from": start, "to": max_bytes if max_bytes is not None else start}
+    if step is not None:
+        spec["step"] = step
+    else:
+        try:
+            spec["factor"] = int(factor) if factor is not None else 2
+        except ValueError:
+            raise UsageError(f"-f {factor!r} is not an integer factor (nor table/json)",
+                             hint="nccl-tests multiplies by an integer, e.g. -f 2") from None
+    try:
+        return range_values("size", spec, limit("points"))
+    except UsageError as exc:
+        message = exc.message.replace("from", "-b", 1).replace("to (", "-e (", 1)
+        raise UsageError(f"-b/-e/-f/-i: {message}", hint=exc.hint) from None
+
+
+def _sweeps_itself(spec: Any) -> bool:
+    """Whether the consumer's params take a list of sizes with max_size/factor (replay.run does)."""
+    try:
+        fields = getattr(spec.load_params(), "model_fields", {})
+    except Exception:  # noqa: BLE001 - no params model: run one call per size
+        return False
+    return "max_size" in fields and "factor" in fields
+
+
+def _consume_sizes(manager: Any, component: str, obj: Any, prefix: str, params: dict[str, Any], sizes: list[Any],
+                   workdir: Path, fmt: OutputFormat, timeout: float | None) -> None:
+    """One consumer call per size; a table row (or a JSON object) per size, as nccl-tests prints."""
+    from .._units import parse_size
+
+    results = []
+    for size in sizes:
+        results.append(manager.run_consumer(component, obj, {**params, "size": size}, _ctx(workdir), timeout=timeout))
+    if fmt == OutputFormat.json:
+        emit_json({"component": component, "prefix": prefix,
+                   "rows": [{"size": s, "size_bytes": parse_size(s), **r.model_dump(mode="json")}
+                            for s, r in zip(sizes, results, strict=True)]})
+        return
+    names = [k for k in ("time_us", "algbw_GBps", "busbw_GBps") if any(k in r.metrics for r in results)]
+    if not names:  # a consumer without the nccl-tests columns: its numeric metrics, in its order
+        names = list(dict.fromkeys(k for r in results for k, v in r.metrics.items()
+                                   if isinstance(v, (int, float)) and not isinstance(v, bool)))[:6]
+    out(f"{component}: {prefix}")
+    rows = [(parse_size(s), s, *(_fmt(r.metrics.get(k, "")) for k in names)) for s, r in zip(sizes, results, strict=True)]
+    out(table(["size (B)", "size", *names], rows, indent=2))
+    for s, r in zip(sizes, results, strict=True):
+        for w in r.warnings:
+            err(f"warning: size {s}: {w}")
 
 
 def _fmt(v: Any) -> str:

@@ -138,7 +138,14 @@ def graph_text(model: Any, fmt: str) -> str:
                    if cons.sources is None or sname in cons.sources]
         lines.append(" -> ".join(chain) + (" -> " + ", ".join(targets) if targets else ""))
     if model.matrix:
-        lines.append("matrix: " + " x ".join(f"{k}[{len(v)}]" for k, v in model.matrix.items()))
+        from ..pipeline._ranges import is_range, range_count
+
+        def count(name: str, v: Any) -> Any:
+            try:
+                return range_count(name, v) if is_range(v) else len(v)
+            except Exception:  # noqa: BLE001 - graph reads pass 1 only; a bad range shows as '?'
+                return "?"
+        lines.append("matrix: " + " x ".join(f"{k}[{count(k, v)}]" for k, v in model.matrix.items()))
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 __all__ = ["Point", "UnknownVariable", "count_points", "expand", "interpolate", "references", "resolvable"]
 
@@ -73,12 +73,12 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def count_points(matrix: Mapping[str, list[Any]]) -> int:
+def count_points(matrix: Mapping[str, Collection[Any]]) -> int:
     """How many points ``matrix`` has, without expanding it."""
     return math.prod(len(v) for v in matrix.values())
 
 
-def expand(matrix: Mapping[str, list[Any]], limit: int | None = None) -> list[Point]:
+def expand(matrix: Mapping[str, Collection[Any]], limit: int | None = None) -> list[Point]:
     """All points of ``matrix`` (one empty point when there is no matrix).
 
     With ``limit``, a matrix of more points raises ``ValueError`` before anything is built.

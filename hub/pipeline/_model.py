@@ -7,9 +7,9 @@ reference variables as ``${name}``; interpolation happens per point (see :mod:`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
 
 __all__ = ["ConsumerStep", "Pipeline", "SourceSpec", "TransformStep", "SCHEMA_ID"]
 
@@ -24,6 +24,22 @@ VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 StepName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 VarName = Annotated[str, StringConstraints(pattern=VAR_PATTERN)]
+
+
+def _matrix_kind(value: Any) -> str:
+    return "range" if isinstance(value, dict) else "values"
+
+
+#: A matrix entry: a list of values, or an nccl-tests-style range mapping (``{from:, to:, factor:|step:}``)
+#: whose keys and bounds pass 2 checks with positions (:mod:`._ranges`) before expanding it to a list.
+#: The tags keep pydantic to one branch, so a scalar gets one "valid list" error, not one per branch.
+MatrixValues = Annotated[
+    Union[Annotated[Annotated[list[Any], Field(min_length=1)], Tag("values")],
+          Annotated[dict[str, Any], Tag("range")]],
+    Discriminator(_matrix_kind),
+]
+#: The tags pydantic puts into error locations of :data:`MatrixValues` (validation drops them).
+MATRIX_TAGS = ("values", "range")
 
 
 class _Strict(BaseModel):
@@ -81,9 +97,10 @@ class Pipeline(_Strict):
         description='distributions that must be installed, as PEP 508 requirements, e.g. "collhub-mscclang>=0.1"',
     )
     vars: dict[VarName, Any] = Field(default_factory=dict, description="constants usable as ${name}")
-    matrix: dict[VarName, Annotated[list[Any], Field(min_length=1)]] = Field(
+    matrix: dict[VarName, MatrixValues] = Field(
         default_factory=dict,
-        description="sweep variables: the run covers the cartesian product of the value lists, in key order",
+        description="sweep variables: the run covers the cartesian product of the value lists, in key order; "
+        "a value may be a range {from: 1KiB, to: 1GiB, factor: 2} or {from: 8, to: 64, step: 8} (nccl-tests -b/-e/-f/-i)",
     )
     sources: dict[StepName, SourceSpec] = Field(min_length=1, description="named algorithm sources")
     consumers: dict[StepName, ConsumerStep] = Field(

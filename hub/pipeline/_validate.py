@@ -22,7 +22,8 @@ from ._env import ManagerSpec, component_ids, manager_for
 from ._loader import LoadedFile, format_path, load_file, load_text
 from ._limits import LIMITS, limit
 from ._matrix import Point, count_points, expand, interpolate, references, resolvable
-from ._model import NAME_PATTERN, VAR_PATTERN, Pipeline
+from ._model import MATRIX_TAGS, NAME_PATTERN, VAR_PATTERN, Pipeline
+from ._ranges import RANGE_KEYS, is_range, range_issues, range_values
 
 __all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
 
@@ -87,6 +88,8 @@ def _allowed_keys(path: tuple[Any, ...]) -> list[str]:
 def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str, Any],
                       fields: list[str] | None = None) -> Issue:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    if prefix == () and len(loc) >= 3 and loc[0] == "matrix" and loc[2] in MATRIX_TAGS:
+        loc = loc[:2] + loc[3:]  # the union tag of a matrix entry is no key of the file
     kind = err["type"]
     is_key = bool(loc) and loc[-1] == "[key]"
     if is_key:
@@ -414,7 +417,7 @@ def validate_loaded(loaded: LoadedFile, *, manager: Any = None,
     issues = _structure_issues(loaded)
     if issues:
         _raise(loaded, issues)
-    model = Pipeline.model_validate(loaded.data)
+    model = _expand_ranges(loaded, Pipeline.model_validate(loaded.data))
     _check_points(loaded, model)
     if manager is None:
         manager = manager_for(manager_spec or ManagerSpec())
@@ -423,6 +426,29 @@ def validate_loaded(loaded: LoadedFile, *, manager: Any = None,
         _raise(loaded, issues)
     base = Path(loaded.file).resolve().parent if not loaded.file.startswith("<") else Path.cwd()
     return ValidatedPipeline(model, tuple(expand(model.matrix)), loaded.file, base, loaded.text)
+
+
+def _expand_ranges(loaded: LoadedFile, model: Pipeline) -> Pipeline:
+    """The model with every range of the matrix replaced by its list of values; bad ranges (and
+    ranges of more values than the point limit, counted before listing) raise with positions."""
+    cap = limit("points")
+    issues = []
+    for name, value in model.matrix.items():
+        if not isinstance(value, dict):
+            continue
+        for found in range_issues(name, value, cap):
+            if found.key is None:
+                issues.append(loaded.issue(("matrix", name), found.message, hint=found.hint))
+            else:
+                # An unknown key is pointed at by its key, a bad bound by its value.
+                issues.append(loaded.issue(("matrix", name, found.key), found.message, hint=found.hint,
+                                           key=found.key not in RANGE_KEYS))
+    if issues:
+        _raise(loaded, issues)
+    if not any(is_range(v) for v in model.matrix.values()):
+        return model
+    matrix = {n: range_values(n, v) if isinstance(v, dict) else v for n, v in model.matrix.items()}
+    return model.model_copy(update={"matrix": matrix})
 
 
 def _check_points(loaded: LoadedFile, model: Pipeline) -> None:
