@@ -53,6 +53,7 @@ COMMANDS: tuple[Lazy, ...] = (
     Lazy("consume", "hub.cli.components", "consume", "Run a consumer on Chakra ET files and print its result."),
     Lazy("run", "hub.cli.pipeline", "run_command", "Run a pipeline file."),
     Lazy("pipeline", "hub.cli.pipeline", "app", "Validate, inspect and graph pipeline files."),
+    Lazy("report", "hub.cli.report", "report_command", "The best algorithm at each size of a run; MSCCL export."),
     Lazy("trace", "hub.cli.trace", "app", "Show, verify and convert Chakra ET traces."),
     Lazy("plugins", "hub.cli.plugins", "app", "List, inspect, check and create plugins."),
     Lazy("search", "hub.cli.registry", "search_command", "Search the plugin registry."),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import HubError, StepFailedError, UsageError
+from ..report import auto_report
 from ._env import ManagerSpec, manager_for
 from ._executors import Executor, make_executor
 from ._interrupt import Interrupts
@@ -299,6 +300,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
         }
         write_results(rd.tmp, document, list(model.matrix), vp.name)
         plot_file = auto_plot(rd.tmp, document) if plot else None  # never raises
+        auto_report(rd.tmp, document, plot=plot)  # never raises: report.json/.md/.png of a size sweep
         interrupts.check()
         with interrupts.critical():  # publish whole: a signal here waits for the rename
             final = rd.commit()

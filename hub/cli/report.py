@@ -1,0 +1,99 @@
+"""``collhub report RUN_DIR``: the best algorithm at each size, crossovers, plot, MSCCL export.
+
+Exit codes: 0 done; 1 with ``--export`` when some winner could not be exported (the others are
+written; ``export.json`` and stderr give each reason); 2 bad usage (no size variable in the run,
+an unknown export kind or target, an existing output directory without ``--force``); 3 a results
+file that cannot be read.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import ExitCode, UsageError
+from ._output import OutputFormat, emit_json, err, out
+
+__all__ = ["report_command"]
+
+_EXPORT_HELP = ("Write the winners for a runtime: 'msccl DIR' writes MSCCL-IR files with minBytes/maxBytes set to "
+                "each winner's size range, and msccl.env with the environment lines that load them.")
+
+
+def report_command(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `collhub run` (or its results.json).",
+                                   show_default=False),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
+                                     help="table: one table per network and collective; json: the report on stdout."),
+    out_dir: Path | None = typer.Option(None, "--out", "-o", help="Write report.json/.md/.png here "
+                                           "(default: the run directory)."),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw report.png (needs matplotlib)."),
+    export: tuple[str, Path] | None = typer.Option(None, "--export", metavar="KIND DIR", help=_EXPORT_HELP),
+    target: str = typer.Option("msccl-executor-nccl", "--target",
+                               help="MSCCL runtime of --export: msccl-executor-nccl, rccl or msccl-legacy."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --export directory."),
+) -> None:
+    """Per network and collective: the best algorithm at each size and the crossovers (report.json/.md/.png)."""
+    from ..pipeline._plot import load_document
+    from ..report import answer, write_report
+
+    if export is not None and export[0] != "msccl":
+        raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: msccl")
+    doc, _ = load_document(run_dir)
+    ans = answer(doc)
+    written = write_report(run_dir if run_dir.is_dir() else run_dir.parent, out_dir, plot=plot)
+    outcome = None
+    if export is not None:
+        from ..report import export_msccl
+
+        outcome = export_msccl(run_dir, export[1], target=target, force=force, ans=ans)
+    if fmt == OutputFormat.json:
+        emit_json({**ans.as_dict(), "files": {k: str(v) for k, v in written.items()},
+                   "export": outcome.as_dict() if outcome is not None else None})
+    else:
+        _print_tables(ans)
+        out("wrote " + ", ".join(str(p) for p in written.values()))
+        if outcome is not None:
+            _print_export(outcome)
+    if outcome is not None and outcome.not_exported:
+        for e in outcome.not_exported:
+            err(f"error: {e['source']} ({e['min_bytes']}..{e['max_bytes']} B) was not exported: {e['reason']}")
+        err(f"hint: the other winners are in {outcome.out_dir}; export.json lists every winner")
+        raise typer.Exit(ExitCode.RUN_FAILED)
+
+
+def _print_tables(ans: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..pipeline._ranges import exact_size
+
+    console = Console(width=None if sys.stdout.isatty() else 110)
+    for st in ans.studies:
+        table = Table(title=st.title, title_justify="left")
+        for h in ("size", "winner", "time (µs)", "busbw (GB/s)", "runner-up", "× faster"):
+            table.add_column(h, justify="right" if h in ("size", "time (µs)", "busbw (GB/s)", "× faster") else "left",
+                             no_wrap=True)
+        for b in st.best:
+            table.add_row(exact_size(b.size_bytes), b.source, f"{b.time_us:.3f}",
+                          f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-", b.runner_up or "-",
+                          f"{b.margin:.2f}" if b.margin is not None else "-")
+        console.print(table)
+        if st.crossovers:
+            for c in st.crossovers:
+                out(f"  crossover: {c.before} up to {exact_size(c.below)}, {c.after} from {exact_size(c.at)}")
+        else:
+            out(f"  no crossover: {st.best[0].source} wins at every size")
+
+
+def _print_export(outcome: Any) -> None:
+    for st in outcome.studies:
+        out(f"{st['title']}:")
+        for e in st["exported"]:
+            out(f"  {e['source']:<20} {e['min_bytes']:>12}..{e['max_bytes']:<12} {e['file']}")
+        if st["env"]:
+            out(f"  environment: {st['env']}")
+    out(f"exported {len(outcome.exported)} winner(s) for {outcome.target} to {outcome.out_dir}")

@@ -1,0 +1,36 @@
+"""The answer of a sweep: the best algorithm at each size, per network and collective.
+
+::
+
+    from hub.report import answer, write_report, export_msccl
+    from hub.pipeline._plot import load_document
+    ans = answer(load_document("runs/sweep")[0])
+    for study in ans.studies:
+        print(study.title, [(c.before, c.at, c.after) for c in study.crossovers])
+    write_report("runs/sweep")                        # report.json, report.md, report.png
+    export_msccl("runs/sweep", "msccl-out")           # the winners as MSCCL-IR + environment lines
+
+``collhub report RUN_DIR`` is the command line; every run that sweeps a size writes its report.
+See ``docs/pipeline.md`` ("The answer").
+"""
+
+from __future__ import annotations
+
+from ._answer import Answer, Best, Crossover, Segment, Study, answer, size_variable
+from ._export import ExportOutcome, export_msccl
+from ._write import auto_report, markdown, write_report
+
+__all__ = [
+    "Answer",
+    "Best",
+    "Crossover",
+    "ExportOutcome",
+    "Segment",
+    "Study",
+    "answer",
+    "auto_report",
+    "export_msccl",
+    "markdown",
+    "size_variable",
+    "write_report",
+]

@@ -1,0 +1,191 @@
+"""From answer to runtime: the winners of a study as MSCCL-IR files the MSCCL runtimes load.
+
+For every study (one network, collective and rank count) the export writes, under
+``DIR/<NN>-<study>/``:
+
+* ``msccl-algorithms/<k>-<source>-<min>-<max>.xml``: each winning segment, re-produced from the
+  run's recorded ET files (``algorithms/<source>-<hash>/``, the exact algorithm that won) and
+  written by the ``mscclang.export`` consumer with ``min_bytes``/``max_bytes`` set to the
+  segment's size range (inclusive; the consumer translates them to the target runtime's
+  ``minBytes``/``maxBytes`` rules) and ``verify`` on, so a file that would not compute its
+  collective is refused, not written;
+* ``msccl.env``: the environment lines that load them (the executor and RCCL read every file of
+  ``MSCCL_ALGO_DIR``, hence the directory holds nothing else; the old runtime takes
+  ``MSCCL_XML_FILES``, at most 4 files).
+
+One study per directory because a cluster has one network: two studies with the same collective
+and rank count would otherwise shadow each other (the executor takes the first match).
+``DIR/export.json`` lists every winner with its file, or with the reason it could not be
+exported (the plugin is missing, the target cannot express the algorithm, ...). The whole set is
+written to a temporary directory and renamed into place, so a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import HubError, UsageError
+from ._answer import Answer, Segment, Study, answer
+
+__all__ = ["ExportOutcome", "TARGETS", "export_msccl"]
+
+#: target runtime -> how its environment loads a directory of algorithms
+TARGETS = ("msccl-executor-nccl", "rccl", "msccl-legacy")
+#: The old runtime (microsoft/msccl) loads at most this many algorithms.
+LEGACY_MAX_FILES = 4
+COMPONENT = "mscclang.export"
+
+
+@dataclass
+class ExportOutcome:
+    """What an export wrote: per study its directory, env file, files and the winners left out."""
+
+    out_dir: Path
+    target: str
+    studies: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exported(self) -> list[dict[str, Any]]:
+        return [e for s in self.studies for e in s["exported"]]
+
+    @property
+    def not_exported(self) -> list[dict[str, Any]]:
+        return [e for s in self.studies for e in s["not_exported"]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": "collhub-msccl-export/1", "out_dir": str(self.out_dir), "target": self.target,
+                "studies": self.studies}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "study"
+
+
+def _study_slug(i: int, st: Study) -> str:
+    keep = {k: v for k, v in st.key.items() if k not in ("consumer", "collective", "ranks")}
+    words = [f"{k}-{v}" for k, v in keep.items()] + [str(st.collective or ""), str(st.consumer or "")]
+    return f"{i:02d}-" + _slug("_".join(w for w in words if w))
+
+
+def _prefixes(doc: dict[str, Any], run_dir: Path) -> dict[str, Path]:
+    """algorithm dir -> the ET prefix of its files (``<run>/algorithms/ring-<hash>/ring``)."""
+    out: dict[str, Path] = {}
+    for a in doc.get("algorithms") or []:
+        files = a.get("files") if isinstance(a, dict) else None
+        if isinstance(files, list) and files and isinstance(a.get("dir"), str):
+            first = str(files[0])
+            out[a["dir"]] = run_dir / re.sub(r"\.0\.et$", "", first)
+    return out
+
+
+def _env_lines(target: str, algo_dir: Path, files: list[Path]) -> list[str]:
+    head = [f"# collhub: load these MSCCL-IR files on the {target} runtime (paths as written; edit them if",
+            "# you move the directory). Sizes outside every file's range fall back to NCCL's own algorithms."]
+    if target == "msccl-legacy":
+        return head + ["MSCCL_XML_FILES=" + ":".join(str(f) for f in files), "NCCL_ALGO=MSCCL,RING,TREE"]
+    if target == "rccl":
+        return head + ["RCCL_MSCCL_ENABLE=1",
+                       "# RCCL enables MSCCL on some GPU models only; this forces it on others:",
+                       "RCCL_MSCCL_FORCE_ENABLE=1", f"MSCCL_ALGO_DIR={algo_dir}"]
+    return head + ["MSCCL_ENABLE=1", f"MSCCL_ALGO_DIR={algo_dir}"]
+
+
+def _export_segment(manager: Any, alg: Any, seg: Segment, xml: Path, target: str, workdir: Path) -> None:
+    from ..plugins import RunContext
+
+    params = {"out": str(xml), "target": target, "min_bytes": seg.min_bytes, "max_bytes": seg.max_bytes,
+              "verify": True, "name": f"{seg.source}-{seg.min_bytes}-{seg.max_bytes}"}
+    manager.run_consumer(COMPONENT, alg, params, RunContext(workdir=workdir, quiet=True))
+
+
+def _segment_entry(st: Study, seg: Segment) -> dict[str, Any]:
+    return {"source": seg.source, "algorithm": seg.algorithm, "collective": st.collective, "ranks": st.ranks,
+            "min_bytes": seg.min_bytes, "max_bytes": seg.max_bytes}
+
+
+def _export_study(manager: Any, st: Study, prefixes: dict[str, Path], tmp: Path, final: Path, slug: str,
+                  target: str, missing_plugin: str | None) -> dict[str, Any]:
+    from ..chakra import Algorithm, read_trace
+    from ..pipeline._ranges import exact_size
+
+    algo_tmp = tmp / slug / "msccl-algorithms"
+    algo_tmp.mkdir(parents=True)
+    exported: list[dict[str, Any]] = []
+    left: list[dict[str, Any]] = []
+    for k, seg in enumerate(st.segments):
+        entry = _segment_entry(st, seg)
+        name = f"{k:02d}-{_slug(seg.source)}-{exact_size(seg.min_bytes)}-{exact_size(seg.max_bytes)}.xml"
+        reason = missing_plugin
+        if reason is None and target == "msccl-legacy" and len(exported) >= LEGACY_MAX_FILES:
+            reason = f"the msccl-legacy runtime loads at most {LEGACY_MAX_FILES} algorithms"
+        prefix = prefixes.get(seg.algorithm or "")
+        if reason is None and prefix is None:
+            reason = "the run recorded no algorithm files for this winner"
+        if reason is None:
+            try:
+                alg = read_trace(prefix)  # type: ignore[arg-type] # checked just above
+                if not isinstance(alg, Algorithm):
+                    raise UsageError(f"{prefix} holds a workload, not an algorithm")
+                _export_segment(manager, alg, seg, algo_tmp / name, target, tmp)
+            except HubError as exc:
+                reason = exc.message.splitlines()[0] if exc.message else type(exc).__name__
+        if reason is not None:
+            left.append({**entry, "reason": reason})
+        else:
+            exported.append({**entry, "file": str(final / slug / "msccl-algorithms" / name)})
+    env = final / slug / "msccl.env"
+    if exported:
+        files = [Path(e["file"]) for e in exported]
+        text = "\n".join(_env_lines(target, final / slug / "msccl-algorithms", files)) + "\n"
+        (tmp / slug / "msccl.env").write_text(text, encoding="utf-8")
+    return {"title": st.title, "key": st.key, "dir": str(final / slug), "env": str(env) if exported else None,
+            "exported": exported, "not_exported": left}
+
+
+def export_msccl(run_dir: str | Path, out_dir: str | Path, *, target: str = "msccl-executor-nccl",
+                 force: bool = False, ans: Answer | None = None) -> ExportOutcome:
+    """Export the winners of the run in ``run_dir`` to ``out_dir`` (see the module docstring).
+
+    ``target`` is the runtime (``msccl-executor-nccl``, ``rccl`` or ``msccl-legacy``). An existing
+    ``out_dir`` is replaced only with ``force``. Winners that cannot be exported are listed in
+    the outcome (``not_exported``, each with its reason); nothing is raised for them."""
+    from ..atomic import commit_dir, temp_dir
+    from ..errors import ComponentNotFoundError
+    from ..pipeline._plot import load_document
+    from ..plugins import get_manager
+
+    if target not in TARGETS:
+        raise UsageError(f"unknown MSCCL target {target!r}", hint="choose one of: " + ", ".join(TARGETS))
+    run = Path(run_dir)
+    doc, _ = load_document(run)
+    if ans is None:
+        ans = answer(doc)
+    final = Path(out_dir).resolve()
+    if final.exists() and not force and (not final.is_dir() or any(final.iterdir())):
+        raise UsageError(f"{out_dir} already exists", hint="choose another directory, or pass --force to replace it")
+    manager = get_manager()
+    missing = None
+    try:
+        manager.component(COMPONENT)
+    except ComponentNotFoundError:
+        missing = f"{COMPONENT} is not installed (pip install collhub-mscclang)"
+    run_root = run if run.is_dir() else run.parent
+    prefixes = _prefixes(doc, run_root)
+    tmp = temp_dir(final)
+    try:
+        outcome = ExportOutcome(final, target)
+        for i, st in enumerate(ans.studies):
+            outcome.studies.append(_export_study(manager, st, prefixes, tmp, final, _study_slug(i, st), target,
+                                                 missing))
+        (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
+        commit_dir(tmp, final, replace=True)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return outcome

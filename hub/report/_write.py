@@ -1,0 +1,97 @@
+"""Writing a run's report: ``report.json`` (machines), ``report.md`` (people), ``report.png``.
+
+:func:`write_report` reads the run only through :func:`hub.pipeline._plot.load_document`, so it
+works on any run directory, finished or being committed. :func:`auto_report` is the runner's
+guarded call: a run with a size variable gets its report, and nothing about the report can fail
+the run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_file
+from ..errors import UsageError
+from ._answer import Answer, answer, size_variable
+
+__all__ = ["auto_report", "markdown", "write_report"]
+
+
+def _fmt_time(t: float) -> str:
+    return f"{t:.3f}" if t < 1000 else f"{t:.1f}"
+
+
+def markdown(ans: Answer) -> str:
+    """The report as Markdown: one table per study (size, winner, time, busbw, runner-up, margin)
+    and its crossovers."""
+    from ..pipeline._ranges import exact_size
+
+    lines = [f"# {ans.pipeline or 'run'}: the best algorithm at each {ans.size_variable}", ""]
+    for st in ans.studies:
+        lines += [f"## {st.title}", "", "| size | winner | time (µs) | busbw (GB/s) | runner-up | × faster |",
+                  "|---|---|---:|---:|---|---:|"]
+        for b in st.best:
+            bw = f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-"
+            margin = f"{b.margin:.2f}" if b.margin is not None else "-"
+            lines.append(f"| {exact_size(b.size_bytes)} | {b.source} | {_fmt_time(b.time_us)} | {bw} | "
+                         f"{b.runner_up or '-'} | {margin} |")
+        lines.append("")
+        if st.crossovers:
+            for c in st.crossovers:
+                lines.append(f"* crossover: {c.before} up to {exact_size(c.below)}, {c.after} from "
+                             f"{exact_size(c.at)}")
+        else:
+            lines.append(f"* no crossover: {st.best[0].source} wins at every size")
+        lines.append("")
+    notes = []
+    if ans.failed_rows:
+        notes.append(f"{ans.failed_rows} failed row(s) left out")
+    if ans.rows_without_time:
+        notes.append(f"{ans.rows_without_time} row(s) without a time left out")
+    if notes:
+        lines += ["_" + "; ".join(notes) + "_", ""]
+    return "\n".join(lines)
+
+
+def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, plot: bool = True) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md`` and (with ``plot`` and matplotlib) ``report.png``
+    for the run in ``run_dir`` into ``out_dir`` (default: the run directory); return the paths."""
+    from ..pipeline._plot import load_document
+
+    doc, _ = load_document(run_dir)
+    ans = answer(doc)
+    target = Path(out_dir) if out_dir is not None else Path(run_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    written = {"json": target / "report.json", "md": target / "report.md"}
+    write_file(written["json"], json.dumps(ans.as_dict(), indent=1) + "\n")
+    write_file(written["md"], markdown(ans))
+    if plot:
+        from ._plot import render_plot
+
+        written["png"] = render_plot(ans, target / "report.png")
+    return written
+
+
+def auto_report(run_dir: Path, document: Any = None, *, plot: bool = True) -> dict[str, Path]:
+    """The runner's call: the report of a run that swept a size (``report.png`` with ``plot`` when
+    matplotlib is installed); an empty mapping otherwise. Never raises: a problem is one warning line."""
+    try:
+        if document is not None and size_variable(document) is None:
+            return {}
+        from ..pipeline._plot import load_document
+
+        doc, _ = load_document(run_dir)
+        if size_variable(doc) is None or not any(r.get("status") == "ok" for r in doc["rows"]
+                                                 if isinstance(r, dict)):
+            return {}
+        plot = plot and importlib.util.find_spec("matplotlib") is not None
+        return write_report(run_dir, plot=plot)
+    except UsageError:  # nothing to compare (no row with a time): no report, and nothing to warn about
+        return {}
+    except Exception as exc:  # noqa: BLE001 - a report is a bonus: never fail a finished run because of it
+        print(f"warning: could not write the report: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return {}
