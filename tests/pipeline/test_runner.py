@@ -93,7 +93,8 @@ def test_run_directory_contents(tmp_path: Path, tspec: ManagerSpec) -> None:
     d = run.run_dir
     assert d == (tmp_path / "run").absolute()
     assert sorted(p.name for p in d.iterdir()) == [
-        "algorithms", "artifacts", "pipeline.yaml", "results.csv", "results.json", "results.md", "results.png"]
+        "algorithms", "artifacts", "pipeline.yaml", "report.json", "report.md", "report.png",  # a size sweep: the answer
+        "results.csv", "results.json", "results.md", "results.png"]
     assert (d / "pipeline.yaml").read_text() == text
     algs = sorted(p.name for p in (d / "algorithms").iterdir())
     assert len(algs) == 5 and sum(a.startswith("a-") for a in algs) == 2
