@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "Result": "hub._result",
     "Topology": "hub.topology",
     "parse_size": "hub._units",
+    "range_values": "hub._ranges",
     "ConsumerSpec": "hub.plugins",
     "ProducerSpec": "hub.plugins",
     "TransformSpec": "hub.plugins",
@@ -60,6 +61,7 @@ def __dir__() -> list[str]:
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._result import Result
+    from ._ranges import range_values
     from ._units import parse_size
     from .chakra import (
         Algorithm,

@@ -183,7 +183,7 @@ def _size_sweep(params: dict[str, Any], min_bytes: str | None, max_bytes: str | 
                 step: str | None) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
     from ..pipeline._limits import limit
-    from ..pipeline._ranges import range_values
+    from .._ranges import range_values
 
     if min_bytes is None and max_bytes is None:
         if factor is not None or step is not None:

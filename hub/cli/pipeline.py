@@ -138,7 +138,7 @@ def graph_text(model: Any, fmt: str) -> str:
                    if cons.sources is None or sname in cons.sources]
         lines.append(" -> ".join(chain) + (" -> " + ", ".join(targets) if targets else ""))
     if model.matrix:
-        from ..pipeline._ranges import is_range, range_count
+        from .._ranges import is_range, range_count
 
         def count(name: str, v: Any) -> Any:
             try:

@@ -69,7 +69,7 @@ def _print_tables(ans: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..pipeline._ranges import exact_size
+    from .._ranges import exact_size
 
     console = Console(width=None if sys.stdout.isatty() else 110)
     for st in ans.studies:

@@ -109,8 +109,8 @@ def _segment_entry(st: Study, seg: Segment) -> dict[str, Any]:
 
 def _export_study(manager: Any, st: Study, prefixes: dict[str, Path], tmp: Path, final: Path, slug: str,
                   target: str, missing_plugin: str | None) -> dict[str, Any]:
+    from .._ranges import exact_size
     from ..chakra import Algorithm, read_trace
-    from ..pipeline._ranges import exact_size
 
     algo_tmp = tmp / slug / "msccl-algorithms"
     algo_tmp.mkdir(parents=True)

@@ -20,7 +20,7 @@ __all__ = ["render_plot"]
 
 
 def _label(n: float) -> str:
-    from ..pipeline._ranges import exact_size
+    from .._ranges import exact_size
 
     return exact_size(int(n))
 

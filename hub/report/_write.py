@@ -28,7 +28,7 @@ def _fmt_time(t: float) -> str:
 def markdown(ans: Answer) -> str:
     """The report as Markdown: one table per study (size, winner, time, busbw, runner-up, margin)
     and its crossovers."""
-    from ..pipeline._ranges import exact_size
+    from .._ranges import exact_size
 
     lines = [f"# {ans.pipeline or 'run'}: the best algorithm at each {ans.size_variable}", ""]
     for st in ans.studies:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from hub._ranges import exact_size, range_values
 from hub.errors import PipelineValidationError, UsageError
 from hub.pipeline import run_pipeline_text, validate_text
-from hub.pipeline._ranges import exact_size, range_values
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,7 +28,8 @@ class ReplayParams(BaseModel):
         None, ge=1, description="local processes to spawn (default: the algorithm's ranks); inside a torchrun-style "
         "launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) the launch's processes are used instead")
     size: int | str | list[int | str] = Field(
-        "1MiB", description="collective size(s) in bytes, nccl-tests' S: one value or a list [-b]")
+        "1MiB", description="collective size(s) in bytes, nccl-tests' S: one value, a list, or a range "
+        "{from: 1KiB, to: 1GiB, factor: 2} / {from:, to:, step:} [-b/-e/-f/-i]")
     max_size: int | str | None = Field(None, description="sweep size, size*factor, ... up to this [-e]")
     factor: int = Field(2, ge=2, description="multiplier of the sweep [-f]")
     dtype: Literal[tuple(DTYPE_BYTES)] = Field("float32", description="element type [-d]")  # type: ignore[valid-type]
@@ -48,6 +49,16 @@ class ReplayParams(BaseModel):
         "schedule (one batch_isend_irecv group per round) on the CPU")
     preflight: bool = Field(True, description="verify structure and progress and dry-run the schedule before launch; "
                             "false leaves deadlocks to the runtime watchdog")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _range(cls, v: Any) -> Any:
+        # A range mapping becomes its list of sizes, through the core's one range grammar.
+        if isinstance(v, dict):
+            from hub import range_values
+
+            return range_values("size", v, limit=10_000)
+        return v
 
     @field_validator("size")
     @classmethod

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._units import SIZE_GRAMMAR, parse_size
-from ..errors import UsageError
+from ._units import SIZE_GRAMMAR, parse_size
+from .errors import UsageError
 
 __all__ = ["RANGE_KEYS", "RangeIssue", "exact_size", "is_range", "range_count", "range_issues", "range_values",
            "SIZE_NAMES"]
