@@ -15,6 +15,7 @@ last one ends at the largest size. A *crossover* is where one segment ends and t
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -127,10 +128,28 @@ class Answer:
 
 
 def _bytes(value: Any) -> int | None:
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return _cached_bytes(value)
     try:
         return parse_size(value)
     except UsageError:
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_bytes(value: str | int) -> int | None:
+    # A sweep repeats each size once per source, network and consumer: parse each spelling once.
+    try:
+        return parse_size(value)
+    except UsageError:
+        return None
+
+
+def _hashable(value: Any) -> Any:
+    """A dictionary key for a matrix value (mappings and lists by their canonical JSON)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def size_variable(document: Mapping[str, Any]) -> str | None:
@@ -142,7 +161,8 @@ def size_variable(document: Mapping[str, Any]) -> str | None:
                and isinstance(r.get("point"), Mapping)]
     for p in points:
         names += [k for k in p if k not in names]
-    values = {n: [p[n] for p in points if n in p] for n in names}
+    # Distinct values only: a 100,000-row run has a few dozen sizes.
+    values = {n: list({_hashable(p[n]): p[n] for p in points if n in p}.values()) for n in names}
     for n in names:
         if n.lower() in SIZE_NAMES and values[n] and all(_bytes(v) is not None for v in values[n]):
             return n
@@ -209,11 +229,12 @@ def _study_of(studies: dict[str, Study], row: Mapping[str, Any], metrics: Mappin
               point: Mapping[str, Any], size_var: str) -> Study:
     coll = metrics.get("collective")
     ranks = metrics.get("ranks")
-    key: dict[str, Any] = {k: v for k, v in point.items() if k != size_var}
-    key.update({"consumer": row.get("consumer"), "collective": coll, "ranks": ranks})
-    skey = json.dumps(key, sort_keys=True, default=str)
+    skey = repr((row.get("consumer"), _hashable(coll), _hashable(ranks),
+                 sorted((k, _hashable(v)) for k, v in point.items() if k != size_var)))
     study = studies.get(skey)
     if study is None:
+        key: dict[str, Any] = {k: v for k, v in point.items() if k != size_var}
+        key.update({"consumer": row.get("consumer"), "collective": coll, "ranks": ranks})
         parts = [f"{k}={_show(v)}" for k, v in point.items() if k != size_var]
         if coll:
             parts.append(str(coll) + (f" on {ranks} ranks" if isinstance(ranks, int) else ""))

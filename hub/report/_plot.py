@@ -16,7 +16,10 @@ from pathlib import Path
 from ..errors import UsageError
 from ._answer import Answer
 
-__all__ = ["render_plot"]
+__all__ = ["MAX_PANELS", "render_plot"]
+
+#: Panels drawn at most: a picture of 50 studies is unreadable (and huge); the tables have them all.
+MAX_PANELS = 8
 
 
 def _label(n: float) -> str:
@@ -25,7 +28,7 @@ def _label(n: float) -> str:
     return exact_size(int(n))
 
 
-def render_plot(ans: Answer, target: Path, dpi: int = 130) -> Path:
+def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
     """Draw ``ans`` into the PNG ``target`` (written atomically) and return it."""
     try:
         import matplotlib
@@ -39,7 +42,8 @@ def render_plot(ans: Answer, target: Path, dpi: int = 130) -> Path:
     palette = list(matplotlib.colormaps["tab10" if len(sources) <= 10 else "tab20"].colors)  # type: ignore[attr-defined]
     color = {s: palette[i % len(palette)] for i, s in enumerate(sources)}
     markers = dict(zip(sources, "osD^vPX*<>" * (len(sources) // 10 + 1), strict=False))
-    n = len(ans.studies)
+    studies = ans.studies[:MAX_PANELS]
+    n = len(studies)
     ncols = 1 if n == 1 else 2
     nrows = math.ceil(n / ncols)
     fig = Figure(figsize=(6.4 * ncols, 4.2 * nrows + 0.6), layout="constrained")
@@ -49,7 +53,7 @@ def render_plot(ans: Answer, target: Path, dpi: int = 130) -> Path:
         if idx >= n:
             ax.set_visible(False)
             continue
-        st = ans.studies[idx]
+        st = studies[idx]
         top = 0.0
         for src, pts in st.series.items():
             xs = sorted(pts)
@@ -58,9 +62,8 @@ def render_plot(ans: Answer, target: Path, dpi: int = 130) -> Path:
             ax.plot(xs, ys, color=color[src], marker=markers[src], markersize=4.5, linewidth=1.6, label=src)
         # The winner strip: one marker per size at the bottom, in the winner's colour.
         strip = -0.06 * (top or 1.0)
-        for b in st.best:
-            ax.plot([b.size_bytes], [strip], linestyle="none", marker="s", markersize=7,
-                    color=color[b.source], markeredgecolor="black", markeredgewidth=0.4)
+        ax.scatter([b.size_bytes for b in st.best], [strip] * len(st.best), marker="s", s=42, zorder=3,
+                   c=[color[b.source] for b in st.best], edgecolors="black", linewidths=0.4)
         for c in st.crossovers:
             ax.axvline(math.sqrt(c.below * c.at), color="0.35", linestyle=":", linewidth=1.0)
         ax.set_ylim(bottom=2 * strip, top=(top or 1.0) * 1.08)
@@ -82,7 +85,10 @@ def render_plot(ans: Answer, target: Path, dpi: int = 130) -> Path:
         ax.set_ylabel("bus bandwidth (GB/s)")
         ax.grid(True, color="0.88", linewidth=0.7)
         ax.legend(fontsize=8, frameon=False, loc="upper left")
-    fig.suptitle(f"{ans.pipeline + ': ' if ans.pipeline else ''}the best algorithm at each size", fontsize=11)
+    title = f"{ans.pipeline + ': ' if ans.pipeline else ''}the best algorithm at each size"
+    if len(ans.studies) > n:
+        title += f" (the first {n} of {len(ans.studies)} studies; report.json and report.md have all)"
+    fig.suptitle(title, fontsize=11)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
     try:
