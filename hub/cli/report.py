@@ -61,7 +61,8 @@ def report_command(
     if outcome is not None and outcome.not_exported:
         for e in outcome.not_exported:
             err(f"error: {e['source']} ({e['min_bytes']}..{e['max_bytes']} B) was not exported: {e['reason']}")
-        err(f"hint: the other winners are in {outcome.out_dir}; export.json lists every winner")
+        where = f"the other winners are in {outcome.out_dir}; " if outcome.exported else ""
+        err(f"hint: {where}{outcome.out_dir / 'export.json'} lists every winner, with the reason for each one left out")
         raise typer.Exit(ExitCode.RUN_FAILED)
 
 

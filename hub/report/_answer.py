@@ -202,16 +202,19 @@ def answer(document: Mapping[str, Any]) -> Answer:
         if r.get("status") != "ok":
             failed += 1
             continue
-        metrics = r.get("metrics") or {}
+        metrics, point = r.get("metrics"), r.get("point")
+        if not isinstance(metrics, Mapping) or not isinstance(point, Mapping):  # a hand-made or damaged row
+            no_time += 1
+            continue
         t = _time_us(metrics)
-        point = r.get("point") or {}
         size = _bytes(point.get(size_var))
         if t is None or size is None:
             no_time += 1
             continue
         study = _study_of(studies, r, metrics, point, size_var)
         bw = metrics.get("busbw_GBps")
-        alg = (r.get("algorithm") or {}).get("dir") if isinstance(r.get("algorithm"), Mapping) else None
+        alg = r["algorithm"].get("dir") if isinstance(r.get("algorithm"), Mapping) else None
+        alg = alg if isinstance(alg, str) else None
         study.series.setdefault(str(r.get("source")), {})[size] = (
             t, float(bw) if isinstance(bw, (int, float)) and not isinstance(bw, bool) else None, alg)
         study.labels.setdefault(size, point.get(size_var))
@@ -238,8 +241,9 @@ def _study_of(studies: dict[str, Study], row: Mapping[str, Any], metrics: Mappin
         parts = [f"{k}={_show(v)}" for k, v in point.items() if k != size_var]
         if coll:
             parts.append(str(coll) + (f" on {ranks} ranks" if isinstance(ranks, int) else ""))
-        parts.append(f"{row.get('consumer')} ({row.get('component')})")
-        study = studies[skey] = Study(key, ", ".join(parts), row.get("consumer"), row.get("component"),
+        if row.get("consumer") or row.get("component"):
+            parts.append(f"{row.get('consumer') or '-'} ({row.get('component') or '-'})")
+        study = studies[skey] = Study(key, ", ".join(parts) or "all rows", row.get("consumer"), row.get("component"),
                                       str(coll) if coll else None, ranks if isinstance(ranks, int) else None)
     return study
 

@@ -127,3 +127,18 @@ def test_report_bad_input_is_one_line(tmp_path: Path) -> None:
                                      "hint: sweep a size, e.g. matrix: {size: {from: 1KiB, to: 1GiB, factor: 2}}"]
     for res in (missing, broken, p):
         assert "Traceback" not in res.stderr
+
+
+def test_damaged_rows_are_counted_not_fatal(tmp_path: Path) -> None:
+    rows = [{"source": "a", "status": "ok", "metrics": [1], "point": {"size": "1KiB"}},
+            {"source": "b", "status": "ok", "metrics": {"time_us": 2}, "point": "x"},
+            {"source": "a", "status": "ok", "metrics": {"time_us": 1.5}, "point": {"size": "1KiB"}, "algorithm": 5},
+            {"source": "b", "status": "ok", "metrics": {"time_us": 1.0}, "point": {"size": "2KiB"}},
+            {"source": "b", "status": "failed", "metrics": {}, "point": {"size": "1KiB"}}, "junk"]
+    (tmp_path / "results.json").write_text(json.dumps({"variables": ["size"], "rows": rows}))
+    p = _collhub("report", str(tmp_path), "--no-plot", "--format", "json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert (doc["failed_rows"], doc["rows_without_time"]) == (1, 2)
+    (st,) = doc["studies"]
+    assert [(b["size_bytes"], b["source"]) for b in st["best"]] == [(1024, "a"), (2048, "b")]
