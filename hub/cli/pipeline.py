@@ -222,6 +222,8 @@ def run_command(
     err(f"{len(result.rows)} row(s){f', {failed} failed' if failed else ''}; run directory: {result.run_dir}")
     if result.plot is not None:
         err(f"plot: {result.plot}")
+    if (result.run_dir / "report.md").is_file():  # a size sweep: the runner wrote the answer
+        err(f"report: {result.run_dir / 'report.md'} (collhub report {result.run_dir})")
 
 
 @app.command("plot")
