@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag, WithJsonSchema
 
 __all__ = ["ConsumerStep", "Pipeline", "SourceSpec", "TransformStep", "SCHEMA_ID"]
 
@@ -30,12 +30,20 @@ def _matrix_kind(value: Any) -> str:
     return "range" if isinstance(value, dict) else "values"
 
 
+#: What editors see for a range (validation checks it in pass 2, with positions: :mod:`hub._ranges`).
+_RANGE_SCHEMA: dict[str, Any] = {
+    "type": "object", "title": "Range", "required": ["from", "to"], "additionalProperties": False,
+    "description": "nccl-tests-style range: from, to and one of factor (multiply) or step (add)",
+    "properties": {"from": {"type": ["integer", "string"]}, "to": {"type": ["integer", "string"]},
+                   "factor": {"type": "integer", "minimum": 2}, "step": {"type": ["integer", "string"]}},
+}
+
 #: A matrix entry: a list of values, or an nccl-tests-style range mapping (``{from:, to:, factor:|step:}``)
 #: whose keys and bounds pass 2 checks with positions (:mod:`._ranges`) before expanding it to a list.
 #: The tags keep pydantic to one branch, so a scalar gets one "valid list" error, not one per branch.
 MatrixValues = Annotated[
     Union[Annotated[Annotated[list[Any], Field(min_length=1)], Tag("values")],
-          Annotated[dict[str, Any], Tag("range")]],
+          Annotated[dict[str, Any], Tag("range"), WithJsonSchema(_RANGE_SCHEMA)]],
     Discriminator(_matrix_kind),
 ]
 #: The tags pydantic puts into error locations of :data:`MatrixValues` (validation drops them).
