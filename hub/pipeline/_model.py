@@ -7,7 +7,7 @@ reference variables as ``${name}``; interpolation happens per point (see :mod:`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag, WithJsonSchema
 
@@ -39,11 +39,11 @@ _RANGE_SCHEMA: dict[str, Any] = {
 }
 
 #: A matrix entry: a list of values, or an nccl-tests-style range mapping (``{from:, to:, factor:|step:}``)
-#: whose keys and bounds pass 2 checks with positions (:mod:`._ranges`) before expanding it to a list.
+#: whose keys and bounds pass 2 checks with positions (:mod:`hub._ranges`) before expanding it to a list.
 #: The tags keep pydantic to one branch, so a scalar gets one "valid list" error, not one per branch.
 MatrixValues = Annotated[
-    Union[Annotated[Annotated[list[Any], Field(min_length=1)], Tag("values")],
-          Annotated[dict[str, Any], Tag("range"), WithJsonSchema(_RANGE_SCHEMA)]],
+    Annotated[Annotated[list[Any], Field(min_length=1)], Tag("values")]
+    | Annotated[dict[str, Any], Tag("range"), WithJsonSchema(_RANGE_SCHEMA)],
     Discriminator(_matrix_kind),
 ]
 #: The tags pydantic puts into error locations of :data:`MatrixValues` (validation drops them).
@@ -108,7 +108,8 @@ class Pipeline(_Strict):
     matrix: dict[VarName, MatrixValues] = Field(
         default_factory=dict,
         description="sweep variables: the run covers the cartesian product of the value lists, in key order; "
-        "a value may be a range {from: 1KiB, to: 1GiB, factor: 2} or {from: 8, to: 64, step: 8} (nccl-tests -b/-e/-f/-i)",
+        "a value may be a range {from: 1KiB, to: 1GiB, factor: 2} or {from: 8, to: 64, step: 8} "
+        "(nccl-tests -b/-e/-f/-i)",
     )
     sources: dict[StepName, SourceSpec] = Field(min_length=1, description="named algorithm sources")
     consumers: dict[StepName, ConsumerStep] = Field(
