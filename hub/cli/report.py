@@ -44,7 +44,12 @@ def report_command(
         raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: msccl")
     doc, _ = load_document(run_dir)
     ans = answer(doc)
-    written = write_report(run_dir if run_dir.is_dir() else run_dir.parent, out_dir, plot=plot)
+    source = run_dir if run_dir.is_dir() else run_dir.parent
+    try:
+        written = write_report(source, out_dir, plot=plot)
+    except OSError as exc:  # e.g. a read-only run directory
+        raise UsageError(f"cannot write the report into {out_dir or source}: {exc.strerror or exc}",
+                         hint="pass --out DIR to write it elsewhere") from None
     outcome = None
     if export is not None:
         from ..report import export_msccl
