@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hub.pipeline import run_pipeline_text
-
-from .test_report import STUDY, _collhub, _expected
+from .test_report import _collhub, _expected
 
 pytest.importorskip("collhub_mscclang")
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_pipeline_text(STUDY, tmp_path_factory.mktemp("study") / "run", jobs=1, plot=False).run_dir
 
 
 def _ranges(algo_dir: Path) -> list[tuple[int, int, str]]:

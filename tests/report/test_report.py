@@ -42,13 +42,6 @@ def _collhub(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpro
                           timeout=180)
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = run_pipeline_text(STUDY, tmp_path_factory.mktemp("study") / "run", jobs=1)
-    assert run.ok
-    return run.run_dir
-
-
 def _expected(run_dir: Path) -> dict[str, tuple[list[tuple[int, str]], list[tuple[int, int, str, str]]]]:
     """network -> (winner per size, crossovers (last size of A, first size of B, A, B)), from the rows."""
     rows = json.loads((run_dir / "results.json").read_text())["rows"]
