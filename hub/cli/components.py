@@ -94,7 +94,10 @@ def produce(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a producer and write its algorithm (or workload) as Chakra ET files."""
+    """Run a producer and write its algorithm (or workload) as Chakra ET files.
+
+    Example: collhub produce hub.ring --set collective=allreduce --set ranks=8 --out out/ring
+    """
     from ..plugins import get_manager
 
     obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
@@ -109,7 +112,10 @@ def transform(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a transform on an algorithm trace and write the result."""
+    """Run a transform on an algorithm trace and write the result.
+
+    Example: collhub transform hub.chunk out/ring out/ring4 --set pieces=4
+    """
     from ..chakra import Algorithm, read_trace
     from ..plugins import get_manager
 
@@ -131,7 +137,10 @@ def consume(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a consumer on a trace and print its result."""
+    """Run a consumer on a trace and print its result.
+
+    Example: collhub consume hub.simulate out/ring --set network=ring:8 --set size=1MiB
+    """
     from ..chakra import Algorithm, read_trace
     from ..plugins import get_manager
 

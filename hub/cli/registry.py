@@ -33,7 +33,10 @@ def search_command(
     offline: bool = typer.Option(False, "--offline", help="Use the cached index only."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Search the plugin registry."""
+    """Search the plugin registry.
+
+    Example: collhub search alltoall --kind producer
+    """
     if kind and kind not in ("producer", "transform", "consumer"):
         raise UsageError(f"unknown kind {kind!r}", hint="one of producer, transform, consumer")
     with _client(registry, offline) as client:
@@ -55,7 +58,10 @@ def install_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and show what would be installed."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Install plugins from the registry (sha256 and size verified before pip runs)."""
+    """Install plugins from the registry (sha256 and size verified before pip runs).
+
+    Example: collhub install collhub-mscclang
+    """
     with _client(registry) as client:
         plans = client.install(requirements, upgrade=upgrade, dry_run=dry_run)
     rows = [{"name": p.name, "version": p.version, "file": p.file.filename, "sha256": p.file.hashes.get("sha256"),
@@ -71,7 +77,10 @@ def uninstall_command(
     names: list[str] = typer.Argument(..., help="Plugin distributions to remove."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
-    """Uninstall plugins (pip uninstall in this environment)."""
+    """Uninstall plugins (pip uninstall in this environment).
+
+    Example: collhub uninstall collhub-mscclang
+    """
     from ..registry import uninstall
 
     if any(n.lower() == "collhub" for n in names):

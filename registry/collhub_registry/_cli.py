@@ -61,7 +61,10 @@ def build(
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Index plugin wheels into a static registry site, without importing or installing them."""
+    """Index plugin wheels into a static registry site, without importing or installing them.
+
+    Example: collhub registry build plugins/mscclang plugins/astrasim --out site
+    """
     from ._builder import build_site
 
     with tempfile.TemporaryDirectory(prefix="collhub-wheels-") as tmp:
@@ -85,7 +88,10 @@ def serve(
     port: int = typer.Option(8000, "--port", "-p", help="Port (0 picks a free one)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
 ) -> None:
-    """Serve a registry site read-only (ETag, If-None-Match, safe paths)."""
+    """Serve a registry site read-only (ETag, If-None-Match, safe paths).
+
+    Example: collhub registry serve site --port 8000
+    """
     from ._server import make_server
 
     if not 0 <= port <= 65535:
@@ -100,7 +106,10 @@ def serve(
 
 @app.command("check")
 def check(site: Path = typer.Argument(..., help="Site directory to check."), fmt: OutputFormat = FORMAT_OPTION) -> None:
-    """Validate every document of a site and the hash and size of every file."""
+    """Validate every document of a site and the hash and size of every file.
+
+    Example: collhub registry check site
+    """
     import hashlib
     import json
 
