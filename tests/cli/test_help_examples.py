@@ -30,8 +30,8 @@ def _leaves(cmd: Any, ctx: Any, path: list[str]) -> list[list[str]]:
     return out
 
 
-def _groups(paths: list[list[str]]) -> list[list[str]]:
-    return sorted({tuple(p[:-1]) for p in paths if len(p) > 1})  # type: ignore[arg-type]
+def _groups(paths: list[list[str]]) -> list[tuple[str, ...]]:
+    return sorted({tuple(p[:-1]) for p in paths if len(p) > 1})
 
 
 @pytest.fixture()
