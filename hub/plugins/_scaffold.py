@@ -72,6 +72,13 @@ name = "flat_broadcast"
 summary = "Broadcast: the root sends its whole buffer to every other rank at once"
 collectives = ["broadcast"]
 outputs = ["algorithm"]
+# shown on the registry's page; `collhub plugins validate . --imports` checks them against the model
+params = [
+  {{name = "collective", type = "str", default = "broadcast", description = "Only broadcast is supported"}},
+  {{name = "ranks", type = "int", required = true, description = "Number of ranks"}},
+  {{name = "root", type = "int", default = 0, description = "Rank that owns the data"}},
+  {{name = "chunks", type = "int", default = 1, description = "Chunks per rank buffer"}},
+]
 """
 
 _README = """\

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -69,6 +70,9 @@ def build(
     sources: list[Path] = typer.Argument(..., help="Wheel files, directories of wheels, or plugin project directories."),
     out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
+    url: Optional[str] = typer.Option(  # noqa: UP007 - Typer needs Optional here
+        None, "--url", help="Address the site will be served at, for the pages' install commands "
+        "(default: the pages fill it in from their own address)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Index plugin wheels into a static registry site, without importing or installing them.
@@ -79,7 +83,7 @@ def build(
 
     with tempfile.TemporaryDirectory(prefix="collhub-wheels-") as tmp:
         wheels = _wheels_from(list(sources), Path(tmp))
-        report = build_site(list(wheels), out_dir, yanked=yank)
+        report = build_site(list(wheels), out_dir, yanked=yank, base_url=url)
     source_of = {w.name: src for w, src in wheels.items()}
     if fmt == OutputFormat.json:
         emit_json({"site": str(report.site), "plugins": report.plugins,
