@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import RegistryError, UsageError
-from ._output import FORMAT_OPTION, OutputFormat, emit_json, out, table
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
 
@@ -56,14 +56,30 @@ def install_command(
     registry: Optional[str] = REGISTRY_OPTION,  # noqa: UP007
     upgrade: bool = typer.Option(False, "--upgrade", "-U", help="Upgrade already installed plugins."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and show what would be installed."),
+    force: bool = typer.Option(False, "--force", help="Replace an editable (development) install without asking."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Install plugins from the registry (sha256 and size verified before pip runs).
 
+    A plugin installed here in editable mode (pip install -e) is replaced only after a yes on a
+    terminal, or with --force.
+
     Example: collhub install collhub-mscclang
     """
+    from ._output import is_tty
+
+    def ask(question: str) -> bool:
+        return sys.stdin.isatty() and is_tty() and typer.confirm(question, default=False, err=True)
+
     with _client(registry) as client:
-        plans = client.install(requirements, upgrade=upgrade, dry_run=dry_run)
+        plans = client.install(requirements, upgrade=upgrade, dry_run=dry_run, force=force, confirm=ask)
+    if dry_run:
+        from ..registry._editable import editable_location
+
+        for p in plans:
+            if (loc := editable_location(p.name)) is not None:
+                err(f"warning: {p.name} is installed here in editable mode from {loc}; installing would ask "
+                    "first (or need --force)")
     rows = [{"name": p.name, "version": p.version, "file": p.file.filename, "sha256": p.file.hashes.get("sha256"),
              "requires_hub": p.requires_hub} for p in plans]
     if fmt == OutputFormat.json:
