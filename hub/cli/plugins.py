@@ -219,6 +219,7 @@ def new(
     for f in files:
         out(f"  {f.relative_to(root)}")
     out(f"next: cd {root} && pip install -e '.[test]' && pytest")
+    out(f"publish: collhub plugins validate {root} --imports && collhub registry build {root} --out site")
 
 
 def _remote_info(name: str, registry: str | None, fmt: OutputFormat) -> None:
