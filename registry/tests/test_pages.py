@@ -91,7 +91,9 @@ def test_install_command_on_the_page_works_as_printed(site: Path, served: Regist
                                                       wheels: dict[str, Path]) -> None:
     build_site(wheels.values(), site, base_url=served.url)  # the same site, now knowing its address
     page = httpx.get(served.url + "plugins/collhub-sample.html", timeout=10).text
-    command = unescape(re.search(r'<pre class="install" id="install"[^>]*>(.*?)</pre>', page, re.S)[1])
+    found = re.search(r'<pre class="install" id="install"[^>]*>(.*?)</pre>', page, re.S)
+    assert found, page
+    command = unescape(found[1])
     assert command == f"collhub install collhub-sample --registry {served.url}"
     argv = shlex.split(command)
     assert argv[0] == "collhub"

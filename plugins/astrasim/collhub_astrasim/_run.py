@@ -47,7 +47,8 @@ class RunParams(BundleOptions):
     )
     binary: str | None = Field(default=None, description=f"ASTRA-sim analytical binary; default ${ENV_BINARY}")
     timeout: float = Field(default=600.0, gt=0, description="seconds before the run is killed")
-    out: str | None = Field(default=None, description="bundle directory (default: a temporary one, removed after the run)")
+    out: str | None = Field(default=None,
+                            description="bundle directory (default: a temporary one, removed after the run)")
     keep: bool = Field(default=False, description="without out: keep the bundle, in a fresh directory of the run "
                        "directory (named in the result's artifacts)")
 
