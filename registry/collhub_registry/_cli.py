@@ -98,7 +98,7 @@ def build(
             err(f"error: {_skipped_line(e.file, e.error, source_of.get(e.file))}")
         first = source_of.get(report.errors[0].file)
         err(f"hint: {len(report.errors)} wheel(s) skipped; `collhub plugins validate "
-            f"{first if first is not None else 'WHEEL'}` explains a manifest problem in full")
+            f"{first if first is not None else 'WHEEL'}` explains the first in full")
         raise typer.Exit(ExitCode.VALIDATION)
 
 

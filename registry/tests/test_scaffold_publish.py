@@ -50,5 +50,5 @@ def test_a_skipped_plugin_fails_the_build_and_is_named(tmp_path: Path) -> None:
     lines = p.stderr.splitlines()
     assert lines[0] == ("error: skipped collhub-bad-one (collhub_bad_one-0.1.0-py3-none-any.whl, from "
                         "collhub-bad-one): wheel has no collhub_bad_one/collhub-plugin.toml"), p.stderr
-    assert lines[1].startswith("hint: 1 wheel(s) skipped; `collhub plugins validate collhub-bad-one`")
+    assert lines[1].startswith("hint: 1 wheel(s) skipped; `collhub plugins validate collhub-bad-one` explains")
     assert "collhub-good-one  0.1.0" in p.stdout  # the others are still indexed
