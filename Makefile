@@ -30,6 +30,13 @@ install-dev: venv
 	$(BIN)/python -m pip install -q -e ".[test]" "$(TORCH)" $(foreach p,$(PLUGINS) $(REGISTRY),$(if $(wildcard $(p)/pyproject.toml),-e $(p)))
 	# MLCommons' reader, for interop tests only: its full dependency set drags in jupyterlab.
 	$(BIN)/python -m pip install -q --no-deps "mlc-chakra>=1.0"
+	@touch $(DEV_STAMP)
+
+# Newer than every pyproject.toml once install-dev has run: targets that only need a working
+# development environment (`make registry`) depend on it and skip the reinstall when it is current.
+DEV_STAMP := $(VENV)/.install-dev.stamp
+$(DEV_STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(PLUGINS) $(REGISTRY))) | $(BIN)/python
+	@$(MAKE) --no-print-directory install-dev
 
 demo: install
 	$(BIN)/collhub run examples/compare-allreduce.yaml --out runs/demo --force
@@ -54,9 +61,11 @@ astrasim-deps:
 	  echo "note: libprotobuf32 unavailable; the tests against the real ASTRA-sim will be skipped"
 
 # Build wheels of every first-party plugin and a registry site from them, then serve it:
-#   make registry && .venv/bin/collhub registry serve site
-registry: install-dev
-	$(BIN)/collhub registry build $(PLUGINS) --out site
+#   make registry && .venv/bin/collhub registry serve site --port 8000
+# REGISTRY_URL is where the site will be served: its pages' install commands name it.
+REGISTRY_URL ?= http://127.0.0.1:8000/
+registry: $(DEV_STAMP)
+	$(BIN)/collhub registry build $(PLUGINS) --out site --url $(REGISTRY_URL)
 
 bench: install-dev
 	$(BIN)/python benchmarks/run.py

@@ -93,11 +93,15 @@ def _module_exists(name: str) -> bool:
 def _to_click(obj: Any, name: str) -> Any:
     """A click command for a Typer app, a plain function or an existing click command."""
     if isinstance(obj, typer.Typer):
+        # completion options belong to the top-level command only (Typer adds them to every app
+        # it turns into a command unless told otherwise, plugins' apps included)
+        if getattr(obj, "_add_completion", False):
+            obj._add_completion = False
         cmd = typer.main.get_command(obj)
     elif hasattr(obj, "make_context") and hasattr(obj, "invoke"):
         cmd = obj
     elif callable(obj):
-        single = typer.Typer(rich_markup_mode=None)
+        single = typer.Typer(rich_markup_mode=None, add_completion=False)
         single.command(name=name)(obj)
         cmd = typer.main.get_command(single)
     else:

@@ -94,7 +94,10 @@ def produce(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a producer and write its algorithm (or workload) as Chakra ET files."""
+    """Run a producer and write its algorithm (or workload) as Chakra ET files.
+
+    Example: collhub produce hub.ring --set collective=allreduce --set ranks=8 --out out/ring
+    """
     from ..plugins import get_manager
 
     obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
@@ -109,7 +112,10 @@ def transform(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a transform on an algorithm trace and write the result."""
+    """Run a transform on an algorithm trace and write the result.
+
+    Example: collhub transform hub.chunk out/ring out/ring4 --set pieces=4
+    """
     from ..chakra import Algorithm, read_trace
     from ..plugins import get_manager
 
@@ -143,7 +149,10 @@ def consume(
     step: Optional[str] = typer.Option(None, "--step-bytes", "-i", metavar="SIZE",  # noqa: UP007
                                        help="nccl-tests -i: add this many bytes per step instead of multiplying."),
 ) -> None:
-    """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size)."""
+    """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size).
+
+    Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB -f 2
+    """
     from ..chakra import Algorithm, read_trace
     from ..plugins import get_manager
 

@@ -53,7 +53,10 @@ def validate_command(
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
                                         help="table: one issue per line; json: an object on stdout."),
 ) -> None:
-    """Check a pipeline file (structure, components, params at every matrix point); exit 3 on issues."""
+    """Check a pipeline file (structure, components, params at every matrix point); exit 3 on issues.
+
+    Example: collhub pipeline validate examples/compare-allreduce.yaml
+    """
     from ..pipeline import validate_pipeline
 
     try:
@@ -94,7 +97,10 @@ def _row_count(vp: Any) -> int:
 
 @app.command("schema")
 def schema_command() -> None:
-    """Print the JSON Schema of pipeline files."""
+    """Print the JSON Schema of pipeline files.
+
+    Example: collhub pipeline schema > pipeline.schema.json
+    """
     from ..pipeline import json_schema
 
     out(json.dumps(json_schema(), indent=2))
@@ -155,7 +161,10 @@ def graph_command(
     format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", "-f", case_sensitive=False,
                                        help="mermaid, dot (Graphviz) or text."),
 ) -> None:
-    """Print the pipeline's graph: sources -> transforms -> consumers."""
+    """Print the pipeline's graph: sources -> transforms -> consumers.
+
+    Example: collhub pipeline graph examples/compare-allreduce.yaml --format mermaid
+    """
     from ..pipeline import load_pipeline
 
     out(graph_text(load_pipeline(file), format.value))
@@ -198,7 +207,10 @@ def run_command(
     """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
     Ctrl-C or SIGTERM at any moment stops the workers and leaves the run directory complete or
-    absent (exit 130)."""
+    absent (exit 130).
+
+    Example: collhub run examples/compare-allreduce.yaml --jobs 2
+    """
     from ..errors import UsageError
     from ..pipeline import _interrupt, execute, validate_pipeline
     from ._errors import STATE
@@ -241,7 +253,10 @@ def plot_command(
                                             help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, "
                                             "else RUN_DIR/results-METRIC.png)."),
 ) -> None:
-    """Plot a run's results: METRIC against a swept size, one line per source, one panel per network."""
+    """Plot a run's results: METRIC against a swept size, one line per source, one panel per network.
+
+    Example: collhub pipeline plot runs/compare-allreduce --metric time_us
+    """
     from ..pipeline import plot_results
 
     if out_file is None:

@@ -59,7 +59,10 @@ def list_plugins(
     """List plugins, their components, and plugins that failed to load.
 
     The plugins are loaded in a child process (see hub.cli._probe): nothing a plugin does at
-    import (exit, sleep, crash, print) reaches this one."""
+    import (exit, sleep, crash, print) reaches this one.
+
+    Example: collhub plugins list --kind producer
+    """
     from ..errors import UsageError
     from ._app import store_command_cache
     from ._probe import probe
@@ -104,6 +107,8 @@ def info(
     With --remote, show what the plugin registry knows about distribution NAME: every version
     (yanked, requires_hub, plugin API), its files with sha256 and size, and the components of
     the latest version's manifest.
+
+    Example: collhub plugins info hub.simulate
     """
     if remote:
         _remote_info(target, registry, fmt)
@@ -151,7 +156,10 @@ def info(
 
 @app.command("doctor")
 def doctor(fmt: OutputFormat = FORMAT_OPTION) -> None:
-    """Re-validate every plugin: import each component's factory and params model (exit 4 on problems)."""
+    """Re-validate every plugin: import each component's factory and params model (exit 4 on problems).
+
+    Example: collhub plugins doctor
+    """
     from pydantic import BaseModel
 
     manager = _manager()
@@ -199,7 +207,10 @@ def new(
     name: str = typer.Argument(..., help="Plugin name: the prefix of its component ids (lowercase, _)."),
     directory: Path = typer.Option(Path("."), "--dir", "-d", help="Where to create collhub-<name>/."),
 ) -> None:
-    """Create a new plugin package (pyproject with the collhub entry point, a producer, a test)."""
+    """Create a new plugin package (pyproject with the collhub entry point, a producer, a test).
+
+    Example: collhub plugins new myplugin --dir /tmp
+    """
     from ..plugins._scaffold import scaffold_plugin
 
     files = scaffold_plugin(name, directory)
@@ -208,6 +219,7 @@ def new(
     for f in files:
         out(f"  {f.relative_to(root)}")
     out(f"next: cd {root} && pip install -e '.[test]' && pytest")
+    out(f"publish: collhub plugins validate {root} --imports && collhub registry build {root} --out site")
 
 
 def _remote_info(name: str, registry: str | None, fmt: OutputFormat) -> None:
@@ -271,6 +283,8 @@ def validate(
     Without --imports no plugin code runs. With --imports the plugin's entry-point module is
     registered in an isolated manager and every component it registers must appear in the
     manifest with the same kind, name and collectives, and vice versa.
+
+    Example: collhub plugins validate plugins/astrasim --imports
     """
     from ..plugins._manifest import validate_plugin
 

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import RegistryError, UsageError
-from ._output import FORMAT_OPTION, OutputFormat, emit_json, out, table
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
 
@@ -33,7 +33,10 @@ def search_command(
     offline: bool = typer.Option(False, "--offline", help="Use the cached index only."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Search the plugin registry."""
+    """Search the plugin registry.
+
+    Example: collhub search alltoall --kind producer
+    """
     if kind and kind not in ("producer", "transform", "consumer"):
         raise UsageError(f"unknown kind {kind!r}", hint="one of producer, transform, consumer")
     with _client(registry, offline) as client:
@@ -53,11 +56,30 @@ def install_command(
     registry: Optional[str] = REGISTRY_OPTION,  # noqa: UP007
     upgrade: bool = typer.Option(False, "--upgrade", "-U", help="Upgrade already installed plugins."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and show what would be installed."),
+    force: bool = typer.Option(False, "--force", help="Replace an editable (development) install without asking."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Install plugins from the registry (sha256 and size verified before pip runs)."""
+    """Install plugins from the registry (sha256 and size verified before pip runs).
+
+    A plugin installed here in editable mode (pip install -e) is replaced only after a yes on a
+    terminal, or with --force.
+
+    Example: collhub install collhub-mscclang
+    """
+    from ._output import is_tty
+
+    def ask(question: str) -> bool:
+        return sys.stdin.isatty() and is_tty() and typer.confirm(question, default=False, err=True)
+
     with _client(registry) as client:
-        plans = client.install(requirements, upgrade=upgrade, dry_run=dry_run)
+        plans = client.install(requirements, upgrade=upgrade, dry_run=dry_run, force=force, confirm=ask)
+    if dry_run:
+        from ..registry._editable import editable_location
+
+        for p in plans:
+            if (loc := editable_location(p.name)) is not None:
+                err(f"warning: {p.name} is installed here in editable mode from {loc}; installing would ask "
+                    "first (or need --force)")
     rows = [{"name": p.name, "version": p.version, "file": p.file.filename, "sha256": p.file.hashes.get("sha256"),
              "requires_hub": p.requires_hub} for p in plans]
     if fmt == OutputFormat.json:
@@ -71,7 +93,10 @@ def uninstall_command(
     names: list[str] = typer.Argument(..., help="Plugin distributions to remove."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
-    """Uninstall plugins (pip uninstall in this environment)."""
+    """Uninstall plugins (pip uninstall in this environment).
+
+    Example: collhub uninstall collhub-mscclang
+    """
     from ..registry import uninstall
 
     if any(n.lower() == "collhub" for n in names):

@@ -66,7 +66,10 @@ def verify(
                                      help="List at most N problems (all are counted)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Check that a trace is well formed, deadlock free and computes its collective (exit 3 if not)."""
+    """Check that a trace is well formed, deadlock free and computes its collective (exit 3 if not).
+
+    Example: collhub trace verify out/ring --max-problems 10
+    """
     from ..chakra import Algorithm, read_trace
     from ..verify import verify as run_verify
 
@@ -123,7 +126,10 @@ def convert(
     src: str = typer.Argument(..., metavar="SRC", help="ET prefix, or a .json file."),
     dst: str = typer.Argument(..., metavar="DST", help="A .json file (from ET), or an ET prefix (from JSON)."),
 ) -> None:
-    """Convert an algorithm between Chakra ET files and collhub's JSON view, both ways."""
+    """Convert an algorithm between Chakra ET files and collhub's JSON view, both ways.
+
+    Example: collhub trace convert out/ring ring.json
+    """
     from ..atomic import write_file
     from ..chakra import algorithm_from_json, algorithm_to_json, read_algorithm, write_algorithm
 
@@ -166,7 +172,10 @@ def inline(
                                    help="First turn gloo collectives held as COMP nodes (gloo:all_reduce, ...) "
                                    "into COMM_COLL nodes."),
 ) -> None:
-    """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline)."""
+    """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline).
+
+    Example: collhub trace inline out/llama out/llama-inlined -a allreduce=ring -a alltoall=out/a2a
+    """
     import warnings
 
     from ..chakra import DanglingDependencyWarning, read_workload, write_workload

@@ -363,7 +363,7 @@ class PluginManager:
         close = difflib.get_close_matches(id, known, n=3, cutoff=0.7)
         if not close and "." not in id:  # a bare name: suggest the qualified ids ending in it
             close = [k for k in known if k.rsplit(".", 1)[-1] == id]
-        hint = f"did you mean {' or '.join(close)}?" if close else "run `collhub plugins list` to see installed components"
+        hint = f"did you mean {' or '.join(close)}?" if close else _not_installed_hint(id)
         broken = [b.distribution for b in self._broken if id.split(".", 1)[0] == b.entry_point.split(" ", 1)[0]]
         if broken:
             hint = f"plugin {broken[0]} provides it but failed to load; run `collhub plugins doctor`"
@@ -588,3 +588,15 @@ def _reset_global_manager() -> None:
     global _GLOBAL
     _GLOBAL = None
 
+
+def _not_installed_hint(id: str) -> str:  # noqa: A002 - the component id
+    """Where to look for a component that is not installed: the registry, when one is configured."""
+    try:
+        from ..registry._client import default_registry_url  # only on this error path: it imports httpx
+
+        url = default_registry_url()
+    except Exception:  # noqa: BLE001 - a broken registry config must not hide the real error
+        url = None
+    if url:
+        return f"not installed; `collhub search {id}` looks for a plugin that provides it (registry {url})"
+    return "run `collhub plugins list` to see installed components"

@@ -454,25 +454,26 @@ def _check_imports(src: _Source, check: ManifestCheck) -> None:
         except HubError as exc:
             check.problem(where, f"registration failed: {exc.message}")
             return
-    code = {c.id: c for c in pm.components()}
-    check.registered = [_registered_dict(c) for c in code.values()]
-    declared_api = getattr(obj, "COLLHUB_PLUGIN_API", None)
-    if manifest is None:
-        return
-    label = check.manifest_file or MANIFEST_FILE
-    if declared_api is not None and str(declared_api).strip() != manifest.api_version:
-        check.problem(f"{label}: api_version", f"{manifest.api_version} but the code declares "
-                      f"COLLHUB_PLUGIN_API = {declared_api!r}")
-    declared = {f"{name}.{c.name}": c for c in manifest.components}
-    for cid in sorted(set(declared) | set(code)):
-        if cid not in code:
-            check.problem(cid, f"declared in the manifest ({declared[cid].kind}) but the code does not register it")
-            continue
-        spec = code[cid]
-        if cid not in declared:
-            check.problem(cid, f"registered by the code ({spec.kind}) but missing from the manifest")
-            continue
-        _compare(cid, declared[cid], spec, check)
+        # still on the plugin's path: comparing params loads its params models
+        code = {c.id: c for c in pm.components()}
+        check.registered = [_registered_dict(c) for c in code.values()]
+        declared_api = getattr(obj, "COLLHUB_PLUGIN_API", None)
+        if manifest is None:
+            return
+        label = check.manifest_file or MANIFEST_FILE
+        if declared_api is not None and str(declared_api).strip() != manifest.api_version:
+            check.problem(f"{label}: api_version", f"{manifest.api_version} but the code declares "
+                          f"COLLHUB_PLUGIN_API = {declared_api!r}")
+        declared = {f"{name}.{c.name}": c for c in manifest.components}
+        for cid in sorted(set(declared) | set(code)):
+            if cid not in code:
+                check.problem(cid, f"declared in the manifest ({declared[cid].kind}) but the code does not register it")
+                continue
+            spec = code[cid]
+            if cid not in declared:
+                check.problem(cid, f"registered by the code ({spec.kind}) but missing from the manifest")
+                continue
+            _compare(cid, declared[cid], spec, check)
 
 
 def _compare(cid: str, comp: Any, spec: Any, check: ManifestCheck) -> None:
@@ -487,6 +488,25 @@ def _compare(cid: str, comp: Any, spec: Any, check: ManifestCheck) -> None:
         check.problem(cid, f"outputs: manifest {_fmt(comp.outputs)}, code {spec.output}")
     if comp.capabilities and set(comp.capabilities) != set(spec.capabilities):
         check.problem(cid, f"capabilities: manifest {_fmt(comp.capabilities)}, code {_fmt(spec.capabilities)}")
+    if comp.params:
+        _compare_params(cid, comp.params, spec, check)
+
+
+def _compare_params(cid: str, declared: list[Any], spec: Any, check: ManifestCheck) -> None:
+    """Declared params (shown on the registry's pages) must be the params model's fields."""
+    try:
+        fields = spec.load_params().model_fields
+    except Exception as exc:  # noqa: BLE001 - reported like any other mismatch
+        check.problem(cid, f"params: cannot load the params model: {type(exc).__name__}: {exc}")
+        return
+    names = {p.name for p in declared}
+    if names != set(fields):
+        check.problem(cid, f"params: manifest {_fmt(names)}, code {_fmt(fields)}")
+        return
+    for p in declared:
+        if p.required != fields[p.name].is_required():
+            check.problem(cid, f"params: {p.name} is {'required' if fields[p.name].is_required() else 'optional'} "
+                          f"in the code but {'required' if p.required else 'optional'} in the manifest")
 
 
 def _registered_dict(spec: Any) -> dict[str, Any]:

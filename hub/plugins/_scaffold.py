@@ -1,6 +1,8 @@
 """``collhub plugins new NAME``: write a ready-to-install third-party plugin package.
 
-The package has a ``pyproject.toml`` declaring the ``collhub`` entry point, a producer component
+The package has a ``pyproject.toml`` declaring the ``collhub`` entry point and the
+``collhub.manifest`` one, the static manifest ``collhub-plugin.toml`` (so ``collhub plugins
+validate`` and ``collhub registry build`` accept the package as it is), a producer component
 (a flat broadcast: the root sends its data to every other rank), and a pytest test that uses the
 testing kit (``collhub_tmp_plugin``) and the verifier, so ``pip install -e . && pytest`` passes.
 """
@@ -37,8 +39,46 @@ test = ["pytest>=8.0"]
 [project.entry-points.collhub]
 {name} = "{pkg}.plugin"
 
+# Where the static manifest is ({pkg}/collhub-plugin.toml): the registry, `collhub search` and
+# `collhub plugins validate` read it without importing the plugin
+[project.entry-points."collhub.manifest"]
+{name} = "{pkg}"
+
 [tool.setuptools.packages.find]
 include = ["{pkg}", "{pkg}.*"]
+
+[tool.setuptools.package-data]
+{pkg} = ["collhub-plugin.toml"]
+"""
+
+_MANIFEST = """\
+# Static manifest of {dist}: read by the registry and `collhub search` without importing the
+# plugin. Keep it in step with plugin.py; `collhub plugins validate . --imports` compares the two.
+name = "{dist}"
+plugin = "{name}"
+api_version = "1.0"
+requires_hub = ">=0.1"
+keywords = ["broadcast"]
+lifecycle = "active"
+
+# homepage and source links for the registry's page of this plugin
+# [urls]
+# homepage = "https://example.org/{dist}"
+# source = "https://github.com/you/{dist}"
+
+[[components]]
+kind = "producer"
+name = "flat_broadcast"
+summary = "Broadcast: the root sends its whole buffer to every other rank at once"
+collectives = ["broadcast"]
+outputs = ["algorithm"]
+# shown on the registry's page; `collhub plugins validate . --imports` checks them against the model
+params = [
+  {{name = "collective", type = "str", default = "broadcast", description = "Only broadcast is supported"}},
+  {{name = "ranks", type = "int", required = true, description = "Number of ranks"}},
+  {{name = "root", type = "int", default = 0, description = "Rank that owns the data"}},
+  {{name = "chunks", type = "int", default = 1, description = "Chunks per rank buffer"}},
+]
 """
 
 _README = """\
@@ -170,6 +210,7 @@ def scaffold_plugin(name: str, directory: Path) -> list[Path]:
         "README.md": _README,
         f"{pkg}/__init__.py": _INIT,
         f"{pkg}/plugin.py": _PLUGIN,
+        f"{pkg}/collhub-plugin.toml": _MANIFEST,
         f"{pkg}/_producer.py": _PRODUCER,
         "tests/test_plugin.py": _TEST,
     }

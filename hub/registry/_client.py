@@ -452,9 +452,17 @@ class RegistryClient:
         upgrade: bool = False,
         dry_run: bool = False,
         python: str | None = None,
+        force: bool = False,
+        confirm: Callable[[str], bool] | None = None,
     ) -> list[InstallPlan]:
-        """Resolve, download and verify every requirement, then install them all with pip."""
+        """Resolve, download and verify every requirement, then install them all with pip.
+
+        A plugin installed here in editable (development) mode is not replaced unless ``force``
+        is set or ``confirm(question)`` says yes; without either a :class:`UsageError` refuses.
+        """
         plans = [self.resolve(r) for r in requirements]
+        if python is None and not force and not dry_run:
+            _check_editable(plans, confirm)
         if dry_run or not plans:
             return plans
         with tempfile.TemporaryDirectory(prefix="collhub-install-") as tmp:
@@ -469,6 +477,21 @@ class RegistryClient:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
             raise RegistryError("pip failed to install " + ", ".join(p.name for p in plans) + ": " + " | ".join(tail))
         return plans
+
+
+def _check_editable(plans: list[InstallPlan], confirm: Callable[[str], bool] | None) -> None:
+    from ._editable import editable_location
+
+    dev = [(p, loc) for p in plans if (loc := editable_location(p.name)) is not None]
+    if not dev:
+        return
+    what = ", ".join(f"{p.name} (editable from {loc})" for p, loc in dev)
+    question = f"{what} is a development install; replace it with the registry's {dev[0][0].version}?"
+    if confirm is not None and confirm(question):
+        return
+    raise UsageError(f"refusing to replace the development install of {what} with a registry wheel",
+                     hint="pass --force to replace it anyway (pip uninstall it first to keep the checkout "
+                          "untouched)")
 
 
 def uninstall(names: Iterable[str], *, python: str | None = None) -> None:

@@ -82,6 +82,16 @@ class Meta(_Strict):
     generated_at: str | None = Field(None, alias="generated-at")
 
 
+class ManifestParam(_Strict):
+    """One parameter of a component, as the manifest declares it for the registry's pages."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    type: str = ""
+    default: str | int | float | bool | None = None
+    required: bool = False
+    description: str = ""
+
+
 class ManifestComponent(_Strict):
     """One component as a plugin declares it statically (no plugin code is run to read it)."""
 
@@ -92,6 +102,7 @@ class ManifestComponent(_Strict):
     inputs: list[str] = Field(default_factory=list)
     outputs: list[str] = Field(default_factory=list)
     capabilities: list[str] = Field(default_factory=list)
+    params: list[ManifestParam] = Field(default_factory=list)
 
 
 class Manifest(_Strict):

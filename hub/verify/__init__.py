@@ -21,7 +21,8 @@ from __future__ import annotations
 from ..errors import Problem
 from ._api import check, verify
 from ._layout import Layout, comm_order, comm_rank_of, layout_of
+from ._origin import SOURCE_LINE
 from ._report import LEVELS, VerificationReport
 
-__all__ = ["LEVELS", "Layout", "Problem", "VerificationReport", "check", "comm_order", "comm_rank_of", "layout_of",
-           "verify"]
+__all__ = ["LEVELS", "SOURCE_LINE", "Layout", "Problem", "VerificationReport", "check", "comm_order", "comm_rank_of",
+           "layout_of", "verify"]

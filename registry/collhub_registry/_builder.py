@@ -41,6 +41,8 @@ from hub.registry import (
     read_wheel,
 )
 
+from ._pages import index_page, plugin_page
+
 __all__ = ["BuildReport", "build_site"]
 
 
@@ -70,6 +72,11 @@ def _dump(path: Path, model: object) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
 
 
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
 def _version_key(text: str) -> tuple[int, Version | str]:
     try:
         return (1, Version(text))
@@ -89,11 +96,18 @@ def _check_out(out: Path) -> None:
                          hint="pick another --out, or remove it first")
 
 
-def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ()) -> BuildReport:
+def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
+               base_url: str | None = None) -> BuildReport:
     """Index ``wheels`` into a static site at ``out`` (replaced atomically).
 
-    ``yanked`` lists ``name==version`` pairs to flag as yanked.
+    ``yanked`` lists ``name==version`` pairs to flag as yanked. ``base_url`` is the address the
+    site will be served at: the pages' install commands name it (else a placeholder that the
+    pages' script fills in from their own address).
     """
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"--url must be an http(s) URL, not {base_url[:200]!r}", hint="e.g. --url https://host/collhub/")
+    if base_url is not None and not base_url.endswith("/"):
+        base_url += "/"  # the client joins v1/index.json onto it
     out = Path(out)
     now = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     meta = Meta.model_validate({"api-version": "1.0", "generated-at": now})
@@ -134,6 +148,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
         by_coll: dict[str, list[str]] = {}
         by_kind: dict[str, list[str]] = {}
         report = BuildReport(site=out)
+        docs: list[PluginDoc] = []
         for name in sorted(infos):
             versions = infos[name]
             entries: dict[str, VersionEntry] = {}
@@ -163,7 +178,10 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
                 )
             candidates = [v for v in entries if not entries[v].yanked] or list(entries)
             latest = max(candidates, key=_version_key)
-            _dump(tmp / "v1" / "plugins" / f"{name}.json", PluginDoc(meta=meta, name=name, latest=latest, versions=entries))
+            doc = PluginDoc(meta=meta, name=name, latest=latest, versions=entries)
+            _dump(tmp / "v1" / "plugins" / f"{name}.json", doc)
+            docs.append(doc)
+            _write_text(tmp / "plugins" / f"{name}.html", plugin_page(doc, versions[latest].requires_dist, base_url))
             top = entries[latest]
             manifest = top.manifest
             components = [
@@ -195,8 +213,9 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
             ComponentsDoc(meta=meta, by_id=dedupe(by_id), by_collective=dedupe(by_coll), by_kind=dedupe(by_kind)),
         )
         _dump(tmp / "v1" / "errors.json", ErrorsDoc(meta=meta, errors=errors))
-        page = resources.files("collhub_registry").joinpath("index.html").read_text(encoding="utf-8")
-        (tmp / "index.html").write_text(page, encoding="utf-8")
+        _write_text(tmp / "index.html", index_page(docs, base_url))
+        css = resources.files("collhub_registry").joinpath("site.css").read_text(encoding="utf-8")
+        _write_text(tmp / "site.css", css)
         os.chmod(tmp, 0o755)
         if out.exists():
             old = out.with_name(f".{out.name}.old")

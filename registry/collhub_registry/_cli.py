@@ -9,11 +9,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from hub.cli import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
-from hub.errors import UsageError
+from hub.errors import ExitCode, UsageError
 
 __all__ = ["app"]
 
@@ -22,18 +23,20 @@ app = typer.Typer(help="Build, serve and check a plugin registry.", no_args_is_h
 _SOURCES_HINT = "pass wheel files, directories of wheels, or plugin project directories"
 
 
-def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
-    """Wheel files, directories of wheels, or plugin project directories (built with pip here)."""
-    wheels: list[Path] = []
+def _wheels_from(paths: list[Path], workdir: Path) -> dict[Path, Path]:
+    """Wheel files, directories of wheels, or plugin project directories (built with pip here):
+    each wheel with the source it came from (itself, its directory, or the project it was built from)."""
+    wheels: dict[Path, Path] = {}
     for path in paths:
         if path.is_file():
-            wheels.append(path)
+            wheels[path] = path
         elif (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
             # an absolute path, and no index: pip reads a bare word ("six") as a requirement and
             # would download it; a local path must always stay a path
+            built = workdir / f"build-{len(wheels)}-{path.name}"
             proc = subprocess.run(
                 [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                 "-w", str(workdir), str(path.resolve())],
+                 "-w", str(built), str(path.resolve())],
                 capture_output=True,
                 text=True,
             )
@@ -41,17 +44,25 @@ def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
                 tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
                 raise UsageError(f"{path}: building a wheel failed: {tail}",
                                  hint="run `pip wheel --no-deps --no-build-isolation` there to see the whole error")
-            wheels.extend(sorted(workdir.glob("*.whl")))
+            wheels.update((w, path) for w in sorted(built.glob("*.whl")))
         elif path.is_dir():
             found = sorted(p for p in path.glob("*.whl") if p.is_file())
             if not found:
                 raise UsageError(f"{path}: a directory with no *.whl files and no pyproject.toml", hint=_SOURCES_HINT)
-            wheels.extend(found)
+            wheels.update((w, path) for w in found)
         elif path.exists():
             raise UsageError(f"{path}: not a regular file or a directory", hint=_SOURCES_HINT)
         else:
             raise UsageError(f"{path}: no such file or directory", hint=_SOURCES_HINT)
-    return sorted(set(wheels))
+    return dict(sorted(wheels.items()))
+
+
+def _skipped_line(file: str, error: str, source: Path | None) -> str:
+    """``skipped NAME (WHEEL, from SOURCE): WHY`` for a wheel the site builder refused."""
+    name = file.split("-", 1)[0].replace("_", "-").lower() if file.endswith(".whl") else file
+    why = error[len(file) + 2:] if error.startswith(f"{file}: ") else error
+    origin = f", from {source}" if source is not None and source.name != file else ""
+    return f"skipped {name} ({file}{origin}): {why}"
 
 
 @app.command("build")
@@ -59,14 +70,21 @@ def build(
     sources: list[Path] = typer.Argument(..., help="Wheel files, directories of wheels, or plugin project directories."),
     out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
+    url: Optional[str] = typer.Option(  # noqa: UP007 - Typer needs Optional here
+        None, "--url", help="Address the site will be served at, for the pages' install commands "
+        "(default: the pages fill it in from their own address)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Index plugin wheels into a static registry site, without importing or installing them."""
+    """Index plugin wheels into a static registry site, without importing or installing them.
+
+    Example: collhub registry build plugins/mscclang plugins/astrasim --out site
+    """
     from ._builder import build_site
 
     with tempfile.TemporaryDirectory(prefix="collhub-wheels-") as tmp:
         wheels = _wheels_from(list(sources), Path(tmp))
-        report = build_site(wheels, out_dir, yanked=yank)
+        report = build_site(list(wheels), out_dir, yanked=yank, base_url=url)
+    source_of = {w.name: src for w, src in wheels.items()}
     if fmt == OutputFormat.json:
         emit_json({"site": str(report.site), "plugins": report.plugins,
                    "errors": [e.model_dump() for e in report.errors]})
@@ -74,8 +92,14 @@ def build(
         rows = [(name, ", ".join(vs)) for name, vs in sorted(report.plugins.items())]
         out(table(["plugin", "versions"], rows))
         out(f"site written to {report.site} ({len(report.plugins)} plugins)")
-    for e in report.errors:
-        err(f"warning: {e.file}: {e.error}")
+    if report.errors:
+        # the site holds the others, but a plugin asked for is missing from it: not a success
+        for e in report.errors:
+            err(f"error: {_skipped_line(e.file, e.error, source_of.get(e.file))}")
+        first = source_of.get(report.errors[0].file)
+        err(f"hint: {len(report.errors)} wheel(s) skipped; `collhub plugins validate "
+            f"{first if first is not None else 'WHEEL'}` explains the first in full")
+        raise typer.Exit(ExitCode.VALIDATION)
 
 
 @app.command("serve")
@@ -85,7 +109,10 @@ def serve(
     port: int = typer.Option(8000, "--port", "-p", help="Port (0 picks a free one)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
 ) -> None:
-    """Serve a registry site read-only (ETag, If-None-Match, safe paths)."""
+    """Serve a registry site read-only (ETag, If-None-Match, safe paths).
+
+    Example: collhub registry serve site --port 8000
+    """
     from ._server import make_server
 
     if not 0 <= port <= 65535:
@@ -100,7 +127,10 @@ def serve(
 
 @app.command("check")
 def check(site: Path = typer.Argument(..., help="Site directory to check."), fmt: OutputFormat = FORMAT_OPTION) -> None:
-    """Validate every document of a site and the hash and size of every file."""
+    """Validate every document of a site and the hash and size of every file.
+
+    Example: collhub registry check site
+    """
     import hashlib
     import json
 

@@ -193,14 +193,15 @@ def test_build_keeps_good_wheels_and_reports_each_bad_one(tmp_path: Path, hostil
     args = ["registry", "build", str(wheels["sample"]), *map(str, hostile_wheels.values()), "--out", str(site),
             "--format", "json"]
     (ran,) = run_many([(args, {"TMPDIR": str(tmp_path)})])
-    assert ran.rc == 0, ran.stderr[-3000:]
+    assert ran.rc == 3, ran.stderr[-3000:]  # the good one is indexed, but skipping one is a failure
     assert "Traceback" not in ran.stderr and "internal error" not in ran.stderr
     assert json.loads(ran.stdout)["plugins"] == {"collhub-sample": ["1.2.0"]}
     errors = json.loads((site / "v1" / "errors.json").read_text())["errors"]
     assert sorted(e["file"] for e in errors) == sorted(p.name for p in hostile_wheels.values())
     assert sorted(os.listdir(site / "files")) == [wheels["sample"].name]  # no bad wheel is published
-    warned = [ln for ln in ran.stderr.splitlines() if ln.startswith("warning: ")]
-    assert len(warned) == len(hostile_wheels)
+    skipped = [ln for ln in ran.stderr.splitlines() if ln.startswith("error: skipped ")]
+    assert len(skipped) == len(hostile_wheels)
+    assert all(f"({p.name}" in "\n".join(skipped) for p in hostile_wheels.values())  # each named, with why
 
 
 def test_local_directory_is_always_a_path(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +47,10 @@ class RunParams(BundleOptions):
     )
     binary: str | None = Field(default=None, description=f"ASTRA-sim analytical binary; default ${ENV_BINARY}")
     timeout: float = Field(default=600.0, gt=0, description="seconds before the run is killed")
-    out: str | None = Field(default=None, description="bundle directory (default: a fresh one in the run directory)")
+    out: str | None = Field(default=None,
+                            description="bundle directory (default: a temporary one, removed after the run)")
+    keep: bool = Field(default=False, description="without out: keep the bundle, in a fresh directory of the run "
+                       "directory (named in the result's artifacts)")
 
 
 def resolve_binary(binary: str | None, backend: str = "auto") -> Path:
@@ -189,21 +193,40 @@ def consume_run(obj: Algorithm | Workload, params: RunParams, ctx: Any) -> Any:
     binary = resolve_binary(params.binary, params.backend)
     backend = infer_backend(binary, params.backend)
     size = parse_size(params.size) if params.size is not None else None
+    temporary: Path | None = None
     if params.out is not None:
         out = _out_path(params.out, ctx)
-    else:
+    elif params.keep:
         key = f"{params.network}|{size}|{params.target}|{backend}|" + (
             obj.content_hash() if isinstance(obj, Algorithm) else str(obj.node_count())
         )
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", (obj.name if isinstance(obj, Algorithm) else obj.name) or "workload")
         out = _out_path(f"astrasim-{label}-{hashlib.sha256(key.encode()).hexdigest()[:10]}", ctx)
-    bundle = build_bundle(
-        obj, out=out, dims=_dims_for(params.network), size=size, algorithm_for=params.algorithm_for,
-        target=params.target, backend=backend, system=params.system, overwrite=True, ctx=ctx,
-        network_label=params.network,
-    )
-    stdout, _, seconds = run_binary(binary, bundle.args(), out, params.timeout)
-    report, source = _report(stdout, out / "log", bundle.ranks, binary)
+    else:
+        # one bundle per call adds up (a 76-point sweep left 76 directories behind): by default it
+        # lives in a temporary directory for the run only
+        temporary = Path(tempfile.mkdtemp(prefix="collhub-astrasim-"))
+        out = temporary / "bundle"
+    try:
+        bundle = build_bundle(
+            obj, out=out, dims=_dims_for(params.network), size=size, algorithm_for=params.algorithm_for,
+            target=params.target, backend=backend, system=params.system, overwrite=True, ctx=ctx,
+            network_label=params.network,
+        )
+        stdout, _, seconds = run_binary(binary, bundle.args(), out, params.timeout)
+        report, source = _report(stdout, out / "log", bundle.ranks, binary)
+    except ExternalToolError as exc:
+        if temporary is not None and (out / "log").is_dir():  # ASTRA-sim ran and failed: its logs are the clue
+            exc.hint = f"{exc.hint + '; ' if exc.hint else ''}the bundle is kept in {out} (remove it when done)"
+        elif temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    except BaseException:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    if temporary is not None:
+        shutil.rmtree(temporary, ignore_errors=True)
     time_ns = report.time_ns
     coll, coll_size = _collective_size(obj, bundle)
     metrics: dict[str, Any] = {
@@ -240,5 +263,5 @@ def consume_run(obj: Algorithm | Workload, params: RunParams, ctx: Any) -> Any:
         component="astrasim.run",
         metrics=metrics,
         details=details,
-        artifacts={"log": _rel(source, ctx), "bundle": _rel(out, ctx)},
+        artifacts={} if temporary is not None else {"log": _rel(source, ctx), "bundle": _rel(out, ctx)},
     )

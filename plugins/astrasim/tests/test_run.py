@@ -78,7 +78,7 @@ def _run(tmp_path: Path, standin: Path, **params: object):
 
 
 def test_parses_the_report_into_nccl_tests_metrics(tmp_path: Path, standin: Path) -> None:
-    result = _run(tmp_path, standin)
+    result = _run(tmp_path, standin, keep=True)
     m = result.metrics
     assert result.component == "astrasim.run"
     assert m["time_ns"] == 90174 and m["time_us"] == pytest.approx(90.174)
@@ -98,6 +98,40 @@ def test_parses_the_report_into_nccl_tests_metrics(tmp_path: Path, standin: Path
         "--workload-configuration=workload/all_reduce", "--system-configuration=system.json",
         "--network-configuration=network.yml", "--remote-memory-configuration=memory.json", "--logging-folder=log",
     ]
+
+
+@pytest.fixture()
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary-files directory of this test's own, to see what a run leaves there."""
+    import tempfile
+
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(d))
+    return d
+
+
+def test_without_out_the_bundle_is_temporary(tmp_path: Path, standin: Path, own_tmp: Path) -> None:
+    result = _run(tmp_path, standin)
+    assert result.metrics["time_ns"] == 90174 and result.artifacts == {}
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())  # nothing in the run dir
+    assert not any(own_tmp.iterdir())  # and the temporary bundle is gone
+    kept = _run(tmp_path, standin, keep=True)
+    bundle = tmp_path / "run" / kept.artifacts["bundle"]
+    assert (bundle / "run.sh").is_file() and (bundle / "log" / "stdout.txt").is_file()
+    assert not any(own_tmp.iterdir())
+    named = _run(tmp_path, standin, out="mine")
+    assert named.artifacts["bundle"] == "mine" and (tmp_path / "run" / "mine" / "run.sh").is_file()
+
+
+def test_a_failed_temporary_run_keeps_its_bundle_and_says_where(tmp_path: Path, standin: Path, own_tmp: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "fail")
+    with pytest.raises(ExternalToolError) as info:
+        _run(tmp_path, standin)
+    (left,) = own_tmp.iterdir()
+    assert f"the bundle is kept in {left / 'bundle'}" in (info.value.hint or "")
+    assert (left / "bundle" / "log" / "stderr.txt").is_file()
 
 
 def test_binary_from_environment(tmp_path: Path, standin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,7 +160,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path, standin: Path, mo
     monkeypatch.setenv("STANDIN_MODE", "hang")
     start = time.monotonic()
     with pytest.raises(ExternalToolError, match="timeout of 1 s; its process group was killed"):
-        _run(tmp_path, standin, timeout=1)
+        _run(tmp_path, standin, timeout=1, keep=True)
     assert time.monotonic() - start < 15
     pid_files = list((tmp_path / "run").glob("*/child.pid"))
     assert len(pid_files) == 1

@@ -16,6 +16,7 @@ import numpy as np
 
 from hub.chakra import Buffer, NodeType, Op, RankGraph
 from hub.errors import ImportFormatError
+from hub.verify import SOURCE_LINE as LINE_ATTR
 
 from ._ir import INT_MAX, INT_MIN, INT_RE
 
@@ -292,6 +293,11 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
         names += [f"tb{t}/s{s}/{_TYPE_OF_ROLE[r]}{_ROLE_NAME[r]}"
                   for t, s, r in zip(tbn[C:].tolist(), s_of[step_of].tolist(), rb)]
     extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(C)}
+    if rd.want_names:
+        # the XML line of each node's <copy>/<step>, with the names (same cost rationale), so a
+        # verification problem can point at the line to fix (hub.verify's origins read it)
+        extra = {p: (*v, (LINE_ATTR, c[2])) for (p, v), c in zip(extra.items(), g.copies, strict=True)}
+        extra.update((C + i, ((LINE_ATTR, ln),)) for i, ln in enumerate(line[step_of].tolist()))
     cols = dict(kind=kind, peer=peer, tag=tag, count=count, src_buf=src_b, src_off=src_o, dst_buf=dst_b,
                 dst_off=dst_o, op=op, tb=tbn, chan=chan)
     if en.size and np.any(ed >= en):

@@ -17,7 +17,7 @@ from hub.verify import verify
 COLLHUB = [sys.executable, "-m", "hub.cli"]
 BAD = "mscclang_allreduce_pcie_hierarchical_n8_i1_LL_CHECKFAIL.xml"  # MSCCLang's own Check() fails it
 GOOD = "mscclang_allreduce_ring_n8_ch1_i1_LL128.xml"
-_ORIGIN = re.compile(r"^gpu (\d+) tb (\d+) step (\d+) \((\w+)")
+_ORIGIN = re.compile(r"^gpu (\d+) tb (\d+) step (\d+) \((\w+)[^)]*\), line (\d+)$")
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -35,6 +35,16 @@ def _xml_step_type(path: Path, gpu: int, tb: int, step: int) -> str | None:
     return None
 
 
+def _line_says(path: Path, line: int, gpu: int, tb: int, step: int) -> bool:
+    """The text of ``line`` is that step's <step> (read from the file, not from the importer), and
+    the nearest <tb>/<gpu> above it are that tb and gpu."""
+    lines = path.read_text().splitlines()[:line]
+    here = lines[-1]
+    tb_line = next(x for x in reversed(lines) if "<tb " in x)
+    gpu_line = next(x for x in reversed(lines) if "<gpu " in x)
+    return (f'<step s="{step}"' in here and f'<tb id="{tb}"' in tb_line and f'<gpu id="{gpu}"' in gpu_line)
+
+
 def test_problems_name_their_xml_step_and_are_all_counted(msccl_dir: Path) -> None:
     path = msccl_dir / BAD
     alg = read_msccl_ir(path)
@@ -45,8 +55,9 @@ def test_problems_name_their_xml_step_and_are_all_counted(msccl_dir: Path) -> No
     for p in rep.problems:
         m = _ORIGIN.match(p.origin or "")
         assert m, p
-        gpu, tb, step, kind = int(m[1]), int(m[2]), int(m[3]), m[4]
+        gpu, tb, step, kind, line = int(m[1]), int(m[2]), int(m[3]), m[4], int(m[5])
         assert gpu == p.rank and _xml_step_type(path, gpu, tb, step) == kind, p  # read back from the XML itself
+        assert _line_says(path, line, gpu, tb, step), p
         assert f"({p.origin})" in str(p)
 
 
@@ -68,7 +79,7 @@ def test_produce_warns_or_refuses_a_wrong_file(msccl_dir: Path, tmp_path: Path) 
     refused = run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--set", "verify=true",
                   "--out", "bad2", cwd=tmp_path)
     assert refused.returncode == 3 and not list(tmp_path.glob("bad2*"))
-    assert "tb 0 step 5 (re)" in refused.stderr and "Traceback" not in refused.stderr
+    assert "tb 0 step 5 (re), line 9" in refused.stderr and "Traceback" not in refused.stderr
     good = run("produce", "mscclang.ir", "--set", f"path={msccl_dir / GOOD}", "--out", "good", cwd=tmp_path)
     assert good.returncode == 0 and "warning" not in good.stderr
 
