@@ -36,7 +36,10 @@ def report_command(
                                help="MSCCL runtime of --export: msccl-executor-nccl, rccl or msccl-legacy."),
     force: bool = typer.Option(False, "--force", help="Replace an existing --export directory."),
 ) -> None:
-    """Per network and collective: the best algorithm at each size and the crossovers (report.json/.md/.png)."""
+    """Per network and collective: the best algorithm at each size and the crossovers (report.json/.md/.png).
+
+    Example: collhub report runs/sweep --export msccl winners/
+    """
     from ..pipeline._plot import load_document
     from ..report import answer, write_report
 
