@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from ..errors import SimulationError
 from ._feeder import FreeSet
 from ._layout import Layout, layout
 from ._network import AwareNetwork
-from ._program import K_END, K_SEND, K_START, Program
+from ._program import K_END, K_SEND, K_START, Program, factorize
 
 __all__ = ["EngineState", "run_engine"]
 
@@ -95,7 +96,7 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         raise SimulationError("no node is free of dependencies (every node waits for another)",
                               hint="the dependency graph has a cycle; run the verifier (hub.verify)")
     free = [FreeSet() for _ in range(lay.nranks)]
-    for fs, (nb, nr) in zip(free, lay.free0):
+    for fs, (nb, nr) in zip(free, lay.free0, strict=False):
         fs.buckets, fs.next_resize = nb, nr
 
     def reorder(r: int, keys: list[int]) -> list[int]:
@@ -157,7 +158,9 @@ def _routes(prog: Program, net: AwareNetwork, lay: Layout) -> tuple[np.ndarray, 
     g = lay.perm[sends]
     pair = np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus + \
         np.frombuffer(prog.peer, dtype=np.int32)[g]
-    uniq, inv = np.unique(pair, return_inverse=True)
+    inv, count = factorize(pair, net.npus * net.npus)
+    uniq = np.empty(count, dtype=np.int64)
+    uniq[inv] = pair
     rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
     rptr = np.zeros(len(rts) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rts], out=rptr[1:])
