@@ -36,7 +36,8 @@ typedef struct {
     int32_t n, nranks, feeder;
     const int8_t *kind;
     const int32_t *chan, *succ_idx, *rank;
-    const int64_t *dur, *chan_delay, *succ_ptr, *fkey;
+    const int64_t *dur, *chan_delay, *succ_ptr;
+    const int64_t *perm, *ids; /* the feeder's hash key of engine node e: ids[perm[e]] (program order) */
     int32_t *indeg;
     PyObject *reorder_cb;
     /* aware */
@@ -67,6 +68,8 @@ typedef struct {
     Batch *bt;
     Py_ssize_t nbt, cbt;
 } St;
+
+static inline int64_t key_of(const St *s, int32_t e) { return e < s->n ? s->ids[s->perm[e]] : 0; }
 
 /* -- small containers -------------------------------------------------------------------- */
 static int ready_push(St *s, int32_t g) {
@@ -182,7 +185,7 @@ static int reorder(St *s, Py_ssize_t m0, int32_t r) {
     PyObject *keys = PyList_New(m);
     if (!keys) return -1;
     for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *k = PyLong_FromLongLong(s->fkey[s->ready[m0 + i]]);
+        PyObject *k = PyLong_FromLongLong(key_of(s, s->ready[m0 + i]));
         if (!k) { Py_DECREF(keys); return -1; }
         PyList_SET_ITEM(keys, i, k);
     }
@@ -291,7 +294,7 @@ static int by_node_id(St *s, int32_t *rankpos) {
         if (!s->wlev[g]) { s->ready[ni++] = g; continue; }
         int32_t r = s->rank[g];
         if (rankpos[r] < 0) rankpos[r] = npos++;
-        o[no] = (Outer){rankpos[r], (int32_t)no, s->fkey[g], g};
+        o[no] = (Outer){rankpos[r], (int32_t)no, key_of(s, g), g};
         no++;
     }
     qsort(o, (size_t)no, sizeof(Outer), outer_cmp);
@@ -452,7 +455,7 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 }
 
 PyDoc_STRVAR(run_doc,
-"run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, fkey,\n"
+"run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
 "    aware, res, start, fin, cause, rank_finish) -> (last, posted, arrived, waiting)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
 "bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev). Writes start/fin/cause/rank_finish and\n"
@@ -462,9 +465,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     int n, nranks, feeder;
     Py_ssize_t nchan;
-    PyObject *cb, *o[9], *aware, *res, *out[4];
-    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
-                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &aware, &res, &out[0], &out[1], &out[2], &out[3]))
+    PyObject *cb, *o[10], *aware, *res, *out[4];
+    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &aware, &res, &out[0], &out[1], &out[2],
+                          &out[3]))
         return NULL;
     if (n < 0 || n >= INT32_MAX - 1 || nranks < 1 || nchan < 0) {
         PyErr_SetString(PyExc_ValueError, "node, rank or channel count out of range");
@@ -487,7 +491,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         goto done;
     if (!(s.succ_idx = get_buf(&bs, o[5], 4, (Py_ssize_t)s.succ_ptr[n1], 0, "succ_idx")) ||
         !(s.indeg = get_buf(&bs, o[6], 4, n1, 1, "indeg")) || !(s.rank = get_buf(&bs, o[7], 4, n1, 0, "rank")) ||
-        !(s.fkey = get_buf(&bs, o[8], 8, n1, 0, "fkey")) || !(s.start = get_buf(&bs, out[0], 8, n1, 1, "start")) ||
+        !(s.perm = get_buf(&bs, o[8], 8, n, 0, "perm")) || !(s.ids = get_buf(&bs, o[9], 8, n, 0, "ids")) || !(s.start = get_buf(&bs, out[0], 8, n1, 1, "start")) ||
         !(s.fin = get_buf(&bs, out[1], 8, n1, 1, "fin")) || !(s.cause = get_buf(&bs, out[2], 4, n1, 1, "cause")) ||
         !(s.rank_finish = get_buf(&bs, out[3], 8, nranks, 1, "rank_finish")))
         goto done;

@@ -5,6 +5,6 @@ from typing import Any
 def run(
     n: int, nranks: int, nchan: int, feeder: bool, reorder: Callable[[int, list[int]], list[int]],
     kind: Any, chan: Any, dur: Any, chan_delay: Any, succ_ptr: Any, succ_idx: Any, indeg: Any, rank: Any,
-    fkey: Any, aware: tuple[Any, ...] | None, res: tuple[Any, ...] | None,
+    perm: Any, ids: Any, aware: tuple[Any, ...] | None, res: tuple[Any, ...] | None,
     start: Any, fin: Any, cause: Any, rank_finish: Any,
 ) -> tuple[int, list[list[int]], list[list[int]], int]: ...

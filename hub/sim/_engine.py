@@ -121,7 +121,8 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
     rank_finish = np.zeros(lay.nranks, dtype=np.int64)
     last, posted, arrived, waiting = _sim.run(
         n, lay.nranks, lay.nchan, lay.feeder, reorder, lay.kind, lay.chan, lay.dur, lay.chan_delay, lay.succ_ptr,
-        lay.succ_idx, lay.indeg, lay.rank, lay.fkey, aware, res, start, fin, cause, rank_finish)
+        lay.succ_idx, lay.indeg, lay.rank, lay.perm, np.frombuffer(prog.local_id, dtype=np.int64), aware, res,
+        start, fin, cause, rank_finish)
     if bool(lay.indeg.any()) or posted or arrived or waiting:
         back = lay.perm.tolist()
         _diagnose(prog, lay.to_program(start), lay.to_program(fin), lay.to_program(lay.indeg),

@@ -162,9 +162,9 @@ class FreeSet:
         return [pos[k] for k in out]
 
 
-def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(succ_ptr, succ_idx, parents per node) with repeated (parent, child) pairs removed: the
-    feeder keeps dependencies in sets. Children stay ascending (file order) per parent."""
+def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(succ_ptr, succ_idx, parents per node, parent per edge) with repeated (parent, child) pairs
+    removed: the feeder keeps dependencies in sets. Children stay ascending (file order) per parent."""
     cnt = np.diff(sp)
     parent = np.repeat(np.arange(n, dtype=np.int64), cnt)
     key = parent * n + si
@@ -175,7 +175,7 @@ def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np
         sp = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(parent, minlength=n), out=sp[1:])
     indeg = np.bincount(si, minlength=n).astype(np.int64)
-    return sp, si, indeg
+    return sp, si, indeg, parent
 
 
 def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -241,8 +241,8 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
     child-set order, distinct-parent counts, roots in initial issue order (ranks ascending, then
     the free set's order), per-rank free-set state (buckets, next resize))."""
     n = prog.n
-    sp, si, indeg = _dedup_edges(np.frombuffer(prog.succ_ptr, dtype=np.int64),
-                                 np.frombuffer(prog.succ_idx, dtype=np.int64), n)
+    sp, si, indeg, parent_of = _dedup_edges(np.frombuffer(prog.succ_ptr, dtype=np.int64),
+                                            np.frombuffer(prog.succ_idx, dtype=np.int64), n)
     ids = np.frombuffer(prog.local_id, dtype=np.int64).astype(np.uint64)
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
@@ -253,13 +253,11 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
     if n and not bool(np.all(rank[1:] >= rank[:-1])):
         raise AssertionError("program nodes must be rank-major")
     # per-rank dependency lists (positions), for forward references: parent position > own
-    cnt = np.diff(sp)
     roots_out: list[np.ndarray] = []
     state: list[tuple[int, int]] = []
     cache: dict[tuple[bytes, bytes], tuple[np.ndarray, int, int]] = {}
     is_root = indeg == 0
-    child_of = si
-    parent_of = np.repeat(np.arange(n, dtype=np.int64), cnt)
+    child_of = si  # (edges keep their parent when _child_order reorders children within a parent)
     fwd_any = parent_of > child_of  # an edge whose parent comes later in the file
     fwd_rank = np.zeros(nranks, dtype=bool)
     if bool(fwd_any.any()):

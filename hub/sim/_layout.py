@@ -50,7 +50,6 @@ class Layout:
     start: int  # the virtual start node (= n)
     rank: np.ndarray  # int32 NPU per engine node (the start node: 0)
     nranks: int
-    fkey: np.ndarray  # int64 Chakra node id per engine node: the feeder's hash key
     free0: list[tuple[int, int]]  # per NPU: its free set's (buckets, next resize) after the roots
     feeder: bool  # successor and root lists are in the feeder's order (see _feeder.py)
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
@@ -156,7 +155,6 @@ def layout(prog: Program, delays: Any = None) -> Layout:
         start=n,
         rank=_append(rank[perm], 0, np.int32),
         nranks=nranks,
-        fkey=_append(np.frombuffer(prog.local_id, dtype=np.int64)[perm], 0, np.int64),
         free0=free0,
         feeder=feeder,
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,

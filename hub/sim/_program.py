@@ -105,9 +105,10 @@ def channels(prog: Program) -> tuple[np.ndarray, int]:
     del rank, peer, is_send
     key, top = factorize(key, span * span)
     tagx = np.frombuffer(prog.tagx, dtype=np.int64)[idx]
-    low = tagx & 0xFFFFFFFF
-    tagx = tagx - low + low % NATIVE_TAGS  # ASTRA-sim folds tags into its native range
-    del low
+    if int(tagx.max()) >= NATIVE_TAGS:  # ASTRA-sim folds tags into its native range (a division: only when needed)
+        low = tagx & 0xFFFFFFFF
+        tagx = tagx - low + low % NATIVE_TAGS
+        del low
     for col in (tagx, np.frombuffer(prog.size, dtype=np.int64)[idx]):
         lo, hi = int(col.min()), int(col.max())
         if lo == hi:
