@@ -37,7 +37,8 @@ typedef struct {
     const int8_t *kind;
     const int32_t *chan, *succ_idx, *rank;
     const int64_t *dur, *chan_delay, *succ_ptr;
-    const int64_t *perm, *ids; /* the feeder's hash key of engine node e: ids[perm[e]] (program order) */
+    const int32_t *perm;
+    const int64_t *ids; /* the feeder's hash key of engine node e: ids[perm[e]] (program order) */
     int32_t *indeg;
     PyObject *reorder_cb;
     /* aware */
@@ -491,7 +492,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         goto done;
     if (!(s.succ_idx = get_buf(&bs, o[5], 4, (Py_ssize_t)s.succ_ptr[n1], 0, "succ_idx")) ||
         !(s.indeg = get_buf(&bs, o[6], 4, n1, 1, "indeg")) || !(s.rank = get_buf(&bs, o[7], 4, n1, 0, "rank")) ||
-        !(s.perm = get_buf(&bs, o[8], 8, n, 0, "perm")) || !(s.ids = get_buf(&bs, o[9], 8, n, 0, "ids")) || !(s.start = get_buf(&bs, out[0], 8, n1, 1, "start")) ||
+        !(s.perm = get_buf(&bs, o[8], 4, n, 0, "perm")) || !(s.ids = get_buf(&bs, o[9], 8, n, 0, "ids")) || !(s.start = get_buf(&bs, out[0], 8, n1, 1, "start")) ||
         !(s.fin = get_buf(&bs, out[1], 8, n1, 1, "fin")) || !(s.cause = get_buf(&bs, out[2], 4, n1, 1, "cause")) ||
         !(s.rank_finish = get_buf(&bs, out[3], 8, nranks, 1, "rank_finish")))
         goto done;

@@ -15,8 +15,8 @@ from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm,
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
-from ._network import AwareNetwork, as_array, unaware_delays
-from ._program import K_SEND, Program, program_from_algorithm
+from ._network import AwareNetwork, unaware_delays
+from ._program import K_SEND, Program, factorize, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 from ._workload import program_from_workload
 
@@ -147,11 +147,17 @@ def _model(prog: Program, topo: Topology, mode: str) -> tuple[Any, AwareNetwork 
     sends = np.flatnonzero(kinds == K_SEND)
     src = np.frombuffer(prog.rank, dtype=np.int32)[sends]
     dst = np.frombuffer(prog.peer, dtype=np.int32)[sends]
-    if mode == "unaware":
-        delays = np.zeros(prog.n, dtype=np.int64)
-        if sends.size:
-            delays[sends] = unaware_delays(topo, src, dst, np.frombuffer(prog.size, dtype=np.int64)[sends])
-        return as_array(delays), None
+    if mode == "unaware":  # per SEND, in program order; computed once per distinct (src, dst, size)
+        if not sends.size:
+            return np.zeros(0, dtype=np.int64), None
+        size = np.frombuffer(prog.size, dtype=np.int64)[sends]
+        pair, npairs = factorize(src.astype(np.int64) * topo.npus + dst, topo.npus * topo.npus)
+        lo, hi = int(size.min()), int(size.max())
+        sid, nsizes = factorize(size - lo, hi - lo + 1) if hi - lo < 1 << 40 else factorize(size, 1 << 62)
+        key, _ = factorize(pair * nsizes + sid, npairs * nsizes)
+        first = np.zeros(int(key.max()) + 1, dtype=np.int64)
+        first[key[::-1]] = np.arange(key.size - 1, -1, -1)  # one SEND per key (any: equal keys, equal delays)
+        return unaware_delays(topo, src[first], dst[first], size[first])[key], None
     if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
         raise SimulationError(
             f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "

@@ -86,8 +86,8 @@ class EngineState:
 
 
 def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = None) -> EngineState:
-    """Run ``prog`` under the unaware model (``delays``: per-node message delay in ns) or the
-    aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
+    """Run ``prog`` under the unaware model (``delays``: message delay in ns per SEND node, in
+    program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
     from .._native import _sim  # the compiled event loop (built by setup.py)
 
     lay = layout(prog, delays)

@@ -37,8 +37,8 @@ class Layout:
     """Engine-ordered columns (numpy, with the start node last) and the renumbering
     (``perm[e]`` = program node of engine node ``e``)."""
 
-    perm: np.ndarray
-    inv: np.ndarray  # inv[g] = engine node of program node g
+    perm: np.ndarray  # int32
+    inv: np.ndarray  # int32: inv[g] = engine node of program node g
     kind: np.ndarray  # int8
     chan: np.ndarray  # int32 message channel (dense (tag, src, dst, size) id), -1 for other nodes
     nchan: int
@@ -61,7 +61,7 @@ class Layout:
         a = np.asarray(values, dtype=np.int64)[: self.start][self.inv]
         if nodes:
             a = np.where((a >= 0) & (a < self.start), self.perm[np.clip(a, 0, self.start - 1)], -1)
-        return array("q", a.tobytes())
+        return array("q", a.astype(np.int64, copy=False).tobytes())
 
     def node(self, e: int) -> int:
         """Program node of engine node ``e``."""
@@ -94,13 +94,14 @@ def _append(a: np.ndarray, value: int, dtype: Any) -> np.ndarray:
 
 
 def layout(prog: Program, delays: Any = None) -> Layout:
-    """Lay ``prog`` out for the engine (``delays``: per-node unaware message delays, or None)."""
+    """Lay ``prog`` out for the engine (``delays``: unaware message delay per SEND node in program
+    order, or None)."""
     n = prog.n
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
-    perm = _position_major(rank, nranks)
-    inv = np.empty(n, dtype=np.int64)
-    inv[perm] = np.arange(n, dtype=np.int64)
+    perm = _position_major(rank, nranks).astype(np.int32)  # node ids fit int32 (checked by the engine)
+    inv = np.empty(n, dtype=np.int32)
+    inv[perm] = np.arange(n, dtype=np.int32)
 
     kinds = prog.kind_array()
     chan, nchan = channels(prog)
@@ -108,15 +109,15 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     chan_delay = np.zeros(nchan, dtype=np.int64)
     if delays is not None and nchan:
         sends = np.flatnonzero(kinds == K_SEND)
-        chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)[sends]
+        chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)
     # the feeder's view: distinct parents, children in child-set order, roots in issue order
     feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
     if feeder:
         sp, si, indeg, roots_p, free0 = feeder_program(prog)
     else:
-        sp = np.frombuffer(prog.succ_ptr, dtype=np.int64)
-        si = np.frombuffer(prog.succ_idx, dtype=np.int64)
-        indeg = np.asarray(prog.indeg, dtype=np.int64)
+        sp = np.asarray(prog.succ_ptr, dtype=np.int64)
+        si = np.asarray(prog.succ_idx)
+        indeg = np.asarray(prog.indeg)
         roots_p = np.flatnonzero(indeg == 0)
         free0 = []
     roots = inv[roots_p]  # ranks ascending, each in its free set's order

@@ -218,7 +218,7 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, 
     _check(kind, rank, peer, tag, size, ids, nr)
 
     # global dependencies: child <- parent, and their transpose (successors, children ascending)
-    indeg_a, indeg = _column(n, "q")
+    indeg_a, indeg = _column(n, "i")  # int32: node and edge counts stay below 2^31 (the engine checks)
     nd = 0
     for r, g in enumerate(graphs):
         if g.dep_pos.size and (int(g.dep_pos.min()) < 0 or int(g.dep_pos.max()) >= len(g)):
@@ -238,7 +238,7 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, 
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(indeg, out=dep_ptr[1:])
         dep_idx = parents
-    succ_idx_a, succ_idx = _column(nd, "q")
+    succ_idx_a, succ_idx = _column(nd, "i")
     if nd:
         order = np.argsort(parents, kind="stable")  # near-sorted in practice: timsort runs
         np.take(children, order, out=succ_idx)
@@ -267,7 +267,7 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, 
         succ_idx=succ_idx_a,
         indeg=indeg_a,
         local_id=ids_a,
-        inst=_column(n, "i")[0],
+        inst=np.zeros(n, dtype=np.int32),  # calloc'd: no memory until written (algorithms have none)
         messages=int(np.count_nonzero(sends)),
         bytes=int(size[sends].sum()),
         dep_ptr=dep_ptr,
