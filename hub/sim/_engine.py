@@ -88,7 +88,9 @@ class EngineState:
 def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = None) -> EngineState:
     """Run ``prog`` under the unaware model (``delays``: message delay in ns per SEND node, in
     program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
-    from .._native import _sim  # the compiled event loop (built by setup.py)
+    from .._native import load_sim
+
+    _sim = load_sim()  # the compiled event loop (built by setup.py)
 
     lay = layout(prog, delays)
     n = prog.n
