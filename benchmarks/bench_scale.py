@@ -13,6 +13,8 @@ Simulate rows (``hub.simulate``, pipelined ring all-reduce of 64 MiB, 2(n-1) ste
 
 * 1024 ranks aware / unaware: ``collhub consume hub.simulate`` on ETs written by
   ``hub.chakra.write_algorithm``; reference: the target (3 s, 1.5 GiB peak), ratio = target / figure;
+* the same, split: ``simulate()`` alone after ``read_algorithm`` in one process (the simulator's
+  own share; reading is the codec's), against the pure-Python event loop it replaced;
 * 256 ranks aware / unaware against the real ASTRA-sim binary on the same bundle
   (``../shared/tools/astra-sim``), ratio = ASTRA-sim CPU s / ours (target >= 20x), same ns checked.
 """
@@ -101,6 +103,36 @@ def simulate_1024(tmp: Path) -> list[Row]:
     return rows
 
 
+_SPLIT = """
+import json, resource, sys, time
+from hub.chakra import read_algorithm
+from hub.sim import simulate
+t0 = time.process_time()
+alg = read_algorithm(sys.argv[1])
+out = {"read": time.process_time() - t0}
+for mode in ("aware", "unaware"):
+    t0 = time.process_time()
+    out[mode] = time.process_time() - t0 if simulate(alg, sys.argv[2], mode=mode) else 0.0
+out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+# the pure-Python event loop this engine replaced, `simulate` CPU s on the same ring (docs/simulator.md)
+_BEFORE = {"aware": 11.0, "unaware": 5.6}
+
+
+def simulate_1024_split(tmp: Path) -> list[Row]:
+    """What the simulator itself costs: ``simulate()`` after ``read_algorithm`` in one process."""
+    n = 1024
+    prefix = tmp / "ring1024" / "ring"
+    prefix.parent.mkdir()
+    _write_ring(n, prefix)
+    _, _, mib, text = _timed([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
+    r = json.loads(text)
+    return [Row(f"  simulate() only, {mode}", float("nan"), r[mode], mib, f"pure Python {_BEFORE[mode]:g} s",
+                _BEFORE[mode] / r[mode], None, f"read_algorithm {r['read']:.2f} s in the same process")
+            for mode in ("aware", "unaware")]
+
+
 def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
     from bench_sim import ring_allreduce
     from collhub_astrasim._bundle import _dims_for, build_bundle
@@ -140,7 +172,7 @@ def simulate_4096_unaware(tmp: Path) -> list[Row]:
                 f"{ns} ns; ETs written in {made:.0f} s")]
 
 
-ROWS: list[Callable[[Path], list[Row]]] = [simulate_1024, simulate_256_vs_astrasim]
+ROWS: list[Callable[[Path], list[Row]]] = [simulate_1024, simulate_1024_split, simulate_256_vs_astrasim]
 
 
 def main(argv: list[str]) -> int:
