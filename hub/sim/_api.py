@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._units import parse_size
-from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm
+from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm, chunk_bytes
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
-from ._network import AwareNetwork, as_array, unaware_delays
-from ._program import K_SEND, Program, program_from_algorithm
+from ._network import AwareNetwork, unaware_delays
+from ._program import K_SEND, Program, factorize, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 from ._workload import program_from_workload
 
@@ -33,8 +34,8 @@ class SimulateParams(BaseModel):
     network: str = Field(description="topology string (e.g. 'ring:8', 'ring:4,switch:8', 'torus:4x4') "
                          "or a path to an ASTRA-sim network.yml")
     size: int | str | None = Field(default=None, description="collective size in bytes (nccl-tests' S); "
-                                   "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. Binds unbound algorithms; optional "
-                                   "when messages already carry sizes")
+                                   "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. "
+                                   "Binds unbound algorithms; optional when messages already carry sizes")
     mode: Mode = Field(default="unaware", description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
                        "message, no contention) or 'aware' (store-and-forward FIFO links)")
     reduction_GBps: float | None = Field(default=None, gt=0, description="cost of COMP nodes without a duration: "
@@ -45,7 +46,8 @@ class SimulateParams(BaseModel):
                                           "algorithm name ('ring', 'direct', ...), a registered producer id "
                                           "('hub.ring', '<plugin>.<name>') or an ET prefix; default ring")
     system: str | None = Field(default=None, description="workloads: an ASTRA-sim system.json whose "
-                               "*-implementation-custom keys choose the algorithms (native implementations are refused)")
+                               "*-implementation-custom keys choose the algorithms "
+                               "(native implementations are refused)")
 
     @field_validator("size")
     @classmethod
@@ -145,11 +147,17 @@ def _model(prog: Program, topo: Topology, mode: str) -> tuple[Any, AwareNetwork 
     sends = np.flatnonzero(kinds == K_SEND)
     src = np.frombuffer(prog.rank, dtype=np.int32)[sends]
     dst = np.frombuffer(prog.peer, dtype=np.int32)[sends]
-    if mode == "unaware":
-        delays = np.zeros(prog.n, dtype=np.int64)
-        if sends.size:
-            delays[sends] = unaware_delays(topo, src, dst, np.frombuffer(prog.size, dtype=np.int64)[sends])
-        return as_array(delays), None
+    if mode == "unaware":  # per SEND, in program order; computed once per distinct (src, dst, size)
+        if not sends.size:
+            return np.zeros(0, dtype=np.int64), None
+        size = np.frombuffer(prog.size, dtype=np.int64)[sends]
+        pair, npairs = factorize(src.astype(np.int64) * topo.npus + dst, topo.npus * topo.npus)
+        lo, hi = int(size.min()), int(size.max())
+        sid, nsizes = factorize(size - lo, hi - lo + 1) if hi - lo < 1 << 40 else factorize(size, 1 << 62)
+        key, _ = factorize(pair * nsizes + sid, npairs * nsizes)
+        first = np.zeros(int(key.max()) + 1, dtype=np.int64)
+        first[key[::-1]] = np.arange(key.size - 1, -1, -1)  # one SEND per key (any: equal keys, equal delays)
+        return unaware_delays(topo, src[first], dst[first], size[first])[key], None
     if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
         raise SimulationError(
             f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "
@@ -166,7 +174,8 @@ def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
     names = {4: "COMP", 5: "SEND", 6: "RECV", 20: "COLL_START", 21: "COLL_END"}
     path = []
     for g, start, end in st.chain(_CRIT_LIMIT):
-        entry: dict[str, Any] = {"rank": prog.rank[g], "node": prog.local_id[g], "kind": names.get(prog.kind[g], "NOP"),
+        entry: dict[str, Any] = {"rank": int(prog.rank[g]), "node": int(prog.local_id[g]),
+                                 "kind": names.get(int(prog.kind[g]), "NOP"),
                                  "start_ns": start, "end_ns": end}
         if prog.inst[g]:
             entry["collective"] = prog.labels.get(prog.inst[g], str(prog.inst[g]))
@@ -214,15 +223,18 @@ def simulate(
                 f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "
                 f"{topo.to_string()!r} has {topo.npus} NPUs", hint="choose a topology with at least as many NPUs")
         alg = obj
+        per_chunk = None
         if not alg.is_bound:
             if nbytes is None:
                 raise SimulationError(f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
                                       hint="give size=..., e.g. size='1MiB'")
-            alg = alg.bind(nbytes)
+            # bound while flattening (Algorithm.bind's sizes, without a copy of every rank graph)
+            per_chunk = chunk_bytes(nbytes, alg.meta.reference_chunks)
+            alg = alg.with_meta(size=nbytes)
         elif nbytes is not None and alg.meta.size is not None and alg.meta.size != nbytes:
             raise UsageError(f"the algorithm is already bound to {alg.meta.size} B, not {nbytes} B",
                              hint="drop size, or pass the unbound algorithm")
-        prog = program_from_algorithm(alg, reduction_GBps)
+        prog = program_from_algorithm(alg, reduction_GBps, per_chunk=per_chunk)
         S = _infer_size(alg) if alg.meta.size is not None or nbytes is None else nbytes
         coll = alg.collective
         collective = None if coll == Collective.CUSTOM else coll.value
@@ -233,7 +245,7 @@ def simulate(
     st = run_engine(prog, delays=delays, net=net)
     links: list[dict[str, Any]] = []
     if net is not None:
-        for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy)):
+        for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):
             if b:
                 links.append({"link": net.link_label(li), "bytes": b, "busy_ns": busy,
                               "utilization": busy / st.time_ns if st.time_ns else 0.0})

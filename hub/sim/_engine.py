@@ -2,44 +2,42 @@
 
 Semantics (see docs/simulator.md, "Rules and where they come from"): every node whose
 dependencies are done is issued at once (workload nodes may first wait for their NPU's
-resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload layer does); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
-arrival, or by an event at the same time if its data is already there; messages pair by
-(tag, src, dst, size) FIFO per key; COMP nodes take their duration, and those of one NPU ending
-at the same time complete together, at the place of the first one's event.
+resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload layer does); a
+SEND moves its data eagerly and completes when the data arrives; a RECV completes on arrival,
+or by an event at the same time if its data is already there; messages pair by (tag, src, dst,
+size) FIFO per key; COMP nodes take their duration, and those of one NPU ending at the same time
+complete together, at the place of the first one's event.
 
-Time is an integer number of ns. Events live in a calendar queue (a heap of distinct times, a
-FIFO list per time), so events at equal times run in the order they were scheduled, as in
-ASTRA-sim's event queue. The nodes one completion releases are issued in the order of the
-Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's order.
+Time is an integer number of ns. Events run in (time, scheduling order), as in ASTRA-sim's event
+queue (a FIFO list per distinct time). The nodes one completion releases are issued in the order
+of the Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's
+order.
 
-Performance: the whole walk is one Python loop with issue, completion, matching and the
-unaware model inlined (link service and resources, the rarer paths, are small closures), over
-flat lists in the position-major node order of :mod:`._layout` (nodes of one step sit together
-in memory). A message key is a dense channel id computed with numpy up front
-(:func:`~hub.sim._program.channels`), so matching is a list index instead of hashing a 4-tuple.
-The unaware model knows a message's arrival time at issue, so a SEND is a single event with its
-channel's precomputed delay. The cyclic garbage collector is paused during the walk: the loop
-allocates millions of short-lived containers while the big lists are alive, and every full
-collection would traverse all of them.
+Structure: this module prepares the tables (numpy, :mod:`._layout`: position-major node order,
+dense message channels, per-channel unaware delays, routes as one table per NPU pair) and hands
+them to the event loop, the C extension ``hub._native._sim`` (the only implementation of the
+walk; a pure-Python walk made 1024-rank rings take 10-20 s). The loop calls back into
+:class:`~hub.sim._feeder.FreeSet` for the one rare rule that needs libstdc++'s hash order (three or
+more nodes released by one completion), so that rule has a single implementation too. Failed
+runs come back with the loop's leftover queues and are explained here (:func:`_diagnose`).
 """
 
 from __future__ import annotations
 
-import gc
-from collections import deque
 from array import array
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from heapq import heappop, heappush
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import SimulationError
 from ._feeder import FreeSet
+from ._layout import Layout, layout
 from ._network import AwareNetwork
-from ._layout import layout
-from ._program import K_COMP, K_END, K_RECV, K_SEND, K_START, Program
+from ._program import K_END, K_SEND, K_START, Program, factorize
 
 __all__ = ["EngineState", "run_engine"]
 
@@ -58,7 +56,7 @@ class EngineState:
     link_bytes: list[int] = field(default_factory=list)
     link_busy: list[int] = field(default_factory=list)
     _lay: Any = field(default=None, repr=False)  # the Layout (engine numbering)
-    _cols: tuple[list[int], list[int], list[int]] = field(default=((), (), ()), repr=False)  # type: ignore[assignment]
+    _cols: tuple[np.ndarray, np.ndarray, np.ndarray] = field(default=(), repr=False)  # type: ignore[assignment]
 
     @cached_property
     def start(self) -> array:
@@ -82,344 +80,96 @@ class EngineState:
         out: list[tuple[int, int, int]] = []
         e = int(lay.inv[self.last]) if self.last >= 0 else -1
         while 0 <= e < lay.start and len(out) < limit:
-            out.append((lay.node(e), start[e], fin[e]))
-            e = cause[e]
+            out.append((lay.node(e), int(start[e]), int(fin[e])))
+            e = int(cause[e])
         return out
 
 
 def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = None) -> EngineState:
-    """Run ``prog`` under the unaware model (``delays``: per-node message delay in ns) or the
-    aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _run(prog, delays, net)
-    finally:
-        if enabled:
-            gc.enable()
+    """Run ``prog`` under the unaware model (``delays``: message delay in ns per SEND node, in
+    program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
+    from .._native import load_sim
 
+    _sim = load_sim()  # the compiled event loop (built by setup.py)
 
-def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
-    # engine node numbering (position-major, for memory locality): see _layout.py
     lay = layout(prog, delays)
     n = prog.n
-    kind = lay.kind
-    chan = lay.chan
-    nchan = lay.nchan
-    sp = lay.succ_ptr
-    si = lay.succ_idx
-    indeg = lay.indeg
-    dur = lay.dur
-    cdelay = lay.chan_delay
-    acq = lay.acq
-    rel = lay.rel
-    use_res = acq is not None
-    rank = lay.rank
-    aware = net is not None
-
-    start = [-1] * (n + 1)  # (+ the virtual start node)
-    fin = [-1] * (n + 1)
-    cause = [-1] * (n + 1)
-    posted: list[deque[int] | None] = [None] * nchan  # RECVs waiting for their data, per channel
-    arrived: list[deque[int] | None] = [None] * nchan  # SENDs whose data waits for its RECV
-    times: list[int] = []
-    buckets: dict[int, list[int]] = {}
-    busy_res: dict[int, int] = {}
-    waitq: dict[int, deque[int]] = {}
-    last = -1
-
-    if aware:
-        assert net is not None
-        H = net.max_hops + 1
-        bp = net.bp
-        llat = net.lat
-        nl = net.nlinks
-        lbusy = bytearray(nl)
-        lq: list[deque[int] | None] = [None] * nl
-        lbytes = [0] * nl
-        lbusyt = [0] * nl
-        size = np.frombuffer(prog.size, dtype=np.int64)[lay.perm].tolist()
-        routes = _routes(prog, net, lay.perm)
-    else:
-        H = 1
-
-    def transmit(li: int, code: int, t: int) -> None:
-        """Start sending hop ``code % H`` of message ``code // H`` over the free link ``li``."""
-        lbusy[li] = 1
-        sz = size[code // H]
-        x = sz / bp[li]
-        for tt, ev in ((t + int(llat[li] + x), n1 + code), (t + int(x), -1 - li)):  # arrival, then link free
-            b = buckets.get(tt)
-            if b is None:
-                buckets[tt] = [ev]
-                heappush(times, tt)
-            else:
-                b.append(ev)
-        lbytes[li] += sz
-        lbusyt[li] += int(x)
-
-    def want_link(li: int, code: int, t: int) -> None:
-        if lbusy[li]:
-            q = lq[li]
-            if q is None:
-                lq[li] = deque((code,))
-            else:
-                q.append(code)
-        else:
-            transmit(li, code, t)
-
-    # Workload programs: ASTRA-sim's Workload layer, on every completion, walks the NPU's whole
-    # dependency-free set in ascending node id (a std::set, Workload::issue_dep_free_nodes) and
-    # issues each node whose hardware resource is free (HardwareResource::is_available). So a
-    # freed resource goes to the lowest-id candidate, waiting or newly released, not to the
-    # longest waiting one.
-    wlev: list[bool] = []
-    if use_res:
-        pinst = np.frombuffer(prog.inst, dtype=np.int32)[lay.perm]
-        pk = np.asarray(kind[:n], dtype=np.int64)
-        wlev = ((pinst == 0) | (pk == K_START) | (pk == K_END)).tolist()
-        wlev.append(True)
-    fk = lay.fkey
-
-    def release(g: int) -> None:
-        """Free the NPU resource a completed node held; its waiting nodes compete again."""
-        key = rank[g] * 4 + rel[g]  # type: ignore[index]
-        busy_res[key] = 0
-        q = waitq.pop(key, None)
-        if q:
-            ready.extend(q)
-
-    def by_node_id() -> None:
-        """Workload-level ready nodes in ASTRA-sim's issue order: per NPU (first come first),
-        ascending node id; nodes inside a collective keep the walker's order, first."""
-        inner = [g for g in ready if not wlev[g]]
-        outer = [g for g in ready if wlev[g]]
-        pos: dict[int, int] = {}
-        outer.sort(key=lambda g: (pos.setdefault(rank[g], len(pos)), fk[g]))
-        ready[:] = inner + outer
-
-    if sp[n] == sp[n + 1]:
+    if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
         raise SimulationError("no node is free of dependencies (every node waits for another)",
                               hint="the dependency graph has a cycle; run the verifier (hub.verify)")
-    ready: list[int] = []
-    fkey = lay.fkey
-    feeder = lay.feeder  # the feeder's issue order (algorithms; workloads keep file order)
     free = [FreeSet() for _ in range(lay.nranks)]
-    for fs, (nb, nr) in zip(free, lay.free0):
+    for fs, (nb, nr) in zip(free, lay.free0, strict=False):
         fs.buckets, fs.next_resize = nb, nr
-    nranks = max(1, lay.nranks)
-    comp_at: dict[int, int] = {}  # (time, NPU) -> the first COMP ending then: its event runs the batch
-    comp_more: dict[int, list[int]] = {}  # that COMP -> the later ones of its batch
 
-    def reorder(m0: int, c: int) -> None:
-        """Put the nodes that ``c``'s completion released (ready[m0:]) in the feeder's issue order."""
-        seg = ready[m0:]
-        order = free[rank[c]].order([fkey[x] for x in seg])
-        ready[m0:] = [seg[i] for i in order]
+    def reorder(r: int, keys: list[int]) -> list[int]:
+        return free[r].order(keys)
 
-    SEND, RECV, COMP = K_SEND, K_RECV, K_COMP  # locals: faster than module globals in the loop
-    n1 = n + 1  # aware hop events are n1 + message * H + hop
-    t = 0
-    b = [n]  # the bucket being run: the virtual start node "completes" at t = 0 (see _layout.py)
-    buckets[0] = b
-    lt, lb = 0, b  # the bucket last scheduled into (consecutive issues often share a time)
-    while True:
-        for ev in b:  # (the list grows while iterated when zero-delay events are scheduled)
-            # -- the event ---------------------------------------------------------------------
-            if ev >= n1:  # aware: a message finished hop h
-                g, h = divmod(ev - n1, H)
-                rt = routes[g]
-                if h + 1 < len(rt):
-                    want_link(rt[h + 1], ev - n1 + 1, t)
-                    continue
-                ev = g
-            elif ev < 0:  # aware: a link became free
-                li = -1 - ev
-                q = lq[li]
-                if q:
-                    transmit(li, q.popleft(), t)
-                else:
-                    lbusy[li] = 0
-                continue
-            k = kind[ev]
-            more: Any = None  # nodes this event completes after ev, in ASTRA-sim's call order
-            if k == SEND:  # the data arrived: the SEND completes, then its RECV if posted
-                c = chan[ev]
-                q = posted[c]
-                if q:
-                    r = q.popleft()
-                    cause[r] = ev
-                    more = (r,)
-                else:
-                    q = arrived[c]
-                    if q is None:
-                        arrived[c] = deque((ev,))
-                    else:
-                        q.append(ev)
-            elif k == COMP:  # the NPU's event batch for this time: every COMP ending now, in order
-                del comp_at[t * nranks + rank[ev]]
-                more = comp_more.pop(ev, None)
-            # complete ev; the block appears three times, inlined because a call per node would
-            # cost more than the block itself
-            fin[ev] = t
-            last = ev
-            if use_res and rel[ev]:  # type: ignore[index]
-                release(ev)
-            freed = 0
-            for x in range(sp[ev], sp[ev + 1]):
-                s = si[x]
-                d = indeg[s] - 1
-                indeg[s] = d
-                if d == 0:
-                    cause[s] = ev
-                    ready.append(s)
-                    freed += 1
-            if freed > 1 and ev != n and feeder:
-                if freed == 2:  # two keys into a drained set: newest first
-                    ready[-1], ready[-2] = ready[-2], ready[-1]
-                else:
-                    reorder(len(ready) - freed, ev)
-            if more is not None:
-                for c in more:
-                    fin[c] = t
-                    last = c
-                    if use_res and rel[c]:  # type: ignore[index]
-                        release(c)
-                    freed = 0
-                    for x in range(sp[c], sp[c + 1]):
-                        s = si[x]
-                        d = indeg[s] - 1
-                        indeg[s] = d
-                        if d == 0:
-                            cause[s] = c
-                            ready.append(s)
-                            freed += 1
-                    if freed > 1 and feeder:
-                        if freed == 2:
-                            ready[-1], ready[-2] = ready[-2], ready[-1]
-                        else:
-                            reorder(len(ready) - freed, c)
-            if not ready:
-                continue
-            if use_res and len(ready) > 1:
-                by_node_id()
-            # -- issue every ready node (FIFO; issuing can complete nodes and so append more) ---
-            for g in ready:
-                if g < 0:
-                    g = ~g  # its resource was handed over
-                elif use_res and acq[g]:  # type: ignore[index]
-                    key = rank[g] * 4 + acq[g]  # type: ignore[index]
-                    if busy_res.get(key):
-                        q = waitq.get(key)
-                        if q is None:
-                            waitq[key] = deque((g,))
-                        else:
-                            q.append(g)
-                        continue
-                    busy_res[key] = 1
-                start[g] = t
-                k = kind[g]
-                if k == SEND:
-                    if aware:
-                        want_link(routes[g][0], g * H, t)
-                        continue
-                    tt = t + cdelay[chan[g]]  # unaware: the arrival time is known now
-                elif k == RECV:
-                    c = chan[g]
-                    q = arrived[c]
-                    if not q:
-                        q = posted[c]
-                        if q is None:
-                            posted[c] = deque((g,))
-                        else:
-                            q.append(g)
-                        continue
-                    q.popleft()  # the data was already there: complete by an event now, after the others
-                    b.append(g)
-                    continue
-                elif k == COMP:
-                    tt = t + dur[g]
-                    key = tt * nranks + rank[g]
-                    first = comp_at.get(key)
-                    if first is not None:  # joins the NPU's batch for tt: no event of its own
-                        more = comp_more.get(first)
-                        if more is None:
-                            comp_more[first] = [g]
-                        else:
-                            more.append(g)
-                        continue
-                    comp_at[key] = g
-                else:
-                    tt = -1  # no-op kinds and the workload's collective start/end markers
-                if tt >= 0:
-                    if tt == lt:  # lb is still queued: lt >= t
-                        lb.append(g)
-                    else:
-                        lb = buckets.get(tt)
-                        if lb is None:
-                            lb = buckets[tt] = [g]
-                            heappush(times, tt)
-                        else:
-                            lb.append(g)
-                        lt = tt
-                    continue
-                # complete g now
-                fin[g] = t
-                last = g
-                if use_res and rel[g]:  # type: ignore[index]
-                    release(g)
-                freed = 0
-                for x in range(sp[g], sp[g + 1]):
-                    s = si[x]
-                    d = indeg[s] - 1
-                    indeg[s] = d
-                    if d == 0:
-                        cause[s] = g
-                        ready.append(s)
-                        freed += 1
-                if freed > 1 and feeder:
-                    if freed == 2:
-                        ready[-1], ready[-2] = ready[-2], ready[-1]
-                    else:
-                        reorder(len(ready) - freed, g)
-            ready.clear()
-        # -- the next time ----------------------------------------------------------------------
-        del buckets[t]
-        if not times:
-            break
-        t = heappop(times)
-        b = buckets[t]
-
-    if any(indeg) or any(posted) or any(arrived) or any(waitq.values()):
+    aware: tuple[Any, ...] | None = None
+    lbytes = lbusy = np.zeros(0, dtype=np.int64)
+    if net is not None:
+        route_of, rptr, rlinks = _routes(prog, net, lay)
+        size = np.zeros(n + 1, dtype=np.int64)
+        size[:n] = np.frombuffer(prog.size, dtype=np.int64)[lay.perm]
+        lbytes = np.zeros(net.nlinks, dtype=np.int64)
+        lbusy = np.zeros(net.nlinks, dtype=np.int64)
+        aware = (route_of, rptr, rlinks, size, np.asarray(net.bp, dtype=np.float64),
+                 np.asarray(net.lat, dtype=np.float64), lbytes, lbusy)
+    res: tuple[np.ndarray, ...] | None = None
+    if lay.acq is not None and lay.rel is not None:
+        res = (lay.acq, lay.rel, _workload_level(prog, lay))
+    start = np.full(n + 1, -1, dtype=np.int64)
+    fin = np.full(n + 1, -1, dtype=np.int64)
+    cause = np.full(n + 1, -1, dtype=np.int32)
+    rank_finish = np.zeros(lay.nranks, dtype=np.int64)
+    last, posted, arrived, waiting = _sim.run(
+        n, lay.nranks, lay.nchan, lay.feeder, reorder, lay.kind, lay.chan, lay.dur, lay.chan_delay, lay.succ_ptr,
+        lay.succ_idx, lay.indeg, lay.rank, lay.perm, np.frombuffer(prog.local_id, dtype=np.int64), aware, res,
+        start, fin, cause, rank_finish)
+    if bool(lay.indeg.any()) or posted or arrived or waiting:
         back = lay.perm.tolist()
-        _diagnose(prog, lay.to_program(start), lay.to_program(fin), lay.to_program(indeg),
-                  [deque(back[e] for e in q) for q in posted if q], [deque(back[e] for e in q) for q in arrived if q])
-    rank_finish = np.zeros(prog.ranks, dtype=np.int64)
-    np.maximum.at(rank_finish, lay.rank_array, np.fromiter(fin, dtype=np.int64, count=n + 1)[:n])
+        _diagnose(prog, lay.to_program(start), lay.to_program(fin), lay.to_program(lay.indeg),
+                  [deque(back[e] for e in q) for q in posted], [deque(back[e] for e in q) for q in arrived])
     return EngineState(
-        time_ns=fin[last] if last >= 0 else 0,
+        time_ns=int(fin[last]) if last >= 0 else 0,
         last=lay.node(last),
-        rank_finish=rank_finish.tolist(),
-        link_bytes=lbytes if aware else [],
-        link_busy=lbusyt if aware else [],
+        rank_finish=rank_finish[: prog.ranks].tolist(),
+        link_bytes=lbytes.tolist(),
+        link_busy=lbusy.tolist(),
         _lay=lay,
         _cols=(start, fin, cause),
     )
 
 
-def _routes(prog: Program, net: AwareNetwork, perm: np.ndarray) -> list[tuple[int, ...] | None]:
-    """The route (link ids) of every SEND node in engine order, None elsewhere; one tuple per NPU pair."""
-    sends = np.flatnonzero(prog.kind_array()[perm] == K_SEND)
-    out: list[tuple[int, ...] | None] = [None] * prog.n
-    if sends.size:
-        g = perm[sends]
-        pair = np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus + \
-            np.frombuffer(prog.peer, dtype=np.int32)[g]
-        uniq, inv = np.unique(pair, return_inverse=True)
-        rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
-        for e, u in zip(sends.tolist(), inv.tolist()):
-            out[e] = rts[u]
+def _workload_level(prog: Program, lay: Layout) -> np.ndarray:
+    """Per engine node: 1 for workload-level nodes (issued by ASTRA-sim's Workload layer in
+    ascending node id per NPU), 0 for nodes inside a collective (the walker's order)."""
+    pinst = np.frombuffer(prog.inst, dtype=np.int32)[lay.perm]
+    pk = prog.kind_array()[lay.perm]
+    out = np.ones(prog.n + 1, dtype=np.int8)
+    out[:-1] = (pinst == 0) | (pk == K_START) | (pk == K_END)
     return out
+
+
+def _routes(prog: Program, net: AwareNetwork, lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Routes as tables: (route id per engine node (0 for non-SENDs), route offsets, link ids); one
+    route per NPU pair that exchanges messages."""
+    n = prog.n
+    route_of = np.zeros(n + 1, dtype=np.int32)
+    sends = np.flatnonzero(lay.kind[:n] == K_SEND)
+    if not sends.size:
+        return route_of, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    g = lay.perm[sends]
+    pair = np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus + \
+        np.frombuffer(prog.peer, dtype=np.int32)[g]
+    inv, count = factorize(pair, net.npus * net.npus)
+    uniq = np.empty(count, dtype=np.int64)
+    uniq[inv] = pair
+    rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
+    rptr = np.zeros(len(rts) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rts], out=rptr[1:])
+    rlinks = np.fromiter((li for r in rts for li in r), dtype=np.int32, count=int(rptr[-1]))
+    route_of[sends] = inv
+    return route_of, rptr, rlinks
 
 
 def node_ref(prog: Program, g: int) -> str:

@@ -26,7 +26,8 @@ The tables are checked against g++'s ``std::unordered_set`` in the tests.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -162,9 +163,9 @@ class FreeSet:
         return [pos[k] for k in out]
 
 
-def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(succ_ptr, succ_idx, parents per node) with repeated (parent, child) pairs removed: the
-    feeder keeps dependencies in sets. Children stay ascending (file order) per parent."""
+def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(succ_ptr, succ_idx, parents per node, parent per edge) with repeated (parent, child) pairs
+    removed: the feeder keeps dependencies in sets. Children stay ascending (file order) per parent."""
     cnt = np.diff(sp)
     parent = np.repeat(np.arange(n, dtype=np.int64), cnt)
     key = parent * n + si
@@ -175,7 +176,7 @@ def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np
         sp = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(parent, minlength=n), out=sp[1:])
     indeg = np.bincount(si, minlength=n).astype(np.int64)
-    return sp, si, indeg
+    return sp, si, indeg, parent
 
 
 def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -236,13 +237,13 @@ def _map_sequence(ids: np.ndarray, ptr: np.ndarray, pos: np.ndarray) -> np.ndarr
     return np.asarray(seq, dtype=np.uint64)
 
 
-def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
+def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """The program's dependencies as ASTRA-sim's feeder walks them: (succ_ptr, succ_idx in
     child-set order, distinct-parent counts, roots in initial issue order (ranks ascending, then
     the free set's order), per-rank free-set state (buckets, next resize))."""
     n = prog.n
-    sp, si, indeg = _dedup_edges(np.frombuffer(prog.succ_ptr, dtype=np.int64),
-                                 np.frombuffer(prog.succ_idx, dtype=np.int64), n)
+    sp, si, indeg, parent_of = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64),
+                                            np.asarray(prog.succ_idx), n)
     ids = np.frombuffer(prog.local_id, dtype=np.int64).astype(np.uint64)
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
@@ -253,13 +254,11 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
     if n and not bool(np.all(rank[1:] >= rank[:-1])):
         raise AssertionError("program nodes must be rank-major")
     # per-rank dependency lists (positions), for forward references: parent position > own
-    cnt = np.diff(sp)
     roots_out: list[np.ndarray] = []
     state: list[tuple[int, int]] = []
     cache: dict[tuple[bytes, bytes], tuple[np.ndarray, int, int]] = {}
     is_root = indeg == 0
-    child_of = si
-    parent_of = np.repeat(np.arange(n, dtype=np.int64), cnt)
+    child_of = si  # (edges keep their parent when _child_order reorders children within a parent)
     fwd_any = parent_of > child_of  # an edge whose parent comes later in the file
     fwd_rank = np.zeros(nranks, dtype=bool)
     if bool(fwd_any.any()):
@@ -284,7 +283,7 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
                 else:
                     seq = rid
                 cmp = insert_order_np(seq)
-                where = dict(zip(rid[local].tolist(), local.tolist()))
+                where = dict(zip(rid[local].tolist(), local.tolist(), strict=True))
                 local = np.array([where[k] for k in cmp.tolist() if k in where], dtype=np.int64)
             fs = FreeSet()
             order = fs.order(rid[local].tolist())
@@ -297,15 +296,15 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return sp, si, indeg, roots, state
 
 
-def _rank_sequence(prog: "Program", lo: int, hi: int, rid: np.ndarray) -> np.ndarray:
+def _rank_sequence(prog: Program, lo: int, hi: int, rid: np.ndarray) -> np.ndarray:
     """:func:`_map_sequence` for the rank whose nodes are program nodes lo..hi-1."""
     if prog.dep_ptr is not None:
         ptr = np.asarray(prog.dep_ptr[lo:hi + 1], dtype=np.int64) - int(prog.dep_ptr[lo])
         pos = np.asarray(prog.dep_idx[int(prog.dep_ptr[lo]):int(prog.dep_ptr[hi])], dtype=np.int64) - lo
         return _map_sequence(rid, ptr, pos)
     # no recorded order: rebuild each node's parents (ascending) from the successor lists
-    sp = np.frombuffer(prog.succ_ptr, dtype=np.int64)
-    si = np.frombuffer(prog.succ_idx, dtype=np.int64)
+    sp = np.asarray(prog.succ_ptr, dtype=np.int64)
+    si = np.asarray(prog.succ_idx)
     cnt = np.diff(sp[lo:hi + 1])
     parent = np.repeat(np.arange(lo, hi, dtype=np.int64), cnt)
     child = si[sp[lo]:sp[hi]]

@@ -1,4 +1,4 @@
-"""The engine's memory layout of a program: node columns as flat Python lists, renumbered.
+"""The engine's memory layout of a program: compact numpy node columns, renumbered.
 
 The engine touches a handful of per-node columns for every node it walks. Program nodes are
 numbered rank-major, but a collective advances all ranks in lock-step: at any moment the engine
@@ -12,6 +12,10 @@ result; results are mapped back with :meth:`Layout.to_program`.
 One virtual node is appended (engine node ``n``, a zero-time no-op): the start of the walk. Its
 successors are the dependency-free nodes in issue order, so the engine starts by completing it
 and needs no separate code path for the initial issue.
+
+Every column is a C-contiguous numpy array of the dtype the native engine reads
+(``hub/_native/_sim.c``): int8 kinds, int32 node ids, channels and ranks, int64 times and keys;
+about 40 bytes per node.
 """
 
 from __future__ import annotations
@@ -30,47 +34,38 @@ __all__ = ["Layout", "layout"]
 
 @dataclass
 class Layout:
-    """Engine-ordered columns (lists, with the start node last) and the renumbering (``perm[e]`` = program node of engine node ``e``)."""
+    """Engine-ordered columns (numpy, with the start node last) and the renumbering
+    (``perm[e]`` = program node of engine node ``e``)."""
 
-    perm: np.ndarray
-    inv: np.ndarray  # inv[g] = engine node of program node g
-    kind: list[int]
-    chan: list[int]  # message channel (dense (tag, src, dst, size) id), -1 for other nodes
+    perm: np.ndarray  # int32
+    inv: np.ndarray  # int32: inv[g] = engine node of program node g
+    kind: np.ndarray  # int8
+    chan: np.ndarray  # int32 message channel (dense (tag, src, dst, size) id), -1 for other nodes
     nchan: int
-    dur: list[int]  # COMP duration (ns), 0 for other nodes
-    chan_delay: list[int]  # unaware message delay (ns) per channel
-    succ_ptr: list[int]
-    succ_idx: list[int]
-    indeg: list[int]
+    dur: np.ndarray  # int64 COMP duration (ns), 0 for other nodes
+    chan_delay: np.ndarray  # int64 unaware message delay (ns) per channel
+    succ_ptr: np.ndarray  # int64, n + 2
+    succ_idx: np.ndarray  # int32
+    indeg: np.ndarray  # int32 (the engine counts it down)
     start: int  # the virtual start node (= n)
-    rank: array  # NPU per engine node (the start node: 0)
+    rank: np.ndarray  # int32 NPU per engine node (the start node: 0)
     nranks: int
-    fkey: array  # Chakra node id per engine node: the feeder's hash key
     free0: list[tuple[int, int]]  # per NPU: its free set's (buckets, next resize) after the roots
     feeder: bool  # successor and root lists are in the feeder's order (see _feeder.py)
-    rank_array: np.ndarray  # NPU per engine node
-    acq: list[int] | None
-    rel: list[int] | None
+    acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
+    rel: np.ndarray | None  # int8 resource class freed at completion
 
-    def to_program(self, values: list[int], *, nodes: bool = False) -> array:
-        """An engine-ordered per-node list as a program-ordered ``array('q')``; ``nodes``: the
+    def to_program(self, values: Any, *, nodes: bool = False) -> array:
+        """An engine-ordered per-node column as a program-ordered ``array('q')``; ``nodes``: the
         values are engine node ids (or -1) to be mapped back too."""
-        a = np.fromiter(values, dtype=np.int64, count=len(values))[self.inv]
+        a = np.asarray(values, dtype=np.int64)[: self.start][self.inv]
         if nodes:
             a = np.where((a >= 0) & (a < self.start), self.perm[np.clip(a, 0, self.start - 1)], -1)
-        return array("q", a.tobytes())
+        return array("q", a.astype(np.int64, copy=False).tobytes())
 
     def node(self, e: int) -> int:
         """Program node of engine node ``e``."""
         return int(self.perm[e]) if 0 <= e < self.start else -1
-
-
-def _shared(values: np.ndarray) -> list[int]:
-    """``values.tolist()`` with one int object per distinct value: far less memory when a few
-    large values repeat over millions of nodes (durations)."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    objs = uniq.tolist()
-    return list(map(objs.__getitem__, inv.tolist()))
 
 
 def _position_major(rank: np.ndarray, nranks: int) -> np.ndarray:
@@ -90,36 +85,44 @@ def _position_major(rank: np.ndarray, nranks: int) -> np.ndarray:
     return np.argsort(pos * nranks + rank, kind="stable")
 
 
+def _append(a: np.ndarray, value: int, dtype: Any) -> np.ndarray:
+    """``a`` as ``dtype`` with one more element (the start node's) at the end."""
+    out = np.empty(a.size + 1, dtype=dtype)
+    out[:-1] = a
+    out[-1] = value
+    return out
+
+
 def layout(prog: Program, delays: Any = None) -> Layout:
-    """Lay ``prog`` out for the engine (``delays``: per-node unaware message delays, or None)."""
+    """Lay ``prog`` out for the engine (``delays``: unaware message delay per SEND node in program
+    order, or None)."""
     n = prog.n
-    rank = np.frombuffer(prog.rank, dtype=np.int32).astype(np.int64)
+    rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
-    perm = _position_major(rank, nranks)
-    inv = np.empty(n, dtype=np.int64)
-    inv[perm] = np.arange(n, dtype=np.int64)
+    perm = _position_major(rank, nranks).astype(np.int32)  # node ids fit int32 (checked by the engine)
+    inv = np.empty(n, dtype=np.int32)
+    inv[perm] = np.arange(n, dtype=np.int32)
 
     kinds = prog.kind_array()
     chan, nchan = channels(prog)
-    dur = np.where(kinds == K_COMP, np.frombuffer(prog.dur, dtype=np.int64), 0)
     # an unaware message's delay depends on (src, dst, size) only, so it is a property of its channel
     chan_delay = np.zeros(nchan, dtype=np.int64)
     if delays is not None and nchan:
         sends = np.flatnonzero(kinds == K_SEND)
-        chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)[sends]
+        chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)
     # the feeder's view: distinct parents, children in child-set order, roots in issue order
     feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
     if feeder:
         sp, si, indeg, roots_p, free0 = feeder_program(prog)
     else:
-        sp = np.frombuffer(prog.succ_ptr, dtype=np.int64)
-        si = np.frombuffer(prog.succ_idx, dtype=np.int64)
-        indeg = np.asarray(prog.indeg, dtype=np.int64)
+        sp = np.asarray(prog.succ_ptr, dtype=np.int64)
+        si = np.asarray(prog.succ_idx)
+        indeg = np.asarray(prog.indeg)
         roots_p = np.flatnonzero(indeg == 0)
         free0 = []
     roots = inv[roots_p]  # ranks ascending, each in its free set's order
-    indeg = indeg[perm]
-    indeg[roots] = 1  # they wait for the virtual start node
+    indeg_e = _append(indeg[perm], 0, np.int32)
+    indeg_e[roots] = 1  # they wait for the virtual start node
 
     # successors: engine node e's list is its program node's list, renumbered, same order;
     # the start node's list (last) is the roots
@@ -128,42 +131,33 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     np.cumsum(cnt, out=new_sp[1:-1])
     nedges = int(new_sp[n])
     new_sp[n + 1] = nedges + roots.size
-    gather = np.repeat(sp[:-1][perm] - new_sp[:-2], cnt) + np.arange(nedges, dtype=np.int64)
-    new_si = np.concatenate([inv[si[gather]], roots])
+    new_si = np.empty(nedges + roots.size, dtype=np.int32)
+    if nedges:
+        gather = np.repeat(sp[:-1][perm] - new_sp[:-2], cnt)
+        gather += np.arange(nedges, dtype=np.int64)
+        new_si[:nedges] = inv[si[gather]]
+    new_si[nedges:] = roots
 
-    acq = prog.acq
-    rel = prog.rel
-    kind = kinds[perm].tolist()  # small ints: shared by Python already
-    kind.append(K_NOP)
-    chan_l = chan[perm].tolist()
-    chan_l.append(-1)
-    dur_l = _shared(dur[perm]) if bool((dur > 256).any()) else dur[perm].tolist()
-    dur_l.append(0)
-    indeg_l = indeg.tolist()
-    indeg_l.append(0)
-    res = acq is not None and rel is not None
-    # NPU per node as array('i'): built without a Python int per node; the engine reads it only on
-    # the rarer paths (COMP batches, three or more released nodes, workload resources)
-    rank_l = array("i", np.append(rank[perm], 0).astype(np.int32).tobytes())
-    fkey = array("q", np.append(np.frombuffer(prog.local_id, dtype=np.int64)[perm], 0).tobytes())
+    kind_e = _append(kinds[perm], K_NOP, np.int8)
+    dur_e = _append(np.frombuffer(prog.dur, dtype=np.int64)[perm], 0, np.int64)
+    dur_e[kind_e != K_COMP] = 0
+    res = prog.acq is not None and prog.rel is not None
     return Layout(
         perm=perm,
         inv=inv,
-        kind=kind,
-        chan=chan_l,
+        kind=kind_e,
+        chan=_append(chan[perm], -1, np.int32),
         nchan=nchan,
-        dur=dur_l,
-        chan_delay=chan_delay.tolist(),
-        succ_ptr=new_sp.tolist(),
-        succ_idx=new_si.tolist(),
-        indeg=indeg_l,
+        dur=dur_e,
+        chan_delay=chan_delay,
+        succ_ptr=new_sp,
+        succ_idx=new_si,
+        indeg=indeg_e,
         start=n,
-        rank=rank_l,
+        rank=_append(rank[perm], 0, np.int32),
         nranks=nranks,
-        fkey=fkey,
         free0=free0,
         feeder=feeder,
-        rank_array=rank[perm],
-        acq=np.append(np.asarray(acq, dtype=np.int64)[perm], 0).tolist() if res else None,
-        rel=np.append(np.asarray(rel, dtype=np.int64)[perm], 0).tolist() if res else None,
+        acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
+        rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
     )

@@ -1,13 +1,14 @@
 """Flattening an :class:`~hub.chakra.Algorithm` into one global node table for the engine.
 
-Global node ``g`` of rank ``r`` at position ``p`` is ``offsets[r] + p``. Columns are numpy arrays
-while building (vectorized) and are turned into Python lists / ``array`` objects once, because
-the event loop indexes them millions of times.
+Global node ``g`` of rank ``r`` at position ``p`` is ``offsets[r] + p``. Columns are ``array``
+objects (cheap scalar indexing for traces and error messages) filled in place through numpy
+views, so building a program costs one pass over the rank graphs and no intermediate copies.
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..chakra import Algorithm, NodeType
 from ..errors import SimulationError
 
 __all__ = ["K_COMP", "K_END", "K_NOP", "K_RECV", "K_SEND", "K_START", "Program", "channels", "comp_ns",
-           "program_from_algorithm"]
+           "factorize", "program_from_algorithm"]
 
 # engine node kinds (Chakra values where one exists)
 K_NOP = 0
@@ -60,50 +61,64 @@ class Program:
     _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
 
     def kind_array(self) -> np.ndarray:
-        """``kind`` as an int64 numpy array (cached)."""
+        """``kind`` as an integer numpy array (a view of an ``array('i')``; cached)."""
         if self._kinds is None or len(self._kinds) != self.n:
-            self._kinds = np.asarray(self.kind, dtype=np.int64)
+            k = self.kind
+            self._kinds = np.frombuffer(k, dtype=np.int32) if isinstance(k, array) and k.typecode == "i" else \
+                np.asarray(k, dtype=np.int64)
         return self._kinds
+
+
+def factorize(key: np.ndarray, top: int) -> tuple[np.ndarray, int]:
+    """Dense ids (int64, in ascending key order) of the non-negative integer ``key`` values below
+    ``top``, and how many there are. A presence table when ``top`` is small next to the number of
+    keys (linear time), otherwise a sort."""
+    if top <= max(1 << 22, 4 * key.size):
+        present = np.zeros(top, dtype=np.int32)
+        present[key] = 1
+        ids = np.cumsum(present, dtype=np.int32)
+        count = int(ids[-1]) if top else 0
+        ids -= 1
+        return ids[key].astype(np.int64), count
+    uniq, inv = np.unique(key, return_inverse=True)
+    return inv.astype(np.int64, copy=False), int(uniq.size)
 
 
 def channels(prog: Program) -> tuple[np.ndarray, int]:
     """Dense message-channel ids: SENDs and RECVs of the same (tag mod 5e8, src, dst, size) share one id
     (``-1`` for other nodes); also returns the number of channels. Computed with numpy so the
-    engine matches messages with a list index instead of hashing a 4-tuple per message."""
+    engine matches messages with an array index instead of hashing a 4-tuple per message. The key
+    is built column by column, re-densified after each one, so it never needs a wide sort."""
     kinds = prog.kind_array()
-    idx = np.flatnonzero((kinds == K_SEND) | (kinds == K_RECV))
+    is_send = kinds == K_SEND
+    idx = np.flatnonzero(is_send | (kinds == K_RECV))
     chan = np.full(prog.n, -1, dtype=np.int64)
     if not idx.size:
         return chan, 0
-    rank = np.frombuffer(prog.rank, dtype=np.int32)[idx].astype(np.int64)
-    peer = np.frombuffer(prog.peer, dtype=np.int32)[idx].astype(np.int64)
-    is_send = kinds[idx] == K_SEND
+    is_send = is_send[idx]
+    rank = np.frombuffer(prog.rank, dtype=np.int32)[idx]
+    peer = np.frombuffer(prog.peer, dtype=np.int32)[idx]
     span = int(max(rank.max(), peer.max())) + 1
-    key = np.where(is_send, rank, peer) * span + np.where(is_send, peer, rank)  # src * span + dst
-    top = span * span
+    key = np.where(is_send, rank, peer).astype(np.int64)
+    key *= span
+    key += np.where(is_send, peer, rank)  # src * span + dst
+    del rank, peer, is_send
+    key, top = factorize(key, span * span)
     tagx = np.frombuffer(prog.tagx, dtype=np.int64)[idx]
-    low = tagx & 0xFFFFFFFF
-    tagx = tagx - low + low % NATIVE_TAGS  # ASTRA-sim folds tags into its native range
+    if int(tagx.max()) >= NATIVE_TAGS:  # ASTRA-sim folds tags into its native range (a division: only when needed)
+        low = tagx & 0xFFFFFFFF
+        tagx = tagx - low + low % NATIVE_TAGS
+        del low
     for col in (tagx, np.frombuffer(prog.size, dtype=np.int64)[idx]):
-        lo = int(col.min())
-        if lo == int(col.max()):
+        lo, hi = int(col.min()), int(col.max())
+        if lo == hi:
             continue  # one value: adds nothing to the key
-        spread = int(col.max()) - lo + 1
-        if top * spread >= 1 << 62:  # factorize the column (and the key so far) to stay in int64
-            uk, key = np.unique(key, return_inverse=True)
-            uc, col = np.unique(col, return_inverse=True)
-            top, spread, lo = len(uk), len(uc), 0
-        key = key * spread + (col - lo)
-        top *= spread
-    if top <= max(1 << 22, 4 * key.size):  # small key range: dense renumbering without a sort
-        present = np.zeros(top, dtype=np.int64)
-        present[key] = 1
-        ids = np.cumsum(present) - 1
-        chan[idx] = ids[key]
-        return chan, int(ids[-1]) + 1
-    uniq, inv = np.unique(key, return_inverse=True)
-    chan[idx] = inv
-    return chan, len(uniq)
+        c, spread = factorize(col - lo, hi - lo + 1) if hi - lo < 1 << 40 else factorize(col, 1 << 62)
+        key *= spread
+        key += c
+        key, top = factorize(key, top * spread) if top * spread < 1 << 62 else factorize(key, 1 << 62)
+    chan[idx] = key
+    return chan, top
 
 
 def comp_ns(duration_micros: np.ndarray, size: np.ndarray, reduction_GBps: float | None) -> np.ndarray:
@@ -124,35 +139,28 @@ def _to_array(a: np.ndarray, code: str) -> array:
     return array(code, np.ascontiguousarray(a, dtype={"i": np.int32, "q": np.int64}[code]).tobytes())
 
 
-def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) -> Program:
-    """Flatten a bound algorithm (algorithm rank k runs on NPU k)."""
-    graphs = alg.graphs
-    nr = len(graphs)
-    lens = np.fromiter((len(g) for g in graphs), dtype=np.int64, count=nr)
-    offsets = np.zeros(nr + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    n = int(offsets[-1])
-    if n == 0:
-        raise SimulationError(f"algorithm {alg.name or alg.collective!s} has no nodes", hint="nothing to simulate")
+def _column(n: int, code: str) -> tuple[array, np.ndarray]:
+    """A zero-filled ``array(code)`` of ``n`` items and a writable numpy view of it."""
+    out = array(code, [0]) * n if n else array(code)
+    return out, np.frombuffer(out, dtype={"i": np.int32, "q": np.int64}[code]) if n else np.zeros(0, np.int64)
 
-    def cat(col: str) -> np.ndarray:
-        return np.concatenate([getattr(g, col) for g in graphs]) if nr else np.zeros(0)
 
-    kind = cat("kind").astype(np.int64)
-    peer = cat("peer").astype(np.int64)
-    tag = cat("tag").astype(np.int64)
-    size = cat("size").astype(np.int64)
-    duration = cat("duration").astype(np.int64)
-    ids = cat("ids").astype(np.int64)
-    rank = np.repeat(np.arange(nr, dtype=np.int64), lens)
+def _gather(graphs: Sequence[Any], offsets: np.ndarray, col: str, view: np.ndarray) -> np.ndarray:
+    """Copy column ``col`` of every rank graph into ``view`` (rank-major), converting in place."""
+    for r, g in enumerate(graphs):
+        view[offsets[r]:offsets[r + 1]] = getattr(g, col)
+    return view
 
+
+def _check(kind: np.ndarray, rank: np.ndarray, peer: np.ndarray, tag: np.ndarray, size: np.ndarray,
+           ids: np.ndarray, nr: int) -> None:
+    """Refuse what the engine cannot run: unsized or self messages, foreign peers, wide tags."""
     comm = (kind == K_SEND) | (kind == K_RECV)
     bad = comm & (size < 0)
     if bad.any():
         g = int(np.argmax(bad))
-        r = int(rank[g])
         raise SimulationError(
-            f"rank {r} node {int(ids[g])}: message size unknown (algorithm not bound to a byte size)",
+            f"rank {int(rank[g])} node {int(ids[g])}: message size unknown (algorithm not bound to a byte size)",
             hint="give a collective size (size=..., e.g. '1MiB') or bind the algorithm with alg.bind(bytes)",
         )
     badp = comm & ((peer < 0) | (peer >= nr))
@@ -168,52 +176,99 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
             f"rank {int(rank[g])} node {int(ids[g])}: {'SEND to' if kind[g] == K_SEND else 'RECV from'} itself",
             hint="express local copies and reductions as COMP nodes",
         )
-    if (tag < 0).any() or (tag >= 1 << 31).any():
-        g = int(np.argmax((tag < 0) | (tag >= 1 << 31)))
+    badt = (tag < 0) | (tag >= 1 << 31)
+    if badt.any():
+        g = int(np.argmax(badt))
         raise SimulationError(f"rank {int(rank[g])} node {int(ids[g])}: tag {int(tag[g])} outside 0..2^31-1")
 
-    # global dependencies: child <- parent
-    ptr_parts, pos_parts = [], []
+
+def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, *,
+                           per_chunk: int | None = None) -> Program:
+    """Flatten a bound algorithm (algorithm rank k runs on NPU k). ``per_chunk``: bind on the fly
+    (bytes per chunk, :func:`hub.chakra.chunk_bytes`), as :meth:`Algorithm.bind` would, without
+    copying the rank graphs."""
+    graphs = alg.graphs
+    nr = len(graphs)
+    lens = np.fromiter((len(g) for g in graphs), dtype=np.int64, count=nr)
+    offsets = np.zeros(nr + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    n = int(offsets[-1])
+    if n == 0:
+        raise SimulationError(f"algorithm {alg.name or alg.collective!s} has no nodes", hint="nothing to simulate")
+
+    kind_a, kind = _column(n, "i")
+    _gather(graphs, offsets, "kind", kind)
+    rank_a, rank = _column(n, "i")
+    for r in range(nr):
+        rank[offsets[r]:offsets[r + 1]] = r
+    peer_a, peer = _column(n, "i")
+    _gather(graphs, offsets, "peer", peer)
+    tag_a, tag = _column(n, "q")
+    _gather(graphs, offsets, "tag", tag)
+    size_a, size = _column(n, "q")
+    _gather(graphs, offsets, "size", size)
+    if per_chunk is not None:  # Algorithm.bind's rule: every sized non-COLL node is count * per_chunk
+        cnt = np.empty(n, dtype=np.int64)
+        _gather(graphs, offsets, "count", cnt)
+        sized = (kind != int(NodeType.COLL)) & (cnt > 0)
+        size[sized] = cnt[sized] * per_chunk
+        del cnt, sized
+    ids_a, ids = _column(n, "q")
+    _gather(graphs, offsets, "ids", ids)
+    _check(kind, rank, peer, tag, size, ids, nr)
+
+    # global dependencies: child <- parent, and their transpose (successors, children ascending)
+    indeg_a, indeg = _column(n, "i")  # int32: node and edge counts stay below 2^31 (the engine checks)
+    nd = 0
     for r, g in enumerate(graphs):
         if g.dep_pos.size and (int(g.dep_pos.min()) < 0 or int(g.dep_pos.max()) >= len(g)):
             raise SimulationError(
                 f"rank {r}: a dependency points outside the rank's {len(g)} nodes", hint="run the verifier (hub.verify)"
             )
-        cnt = np.diff(g.dep_ptr)
-        ptr_parts.append(cnt)
-        pos_parts.append(g.dep_pos.astype(np.int64) + offsets[r])
-    indeg = np.concatenate(ptr_parts).astype(np.int64)
-    parents = np.concatenate(pos_parts) if pos_parts else np.zeros(0, dtype=np.int64)
+        indeg[offsets[r]:offsets[r + 1]] = np.diff(g.dep_ptr)
+        nd += g.dep_pos.size
+    parents = np.empty(nd, dtype=np.int64)
+    at = 0
+    for r, g in enumerate(graphs):
+        np.add(g.dep_pos, offsets[r], out=parents[at:at + g.dep_pos.size], casting="unsafe")
+        at += g.dep_pos.size
     children = np.repeat(np.arange(n, dtype=np.int64), indeg)
     dep_ptr = dep_idx = None
     if bool(np.any(parents > children)):  # a node names a later node: keep the file's dependency order
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(indeg, out=dep_ptr[1:])
         dep_idx = parents
-    order = np.argsort(parents, kind="stable")
-    succ_idx = children[order]
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
+    succ_idx_a, succ_idx = _column(nd, "i")
+    if nd:
+        order = np.argsort(parents, kind="stable")  # near-sorted in practice: timsort runs
+        np.take(children, order, out=succ_idx)
+        del order
+    del children
+    succ_ptr_a, succ_ptr = _column(n + 1, "q")
     np.cumsum(np.bincount(parents, minlength=n), out=succ_ptr[1:])
+    if dep_idx is None:
+        del parents
 
-    dur = comp_ns(duration, size, reduction_GBps)
-    dur = np.where(kind == K_COMP, dur, 0)
+    dur_a, dur = _column(n, "q")
+    _gather(graphs, offsets, "duration", dur)
+    is_comp = kind == K_COMP
+    dur[:] = np.where(is_comp, comp_ns(dur, size, reduction_GBps), 0)
     sends = kind == K_SEND
     return Program(
-        _kinds=kind,
         n=n,
         ranks=nr,
-        kind=_to_array(kind, "i"),
-        rank=_to_array(rank, "i"),
-        peer=_to_array(peer, "i"),
-        tagx=_to_array(tag, "q"),
-        size=_to_array(size, "q"),
-        dur=_to_array(dur, "q"),
-        succ_ptr=_to_array(succ_ptr, "q"),
-        succ_idx=_to_array(succ_idx, "q"),
-        indeg=_to_array(indeg, "q"),
-        local_id=_to_array(ids, "q"),
-        inst=_to_array(np.zeros(n, dtype=np.int64), "i"),
-        messages=int(sends.sum()),
+        kind=kind_a,
+        rank=rank_a,
+        peer=peer_a,
+        tagx=tag_a,
+        size=size_a,
+        dur=dur_a,
+        succ_ptr=succ_ptr_a,
+        succ_idx=succ_idx_a,
+        indeg=indeg_a,
+        local_id=ids_a,
+        inst=np.zeros(n, dtype=np.int32),  # calloc'd: no memory until written (algorithms have none)
+        messages=int(np.count_nonzero(sends)),
         bytes=int(size[sends].sum()),
         dep_ptr=dep_ptr,
         dep_idx=dep_idx,
