@@ -2,11 +2,14 @@
 
 What crosses the wire, and what does not:
 
-* **Algorithms are scattered.** A consume unit carries its in-memory algorithm; the executor
-  takes it out, ``scatter``\\ s it once per distinct algorithm to every worker (``broadcast``)
-  and passes the future to the task instead. Each worker keeps its copy in memory for the run:
-  an algorithm travels once per worker, not once per unit, and a worker that dies takes no
-  algorithm with it (a worker that joins later fetches its copy from a peer).
+* **Algorithms travel once per worker.** A consume unit carries its in-memory algorithm; the
+  executor takes it out and makes it, once per distinct algorithm, a task of its own that just
+  returns it; the units depend on that task. The client sends each algorithm once (inside that
+  task, to the scheduler); the first worker that needs it runs the task, every other worker
+  copies the result from a peer once and keeps it for the run. A worker that dies holding the
+  only copy costs nothing: the scheduler reruns the task from the spec it holds. (``scatter``
+  would lose such a copy for good, and ``scatter(broadcast=True)`` blocks for the connect
+  timeout, 30 s, when a worker dies during the broadcast.)
 * **The run directory is shared.** Produce units write the ET files, consume units their
   artifacts, into the run's temporary directory, by its absolute path. Workers must see that
   path (the same machine, or a shared filesystem mounted at the same place). Before the first
@@ -30,6 +33,7 @@ import logging
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -128,6 +132,11 @@ def run_dask_unit(unit: dict[str, Any], algorithm: Any = None) -> dict[str, Any]
     return run_unit(unit)
 
 
+def _value(obj: Any) -> Any:
+    """The task that holds an algorithm on the workers (see the module docstring)."""
+    return obj
+
+
 def _executing_keys(keys: list[str], dask_worker: Any = None) -> list[str]:
     """Run on each worker: which of ``keys`` its threads are still executing (cancelled or not)."""
     wanted = set(keys)
@@ -154,7 +163,7 @@ class DaskExecutor:
         self.address = address
         self._token = uuid.uuid4().hex[:12]
         self._live: dict[Any, int] = {}
-        self._scattered: dict[str, Any] = {}
+        self._algorithms: dict[str, Any] = {}
         self._checked: set[tuple[str, frozenset[str]]] = set()
         if address is None:
             with dask.config.set({"distributed.scheduler.allowed-failures": self.retries}):
@@ -240,10 +249,12 @@ class DaskExecutor:
         algorithm = None
         if unit["kind"] == "consume" and "algorithm" in unit:
             ref = str(unit["info"]["dir"])
-            algorithm = self._scattered.get(ref)
-            if algorithm is None:  # once per distinct algorithm; Dask copies it once per worker
-                algorithm = self._scattered[ref] = self.client.scatter(unit["algorithm"], hash=False,
-                                                                                broadcast=True)
+            algorithm = self._algorithms.get(ref)
+            if algorithm is None:  # once per distinct algorithm: see the module docstring
+                with warnings.catch_warnings():  # "large object in task graph": deliberate, sent once
+                    warnings.simplefilter("ignore")
+                    algorithm = self._algorithms[ref] = self.client.submit(
+                        _value, unit["algorithm"], key=f"collhub-algorithm-{self._token}-{i}", pure=False)
             unit = {k: v for k, v in unit.items() if k != "algorithm"}
         return self.client.submit(run_dask_unit, unit, algorithm, key=f"collhub-{unit['kind']}-{self._token}-{i}",
                                   pure=False, retries=self.retries)
@@ -255,8 +266,13 @@ class DaskExecutor:
             return
         self._token = uuid.uuid4().hex[:12]  # task keys unique per map() call
         self._check_workers(units)
-        futures = {self._submit(i, u): i for i, u in enumerate(units)}
-        self._live.update(futures)
+        futures: dict[Any, int] = {}
+        for i, u in enumerate(units):
+            # Units start running while later ones are still being submitted: each future is
+            # known to kill() from the moment it exists (a signal waits for the submit to end).
+            with interrupts.critical():
+                fut = self._submit(i, u)
+                futures[fut] = self._live[fut] = i
         for fut in as_completed(list(futures)):
             interrupts.check()
             i = futures[fut]
@@ -281,9 +297,9 @@ class DaskExecutor:
                                  "rerun with --debug; check the worker logs", type_=type(exc).__name__)
 
     def close(self) -> None:
-        for fut in self._scattered.values():
+        for fut in self._algorithms.values():
             fut.release()
-        self._scattered.clear()
+        self._algorithms.clear()
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
@@ -292,7 +308,7 @@ class DaskExecutor:
         """Stop at once: cancel every unit; wait for the ones still running on a cluster we do not
         own (bounded by ``_KILL_WAIT_S``); close the client and the cluster we started (that kills
         its worker processes)."""
-        live = list(self._live) + list(self._scattered.values())
+        live = list(self._live) + list(self._algorithms.values())
         keys = [str(f.key) for f in self._live]
         try:
             if live:
@@ -307,9 +323,25 @@ class DaskExecutor:
         except Exception:  # noqa: BLE001 - the cluster may already be gone; closing is what matters
             pass
         self._live.clear()
-        self._scattered.clear()
+        self._algorithms.clear()
         try:
             self.client.close()
         finally:
             if self.cluster is not None:
+                self._stop_local_workers()
                 self.cluster.close()
+
+    def _stop_local_workers(self) -> None:
+        """Stop our local cluster's worker processes within ~0.5 s: a plain close would first wait
+        up to 4 s for the units they are running (Nanny.close's default grace)."""
+        nannies = list(getattr(self.cluster, "workers", {}).values())
+
+        async def close_all() -> None:
+            import asyncio
+
+            await asyncio.gather(*(n.close(timeout=0.5) for n in nannies), return_exceptions=True)
+
+        try:
+            self.cluster.sync(close_all)
+        except Exception:  # noqa: BLE001 - cluster.close() below still stops them, only slower
+            pass

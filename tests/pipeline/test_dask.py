@@ -126,9 +126,9 @@ matrix:
 sources:
   ring: {{producer: hub.ring, params: {{collective: allreduce, ranks: 4}}}}
   direct: {{producer: hub.direct, params: {{collective: allreduce, ranks: 4}}}}
-consumers:
-  sim: {{use: hub.simulate, params: {{network: "${{network}}", size: "${{size}}", mode: aware}}}}
+consumers:  # wait first: a unit that sleeps then has a job to start (a mkdir in the run directory)
   wait: {{use: slow.wait, params: {{size: "${{size}}", seconds: {seconds}, mark: "{mark}"{extra}}}}}
+  sim: {{use: hub.simulate, params: {{network: "${{network}}", size: "${{size}}", mode: aware}}}}
 """
 
 
@@ -161,7 +161,8 @@ def test_rows_on_a_cluster_and_a_local_cluster_equal_a_local_run(cluster: Cluste
     for name in runs:
         assert sorted(p.name for p in (tmp_path / name / "algorithms").iterdir()) == \
             sorted(a["dir"].split("/")[-1] for a in runs["local"]["algorithms"])
-        report = tmp_path / name / runs[name]["rows"][1]["artifacts"]["report"]
+        wait_row = next(r for r in runs[name]["rows"] if r["component"] == "slow.wait")
+        report = tmp_path / name / wait_row["artifacts"]["report"]
         assert report.read_text().split()[1] == "65536"
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or p.name.startswith(".collhub-dask-probe")]
 
@@ -262,7 +263,7 @@ def test_a_worker_without_a_plugin_is_named_with_the_plugin(tmp_path: Path) -> N
 def test_interrupt_stops_the_local_cluster_and_leaves_nothing(tmp_path: Path) -> None:
     f, mark = _pipeline(tmp_path, seconds=5)
     run = subprocess.Popen([sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"),
-                            "--executor", "dask", "--jobs", "2"],
+                            "--executor", "dask", "--jobs", "1"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
     deadline = time.monotonic() + START_TIMEOUT
     while not list(mark.iterdir()):
@@ -276,6 +277,26 @@ def test_interrupt_stops_the_local_cluster_and_leaves_nothing(tmp_path: Path) ->
     for pid in {int(p.name.split("-")[0]) for p in mark.iterdir()}:  # the local cluster's workers are gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_interrupt_on_a_cluster_waits_for_running_units_then_cleans_up(cluster: Cluster, tmp_path: Path) -> None:
+    # Dask cannot stop a running task: the run cancels the rest, waits for the running ones to
+    # end (they write into the temporary directory), and only then removes that directory.
+    f, mark = _pipeline(tmp_path, seconds=2)
+    run = subprocess.Popen([sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"),
+                            "--executor", "dask", "--scheduler", cluster.address],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
+    deadline = time.monotonic() + START_TIMEOUT
+    while not list(mark.iterdir()):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.02)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130 and err.splitlines() == ["error: interrupted"], err
+    started = len(list(mark.iterdir()))
+    time.sleep(2.5)  # longer than a unit: nothing of this run may still be going
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or p.name == "r"]
+    assert len(list(mark.iterdir())) == started < 8
 
 
 def test_probe_worker_reports_an_unseen_run_directory(tmp_path: Path) -> None:
