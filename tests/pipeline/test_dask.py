@@ -71,7 +71,7 @@ class Cluster:
     def add_worker(self, with_plugin: bool = True) -> subprocess.Popen[bytes]:
         n = len(self.workers)
         proc = self._spawn(["worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--nworkers", "1",
-                            "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"],
+                            "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.tmp)],
                            _env(with_plugin), f"worker{n}.log")
         self.workers.append(proc)
         return proc
