@@ -83,6 +83,20 @@ class Cluster:
         with Client(self.address, timeout=START_TIMEOUT, set_as_default=False) as client:
             client.wait_for_workers(n, timeout=START_TIMEOUT)
 
+    def algorithm_arrivals(self) -> dict[str, dict[str, int]]:
+        """Per worker: how often each algorithm task's value was put in its memory (run or fetched)."""
+        from distributed import Client
+
+        def count(dask_worker: Any) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for entry in dask_worker.state.log:
+                if len(entry) > 1 and entry[1] == "put-in-memory" and str(entry[0]).startswith("collhub-algorithm-"):
+                    out[str(entry[0])] = out.get(str(entry[0]), 0) + 1
+            return out
+
+        with Client(self.address, timeout=START_TIMEOUT, set_as_default=False) as client:
+            return dict(client.run(count))
+
     def stop(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
@@ -147,6 +161,7 @@ def _rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_rows_on_a_cluster_and_a_local_cluster_equal_a_local_run(cluster: Cluster, tmp_path: Path) -> None:
     f, _ = _pipeline(tmp_path)
+    before = {k for per_worker in cluster.algorithm_arrivals().values() for k in per_worker}  # earlier tests'
     runs = {}
     for name, args in {"local": ["--jobs", "1"],
                        "remote": ["--executor", "dask", "--scheduler", cluster.address],
@@ -159,6 +174,11 @@ def test_rows_on_a_cluster_and_a_local_cluster_equal_a_local_run(cluster: Cluste
     assert _rows(runs["remote"]) == _rows(runs["local"])
     assert _rows(runs["localcluster"]) == _rows(runs["local"])
     assert runs["remote"]["jobs"] == 2  # the cluster's two worker threads
+    # Each distinct algorithm reached each worker at most once (computed there or copied from a
+    # peer), and as its own task, not inside every unit: 2 algorithms, 8 consume units.
+    held = {w: {k: n for k, n in keys.items() if k not in before} for w, keys in cluster.algorithm_arrivals().items()}
+    assert all(n == 1 for per_worker in held.values() for n in per_worker.values()), held
+    assert len({k for per_worker in held.values() for k in per_worker}) == 2, held
     for name in runs:
         assert sorted(p.name for p in (tmp_path / name / "algorithms").iterdir()) == \
             sorted(a["dir"].split("/")[-1] for a in runs["local"]["algorithms"])
