@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 import uuid
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +135,27 @@ def run_dask_unit(unit: dict[str, Any], algorithm: Any = None) -> dict[str, Any]
     return run_unit(unit)
 
 
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while a LocalCluster starts, then hand the first to the handler that
+    was there (the run's, which raises KeyboardInterrupt). Interrupted half-way, a LocalCluster
+    is left to Dask's exit hooks, which print tracebacks; whole, it is closed like any other."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    old: dict[int, Any] = {s: signal.signal(s, lambda signum, frame: held.append(signum))
+                           for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        handler = old[held[0]] if held else None
+        if callable(handler):
+            handler(held[0], None)
+
+
 def _value(obj: Any) -> Any:
     """The task that holds an algorithm on the workers (see the module docstring)."""
     return obj
@@ -150,28 +174,50 @@ class DaskExecutor:
 
     def __init__(self, workers: int, scheduler: str | None = None) -> None:
         try:
-            import dask
-            from distributed import Client, LocalCluster
+            import distributed  # noqa: F401 - only to fail early, with the hint
         except ImportError as exc:
             raise UsageError(f"--executor dask needs Dask distributed, which is not installed ({exc})",
                              hint=_INSTALL_HINT) from exc
-        self._quiet()
         address = scheduler if scheduler is not None else (os.environ.get(ENV_SCHEDULER, "").strip() or None)
         timeout = _env_number(ENV_CONNECT_TIMEOUT, _DEFAULT_CONNECT_TIMEOUT, minimum=0.1)
         self.retries = retries()
+        self.workers = workers
         self.cluster: Any = None
+        self.client: Any = None
         self.address = address
         self._token = uuid.uuid4().hex[:12]
         self._live: dict[Any, int] = {}
         self._algorithms: dict[str, Any] = {}
         self._checked: set[tuple[str, frozenset[str]]] = set()
-        if address is None:
-            with dask.config.set({"distributed.scheduler.allowed-failures": self.retries}):
-                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL)
+        self._quiet()
+        try:
+            if address is None:
+                self._start_local(workers, timeout)
+            else:
+                self._connect(address, timeout)
+        except BaseException:  # a failure or Ctrl-C while starting: leave no cluster behind
+            try:
+                if self.client is not None:
+                    self.client.close()
+                if self.cluster is not None:
+                    self._stop_local_workers()
+                    self.cluster.close()
+            finally:
+                self._loud()
+            raise
+
+    def _start_local(self, workers: int, timeout: float) -> None:
+        import dask
+        from distributed import Client, LocalCluster
+
+        with _signals_held(), dask.config.set({"distributed.scheduler.allowed-failures": self.retries}):
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster, timeout=timeout)
-            self.workers = workers
-            return
+
+    def _connect(self, address: str, timeout: float) -> None:
+        from distributed import Client
+
         try:
             self.client = Client(address, timeout=timeout)
         except (OSError, TimeoutError) as exc:
@@ -185,17 +231,21 @@ class DaskExecutor:
         try:
             self.client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError) as exc:
-            self.client.close()
             raise ClusterError(f"the Dask scheduler at {address} has no workers (waited {timeout:g} s)",
                                hint="start workers: dask worker " + address) from exc
         # Batches are cut for the cluster's threads, not for this machine's CPUs.
         self.workers = max(1, sum(self.client.nthreads().values()))
 
-    @staticmethod
-    def _quiet() -> None:
+    def _quiet(self) -> None:
         # Dask logs worker deaths and reconnects as warnings on stderr; the run reports what matters.
+        # Restored by close()/kill(): a library caller keeps its own logging.
+        log = logging.getLogger("distributed")
+        self._log_level = log.level
         if not os.environ.get("COLLHUB_DEBUG"):
-            logging.getLogger("distributed").setLevel(logging.CRITICAL)
+            log.setLevel(logging.CRITICAL)
+
+    def _loud(self) -> None:
+        logging.getLogger("distributed").setLevel(self._log_level)
 
     def _check_workers(self, units: list[dict[str, Any]]) -> None:
         """Fail before any unit runs if a worker cannot see the run directory or lacks a component."""
@@ -209,10 +259,14 @@ class DaskExecutor:
         probe = Path(run_dir) / f".collhub-dask-probe-{self._token}"
         probe.write_text(self._token, encoding="utf-8")
         try:
-            answers = self.client.run(probe_worker, str(probe), self._token, manager, sorted(needed))
+            answers = self.client.run(probe_worker, str(probe), self._token, manager, sorted(needed),
+                                      on_error="return")
         finally:
             probe.unlink(missing_ok=True)
         for addr, ans in sorted(answers.items()):
+            if isinstance(ans, BaseException):  # e.g. collhub itself is not importable there
+                raise WorkerPluginError(f"Dask worker {addr} cannot run collhub: {type(ans).__name__}: {ans}",
+                                        hint="install collhub and its plugins on every worker, as on this client")
             if not ans["sees"]:
                 raise ClusterError(
                     f"Dask worker {addr} cannot see the run directory {run_dir}",
@@ -300,9 +354,12 @@ class DaskExecutor:
         for fut in self._algorithms.values():
             fut.release()
         self._algorithms.clear()
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            self._loud()
 
     def kill(self) -> None:
         """Stop at once: cancel every unit; wait for the ones still running on a cluster we do not
@@ -330,6 +387,7 @@ class DaskExecutor:
             if self.cluster is not None:
                 self._stop_local_workers()
                 self.cluster.close()
+            self._loud()
 
     def _stop_local_workers(self) -> None:
         """Stop our local cluster's worker processes within ~0.5 s: a plain close would first wait
