@@ -215,7 +215,7 @@ def test_a_step_that_fails_is_reported_once_with_its_plugin(cluster: Cluster, tm
 def test_a_worker_killed_mid_run_loses_only_its_units(tmp_path: Path) -> None:
     c = _cluster(tmp_path, 2)
     try:
-        f, mark = _pipeline(tmp_path, seconds=0.6)
+        f, mark = _pipeline(tmp_path, seconds=1.0)
         cmd = [sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"), "--format", "json",
                "--executor", "dask", "--scheduler", c.address]
         run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
