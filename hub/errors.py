@@ -25,15 +25,18 @@ one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: .
     │   ├── PluginLoadError           an entry point failed to import or register
     │   ├── IncompatiblePluginError   plugin API version or requires_hub mismatch
     │   ├── ComponentConflictError    two plugins provide the same component id
-    │   └── ComponentNotFoundError    unknown component id (with "did you mean")
+    │   ├── ComponentNotFoundError    unknown component id (with "did you mean")
+    │   └── WorkerPluginError         a cluster worker lacks a plugin a run needs (names both)
     ├── PipelineError                 pipeline files and runs
     │   ├── PipelineValidationError   .issues: list[Issue] (file:line:col, YAML path)  (exit 3)
     │   └── StepFailedError           a step failed at run time                      (exit 1)
     ├── ExternalToolError             an external binary is missing, failed or timed out (exit 1)
-    └── RegistryError                 plugin registry                                (exit 5)
-        ├── RegistryUnavailableError  network error, timeout, bad status
-        ├── RegistryFormatError       the index does not match the documented format
-        └── IntegrityError            a download's sha256 or size does not match the index
+    ├── RegistryError                 plugin registry                                (exit 5)
+    │   ├── RegistryUnavailableError  network error, timeout, bad status
+    │   ├── RegistryFormatError       the index does not match the documented format
+    │   └── IntegrityError            a download's sha256 or size does not match the index
+    └── ClusterError                  a compute cluster (Dask) a run executes on      (exit 5)
+        └── ClusterUnavailableError   the scheduler cannot be reached within the connect timeout
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from typing import Any
 
 __all__ = [
     "AlgorithmError",
+    "ClusterError",
+    "ClusterUnavailableError",
     "ComponentConflictError",
     "ComponentNotFoundError",
     "DeadlockError",
@@ -72,6 +77,7 @@ __all__ = [
     "TraceFormatError",
     "UsageError",
     "VerificationError",
+    "WorkerPluginError",
 ]
 
 
@@ -248,6 +254,10 @@ class ComponentNotFoundError(PluginError, KeyError):
         return self.message
 
 
+class WorkerPluginError(PluginError):
+    """A worker of a cluster (``collhub run --executor dask``) lacks a plugin a unit needs."""
+
+
 class PipelineError(HubError):
     """Pipeline files and runs."""
 
@@ -309,3 +319,14 @@ class RegistryFormatError(RegistryError):
 
 class IntegrityError(RegistryError):
     """A downloaded file does not match the sha256 or size the index promises."""
+
+
+class ClusterError(HubError):
+    """A compute cluster a run executes on (``collhub run --executor dask``) cannot serve it:
+    no workers, or a worker that cannot see the run directory. Exit 5, as other services."""
+
+    exit_code = ExitCode.REGISTRY
+
+
+class ClusterUnavailableError(ClusterError):
+    """The cluster's scheduler could not be reached within the connect timeout."""

@@ -30,6 +30,13 @@ app = typer.Typer(
 FILE_ARG = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
 
 
+class ExecutorKind(str, Enum):
+    """``collhub run --executor`` choices (see hub.pipeline._executors.EXECUTORS)."""
+
+    local = "local"
+    dask = "dask"
+
+
 class GraphFormat(str, Enum):
     """``collhub pipeline graph --format`` choices."""
 
@@ -203,6 +210,13 @@ def run_command(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
                                             help="Seconds before a component call is stopped (steps may set "
                                             "their own timeout:)."),
+    executor: ExecutorKind = typer.Option(ExecutorKind.local, "--executor", case_sensitive=False,
+                                          help="local: worker processes here; dask: a Dask cluster "
+                                          "(pip install 'collhub[dask]')."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDR",  # noqa: UP007
+                                            help="With --executor dask: the scheduler to use, tcp://HOST:PORT "
+                                            "(default: $COLLHUB_DASK_SCHEDULER, else a local cluster of --jobs "
+                                            "workers)."),
 ) -> None:
     """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
@@ -217,11 +231,14 @@ def run_command(
 
     if out_dir is not None and not out_dir.strip():
         raise UsageError("--out is empty", hint="give a run directory, e.g. --out runs/sweep")
+    if scheduler is not None and executor != ExecutorKind.dask:  # before validating: a usage error is cheap
+        raise UsageError("--scheduler needs --executor dask", hint="add --executor dask, or drop --scheduler")
     _interrupt.EXIT_AFTER_INTERRUPT = STATE.process  # the real collhub process exits after the run
     with _interrupt.Interrupts():
         vp = validate_pipeline(file)
         progress = sys.stderr.isatty() and format != OutputFormat.json
-        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress, debug=_debug(), timeout=timeout)
+        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress,
+                         debug=_debug(), timeout=timeout, executor=executor.value, scheduler=scheduler)
     if format == OutputFormat.json:
         emit_json(result.document)
         return

@@ -1,17 +1,19 @@
-"""Where a run's units execute: serially, or in local worker processes.
+"""Where a run's units execute: serially, in local worker processes, or on a Dask cluster.
 
 An executor takes the list of unit dicts the runner planned (see :mod:`._units`) and yields
 ``(index, result)`` pairs as units complete, in any order; the runner restores file order.
 ``close()`` waits for a clean end, ``kill()`` stops at once (Ctrl-C, a failed step).
-:func:`make_executor` is the one place an executor kind is chosen.
+:func:`make_executor` is the one place an executor kind is chosen; the Dask executor lives in
+:mod:`._dask` and is imported only when chosen (Dask is an optional extra).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from ..errors import UsageError
 from . import _interrupt
@@ -21,7 +23,7 @@ from ._units import run_unit
 __all__ = ["Executor", "LocalExecutor", "EXECUTORS", "make_executor"]
 
 #: The executor kinds ``collhub run --executor`` accepts.
-EXECUTORS = ("local",)
+EXECUTORS = ("local", "dask")
 
 
 class Executor(Protocol):
@@ -37,11 +39,17 @@ class Executor(Protocol):
 
 
 def make_executor(kind: str, workers: int, *, scheduler: str | None = None) -> Executor:
-    """The executor of ``kind`` with ``workers`` workers (``scheduler``: a cluster address)."""
+    """The executor of ``kind`` with ``workers`` workers (``scheduler``: a cluster address).
+
+    The executor's ``workers`` may differ from the request: a Dask cluster has its own size."""
     if kind == "local":
         if scheduler is not None:
             raise UsageError("--scheduler needs a cluster executor", hint="add --executor dask, or drop --scheduler")
         return LocalExecutor(workers)
+    if kind == "dask":
+        from ._dask import DaskExecutor
+
+        return DaskExecutor(workers, scheduler)
     raise UsageError(f"unknown executor {kind!r}", hint=f"choose one of: {', '.join(EXECUTORS)}")
 
 

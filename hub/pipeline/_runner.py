@@ -228,6 +228,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
         total_rows = sum(len(g.points) * max(1, consumers_per_source[g.source]) for g in groups)
         workers = min(jobs or default_jobs(), max(1, len(groups), total_rows))
         pool = make_executor(executor, workers, scheduler=scheduler)
+        workers = pool.workers  # a cluster's own size (batches are cut for it)
         task = None
         if bar is not None:
             bar.start()
