@@ -18,14 +18,15 @@ input, before anything is built; all problems are reported at once, exit 3).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
-from ..errors import Problem, VerificationError
+from ..chakra import Algorithm, NodeType, Workload, WorkloadNode
+from ..errors import VerificationError
+from ._collectives import plan_collectives
 
 __all__ = ["Feed", "InlineParams", "Placement", "build_inlined", "inline_transform", "inline_workload",
            "plan_inline"]
@@ -52,14 +53,6 @@ class InlineParams(BaseModel):
 
 
 @dataclass
-class _Instance:
-    coll: Collective
-    size: int
-    group: tuple[int, ...]
-    nodes: dict[int, WorkloadNode] = field(default_factory=dict)  # rank -> its COMM_COLL node
-
-
-@dataclass
 class Placement:
     """One collective instance to inline: its index among the workload's instances, the first tag
     of its range, its bound algorithm, its group (algorithm rank k = ``group[k]``) and its nodes."""
@@ -81,93 +74,6 @@ class Feed:
     copies: int
 
 
-def _groups(wl: Workload) -> dict[str, tuple[int, ...]]:
-    """pg_name -> member ranks, from the METADATA nodes (ranks [] = all); '' and '0' = all."""
-    from ..chakra._workload_summary import process_groups
-
-    everyone = tuple(range(wl.rank_count))
-    groups: dict[str, tuple[int, ...]] = {"": everyone}
-    for g in process_groups(wl):
-        groups[g["pg_name"]] = tuple(g["ranks"]) if g["ranks"] else everyone
-    groups.setdefault("0", everyone)
-    return groups
-
-
-def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
-    if p is None:
-        return True
-    coll = node.collective
-    if p.kinds is not None and (coll is None or coll not in {Collective.parse(k) for k in p.kinds}):
-        return False
-    size = node.comm_size if node.comm_size is not None else -1
-    if p.min_size is not None and size < p.min_size:
-        return False
-    if p.max_size is not None and size > p.max_size:
-        return False
-    return p.groups is None or node.pg_name in p.groups or (node.pg_name in ("", "0") and
-                                                            bool({"", "0"} & set(p.groups)))
-
-
-def _kind(n: WorkloadNode) -> str:
-    return n.collective.value if n.collective is not None else f"comm_type {n.comm_type}"
-
-
-def _instances(wl: Workload, p: InlineParams | None, problems: list[Problem]) -> list[_Instance]:
-    groups = _groups(wl)
-    seqs: dict[str, dict[int, list[WorkloadNode]]] = {}
-    for rank, nodes in enumerate(wl.ranks):
-        for n in nodes:
-            if n.type != NodeType.COLL or not _wanted(n, p):
-                continue
-            if n.comm_size is None:
-                problems.append(Problem("structure", "COMM_COLL node without comm_size", rank, n.id))
-                continue
-            if n.collective is None or n.collective is Collective.CUSTOM:
-                problems.append(Problem("structure", f"COMM_COLL node with unknown comm_type {n.comm_type}",
-                                        rank, n.id))
-                continue
-            group = groups.get(n.pg_name)
-            if group is None:
-                problems.append(Problem("structure", f"process group {n.pg_name!r} is not declared (no METADATA "
-                                        "node names it)", rank, n.id))
-                continue
-            absent = [m for m in group if not 0 <= m < wl.rank_count]
-            if absent:
-                problems.append(Problem("structure", f"process group {n.pg_name!r} names absent ranks {absent} "
-                                        f"(the workload has {wl.rank_count})", rank, n.id))
-                continue
-            if rank not in group:
-                problems.append(Problem("structure", f"rank {rank} is not a member of process group {n.pg_name!r}",
-                                        rank, n.id))
-                continue
-            seqs.setdefault(n.pg_name, {}).setdefault(rank, []).append(n)
-    out: list[_Instance] = []
-    for pg, per_rank in seqs.items():
-        group = groups[pg]
-        ref_rank = min(per_rank)
-        ref = per_rank[ref_rank]
-        for m in group:
-            mine = per_rank.get(m, [])
-            for k in range(max(len(ref), len(mine))):
-                a = ref[k] if k < len(ref) else None
-                b = mine[k] if k < len(mine) else None
-                if a is None or b is None or (a.collective, a.comm_size) != (b.collective, b.comm_size):
-                    have = f"{_kind(b)} of {b.comm_size} B" if b else "nothing"
-                    want = f"{_kind(a)} of {a.comm_size} B" if a else "nothing"
-                    where = b if b is not None else a
-                    problems.append(Problem(
-                        "structure", f"collective #{k} of group {pg!r}: this rank has {have}, rank {ref_rank} {want}",
-                        m, where.id if where is not None else None))
-                    break
-        for k, a in enumerate(ref):
-            inst = _Instance(a.collective, int(a.comm_size), group)  # type: ignore[arg-type]
-            for m in group:
-                if k < len(per_rank.get(m, [])):
-                    inst.nodes[m] = per_rank[m][k]
-            out.append(inst)
-    return out
-
-
 def plan_inline(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None,
                 params: InlineParams | None, copies: int = 1) -> list[Placement]:
     """The collective instances to inline and their bound algorithms (tag ranges assigned);
@@ -178,34 +84,11 @@ def plan_inline(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | Non
     """
     from ..sim._api import _selector
 
-    problems: list[Problem] = []
-    instances = _instances(wl, params, problems)
     pick = _selector(algorithm_for if algorithm_for is not None else (params.algorithm_for if params else None))
-    chosen: list[Algorithm | None] = []
-    for inst in instances:
-        try:
-            alg = pick(inst.coll, inst.size, len(inst.group))
-        except Exception as exc:  # a producer's refusal is a problem of this node, reported with the rest
-            msg = getattr(exc, "message", str(exc))
-            r0 = next(iter(inst.nodes))
-            problems.append(Problem("structure", f"no {inst.coll.value} algorithm for {len(inst.group)} ranks: {msg}",
-                                    r0, inst.nodes[r0].id))
-            alg = None
-        else:
-            if alg is not None and alg.ranks != len(inst.group):
-                for r, n in inst.nodes.items():
-                    problems.append(Problem("structure", f"the {inst.coll.value} algorithm has {alg.ranks} ranks, "
-                                            f"process group {n.pg_name!r} has {len(inst.group)}", r, n.id))
-            elif alg is not None and copies > 1:
-                alg = _copies(alg, copies, inst, problems)
-        chosen.append(alg)
-    if problems:
-        raise VerificationError(f"cannot inline the workload's collectives: {len(problems)} problem(s); first: "
-                                f"{problems[0]}", problems=problems,
-                                hint="every member of a group must list the same collectives in the same order")
+    planned = plan_collectives(wl, pick, params, copies=copies, action="inline")
     out: list[Placement] = []
     tag_base = 0
-    for index, (inst, alg) in enumerate(zip(instances, chosen, strict=True)):
+    for index, (inst, alg) in enumerate(planned):
         if alg is None:  # BROADCAST without an algorithm: stays a COMM_COLL (ASTRA-sim replays it)
             continue
         tags = [int(g.tag.max()) for g in alg.graphs if len(g)]
@@ -215,20 +98,6 @@ def plan_inline(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | Non
         out.append(Placement(index, tag_base, alg, inst.group, dict(inst.nodes)))
         tag_base += width
     return out
-
-
-def _copies(alg: Algorithm, k: int, inst: _Instance, problems: list[Problem]) -> Algorithm | None:
-    """``alg`` as k copies on disjoint data (overlap), or None with a problem per node."""
-    from ..verify._layout import has_buffer_semantics
-    from ._instances import instances_algorithm
-
-    if not has_buffer_semantics(alg.meta):
-        for r, n in inst.nodes.items():
-            problems.append(Problem("structure", f"the {inst.coll.value} algorithm {alg.name or '?'} has no chunk "
-                                    "layout (an ET read as is), so it cannot be cut into copies on parts of the data",
-                                    r, n.id))
-        return None
-    return instances_algorithm(alg, k)
 
 
 def inline_workload(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None = None,
