@@ -53,6 +53,7 @@ def _dlrm8_gpu() -> Workload:
 def _assert_equals_real(wl: Workload, net: str, tmp: Path) -> None:
     if (why := oracle_unavailable()) is not None:
         pytest.skip(why)
+    tmp.mkdir(parents=True, exist_ok=True)
     for mode in ("unaware", "aware"):
         ours = simulate(wl, net, mode=mode)
         real = _real_report(wl, net, mode, tmp)
@@ -91,7 +92,8 @@ def test_dlrm8_overlapped_equals_real_astrasim_and_is_faster(tmp_path: Path) -> 
     wl = _dlrm8_gpu()
     algs = {"allreduce": "ring", "alltoall": "direct"}
     ov = overlap_workload(wl, 4, algs)
-    _assert_equals_real(ov, "switch:8@bw=100,lat=500", tmp_path)
+    _assert_equals_real(ov, "switch:8@bw=100,lat=500", tmp_path / "after")
+    _assert_equals_real(inline_workload(wl, algs), "switch:8@bw=100,lat=500", tmp_path / "before")
     # (the gain itself is the oracle's number too: both runs above and below are exact)
     assert simulate(ov, "switch:8@bw=100,lat=500").time_ns < simulate(inline_workload(wl, algs),
                                                                        "switch:8@bw=100,lat=500").time_ns
