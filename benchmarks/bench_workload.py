@@ -83,7 +83,8 @@ def main() -> None:
     print(f"| read+inline+simulate | {sum(r[1] for r in rows[1:]):.2f} | {total_cpu:.2f} | - |")
     for label, wall, cpu, peak in extra:
         print(f"| {label} | {wall:.2f} | {cpu:.2f} | {peak:.0f} |")
-    print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; target: read+inline+simulate <= 10 s")
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"max RSS {peak_mib:.0f} MiB; target: read+inline+simulate <= 10 s")
 
 
 if __name__ == "__main__":

@@ -150,3 +150,14 @@ def test_an_algorithm_without_chunk_layout_is_refused_per_node(tmp_path: Path) -
         overlap_workload(_producer_and_collective(Collective.ALLREDUCE, 4, 1 << 16), 2, {"allreduce": foreign})
     assert sorted((p.rank, p.node) for p in info.value.problems) == [(r, 5) for r in range(4)]
     assert "no chunk layout" in info.value.problems[0].message
+
+
+def test_overlap_runs_through_the_plugin_manager() -> None:
+    from hub.plugins import create_manager
+    from hub.plugins._spec import RunContext
+
+    wl = _producer_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
+    out = create_manager().run_transform("hub.overlap", wl, {"pieces": 2, "algorithm_for": {"allreduce": "direct"}},
+                                         RunContext())
+    assert isinstance(out, Workload)
+    assert out.ranks == overlap_workload(wl, 2, {"allreduce": "direct"}).ranks
