@@ -24,13 +24,14 @@ columns and the successor lists of the program).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import SimulationError
+from ._native import NativeRing, ring_allreduce_steps
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
 
 __all__ = ["program_from_workload"]
@@ -50,6 +51,8 @@ class _Served:
     alg: Algorithm | None
     graph_pos: int
     npus: tuple[int, ...]
+    native: NativeRing | None = None
+    size: int = 0
 
 
 @dataclass
@@ -89,9 +92,11 @@ def program_from_workload(
     algorithm_for: Pick,
     npus: int,
     reduction_GBps: float | None = None,
+    native: Mapping[Collective, NativeRing] | None = None,
 ) -> Program:
     """Flatten ``wl``; ``algorithm_for(collective, comm_size, ranks)`` returns a bound algorithm
-    (or None for a BROADCAST replayed as its ``duration_micros``, like ASTRA-sim).
+    (or None for a BROADCAST replayed as its ``duration_micros``, like ASTRA-sim); ``native``:
+    collectives served by ASTRA-sim's native implementation instead (``hub.sim._native``).
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every bad collective (rank,
     node): ranks of a group disagreeing on the collective sequence, undeclared groups or groups
@@ -101,23 +106,27 @@ def program_from_workload(
     if wl.rank_count > npus:
         raise SimulationError(f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
                               hint="choose a topology with at least as many NPUs")
-    served = _plan(wl, algorithm_for)
+    served = _plan(wl, algorithm_for, native or {})
     b = _Builder()
     for r, nodes in enumerate(wl.ranks):
         _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
     return _finish(b, wl.rank_count)
 
 
-def _plan(wl: Workload, pick: Pick) -> dict[tuple[int, int], _Served]:
+def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> dict[tuple[int, int], _Served]:
     """(rank, COMM_COLL id) -> how it is served, for every collective instance of ``wl``."""
     from ..transforms._collectives import plan_collectives
 
+    def choose(coll: Collective, size: int, ranks: int) -> Algorithm | None:
+        return None if coll in native else pick(coll, size, ranks)
+
     out: dict[tuple[int, int], _Served] = {}
-    planned = plan_collectives(wl, pick, action="simulate", refusal_is_problem=False)
+    planned = plan_collectives(wl, choose, action="simulate", refusal_is_problem=False)
     for k, (inst, alg) in enumerate(planned, start=1):
         order = sorted(inst.group)
         for r, node in inst.nodes.items():
-            out[(r, node.id)] = _Served(k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group)
+            out[(r, node.id)] = _Served(k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group,
+                                        native.get(inst.coll), inst.size)
     return out
 
 
@@ -170,6 +179,8 @@ def _add_collective(b: _Builder, r: int, node: WorkloadNode, sv: _Served,
     """(entry, exit) engine nodes of one COMM_COLL on rank ``r``: START, the algorithm graph, END."""
     k = sv.instance
     b.labels[k] = sv.label
+    if sv.native is not None:
+        return _add_native_ring(b, r, node.id, sv)
     if sv.alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
         d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
         g = b.add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
@@ -202,6 +213,34 @@ def _add_collective(b: _Builder, r: int, node: WorkloadNode, sv: _Served,
         b.edges.append((base + pos, e))
     if not sinks:
         b.edges.append((s, e))
+    return s, e
+
+
+def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[int, int]:
+    """ASTRA-sim's native ring all-reduce on rank ``r`` (``hub.sim._native``): per chunk, in turn,
+    a bus transfer, then 2(n-1) times: send to the next NPU and post the receive from the previous
+    one; once received, the bus transfer (and reduction) before the next send. END waits for the
+    last chunk's last processing only (a stream ends when its last packet is processed)."""
+    assert sv.native is not None
+    k = sv.instance
+    n = len(sv.npus)
+    chunks, msg, delay, after = ring_allreduce_steps(sv.native, sv.size, n)
+    nxt, prv = sv.npus[(sv.graph_pos + 1) % n], sv.npus[(sv.graph_pos - 1) % n]
+    s = b.add(K_START, r, node_id=node_id, instance=k, a=RES_COMM)
+    last = s
+    for c in range(chunks):
+        bus = b.add(K_COMP, r, d=delay, node_id=node_id, instance=k)
+        b.edges.append((last, bus))
+        last = bus
+        for step, d in enumerate(after):
+            tag = c * len(after) + step  # (messages of one chunk and step pair in order anyway)
+            snd = b.add(K_SEND, r, p=nxt, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
+            rcv = b.add(K_RECV, r, p=prv, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
+            proc = b.add(K_COMP, r, d=d, node_id=node_id, instance=k)
+            b.edges.extend(((last, snd), (last, rcv), (rcv, proc)))
+            last = proc
+    e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
+    b.edges.append((last, e))
     return s, e
 
 
