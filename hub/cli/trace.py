@@ -171,6 +171,8 @@ def inline(
     recognize: bool = typer.Option(False, "--recognize",
                                    help="First turn gloo collectives held as COMP nodes (gloo:all_reduce, ...) "
                                    "into COMM_COLL nodes."),
+    overlap: int = typer.Option(1, "--overlap", min=1, max=1024, metavar="K",
+                                help="Overlap each collective with its producer COMP in K pieces (hub.overlap)."),
 ) -> None:
     """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline).
 
@@ -179,7 +181,7 @@ def inline(
     import warnings
 
     from ..chakra import DanglingDependencyWarning, read_workload, write_workload
-    from ..transforms import InlineParams, inline_workload
+    from ..transforms import InlineParams, overlap_workload
 
     mapping: dict[str, str] = {}
     for item in algorithm:
@@ -192,7 +194,7 @@ def inline(
         wl = read_workload(src)
     for w in caught:
         err(f"warning: {w.message}")
-    out_wl = inline_workload(wl, mapping or None, InlineParams(kinds=kind or None, recognize=recognize))
+    out_wl = overlap_workload(wl, overlap, mapping or None, InlineParams(kinds=kind or None, recognize=recognize))
     if not out_wl.name:  # the name in the GlobalMetadata marks the files as a workload for read_trace
         out_wl.name = f"{Path(src).name}-inlined"
     files = write_workload(out_wl, dst)

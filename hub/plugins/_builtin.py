@@ -66,6 +66,8 @@ def collhub_transforms() -> list[TransformSpec]:
           "Run several copies of the algorithm side by side on disjoint data"),
         t("inline", "inline_transform", "InlineParams",
           "Workload -> workload: replace COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes"),
+        t("overlap", "overlap_transform", "OverlapParams",
+          "Workload -> workload: inline collectives, each chunk waiting only for its piece of the producer"),
     ]
 
 

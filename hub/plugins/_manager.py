@@ -401,9 +401,13 @@ class PluginManager:
 
     def run_transform(self, id: str, alg: Any, params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
                       ctx: RunContext | None = None, *, timeout: float | None = None) -> Any:
-        """Run transform ``id`` on ``alg``; returns the new ``Algorithm``."""
+        """Run transform ``id`` on ``alg``; returns the new ``Algorithm`` (a ``Workload`` for a
+        workload: hub.inline and hub.overlap map workloads to workloads)."""
+        from ..chakra import Workload
+
         spec, model = self._prepare(id, "transform", params)
-        return _check_output(id, self._call(spec, id, (alg, model, ctx or RunContext()), timeout), "algorithm",
+        expected = "workload" if isinstance(alg, Workload) else "algorithm"
+        return _check_output(id, self._call(spec, id, (alg, model, ctx or RunContext()), timeout), expected,
                              self._who(id))
 
     def run_consumer(self, id: str, obj: Any, params: dict[str, Any] | BaseModel | None = None,  # noqa: A002

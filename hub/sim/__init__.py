@@ -8,6 +8,7 @@ from ._network import unaware_delays
 from ._program import comp_ns
 from ._report import trace_events, write_plot, write_trace
 from ._result import SimulationResult, busbw_factor, lower_bound_ns
+from ._timeline import node_spans, write_timeline
 
 __all__ = [
     "SimulateParams",
@@ -15,11 +16,13 @@ __all__ = [
     "busbw_factor",
     "comp_ns",
     "lower_bound_ns",
+    "node_spans",
     "parse_size",
     "simulate",
     "simulate_consumer",
     "trace_events",
     "unaware_delays",
     "write_plot",
+    "write_timeline",
     "write_trace",
 ]

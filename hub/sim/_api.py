@@ -208,12 +208,15 @@ def simulate(
     if isinstance(obj, Workload):
         if obj.rank_count == 0:
             raise SimulationError("the workload has no ranks")
+        native: dict[Collective, Any] = {}
         if system is not None:
-            from ._system import algorithms_from_system
+            from ._system import serve_from_system
 
-            algorithm_for = {**algorithms_from_system(system, obj), **{Collective.parse(k): v for k, v in
-                                                                        (algorithm_for or {}).items()}}
-        prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps)
+            dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
+            explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
+            custom, native = serve_from_system(system, obj, dims, frozenset(explicit))  # algorithm_for wins
+            algorithm_for = {**custom, **explicit}
+        prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps, native=native)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
         # never trust an unverified input's numbers: the same checks the reader runs (exit 3)
@@ -251,10 +254,15 @@ def simulate(
                               "utilization": busy / st.time_ns if st.time_ns else 0.0})
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
+    finish = list(st.rank_finish)
+    if isinstance(obj, Workload):
+        from ._breakdown import workload_finish
+
+        finish = workload_finish(prog, st)
     res = SimulationResult(
-        time_ns=int(st.time_ns), mode=mode, topology=topo.to_string() if _has_string(topo) else topo.describe(),
+        time_ns=max(finish, default=int(st.time_ns)) if isinstance(obj, Workload) else int(st.time_ns), mode=mode, topology=topo.to_string() if _has_string(topo) else topo.describe(),
         ranks=ranks, collective=collective, size=S, messages=prog.messages, bytes=prog.bytes,
-        rank_finish_ns=list(st.rank_finish), critical_path=_critical_path(prog, st), links=links,
+        rank_finish_ns=finish, critical_path=_critical_path(prog, st), links=links,
         bound_ns=bound, bound_formula=formula, name=name, _engine=st, _program=prog, _net=net,
     )
     if isinstance(obj, Workload):

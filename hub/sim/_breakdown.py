@@ -22,7 +22,7 @@ import numpy as np
 
 from ._program import K_COMP, K_END, K_RECV, K_SEND, K_START
 
-__all__ = ["rank_breakdown"]
+__all__ = ["rank_breakdown", "workload_finish"]
 
 _RES_COMP, _RES_COMM, _RES_CPU = 1, 2, 3  # as hub.sim._workload
 
@@ -40,6 +40,22 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> int:
     idx = np.flatnonzero(new)
     seg_end = np.append(reach[idx[1:] - 1], reach[-1])
     return int((seg_end - s[idx]).sum())
+
+
+def workload_finish(prog: Any, st: Any) -> list[int]:
+    """Per rank, when its last workload node completed (ASTRA-sim's ``sys[i] finished``): a
+    collective counts until its END, so a native collective's last send still in flight (its
+    stream has ended, ``hub.sim._native``) does not; for custom and inlined collectives END
+    already waits for every node, so this is the completion of the rank's last node."""
+    kind = prog.kind_array()
+    rank = np.frombuffer(prog.rank, dtype=np.int32)
+    inst = np.frombuffer(prog.inst, dtype=np.int32)
+    fin = np.asarray(st.fin, dtype=np.int64)
+    sel = (inst == 0) | (kind == K_END)
+    out = np.zeros(prog.ranks, dtype=np.int64)
+    if sel.any():
+        np.maximum.at(out, rank[sel], fin[sel])
+    return [int(x) for x in out]
 
 
 def rank_breakdown(res: Any) -> list[dict[str, int]]:

@@ -3,21 +3,23 @@
 ASTRA-sim picks, per workload COMM_COLL node: the ``per-node-custom-implementation`` entry, else
 the collective's ``*-implementation-custom`` key (one ET prefix), else the native per-dimension
 list (``*-implementation``: ``ring``, ``direct``, ``halvingDoubling``, ...). hub.simulate
-reproduces the custom path exactly; ASTRA-sim's native implementations (with their chunking by
-``preferred-dataset-splits``, ``endpoint-delay`` and ``local-mem-bw`` costs) are not reproduced
-yet, so a system.json that would run one is refused, naming the key.
+reproduces the custom path exactly, and of the native implementations the ring all-reduce on a
+1-D network (``hub.sim._native``, with its chunking by ``preferred-dataset-splits`` and its
+``endpoint-delay`` and ``local-mem-bw`` costs); a system.json that would run any other native
+implementation is refused, naming the key.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..chakra import Collective, NodeType, Workload
 from ..errors import FormatError, SimulationError
 
-__all__ = ["algorithms_from_system", "load_system"]
+__all__ = ["algorithms_from_system", "has_custom", "load_system", "serve_from_system"]
 
 _KEYS = {Collective.ALLREDUCE: "all-reduce", Collective.ALLGATHER: "all-gather",
          Collective.REDUCESCATTER: "reduce-scatter", Collective.ALLTOALL: "all-to-all"}
@@ -40,11 +42,31 @@ def load_system(system: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any],
     return data, path.parent
 
 
-def algorithms_from_system(system: str | Path | Mapping[str, Any], wl: Workload | None) -> dict[Collective, str]:
+def has_custom(cfg: Mapping[str, Any], stem: str) -> bool:
+    """Whether ``cfg`` names a custom implementation for the collective ``stem`` (``all-reduce``...)."""
+    return any(stem + s in cfg for s in _SUFFIXES)
+
+
+def serve_from_system(system: str | Path | Mapping[str, Any], wl: Workload, dims: int | None,
+                      explicit: frozenset[Collective] = frozenset(),
+                      ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
+    """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
+    -> the native implementation hub.simulate reproduces (``hub.sim._native``: ring all-reduce on
+    a 1-D network); any other native implementation the workload would use is refused. Collectives
+in ``explicit`` are served by the caller's ``algorithm_for``."""
+    from ._native import native_collectives
+
+    cfg, _base = load_system(system)
+    native = native_collectives(cfg, wl, dims, explicit)
+    return algorithms_from_system(system, wl, native=set(native) | set(explicit)), dict(native)
+
+
+def algorithms_from_system(system: str | Path | Mapping[str, Any], wl: Workload | None,
+                           native: set[Collective] | None = None) -> dict[Collective, str]:
     """``algorithm_for`` from a system.json: collective -> ET prefix of its custom implementation.
 
     Raises :class:`SimulationError` for a collective the workload uses that the system.json
-    serves natively, and for ``per-node-custom-implementation``.
+    serves natively (except those in ``native``), and for ``per-node-custom-implementation``.
     """
     cfg, base = load_system(system)
     if cfg.get("per-node-custom-implementation"):
@@ -60,7 +82,7 @@ def algorithms_from_system(system: str | Path | Mapping[str, Any], wl: Workload 
                                       f"got {custom!r}")
             prefix = Path(custom[0])
             chosen[coll] = str(prefix if prefix.is_absolute() else base / prefix)
-        elif coll in used and cfg.get(f"{stem}-implementation"):
+        elif coll in used and cfg.get(f"{stem}-implementation") and coll not in (native or set()):
             raise SimulationError(
                 f"system.json key {stem}-implementation asks for ASTRA-sim's native "
                 f"{cfg[f'{stem}-implementation']!r}, which hub.simulate does not reproduce yet",

@@ -7,168 +7,254 @@ in-flight GPU SEND-or-COLL (held from START to END, or until a SEND's data arriv
 op; RECVs are unlimited; nodes inside a custom collective are never throttled. The engine issues
 ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``).
 
-Differences from ASTRA-sim (documented in docs/simulator.md): the k-th COMM_COLL of every rank
-(in file order) is the same collective instance, and its messages are matched only within that
-instance (ASTRA-sim shares one tag space, so concurrent collectives with equal tags and sizes
-could cross-match); communicator groups (``pg_name``) are not supported.
+Process groups (``pg_name``) follow ASTRA-sim's custom-collective path: NPU r runs the algorithm's
+graph at its position in the *sorted* member list (``CommunicatorGroup``'s ``pos_in_group``, the
+``<prefix>.<pos>.et`` it opens) and algorithm rank k is the k-th member *as declared*
+(``CustomAlgorithm``: ``involved_NPUs[k]``); for the usual sorted lists both are the same.
+
+Differences from ASTRA-sim (documented in docs/simulator.md): the k-th COMM_COLL of a group on
+every member (in file order) is the same collective instance, and its messages are matched only
+within that instance (ASTRA-sim shares one tag space, so concurrent collectives with equal tags
+and sizes could cross-match).
+
+The steps: :func:`_plan` (every collective instance and its algorithm; all bad input at once,
+exit 3), :func:`_add_rank` (one rank's nodes, then their dependencies), :func:`_finish` (the
+columns and the successor lists of the program).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..chakra import Algorithm, Collective, NodeType, Workload
+from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import SimulationError
+from ._native import NativeRing, ring_allreduce_steps
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
 
 __all__ = ["program_from_workload"]
 
 RES_COMP, RES_COMM, RES_CPU = 1, 2, 3
 
+Pick = Callable[[Collective, int, int], Algorithm | None]
+
+
+@dataclass(frozen=True)
+class _Served:
+    """How one rank's COMM_COLL node runs: instance number (1-based), algorithm (None: a replayed
+    BROADCAST), the graph this rank runs and the NPU of each algorithm rank."""
+
+    instance: int
+    label: str
+    alg: Algorithm | None
+    graph_pos: int
+    npus: tuple[int, ...]
+    native: NativeRing | None = None
+    size: int = 0
+
+
+@dataclass
+class _Builder:
+    """The program's columns, appended node by node."""
+
+    kind: list[int] = field(default_factory=list)
+    rank: list[int] = field(default_factory=list)
+    peer: list[int] = field(default_factory=list)
+    tagx: list[int] = field(default_factory=list)
+    size: list[int] = field(default_factory=list)
+    dur: list[int] = field(default_factory=list)
+    lid: list[int] = field(default_factory=list)
+    inst: list[int] = field(default_factory=list)
+    acq: list[int] = field(default_factory=list)
+    rel: list[int] = field(default_factory=list)
+    edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
+    labels: dict[int, str] = field(default_factory=dict)
+
+    def add(self, k: int, r: int, *, p: int = -1, tag: int = 0, sz: int = -1, d: int = 0, node_id: int = 0,
+            instance: int = 0, a: int = 0, rl: int = 0) -> int:
+        self.kind.append(k)
+        self.rank.append(r)
+        self.peer.append(p)
+        self.tagx.append(tag)
+        self.size.append(sz)
+        self.dur.append(d)
+        self.lid.append(node_id)
+        self.inst.append(instance)
+        self.acq.append(a)
+        self.rel.append(rl)
+        return len(self.kind) - 1
+
 
 def program_from_workload(
     wl: Workload,
-    algorithm_for: Callable[[Collective, int, int], Algorithm | None],
+    algorithm_for: Pick,
     npus: int,
     reduction_GBps: float | None = None,
+    native: Mapping[Collective, NativeRing] | None = None,
 ) -> Program:
     """Flatten ``wl``; ``algorithm_for(collective, comm_size, ranks)`` returns a bound algorithm
-    (or None for a BROADCAST replayed as its ``duration_micros``, like ASTRA-sim)."""
-    nr = wl.rank_count
-    if nr > npus:
-        raise SimulationError(f"the workload has {nr} ranks but the topology has only {npus} NPUs",
+    (or None for a BROADCAST replayed as its ``duration_micros``, like ASTRA-sim); ``native``:
+    collectives served by ASTRA-sim's native implementation instead (``hub.sim._native``).
+
+    Raises :class:`hub.errors.VerificationError` (exit 3) listing every bad collective (rank,
+    node): ranks of a group disagreeing on the collective sequence, undeclared groups or groups
+    naming absent ranks, an algorithm whose rank count is not the group's, a COMM_COLL without
+    ``comm_size``; :class:`SimulationError` for other malformed nodes.
+    """
+    if wl.rank_count > npus:
+        raise SimulationError(f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
                               hint="choose a topology with at least as many NPUs")
-    kind: list[int] = []
-    rank: list[int] = []
-    peer: list[int] = []
-    tagx: list[int] = []
-    size: list[int] = []
-    dur: list[int] = []
-    lid: list[int] = []
-    inst: list[int] = []
-    acq: list[int] = []
-    rel: list[int] = []
-    edges: list[tuple[int, int]] = []  # (parent, child)
-    labels: dict[int, str] = {}
-    colls_per_rank: list[list[tuple[int, int]]] = []  # (comm_type, comm_size) per rank, file order
-
-    def add(k: int, r: int, *, p: int = -1, tag: int = 0, sz: int = -1, d: int = 0, node_id: int = 0,
-            instance: int = 0, a: int = 0, rl: int = 0) -> int:
-        kind.append(k); rank.append(r); peer.append(p); tagx.append(tag); size.append(sz); dur.append(d)
-        lid.append(node_id); inst.append(instance); acq.append(a); rel.append(rl)
-        return len(kind) - 1
-
+    served = _plan(wl, algorithm_for, native or {})
+    b = _Builder()
     for r, nodes in enumerate(wl.ranks):
-        entry: dict[int, int] = {}  # workload node id -> engine node that starts it
-        exit_: dict[int, int] = {}  # workload node id -> engine node whose completion ends it
-        coll_k = 0
-        colls: list[tuple[int, int]] = []
-        for node in nodes:
-            if node.id in entry:
-                raise SimulationError(f"workload rank {r}: node id {node.id} appears twice")
-            t = int(node.type)
-            cpu = RES_CPU if node.is_cpu_op else 0
-            if t == NodeType.COMP:
-                dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
-                d = dm * 1000 if dm > 0 else 1
-                res = cpu or RES_COMP
-                g = add(K_COMP, r, d=d, node_id=node.id, a=res, rl=res)
-                entry[node.id] = exit_[node.id] = g
-            elif t in (NodeType.SEND, NodeType.RECV):
-                is_send = t == NodeType.SEND
-                other = node.comm_dst if is_send else node.comm_src
-                if other is None or node.comm_size is None:
-                    raise SimulationError(
-                        f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
-                        f"{'comm_dst' if is_send else 'comm_src'}/comm_size")
-                if not 0 <= other < nr or other == r:
-                    raise SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
-                res = (cpu or RES_COMM) if is_send else 0
-                g = add(K_SEND if is_send else K_RECV, r, p=other, tag=int(node.comm_tag or 0),
-                        sz=int(node.comm_size), node_id=node.id, a=res, rl=res)
-                entry[node.id] = exit_[node.id] = g
-            elif t == NodeType.COLL:
-                if node.is_cpu_op:
-                    raise SimulationError(f"workload rank {r} node {node.id}: a COMM_COLL must have is_cpu_op = false")
-                if node.pg_name not in ("", "0"):
-                    raise SimulationError(
-                        f"workload rank {r} node {node.id}: communicator group {node.pg_name!r} is not supported",
-                        hint="hub.simulate runs collectives over all ranks; use the ASTRA-sim consumer for groups")
-                coll = node.collective
-                if coll is None or node.comm_size is None:
-                    raise SimulationError(f"workload rank {r} node {node.id}: COMM_COLL without comm_type/comm_size")
-                colls.append((int(node.comm_type or 0), int(node.comm_size)))
-                alg = algorithm_for(coll, int(node.comm_size), nr)
-                k = coll_k + 1
-                coll_k += 1
-                labels[k] = f"{coll.value}#{k - 1}"
-                if alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
-                    d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
-                    g = add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
-                    entry[node.id] = exit_[node.id] = g
-                    continue
-                if alg.ranks != nr:
-                    raise SimulationError(
-                        f"workload rank {r} node {node.id}: the {coll.value} algorithm has {alg.ranks} ranks, "
-                        f"the workload {nr}")
-                s = add(K_START, r, node_id=node.id, instance=k, a=RES_COMM)
-                graph = alg.graphs[r]
-                base = len(kind)
-                gk = graph.kind.tolist()
-                gp = graph.peer.tolist()
-                gt = graph.tag.tolist()
-                gs = graph.size.tolist()
-                gd = comp_ns(graph.duration, graph.size, reduction_GBps).tolist()
-                gi = graph.ids.tolist()
-                for pos in range(len(graph)):
-                    kk = gk[pos]
-                    ek = kk if kk in (K_SEND, K_RECV, K_COMP) else K_NOP
-                    add(ek, r, p=gp[pos], tag=gt[pos] + (k << 32), sz=gs[pos],
-                        d=gd[pos] if ek == K_COMP else 0, node_id=gi[pos], instance=k)
-                has_succ = np.zeros(len(graph), dtype=bool)
-                ptr, dep = graph.dep_ptr.tolist(), graph.dep_pos.tolist()
-                for pos in range(len(graph)):
-                    deps = dep[ptr[pos]:ptr[pos + 1]]
-                    if not deps:
-                        edges.append((s, base + pos))
-                    for dpos in deps:
-                        edges.append((base + dpos, base + pos))
-                        has_succ[dpos] = True
-                e = add(K_END, r, node_id=node.id, instance=k, rl=RES_COMM)
-                sinks = np.flatnonzero(~has_succ).tolist() if len(graph) else []
-                for pos in sinks:
-                    edges.append((base + pos, e))
-                if not sinks:
-                    edges.append((s, e))
-                entry[node.id], exit_[node.id] = s, e
-            else:
-                g = add(K_NOP, r, node_id=node.id)
-                entry[node.id] = exit_[node.id] = g
-        for node in nodes:
-            for d in node.deps:
-                if d not in exit_:
-                    raise SimulationError(f"workload rank {r} node {node.id}: dependency {d} is not a node of this rank")
-                edges.append((exit_[d], entry[node.id]))
-        colls_per_rank.append(colls)
+        _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
+    return _finish(b, wl.rank_count)
 
-    first = colls_per_rank[0] if colls_per_rank else []
-    for r, colls in enumerate(colls_per_rank):
-        if len(colls) != len(first) or any(a[0] != b[0] for a, b in zip(colls, first)):
-            raise SimulationError(
-                f"workload rank {r} issues collectives {[c[0] for c in colls]} (comm_type), rank 0 "
-                f"{[c[0] for c in first]}", hint="every rank must list the same collectives in the same order")
 
-    n = len(kind)
-    karr = np.asarray(kind, dtype=np.int64)
-    sarr = np.asarray(size, dtype=np.int64)
+def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> dict[tuple[int, int], _Served]:
+    """(rank, COMM_COLL id) -> how it is served, for every collective instance of ``wl``."""
+    from ..transforms._collectives import plan_collectives
+
+    def choose(coll: Collective, size: int, ranks: int) -> Algorithm | None:
+        return None if coll in native else pick(coll, size, ranks)
+
+    out: dict[tuple[int, int], _Served] = {}
+    planned = plan_collectives(wl, choose, action="simulate", refusal_is_problem=False)
+    for k, (inst, alg) in enumerate(planned, start=1):
+        order = sorted(inst.group)
+        for r, node in inst.nodes.items():
+            out[(r, node.id)] = _Served(k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group,
+                                        native.get(inst.coll), inst.size)
+    return out
+
+
+def _add_rank(b: _Builder, r: int, nodes: list[WorkloadNode], served: dict[tuple[int, int], _Served], nr: int,
+              reduction_GBps: float | None) -> None:
+    """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies."""
+    entry: dict[int, int] = {}  # workload node id -> engine node that starts it
+    exit_: dict[int, int] = {}  # workload node id -> engine node whose completion ends it
+    for node in nodes:
+        if node.id in entry:
+            raise SimulationError(f"workload rank {r}: node id {node.id} appears twice")
+        t = int(node.type)
+        if t == NodeType.COMP:
+            dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
+            res = RES_CPU if node.is_cpu_op else RES_COMP
+            g = b.add(K_COMP, r, d=dm * 1000 if dm > 0 else 1, node_id=node.id, a=res, rl=res)
+            entry[node.id] = exit_[node.id] = g
+        elif t in (NodeType.SEND, NodeType.RECV):
+            entry[node.id] = exit_[node.id] = _add_p2p(b, r, node, nr)
+        elif t == NodeType.COLL:
+            if node.is_cpu_op:
+                raise SimulationError(f"workload rank {r} node {node.id}: a COMM_COLL must have is_cpu_op = false")
+            entry[node.id], exit_[node.id] = _add_collective(b, r, node, served[(r, node.id)], reduction_GBps)
+        else:  # METADATA and the rest: a zero-time no-op
+            entry[node.id] = exit_[node.id] = b.add(K_NOP, r, node_id=node.id)
+    for node in nodes:
+        for d in node.deps:
+            if d not in exit_:
+                raise SimulationError(f"workload rank {r} node {node.id}: dependency {d} is not a node of this rank")
+            b.edges.append((exit_[d], entry[node.id]))
+
+
+def _add_p2p(b: _Builder, r: int, node: WorkloadNode, nr: int) -> int:
+    """A workload-level SEND (holds the NPU's communication resource until its data arrives) or RECV."""
+    is_send = node.type == NodeType.SEND
+    other = node.comm_dst if is_send else node.comm_src
+    if other is None or node.comm_size is None:
+        raise SimulationError(
+            f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
+            f"{'comm_dst' if is_send else 'comm_src'}/comm_size")
+    if not 0 <= other < nr or other == r:
+        raise SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
+    res = (RES_CPU if node.is_cpu_op else RES_COMM) if is_send else 0
+    return b.add(K_SEND if is_send else K_RECV, r, p=other, tag=int(node.comm_tag or 0), sz=int(node.comm_size),
+                 node_id=node.id, a=res, rl=res)
+
+
+def _add_collective(b: _Builder, r: int, node: WorkloadNode, sv: _Served,
+                    reduction_GBps: float | None) -> tuple[int, int]:
+    """(entry, exit) engine nodes of one COMM_COLL on rank ``r``: START, the algorithm graph, END."""
+    k = sv.instance
+    b.labels[k] = sv.label
+    if sv.native is not None:
+        return _add_native_ring(b, r, node.id, sv)
+    if sv.alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
+        d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
+        g = b.add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
+        return g, g
+    s = b.add(K_START, r, node_id=node.id, instance=k, a=RES_COMM)
+    graph = sv.alg.graphs[sv.graph_pos]
+    base = len(b.kind)
+    gk, gp, gt, gs = graph.kind.tolist(), graph.peer.tolist(), graph.tag.tolist(), graph.size.tolist()
+    gd = comp_ns(graph.duration, graph.size, reduction_GBps).tolist()
+    gi = graph.ids.tolist()
+    npus = sv.npus
+    for pos in range(len(graph)):
+        kk = gk[pos]
+        ek = kk if kk in (K_SEND, K_RECV, K_COMP) else K_NOP
+        peer = npus[gp[pos]] if ek in (K_SEND, K_RECV) else -1
+        b.add(ek, r, p=peer, tag=gt[pos] + (k << 32), sz=gs[pos], d=gd[pos] if ek == K_COMP else 0,
+              node_id=gi[pos], instance=k)
+    has_succ = np.zeros(len(graph), dtype=bool)
+    ptr, dep = graph.dep_ptr.tolist(), graph.dep_pos.tolist()
+    for pos in range(len(graph)):
+        deps = dep[ptr[pos]:ptr[pos + 1]]
+        if not deps:
+            b.edges.append((s, base + pos))
+        for dpos in deps:
+            b.edges.append((base + dpos, base + pos))
+            has_succ[dpos] = True
+    e = b.add(K_END, r, node_id=node.id, instance=k, rl=RES_COMM)
+    sinks = np.flatnonzero(~has_succ).tolist() if len(graph) else []
+    for pos in sinks:
+        b.edges.append((base + pos, e))
+    if not sinks:
+        b.edges.append((s, e))
+    return s, e
+
+
+def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[int, int]:
+    """ASTRA-sim's native ring all-reduce on rank ``r`` (``hub.sim._native``): per chunk, in turn,
+    a bus transfer, then 2(n-1) times: send to the next NPU and post the receive from the previous
+    one; once received, the bus transfer (and reduction) before the next send. END waits for the
+    last chunk's last processing only (a stream ends when its last packet is processed)."""
+    assert sv.native is not None
+    k = sv.instance
+    n = len(sv.npus)
+    chunks, msg, delay, after = ring_allreduce_steps(sv.native, sv.size, n)
+    nxt, prv = sv.npus[(sv.graph_pos + 1) % n], sv.npus[(sv.graph_pos - 1) % n]
+    s = b.add(K_START, r, node_id=node_id, instance=k, a=RES_COMM)
+    last = s
+    for c in range(chunks):
+        bus = b.add(K_COMP, r, d=delay, node_id=node_id, instance=k)
+        b.edges.append((last, bus))
+        last = bus
+        for step, d in enumerate(after):
+            tag = c * len(after) + step  # (messages of one chunk and step pair in order anyway)
+            snd = b.add(K_SEND, r, p=nxt, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
+            rcv = b.add(K_RECV, r, p=prv, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
+            proc = b.add(K_COMP, r, d=d, node_id=node_id, instance=k)
+            b.edges.extend(((last, snd), (last, rcv), (rcv, proc)))
+            last = proc
+    e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
+    b.edges.append((last, e))
+    return s, e
+
+
+def _finish(b: _Builder, nr: int) -> Program:
+    """The program's columns and its successor lists (CSR, children ascending per parent)."""
+    n = len(b.kind)
+    karr = np.asarray(b.kind, dtype=np.int64)
+    sarr = np.asarray(b.size, dtype=np.int64)
     comm = (karr == K_SEND) | (karr == K_RECV)
     if (comm & (sarr < 0)).any():
         g = int(np.argmax(comm & (sarr < 0)))
-        raise SimulationError(f"workload rank {rank[g]}: node {lid[g]} has no message size")
-    par = np.asarray([e[0] for e in edges], dtype=np.int64)
-    chi = np.asarray([e[1] for e in edges], dtype=np.int64)
+        raise SimulationError(f"workload rank {b.rank[g]}: node {b.lid[g]} has no message size")
+    par = np.asarray([e[0] for e in b.edges], dtype=np.int64)
+    chi = np.asarray([e[1] for e in b.edges], dtype=np.int64)
     indeg = np.bincount(chi, minlength=n) if chi.size else np.zeros(n, dtype=np.int64)
     order = np.lexsort((chi, par)) if par.size else np.zeros(0, dtype=np.int64)
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -178,20 +264,20 @@ def program_from_workload(
     return Program(
         n=n,
         ranks=nr,
-        kind=kind,
-        rank=_to_array(np.asarray(rank), "i"),
-        peer=_to_array(np.asarray(peer), "i"),
-        tagx=_to_array(np.asarray(tagx, dtype=np.int64), "q"),
+        kind=b.kind,
+        rank=_to_array(np.asarray(b.rank), "i"),
+        peer=_to_array(np.asarray(b.peer), "i"),
+        tagx=_to_array(np.asarray(b.tagx, dtype=np.int64), "q"),
         size=_to_array(sarr, "q"),
-        dur=_to_array(np.asarray(dur), "q"),
+        dur=_to_array(np.asarray(b.dur), "q"),
         succ_ptr=_to_array(succ_ptr, "q"),
         succ_idx=_to_array(chi[order] if chi.size else chi, "q"),
         indeg=indeg.tolist(),
-        local_id=_to_array(np.asarray(lid), "q"),
-        inst=_to_array(np.asarray(inst), "i"),
-        acq=acq,
-        rel=rel,
-        labels=labels,
+        local_id=_to_array(np.asarray(b.lid), "q"),
+        inst=_to_array(np.asarray(b.inst), "i"),
+        acq=b.acq,
+        rel=b.rel,
+        labels=b.labels,
         messages=int(sends.sum()),
         bytes=int(sarr[sends].sum()),
     )

@@ -2,15 +2,18 @@
 
 Every algorithm transform returns a new :class:`~hub.chakra.Algorithm` that still verifies
 whenever its input did (``docs/verify.md``); ``inline`` turns a workload's collectives into
-SEND/RECV/COMP nodes of the workload (``docs/workloads.md``).
+SEND/RECV/COMP nodes of the workload and ``overlap`` also overlaps each with the computation that
+produces its input (``docs/workloads.md``).
 """
 
 from __future__ import annotations
 
 from ._chunk import ChunkParams, chunk_algorithm, chunk_transform
+from ._extract import extract_inlined
 from ._inline import InlineParams, inline_transform, inline_workload
-from ._recognize import RECOGNIZED, recognize_collectives
 from ._instances import InstancesParams, instances_algorithm, instances_transform, split_to_unit_chunks
+from ._overlap import OverlapParams, overlap_transform, overlap_workload, producer_of
+from ._recognize import RECOGNIZED, recognize_collectives
 from ._remap import RemapParams, remap_algorithm, remap_transform, resolve_mapping
 from ._stats import StatsParams, algorithm_stats, stats_consumer
 from ._verify import VerifyParams, verify_transform
@@ -19,6 +22,7 @@ __all__ = [
     "ChunkParams",
     "InlineParams",
     "InstancesParams",
+    "OverlapParams",
     "RECOGNIZED",
     "RemapParams",
     "StatsParams",
@@ -26,10 +30,14 @@ __all__ = [
     "algorithm_stats",
     "chunk_algorithm",
     "chunk_transform",
+    "extract_inlined",
     "inline_transform",
     "inline_workload",
     "instances_algorithm",
     "instances_transform",
+    "overlap_transform",
+    "overlap_workload",
+    "producer_of",
     "remap_algorithm",
     "recognize_collectives",
     "remap_transform",

@@ -17,16 +17,19 @@ input, before anything is built; all problems are reported at once, exit 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
-from ..errors import Problem, VerificationError
+from ..chakra import Algorithm, NodeType, Workload, WorkloadNode
+from ..errors import VerificationError
+from ._collectives import plan_collectives
 
-__all__ = ["InlineParams", "inline_transform", "inline_workload"]
+__all__ = ["Feed", "InlineParams", "Placement", "build_inlined", "inline_transform", "inline_workload",
+           "plan_inline"]
 
 #: ASTRA-sim takes tags mod 5e8 (NATIVE tag range); instance tags stay below it
 _TAG_LIMIT = 500_000_000
@@ -38,7 +41,8 @@ class InlineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     algorithm_for: dict[str, str] = Field(default_factory=dict, description="collective -> algorithm name in "
-                                          "hub.algorithms (ring, direct, ...) or an ET prefix; default ring, as hub.simulate")
+                                          "hub.algorithms (ring, direct, ...) or an ET prefix; default ring, as "
+                                          "hub.simulate")
     kinds: list[str] | None = Field(default=None, description="inline only these collectives (default: all)")
     min_size: int | None = Field(default=None, ge=0, description="inline only collectives of at least this many bytes")
     max_size: int | None = Field(default=None, ge=0, description="inline only collectives of at most this many bytes")
@@ -49,92 +53,50 @@ class InlineParams(BaseModel):
 
 
 @dataclass
-class _Instance:
-    coll: Collective
-    size: int
+class Placement:
+    """One collective instance to inline: its index among the workload's instances, the first tag
+    of its range, its bound algorithm, its group (algorithm rank k = ``group[k]``) and its nodes."""
+
+    index: int
+    tag_base: int
+    alg: Algorithm
     group: tuple[int, ...]
-    nodes: dict[int, WorkloadNode] = field(default_factory=dict)  # rank -> its COMM_COLL node
+    nodes: dict[int, WorkloadNode]
 
 
-def _groups(wl: Workload) -> dict[str, tuple[int, ...]]:
-    """pg_name -> member ranks, from the METADATA nodes (ranks [] = all); '' and '0' = all."""
-    from ..chakra._workload_summary import process_groups
+@dataclass(frozen=True)
+class Feed:
+    """Overlap of one COMM_COLL on one rank: its producer COMP is cut into ``pieces``; the
+    algorithm is ``copies`` side-by-side copies (hub.instances) and copy c waits for one piece."""
 
-    everyone = tuple(range(wl.rank_count))
-    groups: dict[str, tuple[int, ...]] = {"": everyone}
-    for g in process_groups(wl):
-        groups[g["pg_name"]] = tuple(g["ranks"]) if g["ranks"] else everyone
-    groups.setdefault("0", everyone)
-    return groups
+    producer: int
+    pieces: int
+    copies: int
 
 
-def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
-    if p is None:
-        return True
-    coll = node.collective
-    if p.kinds is not None and (coll is None or coll not in {Collective.parse(k) for k in p.kinds}):
-        return False
-    size = node.comm_size if node.comm_size is not None else -1
-    if p.min_size is not None and size < p.min_size:
-        return False
-    if p.max_size is not None and size > p.max_size:
-        return False
-    return p.groups is None or node.pg_name in p.groups or (node.pg_name in ("", "0") and
-                                                            bool({"", "0"} & set(p.groups)))
+def plan_inline(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None,
+                params: InlineParams | None, copies: int = 1) -> list[Placement]:
+    """The collective instances to inline and their bound algorithms (tag ranges assigned);
+    ``copies`` > 1 (overlap): each algorithm as that many side-by-side copies (hub.instances),
+    copy c moving the c-th k-th of the data.
 
+    Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
+    """
+    from ..sim._api import _selector
 
-def _instances(wl: Workload, p: InlineParams | None, problems: list[Problem]) -> list[_Instance]:
-    groups = _groups(wl)
-    seqs: dict[str, dict[int, list[WorkloadNode]]] = {}
-    for rank, nodes in enumerate(wl.ranks):
-        for n in nodes:
-            if n.type != NodeType.COLL or not _wanted(n, p):
-                continue
-            if n.comm_size is None:
-                problems.append(Problem("structure", "COMM_COLL node without comm_size", rank, n.id))
-                continue
-            if n.collective is None or n.collective is Collective.CUSTOM:
-                problems.append(Problem("structure", f"COMM_COLL node with unknown comm_type {n.comm_type}", rank, n.id))
-                continue
-            group = groups.get(n.pg_name)
-            if group is None:
-                problems.append(Problem("structure", f"process group {n.pg_name!r} is not declared (no METADATA "
-                                        "node names it)", rank, n.id))
-                continue
-            absent = [m for m in group if not 0 <= m < wl.rank_count]
-            if absent:
-                problems.append(Problem("structure", f"process group {n.pg_name!r} names absent ranks {absent} "
-                                        f"(the workload has {wl.rank_count})", rank, n.id))
-                continue
-            if rank not in group:
-                problems.append(Problem("structure", f"rank {rank} is not a member of process group {n.pg_name!r}",
-                                        rank, n.id))
-                continue
-            seqs.setdefault(n.pg_name, {}).setdefault(rank, []).append(n)
-    out: list[_Instance] = []
-    for pg, per_rank in seqs.items():
-        group = groups[pg]
-        ref_rank = min(per_rank)
-        ref = per_rank[ref_rank]
-        for m in group:
-            mine = per_rank.get(m, [])
-            for k in range(max(len(ref), len(mine))):
-                a = ref[k] if k < len(ref) else None
-                b = mine[k] if k < len(mine) else None
-                if a is None or b is None or (a.collective, a.comm_size) != (b.collective, b.comm_size):
-                    have = f"{b.collective.value} of {b.comm_size} B" if b else "nothing"
-                    want = f"{a.collective.value} of {a.comm_size} B" if a else "nothing"
-                    where = b if b is not None else a
-                    problems.append(Problem(
-                        "structure", f"collective #{k} of group {pg!r}: this rank has {have}, rank {ref_rank} {want}",
-                        m, where.id if where is not None else None))
-                    break
-        for k, a in enumerate(ref):
-            inst = _Instance(a.collective, int(a.comm_size), group)  # type: ignore[arg-type]
-            for m in group:
-                if k < len(per_rank.get(m, [])):
-                    inst.nodes[m] = per_rank[m][k]
-            out.append(inst)
+    pick = _selector(algorithm_for if algorithm_for is not None else (params.algorithm_for if params else None))
+    planned = plan_collectives(wl, pick, params, copies=copies, action="inline")
+    out: list[Placement] = []
+    tag_base = 0
+    for index, (inst, alg) in enumerate(planned):
+        if alg is None:  # BROADCAST without an algorithm: stays a COMM_COLL (ASTRA-sim replays it)
+            continue
+        tags = [int(g.tag.max()) for g in alg.graphs if len(g)]
+        width = (max(tags) if tags else 0) + 1
+        if tag_base + width >= _TAG_LIMIT:
+            raise VerificationError("too many inlined collectives for ASTRA-sim's tag range (5e8)")
+        out.append(Placement(index, tag_base, alg, inst.group, dict(inst.nodes)))
+        tag_base += width
     return out
 
 
@@ -144,96 +106,113 @@ def inline_workload(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] |
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
     """
-    from ..sim._api import _selector
-
     if params is not None and params.recognize:
         from ._recognize import recognize_collectives
 
         wl, _count = recognize_collectives(wl)
-    problems: list[Problem] = []
-    instances = _instances(wl, params, problems)
-    pick = _selector(algorithm_for if algorithm_for is not None else (params.algorithm_for if params else None))
-    chosen: list[Algorithm | None] = []
-    for inst in instances:
-        try:
-            alg = pick(inst.coll, inst.size, len(inst.group))
-        except Exception as exc:  # a producer's refusal is a problem of this node, reported with the rest
-            msg = getattr(exc, "message", str(exc))
-            r0 = next(iter(inst.nodes))
-            problems.append(Problem("structure", f"no {inst.coll.value} algorithm for {len(inst.group)} ranks: {msg}",
-                                    r0, inst.nodes[r0].id))
-            alg = None
-        else:
-            if alg is not None and alg.ranks != len(inst.group):
-                for r, n in inst.nodes.items():
-                    problems.append(Problem("structure", f"the {inst.coll.value} algorithm has {alg.ranks} ranks, "
-                                            f"process group {n.pg_name!r} has {len(inst.group)}", r, n.id))
-        chosen.append(alg)
-    if problems:
-        raise VerificationError(f"cannot inline the workload's collectives: {len(problems)} problem(s); first: "
-                                f"{problems[0]}", problems=problems,
-                                hint="every member of a group must list the same collectives in the same order")
-    replace_at: dict[tuple[int, int], tuple[int, Algorithm, tuple[int, ...]]] = {}
-    tag_base = 0
-    for inst, alg in zip(instances, chosen):
-        if alg is None:  # BROADCAST without an algorithm: stays a COMM_COLL (ASTRA-sim replays it)
-            continue
-        tags = [int(g.tag.max()) for g in alg.graphs if len(g)]
-        width = (max(tags) if tags else 0) + 1
-        if tag_base + width >= _TAG_LIMIT:
-            raise VerificationError("too many inlined collectives for ASTRA-sim's tag range (5e8)")
-        for r, n in inst.nodes.items():
-            replace_at[(r, n.id)] = (tag_base, alg, inst.group)
-        tag_base += width
-    return Workload(ranks=[_rank(r, nodes, replace_at) for r, nodes in enumerate(wl.ranks)], version=wl.version,
-                    name=wl.name, metadata=dict(wl.metadata))
+    return build_inlined(wl, plan_inline(wl, algorithm_for, params))
 
 
-def _rank(rank: int, nodes: list[WorkloadNode],
-          replace_at: dict[tuple[int, int], tuple[int, Algorithm, tuple[int, ...]]]) -> list[WorkloadNode]:
+def build_inlined(wl: Workload, placements: list[Placement],
+                  feeds: Mapping[tuple[int, int], Feed] | None = None) -> Workload:
+    """``wl`` with every placed COMM_COLL replaced by its algorithm's nodes; ``feeds`` (overlap):
+    (rank, COMM_COLL id) -> the producer COMP to split and which piece each algorithm copy waits for."""
+    replace_at: dict[tuple[int, int], Placement] = {}
+    for pl in placements:
+        for r, n in pl.nodes.items():
+            replace_at[(r, n.id)] = pl
+    feeds = feeds or {}
+    return Workload(ranks=[_rank(r, nodes, replace_at, feeds) for r, nodes in enumerate(wl.ranks)],
+                    version=wl.version, name=wl.name, metadata=dict(wl.metadata))
+
+
+def _split_comp(n: WorkloadNode, pieces: int, first_id: int, deps: list[int]) -> list[WorkloadNode]:
+    """``n`` as a chain of ``pieces`` COMPs (µs spread evenly, the total kept); the last keeps ``n``'s id,
+    so whatever waited for ``n`` waits for the whole chain."""
+    d = n.duration_micros
+    ids = [first_id + j for j in range(pieces - 1)] + [n.id]
+    out = []
+    for j, nid in enumerate(ids):
+        dur = d // pieces + (1 if j < d % pieces else 0)
+        out.append(replace(n, id=nid, name=f"{n.name}/piece{j}", duration_micros=dur,
+                           deps=list(deps) if j == 0 else [ids[j - 1]],
+                           ctrl_deps=[c for c in n.ctrl_deps if c in deps] if j == 0 else [],
+                           attrs={**n.attrs, "overlap_piece": j}))
+    return out
+
+
+def _rank(rank: int, nodes: list[WorkloadNode], replace_at: dict[tuple[int, int], Placement],
+          feeds: Mapping[tuple[int, int], Feed]) -> list[WorkloadNode]:
     next_id = max((n.id for n in nodes), default=-1) + 1
     # pass 1: ids of every subgraph and its exit nodes (dependents may come before the
-    # COMM_COLL in file order, and a COMM_COLL may depend on another)
+    # COMM_COLL in file order, and a COMM_COLL may depend on another), and of producer pieces
     first: dict[int, int] = {}
     exits: dict[int, list[int]] = {}  # replaced COMM_COLL id -> ids its dependents now wait for
+    pieces: dict[int, list[int]] = {}  # split producer id -> its pieces' ids (the last is its own)
+    split_count: dict[int, int] = {}
     for n in nodes:
-        hit = replace_at.get((rank, n.id))
-        if hit is None:
+        pl = replace_at.get((rank, n.id))
+        if pl is None:
             continue
-        g = hit[1].graphs[hit[2].index(rank)]
+        g = pl.alg.graphs[pl.group.index(rank)]
         first[n.id] = next_id
         has_child = np.zeros(len(g), dtype=bool)
         has_child[g.dep_pos] = True
         exits[n.id] = [next_id + i for i in np.flatnonzero(~has_child).tolist()] if len(g) else list(n.deps)
         next_id += len(g)
+        feed = feeds.get((rank, n.id))
+        if feed is not None and feed.producer not in split_count:
+            split_count[feed.producer] = feed.pieces
+            pieces[feed.producer] = [next_id + j for j in range(feed.pieces - 1)] + [feed.producer]
+            next_id += feed.pieces - 1
     out: list[WorkloadNode] = []
     for n in nodes:
         deps = _through(n.deps, exits)
-        hit = replace_at.get((rank, n.id))
-        if hit is None:
+        if n.id in split_count:
+            out.extend(_split_comp(n, split_count[n.id], pieces[n.id][0], deps))
+            continue
+        pl = replace_at.get((rank, n.id))
+        if pl is None:
             out.append(n if deps == n.deps else replace(n, deps=deps, ctrl_deps=[d for d in n.ctrl_deps if d in deps]))
             continue
-        tag_base, alg, group = hit
-        g = alg.graphs[group.index(rank)]
-        b0 = first[n.id]
-        ptr, dpos = g.dep_ptr.tolist(), g.dep_pos.tolist()
-        kinds, peers, tags, sizes, durs = (g.kind.tolist(), g.peer.tolist(), g.tag.tolist(), g.size.tolist(),
-                                           g.duration.tolist())
-        label = n.name or alg.collective.value
-        for i in range(len(g)):
-            inner = dpos[ptr[i]:ptr[i + 1]]
-            base: dict[str, Any] = dict(id=b0 + i, deps=[b0 + d for d in inner] if inner else list(deps),
-                                        is_cpu_op=False, attrs={"inlined_from": n.id})
-            k = kinds[i]
-            if k in (NodeType.SEND, NodeType.RECV):
-                peer = group[peers[i]]
-                send = k == NodeType.SEND
-                out.append(WorkloadNode(name=f"{label}/{'send' if send else 'recv'}{i}", type=NodeType(k),
-                                        comm_src=rank if send else peer, comm_dst=peer if send else rank,
-                                        comm_size=int(sizes[i]), comm_tag=tag_base + int(tags[i]), **base))
-            else:  # COMP (and any other kind: a cost-free step becomes a 1 ns COMP, as ASTRA-sim's default)
-                out.append(WorkloadNode(name=f"{label}/comp{i}", type=NodeType.COMP,
-                                        duration_micros=max(int(durs[i]), 0), **base))
+        out.extend(_subgraph(rank, n, pl, first[n.id], deps, feeds.get((rank, n.id)), pieces))
+    return out
+
+
+def _subgraph(rank: int, n: WorkloadNode, pl: Placement, b0: int, deps: list[int], feed: Feed | None,
+              pieces: dict[int, list[int]]) -> list[WorkloadNode]:
+    """The rank's nodes of ``pl``'s algorithm, ids from ``b0``; entry nodes take ``deps`` (with a
+    feed: the producer's piece that their algorithm copy waits for, instead of the whole producer)."""
+    g = pl.alg.graphs[pl.group.index(rank)]
+    ptr, dpos = g.dep_ptr.tolist(), g.dep_pos.tolist()
+    kinds, peers, tags, sizes, durs = (g.kind.tolist(), g.peer.tolist(), g.tag.tolist(), g.size.tolist(),
+                                       g.duration.tolist())
+    label = n.name or pl.alg.collective.value
+    if feed is not None:
+        others = [d for d in deps if d != feed.producer]
+        chain = pieces[feed.producer]
+        per_copy = len(g) // feed.copies
+    out: list[WorkloadNode] = []
+    for i in range(len(g)):
+        inner = dpos[ptr[i]:ptr[i + 1]]
+        if inner:
+            my_deps = [b0 + d for d in inner]
+        elif feed is not None:  # copy c of k waits for piece floor(c * m / k) of the producer's m pieces
+            my_deps = others + [chain[(i // per_copy) * len(chain) // feed.copies]]
+        else:
+            my_deps = list(deps)
+        base: dict[str, Any] = dict(id=b0 + i, deps=my_deps, is_cpu_op=False,
+                                    attrs={"inlined_from": n.id, "inlined_instance": pl.index, "inlined_pos": i})
+        k = kinds[i]
+        if k in (NodeType.SEND, NodeType.RECV):
+            peer = pl.group[peers[i]]
+            send = k == NodeType.SEND
+            out.append(WorkloadNode(name=f"{label}/{'send' if send else 'recv'}{i}", type=NodeType(k),
+                                    comm_src=rank if send else peer, comm_dst=peer if send else rank,
+                                    comm_size=int(sizes[i]), comm_tag=pl.tag_base + int(tags[i]), **base))
+        else:  # COMP (and any other kind: a cost-free step becomes a 1 ns COMP, as ASTRA-sim's default)
+            out.append(WorkloadNode(name=f"{label}/comp{i}", type=NodeType.COMP,
+                                    duration_micros=max(int(durs[i]), 0), **base))
     return out
 
 

@@ -31,6 +31,21 @@ def test_inline_writes_a_plain_workload(tmp_path: Path) -> None:
     assert NodeType.COLL not in kinds and {NodeType.SEND, NodeType.RECV} <= kinds
 
 
+def test_inline_with_overlap_cuts_the_producer(tmp_path: Path) -> None:
+    wl = Workload(ranks=[[WorkloadNode(id=0, name="grad", type=NodeType.COMP, duration_micros=8),
+                          WorkloadNode(id=1, name="ar", type=NodeType.COLL, deps=[0], comm_type=AR, comm_size=4096)]
+                         for _ in range(4)])
+    write_workload(wl, tmp_path / "w")
+    proc = _collhub("trace", "inline", "w", "out/w", "--overlap", "4", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    back = read_trace(tmp_path / "out" / "w")
+    assert isinstance(back, Workload)
+    pieces = [nd for nd in back.ranks[0] if nd.name.startswith("grad/piece")]
+    assert [nd.duration_micros for nd in pieces] == [2, 2, 2, 2]
+    proc = _collhub("trace", "inline", "w", "out/w", "--overlap", "0", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
 def test_inline_bad_input_lists_every_problem_exit_3(tmp_path: Path) -> None:
     ranks = [
         [WorkloadNode(id=5, name="a", type=NodeType.COLL, comm_type=AR, comm_size=64),

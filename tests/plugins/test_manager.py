@@ -20,7 +20,8 @@ from hub.plugins import ConsumerSpec, PluginApiWarning, ProducerSpec, create_man
 
 CORE_IDS = {
     "hub.ring", "hub.direct", "hub.halving_doubling", "hub.double_binary_tree", "hub.hierarchical",
-    "hub.verify", "hub.chunk", "hub.remap", "hub.instances", "hub.inline", "hub.stats", "hub.simulate",
+    "hub.verify", "hub.chunk", "hub.remap", "hub.instances", "hub.inline", "hub.overlap", "hub.stats",
+    "hub.simulate",
 }
 
 
@@ -45,7 +46,7 @@ def test_core_registers_contract_components_without_importing_them(use_plugins):
     assert pm.component("hub.simulate").inputs == {"algorithm", "workload"}
     assert pm.component("hub.simulate").factory == "hub.sim:simulate_consumer"
     assert {c.id for c in pm.components("transform")} == {"hub.verify", "hub.chunk", "hub.remap", "hub.instances",
-                                                              "hub.inline"}
+                                                              "hub.inline", "hub.overlap"}
     assert {c.id for c in pm.components("consumer")} == {"hub.stats", "hub.simulate"}
 
 

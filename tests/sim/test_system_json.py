@@ -36,7 +36,8 @@ def test_native_key_for_an_unused_collective_is_ignored() -> None:
     assert simulate(wl, "switch:4", system={"all-to-all-implementation": ["ring"]}).time_ns == ref
 
 
-def test_dlrm8_native_ring_system_is_refused(shared_data: Path, tmp_path: Path) -> None:
+def test_dlrm8_notes_native_ring_system_is_refused(shared_data: Path, tmp_path: Path) -> None:
+    """The set-up of dlrm8's NOTES.md: localBWAware and ring all-to-all are not reproduced."""
     prefix = shared_data / "chakra-pytorch" / "dlrm8" / "dlrm"
     if not Path(f"{prefix}.0.et").is_file():
         pytest.skip("dlrm8 not in the shared data")
@@ -44,7 +45,14 @@ def test_dlrm8_native_ring_system_is_refused(shared_data: Path, tmp_path: Path) 
         warnings.simplefilter("ignore")
         wl = read_workload(prefix)
     cfg = tmp_path / "system.json"
-    cfg.write_text(json.dumps({k: ["ring"] for k in ("all-reduce-implementation", "all-gather-implementation",
-                                                       "reduce-scatter-implementation", "all-to-all-implementation")}))
-    with pytest.raises(SimulationError, match="all-reduce-implementation"):
+    notes = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+             "preferred-dataset-splits": 4, "collective-optimization": "localBWAware", "local-mem-bw": 1600}
+    cfg.write_text(json.dumps({**notes, **{k: ["ring"] for k in (
+        "all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
+        "all-to-all-implementation")}}))
+    with pytest.raises(SimulationError, match="system.json key collective-optimization: 'localBWAware'") as info:
+        simulate(wl, "switch:8", system=cfg)
+    assert "custom path" in (info.value.hint or "")
+    cfg.write_text(json.dumps({**notes, "collective-optimization": "baseline", "all-to-all-implementation": ["ring"]}))
+    with pytest.raises(SimulationError, match="system.json key all-to-all-implementation"):
         simulate(wl, "switch:8", system=cfg)
