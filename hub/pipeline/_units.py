@@ -223,14 +223,19 @@ class _Workdirs:
             pass
 
 
-def _write_details(details: Any, workdir: Path, run_dir: Path) -> str | None:
-    """Write a Result's ``details`` to ``details.json`` beside its artifacts; None when empty."""
+def _write_details(details: Any, workdir: Path, run_dir: Path, artifacts: dict[str, str]) -> str | None:
+    """Write a Result's ``details`` to ``details.json`` beside its artifacts; None when empty.
+
+    A file of that name left by an interrupted earlier attempt is replaced; one the consumer
+    returned as an artifact of its own is not."""
     if not details:
         return None
     path = workdir / "details.json"
-    if path.exists():  # the consumer wrote a file of that name itself
+    if str(path.relative_to(run_dir)) in artifacts.values():
         path = workdir / "collhub-details.json"
-    path.write_text(json.dumps(details, default=str), encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(details, default=str), encoding="utf-8")
+    os.replace(tmp, path)
     return str(path.relative_to(run_dir))
 
 
@@ -251,9 +256,9 @@ def _consume(unit: dict[str, Any]) -> dict[str, Any]:
         try:
             result = _call(mgr, step, hooks, partial(mgr.run_consumer, timeout=job.get("timeout")), job["use"], obj,
                            job["params"], ctx)
-            row = build_row(slot, info, metrics=dict(result.metrics),
-                            artifacts=_relative_artifacts(dict(result.artifacts), workdir, run_dir),
-                            details_file=_write_details(result.details, workdir, run_dir),
+            artifacts = _relative_artifacts(dict(result.artifacts), workdir, run_dir)
+            row = build_row(slot, info, metrics=dict(result.metrics), artifacts=artifacts,
+                            details_file=_write_details(result.details, workdir, run_dir, artifacts),
                             warnings=result.warnings, wall_s=time.perf_counter() - start)
         except _HookFatal as exc:
             return {"rows": rows, "error": {**_hook_error(exc), "pos": slot.pos}, "hook_failures": _plain(hooks)}
