@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["STANDARD_METRICS", "csv_text", "markdown_text", "metric_keys", "table_columns", "table_rows",
+__all__ = ["STANDARD_METRICS", "csv_text", "write_from_log", "markdown_text", "metric_keys", "table_columns", "table_rows",
            "warning_lines", "write_results"]
 
 #: metric key -> (column header, scale) for the Markdown table; time is shown in microseconds.
@@ -210,3 +210,39 @@ def write_results(run_dir: Path, document: dict[str, Any], variables: list[str],
     show_consumer = len(seen["consumers"]) > 1
     _write_lines(run_dir / "results.csv", _csv_lines(rows(), variables, metrics))
     _write_lines(run_dir / "results.md", _markdown_lines(rows, variables, title, columns_for(metrics), show_consumer))
+
+
+def write_from_log(run_dir: Path, document: dict[str, Any], variables: list[str], title: str,
+                   lines: Iterable[bytes], metrics: list[str], show_consumer: bool, log: Path) -> None:
+    """In one pass over the rows' JSON ``lines`` (file order): ``log`` rewritten in that order,
+    results.json, results.csv and results.md; each file renamed into place at the end."""
+    cols = columns_for(metrics)
+    names = (log, run_dir / "results.json", run_dir / "results.csv", run_dir / "results.md")
+    tmps = [p.with_name(f".{p.name}.tmp") for p in names]
+    head = json.dumps({k: v for k, v in document.items() if k != "rows"}, indent=2, default=str)
+    warned: list[str] = []
+    with open(tmps[0], "wb") as lg, open(tmps[1], "w", encoding="utf-8") as js, \
+            open(tmps[2], "w", encoding="utf-8", newline="") as cs, open(tmps[3], "w", encoding="utf-8") as md:
+        js.write(head[:-2] + ',\n  "rows": [')
+        csv_out = csv.writer(cs, lineterminator="\n")
+        csv_out.writerow(["source", "consumer", *variables, "status", "algorithm", *metrics, "error"])
+        header = table_header(cols, variables, show_consumer)
+        md.write(f"# {title}\n\n| " + " | ".join(header) + " |\n|" + "|".join("---" for _ in header) + "|\n")
+        sep = "\n    "
+        for line in lines:
+            r = json.loads(line)
+            lg.write(line)
+            js.write(sep + line.decode().rstrip("\n"))
+            sep = ",\n    "
+            point, m = r["point"], r["metrics"]
+            csv_out.writerow([r["source"], r["consumer"] or "", *(_csv_cell(point.get(v)) for v in variables),
+                              r["status"], (r.get("algorithm") or {}).get("hash", ""),
+                              *(_csv_cell(m.get(k)) for k in metrics), r.get("error") or ""])
+            md.write("| " + " | ".join(_esc(c) for c in table_cells(r, cols, variables, show_consumer)) + " |\n")
+            if r.get("warnings"):
+                warned += _row_warnings(r)
+        js.write("\n  ]\n}\n" if sep != "\n    " else "]\n}\n")
+        if warned:
+            md.write("\nWarnings:\n\n" + "".join(f"- {_esc(w)}\n" for w in warned))
+    for tmp, final in zip(tmps, names):
+        os.replace(tmp, final)

@@ -28,6 +28,9 @@ class RowLog:
         self._fh = open(path, "ab")  # noqa: SIM115 - held for the run, closed by close()
         self._offsets = array("q", [-1]) * total
         self.count = 0
+        #: metric key -> (pos, index) of its first appearance in file order
+        self._first: dict[str, tuple[int, int]] = {}
+        self.consumers: set[str | None] = set()
 
     def append(self, pos: int, row: dict[str, Any]) -> None:
         """Write ``row`` as the row at position ``pos`` (a later write of ``pos`` wins)."""
@@ -36,6 +39,24 @@ class RowLog:
             self.count += 1
         self._offsets[pos] = self._fh.tell()
         self._fh.write(line)
+        self.consumers.add(row.get("consumer"))
+        first = self._first
+        for i, k in enumerate(row.get("metrics") or ()):
+            if k not in first or (pos, i) < first[k]:
+                first[k] = (pos, i)
+
+    def metric_keys(self) -> list[str]:
+        """Every metric key in first-seen order over the rows in file order (whatever order they came in)."""
+        return sorted(self._first, key=self._first.__getitem__)
+
+    def lines(self) -> Iterator[bytes]:
+        """The rows' JSON lines, in position (file) order."""
+        self.flush()
+        with open(self.path, "rb") as fh:
+            for off in self._offsets:
+                if off >= 0:
+                    fh.seek(off)
+                    yield fh.readline()
 
     def has(self, pos: int) -> bool:
         return self._offsets[pos] >= 0

@@ -35,7 +35,8 @@ from ._plan import Group, Plan, Reuse, make_plan, match_log
 from ._plot import auto_plot
 from ._row import build_row
 from ._rowlog import LOG_NAME, RowLog, read_log
-from ._rundir import RunDir, write_results
+from ._results import write_from_log
+from ._rundir import RunDir
 from ._validate import ValidatedPipeline
 
 __all__ = ["RunResult", "execute", "default_jobs"]
@@ -350,15 +351,10 @@ class _Run:
         }
 
     def _write(self, rd: RunDir, meta: dict[str, Any], log: RowLog) -> Path | None:
-        """results.json/csv/md streamed from the log; the log rewritten in file order; the plot."""
-        sorted_log = rd.work / f".{LOG_NAME}.sorted"
-        with open(sorted_log, "w", encoding="utf-8") as fh:
-            for row in log.rows():
-                fh.write(json.dumps(row, default=str, separators=(",", ":")) + "\n")
+        """One pass over the log in file order: the log itself sorted, results.json/csv/md; the plot."""
+        write_from_log(rd.work, meta, list(self.vp.model.matrix), self.vp.name, log.lines(), log.metric_keys(),
+                       len(log.consumers) > 1, rd.work / LOG_NAME)
         log.close()
-        os.replace(sorted_log, rd.work / LOG_NAME)
-        write_results(rd.work, meta, list(self.vp.model.matrix), self.vp.name,
-                      rows=lambda: read_log(rd.work / LOG_NAME))
         if not self.plot:
             return None
         from ._plot import load_document

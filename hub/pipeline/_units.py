@@ -233,9 +233,7 @@ def _write_details(details: Any, workdir: Path, run_dir: Path, artifacts: dict[s
     path = workdir / "details.json"
     if str(path.relative_to(run_dir)) in artifacts.values():
         path = workdir / "collhub-details.json"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(details, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    path.write_text(json.dumps(details, default=str), encoding="utf-8")  # a torn one is rewritten on resume
     return str(path.relative_to(run_dir))
 
 
