@@ -68,7 +68,8 @@ def _write(d: Path, text: str) -> Path:
 
 
 def sweep_table(sizes: list[int]) -> None:
-    print(f"{'rows':>6} {'jobs':>4} {'wall':>8} {'ms/row':>7} {'overhead ms/row':>15} {'peak RSS':>9} {'results.json':>12}")
+    print(f"{'rows':>6} {'jobs':>4} {'wall':>8} {'ms/row':>7} {'overhead ms/row':>15} {'peak RSS':>9} "
+          f"{'results.json':>12}")
     for rows in sizes:
         for jobs in (1, 2):
             proc = subprocess.run([sys.executable, __file__, "--child", str(rows), str(jobs)], capture_output=True,
@@ -93,7 +94,7 @@ def main() -> None:
     rows.append(("validate 2 sources x 1000 points", f"{t * 1e3:.0f} ms", f"{t / 2000 * 1e6:.1f} us/step-point"))
     with tempfile.TemporaryDirectory() as d:
         for jobs in (1, 2):
-            t = _time(lambda: run_pipeline(DEMO, Path(d) / f"j{jobs}", jobs=jobs))
+            t = _time(lambda jobs=jobs: run_pipeline(DEMO, Path(d) / f"j{jobs}", jobs=jobs))
             rows.append((f"run compare-allreduce (36 rows), jobs={jobs}", f"{t:.2f} s", f"{t / 36 * 1e3:.1f} ms/row"))
     w = max(len(r[0]) for r in rows)
     print(f"{'case'.ljust(w)}  {'time':>9}  per unit")

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import shutil
 import sys
-from typing import Any, Callable, Iterable, TextIO
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
-from ..pipeline._results import columns_for, metric_keys, table_cells, table_header
+from ..pipeline._results import columns_for, table_cells, table_header
 
 __all__ = ["print_run_table"]
 
@@ -68,7 +69,8 @@ def print_run_table(rows: Callable[[], Iterable[dict[str, Any]]], variables: lis
     text_cols = {0, status, *range(1, 1 + int(show_consumer) + len(variables))}
     if width is None and file.isatty():
         width = shutil.get_terminal_size((80, 24)).columns
-    keep, dropped = list(range(len(header))), []
+    keep: list[int] = list(range(len(header)))
+    dropped: list[str] = []
     if width is not None:
         # Fit with the status at up to 20 characters: long failure messages are cut, not worth a column.
         fitting = widths[:status] + [min(widths[status], 20)]

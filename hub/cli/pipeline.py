@@ -215,7 +215,8 @@ def _say_reuse(reuse: Any) -> None:
     """What a resume reused and recomputed, on stderr."""
     parts = [f"resumed: {reuse.reusable} row(s) reused"]
     if reuse.changed:
-        shown = "; ".join(reuse.changed[:5]) + (f"; and {len(reuse.changed) - 5} more" if len(reuse.changed) > 5 else "")
+        more = f"; and {len(reuse.changed) - 5} more" if len(reuse.changed) > 5 else ""
+        shown = "; ".join(reuse.changed[:5]) + more
         parts.append(f"{len(reuse.changed)} changed and recomputed ({shown})")
     if reuse.failed:
         parts.append(f"{reuse.failed} failed before and recomputed")

@@ -103,7 +103,8 @@ def make_plan(vp: ValidatedPipeline, keys: KeyMaker, mspec: ManagerSpec, debug: 
             group.points.append(point)
             pdict = point.as_dict()
             if not consumers:
-                slot = RowSlot(pos, sname, None, None, pdict, point.index, keys.row_key(group.key, None, None, None, pdict))
+                key = keys.row_key(group.key, None, None, None, pdict)
+                slot = RowSlot(pos, sname, None, None, pdict, point.index, key)
                 group.bare.append(slot)
                 by_key.setdefault(slot.key, []).append(pos)
                 index.append(point.index)

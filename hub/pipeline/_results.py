@@ -11,11 +11,12 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
-__all__ = ["STANDARD_METRICS", "csv_text", "write_from_log", "markdown_text", "metric_keys", "table_columns", "table_rows",
-           "warning_lines", "write_results"]
+__all__ = ["STANDARD_METRICS", "csv_text", "markdown_text", "metric_keys", "table_columns", "table_rows",
+           "warning_lines", "write_from_log", "write_results"]
 
 #: metric key -> (column header, scale) for the Markdown table; time is shown in microseconds.
 _MD_METRICS = (("time_ns", "time_us", 1e-3), ("algbw_GBps", "algbw GB/s", 1.0), ("busbw_GBps", "busbw GB/s", 1.0))
@@ -244,5 +245,5 @@ def write_from_log(run_dir: Path, document: dict[str, Any], variables: list[str]
         js.write("\n  ]\n}\n" if sep != "\n    " else "]\n}\n")
         if warned:
             md.write("\nWarnings:\n\n" + "".join(f"- {_esc(w)}\n" for w in warned))
-    for tmp, final in zip(tmps, names):
+    for tmp, final in zip(tmps, names, strict=True):
         os.replace(tmp, final)

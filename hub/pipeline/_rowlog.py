@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["LOG_NAME", "RowLog", "read_log"]
 

@@ -19,10 +19,11 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..errors import HubError, PluginError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
@@ -33,9 +34,9 @@ from ._keys import KeyMaker
 from ._matrix import interpolate
 from ._plan import Group, Plan, Reuse, make_plan, match_log
 from ._plot import auto_plot
+from ._results import write_from_log
 from ._row import build_row
 from ._rowlog import LOG_NAME, RowLog, read_log
-from ._results import write_from_log
 from ._rundir import RunDir
 from ._validate import ValidatedPipeline
 
@@ -75,8 +76,7 @@ class RunResult:
         if self._rows is not None:
             yield from self._rows
             return
-        for row in read_log(self.run_dir / LOG_NAME):  # written in file order when the run completed
-            yield row
+        yield from read_log(self.run_dir / LOG_NAME)  # written in file order when the run completed
 
     @property
     def ok(self) -> bool:
@@ -197,7 +197,7 @@ class _Run:
         from .. import __version__
 
         vp = self.vp
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         plan = make_plan(vp, KeyMaker(self.mgr), self.mspec, self.debug, self.timeout)
         reuse = self._check_resume(target, plan, resume)
         pool: Executor | None = None
@@ -240,7 +240,8 @@ class _Run:
             return None
         reuse = match_log(target / LOG_NAME, plan)
         if reuse.changed and resume == "strict":
-            shown = "; ".join(reuse.changed[:5]) + (f"; and {len(reuse.changed) - 5} more" if len(reuse.changed) > 5 else "")
+            more = f"; and {len(reuse.changed) - 5} more" if len(reuse.changed) > 5 else ""
+            shown = "; ".join(reuse.changed[:5]) + more
             raise UsageError(f"{len(reuse.changed)} row(s) of {target} changed since they were run "
                              f"(params, plugin versions or input files): {shown}",
                              hint="use --resume to recompute only those rows, or --out a new directory")
@@ -293,7 +294,7 @@ class _Run:
                                    self.workers)
 
         def consumed(i: int, res: dict[str, Any]) -> int | None:
-            for row, job in zip(res["rows"], units[i]["jobs"]):
+            for row, job in zip(res["rows"], units[i]["jobs"], strict=False):  # fewer rows after a failure
                 self._add(log, job["slot"]["pos"], row)
             return None if res["error"] is None else int(res["error"].get("pos", 0))
 
@@ -333,7 +334,7 @@ class _Run:
             if rec is not None:
                 algorithms.setdefault(rec["dir"], {k: v for k, v in rec.items() if k != "key"})
         _remove_empty_dirs(rd.work / "artifacts")
-        finished = datetime.now(timezone.utc)
+        finished = datetime.now(UTC)
         return {
             "format": "collhub-run/1",
             "pipeline": {"name": vp.name, "file": str(vp.file), "sha256": hashlib.sha256(vp.text.encode()).hexdigest()},

@@ -61,7 +61,8 @@ def describe_step(kind: str, source: str, component: str, point: dict[str, Any],
     from ._matrix import _text
 
     where = ", ".join(f"{k}={_text(v)}" for k, v in point.items())
-    who = f"consumer {consumer!r} ({component}) on source {source!r}" if consumer else f"{kind} {component} of source {source!r}"
+    who = (f"consumer {consumer!r} ({component}) on source {source!r}" if consumer
+           else f"{kind} {component} of source {source!r}")
     return who + (f" at point {where}" if where else "")
 
 

@@ -59,7 +59,8 @@ def test_strict_step_hook_is_the_plugins_error_not_the_components(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     step_only = tmp_path / "steponly.py"
     step_only.write_text(BAD.read_text().split("@hookimpl\ndef collhub_before_pipeline_run")[0]
-                         + "@hookimpl\ndef collhub_after_step(step, output):\n    raise ValueError('after-step boom')\n")
+                         + "@hookimpl\ndef collhub_after_step(step, output):\n"
+                         "    raise ValueError('after-step boom')\n")
     spec = ManagerSpec(autoload=False, plugins=(f"t={PLUGIN_FILE}", f"bad={step_only}"))
     monkeypatch.setenv("COLLHUB_STRICT_PLUGINS", "1")
     with pytest.raises(PluginError) as info:

@@ -105,8 +105,8 @@ def test_resume_over_a_changed_pipeline_recomputes_only_the_changed_rows(tmp_pat
     first = run_pipeline_text(TEXT, tmp_path / "out", manager_spec=tspec)
     before = {(r["source"], r["consumer"], r["point"]["size"]): r for r in first.rows}
     # c2 gets another bandwidth (its 6 rows changed); size 400 is new (4 rows); c1's 6 rows stay.
-    text = TEXT.replace("[100, 200, 300]", "[100, 200, 300, 400]").replace(
-        'c2: {use: t.cost, params: {size: "${size}", bw: 1.0}}', 'c2: {use: t.cost, params: {size: "${size}", bw: 2.0}}')
+    old_c2 = 'c2: {use: t.cost, params: {size: "${size}", bw: 1.0}}'
+    text = TEXT.replace("[100, 200, 300]", "[100, 200, 300, 400]").replace(old_c2, old_c2.replace("1.0", "2.0"))
     with pytest.raises(UsageError) as info:
         run_pipeline_text(text, tmp_path / "out", manager_spec=tspec, resume="strict")
     assert info.value.message.startswith("6 row(s) of ")
