@@ -39,13 +39,20 @@ def main(argv: list[str] | None = None) -> None:
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     try:
-        app(args=argv, prog_name="collhub")
+        app(args=_spellings(_sys.argv[1:] if argv is None else argv), prog_name="collhub")
     except SystemExit as exc:
         _leave(exc.code)
         raise
     finally:  # the command is over: a late signal must not interrupt the exit (and its joins)
         for sig in (_signal.SIGINT, _signal.SIGTERM):
             _signal.signal(sig, _signal.SIG_IGN)
+
+
+def _spellings(argv: list[str]) -> list[str]:
+    """``--resume=strict`` / ``--resume=auto`` as ``collhub run`` documents them: Typer's flags
+    take no value, so they become the ``--resume-strict`` / ``--resume`` flags."""
+    table = {"--resume=strict": "--resume-strict", "--resume=auto": "--resume"}
+    return [table.get(a, a) for a in argv]
 
 
 def _leave(code: object) -> None:

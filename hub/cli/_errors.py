@@ -78,6 +78,9 @@ def report(exc: BaseException) -> int:
         if STATE.process:
             _ignore_signals()  # exiting now: a further Ctrl-C must not print a traceback over this line
         typer.echo("error: interrupted", err=True)
+        hint = getattr(exc, "hint", None)  # e.g. how to resume the run it stopped
+        if hint:
+            typer.echo(f"hint: {_one_line(str(hint))}", err=True)
         return code
     if isinstance(exc, HubError):
         typer.echo(f"error: {_one_line(exc.message)}", err=True)

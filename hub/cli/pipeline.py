@@ -177,27 +177,6 @@ def graph_command(
     out(graph_text(load_pipeline(file), format.value))
 
 
-def _print_table(rows: list[dict[str, Any]], variables: list[str], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..pipeline._rundir import table_rows
-
-    header, body = table_rows(rows, variables)
-    table = Table(title=title)
-    for i, h in enumerate(header):
-        numeric = h not in ("source", "consumer", "status", *variables)
-        # Names, sweep values and numbers must stay whole; only the status may wrap.
-        width = max([len(h)] + [len(c[i]) for c in body]) if h != "status" else None
-        table.add_column(h, justify="right" if numeric else "left", no_wrap=width is not None, min_width=width)
-    for cells in body:
-        table.add_row(*cells)
-    # Off a terminal (pipes, CI logs) rich assumes 80 columns and would squeeze columns away:
-    # give it the width the table needs instead.
-    needed = sum(max([len(h)] + [len(c[i]) for c in body]) + 3 for i, h in enumerate(header)) + 1
-    Console(width=None if sys.stdout.isatty() else max(needed, 80)).print(table)
-
-
 def run_command(
     file: Path = FILE_ARG,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
@@ -217,14 +196,18 @@ def run_command(
                                             help="With --executor dask: the scheduler to use, tcp://HOST:PORT "
                                             "(default: $COLLHUB_DASK_SCHEDULER, else a local cluster of --jobs "
                                             "workers)."),
+    resume: bool = typer.Option(False, "--resume",
+                                help="Complete the run directory at --out: reuse its rows, compute the missing "
+                                "and changed ones (--resume=strict: refuse when a row changed)."),
+    resume_strict: bool = typer.Option(False, "--resume-strict", hidden=True,
+                                       help="The spelling --resume=strict arrives as."),
 ) -> None:
     """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
-    Ctrl-C or SIGTERM at any moment stops the workers and leaves the run directory complete or
-    absent (exit 130).
+    Ctrl-C or SIGTERM at any moment stops the workers and leaves the rows done so far in the run
+    directory, marked INCOMPLETE (exit 130); `collhub run FILE --resume` completes it.
 
-    Example: collhub run examples/compare-allreduce.yaml --jobs 2
-    """
+    Example: collhub run examples/compare-allreduce.yaml --jobs 2 --out runs/demo"""
     from ..errors import UsageError
     from ..pipeline import _interrupt, execute, validate_pipeline
     from ._errors import STATE
@@ -237,22 +220,43 @@ def run_command(
     with _interrupt.Interrupts():
         vp = validate_pipeline(file)
         progress = sys.stderr.isatty() and format != OutputFormat.json
+        mode = "strict" if resume_strict else "auto" if resume else None
         result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress,
-                         debug=_debug(), timeout=timeout, executor=executor.value, scheduler=scheduler)
+                         debug=_debug(), timeout=timeout, resume=mode, executor=executor.value, scheduler=scheduler)
+    if result.reuse is not None:
+        _say_reuse(result.reuse)
     if format == OutputFormat.json:
         emit_json(result.document)
         return
-    _print_table(result.rows, list(vp.model.matrix), vp.name)
     from ..pipeline._rundir import warning_lines
+    from ._runtable import print_run_table
 
-    for w in warning_lines(result.rows):
+    print_run_table(result.iter_rows, list(vp.model.matrix), vp.name)
+    for w in warning_lines(result.iter_rows()):
         err(f"warning: {w}")
-    failed = sum(1 for r in result.rows if r["status"] != "ok")
-    err(f"{len(result.rows)} row(s){f', {failed} failed' if failed else ''}; run directory: {result.run_dir}")
+    total = failed = 0
+    for r in result.iter_rows():
+        total += 1
+        failed += r["status"] != "ok"
+    err(f"{total} row(s){f', {failed} failed' if failed else ''}; run directory: {result.run_dir}")
     if result.plot is not None:
         err(f"plot: {result.plot}")
     if (result.run_dir / "report.md").is_file():  # a size sweep: the runner wrote the answer
         err(f"report: {result.run_dir / 'report.md'} (collhub report {result.run_dir})")
+
+
+def _say_reuse(reuse: Any) -> None:
+    """What a resume reused and recomputed, on stderr."""
+    parts = [f"resumed: {reuse.reusable} row(s) reused"]
+    if reuse.changed:
+        more = f"; and {len(reuse.changed) - 5} more" if len(reuse.changed) > 5 else ""
+        shown = "; ".join(reuse.changed[:5]) + more
+        parts.append(f"{len(reuse.changed)} changed and recomputed ({shown})")
+    if reuse.failed:
+        parts.append(f"{reuse.failed} failed before and recomputed")
+    if reuse.dropped:
+        parts.append(f"{reuse.dropped} no longer in the pipeline")
+    err(", ".join(parts))
 
 
 @app.command("plot")

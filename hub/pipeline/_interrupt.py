@@ -1,4 +1,5 @@
-"""Interrupts during a run: SIGINT and SIGTERM end it with the run directory complete or absent.
+"""Interrupts during a run: SIGINT and SIGTERM end it with the run directory complete, absent or
+marked incomplete (resumable).
 
 :class:`Interrupts` turns both signals into :class:`KeyboardInterrupt` in the main thread, the
 first one only: once a run is stopping, later signals (a second Ctrl-C 5 ms after the first,
@@ -6,7 +7,8 @@ first one only: once a run is stopping, later signals (a second Ctrl-C 5 ms afte
 and leave a ``.<run>.tmp-*`` directory behind. Short critical sections (creating the temporary
 directory, publishing it) defer a signal until they are done. Worker processes ignore both
 signals (:func:`worker_init`): the parent owns them, kills them on an interrupt and only then
-removes the temporary directory, so no worker writes into it afterwards or prints a traceback.
+publishes the temporary directory marked incomplete, so no worker writes into it afterwards or
+prints a traceback.
 """
 
 from __future__ import annotations

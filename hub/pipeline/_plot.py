@@ -152,6 +152,9 @@ def load_document(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any
     path = Path(source)
     if path.is_dir():
         path = path / "results.json"
+    if not path.is_file() and (path.parent / "INCOMPLETE").is_file():
+        raise UsageError(f"{path.parent} is an incomplete run (it was interrupted): it has no results yet",
+                         hint="complete it with `collhub run FILE --resume --out DIR` (see its INCOMPLETE file)")
     if not path.is_file():
         raise UsageError(f"no results file at {path}",
                          hint="pass a run directory written by `collhub run` or its results.json")

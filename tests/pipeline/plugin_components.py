@@ -10,6 +10,7 @@ an artifact file.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,6 +42,9 @@ class CostParams(BaseModel):
     size: int = Field(ge=1, description="bytes")
     bw: float = Field(default=1.0, gt=0, description="GB/s")
     fail_at: int | None = Field(default=None, description="raise SimulationError at this size")
+    delay: float = Field(default=0.0, ge=0, le=30, description="seconds to sleep first")
+    energy: float | None = Field(default=None, description="report this as the extra metric energy_J")
+    details: bool = Field(default=False, description="return per-rank details")
 
 
 def line(params: LineParams, ctx: object) -> Algorithm:
@@ -67,14 +71,18 @@ def tag(alg: Algorithm, params: TagParams, ctx: object) -> Algorithm:
 
 def cost(alg: Algorithm, params: CostParams, ctx: object) -> Result:
     """time_ns = (ranks - 1) * size / bw  (bw in GB/s = bytes/ns); algbw = size / time."""
+    if params.delay:
+        time.sleep(params.delay)
     if params.fail_at == params.size:
         raise SimulationError(f"t.cost cannot simulate {params.size} bytes", hint="pick another size")
     time_ns = (alg.ranks - 1) * params.size / params.bw
     out = Path(ctx.workdir) / "cost.txt"  # type: ignore[attr-defined]
     out.write_text(f"{alg.name} {params.size} {time_ns}\n", encoding="utf-8")
-    return Result(component="t.cost",
-                  metrics={"time_ns": time_ns, "algbw_GBps": params.size / time_ns, "busbw_GBps": params.bw},
-                  artifacts={"report": "cost.txt"})
+    metrics = {"time_ns": time_ns, "algbw_GBps": params.size / time_ns, "busbw_GBps": params.bw}
+    if params.energy is not None:
+        metrics["energy_J"] = params.energy
+    details = {"per_rank_ns": [time_ns] * alg.ranks} if params.details else {}
+    return Result(component="t.cost", metrics=metrics, artifacts={"report": "cost.txt"}, details=details)
 
 
 @hookimpl

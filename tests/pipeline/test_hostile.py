@@ -164,12 +164,13 @@ def test_interrupt_at_a_random_moment_leaves_complete_or_absent(kind: str, tmp_p
         names = sorted(p.name for p in tmp.iterdir() if p.name not in ("slow.yaml", ".cache"))
         context = f"delay {first:.3f}s rc {rc}: {err[-500:]}"
         assert names in ([], ["out"]), context  # never a .out.tmp-* directory
-        if names:
-            assert (tmp / "out" / "results.json").is_file(), context  # complete
+        if names:  # complete, or marked incomplete and resumable
+            assert (tmp / "out" / "results.json").is_file() != (tmp / "out" / "INCOMPLETE").is_file(), context
+            assert (tmp / "out" / "rows.jsonl").is_file(), context
         if rc in (-signal.SIGINT, -signal.SIGTERM):  # killed while Python itself was starting
             assert names == [] and "hub" not in err, context
             continue
         assert rc in (0, 130), context
         assert "Traceback" not in err, context
         if rc == 130:
-            assert err.strip().splitlines() == ["error: interrupted"], context
+            assert err.strip().splitlines()[0] == "error: interrupted", context
