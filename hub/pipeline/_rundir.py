@@ -38,6 +38,8 @@ __all__ = ["MARKER", "RunDir", "choose_target", "csv_text", "is_incomplete", "ma
 #: The file that marks an unfinished run directory.
 MARKER = "INCOMPLETE"
 _RESULTS = ("results.json", "results.csv", "results.md", "results.png")
+#: the answer of a size sweep (:mod:`hub.report`), written with the results
+_REPORT = ("report.json", "report.md", "report.png")
 
 
 def choose_target(target: Path, *, force: bool) -> Path:
@@ -123,7 +125,13 @@ class RunDir:
         """After an interrupt: mark the run incomplete and publish it where ``--resume`` finds it.
 
         An existing directory at the target (``--force`` over an earlier run) is kept: an
-        unfinished run never replaces a finished one, it takes the next free name instead."""
+        unfinished run never replaces a finished one, it takes the next free name instead.
+        Results files written before the interrupt are removed: they are rewritten from the row
+        log when the run completes, and an incomplete directory must not look finished."""
+        for name in (*_RESULTS, *_REPORT):
+            (self.work / name).unlink(missing_ok=True)
+        if self.resumed and not (self.work / MARKER).exists():
+            _write(self.work / MARKER, _marker_text(self.resume_hint()))
         if not self.resumed:
             self.final = choose_target(self.final, force=False)
             _write(self.work / MARKER, _marker_text(self.resume_hint()))
