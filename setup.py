@@ -10,6 +10,8 @@ from setuptools import Extension, setup
 
 # One entry per extension module; append new ones here (e.g. the simulator's `hub._native._sim`).
 EXTENSIONS: list[Extension] = [
+    # the Chakra ET codec's per-node work (hub/chakra/_encode.py, hub/chakra/_ranks.py)
+    Extension("hub._native._codec", ["hub/_native/_codec.c"], extra_compile_args=["-O2", "-std=c99"]),
 ]
 
 setup(ext_modules=EXTENSIONS)

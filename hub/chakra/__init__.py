@@ -16,12 +16,14 @@ from ._model import (
     reference_chunks,
 )
 from ._json import algorithm_from_json, algorithm_to_json
-from ._reader import read_algorithm, read_global_metadata, read_trace, read_workload
+from ._meta import read_global_metadata
+from ._reader import read_algorithm, read_trace
 from ._summary import summarize
 from ._validate import check_algorithm
 from ._wire import TypedValue
 from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
-from ._writer import write_algorithm, write_workload
+from ._workload_io import read_workload, write_workload
+from ._writer import write_algorithm
 
 __all__ = [
     "COMM_TYPE_OF",
