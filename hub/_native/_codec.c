@@ -488,7 +488,7 @@ typedef struct {
     Py_ssize_t n;
     uint64_t *ids, *duration;
     int64_t *kind, *colmat, *per_node, *name_pos, *name_len;
-    uint8_t *seen;
+    uint8_t *seen;  /* colmat and seen are node-major: (n, known attributes) */
     uint64_t *deps; /* grown with realloc */
     Py_ssize_t n_deps, cap_deps;
     int64_t *slow;
@@ -546,18 +546,29 @@ static int decode_attr(DecodeJob *job, Py_ssize_t i, Py_ssize_t a, Py_ssize_t b)
     }
     for (int k = 0; k < n_known; k++) {
         if ((uint64_t)known_len[k] == name_len && memcmp(buf + name_at, known_name[k], (size_t)name_len) == 0) {
-            job->colmat[(Py_ssize_t)k * job->n + i] = value;
-            job->seen[(Py_ssize_t)k * job->n + i] = 1;
+            job->colmat[i * n_known + k] = value;
+            job->seen[i * n_known + k] = 1;
             return 1;
         }
     }
     return 0;
 }
 
-/* Decode node i; 0 when the general path must take it. */
+/* Decode node i; 0 when the general path must take it. Every output starts at its default
+ * (absent fields are proto3 zeros, absent attributes their KNOWN default, unseen). */
 static int decode_node(DecodeJob *job, Py_ssize_t i) {
     const uint8_t *buf = job->buf;
     Py_ssize_t pos = job->starts[i], end = job->ends[i];
+    job->ids[i] = 0;
+    job->kind[i] = 0;
+    job->duration[i] = 0;
+    job->name_len[i] = 0;
+    int64_t *values = job->colmat + i * n_known;
+    uint8_t *seen = job->seen + i * n_known;
+    for (int k = 0; k < n_known; k++) {
+        values[k] = known_default[k];
+        seen[k] = 0;
+    }
     while (pos < end) {
         uint64_t key, v;
         if (!get_varint(buf, &pos, end, &key)) {

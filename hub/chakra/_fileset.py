@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-import numpy as np
 
 from ..errors import TraceFormatError, UsageError
 from . import _profile as P
@@ -26,9 +24,10 @@ def rank_path(prefix: str | os.PathLike[str], rank: int) -> Path:
     return Path(f"{os.fspath(prefix)}.{rank}.et")
 
 
-def write_files_atomically(contents: Sequence[tuple[Path, Sequence[bytes | np.ndarray]]], *,
+def write_files_atomically(contents: Sequence[tuple[Path, Iterable[bytes]]], *,
                            stale: Sequence[Path] = ()) -> list[Path]:
-    """Write a set of files all or nothing (see :func:`hub.atomic.write_files`)."""
+    """Write a set of files all or nothing (see :func:`hub.atomic.write_files`); each file's
+    chunks are taken from its iterable when that file is written (a writer may encode lazily)."""
     from ..atomic import write_files
 
     return write_files(contents, stale=stale)

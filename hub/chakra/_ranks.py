@@ -86,15 +86,17 @@ class _State:
         self.n = n
         self.rank_of = rank_of
         self.node_base = node_base
-        self.ids = np.zeros(n, np.uint64)
-        self.kind = np.zeros(n, np.int64)
-        self.duration = np.zeros(n, np.uint64)
-        #: known attribute values, one row per entry of KNOWN, and whether each was present
-        self.colmat = np.empty((len(KNOWN), n), np.int64)
-        for k, (_name, column) in enumerate(KNOWN):
-            self.colmat[k] = _DEFAULT[column]
-        self.seen = np.zeros((len(KNOWN), n), bool)
-        self.per_node = np.zeros(n, np.int64)
+        # filled for every node by the compiled pass (defaults included) or the general decoder
+        self.ids = np.empty(n, np.uint64)
+        self.kind = np.empty(n, np.int64)
+        self.duration = np.empty(n, np.uint64)
+        #: known attribute values, one row per entry of KNOWN, and whether each was present:
+        #: (attribute, node) views of node-major arrays, which the compiled pass fills a node at a time
+        self.colmat_nk = np.empty((n, len(KNOWN)), np.int64)
+        self.seen_nk = np.empty((n, len(KNOWN)), bool)
+        self.colmat = self.colmat_nk.T
+        self.seen = self.seen_nk.T
+        self.per_node = np.empty(n, np.int64)
         self.dep_ids = np.zeros(0, np.uint64)  # every node's dependency ids, in node order
         self.names: list[str] | None = None
         self.extra: dict[int, tuple[tuple[str, Any], ...]] = {}
@@ -116,8 +118,8 @@ def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
     counts_a = np.asarray(counts, np.int64)
     node_base = np.concatenate(([0], np.cumsum(counts_a)))
     st = _State(n, np.repeat(np.arange(counts_a.size), counts_a), node_base)
-    name_pos = np.zeros(n, np.int64)
-    name_len = np.zeros(n, np.int64)
+    name_pos = np.empty(n, np.int64)
+    name_len = np.empty(n, np.int64)
     deps, slow, any_name = _fast_decode(data, np.ascontiguousarray(starts, np.int64),
                                         np.ascontiguousarray(ends, np.int64), st, name_pos, name_len)
     dep_ids = np.frombuffer(deps, np.uint64)
@@ -139,8 +141,8 @@ def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
 def _fast_decode(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, st: _State, name_pos: np.ndarray,
                  name_len: np.ndarray) -> tuple[Any, Any, bool]:
     """The compiled pass over every node: (dependency ids, slow node indices, any name seen)."""
-    result: tuple[Any, Any, bool] = _codec.decode_nodes(data, starts, ends, st.ids, st.kind, st.duration, st.colmat,
-                                                        st.seen, st.per_node, name_pos, name_len)
+    result: tuple[Any, Any, bool] = _codec.decode_nodes(data, starts, ends, st.ids, st.kind, st.duration, st.colmat_nk,
+                                                        st.seen_nk, st.per_node, name_pos, name_len)
     return result
 
 

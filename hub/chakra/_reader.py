@@ -19,7 +19,7 @@ from ..errors import TraceFormatError
 from . import _profile as P
 from ._decode import decode_node
 from ._fileset import rank_files, rank_path
-from ._load import load, load_all
+from ._load import load, load_batches
 from ._meta import frame_file, is_int_value, metadata, read_global_metadata, typed_metadata
 from ._model import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph
 from ._ranks import NodeError, decode_ranks, frame_files
@@ -113,62 +113,67 @@ def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> Algorithm
     return AlgorithmMeta(collective=coll, ranks=ranks, in_chunks=0, out_chunks=0, name=name, extra=extra)
 
 
-def _frames(data: bytearray, bases: np.ndarray, sizes: np.ndarray, paths: list[Path]
+def _frames(data: bytearray, bases: np.ndarray, sizes: np.ndarray, paths: list[Path], r0: int
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Message spans of every file laid end to end in ``data``: (starts, ends, counts)."""
+    """Message spans of the files of ranks r0.. laid end to end in ``data``: (starts, ends, counts)."""
     starts, ends, counts, bad = frame_files(data, bases, sizes)
     if bad >= 0:  # the general framer says precisely what is wrong
-        frame_file(bytes(data[int(bases[bad]) : int(bases[bad] + sizes[bad])]), paths[bad], bad)
+        frame_file(bytes(data[int(bases[bad]) : int(bases[bad] + sizes[bad])]), paths[r0 + bad], r0 + bad)
         raise AssertionError("the compiled and the general framer disagree")  # pragma: no cover
     return starts, ends, counts
 
 
-#: nodes decoded per pass: bounds the temporary per-node state (about 200 bytes a node)
-_BATCH_NODES = 1 << 17
+#: bytes of rank files read and decoded per pass: bounds the temporary per-node state (about
+#: 200 bytes a node, files hold about 100) while amortizing the per-pass cost
+_BATCH_BYTES = 16 << 20
 
 
 def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
-    """Read ``<prefix>.<rank>.et`` for every rank into an :class:`Algorithm`."""
+    """Read ``<prefix>.<rank>.et`` for every rank into an :class:`Algorithm`.
+
+    The files are read and decoded a batch of ranks at a time (:func:`._load.load_batches`), so
+    the bytes of the whole set are never held at once.
+    """
     paths = rank_files(prefix)
-    data, bases, sizes = load_all(paths)
-    starts, ends, counts = _frames(data, bases, sizes, paths)
-    first = np.concatenate(([0], np.cumsum(counts)))[:-1]
     meta_typed: dict[str, TypedValue] = {}
-    for rank, path in enumerate(paths):
-        _v, typed = typed_metadata(data, int(starts[first[rank]]), int(ends[first[rank]]), path, rank)
-        _check_meta_types(typed, path, rank)
-        if rank == 0:
-            meta_typed = typed
-        else:
-            _check_same_meta(meta_typed, typed, paths, rank)
-        file_rank = typed[P.META.RANK].value if P.META.RANK in typed else None
-        if isinstance(file_rank, int) and file_rank != rank:
-            raise TraceFormatError(f"GlobalMetadata says this is rank {file_rank}", path=str(path), rank=rank,
-                                   hint="rank files were renamed or mixed from different outputs")
-    # drop each file's GlobalMetadata span; decode the nodes in batches of whole ranks
-    is_node = np.ones(starts.size, bool)
-    is_node[first] = False
-    node_s, node_e, node_counts = starts[is_node], ends[is_node], counts - 1
-    node_base = np.concatenate(([0], np.cumsum(node_counts)))
     graphs: list[RankGraph] = []
-    r = 0
-    while r < len(paths):
-        r2 = r + 1
-        while r2 < len(paths) and node_base[r2 + 1] - node_base[r] <= _BATCH_NODES:
-            r2 += 1
-        a, b = int(node_base[r]), int(node_base[r2])
+    for data, bases, sizes, r0 in load_batches(paths, _BATCH_BYTES):
+        starts, ends, counts = _frames(data, bases, sizes, paths, r0)
+        first = np.concatenate(([0], np.cumsum(counts)))[:-1]
+        for k in range(sizes.size):
+            rank = r0 + k
+            _v, typed = typed_metadata(data, int(starts[first[k]]), int(ends[first[k]]), paths[rank], rank)
+            meta_typed = _check_file_meta(typed, meta_typed, paths, rank)
+        # drop each file's GlobalMetadata span and decode the nodes
+        is_node = np.ones(starts.size, bool)
+        is_node[first] = False
         try:
-            graphs.extend(decode_ranks(data, node_s[a:b], node_e[a:b], node_counts[r:r2]))
+            graphs.extend(decode_ranks(data, starts[is_node], ends[is_node], counts - 1))
         except NodeError as exc:
-            rank = r + exc.rank
+            rank = r0 + exc.rank
             raise TraceFormatError(str(exc), path=str(paths[rank]), rank=rank, node=exc.node, hint=exc.hint) from None
-        r = r2
     meta = _meta_from_attrs({k: tv.value for k, tv in meta_typed.items()}, len(paths), paths[0])
     if P.META.PROFILE not in meta_typed:
         _check_no_profile_nodes(graphs, paths)
     alg = Algorithm(meta, tuple(graphs))
     check_algorithm(alg, paths=paths, ranges=False)  # the decoder checked the ranges of the wire values
     return alg
+
+
+def _check_file_meta(typed: dict[str, TypedValue], first: dict[str, TypedValue], paths: list[Path],
+                     rank: int) -> dict[str, TypedValue]:
+    """Check one file's GlobalMetadata (types, agreement with rank 0's, its rank); return rank 0's."""
+    path = paths[rank]
+    _check_meta_types(typed, path, rank)
+    if rank == 0:
+        first = typed
+    else:
+        _check_same_meta(first, typed, paths, rank)
+    file_rank = typed[P.META.RANK].value if P.META.RANK in typed else None
+    if isinstance(file_rank, int) and file_rank != rank:
+        raise TraceFormatError(f"GlobalMetadata says this is rank {file_rank}", path=str(path), rank=rank,
+                               hint="rank files were renamed or mixed from different outputs")
+    return first
 
 
 def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path]) -> None:

@@ -8,8 +8,11 @@ committed all or nothing by :mod:`._fileset`. Workloads are written by :mod:`._w
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from ..errors import ExportError
 from . import _profile as P
@@ -17,7 +20,7 @@ from ._attrsets import Attributes, astrasim_metadata_attrs, astrasim_problem, ch
 from ._encode import encode_ranks
 from ._fileset import check_prefix, rank_path, stale_rank_files, write_files_atomically
 from ._model import Algorithm
-from ._wire import delimit, encode_global_metadata
+from ._wire import TypedValue, delimit, encode_global_metadata
 
 __all__ = ["BATCH_NODES", "MAX_THREADS", "write_algorithm"]
 
@@ -61,7 +64,7 @@ def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
                 hint="ASTRA-sim's custom-collective ETs need bound SEND/RECV/COMP nodes between distinct ranks",
             )
     meta_attrs = astrasim_metadata_attrs if attributes == "astrasim" else metadata_attrs
-    # ranks are encoded in batches of about BATCH_NODES nodes
+    # ranks are encoded in batches of about BATCH_NODES nodes, a few batches ahead of the writes
     batches: list[list[int]] = []
     batch: list[int] = []
     for rank in range(len(alg.graphs) + 1):
@@ -73,20 +76,71 @@ def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
     def encode(ranks: list[int]) -> list[bytes]:
         return encode_ranks([alg.graphs[r] for r in ranks], ranks, attributes=attributes)
 
+    metas = _metadata_messages(meta_attrs(alg.meta, 0), len(alg.graphs))
     workers = min(_cpus(), MAX_THREADS, len(batches))
-    if workers > 1:
-        # the compiled encoder releases the GIL: batches encode in parallel threads; map() keeps
-        # the order and re-raises the first failure
-        with ThreadPoolExecutor(workers) as pool:
-            encoded = list(pool.map(encode, batches))
-    else:
-        encoded = [encode(b) for b in batches]
-    contents = []
-    for ranks, bodies in zip(batches, encoded):
-        for r, body in zip(ranks, bodies):
-            meta = delimit(encode_global_metadata(P.ET_VERSION, meta_attrs(alg.meta, r)))
-            contents.append((rank_path(prefix, r), [meta, body]))
-    return write_files_atomically(contents, stale=stale_rank_files(prefix, len(alg.graphs)))
+    with ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
+        ahead = _Ahead(encode, batches, pool, window=2 * workers)
+        contents = [(rank_path(prefix, r), _RankFile(ahead, r, metas[r])) for r in range(len(alg.graphs))]
+        return write_files_atomically(contents, stale=stale_rank_files(prefix, len(alg.graphs)))
+
+
+def _metadata_messages(attrs0: list[tuple[str, Any]], ranks: int) -> list[bytes]:
+    """Every rank's delimited GlobalMetadata: the attributes of rank 0's with each rank's ``rank``
+    attribute (the only one that differs), encoded once around it."""
+    k = next(i for i, (name, _v) in enumerate(attrs0) if name == P.META.RANK)
+    before = encode_global_metadata(P.ET_VERSION, attrs0[:k])
+    after = encode_global_metadata("", attrs0[k + 1 :])
+    return [delimit(before + encode_global_metadata("", [(P.META.RANK, TypedValue("int32_val", r))]) + after)
+            for r in range(ranks)]
+
+
+class _Ahead:
+    """Encoded batches of ranks, computed in order a few batches ahead of the one asked for (in
+    the pool's threads: the compiled encoder releases the GIL); a batch is dropped once its last
+    rank was taken, so a set costs memory for the batches in flight, not for all files."""
+
+    def __init__(self, encode: Callable[[list[int]], list[bytes]], batches: list[list[int]],
+                 pool: ThreadPoolExecutor | None, window: int) -> None:
+        self.encode = encode
+        self.batches = batches
+        self.pool = pool
+        self.window = window
+        self.batch_of = {r: (b, k) for b, ranks in enumerate(batches) for k, r in enumerate(ranks)}
+        self.pending: dict[int, Future[list[bytes]]] = {}
+        self.submitted = 0
+
+    def body(self, rank: int) -> bytes:
+        b, k = self.batch_of[rank]
+        if self.pool is None:
+            if b not in self.pending:
+                self.pending = {b: _done(self.encode(self.batches[b]))}
+        else:
+            while self.submitted < min(b + self.window, len(self.batches)):
+                self.pending[self.submitted] = self.pool.submit(self.encode, self.batches[self.submitted])
+                self.submitted += 1
+        bodies = self.pending[b].result()  # re-raises the encoder's failure
+        if k == len(bodies) - 1:
+            del self.pending[b]
+        return bodies[k]
+
+
+def _done(value: list[bytes]) -> Future[list[bytes]]:
+    fut: Future[list[bytes]] = Future()
+    fut.set_result(value)
+    return fut
+
+
+class _RankFile:
+    """The chunks of one rank file, encoded when the atomic writer comes to write them."""
+
+    def __init__(self, ahead: _Ahead, rank: int, meta: bytes) -> None:
+        self.ahead = ahead
+        self.rank = rank
+        self.meta = meta
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.meta
+        yield self.ahead.body(self.rank)
 
 
 def _cpus() -> int:

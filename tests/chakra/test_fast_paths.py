@@ -86,7 +86,7 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
 
 
 def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_NODES", 50)  # several decode batches
+    monkeypatch.setattr(_reader, "_BATCH_BYTES", 3000)  # several decode batches
     alg = ring_allreduce(9).bind(900)
     paths = write_algorithm(alg, tmp_path / "m")
     assert_same_graphs(alg, read_algorithm(tmp_path / "m"))
@@ -99,7 +99,7 @@ def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_error_rank_in_later_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_NODES", 30)
+    monkeypatch.setattr(_reader, "_BATCH_BYTES", 2000)
     write_algorithm(ring_allreduce(5).bind(500), tmp_path / "e")
     # replace rank 3's last node by one that depends on a missing id
     path = tmp_path / "e.3.et"
