@@ -106,7 +106,8 @@ def astrasim_problem(alg: Algorithm) -> str | None:
         unsized = np.flatnonzero(comm & (g.size < 0))
         if unsized.size:
             p = int(unsized[0])
-            return f"rank {rank}, node {int(g.ids[p])}: message has no byte size (algorithm not bound to a collective size)"
+            return (f"rank {rank}, node {int(g.ids[p])}: message has no byte size "
+                    "(algorithm not bound to a collective size)")
         wrong = np.flatnonzero(comm & ((g.peer < 0) | (g.peer >= n) | (g.peer == rank)))
         if wrong.size:
             p = int(wrong[0])

@@ -41,7 +41,7 @@ def _scalar_from_varint(kind: str, v: int) -> Any:
 
 
 # -- field walking -----------------------------------------------------------------------------
-def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, Any]]:
+def _fields(buf: bytes | bytearray, pos: int, end: int) -> Iterator[tuple[int, int, Any]]:
     """Yield (field number, wire type, value or (start, end)) for every field in buf[pos:end]."""
     while pos < end:
         key, pos = decode_varint(buf, pos, end)
@@ -72,14 +72,14 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, Any]]:
             raise WireError(f"unsupported wire type {wt} for field {field}", pos)
 
 
-def _text(buf: bytes, span: tuple[int, int], pos: int) -> str:
+def _text(buf: bytes | bytearray, span: tuple[int, int], pos: int) -> str:
     try:
         return bytes(buf[span[0] : span[1]]).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise WireError("string is not valid UTF-8", pos) from exc
 
 
-def _packed_varints(buf: bytes, span: tuple[int, int]) -> list[int]:
+def _packed_varints(buf: bytes | bytearray, span: tuple[int, int]) -> list[int]:
     out = []
     pos, end = span
     while pos < end:
@@ -88,7 +88,7 @@ def _packed_varints(buf: bytes, span: tuple[int, int]) -> list[int]:
     return out
 
 
-def _list_values(buf: bytes, kind: str, span: tuple[int, int]) -> list[Any]:
+def _list_values(buf: bytes | bytearray, kind: str, span: tuple[int, int]) -> list[Any]:
     """Decode an XxxList message (``repeated T values = 1``), packed or not."""
     values: list[Any] = []
     for field, wt, val in _fields(buf, span[0], span[1]):
@@ -113,7 +113,7 @@ def _list_values(buf: bytes, kind: str, span: tuple[int, int]) -> list[Any]:
     return values
 
 
-def decode_attr(buf: bytes, start: int, end: int) -> tuple[str, TypedValue | None, str]:
+def decode_attr(buf: bytes | bytearray, start: int, end: int) -> tuple[str, TypedValue | None, str]:
     """Decode one ``AttributeProto``: (name, typed value or None if no oneof is set, doc_string)."""
     name = ""
     doc = ""
@@ -145,7 +145,7 @@ def decode_attr(buf: bytes, start: int, end: int) -> tuple[str, TypedValue | Non
     return name, value, doc
 
 
-def decode_node(buf: bytes, start: int, end: int) -> dict[str, Any]:
+def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
     """Decode one ``Node`` into a dict with every schema field (absent ones at proto3 defaults).
 
     Keys: id, name, type, ctrl_deps, data_deps, start_time_micros, duration_micros, inputs,
@@ -182,7 +182,7 @@ def decode_node(buf: bytes, start: int, end: int) -> dict[str, Any]:
     return node
 
 
-def decode_global_metadata(buf: bytes, start: int, end: int) -> tuple[str, list[tuple[str, TypedValue | None]]]:
+def decode_global_metadata(buf: bytes | bytearray, start: int, end: int) -> tuple[str, list[tuple[str, TypedValue | None]]]:
     """Decode a ``GlobalMetadata``: (version, attrs)."""
     version = ""
     attrs: list[tuple[str, TypedValue | None]] = []

@@ -17,7 +17,7 @@ from ._wire import TypedValue, WireError, frame
 __all__ = ["first_metadata", "frame_file", "is_int_value", "metadata", "read_global_metadata", "typed_metadata"]
 
 
-def frame_file(data: bytes, path: Path, rank: int) -> tuple[list[int], list[int]]:
+def frame_file(data: bytes | bytearray, path: Path, rank: int) -> tuple[list[int], list[int]]:
     try:
         return frame(data, empty_nodes=False)
     except WireError as exc:
@@ -25,7 +25,7 @@ def frame_file(data: bytes, path: Path, rank: int) -> tuple[list[int], list[int]
                                hint="the file is truncated or corrupt") from None
 
 
-def typed_metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, TypedValue]]:
+def typed_metadata(data: bytes | bytearray, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, TypedValue]]:
     try:
         version, attrs = decode_global_metadata(data, s, e)
     except WireError as exc:
@@ -34,7 +34,7 @@ def typed_metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[
     return version, {name: tv for name, tv in attrs if tv is not None}
 
 
-def metadata(data: bytes, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, Any]]:
+def metadata(data: bytes | bytearray, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, Any]]:
     version, typed = typed_metadata(data, s, e, path, rank)
     return version, {name: tv.value for name, tv in typed.items()}
 

@@ -15,7 +15,8 @@ Problems raise :class:`NodeError` with the rank and node id; :mod:`._reader` add
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,7 @@ def frame_files(data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray
     index); :func:`._wire.frame` then says precisely what is wrong with it."""
     starts, ends, counts, bad = _codec.frame_files(data, np.ascontiguousarray(bases, np.int64),
                                                    np.ascontiguousarray(sizes, np.int64))
-    if bad >= 0:
+    if bad >= 0 or starts is None or ends is None or counts is None:
         z = np.zeros(0, np.int64)
         return z, z, z, int(bad)
     return (np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64), np.frombuffer(counts, np.int64), -1)
@@ -107,12 +108,12 @@ class _State:
     def set_names(self, idx: Any, values: list[str]) -> None:
         if self.names is None:
             self.names = [""] * self.n
-        for i, name in zip(np.atleast_1d(idx).tolist(), values):
+        for i, name in zip(np.atleast_1d(idx).tolist(), values, strict=True):
             self.names[i] = name
 
 
 def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
-                 counts: Sequence[int]) -> list[RankGraph]:
+                 counts: Sequence[int] | np.ndarray) -> list[RankGraph]:
     """Decode node messages data[starts[i]:ends[i]]; ``counts[r]`` consecutive ones per rank."""
     n = starts.size
     counts_a = np.asarray(counts, np.int64)
@@ -199,6 +200,8 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
     _check_ranges(st)
     send = kind == NodeType.SEND
     recv = kind == NodeType.RECV
+    # (rows of node-major arrays: every column is copied out, narrowed or not, so that no graph
+    # keeps the batch's whole attribute matrix alive)
     cols = {column: st.colmat[k] for k, (_name, column) in enumerate(KNOWN)}
     ci = _COL_INDEX["count"]
     cols["count"] = np.where(st.seen[ci], st.colmat[ci], (send | recv).astype(np.int64))
@@ -253,7 +256,8 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
             extra={p - a: v for p, v in st.extra.items() if a <= p < b},
             ids=ids64[a:b], kind=kind[a:b], peer=peer[a:b], tag=cols["tag"][a:b], count=cols["count"][a:b],
             src_buf=cols["src_buf"][a:b], src_off=cols["src_off"][a:b], dst_buf=cols["dst_buf"][a:b],
-            dst_off=cols["dst_off"][a:b], op=cols["op"][a:b], size=cols["size"][a:b], duration=dur64[a:b],
+            dst_off=cols["dst_off"][a:b], op=cols["op"][a:b], size=np.ascontiguousarray(cols["size"][a:b]),
+            duration=dur64[a:b],
             tb=cols["tb"][a:b], chan=cols["chan"][a:b],
         ))
     return graphs
@@ -283,8 +287,8 @@ def _check_ranges(st: _State) -> None:
 
 def _apply_general_attrs(nd: dict[str, Any], i: int, st: _State) -> None:
     """Fill node ``i``'s columns from generally decoded attributes; foreign ones go to extra."""
-    for k, (_name, column) in enumerate(KNOWN):
-        st.colmat[k, i] = _DEFAULT[column]
+    for k, (_name, col) in enumerate(KNOWN):
+        st.colmat[k, i] = _DEFAULT[col]
     st.seen[:, i] = False
     foreign: list[tuple[str, Any]] = []
     for name, tv in nd["attrs"]:

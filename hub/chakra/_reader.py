@@ -61,7 +61,8 @@ def _check_meta_types(typed: dict[str, TypedValue], path: Path, rank: int) -> No
         tv = typed.get(name)
         if tv is not None and not is_int_value(tv):
             raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not an integer",
-                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it int32/int64")
+                                   path=str(path), rank=rank,
+                                   hint="docs/spec/collective-profile.md types it int32/int64")
     for name in _META_STRS:
         tv = typed.get(name)
         if tv is not None and not isinstance(tv.value, str):
@@ -204,7 +205,7 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
     if P.META.WORKLOAD in attrs:
         return read_workload(prefix)
     kinds = set()
-    for s, e in zip(starts[1:], ends[1:]):
+    for s, e in zip(starts[1:], ends[1:], strict=True):
         try:
             kinds.add(decode_node(data, s, e)["type"])
         except WireError as exc:

@@ -94,7 +94,7 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
-def decode_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def decode_varint(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
     """Decode an unsigned varint at ``pos``; return (value, position after it).
 
     At most 10 bytes are read; a longer or cut varint raises :class:`WireError`.
@@ -131,7 +131,7 @@ def delimit(body: bytes) -> bytes:
     return encode_varint(len(body)) + body
 
 
-def frame(buf: bytes, start: int = 0, *, empty_nodes: bool = True) -> tuple[list[int], list[int]]:
+def frame(buf: bytes | bytearray, start: int = 0, *, empty_nodes: bool = True) -> tuple[list[int], list[int]]:
     """Split a delimited stream into message spans; return (starts, ends) of the bodies.
 
     Raises :class:`WireError` when a length varint is bad or a message runs past the end, and

@@ -70,7 +70,7 @@ def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
     version, attrs = metadata(data, starts[0], ends[0], path, rank)
     nodes = []
     seen: set[int] = set()
-    for s, e in zip(starts[1:], ends[1:]):
+    for s, e in zip(starts[1:], ends[1:], strict=True):
         try:
             nd = decode_node(data, s, e)
         except WireError as exc:
@@ -84,7 +84,7 @@ def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
                                    hint="node ids must be unique within a rank file")
         seen.add(nd["id"])
         nodes.append(_workload_node(nd))
-    dangling = []
+    dangling: list[tuple[int, int, int]] = []
     for node in nodes:
         missing = [d for d in node.deps if d not in seen]
         if missing:
@@ -158,6 +158,7 @@ def _typed_workload_attr(name: str, value: Any) -> Any:
 def _named_workload_attrs(node: WorkloadNode) -> list[tuple[str, Any]]:
     """The attributes collhub's WorkloadNode fields stand for, in ASTRA-sim's generator order:
     ``is_cpu_op`` on every node (it picks the hardware-resource class), then the ``comm_*``."""
+    comm: tuple[str, ...]
     if node.type == NodeType.COLL:
         comm = ("comm_type", "comm_size")
     elif node.type in (NodeType.SEND, NodeType.RECV):
@@ -211,7 +212,8 @@ def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
         )
     except TypeError as exc:  # a value infer_typed cannot store
         raise UsageError(f"workload rank {rank}, node {node.id}: {exc}",
-                         hint="attribute values must be bool, int, float, str, bytes or lists of one of those") from None
+                         hint="attribute values must be bool, int, float, str, bytes or lists of one of those"
+                         ) from None
 
 
 def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,

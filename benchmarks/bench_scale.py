@@ -1,0 +1,158 @@
+"""Scale: the 1024-rank ring all-reduce end to end, as a user runs it (whole processes, files on disk).
+
+Run alone: ``python benchmarks/bench_scale.py [--ranks 1024]``. Prints one table: step, wall
+time, CPU time, peak memory (max RSS of the process that ran the step) and the ratio against
+the step's reference. Whole-process rows run ``collhub`` (or ``python -c``) as a subprocess;
+the node-rate rows run in this process against MLCommons' ``encodeMessage``/``decodeMessage``
+loop, measured in the same run (see bench_chakra.py). On a shared machine wall times are noisy;
+CPU time is the steadier figure.
+
+The table is a list of row functions (``ROWS``): each takes the shared :class:`Scale` state and
+returns rows; add a step by appending a function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+#: recorded figures of the code before this benchmark existed (issue #19, same machine kind)
+PRODUCE_1024_BEFORE_S = 8.9
+READ_BEFORE_NODES_PER_S = 1.1e6
+
+
+@dataclass
+class Row:
+    step: str
+    wall_s: float | None
+    cpu_s: float | None
+    peak_mib: float | None
+    ratio: float | None
+    reference: str
+
+
+@dataclass
+class Scale:
+    """What the rows share: the rank count, a work directory and what earlier rows produced."""
+
+    ranks: int
+    workdir: Path
+    collhub: Path
+    facts: dict[str, float] = field(default_factory=dict)
+
+
+def run_process(argv: list[str]) -> tuple[float, float, float, str]:
+    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone.
+
+    A fresh Python runs it and reports its child's rusage, so each row's figures are its own
+    (this process's RUSAGE_CHILDREN would accumulate CPU and keep the maximum RSS of all rows)."""
+    code = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "w = time.perf_counter() - t\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "sys.stderr.write(p.stderr); sys.stdout.write(p.stdout)\n"
+        "print(f'@@ {w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}')\n"
+        "sys.exit(p.returncode)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@ ")][-1]
+    wall, cpu, rss = (float(x) for x in line.split()[1:])
+    return wall, cpu, rss / 1024, proc.stdout
+
+
+def row_produce(s: Scale) -> list[Row]:
+    """``collhub produce hub.ring`` for the whole ring: build the algorithm, write every rank file."""
+    prefix = s.workdir / "produce" / "ring"
+    wall, cpu, peak, _out = run_process([str(s.collhub), "produce", "hub.ring", "-s", f"ranks={s.ranks}", "-s",
+                                      "collective=allreduce", "--out", str(prefix)])
+    s.facts["nodes"] = float(_node_count(prefix))
+    ratio = PRODUCE_1024_BEFORE_S / wall if s.ranks == 1024 else None
+    return [Row(f"produce + write, {s.ranks} ranks ({int(s.facts['nodes']):,} nodes)", wall, cpu, peak, ratio,
+                f"before: {PRODUCE_1024_BEFORE_S} s (recorded)")]
+
+
+def _node_count(prefix: Path) -> int:
+    from hub.chakra import read_algorithm
+
+    return read_algorithm(prefix).node_count()
+
+
+def row_read(s: Scale) -> list[Row]:
+    """Read the produced set back into RankGraphs in a fresh process (imports included)."""
+    prefix = s.workdir / "produce" / "ring"
+    code = f"from hub.chakra import read_algorithm; read_algorithm({str(prefix)!r})"
+    wall, cpu, peak, _out = run_process([sys.executable, "-c", code])
+    nodes = s.facts["nodes"]
+    before = nodes / READ_BEFORE_NODES_PER_S
+    return [Row(f"read -> RankGraphs, {s.ranks} ranks", wall, cpu, peak, before / wall,
+                f"before: {READ_BEFORE_NODES_PER_S / 1e6:.1f}M nodes/s = {before:.1f} s (recorded)")]
+
+
+def row_rates(s: Scale) -> list[Row]:
+    """In-process node rates of the codec against MLCommons' own loop, measured in this run."""
+    import numpy as np  # noqa: F401  (bench_chakra needs it)
+    from bench_chakra import _mlc_rates, _timed, ring_allreduce
+
+    from hub.chakra import read_algorithm, write_algorithm
+
+    alg = ring_allreduce(s.ranks)
+    nodes = alg.node_count()
+    d = s.workdir / "rates"
+    d.mkdir()
+    _p, ww, wc = _timed(lambda: write_algorithm(alg, d / "ring"))
+    _a, rw, rc = _timed(lambda: read_algorithm(d / "ring"))
+    mlc = _mlc_rates(alg, list(range(min(8, s.ranks))), d)
+    rows = []
+    for what, wall, cpu, key in (("write", ww, wc, "write_wall"), ("read", rw, rc, "read_wall")):
+        rate = nodes / wall
+        ratio = rate / mlc[key] if mlc else None
+        ref = f"mlc-chakra {mlc[key] / 1e6:.2f}M nodes/s (same run)" if mlc else "mlc-chakra not installed"
+        rows.append(Row(f"{what} rate: {rate / 1e6:.1f}M nodes/s (CPU {nodes / cpu / 1e6:.1f}M)", wall, cpu,
+                        None, ratio, ref))
+    return rows
+
+
+ROWS: list[Callable[[Scale], list[Row]]] = [row_produce, row_read, row_rates]
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=1024, help="ring size (default 1024: about 4.2M nodes)")
+    args = ap.parse_args(argv)
+    collhub = Path(sys.executable).parent / "collhub"
+    workdir = Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    rows: list[Row] = []
+    try:
+        state = Scale(args.ranks, workdir, collhub)
+        for fn in ROWS:
+            rows.extend(fn(state))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"Scale: ring all-reduce, {args.ranks} ranks, {os.cpu_count()} CPUs (whole processes, files on disk)")
+    print(f"{'step':<52}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'ratio':>9}  reference")
+    for r in rows:
+        print(f"{r.step:<52}{_fmt(r.wall_s, '.2f'):>9}{_fmt(r.cpu_s, '.2f'):>9}{_fmt(r.peak_mib, '.0f'):>10}"
+              f"{_fmt(r.ratio, '.1f') + ('x' if r.ratio is not None else ''):>9}  {r.reference}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
