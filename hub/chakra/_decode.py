@@ -182,7 +182,8 @@ def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
     return node
 
 
-def decode_global_metadata(buf: bytes | bytearray, start: int, end: int) -> tuple[str, list[tuple[str, TypedValue | None]]]:
+def decode_global_metadata(buf: bytes | bytearray, start: int,
+                           end: int) -> tuple[str, list[tuple[str, TypedValue | None]]]:
     """Decode a ``GlobalMetadata``: (version, attrs)."""
     version = ""
     attrs: list[tuple[str, TypedValue | None]] = []
