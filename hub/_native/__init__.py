@@ -4,4 +4,7 @@ Each extension has one concern and is the only implementation of its routines; P
 import the extension module directly (`from hub._native import _codec`).
 """
 
-__all__: list[str] = []
+#: The extension modules this package holds (keep in step with `setup.py`'s EXTENSIONS).
+EXTENSIONS: tuple[str, ...] = ("hub._native._codec",)
+
+__all__ = ["EXTENSIONS"]
