@@ -39,6 +39,9 @@ static int known_len[MAX_KNOWN];
 static int64_t known_default[MAX_KNOWN];
 /* RankGraph column (index into the columns tuple) of each semantic attribute; -1 for the four comm_* */
 static int known_column[MAX_KNOWN];
+/* the values the decoder accepts for each known attribute; others go to the general path, which
+ * reports them (hub/chakra/_validate.py ATTR_RANGES) */
+static int64_t known_lo[MAX_KNOWN], known_hi[MAX_KNOWN];
 
 /* Columns of a RankGraph in hub.chakra._model.COLUMN_NAMES order and their item sizes. */
 enum { C_IDS, C_KIND, C_PEER, C_TAG, C_COUNT, C_SRC_BUF, C_SRC_OFF, C_DST_BUF, C_DST_OFF, C_OP, C_SIZE,
@@ -80,12 +83,16 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     PyObject *names;
     PyObject *defaults;
     PyObject *columns;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &names, &PyTuple_Type, &defaults, &PyTuple_Type, &columns)) {
+    PyObject *lo;
+    PyObject *hi;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyTuple_Type, &names, &PyTuple_Type, &defaults, &PyTuple_Type,
+                          &columns, &PyTuple_Type, &lo, &PyTuple_Type, &hi)) {
         return NULL;
     }
     Py_ssize_t k = PyTuple_GET_SIZE(names);
-    if (k > MAX_KNOWN || k < A_FIRST_SEMANTIC || PyTuple_GET_SIZE(defaults) != k || PyTuple_GET_SIZE(columns) != k) {
-        PyErr_SetString(PyExc_ValueError, "configure: names, defaults and columns must have the same length");
+    if (k > MAX_KNOWN || k < A_FIRST_SEMANTIC || PyTuple_GET_SIZE(defaults) != k || PyTuple_GET_SIZE(columns) != k
+        || PyTuple_GET_SIZE(lo) != k || PyTuple_GET_SIZE(hi) != k) {
+        PyErr_SetString(PyExc_ValueError, "configure: names, defaults, columns and ranges must have one length");
         return NULL;
     }
     for (Py_ssize_t j = 0; j < k; j++) {
@@ -96,6 +103,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         }
         long long dflt = PyLong_AsLongLong(PyTuple_GET_ITEM(defaults, j));
         long col = PyLong_AsLong(PyTuple_GET_ITEM(columns, j));
+        long long low = PyLong_AsLongLong(PyTuple_GET_ITEM(lo, j));
+        long long high = PyLong_AsLongLong(PyTuple_GET_ITEM(hi, j));
         if (PyErr_Occurred()) {
             return NULL;
         }
@@ -108,6 +117,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         known_len[j] = (int)len;
         known_default[j] = dflt;
         known_column[j] = (int)col;
+        known_lo[j] = low;
+        known_hi[j] = high;
     }
     n_known = (int)k;
     Py_RETURN_NONE;
@@ -546,6 +557,9 @@ static int decode_attr(DecodeJob *job, Py_ssize_t i, Py_ssize_t a, Py_ssize_t b)
     }
     for (int k = 0; k < n_known; k++) {
         if ((uint64_t)known_len[k] == name_len && memcmp(buf + name_at, known_name[k], (size_t)name_len) == 0) {
+            if (value < known_lo[k] || value > known_hi[k]) {
+                return 0; /* out of range: the general path reports it */
+            }
             job->colmat[i * n_known + k] = value;
             job->seen[i * n_known + k] = 1;
             return 1;
@@ -706,7 +720,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(names, defaults, columns): the known node attributes (bytes), their defaults, their column"},
+     "configure(names, defaults, columns, lo, hi): the known node attributes (bytes), their defaults,"
+     " their RankGraph column and the values the decoder accepts"},
     {"encode_rank", encode_rank, METH_VARARGS,
      "encode_rank(astrasim, rank, columns, dep_ptr, dep_pos, names, names_off, extra, extra_off) -> bytes"},
     {"frame_files", frame_files, METH_VARARGS,

@@ -4,7 +4,10 @@ from typing import Any
 # anything with the buffer protocol (collections.abc.Buffer is Python 3.12+)
 Buffer = Any
 
-def configure(names: tuple[bytes, ...], defaults: tuple[int, ...], columns: tuple[int, ...]) -> None: ...
+def configure(
+    names: tuple[bytes, ...], defaults: tuple[int, ...], columns: tuple[int, ...], lo: tuple[int, ...],
+    hi: tuple[int, ...]
+) -> None: ...
 def encode_rank(
     astrasim: bool,
     rank: int,

@@ -58,11 +58,14 @@ _DEFAULT.update({column: default for _a, column, default in P.SEMANTIC_ATTRS if 
 _RANGE_LO = np.array([[ATTR_RANGES[name][1]] for name, _c in KNOWN], np.int64)
 _RANGE_HI = np.array([[ATTR_RANGES[name][2]] for name, _c in KNOWN], np.int64)
 _COL_INDEX = {column: k for k, (_name, column) in enumerate(KNOWN)}
-# the codec is told the names, defaults and RankGraph columns once (they are defined here only)
+# the codec is told the names, defaults, RankGraph columns and ranges once (defined here only);
+# a comm_size on the wire is >= 0 (-1 is the model's "unset")
 _codec.configure(
     tuple(name.encode() for name, _c in KNOWN),
     tuple(_DEFAULT[column] for _n, column in KNOWN),
     tuple(COLUMN_NAMES.index(column) if column in COLUMN_NAMES else -1 for _n, column in KNOWN),
+    tuple(0 if column == "size" else int(_RANGE_LO[k, 0]) for k, (_n, column) in enumerate(KNOWN)),
+    tuple(int(_RANGE_HI[k, 0]) for k in range(len(KNOWN))),
 )
 
 
@@ -99,6 +102,7 @@ class _State:
         self.seen = self.seen_nk.T
         self.per_node = np.empty(n, np.int64)
         self.dep_ids = np.zeros(0, np.uint64)  # every node's dependency ids, in node order
+        self.slow = np.zeros(0, np.int64)  # the nodes the general decoder took
         self.names: list[str] | None = None
         self.extra: dict[int, tuple[tuple[str, Any], ...]] = {}
 
@@ -133,6 +137,7 @@ def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
             except UnicodeDecodeError:
                 raise st.fail(i, "node name is not valid UTF-8", node=int(st.ids[i]),
                               hint="names are UTF-8 strings") from None
+    st.slow = slow_pos
     if slow_pos.size:
         dep_ids = _general_decode(data, starts, ends, slow_pos, dep_ids, st)
     st.dep_ids = dep_ids
@@ -264,13 +269,14 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
 
 
 def _check_ranges(st: _State) -> None:
-    """Every known attribute within its range (two reductions per attribute when all are fine)."""
-    if st.n == 0:
+    """Every known attribute within its range. The compiled pass leaves any node with a value out
+    of range to the general decoder, so only those nodes (``st.slow``) need checking here."""
+    if st.slow.size == 0:
         return
-    mat = st.colmat
+    mat = st.colmat[:, st.slow]
     bad_rows = np.flatnonzero((mat.min(axis=1) < _RANGE_LO[:, 0]) | (mat.max(axis=1) > _RANGE_HI[:, 0]))
     size_k = _COL_INDEX["size"]
-    neg_size = st.seen[size_k] & (mat[size_k] < 0)  # -1 is "unset", never a value on the wire
+    neg_size = st.seen[size_k, st.slow] & (mat[size_k] < 0)  # -1 is "unset", never a value on the wire
     if neg_size.any():
         bad_rows = np.union1d(bad_rows, [size_k])
     if not bad_rows.size:
@@ -281,8 +287,9 @@ def _check_ranges(st: _State) -> None:
     bad = (row < _RANGE_LO[k, 0]) | (row > _RANGE_HI[k, 0])
     if k == size_k:
         bad |= neg_size
-    i = int(np.argmax(bad))
-    raise st.fail(i, f"attribute {name} = {int(row[i])} is out of range", node=int(st.ids[i]), hint=attr_hint(name))
+    j = int(np.argmax(bad))
+    i = int(st.slow[j])
+    raise st.fail(i, f"attribute {name} = {int(row[j])} is out of range", node=int(st.ids[i]), hint=attr_hint(name))
 
 
 def _apply_general_attrs(nd: dict[str, Any], i: int, st: _State) -> None:
@@ -302,7 +309,8 @@ def _apply_general_attrs(nd: dict[str, Any], i: int, st: _State) -> None:
             foreign.append((name, tv))
             continue
         k = _COL_INDEX[column]
-        st.colmat[k, i] = int(tv.value)
+        # a uint64 above 2^63 reads as the int64 of the same bits (as on the wire): out of range
+        st.colmat[k, i] = (int(tv.value) + (1 << 63)) % (1 << 64) - (1 << 63)
         st.seen[k, i] = True
     if foreign:
         st.extra[i] = tuple(foreign)
