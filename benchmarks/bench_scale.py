@@ -117,10 +117,11 @@ def row_rates(s: Scale) -> list[Row]:
     _a, rw, rc = _timed(lambda: read_algorithm(d / "ring"))
     mlc = _mlc_rates(alg, list(range(min(8, s.ranks))), d)
     rows = []
-    for what, wall, cpu, key in (("write", ww, wc, "write_wall"), ("read", rw, rc, "read_wall")):
+    for what, wall, cpu, key in (("write", ww, wc, "write"), ("read", rw, rc, "read")):
         rate = nodes / wall
-        ratio = rate / mlc[key] if mlc else None
-        ref = f"mlc-chakra {mlc[key] / 1e6:.2f}M nodes/s (same run)" if mlc else "mlc-chakra not installed"
+        ratio = rate / mlc[f"{key}_wall"] if mlc else None
+        ref = (f"mlc-chakra {mlc[f'{key}_wall'] / 1e6:.2f}M nodes/s (same run; by CPU time "
+               f"{nodes / cpu / mlc[f'{key}_cpu']:.1f}x)" if mlc else "mlc-chakra not installed")
         rows.append(Row(f"{what} rate: {rate / 1e6:.1f}M nodes/s (CPU {nodes / cpu / 1e6:.1f}M)", wall, cpu,
                         None, ratio, ref))
     return rows
