@@ -1,3 +1,19 @@
+"""Build-time only: the compiled extensions of `hub._native` (metadata lives in pyproject.toml).
+
+setuptools reads `[project]` from pyproject.toml and adds `ext_modules` from here, so
+`pip install -e .` / `make install-dev` / a fresh clone's `make test` compile them with the
+system C compiler. The extensions use only the CPython C API and the buffer protocol (no numpy
+headers), so the build needs nothing beyond setuptools.
+"""
+
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("hub._native._sim", ["hub/_native/_sim.c"])])
+# One entry per extension module; append new ones here (e.g. the simulator's `hub._native._sim`).
+EXTENSIONS: list[Extension] = [
+    # the Chakra ET codec's per-node work (hub/chakra/_encode.py, hub/chakra/_ranks.py)
+    Extension("hub._native._codec", ["hub/_native/_codec.c"], extra_compile_args=["-O2", "-std=c99"]),
+    # the event loop of hub.simulate (hub/sim/_engine.py)
+    Extension("hub._native._sim", ["hub/_native/_sim.c"], extra_compile_args=["-O2"]),
+]
+
+setup(ext_modules=EXTENSIONS)

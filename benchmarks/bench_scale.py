@@ -1,199 +1,179 @@
-"""Scale benchmark (issue #19): whole processes from files on disk, one row per figure (prints a table).
+"""Scale: the 1024-rank ring all-reduce end to end, as a user runs it (whole processes, files on disk).
 
-    python benchmarks/bench_scale.py               # every row
-    python benchmarks/bench_scale.py --big         # also the 4096-rank unaware row (~67M nodes, ~10 GB)
+Run alone: ``python benchmarks/bench_scale.py [--ranks 1024]``. Prints one table: step, wall
+time, CPU time, peak memory (max RSS of the process that ran the step) and the ratio against
+the step's reference. Whole-process rows run ``collhub`` (or ``python -c``) as a subprocess;
+the node-rate rows run in this process against MLCommons' ``encodeMessage``/``decodeMessage``
+loop, measured in the same run (see bench_chakra.py). On a shared machine wall times are noisy;
+CPU time is the steadier figure.
 
-Rows are functions in ``ROWS``; each writes its inputs to a temporary folder, times whole
-processes (``os.wait4``: wall, user + system CPU, peak RSS of that process alone) and returns
-``Row`` objects with the figure, its reference and the ratio. The machine may be shared, so CPU
-seconds are the figure to compare; wall seconds are printed beside them.
-
-Simulate rows (``hub.simulate``, pipelined ring all-reduce of 64 MiB, 2(n-1) steps per rank, as
-``bench_sim.py`` builds it; checked against the closed form 2(n-1)*floor(L + (S/n)/B')):
-
-* 1024 ranks aware / unaware: ``collhub consume hub.simulate`` on ETs written by
-  ``hub.chakra.write_algorithm``; reference: the target (3 s, 1.5 GiB peak), ratio = target / figure;
-* the same, split: ``simulate()`` alone after ``read_algorithm`` in one process (the simulator's
-  own share; reading is the codec's), against the pure-Python event loop it replaced;
-* 256 ranks aware / unaware against the real ASTRA-sim binary on the same bundle
-  (``../shared/tools/astra-sim``), ratio = ASTRA-sim CPU s / ours (target >= 20x), same ns checked.
+The table is a list of row functions (``ROWS``): each takes the shared :class:`Scale` state and
+returns rows; add a step by appending a function.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
-SIZE = 64 << 20
-TARGET_S = 3.0
-TARGET_MIB = 1536.0
+import scale_sim  # noqa: E402  (hub.simulate rows; needs the path above)
+
+#: recorded figures of the code before this benchmark existed (issue #19, same machine kind)
+PRODUCE_1024_BEFORE_S = 8.9
+READ_BEFORE_NODES_PER_S = 1.1e6
 
 
 @dataclass
 class Row:
-    name: str
-    wall: float
-    cpu: float
-    mib: float
-    reference: str  # what the ratio compares against
-    ratio: float  # > 1 = better than the reference
-    ok: bool | None  # against the row's target; None = no target
-    note: str = ""
+    step: str
+    wall_s: float | None
+    cpu_s: float | None
+    peak_mib: float | None
+    ratio: float | None
+    reference: str
 
 
-def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak MiB, stdout) of one whole process."""
-    with tempfile.TemporaryFile() as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode(errors="replace")
-    if code:
-        raise RuntimeError(f"{Path(cmd[0]).name} exited with {code}: {err.strip().splitlines()[-1:] or ''}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
+@dataclass
+class Scale:
+    """What the rows share: the rank count, a work directory and what earlier rows produced."""
+
+    ranks: int
+    workdir: Path
+    collhub: Path
+    facts: dict[str, float] = field(default_factory=dict)
 
 
-def _collhub() -> str:
-    return str(Path(sys.executable).parent / "collhub")
+def run_process(argv: list[str]) -> tuple[float, float, float, str]:
+    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone.
+
+    A fresh Python runs it and reports its child's rusage, so each row's figures are its own
+    (this process's RUSAGE_CHILDREN would accumulate CPU and keep the maximum RSS of all rows)."""
+    code = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "w = time.perf_counter() - t\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "sys.stderr.write(p.stderr); sys.stdout.write(p.stdout)\n"
+        "print(f'@@ {w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}')\n"
+        "sys.exit(p.returncode)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@ ")][-1]
+    wall, cpu, rss = (float(x) for x in line.split()[1:])
+    return wall, cpu, rss / 1024, proc.stdout
 
 
-def _write_ring(n: int, prefix: Path) -> None:
-    """The bench_sim ring, bound to 64 MiB, written as ETs (in a child: its memory is not ours)."""
-    code = ("import sys; sys.path.insert(0, sys.argv[3]); from bench_sim import ring_allreduce; "
-            "from hub.chakra import write_algorithm; "
-            f"write_algorithm(ring_allreduce(int(sys.argv[1]), {SIZE}), sys.argv[2])")
-    subprocess.run([sys.executable, "-c", code, str(n), str(prefix), str(ROOT / "benchmarks")], check=True)
+def row_produce(s: Scale) -> list[Row]:
+    """``collhub produce hub.ring`` for the whole ring: build the algorithm, write every rank file."""
+    prefix = s.workdir / "produce" / "ring"
+    wall, cpu, peak, _out = run_process([str(s.collhub), "produce", "hub.ring", "-s", f"ranks={s.ranks}", "-s",
+                                      "collective=allreduce", "--out", str(prefix)])
+    s.facts["nodes"] = float(_node_count(prefix))
+    ratio = PRODUCE_1024_BEFORE_S / wall if s.ranks == 1024 else None
+    return [Row(f"produce + write, {s.ranks} ranks ({int(s.facts['nodes']):,} nodes)", wall, cpu, peak, ratio,
+                f"before: {PRODUCE_1024_BEFORE_S} s (recorded)")]
 
 
-def _simulate(prefix: Path, n: int, mode: str) -> tuple[float, float, float, int]:
-    wall, cpu, mib, text = _timed([_collhub(), "consume", "hub.simulate", str(prefix), "-s", f"network=ring:{n}",
-                                   "-s", f"mode={mode}", "-f", "json"])
-    return wall, cpu, mib, int(json.loads(text)["metrics"]["time_ns"])
+def _node_count(prefix: Path) -> int:
+    from hub.chakra import read_algorithm
+
+    return read_algorithm(prefix).node_count()
 
 
-def simulate_1024(tmp: Path) -> list[Row]:
-    from bench_sim import expected_ns
+def row_read(s: Scale) -> list[Row]:
+    """Read the produced set back into RankGraphs in a fresh process (imports included)."""
+    prefix = s.workdir / "produce" / "ring"
+    code = f"from hub.chakra import read_algorithm; read_algorithm({str(prefix)!r})"
+    wall, cpu, peak, _out = run_process([sys.executable, "-c", code])
+    nodes = s.facts["nodes"]
+    before = nodes / READ_BEFORE_NODES_PER_S
+    return [Row(f"read -> RankGraphs, {s.ranks} ranks", wall, cpu, peak, before / wall,
+                f"before: {READ_BEFORE_NODES_PER_S / 1e6:.1f}M nodes/s = {before:.1f} s (recorded)")]
 
-    n = 1024
-    prefix = tmp / "ring1024" / "ring"
-    prefix.parent.mkdir()
-    _write_ring(n, prefix)
+
+def row_rates(s: Scale) -> list[Row]:
+    """In-process node rates of the codec against MLCommons' own loop, measured in this run."""
+    import numpy as np  # noqa: F401  (bench_chakra needs it)
+    from bench_chakra import _mlc_rates, _timed, ring_allreduce
+
+    from hub.chakra import read_algorithm, write_algorithm
+
+    alg = ring_allreduce(s.ranks)
+    nodes = alg.node_count()
+    d = s.workdir / "rates"
+    d.mkdir()
+    _p, ww, wc = _timed(lambda: write_algorithm(alg, d / "ring"))
+    _a, rw, rc = _timed(lambda: read_algorithm(d / "ring"))
+    mlc = _mlc_rates(alg, list(range(min(8, s.ranks))), d)
     rows = []
-    for mode in ("aware", "unaware"):
-        wall, cpu, mib, ns = _simulate(prefix, n, mode)
-        exact = ns == expected_ns(n, SIZE)
-        rows.append(Row(f"simulate {n} ring {mode}", wall, cpu, mib, f"target {TARGET_S:g} s / {TARGET_MIB:g} MiB",
-                        TARGET_S / cpu, exact and cpu <= TARGET_S and mib <= TARGET_MIB,
-                        f"{ns} ns{'' if exact else ' NOT the closed form'}; peak {mib / TARGET_MIB:.2f}x target"))
+    for what, wall, cpu, key in (("write", ww, wc, "write"), ("read", rw, rc, "read")):
+        rate = nodes / wall
+        ratio = rate / mlc[f"{key}_wall"] if mlc else None
+        ref = (f"mlc-chakra {mlc[f'{key}_wall'] / 1e6:.2f}M nodes/s (same run; by CPU time "
+               f"{nodes / cpu / mlc[f'{key}_cpu']:.1f}x)" if mlc else "mlc-chakra not installed")
+        rows.append(Row(f"{what} rate: {rate / 1e6:.1f}M nodes/s (CPU {nodes / cpu / 1e6:.1f}M)", wall, cpu,
+                        None, ratio, ref))
     return rows
 
 
-_SPLIT = """
-import json, resource, sys, time
-from hub.chakra import read_algorithm
-from hub.sim import simulate
-t0 = time.process_time()
-alg = read_algorithm(sys.argv[1])
-out = {"read": time.process_time() - t0}
-for mode in ("aware", "unaware"):
-    t0 = time.process_time()
-    out[mode] = time.process_time() - t0 if simulate(alg, sys.argv[2], mode=mode) else 0.0
-out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(out))
-"""
-# the pure-Python event loop this engine replaced, `simulate` CPU s on the same ring (docs/simulator.md)
-_BEFORE = {"aware": 11.0, "unaware": 5.6}
+def _sim_rows(fn: Callable[[Path], list[Any]]) -> Callable[[Scale], list[Row]]:
+    """A row function of ``scale_sim`` (hub.simulate at scale) in this table's shape."""
 
+    def rows(s: Scale) -> list[Row]:
+        work = s.workdir / fn.__name__
+        work.mkdir()
+        out = []
+        for r in fn(work):
+            verdict = "" if r.ok is None else (" (target met)" if r.ok else " (target NOT met)")
+            out.append(Row(r.name, r.wall, r.cpu, r.mib, r.ratio, f"{r.reference}{verdict} {r.note}".strip()))
+        return out
 
-def simulate_1024_split(tmp: Path) -> list[Row]:
-    """What the simulator itself costs: ``simulate()`` after ``read_algorithm`` in one process."""
-    n = 1024
-    prefix = tmp / "ring1024" / "ring"
-    prefix.parent.mkdir()
-    _write_ring(n, prefix)
-    _, _, mib, text = _timed([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
-    r = json.loads(text)
-    return [Row(f"  simulate() only, {mode}", float("nan"), r[mode], mib, f"pure Python {_BEFORE[mode]:g} s",
-                _BEFORE[mode] / r[mode], None, f"read_algorithm {r['read']:.2f} s in the same process")
-            for mode in ("aware", "unaware")]
-
-
-def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
-    from bench_sim import ring_allreduce
-    from collhub_astrasim._bundle import _dims_for, build_bundle
-    from collhub_astrasim._parse import parse_output
-
-    from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
-
-    why = oracle_unavailable()
-    if why:
-        return [Row("simulate 256 vs ASTRA-sim", 0, 0, 0, "ASTRA-sim", float("nan"), None, f"skipped: {why}")]
-    n = 256
-    bundle = build_bundle(ring_allreduce(n, SIZE), out=tmp / "b256", dims=_dims_for(f"ring:{n}"), predict=False)
-    prefix = bundle.path / "algorithm" / "custom_allreduce"
-    rows = []
-    for mode in ("aware", "unaware"):
-        wall, cpu, mib, ns = _simulate(prefix, n, mode)
-        twall, tcpu, tmib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
-        same = parse_output(text).time_ns == ns
-        rows.append(Row(f"simulate {n} ring {mode}", wall, cpu, mib, f"ASTRA-sim {tcpu:.2f} s / {tmib:.0f} MiB",
-                        tcpu / cpu, same and tcpu / cpu >= 20, f"same ns: {'yes' if same else 'NO'}; "
-                        f"wall {twall / wall:.1f}x"))
+    rows.__name__ = fn.__name__
     return rows
 
 
-def simulate_4096_unaware(tmp: Path) -> list[Row]:
-    from bench_sim import expected_ns
-
-    n = 4096
-    prefix = tmp / "ring4096" / "ring"
-    prefix.parent.mkdir()
-    t0 = time.perf_counter()
-    _write_ring(n, prefix)
-    made = time.perf_counter() - t0
-    wall, cpu, mib, ns = _simulate(prefix, n, "unaware")
-    exact = ns == expected_ns(n, SIZE)
-    return [Row(f"simulate {n} ring unaware", wall, cpu, mib, "24 GiB", 24 * 1024 / mib, exact and mib <= 24 * 1024,
-                f"{ns} ns; ETs written in {made:.0f} s")]
+ROWS: list[Callable[[Scale], list[Row]]] = [row_produce, row_read, row_rates,
+                                            *(_sim_rows(fn) for fn in scale_sim.ROWS)]
 
 
-ROWS: list[Callable[[Path], list[Row]]] = [simulate_1024, simulate_1024_split, simulate_256_vs_astrasim]
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
 
 
-def main(argv: list[str]) -> int:
-    rows_fns = ROWS + ([simulate_4096_unaware] if "--big" in argv else [])
-    print(f"{'row':<28} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8} {'ratio':>7}  {'reference':<28} {'ok':>3}  note")
-    failed = False
-    for fn in rows_fns:
-        with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-            try:
-                rows = fn(Path(tmp))
-            except Exception as exc:  # one failing row must not hide the others
-                print(f"{fn.__name__:<28} FAILED: {exc}", flush=True)
-                failed = True
-                continue
-        for r in rows:
-            ok = "-" if r.ok is None else ("yes" if r.ok else "NO")
-            failed |= r.ok is False
-            print(f"{r.name:<28} {r.wall:>7.2f} {r.cpu:>7.2f} {r.mib:>8.0f} {r.ratio:>6.1f}x  {r.reference:<28} "
-                  f"{ok:>3}  {r.note}", flush=True)
-    return 1 if failed else 0
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=1024, help="ring size (default 1024: about 4.2M nodes)")
+    args = ap.parse_args(argv)
+    collhub = Path(sys.executable).parent / "collhub"
+    workdir = Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    rows: list[Row] = []
+    try:
+        state = Scale(args.ranks, workdir, collhub)
+        for fn in ROWS:
+            rows.extend(fn(state))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"Scale: ring all-reduce, {args.ranks} ranks, {os.cpu_count()} CPUs (whole processes, files on disk)")
+    print(f"{'step':<52}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'ratio':>9}  reference")
+    for r in rows:
+        print(f"{r.step:<52}{_fmt(r.wall_s, '.2f'):>9}{_fmt(r.cpu_s, '.2f'):>9}{_fmt(r.peak_mib, '.0f'):>10}"
+              f"{_fmt(r.ratio, '.1f') + ('x' if r.ratio is not None else ''):>9}  {r.reference}")
+    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -27,13 +27,13 @@ import tempfile
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, Union
+from typing import Callable, Iterable, Iterator, Sequence, Union
 
 from .errors import UsageError
 
 __all__ = ["commit_dir", "dir_mode", "file_mode", "output_path", "temp_dir", "write_file", "write_files"]
 
-Data = Union[bytes, bytearray, memoryview, str, Sequence[object]]
+Data = Union[bytes, bytearray, memoryview, str, Iterable[object]]
 
 
 def _umask() -> int:
@@ -86,7 +86,7 @@ def _temp_file(path: Path, mode: int) -> tuple[int, Path]:
     return fd, Path(tmp)
 
 
-def _chunks(data: Data) -> Sequence[object]:
+def _chunks(data: Data) -> Iterable[object]:
     if isinstance(data, str):
         return [data.encode("utf-8")]
     if isinstance(data, (bytes, bytearray, memoryview)):

@@ -1,5 +1,7 @@
 """The representation: collective algorithms and workloads in Chakra ET (collhub profile)."""
 
+from ._json import algorithm_from_json, algorithm_to_json
+from ._meta import read_global_metadata
 from ._model import (
     COMM_TYPE_OF,
     Algorithm,
@@ -15,13 +17,13 @@ from ._model import (
     chunk_bytes,
     reference_chunks,
 )
-from ._json import algorithm_from_json, algorithm_to_json
-from ._reader import read_algorithm, read_global_metadata, read_trace, read_workload
+from ._reader import read_algorithm, read_trace
 from ._summary import summarize
 from ._validate import check_algorithm
 from ._wire import TypedValue
 from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
-from ._writer import write_algorithm, write_workload
+from ._workload_io import read_workload, write_workload
+from ._writer import write_algorithm
 
 __all__ = [
     "COMM_TYPE_OF",

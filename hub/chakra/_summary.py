@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from ._model import Algorithm, NodeType
@@ -22,6 +24,15 @@ def _minmax(values: list[int], fmt=str) -> str:
     return f"{fmt(min(values))} .. {fmt(max(values))}" if values else "-"
 
 
+def _kind_counts(kind: np.ndarray) -> Counter[int]:
+    """Nodes per type value; a count over the small range of types (no sort of the column)."""
+    if kind.size == 0:
+        return Counter()
+    lo = int(kind.min())
+    bins = np.bincount(kind.astype(np.int64) - lo)
+    return Counter({lo + int(k): int(c) for k, c in enumerate(bins.tolist()) if c})
+
+
 def summarize(obj: Algorithm | Workload) -> str:
     """Collective, ranks, node counts by type, messages, bytes, dependencies, per-rank min/max."""
     if isinstance(obj, Workload):
@@ -29,6 +40,7 @@ def summarize(obj: Algorithm | Workload) -> str:
     m = obj.meta
     per_nodes, per_msgs, per_bytes, per_deps = [], [], [], []
     counts: dict[str, int] = {}
+    kind_counts: Counter[int] = Counter()
     unbound = 0
     for g in obj.graphs:
         send = g.kind == NodeType.SEND
@@ -38,10 +50,10 @@ def summarize(obj: Algorithm | Workload) -> str:
         per_bytes.append(int(np.clip(g.size[send], 0, None).sum()))
         per_deps.append(int(g.dep_pos.size))
         unbound += int((g.size[comm] < 0).sum())
-        kinds, k_counts = np.unique(g.kind, return_counts=True)
-        for k, c in zip(kinds.tolist(), k_counts.tolist()):
-            name = NodeType(k).name if k in NodeType._value2member_map_ else str(k)
-            counts[name] = counts.get(name, 0) + c
+        kind_counts += _kind_counts(g.kind)
+    for k, c in kind_counts.items():
+        name = NodeType(k).name if k in NodeType._value2member_map_ else str(k)
+        counts[name] = counts.get(name, 0) + c
     size = f"{m.size} B ({_bytes(m.size)})" if m.size is not None else "symbolic (unbound)"
     lines = [
         f"algorithm   {m.name or '(unnamed)'}" + (f"  [producer: {m.producer}]" if m.producer else ""),

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from hub.algorithms import ring
 from hub.chakra import TypedValue, write_algorithm
-from hub.chakra._wire import decode_global_metadata, decode_node, delimit, encode_global_metadata, encode_node, frame
+from hub.chakra._decode import decode_global_metadata, decode_node
+from hub.chakra._wire import delimit, encode_global_metadata, encode_node, frame
 
 __all__ = ["CASES", "Case", "good_set", "rewrite"]
 

@@ -13,7 +13,8 @@ from hub.chakra import (
     Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, RankGraphBuilder, TypedValue, Workload,
     WorkloadNode, build_algorithm, read_algorithm, read_workload, write_algorithm, write_workload,
 )
-from hub.chakra._wire import decode_global_metadata, decode_node, frame
+from hub.chakra._decode import decode_global_metadata, decode_node
+from hub.chakra._wire import frame
 from hub.errors import ExportError, UsageError
 
 from .conftest import ring_allreduce

@@ -1,5 +1,5 @@
-"""The vectorized fast paths agree with the general ones: templates vs field walker, framing of
-many files at once, batching, and the writer's wide-piece fallback."""
+"""The compiled fast paths agree with the general ones: the node decoder (``hub._native._codec``)
+vs the general message decoder, compiled vs general framing, batching, long names and extras."""
 
 from __future__ import annotations
 
@@ -8,28 +8,73 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph, TypedValue, read_algorithm
-from hub.chakra import write_algorithm
-from hub.chakra import _decode, _reader
-from hub.chakra._wire import decode_node, delimit, encode_node, encode_varint, frame
+from hub.chakra import (
+    Algorithm,
+    AlgorithmMeta,
+    Collective,
+    NodeType,
+    RankGraph,
+    TypedValue,
+    _ranks,
+    _reader,
+    read_algorithm,
+    write_algorithm,
+)
+from hub.chakra._decode import decode_node
+from hub.chakra._wire import delimit, encode_node, encode_varint, frame
 from hub.errors import TraceFormatError
 
 from .conftest import assert_same_graphs, ring_allreduce
 
 
-def _no_templates(data, buf, starts, ends, known, value_key):
-    return [], np.zeros(starts.size, bool)
+def _all_slow(data, starts, ends, st, name_pos, name_len):
+    """The fast path declining every node: the general decoder takes them all."""
+    return b"", np.arange(starts.size, dtype=np.int64).tobytes(), False
 
 
-def test_walker_and_templates_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreign_extra) -> None:
+def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+
+    def counted(data, start, end):
+        calls.append(start)
+        return decode_node(data, start, end)
+
+    monkeypatch.setattr(_ranks, "decode_node", counted)
+    return calls
+
+
+def test_fast_and_general_decoders_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreign_extra) -> None:
     alg = ring_allreduce(6, names=True).bind(6000)
     alg.graphs[1].extra = {3: foreign_extra}
     write_algorithm(alg, tmp_path / "a")
-    via_templates = read_algorithm(tmp_path / "a")
-    monkeypatch.setattr(_decode, "match_templates", _no_templates)
-    via_walker = read_algorithm(tmp_path / "a")
-    assert_same_graphs(alg, via_templates)
-    assert_same_graphs(alg, via_walker)
+    calls = _count_general(monkeypatch)
+    via_fast = read_algorithm(tmp_path / "a")
+    assert len(calls) == 1  # only the node with foreign attributes left the fast path
+    monkeypatch.setattr(_ranks, "_fast_decode", _all_slow)
+    calls.clear()
+    via_general = read_algorithm(tmp_path / "a")
+    assert len(calls) == alg.node_count()
+    assert_same_graphs(alg, via_fast)
+    assert_same_graphs(alg, via_general)
+
+
+def test_compiled_and_general_framing_agree(tmp_path: Path) -> None:
+    paths = write_algorithm(ring_allreduce(5, names=True).bind(500), tmp_path / "f")
+    datas = [p.read_bytes() for p in paths]
+    data = bytearray(b"".join(datas))
+    sizes = np.array([len(d) for d in datas], np.int64)
+    bases = np.concatenate(([0], np.cumsum(sizes)))[:-1]
+    starts, ends, counts, bad = _ranks.frame_files(data, bases, sizes)
+    assert bad == -1
+    want_s, want_e = [], []
+    for base, d in zip(bases.tolist(), datas, strict=True):
+        s, e = frame(d)
+        want_s += [base + x for x in s]
+        want_e += [base + x for x in e]
+    assert starts.tolist() == want_s and ends.tolist() == want_e
+    assert counts.tolist() == [len(frame(d)[0]) for d in datas]
+    cut = bytearray(data[: int(bases[3]) + len(datas[3]) - 1])  # rank 3's last message cut short
+    assert _ranks.frame_files(cut, bases[:4], np.append(sizes[:3], len(datas[3]) - 1))[3] == 3
 
 
 def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
@@ -50,8 +95,7 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
 
 
 def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_VECTOR_FRAMING_FILES", 4)
-    monkeypatch.setattr(_reader, "_BATCH_NODES", 50)  # several decode batches
+    monkeypatch.setattr(_reader, "_BATCH_BYTES", 3000)  # several decode batches
     alg = ring_allreduce(9).bind(900)
     paths = write_algorithm(alg, tmp_path / "m")
     assert_same_graphs(alg, read_algorithm(tmp_path / "m"))
@@ -64,7 +108,7 @@ def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_error_rank_in_later_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_NODES", 30)
+    monkeypatch.setattr(_reader, "_BATCH_BYTES", 2000)
     write_algorithm(ring_allreduce(5).bind(500), tmp_path / "e")
     # replace rank 3's last node by one that depends on a missing id
     path = tmp_path / "e.3.et"
@@ -81,7 +125,7 @@ def test_error_rank_in_later_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert info.value.rank == 3 and "node id 777" in str(info.value) and info.value.node == last["id"]
 
 
-def test_writer_wide_piece_fallback(tmp_path: Path) -> None:
+def test_long_names_and_extras(tmp_path: Path) -> None:
     alg = ring_allreduce(2, names=True).bind(64)
     g = alg.graphs[0]
     g.names = ["x" * 700 if i == 1 else f"n{i}" for i in range(len(g))]
@@ -90,8 +134,8 @@ def test_writer_wide_piece_fallback(tmp_path: Path) -> None:
     assert_same_graphs(alg, read_algorithm(tmp_path / "w"))
 
 
-def test_astrasim_example_via_walker_matches_templates(astrasim_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_astrasim_example_via_general_decoder_matches(astrasim_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prefix = astrasim_example / "algorithm" / "custom_allreduce"
     a = read_algorithm(prefix)
-    monkeypatch.setattr(_decode, "match_templates", _no_templates)
+    monkeypatch.setattr(_ranks, "_fast_decode", _all_slow)
     assert_same_graphs(a, read_algorithm(prefix))

@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 from hub.algorithms import ring
 from hub.chakra import Algorithm, TypedValue, check_algorithm, read_trace, write_algorithm
 from hub.chakra._validate import ATTR_RANGES
+from hub.chakra._decode import decode_global_metadata, decode_node
 from hub.chakra._wire import (
     ATTR_FIELDS,
-    decode_global_metadata,
-    decode_node,
     delimit,
     encode_global_metadata,
     encode_node,

@@ -14,8 +14,9 @@ from hub.chakra import (
     write_workload,
 )
 from hub.chakra._model import COLUMN_NAMES
-from hub.chakra._wire import decode_node, encode_node, frame
-from hub.chakra._writer import encode_rank
+from hub.chakra._decode import decode_node
+from hub.chakra._wire import encode_node, frame
+from hub.chakra._encode import encode_rank
 
 from .conftest import assert_same_graphs, ring_allreduce
 
@@ -61,7 +62,7 @@ def test_vectorized_encoder_matches_general_encoder(foreign_extra) -> None:
     alg = ring_allreduce(3, names=True).bind(3000)
     g = alg.graphs[1]
     g.extra = {2: foreign_extra}
-    data = encode_rank(g, 1).tobytes()
+    data = bytes(encode_rank(g, 1))
     starts, ends = frame(data)
     assert len(starts) == len(g)
     for pos, (s, e) in enumerate(zip(starts, ends)):
@@ -143,7 +144,7 @@ def test_read_trace_detects_kind(tmp_path: Path, ring8: Algorithm) -> None:
 
 
 def test_global_metadata_content(tmp_path: Path) -> None:
-    from hub.chakra._wire import decode_global_metadata
+    from hub.chakra._decode import decode_global_metadata
 
     alg = ring_allreduce(2).bind(64)
     paths = write_algorithm(alg, tmp_path / "m")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from ..errors import TraceFormatError
 from ._validate import limit
 
-__all__ = ["load", "load_all", "stat_regular"]
+__all__ = ["load", "load_batches", "stat_regular"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _NOT_FOUND_HINT = "a set is <prefix>.0.et, <prefix>.1.et, ...; pass the prefix"
@@ -127,49 +128,65 @@ def _physical_memory() -> int:
         return 1 << 62
 
 
-def load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
-    """All files' bytes laid end to end (read in place, no extra copy), plus 32 zero bytes of
-    padding for fixed-width reads at the end: (data, start of each file, size of each file)."""
+def load_batches(paths: list[Path], batch_bytes: int) -> Iterator[tuple[bytearray, np.ndarray, np.ndarray, int]]:
+    """The (decompressed) bytes of consecutive rank files, a batch of about ``batch_bytes`` at a
+    time, laid end to end: (data, start of each file, size of each file, first rank).
+
+    One buffer is reused for every batch (it is overwritten by the next one), so reading a set
+    costs memory for one batch, not the whole set, and no fresh pages per batch. Every file is
+    checked to be a regular file, and the set to fit in memory, before anything is read; gzip
+    files inflate within COLLHUB_MAX_INFLATED_BYTES for the whole set.
+    """
     sizes = [stat_regular(path, rank) for rank, path in enumerate(paths)]  # refuse fifos before reading
     total = sum(sizes)
-    try:
-        if total > _physical_memory():
-            raise MemoryError
-        data = bytearray(total + 32)
-    except MemoryError:
+    if total > _physical_memory():
         raise TraceFormatError(f"{total} bytes of rank files do not fit in memory", path=str(paths[0]), rank=0,
-                               hint="the set (or a sparse file in it) is larger than this machine can read") from None
-    view = memoryview(data)
+                               hint="the set (or a sparse file in it) is larger than this machine can read")
+    budget = limit("COLLHUB_MAX_INFLATED_BYTES")
+    buf = bytearray()
+    r = 0
+    while r < len(paths):
+        r2, want = r + 1, sizes[r]
+        while r2 < len(paths) and want + sizes[r2] <= batch_bytes:
+            want += sizes[r2]
+            r2 += 1
+        if len(buf) < want:
+            try:
+                buf = bytearray(max(want, 2 * len(buf)))
+            except MemoryError:
+                raise TraceFormatError(f"{total} bytes of rank files do not fit in memory", path=str(paths[0]),
+                                       rank=0, hint="the set (or a sparse file in it) is larger than this machine can "
+                                       "read") from None
+        got = _read_into(buf, paths, sizes, r, r2)
+        if got is None:  # gzip, or a file that changed while read: the general path
+            parts = []
+            for rank in range(r, r2):
+                parts.append(load(paths[rank], rank, max(budget, 0)))
+                budget -= len(parts[-1])
+            got = [len(p) for p in parts]
+            buf = bytearray(b"".join(parts))
+        lens = np.asarray(got, np.int64)
+        yield buf, np.concatenate(([0], np.cumsum(lens)))[:-1], lens, r
+        r = r2
+
+
+def _read_into(buf: bytearray, paths: list[Path], sizes: list[int], r: int, r2: int) -> list[int] | None:
+    """Read plain rank files r..r2-1 into ``buf`` end to end; None when one is gzip or changed size."""
+    view = memoryview(buf)
     pos = 0
-    real_sizes = []
-    for rank, (path, size) in enumerate(zip(paths, sizes)):
+    for rank in range(r, r2):
+        path, size = paths[rank], sizes[rank]
+        if size == 0:
+            load(path, rank)  # raises: empty file
         fh = _open_regular(path, rank)
         try:
             with fh:
                 got = fh.readinto(view[pos : pos + size])
-                head = bytes(view[pos : pos + 2])
+                extra = fh.read(1)
         except OSError as exc:
             raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
-                               hint="check the file's permissions") from None
-        if size == 0:
-            load(path, rank)  # raises: empty file
-        if head == _GZIP_MAGIC or got != size:
-            return _concat(paths)  # gzip, or a file that changed while read
+                                   hint="check the file's permissions") from None
+        if got != size or extra or bytes(view[pos : pos + 2]) == _GZIP_MAGIC:
+            return None
         pos += size
-        real_sizes.append(size)
-    sizes_a = np.asarray(real_sizes, np.int64)
-    return data, np.concatenate(([0], np.cumsum(sizes_a)))[:-1], sizes_a
-
-
-def _concat(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
-    """The slower general path of :func:`load_all` (gzip files); the inflation limit holds for
-    the whole set."""
-    budget = limit("COLLHUB_MAX_INFLATED_BYTES")
-    datas = []
-    for rank, path in enumerate(paths):
-        datas.append(load(path, rank, max(budget, 0)))
-        budget -= len(datas[-1])
-    sizes = np.array([len(d) for d in datas], np.int64)
-    data = bytearray(b"".join(datas))
-    data.extend(bytes(32))
-    return data, np.concatenate(([0], np.cumsum(sizes)))[:-1], sizes
+    return sizes[r:r2]

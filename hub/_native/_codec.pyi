@@ -1,0 +1,37 @@
+# Type stub of the compiled extension hub/_native/_codec.c (see its header comment).
+from typing import Any
+
+# anything with the buffer protocol (collections.abc.Buffer is Python 3.12+)
+Buffer = Any
+
+def configure(
+    names: tuple[bytes, ...], defaults: tuple[int, ...], columns: tuple[int, ...], lo: tuple[int, ...],
+    hi: tuple[int, ...]
+) -> None: ...
+def encode_rank(
+    astrasim: bool,
+    rank: int,
+    columns: tuple[Buffer, ...],
+    dep_ptr: Buffer,
+    dep_pos: Buffer,
+    names: Buffer | None,
+    names_off: Buffer | None,
+    extra: Buffer | None,
+    extra_off: Buffer | None,
+) -> bytes: ...
+def frame_files(
+    data: Buffer, bases: Buffer, sizes: Buffer
+) -> tuple[bytearray | None, bytearray | None, bytearray | None, int]: ...
+def decode_nodes(
+    data: Buffer,
+    starts: Buffer,
+    ends: Buffer,
+    ids: Buffer,
+    kind: Buffer,
+    duration: Buffer,
+    colmat: Buffer,
+    seen: Buffer,
+    per_node: Buffer,
+    name_pos: Buffer,
+    name_len: Buffer,
+) -> tuple[bytearray, bytearray, bool]: ...

@@ -1,0 +1,243 @@
+"""Workload files: ASTRA-sim's typing of every node, read and written one node at a time.
+
+Workloads are read and written with the general message codec (:mod:`._wire`, :mod:`._decode`):
+their nodes carry any type, IOInfo and arbitrary attributes, and a workload read from a file is
+rewritten byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ExportError, TraceFormatError, UsageError
+from . import _profile as P
+from ._attrsets import Attributes, check_attributes
+from ._decode import decode_node
+from ._fileset import check_prefix, rank_files, rank_path, stale_rank_files, write_files_atomically
+from ._load import load
+from ._meta import frame_file, metadata
+from ._model import COMM_TYPE_OF, NodeType
+from ._validate import limit
+from ._wire import TypedValue, WireError, delimit, encode_global_metadata, encode_node
+from ._workload import Workload, WorkloadNode
+
+__all__ = ["WORKLOAD_TYPING", "encode_workload_node", "read_workload", "write_workload"]
+
+
+def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
+    attrs = {name: tv.value for name, tv in nd["attrs"] if tv is not None}
+
+    def num(key: str) -> int | None:
+        v = attrs.get(key)
+        return int(v) if isinstance(v, (int, bool)) else None
+
+    return WorkloadNode(
+        id=nd["id"], name=nd["name"], type=NodeType(nd["type"]), deps=nd["data_deps"] + nd["ctrl_deps"],
+        duration_micros=nd["duration_micros"], comm_type=num("comm_type"), comm_size=num("comm_size"),
+        comm_src=num("comm_src"), comm_dst=num("comm_dst"), comm_tag=num("comm_tag"),
+        is_cpu_op=bool(attrs.get("is_cpu_op", False)), pg_name=str(attrs.get("pg_name", "")), attrs=attrs,
+        ctrl_deps=list(nd["ctrl_deps"]), inputs=nd["inputs"], outputs=nd["outputs"],
+        start_time_micros=nd["start_time_micros"],
+    )
+
+
+_WORKLOAD_INTS = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
+
+
+def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) -> None:
+    """Integer attributes hold integers, sizes are >= 0 and peers are ranks of the set."""
+    for key in _WORKLOAD_INTS:
+        v = node.attrs.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise TraceFormatError(f"attribute {key} holds {v!r}, not an integer", path=str(path), rank=rank,
+                                   node=node.id, hint="Chakra readers take comm_* attributes as integers")
+    if node.comm_size is not None and node.comm_size < 0:
+        raise TraceFormatError(f"attribute comm_size = {node.comm_size} is out of range", path=str(path), rank=rank,
+                               node=node.id, hint="comm_size is a byte count >= 0")
+    if node.type in (NodeType.SEND, NodeType.RECV):
+        key = "comm_dst" if node.type == NodeType.SEND else "comm_src"
+        peer = node.attrs.get(key)
+        if isinstance(peer, int) and not 0 <= peer < ranks:
+            raise TraceFormatError(f"attribute {key} = {peer} is not a rank of 0..{ranks - 1}", path=str(path),
+                                   rank=rank, node=node.id, hint="a message goes to or comes from a rank of the set")
+
+
+def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
+                        ) -> tuple[list[WorkloadNode], str, dict[str, Any], list[tuple[int, int, int]]]:
+    starts, ends = frame_file(data, path, rank)
+    version, attrs = metadata(data, starts[0], ends[0], path, rank)
+    nodes = []
+    seen: set[int] = set()
+    for s, e in zip(starts[1:], ends[1:], strict=True):
+        try:
+            nd = decode_node(data, s, e)
+        except WireError as exc:
+            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(path), rank=rank,
+                                   hint="the file is truncated or corrupt") from None
+        if not 1 <= nd["type"] <= 7:
+            raise TraceFormatError(f"unknown node type {nd['type']}", path=str(path), rank=rank, node=nd["id"],
+                                   hint="Chakra node types are 1..7")
+        if nd["id"] in seen:
+            raise TraceFormatError("duplicate node id", path=str(path), rank=rank, node=nd["id"],
+                                   hint="node ids must be unique within a rank file")
+        seen.add(nd["id"])
+        nodes.append(_workload_node(nd))
+    dangling: list[tuple[int, int, int]] = []
+    for node in nodes:
+        missing = [d for d in node.deps if d not in seen]
+        if missing:
+            # Chakra's original ETFeeder issues such a node as if the dependency were met (its
+            # tests issue nodes whose ctrl_deps name the converter's deleted root first); the
+            # dependency is dropped here and reported once per read (hub.chakra.DanglingDependencyWarning).
+            dangling.extend((rank, node.id, d) for d in missing)
+            node.deps = [d for d in node.deps if d in seen]
+            node.ctrl_deps = [d for d in node.ctrl_deps if d in seen]
+        if node.type in (NodeType.SEND, NodeType.RECV):
+            need = "comm_dst" if node.type == NodeType.SEND else "comm_src"
+            if node.attrs.get(need) is None:
+                raise TraceFormatError(f"{node.type.name} node has no {need} attribute", path=str(path),
+                                       rank=rank, node=node.id, hint=f"every {node.type.name} needs {need} (int32)")
+        _check_workload_node(node, ranks, path, rank)
+    return nodes, version, attrs, dangling
+
+
+def read_workload(prefix: str | os.PathLike[str]) -> Workload:
+    """Read ``<prefix>.<rank>.et`` workload files (every node type, METADATA included).
+
+    Dependencies on nodes absent from their file are dropped (treated as satisfied, as Chakra's
+    original ETFeeder does), listed in ``Workload.dangling`` and reported by one
+    :class:`hub.chakra.DanglingDependencyWarning` for the whole read.
+    """
+    paths = rank_files(prefix)
+    ranks = []
+    version, name = "", ""
+    budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
+    meta: dict[str, Any] = {}
+    dangling: list[tuple[int, int, int]] = []
+    for rank, path in enumerate(paths):
+        data = load(path, rank, max(budget, 0))
+        budget -= len(data)
+        nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths))
+        if rank == 0:
+            version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
+        ranks.append(nodes)
+        dangling.extend(dang)
+    if not name:
+        coll_names = {n.name for r in ranks for n in r if n.type == NodeType.COLL}
+        name = coll_names.pop() if len(coll_names) == 1 else ""
+    if dangling:
+        from ._workload import warn_dangling
+
+        warn_dangling(str(prefix), dangling)
+    return Workload(ranks=ranks, version=version, name=name, metadata=meta, dangling=dangling)
+
+
+#: Exact oneof typing of the attributes ASTRA-sim reads in a workload (chakra-et.md §4.3, §7).
+WORKLOAD_TYPING: dict[str, str] = {
+    "is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": "uint64_val", "tensor_loc": "int32_val",
+    "comm_type": "int64_val", "comm_priority": "int32_val", "comm_size": "int64_val", "comm_src": "int32_val",
+    "comm_dst": "int32_val", "comm_tag": "int32_val", "pg_name": "string_val", "involved_dim": "bool_list",
+}
+
+
+def _typed_workload_attr(name: str, value: Any) -> Any:
+    field = WORKLOAD_TYPING.get(name)
+    if field is None or isinstance(value, TypedValue):
+        return value
+    if field == "bool_list":
+        return TypedValue(field, [bool(v) for v in value])
+    if field == "bool_val":
+        return TypedValue(field, bool(value))
+    if field == "string_val":
+        return TypedValue(field, str(value))
+    return TypedValue(field, int(value))
+
+
+def _named_workload_attrs(node: WorkloadNode) -> list[tuple[str, Any]]:
+    """The attributes collhub's WorkloadNode fields stand for, in ASTRA-sim's generator order:
+    ``is_cpu_op`` on every node (it picks the hardware-resource class), then the ``comm_*``."""
+    comm: tuple[str, ...]
+    if node.type == NodeType.COLL:
+        comm = ("comm_type", "comm_size")
+    elif node.type in (NodeType.SEND, NodeType.RECV):
+        comm = ("comm_src", "comm_dst", "comm_size", "comm_tag")
+    else:
+        comm = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
+    named: list[tuple[str, Any]] = [("is_cpu_op", bool(node.is_cpu_op))]
+    named += [(key, getattr(node, key)) for key in comm if getattr(node, key) is not None]
+    if node.pg_name:
+        named.append(("pg_name", node.pg_name))
+    return named
+
+
+def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
+    """The body of one workload Node with ASTRA-sim's attribute typing.
+
+    Attributes already in ``node.attrs`` keep their order (a workload read from a file is
+    rewritten byte for byte), with the named fields' current values; named fields not in
+    ``attrs`` come first. Attributes whose value is None are left out.
+    """
+    named = _named_workload_attrs(node)
+    values = dict(named)
+    attrs = [(k, v) for k, v in named if k not in node.attrs]
+    attrs += [(k, values.get(k, v)) for k, v in node.attrs.items()]
+    if node.id < 0 or any(d < 0 for d in node.deps):
+        raise UsageError(f"workload rank {rank}, node {node.id}: ids must be >= 0")
+    data_deps = list(node.deps)
+    ctrl_deps = list(node.ctrl_deps)
+    for d in ctrl_deps:  # deps = data_deps + ctrl_deps as read; keep each occurrence once
+        if d in data_deps:
+            data_deps.remove(d)
+        else:
+            ctrl_deps = []  # ctrl_deps no longer match deps: write everything as data_deps
+            data_deps = list(node.deps)
+            break
+    typed = []
+    for key, value in attrs:
+        if value is None:
+            continue
+        try:
+            typed.append((key, _typed_workload_attr(key, value)))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"workload rank {rank}, node {node.id}: attribute {key!r}: {exc}") from None
+    try:
+        return encode_node(
+            id=node.id, name=node.name, type=int(node.type), data_deps=data_deps, ctrl_deps=ctrl_deps,
+            duration_micros=max(int(node.duration_micros or 0), 0), attrs=typed,
+            # dependencies read as ctrl_deps stay ctrl_deps (a file is rewritten as it was read);
+            # collhub's own dependencies are data_deps, which every Chakra reader honours
+            start_time_micros=max(int(node.start_time_micros or 0), 0), inputs=node.inputs, outputs=node.outputs,
+        )
+    except TypeError as exc:  # a value infer_typed cannot store
+        raise UsageError(f"workload rank {rank}, node {node.id}: {exc}",
+                         hint="attribute values must be bool, int, float, str, bytes or lists of one of those"
+                         ) from None
+
+
+def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,
+                   attributes: Attributes = "profile") -> list[Path]:
+    """Write ``wl`` as ``<prefix>.<rank>.et`` files (GlobalMetadata ``version`` = ``wl.version``).
+
+    Nodes are written the same way in both attribute sets, with ASTRA-sim's typing. With
+    ``"profile"`` the GlobalMetadata also names the workload (attribute ``workload``); with
+    ``"astrasim"`` it holds the version only, byte-identical to ASTRA-sim's microbenchmark
+    workloads, and a COMM_COLL node whose ``comm_type`` is no Chakra CollectiveCommType raises
+    :class:`hub.errors.ExportError`.
+    """
+    check_prefix(prefix)
+    check_attributes(attributes)
+    known = set(COMM_TYPE_OF.values())
+    contents = []
+    for rank, nodes in enumerate(wl.ranks):
+        if attributes == "astrasim":
+            for nd in nodes:
+                if nd.type == NodeType.COLL and nd.comm_type not in known:
+                    raise ExportError(f"workload rank {rank}, node {nd.id}: comm_type {nd.comm_type} is not a "
+                                      "Chakra CollectiveCommType", hint=f"ASTRA-sim knows {sorted(known)}")
+        attrs = [(P.META.WORKLOAD, TypedValue("string_val", wl.name))] if wl.name and attributes == "profile" else []
+        meta = delimit(encode_global_metadata(wl.version or P.ET_VERSION, attrs))
+        body = b"".join(delimit(encode_workload_node(nd, rank)) for nd in nodes)
+        contents.append((rank_path(prefix, rank), [meta, body]))
+    return write_files_atomically(contents, stale=stale_rank_files(prefix, len(wl.ranks)))
