@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from hub.pipeline import run_pipeline, validate_text
@@ -41,7 +42,7 @@ def main() -> None:
     rows.append(("validate 2 sources x 1000 points", f"{t * 1e3:.0f} ms", f"{t / 2000 * 1e6:.1f} us/step-point"))
     with tempfile.TemporaryDirectory() as d:
         for jobs in (1, 2):
-            t = _time(lambda: run_pipeline(DEMO, Path(d) / f"j{jobs}", jobs=jobs))
+            t = _time(partial(run_pipeline, DEMO, Path(d) / f"j{jobs}", jobs=jobs))
             rows.append((f"run compare-allreduce (36 rows), jobs={jobs}", f"{t:.2f} s", f"{t / 36 * 1e3:.1f} ms/row"))
     w = max(len(r[0]) for r in rows)
     print(f"{'case'.ljust(w)}  {'time':>9}  per unit")

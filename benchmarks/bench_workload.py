@@ -71,7 +71,8 @@ def main() -> None:
         print(f"| {label} | {wall:.2f} | {cpu:.2f} | {peak:.0f} |")
     total_cpu = sum(r[2] for r in rows[1:])
     print(f"| read+inline+simulate | {sum(r[1] for r in rows[1:]):.2f} | {total_cpu:.2f} | - |")
-    print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; target: read+inline+simulate <= 10 s")
+    print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; target: read+inline+simulate "
+          "<= 10 s")
 
 
 if __name__ == "__main__":

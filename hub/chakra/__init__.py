@@ -1,5 +1,6 @@
 """The representation: collective algorithms and workloads in Chakra ET (collhub profile)."""
 
+from ._json import algorithm_from_json, algorithm_to_json
 from ._model import (
     COMM_TYPE_OF,
     Algorithm,
@@ -15,7 +16,6 @@ from ._model import (
     chunk_bytes,
     reference_chunks,
 )
-from ._json import algorithm_from_json, algorithm_to_json
 from ._reader import read_algorithm, read_global_metadata, read_trace, read_workload
 from ._summary import summarize
 from ._validate import check_algorithm

@@ -14,7 +14,8 @@ Problems raise :class:`NodeError` with the rank and node id; :mod:`._reader` add
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,8 @@ def _int_value(field: np.ndarray, raw: np.ndarray) -> np.ndarray:
 
 
 # -- framing -----------------------------------------------------------------------------------
-def frame_many(buf: np.ndarray, file_start: np.ndarray, file_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def frame_many(buf: np.ndarray, file_start: np.ndarray, file_end: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                       np.ndarray, np.ndarray]:
     """Split many delimited streams (files laid end to end in ``buf``) into messages at once.
 
     One iteration advances every unfinished file by one message, so the loop runs as many times
@@ -197,7 +199,7 @@ def _walk(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, tu
     if not recs:
         z = np.zeros(0, np.int64)
         return bad, (z, z, z, np.zeros(0, np.uint64), z)
-    return bad, tuple(np.concatenate(x) for x in zip(*recs))
+    return bad, tuple(np.concatenate(x) for x in zip(*recs, strict=False))
 
 
 def _packed(flat: np.ndarray, span_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -259,7 +261,7 @@ class _State:
     def set_names(self, idx: Any, values: list[str]) -> None:
         if self.names is None:
             self.names = [""] * self.n
-        for i, name in zip(np.atleast_1d(idx).tolist(), values):
+        for i, name in zip(np.atleast_1d(idx).tolist(), values, strict=False):
             self.names[i] = name
 
 
@@ -268,7 +270,7 @@ _DEFAULT.update({column: default for _a, column, default in P.SEMANTIC_ATTRS if 
 
 
 def decode_ranks(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 counts: Sequence[int]) -> list[RankGraph]:
+                 counts: Sequence[int] | np.ndarray) -> list[RankGraph]:
     """Decode node messages buf[starts[i]:ends[i]]; ``counts[r]`` consecutive ones per rank.
 
     ``data`` is the same bytes as ``buf``, which carries >= 32 bytes of zero padding.
@@ -358,7 +360,7 @@ def _walk_decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndar
     per_node = np.bincount(dep_node[keep], weights=dcounts, minlength=n).astype(np.int64)
 
     if name_m.any():
-        for i, s0, ln in zip(node_i[name_m].tolist(), pay[name_m].tolist(), val[name_m].tolist()):
+        for i, s0, ln in zip(node_i[name_m].tolist(), pay[name_m].tolist(), val[name_m].tolist(), strict=False):
             try:
                 st.set_names(gidx[i], [data[s0 : s0 + ln].decode("utf-8")])
             except UnicodeDecodeError:
@@ -503,8 +505,8 @@ def _check_ranges(st: _State) -> None:
 
 def _apply_general_attrs(nd: dict[str, Any], i: int, st: _State) -> None:
     """Fill node ``i``'s columns from generally decoded attributes; foreign ones go to extra."""
-    for k, (_name, column) in enumerate(_KNOWN):
-        st.colmat[k, i] = _DEFAULT[column]
+    for k, (_name, known) in enumerate(_KNOWN):
+        st.colmat[k, i] = _DEFAULT[known]
     st.seen[:, i] = False
     foreign: list[tuple[str, Any]] = []
     for name, tv in nd["attrs"]:

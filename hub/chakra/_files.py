@@ -142,7 +142,7 @@ def load_all(paths: list[Path]) -> tuple[bytearray, np.ndarray, np.ndarray]:
     view = memoryview(data)
     pos = 0
     real_sizes = []
-    for rank, (path, size) in enumerate(zip(paths, sizes)):
+    for rank, (path, size) in enumerate(zip(paths, sizes, strict=False)):
         fh = _open_regular(path, rank)
         try:
             with fh:

@@ -152,7 +152,8 @@ def _check_meta_types(typed: dict[str, TypedValue], path: Path, rank: int) -> No
         tv = typed.get(name)
         if tv is not None and not _is_int_value(tv):
             raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not an integer",
-                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it int32/int64")
+                                   path=str(path), rank=rank,
+                                   hint="docs/spec/collective-profile.md types it int32/int64")
     for name in _META_STRS:
         tv = typed.get(name)
         if tv is not None and not isinstance(tv.value, str):
@@ -217,13 +218,15 @@ def _frames(data: bytes, bases: np.ndarray, sizes: np.ndarray, paths: list[Path]
             r = int(np.argmax(bad))
             _frame(file_bytes(r), paths[r], r)  # raises with the precise message
         return starts, ends, counts
-    parts_s, parts_e, counts = [], [], []
+    parts_s: list[np.ndarray] = []
+    parts_e: list[np.ndarray] = []
+    per_file: list[int] = []
     for r, path in enumerate(paths):
         st, en = _frame(file_bytes(r), path, r)
         parts_s.append(np.asarray(st, np.int64) + bases[r])
         parts_e.append(np.asarray(en, np.int64) + bases[r])
-        counts.append(len(st))
-    return np.concatenate(parts_s), np.concatenate(parts_e), np.asarray(counts, np.int64)
+        per_file.append(len(st))
+    return np.concatenate(parts_s), np.concatenate(parts_e), np.asarray(per_file, np.int64)
 
 
 #: from this many files on, messages are framed for all files at once (one numpy step per
@@ -336,7 +339,7 @@ def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
     version, attrs = _metadata(data, starts[0], ends[0], path, rank)
     nodes = []
     seen: set[int] = set()
-    for s, e in zip(starts[1:], ends[1:]):
+    for s, e in zip(starts[1:], ends[1:], strict=False):
         try:
             nd = decode_node(data, s, e)
         except WireError as exc:
@@ -350,7 +353,7 @@ def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
                                    hint="node ids must be unique within a rank file")
         seen.add(nd["id"])
         nodes.append(_workload_node(nd))
-    dangling = []
+    dangling: list[tuple[int, int, int]] = []
     for node in nodes:
         missing = [d for d in node.deps if d not in seen]
         if missing:
@@ -415,7 +418,7 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
     if P.META.WORKLOAD in attrs:
         return read_workload(prefix)
     kinds = set()
-    for s, e in zip(starts[1:], ends[1:]):
+    for s, e in zip(starts[1:], ends[1:], strict=False):
         try:
             kinds.add(decode_node(data, s, e)["type"])
         except WireError as exc:

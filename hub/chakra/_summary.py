@@ -39,7 +39,7 @@ def summarize(obj: Algorithm | Workload) -> str:
         per_deps.append(int(g.dep_pos.size))
         unbound += int((g.size[comm] < 0).sum())
         kinds, k_counts = np.unique(g.kind, return_counts=True)
-        for k, c in zip(kinds.tolist(), k_counts.tolist()):
+        for k, c in zip(kinds.tolist(), k_counts.tolist(), strict=False):
             name = NodeType(k).name if k in NodeType._value2member_map_ else str(k)
             counts[name] = counts.get(name, 0) + c
     size = f"{m.size} B ({_bytes(m.size)})" if m.size is not None else "symbolic (unbound)"

@@ -13,6 +13,7 @@ the field walker in :mod:`._decode`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from ._wire import WireError, decode_varint

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -122,7 +123,8 @@ def astrasim_problem(alg: Algorithm) -> str | None:
         unsized = np.flatnonzero(comm & (g.size < 0))
         if unsized.size:
             p = int(unsized[0])
-            return f"rank {rank}, node {int(g.ids[p])}: message has no byte size (algorithm not bound to a collective size)"
+            return (f"rank {rank}, node {int(g.ids[p])}: message has no byte size (algorithm not bound to a "
+                    "collective size)")
         wrong = np.flatnonzero(comm & ((g.peer < 0) | (g.peer >= n) | (g.peer == rank)))
         if wrong.size:
             p = int(wrong[0])
@@ -229,7 +231,7 @@ class _Pieces:
         widths = [m.shape[0] for m in mats]
         big = np.empty((sum(widths), n), np.uint8)
         off = 0
-        for m, w in zip(mats, widths):
+        for m, w in zip(mats, widths, strict=False):
             big[off : off + w] = m
             off += w
         # byte j of piece k of node i is kept iff j < (its length): the mask is made node-major at
@@ -252,7 +254,7 @@ class _FlatPiece:
 def _assemble_segments(mats: list[Any], lens: list[np.ndarray]) -> np.ndarray:
     """General assembly by one gather over all pieces' bytes (any width)."""
     flats = []
-    for m, ln in zip(mats, lens):
+    for m, ln in zip(mats, lens, strict=False):
         if isinstance(m, _FlatPiece):
             flats.append(m.flat)
         else:
@@ -297,7 +299,7 @@ def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int], *,
     pcs.add_varint(b"\x08", ids, ids != 0)
     if any(g.names is not None for g in graphs):
         names: dict[int, bytes] = {}
-        for g, off in zip(graphs, offsets.tolist()):
+        for g, off in zip(graphs, offsets.tolist(), strict=False):
             if g.names is not None:
                 names.update((off + i, encode_node(name=s)) for i, s in enumerate(g.names) if s)
         pcs.add_python(names)
@@ -306,7 +308,7 @@ def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int], *,
     dep_ids = np.concatenate([g.ids[g.dep_pos] for g in graphs])
     if dep_ids.size:
         dep_ptr = np.concatenate([g.dep_ptr[1:] + base for g, base in
-                                  zip(graphs, np.cumsum([0] + [g.dep_pos.size for g in graphs[:-1]]))])
+                                  zip(graphs, np.cumsum([0] + [g.dep_pos.size for g in graphs[:-1]]), strict=False)])
         dep_ptr = np.concatenate(([0], dep_ptr))
         dm, dl = varint_matrix(dep_ids)
         dflat = dm[np.arange(dm.shape[1])[None, :] < dl[:, None]]
@@ -346,7 +348,7 @@ def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int], *,
         pcs.add_int_attr(attr, 0x38, values, present)
     if any(g.extra for g in graphs):
         parts: dict[int, bytes] = {}
-        for g, off in zip(graphs, offsets.tolist()):
+        for g, off in zip(graphs, offsets.tolist(), strict=False):
             for pos, attrs in g.extra.items():
                 parts[off + int(pos)] = b"".join(encode_node(attrs=[(name, value)]) for name, value in attrs)
         pcs.add_python(parts)
@@ -357,7 +359,7 @@ def _split(pcs: _Pieces, offsets: np.ndarray) -> list[np.ndarray]:
     """Assemble the pieces and cut the bytes at the rank boundaries ``offsets`` (in nodes)."""
     out, node_bytes = pcs.assemble()
     ends = np.concatenate(([0], np.cumsum(node_bytes)))[offsets]
-    return [out[a:b] for a, b in zip(ends[:-1].tolist(), ends[1:].tolist())]
+    return [out[a:b] for a, b in zip(ends[:-1].tolist(), ends[1:].tolist(), strict=False)]
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -452,9 +454,9 @@ def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
             encoded = list(pool.map(encode, batches))
     else:
         encoded = [encode(b) for b in batches]
-    contents = []
-    for ranks, bodies in zip(batches, encoded):
-        for r, body in zip(ranks, bodies):
+    contents: list[tuple[Path, Sequence[bytes | np.ndarray]]] = []
+    for ranks, bodies in zip(batches, encoded, strict=False):
+        for r, body in zip(ranks, bodies, strict=False):
             meta = delimit(encode_global_metadata(P.ET_VERSION, meta_attrs(alg.meta, r)))
             contents.append((rank_path(prefix, r), [meta, body]))
     return write_files_atomically(contents, stale=stale_rank_files(prefix, len(alg.graphs)))
@@ -493,6 +495,7 @@ def _typed_workload_attr(name: str, value: Any) -> Any:
 def _named_workload_attrs(node: WorkloadNode) -> list[tuple[str, Any]]:
     """The attributes collhub's WorkloadNode fields stand for, in ASTRA-sim's generator order:
     ``is_cpu_op`` on every node (it picks the hardware-resource class), then the ``comm_*``."""
+    comm: tuple[str, ...]
     if node.type == NodeType.COLL:
         comm = ("comm_type", "comm_size")
     elif node.type in (NodeType.SEND, NodeType.RECV):
@@ -546,7 +549,8 @@ def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
         )
     except TypeError as exc:  # a value infer_typed cannot store
         raise UsageError(f"workload rank {rank}, node {node.id}: {exc}",
-                         hint="attribute values must be bool, int, float, str, bytes or lists of one of those") from None
+                         hint="attribute values must be bool, int, float, str, bytes or lists of one of "
+                              "those") from None
 
 
 def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,

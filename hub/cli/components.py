@@ -7,7 +7,7 @@ Heavy modules (numpy, pydantic, the plugin manager) are imported inside the comm
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
@@ -89,10 +89,10 @@ def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputForm
 
 def produce(
     component: str = typer.Argument(..., metavar="ID", help="Producer id, e.g. hub.ring."),
-    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     out_prefix: str = typer.Option(..., "--out", "-o", metavar="PREFIX", help="Write <PREFIX>.<rank>.et."),
     fmt: OutputFormat = FORMAT_OPTION,
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),
 ) -> None:
     """Run a producer and write its algorithm (or workload) as Chakra ET files."""
     from ..plugins import get_manager
@@ -105,9 +105,9 @@ def transform(
     component: str = typer.Argument(..., metavar="ID", help="Transform id, e.g. hub.chunk."),
     in_prefix: str = typer.Argument(..., metavar="IN_PREFIX", help="Input trace prefix (<IN_PREFIX>.<rank>.et)."),
     out_prefix: str = typer.Argument(..., metavar="OUT_PREFIX", help="Output trace prefix."),
-    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     fmt: OutputFormat = FORMAT_OPTION,
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),
 ) -> None:
     """Run a transform on an algorithm trace and write the result."""
     from ..chakra import Algorithm, read_trace
@@ -126,10 +126,10 @@ def transform(
 def consume(
     component: str = typer.Argument(..., metavar="ID", help="Consumer id, e.g. hub.simulate."),
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
-    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
     fmt: OutputFormat = FORMAT_OPTION,
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),
 ) -> None:
     """Run a consumer on a trace and print its result."""
     from ..chakra import Algorithm, read_trace

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -30,7 +30,7 @@ app = typer.Typer(
 FILE_ARG = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
 
 
-class GraphFormat(str, Enum):
+class GraphFormat(StrEnum):
     """``collhub pipeline graph --format`` choices."""
 
     mermaid = "mermaid"
@@ -126,9 +126,9 @@ def graph_text(model: Any, fmt: str) -> str:
         lines += [f"  {a} --> {b}" for a, b in edges]
         return "\n".join(lines)
     if fmt == "dot":
-        shape = {"producer": "ellipse", "transform": "box", "consumer": "box3d"}
+        dot_shape = {"producer": "ellipse", "transform": "box", "consumer": "box3d"}
         lines = ["digraph pipeline {", "  rankdir=LR;"]
-        lines += [f'  {nid} [label={json.dumps(label)}, shape={shape[k]}];' for nid, label, k in nodes]
+        lines += [f'  {nid} [label={json.dumps(label)}, shape={dot_shape[k]}];' for nid, label, k in nodes]
         lines += [f"  {a} -> {b};" for a, b in edges]
         return "\n".join(lines + ["}"])
     lines = []
@@ -177,14 +177,15 @@ def _print_table(rows: list[dict[str, Any]], variables: list[str], title: str) -
 
 def run_command(
     file: Path = FILE_ARG,
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1,
                                        help="Worker processes (default: CPU count; 1 runs serially)."),
-    out_dir: Optional[str] = typer.Option(None, "--out", "-o",  # noqa: UP007 - str: '' must stay visible
+    out_dir: str | None = typer.Option(None, "--out", "-o",  # str: '' must stay visible
                                            help="Run directory (default: the file's output:, else runs/<name>)."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
+    force: bool = typer.Option(False, "--force",
+                               help="Replace an existing run directory instead of adding -2, -3, ..."),
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
                                         help="table: results table on stdout; json: the results document."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001,
                                             help="Seconds before a component call is stopped (steps may set "
                                             "their own timeout:)."),
 ) -> None:
@@ -202,7 +203,8 @@ def run_command(
     with _interrupt.Interrupts():
         vp = validate_pipeline(file)
         progress = sys.stderr.isatty() and format != OutputFormat.json
-        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress, debug=_debug(), timeout=timeout)
+        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress,
+                         debug=_debug(), timeout=timeout)
     if format == OutputFormat.json:
         emit_json(result.document)
         return
@@ -223,12 +225,12 @@ def plot_command(
                                    metavar="RUN_DIR"),
     metric: str = typer.Option("busbw_GBps", "--metric", "-m",
                                help="Metric on the y axis: busbw_GBps, algbw_GBps, time_us, ..."),
-    x: Optional[str] = typer.Option(None, "--x",  # noqa: UP007
+    x: str | None = typer.Option(None, "--x",
                                     help="Matrix variable on the x axis (default: size, else the first numeric)."),
-    panel: Optional[list[str]] = typer.Option(None, "--panel",  # noqa: UP007
+    panel: list[str] | None = typer.Option(None, "--panel",
                                               help="Variable with one subplot per value (repeatable; "
                                               "default: every other varying variable; 'none': one panel)."),
-    out_file: Optional[Path] = typer.Option(None, "--out", "-o",  # noqa: UP007
+    out_file: Path | None = typer.Option(None, "--out", "-o",
                                             help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, "
                                             "else RUN_DIR/results-METRIC.png)."),
 ) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from ..errors import UsageError
 from . import _interrupt

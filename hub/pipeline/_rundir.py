@@ -20,8 +20,9 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["RunDir", "choose_target", "write_results"]
 
@@ -180,7 +181,8 @@ def warning_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         point = ", ".join(f"{k}={v}" for k, v in (r.get("point") or {}).items())
-        where = f"{r['source']}" + (f" · {r['consumer']}" if r.get("consumer") else "") + (f" ({point})" if point else "")
+        where = f"{r['source']}" + (f" · {r['consumer']}" if r.get("consumer") else "")
+        where += f" ({point})" if point else ""
         out += [f"{where}: {w}" for w in r.get("warnings") or []]
     return out
 

@@ -14,10 +14,11 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import HubError, StepFailedError, UsageError
 from ._env import ManagerSpec, manager_for
@@ -211,7 +212,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
     model = vp.model
     if progress is None:
         progress = sys.stderr.isatty()
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     pool: Executor | None = None
     rd: RunDir | None = None
     bar = None
@@ -276,7 +277,7 @@ def _execute(vp: ValidatedPipeline, out_dir: Path, interrupts: Interrupts, *, mg
         order_c = {c: i for i, c in enumerate(model.consumers)}
         rows.sort(key=lambda r: (order_s[r["source"]], r["point_index"], order_c.get(r["consumer"], -1)))
         _remove_empty_dirs(rd.tmp / "artifacts")
-        finished = datetime.now(timezone.utc)
+        finished = datetime.now(UTC)
         algorithms = {}
         for g in groups:
             if g.result and g.result["ok"]:

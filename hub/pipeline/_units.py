@@ -21,8 +21,8 @@ import shutil
 import time
 import traceback
 import uuid
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,10 @@ def describe_step(kind: str, source: str, component: str, point: dict[str, Any],
     from ._matrix import _text
 
     where = ", ".join(f"{k}={_text(v)}" for k, v in point.items())
-    who = f"consumer {consumer!r} ({component}) on source {source!r}" if consumer else f"{kind} {component} of source {source!r}"
+    if consumer:
+        who = f"consumer {consumer!r} ({component}) on source {source!r}"
+    else:
+        who = f"{kind} {component} of source {source!r}"
     return who + (f" at point {where}" if where else "")
 
 
@@ -125,7 +128,8 @@ def _produce(unit: dict[str, Any]) -> dict[str, Any]:
                     unit["params"], ctx)
         for i, t in enumerate(unit["transforms"]):
             step = Step("transform", source, t["use"], point, index=i)
-            obj = _call(mgr, step, partial(mgr.run_transform, timeout=t.get("timeout")), t["use"], obj, t["params"], ctx)
+            obj = _call(mgr, step, partial(mgr.run_transform, timeout=t.get("timeout")), t["use"], obj, t["params"],
+                        ctx)
     except Exception as exc:  # noqa: BLE001 - returned as data, see the module docstring
         return {"ok": False, "error": _error(step, exc, debug)}
     step = Step("produce", source, unit["producer"], point)

@@ -15,9 +15,9 @@ collective). The plugin name ``hub`` and the core's command names are reserved.
 from __future__ import annotations
 
 import difflib
-import reprlib
 import functools
 import re
+import reprlib
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -162,7 +162,8 @@ class PluginManager:
             if progress is not None:
                 progress(cand)
             where = f"plugin {cand.name!r} from {cand.distribution} {cand.version}"
-            hint = f"reinstall or upgrade {cand.distribution}, or disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}"
+            hint = (f"reinstall or upgrade {cand.distribution}, or disable it with "
+                    f"COLLHUB_DISABLE_PLUGINS={cand.distribution}")
             if cand.name == CORE_PLUGIN and normalize_name(cand.distribution) != CORE_DISTRIBUTION:
                 self._record_broken(cand.distribution, cand.version, cand.label, PluginLoadError(
                     f"{where}: the entry-point name {CORE_PLUGIN!r} is reserved for collhub's core; refused",
@@ -363,7 +364,8 @@ class PluginManager:
         close = difflib.get_close_matches(id, known, n=3, cutoff=0.7)
         if not close and "." not in id:  # a bare name: suggest the qualified ids ending in it
             close = [k for k in known if k.rsplit(".", 1)[-1] == id]
-        hint = f"did you mean {' or '.join(close)}?" if close else "run `collhub plugins list` to see installed components"
+        listing = "run `collhub plugins list` to see installed components"
+        hint = f"did you mean {' or '.join(close)}?" if close else listing
         broken = [b.distribution for b in self._broken if id.split(".", 1)[0] == b.entry_point.split(" ", 1)[0]]
         if broken:
             hint = f"plugin {broken[0]} provides it but failed to load; run `collhub plugins doctor`"
@@ -499,7 +501,8 @@ def _load_ref(spec: ComponentSpec, id: str, label: str, load: Any) -> Any:  # no
             return load()
         except (ImportError, AttributeError) as exc:
             raise PluginLoadError(
-                f"component {id!r}: cannot load {label} {getattr(spec, label.split()[0])!r}: {type(exc).__name__}: {exc}",
+                f"component {id!r}: cannot load {label} {getattr(spec, label.split()[0])!r}: {type(exc).__name__}: "
+                f"{exc}",
                 hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)",
             ) from exc
 

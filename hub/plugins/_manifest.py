@@ -16,11 +16,12 @@ import importlib.machinery
 import importlib.util
 import sys
 import tomllib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import HubError, RegistryFormatError, UsageError
 
@@ -360,7 +361,8 @@ def _check_manifest(manifest: Any, src: _Source, check: ManifestCheck) -> None:
     manifests = src.entry_points.get(MANIFEST_GROUP, {})
     if len(manifests) == 1 and manifest.plugin not in manifests:
         check.problem(f'entry points ["{MANIFEST_GROUP}"]',
-                      f"the entry point is named {next(iter(manifests))!r}; name it {manifest.plugin!r} like the plugin")
+                      f"the entry point is named {next(iter(manifests))!r}; name it {manifest.plugin!r} like the "
+                      "plugin")
     host_major, host_minor = (int(x) for x in PLUGIN_API_VERSION.split("."))
     major, minor = (int(x) for x in manifest.api_version.split("."))
     if major != host_major:
@@ -372,7 +374,8 @@ def _check_manifest(manifest: Any, src: _Source, check: ManifestCheck) -> None:
         try:
             spec = SpecifierSet(manifest.requires_hub)
         except InvalidSpecifier:
-            check.problem(f"{label}: requires_hub", f"{manifest.requires_hub!r} is not a version specifier (e.g. '>=0.1')")
+            check.problem(f"{label}: requires_hub",
+                          f"{manifest.requires_hub!r} is not a version specifier (e.g. '>=0.1')")
         else:
             if not spec.contains(Version(__version__), prereleases=True):
                 check.warnings.append(f"requires_hub {manifest.requires_hub!r} excludes this collhub ({__version__})")
@@ -454,7 +457,7 @@ def _check_imports(src: _Source, check: ManifestCheck) -> None:
         except HubError as exc:
             check.problem(where, f"registration failed: {exc.message}")
             return
-    code = {c.id: c for c in pm.components()}
+    code = {c.id: c for c in pm.components()}  # type: ignore[attr-defined]  # .id: set on registration
     check.registered = [_registered_dict(c) for c in code.values()]
     declared_api = getattr(obj, "COLLHUB_PLUGIN_API", None)
     if manifest is None:

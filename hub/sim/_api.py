@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -33,7 +34,8 @@ class SimulateParams(BaseModel):
     network: str = Field(description="topology string (e.g. 'ring:8', 'ring:4,switch:8', 'torus:4x4') "
                          "or a path to an ASTRA-sim network.yml")
     size: int | str | None = Field(default=None, description="collective size in bytes (nccl-tests' S); "
-                                   "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. Binds unbound algorithms; optional "
+                                   "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. Binds "
+                                   "unbound algorithms; optional "
                                    "when messages already carry sizes")
     mode: Mode = Field(default="unaware", description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
                        "message, no contention) or 'aware' (store-and-forward FIFO links)")
@@ -45,7 +47,8 @@ class SimulateParams(BaseModel):
                                           "algorithm name ('ring', 'direct', ...), a registered producer id "
                                           "('hub.ring', '<plugin>.<name>') or an ET prefix; default ring")
     system: str | None = Field(default=None, description="workloads: an ASTRA-sim system.json whose "
-                               "*-implementation-custom keys choose the algorithms (native implementations are refused)")
+                               "*-implementation-custom keys choose the algorithms (native implementations are "
+                               "refused)")
 
     @field_validator("size")
     @classmethod
@@ -233,7 +236,7 @@ def simulate(
     st = run_engine(prog, delays=delays, net=net)
     links: list[dict[str, Any]] = []
     if net is not None:
-        for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy)):
+        for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=False)):
             if b:
                 links.append({"link": net.link_label(li), "bytes": b, "busy_ns": busy,
                               "utilization": busy / st.time_ns if st.time_ns else 0.0})

@@ -2,8 +2,9 @@
 
 Semantics (see docs/simulator.md, "Rules and where they come from"): every node whose
 dependencies are done is issued at once (workload nodes may first wait for their NPU's
-resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload layer does); a SEND moves its data eagerly and completes when the data arrives; a RECV completes on
-arrival, or by an event at the same time if its data is already there; messages pair by
+resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload layer does); a
+SEND moves its data eagerly and completes when the data arrives; a RECV completes on arrival,
+or by an event at the same time if its data is already there; messages pair by
 (tag, src, dst, size) FIFO per key; COMP nodes take their duration, and those of one NPU ending
 at the same time complete together, at the place of the first one's event.
 
@@ -26,19 +27,20 @@ collection would traverse all of them.
 from __future__ import annotations
 
 import gc
-from collections import deque
 from array import array
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from heapq import heappop, heappush
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import SimulationError
 from ._feeder import FreeSet
-from ._network import AwareNetwork
 from ._layout import layout
+from ._network import AwareNetwork
 from ._program import K_COMP, K_END, K_RECV, K_SEND, K_START, Program
 
 __all__ = ["EngineState", "run_engine"]
@@ -205,7 +207,7 @@ def _run(prog: Program, delays: Any, net: AwareNetwork | None) -> EngineState:
     fkey = lay.fkey
     feeder = lay.feeder  # the feeder's issue order (algorithms; workloads keep file order)
     free = [FreeSet() for _ in range(lay.nranks)]
-    for fs, (nb, nr) in zip(free, lay.free0):
+    for fs, (nb, nr) in zip(free, lay.free0, strict=False):
         fs.buckets, fs.next_resize = nb, nr
     nranks = max(1, lay.nranks)
     comp_at: dict[int, int] = {}  # (time, NPU) -> the first COMP ending then: its event runs the batch
@@ -417,7 +419,7 @@ def _routes(prog: Program, net: AwareNetwork, perm: np.ndarray) -> list[tuple[in
             np.frombuffer(prog.peer, dtype=np.int32)[g]
         uniq, inv = np.unique(pair, return_inverse=True)
         rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
-        for e, u in zip(sends.tolist(), inv.tolist()):
+        for e, u in zip(sends.tolist(), inv.tolist(), strict=False):
             out[e] = rts[u]
     return out
 

@@ -26,7 +26,8 @@ The tables are checked against g++'s ``std::unordered_set`` in the tests.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -236,7 +237,7 @@ def _map_sequence(ids: np.ndarray, ptr: np.ndarray, pos: np.ndarray) -> np.ndarr
     return np.asarray(seq, dtype=np.uint64)
 
 
-def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
+def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """The program's dependencies as ASTRA-sim's feeder walks them: (succ_ptr, succ_idx in
     child-set order, distinct-parent counts, roots in initial issue order (ranks ascending, then
     the free set's order), per-rank free-set state (buckets, next resize))."""
@@ -284,7 +285,7 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
                 else:
                     seq = rid
                 cmp = insert_order_np(seq)
-                where = dict(zip(rid[local].tolist(), local.tolist()))
+                where = dict(zip(rid[local].tolist(), local.tolist(), strict=False))
                 local = np.array([where[k] for k in cmp.tolist() if k in where], dtype=np.int64)
             fs = FreeSet()
             order = fs.order(rid[local].tolist())
@@ -297,7 +298,7 @@ def feeder_program(prog: "Program") -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return sp, si, indeg, roots, state
 
 
-def _rank_sequence(prog: "Program", lo: int, hi: int, rid: np.ndarray) -> np.ndarray:
+def _rank_sequence(prog: Program, lo: int, hi: int, rid: np.ndarray) -> np.ndarray:
     """:func:`_map_sequence` for the rank whose nodes are program nodes lo..hi-1."""
     if prog.dep_ptr is not None:
         ptr = np.asarray(prog.dep_ptr[lo:hi + 1], dtype=np.int64) - int(prog.dep_ptr[lo])

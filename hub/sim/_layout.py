@@ -30,7 +30,8 @@ __all__ = ["Layout", "layout"]
 
 @dataclass
 class Layout:
-    """Engine-ordered columns (lists, with the start node last) and the renumbering (``perm[e]`` = program node of engine node ``e``)."""
+    """Engine-ordered columns (lists, with the start node last) and the renumbering
+    (``perm[e]`` = program node of engine node ``e``)."""
 
     perm: np.ndarray
     inv: np.ndarray  # inv[g] = engine node of program node g

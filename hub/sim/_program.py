@@ -174,14 +174,14 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
 
     # global dependencies: child <- parent
     ptr_parts, pos_parts = [], []
-    for r, g in enumerate(graphs):
-        if g.dep_pos.size and (int(g.dep_pos.min()) < 0 or int(g.dep_pos.max()) >= len(g)):
+    for r, rg in enumerate(graphs):
+        if rg.dep_pos.size and (int(rg.dep_pos.min()) < 0 or int(rg.dep_pos.max()) >= len(rg)):
             raise SimulationError(
-                f"rank {r}: a dependency points outside the rank's {len(g)} nodes", hint="run the verifier (hub.verify)"
+                f"rank {r}: a dependency points outside the rank's {len(rg)} nodes", hint="run the verifier (hub.verify)"
             )
-        cnt = np.diff(g.dep_ptr)
+        cnt = np.diff(rg.dep_ptr)
         ptr_parts.append(cnt)
-        pos_parts.append(g.dep_pos.astype(np.int64) + offsets[r])
+        pos_parts.append(rg.dep_pos.astype(np.int64) + offsets[r])
     indeg = np.concatenate(ptr_parts).astype(np.int64)
     parents = np.concatenate(pos_parts) if pos_parts else np.zeros(0, dtype=np.int64)
     children = np.repeat(np.arange(n, dtype=np.int64), indeg)

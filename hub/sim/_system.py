@@ -11,8 +11,9 @@ yet, so a system.json that would run one is refused, naming the key.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..chakra import Collective, NodeType, Workload
 from ..errors import FormatError, SimulationError

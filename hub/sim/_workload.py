@@ -15,7 +15,7 @@ could cross-match); communicator groups (``pg_name``) are not supported.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -149,13 +149,14 @@ def program_from_workload(
         for node in nodes:
             for d in node.deps:
                 if d not in exit_:
-                    raise SimulationError(f"workload rank {r} node {node.id}: dependency {d} is not a node of this rank")
+                    raise SimulationError(f"workload rank {r} node {node.id}: dependency {d} is not a node of this "
+                                          "rank")
                 edges.append((exit_[d], entry[node.id]))
         colls_per_rank.append(colls)
 
     first = colls_per_rank[0] if colls_per_rank else []
     for r, colls in enumerate(colls_per_rank):
-        if len(colls) != len(first) or any(a[0] != b[0] for a, b in zip(colls, first)):
+        if len(colls) != len(first) or any(a[0] != b[0] for a, b in zip(colls, first, strict=False)):
             raise SimulationError(
                 f"workload rank {r} issues collectives {[c[0] for c in colls]} (comm_type), rank 0 "
                 f"{[c[0] for c in first]}", hint="every rank must list the same collectives in the same order")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ._chunk import ChunkParams, chunk_algorithm, chunk_transform
 from ._inline import InlineParams, inline_transform, inline_workload
-from ._recognize import RECOGNIZED, recognize_collectives
 from ._instances import InstancesParams, instances_algorithm, instances_transform, split_to_unit_chunks
+from ._recognize import RECOGNIZED, recognize_collectives
 from ._remap import RemapParams, remap_algorithm, remap_transform, resolve_mapping
 from ._stats import StatsParams, algorithm_stats, stats_consumer
 from ._verify import VerifyParams, verify_transform

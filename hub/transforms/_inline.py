@@ -17,8 +17,9 @@ input, before anything is built; all problems are reported at once, exit 3).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +39,8 @@ class InlineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     algorithm_for: dict[str, str] = Field(default_factory=dict, description="collective -> algorithm name in "
-                                          "hub.algorithms (ring, direct, ...) or an ET prefix; default ring, as hub.simulate")
+                                          "hub.algorithms (ring, direct, ...) or an ET prefix; default ring, as "
+                                          "hub.simulate")
     kinds: list[str] | None = Field(default=None, description="inline only these collectives (default: all)")
     min_size: int | None = Field(default=None, ge=0, description="inline only collectives of at least this many bytes")
     max_size: int | None = Field(default=None, ge=0, description="inline only collectives of at most this many bytes")
@@ -83,6 +85,14 @@ def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
                                                             bool({"", "0"} & set(p.groups)))
 
 
+def _coll_text(node: WorkloadNode | None) -> str:
+    """``ALLREDUCE of 1048576 B``: what a collective node of an instance is, for a mismatch message."""
+    if node is None:
+        return "nothing"
+    coll = node.collective
+    return f"{coll.value if coll is not None else 'no collective'} of {node.comm_size} B"
+
+
 def _instances(wl: Workload, p: InlineParams | None, problems: list[Problem]) -> list[_Instance]:
     groups = _groups(wl)
     seqs: dict[str, dict[int, list[WorkloadNode]]] = {}
@@ -94,7 +104,8 @@ def _instances(wl: Workload, p: InlineParams | None, problems: list[Problem]) ->
                 problems.append(Problem("structure", "COMM_COLL node without comm_size", rank, n.id))
                 continue
             if n.collective is None or n.collective is Collective.CUSTOM:
-                problems.append(Problem("structure", f"COMM_COLL node with unknown comm_type {n.comm_type}", rank, n.id))
+                problems.append(Problem("structure", f"COMM_COLL node with unknown comm_type {n.comm_type}", rank,
+                                        n.id))
                 continue
             group = groups.get(n.pg_name)
             if group is None:
@@ -122,8 +133,8 @@ def _instances(wl: Workload, p: InlineParams | None, problems: list[Problem]) ->
                 a = ref[k] if k < len(ref) else None
                 b = mine[k] if k < len(mine) else None
                 if a is None or b is None or (a.collective, a.comm_size) != (b.collective, b.comm_size):
-                    have = f"{b.collective.value} of {b.comm_size} B" if b else "nothing"
-                    want = f"{a.collective.value} of {a.comm_size} B" if a else "nothing"
+                    have = _coll_text(b)
+                    want = _coll_text(a)
                     where = b if b is not None else a
                     problems.append(Problem(
                         "structure", f"collective #{k} of group {pg!r}: this rank has {have}, rank {ref_rank} {want}",
@@ -175,7 +186,7 @@ def inline_workload(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] |
                                 hint="every member of a group must list the same collectives in the same order")
     replace_at: dict[tuple[int, int], tuple[int, Algorithm, tuple[int, ...]]] = {}
     tag_base = 0
-    for inst, alg in zip(instances, chosen):
+    for inst, alg in zip(instances, chosen, strict=False):
         if alg is None:  # BROADCAST without an algorithm: stays a COMM_COLL (ASTRA-sim replays it)
             continue
         tags = [int(g.tag.max()) for g in alg.graphs if len(g)]

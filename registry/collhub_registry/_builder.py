@@ -16,11 +16,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
@@ -95,7 +95,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
     ``yanked`` lists ``name==version`` pairs to flag as yanked.
     """
     out = Path(out)
-    now = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    now = datetime.now(UTC).replace(microsecond=0).isoformat()
     meta = Meta.model_validate({"api-version": "1.0", "generated-at": now})
     yanked_set = {normalize_name(y.split("==")[0]) + "==" + y.split("==", 1)[1] for y in yanked if "==" in y}
     paths = [Path(w) for w in wheels]
@@ -106,7 +106,8 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
     errors: list[ErrorEntry] = []
     for path in paths:
         if not path.is_file():
-            errors.append(ErrorEntry(file=path.name, error="no such file" if not path.exists() else "not a regular file"))
+            errors.append(ErrorEntry(file=path.name,
+                                     error="no such file" if not path.exists() else "not a regular file"))
             continue
         try:
             info = read_wheel(path)
@@ -140,7 +141,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
             for version in sorted(versions, key=_version_key):
                 info = versions[version]
                 shutil.copy2(info.path, files_dir / info.filename)
-                mtime = datetime.fromtimestamp(info.path.stat().st_mtime, timezone.utc).replace(microsecond=0)
+                mtime = datetime.fromtimestamp(info.path.stat().st_mtime, UTC).replace(microsecond=0)
                 entries[version] = VersionEntry.model_validate(
                     {
                         "requires_hub": _requires_hub(info),
@@ -163,11 +164,13 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = ())
                 )
             candidates = [v for v in entries if not entries[v].yanked] or list(entries)
             latest = max(candidates, key=_version_key)
-            _dump(tmp / "v1" / "plugins" / f"{name}.json", PluginDoc(meta=meta, name=name, latest=latest, versions=entries))
+            _dump(tmp / "v1" / "plugins" / f"{name}.json", PluginDoc(meta=meta, name=name, latest=latest,
+                                                                     versions=entries))
             top = entries[latest]
             manifest = top.manifest
             components = [
-                ComponentEntry(id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary, collectives=list(c.collectives))
+                ComponentEntry(id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary,
+                               collectives=list(c.collectives))
                 for c in manifest.components
             ]
             summaries.append(

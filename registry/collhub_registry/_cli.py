@@ -56,7 +56,8 @@ def _wheels_from(paths: list[Path], workdir: Path) -> list[Path]:
 
 @app.command("build")
 def build(
-    sources: list[Path] = typer.Argument(..., help="Wheel files, directories of wheels, or plugin project directories."),
+    sources: list[Path] = typer.Argument(...,
+                                         help="Wheel files, directories of wheels, or plugin project directories."),
     out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
     fmt: OutputFormat = FORMAT_OPTION,

@@ -8,9 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph, TypedValue, read_algorithm
-from hub.chakra import write_algorithm
-from hub.chakra import _decode, _reader
+from hub.chakra import (
+    Algorithm,
+    AlgorithmMeta,
+    Collective,
+    NodeType,
+    RankGraph,
+    TypedValue,
+    _decode,
+    _reader,
+    read_algorithm,
+    write_algorithm,
+)
 from hub.chakra._wire import decode_node, delimit, encode_node, encode_varint, frame
 from hub.errors import TraceFormatError
 

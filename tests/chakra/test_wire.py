@@ -7,7 +7,14 @@ import pytest
 from hub.chakra import TypedValue
 from hub.chakra._protobuf import messages
 from hub.chakra._wire import (
-    WireError, decode_attr, decode_node, decode_varint, encode_attr, encode_node, encode_varint, frame,
+    WireError,
+    decode_attr,
+    decode_node,
+    decode_varint,
+    encode_attr,
+    encode_node,
+    encode_varint,
+    frame,
 )
 
 

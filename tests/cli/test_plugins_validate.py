@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from collhub_registry import build_site, make_server
 from hub.errors import UsageError
 from hub.plugins._manifest import validate_plugin
-from collhub_registry import build_site, make_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def write_project(root: Path, *, manifest_body: str = MATCHING_MANIFEST, plugin_
     ep = '\n[project.entry-points."collhub.manifest"]\ndemo = "collhub_demo"\n' if manifest_ep else ""
     data = '\n[tool.setuptools.package-data]\ncollhub_demo = ["collhub-plugin.toml"]\n' if package_data else (
         '\n[tool.setuptools.package-data]\ncollhub_demo = ["py.typed"]\n')
-    (project / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (project / "pyproject.toml").write_text(textwrap.dedent("""\
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -177,7 +177,8 @@ def test_inputs_capabilities_and_api_version_are_compared_where_stated(tmp_path:
 
 
 def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) -> None:
-    header = 'name = "collhub-other-name"\nplugin = "nodemo"\napi_version = "2.0"\nrequires_hub = "~~1"\ncolour = "red"\n'
+    header = ('name = "collhub-other-name"\nplugin = "nodemo"\napi_version = "2.0"\nrequires_hub = "~~1"\ncolour = '
+              '"red"\n')
     manifest = (
         '[[components]]\nkind = "producer"\nname = "a"\ncollectives = ["allreducee"]\n\n'
         '[[components]]\nkind = "producer"\nname = "a"\n\n'
@@ -192,7 +193,8 @@ def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) 
     assert "'~~1' is not a PEP 440 version specifier" in problems[1][1]
     header = header.replace('requires_hub = "~~1"\n', "")
     (project / "collhub_demo" / "collhub-plugin.toml").write_text(header.replace('colour = "red"\n', "")
-                                                                    + 'lifecycle = "dead"\n[[components]]\nkind = "x"\nname = "Bad.Name"\n')
+                                                                    + 'lifecycle = "dead"\n[[components]]\nkind = '
+                                                                      '"x"\nname = "Bad.Name"\n')
     fields = sorted(w.rsplit(": ", 1)[-1] for w, _ in _problems(validate_plugin(project)))
     assert fields == ["components.0.kind", "components.0.name", "lifecycle"]
     # A valid file with semantic errors: each one named.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import verify_handmade as h
+from tests.verify import verify_handmade as h
 
 from hub.errors import SemanticsError
 from hub.plugins import create_manager

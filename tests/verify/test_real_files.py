@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import verify_handmade as h
+from . import verify_handmade as h
 
 from hub.chakra import read_algorithm, write_algorithm
 from hub.errors import SemanticsError

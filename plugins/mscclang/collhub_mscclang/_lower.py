@@ -77,7 +77,7 @@ _USES_DST = np.zeros(_NT, bool)
 _USES_DST[[_R, _RCS, _RRC, _RRCS, _CPY, _RE, _RRC_X, _RRCS_X]] = True
 
 
-def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
+def lower_gpu(rd: _Reader, g: _Gpu) -> tuple[RankGraph, int]:
     """Return the rank graph of ``g`` and the end of its scratch use (s_chunks + temporaries)."""
     path = str(rd.path)
     gid = g.id
@@ -88,7 +88,8 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
     tb_of = np.repeat(np.arange(ntb), tb_len)
     s_of = np.arange(S) - tb_start[tb_of] if S else np.zeros(0, dtype=np.int64)
     line = np.array(g.lines, dtype=np.int64)
-    cols = list(zip(*g.rows)) if S else [()] * 10  # s type srcbuf srcoff dstbuf dstoff cnt depid deps hasdep
+    cols = list(zip(*g.rows,
+                    strict=False)) if S else [()] * 10  # s type srcbuf srcoff dstbuf dstoff cnt depid deps hasdep
 
     def ints(k: int) -> np.ndarray:
         col = cols[k]
@@ -112,7 +113,8 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
     if bad_s.any():
         i = int(np.argmax(bad_s))
         raise ImportFormatError(f"gpu {gid} tb {int(tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} expected "
-                                "(s counts the tb's steps in document order, nops included)", path=path, line=int(line[i]))
+                                "(s counts the tb's steps in document order, nops included)", path=path,
+                                line=int(line[i]))
     code = np.fromiter(map(_TYPE_GET, cols[1]), dtype=np.int64, count=S)
     if S and code.min() < 0:
         i = int(np.argmax(code < 0))
@@ -120,7 +122,8 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
         where = f"gpu {gid} tb {int(tb_of[i])} step {int(s_of[i])}"
         if t == "ra":
             raise ImportFormatError(f"{where}: step type 'ra' (residual add) is not supported", path=path,
-                                    line=int(line[i]), hint="'ra' is parsed by the old microsoft/msccl runtime but never executed")
+                                    line=int(line[i]),
+                                    hint="'ra' is parsed by the old microsoft/msccl runtime but never executed")
         raise ImportFormatError(f"{where}: unknown step type {t!r}", path=path, line=int(line[i]),
                                 hint="one of: " + ", ".join(TYPE_NAMES))
     sb = np.fromiter(map(_BUF_GET, cols[2]), dtype=np.int64, count=S)
@@ -136,7 +139,8 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
             where = f"gpu {gid} tb {int(tb_of[i])} step {int(s_of[i])} ({TYPE_NAMES[int(code[i])]})"
             raise ImportFormatError(f"{where}: " + msg.format(i=i, sb="ios"[sb[i]] if sb[i] < 3 else "?",
                                                              db="ios"[db[i]] if db[i] < 3 else "?",
-                                                             so=so[i], do=do[i], cnt=cnt[i], depid=depid[i], deps=deps[i]),
+                                                             so=so[i], do=do[i], cnt=cnt[i], depid=depid[i],
+                                                             deps=deps[i]),
                                     path=path, line=int(line[i]), hint=hint)
 
     nop = code == _NOP
@@ -290,7 +294,7 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
         names = [f"copy/i{c[0]}->o{c[1]}" for c in g.copies]
         rb = (_ROLE_BASE[code[step_of]] + role).tolist()
         names += [f"tb{t}/s{s}/{_TYPE_OF_ROLE[r]}{_ROLE_NAME[r]}"
-                  for t, s, r in zip(tbn[C:].tolist(), s_of[step_of].tolist(), rb)]
+                  for t, s, r in zip(tbn[C:].tolist(), s_of[step_of].tolist(), rb, strict=False)]
     extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(C)}
     cols = dict(kind=kind, peer=peer, tag=tag, count=count, src_buf=src_b, src_off=src_o, dst_buf=dst_b,
                 dst_off=dst_o, op=op, tb=tbn, chan=chan)
@@ -318,7 +322,7 @@ def lower_gpu(rd: "_Reader", g: "_Gpu") -> tuple[RankGraph, int]:
     return graph, temp_end
 
 
-def _topo_order(g: "_Gpu", n: int, en: np.ndarray, ed: np.ndarray, names: list[str] | None, path: str) -> np.ndarray:
+def _topo_order(g: _Gpu, n: int, en: np.ndarray, ed: np.ndarray, names: list[str] | None, path: str) -> np.ndarray:
     """A topological order of the nodes (Kahn, smallest position first); a cycle is an error."""
     indeg = np.bincount(en, minlength=n).tolist()
     order = np.argsort(ed, kind="stable")

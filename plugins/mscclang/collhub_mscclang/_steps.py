@@ -33,7 +33,8 @@ def topo_rank(g: Any) -> np.ndarray | None:
 
 
 def form_steps(alg: Algorithm, r: int, tbs: list[Tb], fuse: bool, skip: set[int],
-               alias_out: bool, stats: ExportStatsLike) -> tuple[list[list[Step]], dict[int, tuple[int, int]], dict[int, list[int]], int]:
+               alias_out: bool, stats: ExportStatsLike) -> tuple[list[list[Step]], dict[int, tuple[int, int]], dict[int,
+                                                                                                                    list[int]], int]:
     """Turn each tb's nodes into steps. Returns steps per tb, node -> (tb, step), deps of
     dropped nodes, and the scratch extent used."""
     g = alg.graphs[r]

@@ -137,7 +137,7 @@ def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]]
         if 2 + n + len(tbs) + total_steps > 4096:
             raise ExportError(f"rank {r} needs {2 + n + len(tbs) + total_steps} XML nodes; runtimes parse at most 4096")
     stats.max_tbs_per_gpu = max(stats.max_tbs_per_gpu, len(tbs))
-    for ti, (t, steps) in enumerate(zip(tbs, steps_of)):
+    for ti, (t, steps) in enumerate(zip(tbs, steps_of, strict=False)):
         nchannels = max(nchannels, t.chan + 1)
         body.append(f'    <tb id="{ti}" send="{t.send}" recv="{t.recv}" chan="{t.chan}">')
         s = 0
@@ -220,8 +220,8 @@ def write_msccl_ir(
     for r, g in enumerate(alg.graphs):
         sk: set[int] = set()
         cl: list[tuple[int, int]] = []
-        for p, attrs in g.extra.items():
-            if dict(attrs).get("msccl.copy") and m.inplace and coll is Collective.ALLGATHER:
+        for p, node_attrs in g.extra.items():
+            if dict(node_attrs).get("msccl.copy") and m.inplace and coll is Collective.ALLGATHER:
                 i_off, o_off = int(g.src_off[p]), int(g.dst_off[p])
                 if int(g.dst_off[p]) == r * m.in_chunks + i_off and int(g.count[p]) == 1:
                     sk.add(p)
@@ -263,7 +263,7 @@ def write_msccl_ir(
     nchannels = stats.nchannels
     lines: list[str] = []
     nchunks = max(m.in_chunks, m.out_chunks, 1)
-    attrs = [("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
+    attrs: list[tuple[str, object]] = [("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
              ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)),
              ("inplace", int(m.inplace))]
     if rules.outofplace_attr:
@@ -299,7 +299,8 @@ def _reverify(alg: Algorithm) -> Any:
         rep = run_verify(back)
         if not rep.ok:
             raise ExportError("the written XML fails verification: " + "; ".join(str(p) for p in rep.problems[:3]),
-                              hint="the threadblock order may contradict the algorithm; try threadblocks=auto or fuse=false")
+                              hint="the threadblock order may contradict the algorithm; try threadblocks=auto or "
+                                   "fuse=false")
     return check
 
 

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import contextvars
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from hub.chakra import Algorithm, AlgorithmMeta, Buffer as _Buf, Collective as _Coll, RankGraphBuilder, Op
+from hub.chakra import Algorithm, AlgorithmMeta, Buffer as _Buf, Collective as _Coll, Op, RankGraphBuilder
 from hub.errors import AlgorithmError, UsageError
 
 __all__ = [
@@ -118,9 +120,9 @@ def fully_connected(n: int) -> _Topo:
     return _Topo(n)
 
 
-_current: contextvars.ContextVar["MSCCLProgram | None"] = contextvars.ContextVar("mscclang_program", default=None)
-_args: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("mscclang_args", default={})
-_finished: list["MSCCLProgram"] = []
+_current: contextvars.ContextVar[MSCCLProgram | None] = contextvars.ContextVar("mscclang_program", default=None)
+_args: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("mscclang_args", default=MappingProxyType({}))
+_finished: list[MSCCLProgram] = []
 
 
 def args() -> dict[str, Any]:
@@ -128,7 +130,7 @@ def args() -> dict[str, Any]:
     return dict(_args.get())
 
 
-def current_program() -> "MSCCLProgram":
+def current_program() -> MSCCLProgram:
     prog = _current.get()
     if prog is None:
         raise UsageError("no MSCCLProgram is open: use `with MSCCLProgram(...):`")
@@ -145,7 +147,7 @@ class ChunkRef:
     size: int = 1
 
     def copy(self, dst: int, buffer: str | None = None, index: int = -1, sendtb: int = -1, recvtb: int = -1,
-             ch: int = 0) -> "ChunkRef":
+             ch: int = 0) -> ChunkRef:
         """Copy this chunk to (dst, buffer, index); returns the destination reference."""
         buffer = self.buffer if buffer is None else buffer
         index = self.index if index < 0 else index
@@ -153,7 +155,7 @@ class ChunkRef:
         current_program()._record("copy", self, target, ch, sendtb, recvtb)
         return target
 
-    def reduce(self, other: "ChunkRef", sendtb: int = -1, recvtb: int = -1, ch: int = 0) -> "ChunkRef":
+    def reduce(self, other: ChunkRef, sendtb: int = -1, recvtb: int = -1, ch: int = 0) -> ChunkRef:
         """Reduce ``other`` into this chunk (``self := self (+) other``); returns ``self``."""
         if not isinstance(other, ChunkRef):
             raise UsageError("dst.reduce(src): src must be a chunk reference "
@@ -163,13 +165,13 @@ class ChunkRef:
         current_program()._record("reduce", other, self, ch, sendtb, recvtb)
         return self
 
-    def split(self, n: int) -> list["ChunkRef"]:
+    def split(self, n: int) -> list[ChunkRef]:
         if n < 1 or self.size % n:
             raise UsageError(f"cannot split {self.size} chunk(s) into {n}")
         k = self.size // n
         return [ChunkRef(self.rank, self.buffer, self.index + i * k, k) for i in range(n)]
 
-    def group(self, other: "ChunkRef") -> "ChunkRef":
+    def group(self, other: ChunkRef) -> ChunkRef:
         if (other.rank, other.buffer, other.index) != (self.rank, self.buffer, self.index + self.size):
             raise UsageError("group() needs the adjacent chunk of the same buffer")
         return ChunkRef(self.rank, self.buffer, self.index, self.size + other.size)
@@ -222,7 +224,7 @@ class MSCCLProgram:
             raise UsageError(f"protocol {self.protocol!r} is not Simple, LL or LL128")
         self._token: contextvars.Token[Any] | None = None
 
-    def __enter__(self) -> "MSCCLProgram":
+    def __enter__(self) -> MSCCLProgram:
         self._token = _current.set(self)
         return self
 

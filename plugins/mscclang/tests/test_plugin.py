@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from .mscclang_corpus import EXAMPLES
 
-from mscclang_corpus import EXAMPLES
 from hub.errors import ImportFormatError
 from hub.plugins import RunContext
 
