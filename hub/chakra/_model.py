@@ -487,8 +487,8 @@ class RankGraphBuilder:
 
     def build(self) -> RankGraph:
         n = len(self)
-        cols: dict[str, Any] = {name: np.asarray(vals, dtype=dt) for (name, dt, _), vals in zip(_COLUMNS, self._cols.values(),
-                                                                                strict=False)}
+        cols: dict[str, Any] = {name: np.asarray(vals, dtype=dt)
+                                for (name, dt, _), vals in zip(_COLUMNS, self._cols.values(), strict=False)}
         return RankGraph.from_columns(
             n,
             dep_ptr=np.asarray(self._ptr, dtype=np.int64),

@@ -177,7 +177,8 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None) 
     for r, rg in enumerate(graphs):
         if rg.dep_pos.size and (int(rg.dep_pos.min()) < 0 or int(rg.dep_pos.max()) >= len(rg)):
             raise SimulationError(
-                f"rank {r}: a dependency points outside the rank's {len(rg)} nodes", hint="run the verifier (hub.verify)"
+                f"rank {r}: a dependency points outside the rank's {len(rg)} nodes",
+                hint="run the verifier (hub.verify)",
             )
         cnt = np.diff(rg.dep_ptr)
         ptr_parts.append(cnt)

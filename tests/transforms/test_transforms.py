@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.verify import verify_handmade as h
 from pydantic import ValidationError
 
 from hub._result import Result
@@ -27,6 +26,7 @@ from hub.transforms import (
     verify_transform,
 )
 from hub.verify import verify
+from tests.verify import verify_handmade as h
 
 CTX = RunContext()
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from . import verify_handmade as h
 
 from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, RankGraphBuilder
 from hub.errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
 from hub.verify import LEVELS, check, verify
+
+from . import verify_handmade as h
 
 IN, OUT, SCR = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
 

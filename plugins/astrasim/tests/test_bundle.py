@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from .astrasim_helpers import attrs_of, decode_et, msccl_ring_allreduce
 
 from collhub_astrasim import Dim, build_bundle, consume_bundle, parse_size
 from collhub_astrasim._bundle import BundleParams
 from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, Op, RankGraphBuilder, Workload, build_algorithm
 from hub.errors import TraceFormatError, UsageError
 from hub.plugins import RunContext
+
+from .astrasim_helpers import attrs_of, decode_et, msccl_ring_allreduce
 
 RING8 = [Dim("Ring", 8, 50.0, 500.0)]
 MIB = 1 << 20

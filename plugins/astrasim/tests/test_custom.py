@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from .astrasim_helpers import attrs_of, decode_et
 
 from collhub_astrasim import Dim, build_bundle
 from collhub_astrasim._custom import NO_SEMANTICS_NOTE, CustomParams, produce_custom
 from hub.chakra import Collective, NodeType, read_algorithm
 from hub.errors import UsageError
+
+from .astrasim_helpers import attrs_of, decode_et
 
 MIB = 1 << 20
 

@@ -15,12 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from .astrasim_helpers import msccl_ring_allreduce
 
 from collhub_astrasim import Dim, build_bundle, consume_run, parse_output
 from collhub_astrasim._run import RunParams
 from hub.errors import ExternalToolError, UsageError
 from hub.plugins import RunContext
+
+from .astrasim_helpers import msccl_ring_allreduce
 
 STANDIN = r"""#!/bin/sh
 # stand-in for AstraSim_Analytical_Congestion_*: records how it was called, then acts per $STANDIN_MODE

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from .astrasim_helpers import attrs_of, decode_et
 
 from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph, write_algorithm
+
+from .astrasim_helpers import attrs_of, decode_et
 
 pb = pytest.importorskip("chakra.schema.protobuf.et_def_pb2")
 

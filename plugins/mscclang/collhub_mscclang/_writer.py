@@ -263,9 +263,9 @@ def write_msccl_ir(
     nchannels = stats.nchannels
     lines: list[str] = []
     nchunks = max(m.in_chunks, m.out_chunks, 1)
-    attrs: list[tuple[str, object]] = [("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
-             ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)),
-             ("inplace", int(m.inplace))]
+    attrs: list[tuple[str, object]] = [
+        ("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
+        ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)), ("inplace", int(m.inplace))]
     if rules.outofplace_attr:
         attrs.append(("outofplace", int(not m.inplace)))
     if rules.max_exclusive:  # old runtime: min <= size < max; absent max = 128 MiB, so always write it

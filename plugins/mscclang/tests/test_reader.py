@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import _symbolic
 import numpy as np
 import pytest
-from .mscclang_corpus import corpus_files, histogram, manifest
 
 from collhub_mscclang import read_msccl_ir
 from hub.chakra import Buffer, Collective, NodeType, Op
 from hub.errors import ImportFormatError, SemanticsError, VerificationError
+
+from . import _symbolic
+from .mscclang_corpus import corpus_files, histogram, manifest
 
 CHECKFAIL = "mscclang_allreduce_pcie_hierarchical_n8_i1_LL_CHECKFAIL.xml"
 FILES = corpus_files()

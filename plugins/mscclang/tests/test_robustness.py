@@ -8,11 +8,12 @@ import gzip
 import re
 from pathlib import Path
 
-from . import _symbolic
 import pytest
 
 from collhub_mscclang import read_msccl_ir, write_msccl_ir
 from hub.errors import ImportFormatError
+
+from . import _symbolic
 
 
 def _ring_xml(n: int, k: int, chans: int, *, inplace: bool) -> str:

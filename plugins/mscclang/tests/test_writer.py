@@ -5,12 +5,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from . import _symbolic
 import pytest
 
 from collhub_mscclang import read_msccl_ir, write_msccl_ir
 from hub.chakra import Algorithm, AlgorithmMeta, Collective, RankGraphBuilder
 from hub.errors import ExportError
+
+from . import _symbolic
 
 ROUND_TRIP = [
     "mscclang_allreduce_ring_n8_ch2_i4_Simple.xml",

@@ -172,7 +172,8 @@ def _main_not_reimported() -> Iterator[None]:
     has neither a module spec nor a file, so both are hidden while the children start.
     """
     main = sys.modules.get("__main__")
-    saved: dict[str, Any] = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+    hidden = ("__spec__", "__file__")
+    saved: dict[str, Any] = {k: main.__dict__[k] for k in hidden if main is not None and k in main.__dict__}
     try:
         if main is not None:
             main.__dict__.pop("__file__", None)

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from .replay_helpers import REPO
 
 from collhub_replay._launch import free_port
 from hub.algorithms import make
 from hub.chakra import write_algorithm
+
+from .replay_helpers import REPO
 
 
 def _collhub(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

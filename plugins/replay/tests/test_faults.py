@@ -7,10 +7,11 @@ import multiprocessing
 import time
 
 import pytest
-from .replay_helpers import children, deadlock_allreduce, mismatched_allgather
 
 from collhub_replay import ReplayParams, preflight, replay
 from hub.errors import DeadlockError, ExternalToolError, StructureError
+
+from .replay_helpers import children, deadlock_allreduce, mismatched_allgather
 
 
 def test_mismatched_size_is_refused_before_launch() -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from .replay_helpers import MSCCL_IR, children, wrong_ring
 
 from collhub_replay import ReplayParams, replay
 from hub.algorithms import CATALOG, make
+
+from .replay_helpers import MSCCL_IR, children, wrong_ring
 
 _MAIN = ("allreduce", "allgather", "reducescatter", "alltoall")
 
