@@ -84,9 +84,9 @@ def _step_deps(g: Any, r: int, steps_of: list[list[Step]], where: dict[int, tupl
     for ti, steps in enumerate(steps_of):
         per_tb: list[list[tuple[int, int]]] = []
         for si, st in enumerate(steps):
-            inside = set(st[6])
+            inside = set(st.nodes)
             best: dict[int, int] = {}
-            for p in st[6]:
+            for p in st.nodes:
                 for d in dpos[ptr[p]:ptr[p + 1]]:
                     if d in inside:
                         continue
@@ -149,9 +149,9 @@ def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]]
                 s += 1
                 stats.nops += 1
             dt, ds = (dl[-1][0], final[dl[-1][0]][dl[-1][1]]) if dl else (-1, -1)
-            typ, b1, o1, b2, o2, cnt = st[0], st[1], st[2], st[3], st[4], st[5]
+            typ, b1, o1, b2, o2, cnt = st.type, st.src_buf, st.src_off, st.dst_buf, st.dst_off, st.cnt
             if cnt < 1:
-                raise ExportError(f"rank {r}: node {st[6][0]} moves {cnt} chunks; MSCCL steps move at least one",
+                raise ExportError(f"rank {r}: node {st.nodes[0]} moves {cnt} chunks; MSCCL steps move at least one",
                                   hint="drop empty transfers before exporting")
             if enforce_limits and (cnt >= _CNT_LIMIT or max(o1, o2) >= _OFF_LIMIT or dt >= 128):
                 raise ExportError(
