@@ -117,6 +117,7 @@ def form_steps(
     g = alg.graphs[r]
     gr = _Graph.of(g, tbs, alias_out)
     rrs_ok = _rrs_temporaries(g, gr, tbs) if fuse else set()
+    kind, op, count, sb, so, db, do = gr.kind, gr.op, gr.count, gr.src_buf, gr.src_off, gr.dst_buf, gr.dst_off
     steps_of: list[list[Step]] = []
     where: dict[int, tuple[int, int]] = {}
     dropped: dict[int, list[int]] = {p: [] for p in skip}
@@ -125,24 +126,35 @@ def form_steps(
         nd = t.nodes
         steps: list[Step] = []
         i = 0
-        while i < len(nd):
-            step = _step_at(gr, nd, i, fuse, rrs_ok)
-            if step is None:
+        L = len(nd)
+        while i < L:  # a hot loop (one pass per node): the patterns of RECVs are in _recv_step
+            a = nd[i]
+            ka = kind[a]
+            if ka == _RECV:
+                step = _recv_step(gr, a, nd[i + 1] if i + 1 < L else -1, nd[i + 2] if i + 2 < L else -1, fuse,
+                                  rrs_ok)
+            elif ka == _SEND:
+                step = Step("s", sb[a], so[a], sb[a], so[a], count[a], (a,))
+            elif ka == _COMP and op[a] in (_COPY, _REDUCE):
+                step = Step("cpy" if op[a] == _COPY else "re", sb[a], so[a], db[a], do[a], count[a], (a,))
+            else:
                 # a cost-only COMP outside an rrc has no MSCCL step: it passes its deps through
-                a = nd[i]
                 dropped[a] = gr.dep_pos[gr.dep_ptr[a]:gr.dep_ptr[a + 1]]
                 i += 1
                 continue
-            if len(step.nodes) > 1 and step.type != "rrc":
+            typ, b1, o1, b2, o2, cnt, nodes = step
+            if len(nodes) > 1 and typ != "rrc":
                 stats.fused += 1
-            for p in step.nodes:
-                where[p] = (ti, len(steps))
+            si = len(steps)
+            for p in nodes:
+                where[p] = (ti, si)
             steps.append(step)
-            i += len(step.nodes)
-            if step.type != "rrs":
-                for buf, off in ((step.src_buf, step.src_off), (step.dst_buf, step.dst_off)):
-                    if buf == _SCR:
-                        scratch = max(scratch, off + step.cnt)
+            i += len(nodes)
+            if typ != "rrs":
+                if b1 == _SCR:
+                    scratch = max(scratch, o1 + cnt)
+                if b2 == _SCR:
+                    scratch = max(scratch, o2 + cnt)
         steps_of.append(steps)
     return steps_of, where, dropped, scratch
 
@@ -177,25 +189,6 @@ def _rrs_temporaries(g: Any, gr: _Graph, tbs: list[Tb]) -> set[int]:
         for k in range(count[a]):
             mine[do[a] + k] = mine.get(do[a] + k, 0) + 3
     return {a for a in cands if all(refs.get(do[a] + k) == mine.get(do[a] + k) for k in range(count[a]))}
-
-
-def _step_at(gr: _Graph, nd: list[int], i: int, fuse: bool, rrs_ok: set[int]) -> Step | None:
-    """The step that starts at node ``nd[i]`` of a tb (fused with the next ones where they fit
-    a pattern), or None for a node that has no step."""
-    a = nd[i]
-    ka = gr.kind[a]
-    if ka == _SEND:
-        return Step("s", gr.src_buf[a], gr.src_off[a], gr.src_buf[a], gr.src_off[a], gr.count[a], (a,))
-    if ka == _COMP:
-        if gr.op[a] not in (_COPY, _REDUCE):
-            return None
-        return Step("cpy" if gr.op[a] == _COPY else "re", gr.src_buf[a], gr.src_off[a], gr.dst_buf[a],
-                    gr.dst_off[a], gr.count[a], (a,))
-    if ka != _RECV:
-        return None
-    b = nd[i + 1] if i + 1 < len(nd) else -1
-    c = nd[i + 2] if i + 2 < len(nd) else -1
-    return _recv_step(gr, a, b, c, fuse, rrs_ok)
 
 
 def _recv_step(gr: _Graph, a: int, b: int, c: int, fuse: bool, rrs_ok: set[int]) -> Step:
