@@ -48,7 +48,7 @@ def test_runtime_deadlock_times_out_and_reaps_every_rank() -> None:
 
 _KILLED_PARENT = """
 import sys
-from .replay_helpers import deadlock_allreduce
+from replay_helpers import deadlock_allreduce  # a script: the tests folder is its PYTHONPATH
 from collhub_replay import ReplayParams, replay
 if __name__ == "__main__":
     replay([deadlock_allreduce()], ReplayParams(size="1KiB", backend="gloo", timeout=120, preflight=False))
