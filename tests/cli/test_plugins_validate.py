@@ -259,7 +259,7 @@ def test_bad_target_is_a_usage_error(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- wheels and installed dists
-def test_wheel(wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_wheel(wheels: dict[str, Path]) -> None:
     check = validate_plugin(wheels["sample"])
     assert check.ok, check.problems
     assert check.source == "wheel" and check.version == "1.2.0"
@@ -273,7 +273,7 @@ def test_wheel(wheels: dict[str, Path]) -> None:  # noqa: F811
     assert "expected one entry point in group 'collhub.manifest', found 0" in message
 
 
-def test_installed_distribution_is_read_without_importing_it(tmp_path: Path, wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_installed_distribution_is_read_without_importing_it(tmp_path: Path, wheels: dict[str, Path]) -> None:
     target = tmp_path / "site"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                           "--target", str(target), str(wheels["sample"])], capture_output=True, text=True)
@@ -328,7 +328,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> None:
     env = {"COLLHUB_CACHE_DIR": str(tmp_path / "cache")}
     proc = _collhub("plugins", "info", "collhub_other", "--remote", "--registry", server.url, "-f", "json", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -347,7 +347,7 @@ def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> No
                                   "collectives": ["allreduce", "allgather"]}]
 
 
-def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str, Path]) -> None:
     build_site([wheels["sample"], wheels["other"], wheels["other_future"]], tmp_path / "site",
                yanked=["collhub-other==0.4.0"])
     srv = make_server(tmp_path / "site", "127.0.0.1", 0)
@@ -368,7 +368,7 @@ def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str,
     assert any(ln.split()[:3] == ["other.replay", "consumer", "allreduce,allgather"] for ln in lines)
 
 
-def test_info_remote_errors_exit_5(server, tmp_path: Path) -> None:  # noqa: F811
+def test_info_remote_errors_exit_5(server, tmp_path: Path) -> None:
     env = {"COLLHUB_CACHE_DIR": str(tmp_path / "cache")}
     missing = _collhub("plugins", "info", "collhub-nope", "--remote", "--registry", server.url, env=env)
     assert missing.returncode == 5 and missing.stderr.startswith("error: ") and "not found" in missing.stderr
