@@ -109,8 +109,8 @@ def _int_value(field: np.ndarray, raw: np.ndarray) -> np.ndarray:
 
 
 # -- framing -----------------------------------------------------------------------------------
-def frame_many(buf: np.ndarray, file_start: np.ndarray, file_end: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                                                       np.ndarray, np.ndarray]:
+def frame_many(buf: np.ndarray, file_start: np.ndarray,
+               file_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split many delimited streams (files laid end to end in ``buf``) into messages at once.
 
     One iteration advances every unfinished file by one message, so the loop runs as many times

@@ -453,8 +453,8 @@ def encode_node(
         out += b"\x38" + encode_varint(duration_micros)
     for num, io in ((8, inputs), (9, outputs)):
         if io is not None:
-            inner = b"".join(_len_field(i + 1, io[k].encode()) for i, k in enumerate(("values", "shapes",
-                                                                                      "types")) if io.get(k))
+            inner = b"".join(_len_field(i + 1, io[k].encode())
+                             for i, k in enumerate(("values", "shapes", "types")) if io.get(k))
             out += _len_field(num, inner)
     for aname, value in attrs:
         out += _len_field(10, encode_attr(aname, value))

@@ -144,9 +144,8 @@ def _gantt(fig: Any, ax: Any, res: SimulationResult) -> None:
         ax.broken_barh(list(zip(cs / 1000, np.maximum(cf - cs, 1) / 1000, strict=False)), (0, 0), facecolors="none")
         for r in range(res.ranks):
             sel = crank == r
-            ax.broken_barh(list(zip(cs[sel] / 1000, np.maximum(cf[sel] - cs[sel], 1) / 1000, strict=False)), (r + 0.2,
-                                                                                                              0.15),
-                           facecolors="#d62728")
+            ax.broken_barh(list(zip(cs[sel] / 1000, np.maximum(cf[sel] - cs[sel], 1) / 1000, strict=False)),
+                           (r + 0.2, 0.15), facecolors="#d62728")
         ax.plot([], [], color="#d62728", lw=4, label="comp")
         ax.legend(loc="upper right", fontsize="small")
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="send step (per rank)", pad=0.01)

@@ -150,15 +150,15 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
     data_comp = (kind == NodeType.COMP) & ((op == Op.COPY) | (op == Op.REDUCE))
     reads = (kind == NodeType.SEND) | data_comp
     writes = (kind == NodeType.RECV) | data_comp
-    for mask, bufc, offc, role in ((reads, f.src_buf, f.src_off, "source"), (writes, f.dst_buf, f.dst_off,
-                                                                             "destination")):
+    for mask, bufc, offc, role in ((reads, f.src_buf, f.src_off, "source"),
+                                   (writes, f.dst_buf, f.dst_off, "destination")):
         buf = bufc.astype(np.int64)
         off = offc.astype(np.int64)
         valid_buf = (buf >= 0) & (buf <= 2)
         c = cap[np.clip(buf, 0, 2)]
         bad = mask & (~valid_buf | (off < 0) | (off + f.count > c))
-        def bounds_problem(v: int, buf: np.ndarray = buf, off: np.ndarray = off, role: str = role) -> tuple[str, int,
-                                                                                                            int]:
+        def bounds_problem(v: int, buf: np.ndarray = buf, off: np.ndarray = off,
+                           role: str = role) -> tuple[str, int, int]:
             b = int(buf[v])
             if b not in _BUF_NAME:
                 return (f"{role} buffer {b} is not input (0), output (1) or scratch (2)", *f.where(v))

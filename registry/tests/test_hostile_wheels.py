@@ -54,8 +54,8 @@ def _patch_sizes(path: Path, member: str, *, delta: int = 0, size: int | None = 
     """Edit a member's central-directory and local-header fields in place (zipfile cannot lie)."""
     raw = bytearray(path.read_bytes())
     name = member.encode()
-    for sig, size_off, method_off, flag_off, name_off in ((b"PK\x01\x02", 24, 10, 8, 46), (b"PK\x03\x04", 22, 8, 6,
-                                                                                           30)):
+    for sig, size_off, method_off, flag_off, name_off in ((b"PK\x01\x02", 24, 10, 8, 46),
+                                                          (b"PK\x03\x04", 22, 8, 6, 30)):
         pos = raw.find(sig)
         while pos >= 0:
             if raw[pos + name_off:pos + name_off + len(name)] == name:

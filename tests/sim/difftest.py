@@ -325,9 +325,8 @@ def _drop(alg: Algorithm, drop: dict[int, set[int]]) -> Algorithm:
             pos.extend(new_of[d] for d in g.deps_of(p).tolist() if d in new_of)
             ptr.append(len(pos))
         cols = {name: getattr(g, name)[keep] for name in _columns()}
-        graphs.append(RankGraph.from_columns(len(keep), dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos,
-                                                                                                    dtype=np.int32),
-                                                                                                    **cols))
+        graphs.append(RankGraph.from_columns(len(keep), dep_ptr=np.asarray(ptr),
+                                             dep_pos=np.asarray(pos, dtype=np.int32), **cols))
     return Algorithm(alg.meta, tuple(graphs))
 
 

@@ -183,8 +183,8 @@ def test_workload_resources():
     res = simulate(Workload(ranks=ranks), "ring:2", algorithm_for={"allreduce": alg})
     assert res.time_ns == max(8000, 7000, 2 * 2 * msg)
     # a dependency chain: COMP then the collective
-    ranks2 = [[WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=5), _coll(r, 1,
-                                                                                          deps=[0])] for r in range(2)]
+    ranks2 = [[WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=5), _coll(r, 1, deps=[0])]
+              for r in range(2)]
     assert simulate(Workload(ranks=ranks2), "ring:2", algorithm_for={"allreduce": alg}).time_ns == 5000 + 2 * msg
 
 

@@ -144,8 +144,8 @@ def test_remap_order_is_checked_by_the_verifier() -> None:
     stripped = out.with_meta(extra=())
     rep = verify(stripped)
     assert not rep.ok and rep.failed_level == "semantics"
-    assert "rank 0: output chunk 0 holds in[2][0], expected in[0][0]" in [str(p).split("] ",
-                                                                                       1)[1] for p in rep.problems]
+    assert "rank 0: output chunk 0 holds in[2][0], expected in[0][0]" in [str(p).split("] ", 1)[1]
+                                                                         for p in rep.problems]
 
 
 def test_params_validation() -> None:

@@ -246,8 +246,8 @@ def build_bundle(
                 # ASTRA-sim's native all-gather reads comm_size as the per-rank contribution; the
                 # custom path ignores the workload size altogether.
                 wl_size = -(-wl_size // npus)
-            wl = Workload.single_collective(coll, npus, wl_size, name=workload_name(astra, npus,
-                                                                                    int(bound.meta.size or wl_size)))
+            wl = Workload.single_collective(
+                coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size)))
             for rank, nodes in enumerate(wl.ranks):
                 nodes[0].id = rank  # as ASTRA-sim's microbenchmark generator numbers them (ids are per file)
             workload_prefix = f"workload/{astra}"

@@ -383,8 +383,8 @@ class _Reader:
                     line=stb.line)
             rtb, rcnt, rlines = rec
             if scnt != rcnt:
-                k = next((i for i, (x, y) in enumerate(zip(scnt, rcnt, strict=False)) if x != y), min(len(scnt),
-                                                                                                      len(rcnt)))
+                k = next((i for i, (x, y) in enumerate(zip(scnt, rcnt, strict=False)) if x != y),
+                         min(len(scnt), len(rcnt)))
                 if k < min(len(scnt), len(rcnt)):
                     msg = (f"connection {src}->{dst} channel {chan}: transfer {k} has cnt={scnt[k]} at gpu {src} tb "
                            f"{stb.id} "

@@ -68,8 +68,8 @@ def test_tb_rules_on_hub_ring(tmp_path: Path) -> None:
             conns = set()
             for tb in gpu.iter("tb"):
                 types = {s.get("type") for s in tb.iter("step")}
-                for attr, kinds in (("send", {"s", "rcs", "rrs", "rrcs"}), ("recv", {"r", "rcs", "rrc", "rrs",
-                                                                                     "rrcs"})):
+                for attr, kinds in (("send", {"s", "rcs", "rrs", "rrcs"}),
+                                    ("recv", {"r", "rcs", "rrc", "rrs", "rrcs"})):
                     if types & kinds:
                         assert int(tb.get(attr)) >= 0
                         key = (attr, tb.get(attr), tb.get("chan"))

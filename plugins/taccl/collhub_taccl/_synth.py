@@ -137,8 +137,8 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
         routing = None
     if routing is not None:
         stats.update(solver=routing.solver, milp_status=routing.status, milp_objective=round(routing.objective, 3),
-                     milp_bound=round(routing.bound, 3), milp_gap=round(routing.gap, 6), milp_s=round(routing.seconds,
-                                                                                                      3),
+                     milp_bound=round(routing.bound, 3), milp_gap=round(routing.gap, 6),
+                     milp_s=round(routing.seconds, 3),
                      milp_binaries=routing.binaries, milp_rows=routing.rows, time_limited=routing.time_limited,
                      warm_start=routing.warm_start)
         t2 = time.perf_counter()
