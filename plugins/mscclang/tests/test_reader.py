@@ -145,6 +145,9 @@ def test_minimal_document_imports(tmp_path: Path) -> None:
         (step(0, "s") + step(1, "r", 5), GOOD1, "", 5, "dstoff=5 cnt=1 out of range"),
         (step(0, "s") + step(1, "r", 1, depid=3, deps=0), GOOD1, "", 5, "depid=3 names no tb"),
         (step(0, "s") + step(1, "r", 1, depid=0, deps=7), GOOD1, "", 5, "deps=7 names no step"),
+        # an rrc with a distinct source (lowered in its two-node form) keeps its name in messages
+        (step(0, "s") + step(1, "rrc", 1, depid=3, deps=0).replace('srcoff="1"', 'srcoff="0"'), GOOD1, "", 5,
+         "step 1 (rrc): depid=3 names no tb"),
         (step(0, "s") + step(1, "r", 0, cnt=2), GOOD1, "", 5, "transfer 0 has cnt=1 at gpu 1 tb 0 (line 11) but cnt=2"),
         (step(0, "s") + step(1, "nop", -1, cnt=0), GOOD1, "", 5, "nop without a dependency"),
         (GOOD0, step(0, "r") + step(1, "s", 1) + step(2, "s", 0), "", 3,
