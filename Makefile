@@ -12,7 +12,7 @@ REGISTRY := ./registry
 # unpinned torch (that would download a multi-GB CUDA build; 2.13.0 is a local CPU build).
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test venv install install-dev browser astrasim-deps bench registry clean
+.PHONY: demo test lint venv install install-dev browser astrasim-deps bench registry clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,17 @@ $(DEV_STAMP): pyproject.toml $(wildcard $(addsuffix /pyproject.toml,$(PLUGINS) $
 demo: install
 	$(BIN)/collhub run examples/compare-allreduce.yaml --out runs/demo --force
 
-test: install-dev browser astrasim-deps
+test: install-dev browser astrasim-deps lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# ruff (lint; `ruff format --check` once FORMAT_CHECK=1) and mypy, configured in pyproject.toml.
+# FORMAT_CHECK stays 0 until the tree has had its one `ruff format` pass (after the merge of the
+# parallel branches: formatting before it would conflict with every one of them).
+FORMAT_CHECK ?= 0
+lint: install-dev
+	$(BIN)/ruff check --quiet .
+	$(if $(filter 1,$(FORMAT_CHECK)),$(BIN)/ruff format --check --quiet .)
+	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 
 # Headless Chromium for the registry page test (Debian package; best effort: the test skips
 # with a reason when no browser can be had).

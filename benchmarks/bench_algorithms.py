@@ -12,6 +12,7 @@ import argparse
 import gc
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in ranks:
             if n > LIMIT.get((name, coll), 1 << 30):
                 continue
-            secs, alg = _time(lambda: make(name, coll, n, **opts), args.repeat)
+            secs, alg = _time(partial(make, name, coll, n, **opts), args.repeat)
             nodes = alg.node_count()  # type: ignore[union-attr]
             opt_text = ",".join(f"{k}={v}" for k, v in opts.items()) or "-"
             print(f"{name:<20} {coll:<14} {opt_text:<34} {n:>6} {nodes:>10} {secs:>8.3f} "

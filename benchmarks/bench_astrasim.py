@@ -35,7 +35,8 @@ def _bench_parse(ranks: int) -> float:
 
     lines = []
     for i in range(ranks):
-        lines.append(f"[2025-06-10 10:00:01.000] [workload] [info] sys[{i}] finished, 90174 cycles, exposed communication 90174 cycles.")
+        lines.append(f"[2025-06-10 10:00:01.000] [workload] [info] sys[{i}] finished, 90174 cycles, exposed "
+                     "communication 90174 cycles.")
         lines.append(f"[2025-06-10 10:00:01.000] [statistics] [info] sys[{i}], Wall time: 90174")
         lines.append(f"[2025-06-10 10:00:01.000] [statistics] [info] sys[{i}], Comm time: 90174")
     text = "\n".join(lines)

@@ -19,8 +19,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph  # noqa: E402
-from hub.chakra import read_algorithm, write_algorithm  # noqa: E402
+from hub.chakra import (  # noqa: E402  # noqa: E402
+    Algorithm,
+    AlgorithmMeta,
+    Buffer,
+    Collective,
+    NodeType,
+    Op,
+    RankGraph,
+    read_algorithm,
+    write_algorithm,
+)
 
 
 def ring_allreduce(n: int, size: int | None = 1 << 30) -> Algorithm:

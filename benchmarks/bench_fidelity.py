@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--random", type=int, default=1000, help="random cases after the corpus (default 1000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs in parallel (default 2)")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "fidelity", help="reproducer folder (default runs/fidelity)")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "fidelity",
+                    help="reproducer folder (default runs/fidelity)")
     ap.add_argument("--no-corpus", action="store_true", help="random cases only")
     args = ap.parse_args(argv)
     why = oracle_unavailable()

@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]

@@ -85,7 +85,8 @@ def main() -> int:
 
     names = ["ring", "direct", "halving_doubling"]
     algs = [make(n, "allreduce", args.ranks) for n in names]
-    params = ReplayParams(size=args.min, max_size=args.max, factor=args.factor, iters=args.iters, warmup=2, repeat=args.repeat,
+    params = ReplayParams(size=args.min, max_size=args.max, factor=args.factor, iters=args.iters, warmup=2,
+                          repeat=args.repeat,
                           inplace="algorithm", backend="gloo", timeout=120)
     t0 = time.perf_counter()
     reps = replay(algs, params)
@@ -96,7 +97,7 @@ def main() -> int:
     print(f"{'algorithm':<18} {'size (B)':>10} {'time (us)':>11} {'busbw':>8} {'native (us)':>12} "
           f"{'native busbw':>12} {'replay/native busbw':>20} {'#wrong':>7}")
     ok = True
-    for name, rep in zip(names, reps):
+    for name, rep in zip(names, reps, strict=False):
         for row in rep.rows:
             ratio = row["ip_busbw_GBps"] / row["native_ip_busbw_GBps"]
             print(f"{name:<18} {row['size']:>10} {row['ip_time_us']:>11.1f} {row['ip_busbw_GBps']:>8.3f} "
@@ -104,7 +105,7 @@ def main() -> int:
                   f"{row['ip_wrong']:>7}")
             ok = ok and row["ip_wrong"] == 0
     print()
-    for name, rep in zip(names, reps):
+    for name, rep in zip(names, reps, strict=False):
         small = rep.rows[0]
         print(f"{name:<18}: at {small['size']} B, {small['ip_time_us'] / rep.steps:8.1f} us of replay time per message "
               f"(upper bound of the per-step cost: {rep.steps} messages per rank per iteration, network included)")

@@ -116,7 +116,6 @@ def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:  # noqa: C901
 
     from collhub_astrasim._bundle import _dims_for, build_bundle
     from collhub_astrasim._parse import parse_output
-
     from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 
     why = oracle_unavailable()
@@ -130,21 +129,25 @@ def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:  # noqa: C901
     collhub = str(Path(sys.executable).parent / "collhub")
     for n in ranks:
         with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
-            bundle = build_bundle(ring_allreduce(n, SIZE), out=Path(tmp) / "b", dims=_dims_for(f"ring:{n}"), predict=False)
+            bundle = build_bundle(ring_allreduce(n, SIZE), out=Path(tmp) / "b", dims=_dims_for(f"ring:{n}"),
+                                  predict=False)
             prefix = str(bundle.path / "algorithm" / "custom_allreduce")
             for mode in modes:
-                ours_s, ours_cpu, ours_mib, text = _timed([collhub, "consume", "hub.simulate", prefix, "-s", f"network=ring:{n}",
+                ours_s, ours_cpu, ours_mib, text = _timed([collhub, "consume", "hub.simulate", prefix, "-s",
+                                                           f"network=ring:{n}",
                                                  "-s", f"mode={mode}", "-f", "json"])
                 ours_ns = json.loads(text)["metrics"]["time_ns"]
                 if n > ASTRA_MAX_RANKS:  # ASTRA-sim needs > 4 GiB and many minutes at 1024 ranks (aware)
                     print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} "
                           f"{'(ASTRA-sim not run above ' + str(ASTRA_MAX_RANKS) + ' ranks)':>40}", flush=True)
                     continue
-                theirs_s, theirs_cpu, theirs_mib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
+                theirs_s, theirs_cpu, theirs_mib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()],
+                                                                cwd=bundle.path)
                 theirs_ns = parse_output(text).time_ns
                 same = ours_ns == theirs_ns
                 ok &= same
-                print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} {theirs_s:>8.2f} {theirs_cpu:>6.2f} "
+                print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} {theirs_s:>8.2f} "
+                      f"{theirs_cpu:>6.2f} "
                       f"{theirs_mib:>5.0f} {theirs_s / ours_s:>5.1f}x {theirs_cpu / ours_cpu:>5.1f}x "
                       f"{'yes' if same else 'NO':>7}", flush=True)
     return ok

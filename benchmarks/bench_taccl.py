@@ -104,7 +104,7 @@ def commands_table(time_limit: float) -> None:
     from collhub_taccl import SynthesizeParams, synthesize
     from collhub_taccl._commands import read_commands
 
-    print("\nTACCL's commands.sh runs (time limit %g s each; makespan in the model, us):\n" % time_limit)
+    print(f"\nTACCL's commands.sh runs (time limit {time_limit:g} s each; makespan in the model, us):\n")
     head = ("run", "coll", "ranks", "solve s", "model us", "lb us", "ratio", "gaps", "MILP", "note")
     rows = [head]
     for run in read_commands(TACCL / "commands.sh"):

@@ -73,7 +73,6 @@ def run_case(coll: str, topo: str, chunks: int, model: str, size: str | None, si
              verify: bool = True) -> dict[str, Any]:
     """One case in this process; returns the row as a dict."""
     from collhub_tacos import SynthesizeParams, synthesize
-
     from hub.sim import parse_size
     from hub.topology import load_topology
 
@@ -169,7 +168,7 @@ def print_tacos() -> int:
     print(hdr)
     print("-" * len(hdr))
     failures = 0
-    for label, topo, chunks, theirs, bound, their_s in TACOS_ROWS:
+    for label, topo, chunks, theirs, _bound, their_s in TACOS_ROWS:
         r = _subprocess(["--tacos-row", topo, str(chunks)])
         if "error" in r:
             print(f"{label:<17} error: {r['error']}")

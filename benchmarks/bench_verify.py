@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,7 @@ from hub.transforms import (
     remap_algorithm,
     resolve_mapping,
 )
-from hub.verify import LEVELS, verify
-from hub.verify import _races
+from hub.verify import LEVELS, _races, verify
 
 
 def ring_allreduce(n: int) -> Algorithm:
@@ -127,10 +127,10 @@ def main(argv: list[str]) -> int:
     for n in sizes:
         for label, alg in ((f"ring allreduce n={n}", ring_allreduce(n)),):
             assert verify(alg).ok, verify(alg).summary()
-            times = [_time(lambda lvl=lvl: verify(alg, level=lvl)) for lvl in LEVELS]
-            cpu = _cpu(lambda: verify(alg))
+            times = [_time(partial(verify, alg, level=lvl)) for lvl in LEVELS]
+            cpu = _cpu(partial(verify, alg))
             rcpu = min(_races_cpu(alg) for _ in range(3))
-            st = _time(lambda: algorithm_stats(alg), repeat=1)
+            st = _time(partial(algorithm_stats, alg), repeat=1)
             print(f"{label:<22}{alg.node_count():>10}" + "".join(f"{t:>11.3f}s" for t in times)
                   + f"{cpu:>9.3f}s{rcpu:>10.3f}s{st:>9.3f}s")
     n = sizes[-1] // 2

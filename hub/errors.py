@@ -41,7 +41,7 @@ one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: .
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [

@@ -59,7 +59,8 @@ def _problems(doc: Path) -> list[str]:
         for cited in _CITE.findall(line):
             if not any(p.name == cited for p in DOCS) and not (doc.parent / cited).exists():
                 found.append(f"{where}: cites {cited!r}, which is not in the repository")
-    if not rel.startswith("plugins/") and rel not in SHARED_DATA_DOCS:  # plugin READMEs may point their developers at it
+    # plugin READMEs may point their developers at it
+    if not rel.startswith("plugins/") and rel not in SHARED_DATA_DOCS:
         raw = doc.read_text(encoding="utf-8")  # code blocks included: they are run by readers
         for lineno, line in enumerate(raw.splitlines(), 1):
             if _SHARED.search(line):

@@ -7,8 +7,8 @@ of importing it) and ``from __future__`` features.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import importlib
 import types
 from pathlib import Path
@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _packages() -> list[str]:
     """Every package of the core and of the first-party distributions in this repository."""
-    roots = [REPO / "hub", *sorted((REPO / "plugins").glob("*/collhub_*")), *sorted((REPO / "registry").glob("collhub_*"))]
+    roots = [REPO / "hub", *sorted((REPO / "plugins").glob("*/collhub_*")),
+             *sorted((REPO / "registry").glob("collhub_*"))]
     names = []
     for root in roots:
         for init in sorted(root.rglob("__init__.py")):

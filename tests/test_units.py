@@ -37,8 +37,7 @@ def test_the_hint_states_both_prefix_kinds() -> None:
 def test_every_reader_is_the_core_one() -> None:
     """hub.simulate, the pipeline plot and the plugins accept exactly the same values."""
     from hub.pipeline._plot import parse_bytes
-    from hub.sim import SimulateParams
-    from hub.sim import parse_size as sim_parse
+    from hub.sim import SimulateParams, parse_size as sim_parse
 
     assert hub.parse_size is parse_size and sim_parse is parse_size
     for text in ("1M", "2.2MB", "1e6", "1MiB"):

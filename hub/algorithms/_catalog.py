@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..chakra import Algorithm, Collective
 from ..errors import AlgorithmError

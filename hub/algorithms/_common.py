@@ -14,8 +14,9 @@ Algorithms whose shape differs per rank (trees, rooted collectives) use
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -138,7 +139,7 @@ class VecBuilder:
         vals = self._vals[name]
         m, n = len(vals), self.n
         is_arr = np.fromiter((isinstance(v, np.ndarray) for v in vals), dtype=bool, count=m)
-        scalars = np.fromiter((0 if a else v for v, a in zip(vals, is_arr)), dtype=np.int64, count=m)
+        scalars = np.fromiter((0 if a else v for v, a in zip(vals, is_arr, strict=False)), dtype=np.int64, count=m)
         if not is_arr.any():
             return np.broadcast_to(scalars.astype(dtype), (n, m))
         # fill node-major (contiguous rows per node), then transpose once to rank-major

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..chakra import Algorithm, AlgorithmMeta, Buffer, Collective, Op, RankGraphBuilder, build_algorithm
-from ._common import VecBuilder, check_collective, check_ranks, check_root
+from ._common import Value, VecBuilder, check_collective, check_ranks, check_root
 from ._params import DirectParams, validated
 
 __all__ = ["DIRECT_COLLECTIVES", "build_direct", "direct"]
@@ -67,6 +67,7 @@ def build_direct(p: DirectParams) -> Algorithm:
     # allreduce / reducescatter: all-pairs reduce-scatter (rank r sums block r) ...
     scatter = coll == Collective.REDUCESCATTER
     meta = replace(meta, in_chunks=n, out_chunks=1 if scatter else n)
+    own: Value  # the block this rank sums: its rank (array), or 0 in its 1-block output
     if p.inplace:
         work, own = ins, r
         start: list[int] = []

@@ -18,7 +18,10 @@ Ranks are numbered node-major: rank r = a*L + l lives on node a (0..N-1) as loca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+
+import numpy as np
 
 from ..chakra import Algorithm, AlgorithmMeta, Buffer, Collective
 from ..errors import AlgorithmError
@@ -90,7 +93,7 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
         lanes = []
         for b in range(N):
             lane = Lane(pos=l, size=L, nxt=a * L + (l + 1) % L, prv=a * L + (l - 1) % L,
-                        off=lambda seg, b=b: b * L + seg, count=1, buf=buf, chan=0)
+                        off=_shifted(b * L), count=1, buf=buf, chan=0)
             lane.start(deps)
             lanes.append(lane)
         return lanes
@@ -116,6 +119,11 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
         lanes = intra_lanes(inter.tail)
         ring_phase(vb, lanes, "ag", reduction_comp=p.reduction_comp)
     return vb.build(meta)
+
+
+def _shifted(base: int) -> Callable[[np.ndarray], np.ndarray]:
+    """``off`` of a lane whose segments start at chunk ``base``."""
+    return lambda seg: base + seg
 
 
 def _alltoall(vb: VecBuilder, p: HierarchicalParams, L: int, N: int, meta: AlgorithmMeta) -> Algorithm:

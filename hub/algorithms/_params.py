@@ -56,7 +56,7 @@ class AlgorithmParams(BaseModel):
         return Collective.parse(str(value) if not isinstance(value, Collective) else value).value
 
     @model_validator(mode="after")
-    def _within_limit(self) -> "AlgorithmParams":
+    def _within_limit(self) -> AlgorithmParams:
         # checked before anything is allocated: the builders' arrays grow with ranks^2
         if self.ranks > self.max_ranks:
             raise ValueError(f"ranks={self.ranks} is more than max_ranks={self.max_ranks}; "
@@ -128,7 +128,7 @@ def validated(model: type[AlgorithmParams], **values: object) -> AlgorithmParams
     from ..errors import UsageError
 
     try:
-        return model(**values)
+        return model.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err.get("loc", ())) or model.__name__

@@ -198,7 +198,7 @@ def _alltoall(p: RingParams, n: int, c: int, meta: AlgorithmMeta) -> Algorithm:
                     count = n - s
                     first = prev_land if s == 1 else prev_land + 1
                     b.send((r + d) % n, src=(Buffer.SCRATCH, first), count=count, tag=tag, chan=h,
-                           deps=staging if s == 1 else [prev_recv])
+                           deps=staging if prev_recv is None else [prev_recv])
                     prev_recv = b.recv((r - d) % n, dst=(Buffer.SCRATCH, land), count=count, tag=tag, chan=h,
                                        deps=[prev_recv] if prev_recv is not None else [])
                     origin = at(pos - s)

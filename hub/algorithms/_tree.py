@@ -117,7 +117,7 @@ def build_double_binary_tree(p: DoubleBinaryTreeParams) -> Algorithm:
             start = [b.comp(Op.COPY, src=(Buffer.INPUT, 0), dst=(Buffer.OUTPUT, 0), count=c)]
         for t, (parent, children) in enumerate(tree_pair):
             par, kids = parent[r], children[r]
-            last_up = {k: None for k in kids}  # previous up-RECV per child (keeps chunk order)
+            last_up: dict[int, int | None] = {k: None for k in kids}  # previous up-RECV per child (keeps chunk order)
             last_down: int | None = None
             for j in range(P):
                 o = t * P + j
@@ -126,7 +126,8 @@ def build_double_binary_tree(p: DoubleBinaryTreeParams) -> Algorithm:
                 sent_up: list[int] = []
                 if up:
                     for k in kids:
-                        deps = ready + ([last_up[k]] if last_up[k] is not None else [])
+                        prev = last_up[k]
+                        deps = ready + ([prev] if prev is not None else [])
                         rv = b.recv(k, dst=(work, o), op=Op.REDUCE, tag=tag_up, chan=t, deps=deps)
                         last_up[k] = rv
                         ready = [b.comp(Op.NONE, count=1, deps=[rv], chan=t)] if p.reduction_comp else [rv]

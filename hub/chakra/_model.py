@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum, StrEnum
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class Collective(StrEnum):
     CUSTOM = "custom"
 
     @classmethod
-    def parse(cls, value: str | "Collective") -> "Collective":
+    def parse(cls, value: str | Collective) -> Collective:
         """Accept the spellings used across tools: ``all_reduce``, ``reduce_scatter``, ``AllReduce``."""
         if isinstance(value, Collective):
             return value
@@ -257,7 +258,7 @@ class RankGraph:
         names: list[str] | None = None,
         extra: dict[int, tuple[tuple[str, Any], ...]] | None = None,
         **columns: Any,
-    ) -> "RankGraph":
+    ) -> RankGraph:
         """Build a graph from whole columns; missing columns take their defaults.
 
         ``ids`` defaults to ``0..n-1``. Scalars broadcast. Without ``dep_ptr`` no node has deps.
@@ -359,7 +360,7 @@ class RankGraph:
         """Map Chakra node id -> position."""
         return {int(i): p for p, i in enumerate(self.ids.tolist())}
 
-    def copy(self) -> "RankGraph":
+    def copy(self) -> RankGraph:
         g = RankGraph.__new__(RankGraph)
         for name in COLUMN_NAMES:
             setattr(g, name, getattr(self, name).copy())
@@ -486,7 +487,8 @@ class RankGraphBuilder:
 
     def build(self) -> RankGraph:
         n = len(self)
-        cols = {name: np.asarray(vals, dtype=dt) for (name, dt, _), vals in zip(_COLUMNS, self._cols.values())}
+        cols: dict[str, Any] = {name: np.asarray(vals, dtype=dt)
+                                for (name, dt, _), vals in zip(_COLUMNS, self._cols.values(), strict=False)}
         return RankGraph.from_columns(
             n,
             dep_ptr=np.asarray(self._ptr, dtype=np.int64),
@@ -537,10 +539,10 @@ class Algorithm:
                 return False
         return True
 
-    def with_meta(self, **changes: Any) -> "Algorithm":
+    def with_meta(self, **changes: Any) -> Algorithm:
         return Algorithm(replace(self.meta, **changes), self.graphs)
 
-    def bind(self, size: int) -> "Algorithm":
+    def bind(self, size: int) -> Algorithm:
         """Return a copy whose SEND/RECV (and costed COMP) nodes carry byte sizes for a collective
         of ``size`` bytes (nccl-tests' definition of size; see :func:`chunk_bytes`)."""
         per_chunk = chunk_bytes(int(size), self.meta.reference_chunks)

@@ -20,7 +20,7 @@ Limits (overridable through the environment, documented in docs/security.md):
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -88,7 +88,7 @@ class Workload:
     @classmethod
     def single_collective(
         cls, collective: Collective, ranks: int, size: int, *, name: str | None = None
-    ) -> "Workload":
+    ) -> Workload:
         """The microbenchmark shape: one COMM_COLL node per rank."""
         coll = Collective.parse(collective)
         if coll not in COMM_TYPE_OF:

@@ -138,9 +138,17 @@ def workload_summary(wl: Workload) -> dict[str, Any]:
     }
 
 
+def _collective_text(c: dict[str, Any]) -> str:
+    """``ALL_REDUCE 1 MiB pg 0 x8``: one kind of collective of the summary."""
+    from ._summary import _bytes
+
+    size = _bytes(c["comm_size"]) if c["comm_size"] >= 0 else "no size"
+    pg = " pg " + c["pg_name"] if c["pg_name"] else ""
+    return f"{c['kind']} {size}{pg} x{c['nodes']}"
+
+
 def format_workload_summary(s: dict[str, Any]) -> str:
     """The text form of :func:`workload_summary`."""
-    from ._summary import _bytes
 
     pr = s["per_rank"]
 
@@ -148,8 +156,7 @@ def format_workload_summary(s: dict[str, Any]) -> str:
         vals = [r[key] for r in pr]
         return f"{min(vals)} .. {max(vals)}" if vals else "-"
 
-    colls = ", ".join(f"{c['kind']} {_bytes(c['comm_size']) if c['comm_size'] >= 0 else 'no size'}{' pg ' + c['pg_name'] if c['pg_name'] else ''} x{c['nodes']}"
-                      for c in s["collectives"]) or "none"
+    colls = ", ".join(_collective_text(c) for c in s["collectives"]) or "none"
     pgs = ", ".join(f"{g['pg_name']} ({g['desc'] or '-'}, size {g['group_size']}, {g['backend'] or '-'})"
                     for g in s["process_groups"]) or "none declared"
     lines = [
@@ -168,5 +175,6 @@ def format_workload_summary(s: dict[str, Any]) -> str:
         f"({span('critical_path_nodes')} nodes; communication not counted)",
     ]
     if s["dangling_dependencies"]:
-        lines.append(f"repaired    {s['dangling_dependencies']} dependencies on absent nodes dropped (treated as satisfied)")
+        lines.append(f"repaired    {s['dangling_dependencies']} dependencies on absent nodes dropped (treated as "
+                     "satisfied)")
     return "\n".join(lines)

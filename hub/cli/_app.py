@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from typer import core as typer_core
@@ -331,7 +331,7 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Optional[bool] = typer.Option(  # noqa: UP007 - Typer needs Optional here
+    version: bool | None = typer.Option(
         None, "--version", "-V", help="Show collhub's and every plugin's version and location.",
         callback=_version_callback, is_eager=True,
     ),

@@ -15,7 +15,7 @@ from ._output import err, out
 __all__ = ["GraphFormat", "show_graph"]
 
 
-class GraphFormat(str, enum.Enum):
+class GraphFormat(enum.StrEnum):
     dot = "dot"
     graphml = "graphml"
     svg = "svg"

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
-from typing import Any, Sequence
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
 
 import typer
 
 __all__ = ["OutputFormat", "FORMAT_OPTION", "emit_json", "err", "out", "table"]
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     """``--format`` choices of every command that lists or reports."""
 
     table = "table"

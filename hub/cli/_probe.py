@@ -87,7 +87,8 @@ def _cache_key(fingerprint: str) -> str:
             parts.append(f"{spec.origin}:{_mtime(spec.origin)}")
         for root in roots:
             for dirpath, _dirs, files in os.walk(root):
-                parts += [f"{dirpath}/{f}:{_mtime(os.path.join(dirpath, f))}" for f in sorted(files) if f.endswith(".py")]
+                py = [f for f in sorted(files) if f.endswith(".py")]
+                parts += [f"{dirpath}/{f}:{_mtime(os.path.join(dirpath, f))}" for f in py]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

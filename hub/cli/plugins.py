@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -53,7 +53,7 @@ def print_versions() -> None:
 
 @app.command("list")
 def list_plugins(
-    kind: Optional[str] = typer.Option(None, "--kind", "-k", help="Only producer, transform or consumer components."),  # noqa: UP007
+    kind: str | None = typer.Option(None, "--kind", "-k", help="Only producer, transform or consumer components."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """List plugins, their components, and plugins that failed to load.
@@ -98,7 +98,7 @@ def list_plugins(
 def info(
     target: str = typer.Argument(..., metavar="ID_OR_NAME", help="A component id (hub.ring) or a plugin name."),
     remote: bool = typer.Option(False, "--remote", help="Show the registry's entry for plugin NAME instead."),
-    registry: Optional[str] = typer.Option(  # noqa: UP007
+    registry: str | None = typer.Option(
         None, "--registry", "-r", help="Registry URL for --remote (default: $COLLHUB_REGISTRY_URL or config)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
@@ -250,7 +250,8 @@ def _remote_info(name: str, registry: str | None, fmt: OutputFormat) -> None:
     out(table(["version", "yanked", "requires_hub", "api", "python", "files"], rows))
     out()
     out(table(["version", "file", "sha256", "size"],
-              [(v, f.filename, f.hashes.get("sha256", "-"), f.size) for v, e in _by_version(doc.versions) for f in e.files]))
+              [(v, f.filename, f.hashes.get("sha256", "-"), f.size) for v,
+               e in _by_version(doc.versions) for f in e.files]))
     out()
     out(f"components of {doc.latest}:")
     out(table(["component", "kind", "collectives", "summary"],

@@ -7,7 +7,7 @@ distribution (``registry/``) through the ``collhub_commands`` hook.
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -16,7 +16,8 @@ from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
 
-REGISTRY_OPTION = typer.Option(None, "--registry", "-r", help="Registry URL (default: $COLLHUB_REGISTRY_URL or config).")
+REGISTRY_OPTION = typer.Option(None, "--registry", "-r",
+                               help="Registry URL (default: $COLLHUB_REGISTRY_URL or config).")
 
 
 def _client(registry: str | None, offline: bool = False) -> Any:
@@ -27,9 +28,9 @@ def _client(registry: str | None, offline: bool = False) -> Any:
 
 def search_command(
     query: str = typer.Argument("", help="Words to look for in names, summaries, keywords and components."),
-    kind: Optional[str] = typer.Option(None, "--kind", "-k", help="producer, transform or consumer."),  # noqa: UP007
-    collective: Optional[str] = typer.Option(None, "--collective", "-c", help="e.g. allreduce, alltoall."),  # noqa: UP007
-    registry: Optional[str] = REGISTRY_OPTION,  # noqa: UP007
+    kind: str | None = typer.Option(None, "--kind", "-k", help="producer, transform or consumer."),
+    collective: str | None = typer.Option(None, "--collective", "-c", help="e.g. allreduce, alltoall."),
+    registry: str | None = REGISTRY_OPTION,
     offline: bool = typer.Option(False, "--offline", help="Use the cached index only."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
@@ -53,7 +54,7 @@ def search_command(
 
 def install_command(
     requirements: list[str] = typer.Argument(..., help="NAME or NAME<spec>, e.g. collhub-mscclang>=0.1."),
-    registry: Optional[str] = REGISTRY_OPTION,  # noqa: UP007
+    registry: str | None = REGISTRY_OPTION,
     upgrade: bool = typer.Option(False, "--upgrade", "-U", help="Upgrade already installed plugins."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and show what would be installed."),
     force: bool = typer.Option(False, "--force", help="Replace an editable (development) install without asking."),

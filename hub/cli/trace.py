@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -22,10 +22,10 @@ app = typer.Typer(help="Show, verify and convert Chakra ET traces.", no_args_is_
 def show(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     fmt: OutputFormat = FORMAT_OPTION,
-    graph: Optional[GraphFormat] = typer.Option(None, "--graph", help="Draw the DAG instead: dot, graphml or svg."),
-    rank: Optional[int] = typer.Option(None, "--rank", min=0, help="With --graph: only this rank (default: all, "
+    graph: GraphFormat | None = typer.Option(None, "--graph", help="Draw the DAG instead: dot, graphml or svg."),
+    rank: int | None = typer.Option(None, "--rank", min=0, help="With --graph: only this rank (default: all, "
                                        "with message edges)."),
-    graph_out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --graph: write here, not to stdout."),
+    graph_out: Path | None = typer.Option(None, "--out", "-o", help="With --graph: write here, not to stdout."),
 ) -> None:
     """Summarise a trace: collective, ranks, nodes, messages, bytes; or draw its DAG (--graph).
 
@@ -99,7 +99,8 @@ def verify(
         for p in problems:
             out(str(p))
     if not report.ok:
-        shown = f" ({len(problems)} listed; --max-problems N lists more)" if len(problems) < report.problem_count else ""
+        listed = f" ({len(problems)} listed; --max-problems N lists more)"
+        shown = listed if len(problems) < report.problem_count else ""
         err(f"error: {prefix}: verification failed with {report.problem_count} problem(s){shown}")
         raise typer.Exit(ExitCode.VALIDATION)
 

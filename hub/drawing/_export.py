@@ -50,7 +50,8 @@ def to_graphml(alg: Algorithm | DagView, rank: int | None = None) -> str:
     out.append('  <key id="kind" for="edge" attr.name="kind" attr.type="string"/>')
     out.append(f'  <graph id={quoteattr(view.name or "algorithm")} edgedefault="directed">')
     for n in view.nodes:
-        values = {"rank": n.rank, "id": n.id, "type": n.kind, "name": n.label.split("\n")[-1] if "\n" in n.label else "",
+        values = {"rank": n.rank, "id": n.id, "type": n.kind,
+                  "name": n.label.split("\n")[-1] if "\n" in n.label else "",
                   "peer": n.peer, "size": n.size, "tag": n.tag, "depth": n.depth}
         data = "".join(f'<data key="{k}">{escape(str(v))}</data>' for k, v in values.items() if v not in (None, ""))
         out.append(f'    <node id="{n.key}">{data}</node>')

@@ -81,5 +81,5 @@ def dag_view(alg: Algorithm, rank: int | None = None) -> DagView:
                 recvs[(peer, r, tag)].append(keys[p])
     if rank is None:
         for key, out in sends.items():
-            view.messages.extend(zip(out, recvs.get(key, [])))
+            view.messages.extend(zip(out, recvs.get(key, []), strict=False))
     return view

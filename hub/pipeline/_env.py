@@ -34,7 +34,7 @@ class ManagerSpec:
         return {"autoload": self.autoload, "plugins": list(self.plugins)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ManagerSpec":
+    def from_dict(cls, data: dict[str, Any]) -> ManagerSpec:
         return cls(bool(data.get("autoload", True)), tuple(data.get("plugins", ())))
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["EXIT_AFTER_INTERRUPT", "Interrupts", "worker_init"]
 
@@ -47,7 +48,7 @@ class Interrupts:
         self.stopping = False
         self._old: dict[int, Any] = {}
 
-    def __enter__(self) -> "Interrupts":
+    def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig in _SIGNALS:
                 try:

@@ -115,7 +115,8 @@ class Pipeline(_Strict):
     consumers: dict[StepName, ConsumerStep] = Field(
         default_factory=dict, description="named consumers; without any the run only produces algorithms"
     )
-    output: str | None = Field(default=None, description="run directory (relative to the pipeline file); may use ${var} from vars")
+    output: str | None = Field(default=None,
+                               description="run directory (relative to the pipeline file); may use ${var} from vars")
     on_error: Literal["fail", "continue"] = Field(
         default="fail", description="fail: stop at the first failing step; continue: record the failure in its rows"
     )

@@ -15,12 +15,12 @@ import difflib
 import json
 import math
 import os
-import re
 import sys
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from .._units import parse_size
 from ..errors import FormatError, UsageError
@@ -173,8 +173,8 @@ def _variables(doc: Mapping[str, Any]) -> tuple[list[str], dict[str, list[Any]]]
     """Variable names (document order, then any seen in rows) and each one's distinct values in first-seen order."""
     names: list[str] = [str(v) for v in doc.get("variables") or []]
     values: dict[str, dict[str, Any]] = {n: {} for n in names}
-    points = [p for p in doc.get("points") or [] if isinstance(p, Mapping)]
-    points += [r.get("point") for r in doc["rows"] if isinstance(r, Mapping) and isinstance(r.get("point"), Mapping)]
+    points: list[Mapping[str, Any]] = [p for p in doc.get("points") or [] if isinstance(p, Mapping)]
+    points += [r["point"] for r in doc["rows"] if isinstance(r, Mapping) and isinstance(r.get("point"), Mapping)]
     for p in points:
         for k, v in p.items():
             if k not in values:
@@ -296,7 +296,7 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
                          hint="pass --x with a variable every row has")
     panels = []
     for pkey in sorted(cells):  # matrix order of each panel variable's values
-        title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey) if i >= 0)
+        title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey, strict=False) if i >= 0)
         lines = {s: sorted(cells[pkey][s].items()) for s in series if s in cells[pkey]}
         flags = {s: [(x, y) for x, y in pts if x in warned_at.get(pkey, {}).get(s, ())] for s, pts in lines.items()}
         panels.append(Panel(title, lines, {s: pts for s, pts in flags.items() if pts}))
@@ -422,7 +422,7 @@ def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
                                linestyle=dash, markersize=5.5, linewidth=1.8, markeredgecolor="white",
                                markeredgewidth=0.6, label=s)
                 handles.setdefault(s, h)
-            for s, pts in p.flagged.items():
+            for pts in p.flagged.values():
                 (h,) = ax.plot([a for a, _ in pts], [b for _, b in pts], linestyle="none", marker="o",
                                markersize=11, markerfacecolor="none", markeredgecolor="#d62728",
                                markeredgewidth=1.6, label=_WARNED)
@@ -493,7 +493,7 @@ def _legend_plan(series: Sequence[str], width: float) -> tuple[str, int, float, 
 def _fixed_formatter(ticks: list[float], labels: list[str]) -> Any:
     from matplotlib.ticker import FuncFormatter
 
-    table = dict(zip(ticks, labels))
+    table = dict(zip(ticks, labels, strict=False))
     return FuncFormatter(lambda v, _pos: table.get(v, ""))
 
 

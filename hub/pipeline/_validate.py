@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import difflib
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as dist_version
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ComponentNotFoundError, Issue, PipelineValidationError
 from ._env import ManagerSpec, component_ids, manager_for
-from ._loader import LoadedFile, format_path, load_file, load_text
 from ._limits import LIMITS, limit
+from ._loader import LoadedFile, format_path, load_file, load_text
 from ._matrix import Point, count_points, expand, interpolate, references, resolvable
 from ._model import MATRIX_TAGS, NAME_PATTERN, VAR_PATTERN, Pipeline
 from .._ranges import RANGE_KEYS, is_range, range_issues, range_values
@@ -75,17 +76,17 @@ def _allowed_keys(path: tuple[Any, ...]) -> list[str]:
     """Keys the model allows at ``path`` (for "did you mean" on unknown keys)."""
     from ._model import ConsumerStep, SourceSpec, TransformStep
 
-    models = {0: Pipeline, 2: {"sources": SourceSpec, "consumers": ConsumerStep}}
+    keyed: dict[str, type[BaseModel]] = {"sources": SourceSpec, "consumers": ConsumerStep}
     if len(path) == 0:
         return list(Pipeline.model_fields)
-    if len(path) == 2 and path[0] in models[2]:
-        return list(models[2][path[0]].model_fields)
+    if len(path) == 2 and path[0] in keyed:
+        return list(keyed[path[0]].model_fields)
     if len(path) == 4 and path[0] == "sources" and path[2] == "transforms":
         return list(TransformStep.model_fields)
     return []
 
 
-def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str, Any],
+def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: Mapping[str, Any],
                       fields: list[str] | None = None) -> Issue:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     if prefix == () and len(loc) >= 3 and loc[0] == "matrix" and loc[2] in MATRIX_TAGS:
@@ -108,11 +109,13 @@ def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str
     if kind == "missing":
         # Point at the key of the mapping that lacks the field.
         # Point at the key of the mapping that lacks the field (the field itself has no position).
+        line, column = _line_col(loaded, path[:-1], key=True)
         return Issue(
             message=f"required key {loc[-1]!r} is missing",
             path=format_path(path),
             file=loaded.file,
-            **_line_col(loaded, path[:-1], key=True),
+            line=line,
+            column=column,
         )
     message = err["msg"]
     if kind == "string_pattern_mismatch":
@@ -132,9 +135,9 @@ def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: dict[str
     return loaded.issue(path, message, hint=hint, key=is_key)
 
 
-def _line_col(loaded: LoadedFile, path: tuple[Any, ...], *, key: bool = False) -> dict[str, int | None]:
+def _line_col(loaded: LoadedFile, path: tuple[Any, ...], *, key: bool = False) -> tuple[int | None, int | None]:
     pos = loaded.locate(path, key=key)
-    return {"line": pos.line if pos else None, "column": pos.column if pos else None}
+    return (pos.line, pos.column) if pos else (None, None)
 
 
 # ---------------------------------------------------------------- pass 2
@@ -202,7 +205,8 @@ def _variable_issues(loaded: LoadedFile, model: Pipeline) -> list[Issue]:
                                                hint=f"give every value of {name} the key {ref.split('.', 1)[1]!r}"))
                 continue
             if name in known:  # a matrix variable in `output`
-                issues.append(loaded.issue(prefix + ref_path, f"${{{name}}} is a matrix variable; output may use only vars",
+                issues.append(loaded.issue(prefix + ref_path,
+                                           f"${{{name}}} is a matrix variable; output may use only vars",
                                            hint="one run directory holds every point"))
                 continue
             close = difflib.get_close_matches(name, sorted(allowed), n=1)
@@ -479,7 +483,8 @@ def validate_text(text: str, file: str = "<pipeline>", *, manager: Any = None,
     return validate_loaded(load_text(text, file), manager=manager, manager_spec=manager_spec)
 
 
-def validate_file(path: str | Path, *, manager: Any = None, manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+def validate_file(path: str | Path, *, manager: Any = None,
+                  manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
     """Read, parse and validate a pipeline file."""
     return validate_loaded(load_file(path), manager=manager, manager_spec=manager_spec)
 

@@ -6,6 +6,7 @@ Plugins import from here only::
 """
 
 from ._guard import PluginTimeout
+from ._lazy import lazy_namespace
 from ._loader import ENTRY_POINT_GROUP, BrokenPlugin, PluginApiWarning
 from ._manager import PluginInfo, PluginManager, create_manager, get_manager
 from ._spec import (
@@ -18,7 +19,6 @@ from ._spec import (
     TransformSpec,
     resolve_ref,
 )
-from ._lazy import lazy_namespace
 from .hookspecs import hookimpl, hookspec
 
 __all__ = [

@@ -7,9 +7,14 @@ the plugin, reported as a :class:`~hub.errors.PluginError` naming it (exit 4), n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PluginError, UsageError
+
+if TYPE_CHECKING:  # annotations only
+    from pydantic import BaseModel
+
+    from ._spec import ComponentSpec
 
 __all__: list[str] = []  # private helpers of hub.plugins._manager
 

@@ -21,8 +21,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import PluginError
 
@@ -104,7 +105,7 @@ def guarded(fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: flo
         raise _Alarm
 
     # setitimer overflows past ~1e8 s (and a NaN is no limit): treat those as "no timeout".
-    use_alarm = bool(timeout) and main and hasattr(signal, "setitimer") and 0 < float(timeout) < _MAX_TIMEOUT
+    use_alarm = bool(timeout) and main and hasattr(signal, "setitimer") and 0 < float(timeout or 0) < _MAX_TIMEOUT
     try:
         try:
             if main:
@@ -123,7 +124,8 @@ def guarded(fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: flo
                     signal.signal(signal.SIGINT, old_int)
     except _Alarm:
         raise PluginTimeout(f"{what} did not finish within {timeout:g} s",
-                            hint="raise the timeout (--timeout, or timeout: in the pipeline) or fix the plugin") from None
+                            hint="raise the timeout (--timeout, or timeout: in the pipeline) or fix the "
+                                 "plugin") from None
     except KeyboardInterrupt:
         if interrupted:
             raise

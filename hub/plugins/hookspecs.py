@@ -3,13 +3,15 @@
 Hooks are always *called* with keyword arguments and are additive: arguments may be added in
 later minor API versions, never removed, and an implementation may accept any subset of a spec's
 arguments. (The specs are written without a bare ``*``: pluggy reads a spec's argument names from
-its positional parameters, so keyword-only specs would reject every implementation.) Registration hooks take no arguments and return an iterable of frozen
-descriptors from :mod:`hub.plugins` (``ProducerSpec``, ``TransformSpec``, ``ConsumerSpec``).
+its positional parameters, so keyword-only specs would reject every implementation.)
+Registration hooks take no arguments and return an iterable of frozen descriptors from
+:mod:`hub.plugins` (``ProducerSpec``, ``TransformSpec``, ``ConsumerSpec``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -23,7 +25,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def collhub_producers() -> Iterable["ProducerSpec"]:
+def collhub_producers() -> Iterable[ProducerSpec]:
     """Return the producers this plugin provides.
 
     Example::
@@ -37,7 +39,7 @@ def collhub_producers() -> Iterable["ProducerSpec"]:
 
 
 @hookspec
-def collhub_transforms() -> Iterable["TransformSpec"]:
+def collhub_transforms() -> Iterable[TransformSpec]:
     """Return the transforms (Algorithm -> Algorithm) this plugin provides.
 
     Example::
@@ -50,7 +52,7 @@ def collhub_transforms() -> Iterable["TransformSpec"]:
 
 
 @hookspec
-def collhub_consumers() -> Iterable["ConsumerSpec"]:
+def collhub_consumers() -> Iterable[ConsumerSpec]:
     """Return the consumers (Algorithm/Workload -> Result) this plugin provides.
 
     Example::

@@ -18,9 +18,10 @@ import sys
 import tempfile
 import tomllib
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urljoin
 
 import httpx
@@ -38,7 +39,16 @@ from ..errors import (
     UsageError,
 )
 from ._fetch import Fetcher, origin
-from ._models import API_VERSION, FileEntry, IndexDoc, PluginDoc, PluginSummary, VersionEntry, normalize_name, valid_name
+from ._models import (
+    API_VERSION,
+    FileEntry,
+    IndexDoc,
+    PluginDoc,
+    PluginSummary,
+    VersionEntry,
+    normalize_name,
+    valid_name,
+)
 
 __all__ = ["InstallPlan", "RegistryClient", "default_registry_url", "prune_unknown"]
 
@@ -140,7 +150,8 @@ def _prune_value(annotation: Any, value: Any) -> Any:
 
 _HINTS: tuple[tuple[type[RegistryError], str], ...] = (
     (IntegrityError, "the file on the server differs from the one indexed; nothing was installed"),
-    (RegistryFormatError, "the registry serves documents collhub cannot use; tell its maintainer, or use another --registry"),
+    (RegistryFormatError,
+     "the registry serves documents collhub cannot use; tell its maintainer, or use another --registry"),
     (RegistryUnavailableError, "check the URL, retry later, or use --offline"),
     (RegistryError, "see: collhub search, or collhub plugins info NAME --remote"),
 )
@@ -201,7 +212,8 @@ class RegistryClient:
         try:
             origin(base)
         except ValueError as exc:
-            raise UsageError(f"bad registry URL {base[:200]!r}: {exc}", hint="e.g. --registry https://host/collhub/") from None
+            raise UsageError(f"bad registry URL {base[:200]!r}: {exc}",
+                             hint="e.g. --registry https://host/collhub/") from None
         self.base_url = base if base.endswith("/") else base + "/"
         digest = hashlib.sha256(self.base_url.encode()).hexdigest()[:16]
         self.cache_dir = (cache_dir or _cache_root() / "registry") / digest
@@ -217,7 +229,7 @@ class RegistryClient:
                              user_agent=f"collhub/{__version__} (+registry client)",
                              allowed_origins=frozenset(origins), retries=retries)
 
-    def __enter__(self) -> "RegistryClient":
+    def __enter__(self) -> RegistryClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -303,7 +315,8 @@ class RegistryClient:
                 hint="upgrade collhub",
             )
         if major == our_major and minor > our_minor:
-            warnings.warn(f"{url}: index api-version {version} is newer than {API_VERSION}; unknown keys ignored", stacklevel=3)
+            warnings.warn(f"{url}: index api-version {version} is newer than {API_VERSION}; unknown keys ignored",
+                          stacklevel=3)
         return data
 
     def _model(self, model: type[BaseModel], data: dict[str, Any], what: str) -> Any:
@@ -390,7 +403,8 @@ class RegistryClient:
         if not candidates:
             detail = "; ".join(reasons) or f"no version matches {req.specifier or 'any'}"
             exc_type = IncompatiblePluginError if reasons else RegistryError
-            raise exc_type(f"cannot install {requirement}: {detail}", hint="see: collhub plugins info " + doc.name + " --remote")
+            raise exc_type(f"cannot install {requirement}: {detail}",
+                           hint="see: collhub plugins info " + doc.name + " --remote")
         _, text, entry = max(candidates, key=lambda c: c[0])
         wheels = [f for f in entry.files if f.filename.endswith(".whl")]
         if not wheels:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import zlib
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, BinaryIO, Callable, Coroutine, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import httpx

@@ -183,7 +183,7 @@ class PluginDoc(_Strict):
     versions: dict[str, VersionEntry]
 
     @model_validator(mode="after")
-    def _latest_known(self) -> "PluginDoc":
+    def _latest_known(self) -> PluginDoc:
         if self.latest not in self.versions:
             raise ValueError(f"latest {self.latest!r} is not one of the versions")
         return self

@@ -162,7 +162,8 @@ def read_wheel(path: Path) -> WheelInfo:
         try:
             Version(version)
         except InvalidVersion:
-            raise RegistryFormatError(f"{path.name}: METADATA Version {version[:100]!r} is not a PEP 440 version") from None
+            raise RegistryFormatError(f"{path.name}: METADATA Version {version[:100]!r} is not a PEP 440 "
+                                      "version") from None
         requires_python = meta.get("Requires-Python", "") or ""
         try:
             SpecifierSet(requires_python)
@@ -185,7 +186,8 @@ def read_wheel(path: Path) -> WheelInfo:
         if len(manifests) != 1:
             raise RegistryFormatError(
                 f"{path.name}: expected one entry point in group {MANIFEST_GROUP!r}, found {len(manifests)}",
-                hint='add [project.entry-points."collhub.manifest"] <plugin> = "<package>" (with <package>/collhub-plugin.toml)',
+                hint='add [project.entry-points."collhub.manifest"] <plugin> = "<package>" (with '
+                     '<package>/collhub-plugin.toml)',
             )
         # The value names the package holding the manifest ("pkg", file collhub-plugin.toml),
         # or "pkg:resource" for another file name.

@@ -12,7 +12,7 @@ ASTRA-sim's own (``static_cast<EventTime>`` of each delay); the engine applies t
 from __future__ import annotations
 
 from array import array
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def unaware_delays(topo: Topology, src: np.ndarray, dst: np.ndarray, size: np.nd
     if isinstance(topo, DimensionalTopology):
         out = np.zeros(src.shape, dtype=np.float64)
         todo = src != dst
-        for dim, stride in zip(topo.dims, topo.strides):
+        for dim, stride in zip(topo.dims, topo.strides, strict=False):
             a = (src // stride) % dim.npus
             b = (dst // stride) % dim.npus
             here = todo & (a != b)  # first dimension where the coordinates differ

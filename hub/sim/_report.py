@@ -136,16 +136,16 @@ def _gantt(fig: Any, ax: Any, res: SimulationResult) -> None:
         height = 0.5 / max(int(lane.max()) + 1 if len(lane) else 1, 1)
         for k in range(int(lane.max()) + 1 if len(lane) else 0):
             on = sel[lane == k]
-            spans = list(zip(s[on] / 1000, np.maximum(f[on] - s[on], 1) / 1000))
+            spans = list(zip(s[on] / 1000, np.maximum(f[on] - s[on], 1) / 1000, strict=False))
             ax.broken_barh(spans, (r - 0.35 + k * height, height), facecolors=cmap(norm(step[on])),
                            edgecolor="white", linewidth=0.2)
     crank, cs, cf = _intervals(res, K_COMP)
     if len(crank):
-        ax.broken_barh(list(zip(cs / 1000, np.maximum(cf - cs, 1) / 1000)), (0, 0), facecolors="none")
+        ax.broken_barh(list(zip(cs / 1000, np.maximum(cf - cs, 1) / 1000, strict=False)), (0, 0), facecolors="none")
         for r in range(res.ranks):
             sel = crank == r
-            ax.broken_barh(list(zip(cs[sel] / 1000, np.maximum(cf[sel] - cs[sel], 1) / 1000)), (r + 0.2, 0.15),
-                           facecolors="#d62728")
+            ax.broken_barh(list(zip(cs[sel] / 1000, np.maximum(cf[sel] - cs[sel], 1) / 1000, strict=False)),
+                           (r + 0.2, 0.15), facecolors="#d62728")
         ax.plot([], [], color="#d62728", lw=4, label="comp")
         ax.legend(loc="upper right", fontsize="small")
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="send step (per rank)", pad=0.01)

@@ -18,7 +18,8 @@ def busbw_factor(collective: Collective | str | None, n: int) -> float | None:
     c = Collective.parse(collective)
     if c == Collective.ALLREDUCE:
         return 2 * (n - 1) / n
-    if c in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL, Collective.GATHER, Collective.SCATTER):
+    if c in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL, Collective.GATHER,
+             Collective.SCATTER):
         return (n - 1) / n
     if c in (Collective.BROADCAST, Collective.REDUCE):
         return 1.0

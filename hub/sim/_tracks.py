@@ -78,6 +78,6 @@ def match_messages(prog: Program, start: list[int] | object, nodes: list[int]) -
     for key, out in sends.items():
         into = recvs.get(key, [])
         order = lambda g: (start[g], g)  # type: ignore[index]  # noqa: E731
-        pairs.extend(zip(sorted(out, key=order), sorted(into, key=order)))
+        pairs.extend(zip(sorted(out, key=order), sorted(into, key=order), strict=False))
     return pairs
 

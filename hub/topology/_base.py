@@ -54,7 +54,7 @@ class Topology(ABC):
         """A short human-readable description (one or a few lines)."""
 
     @abstractmethod
-    def to_link_graph(self) -> "LinkGraph":
+    def to_link_graph(self) -> LinkGraph:
         """The equivalent explicit link graph."""
 
     def network_yml(self) -> str:

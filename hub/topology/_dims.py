@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..errors import TopologyFormatError
 from ._base import Topology
@@ -77,7 +77,7 @@ class DimensionalTopology(Topology):
 
     def coords(self, npu: int) -> tuple[int, ...]:
         """Per-dimension coordinates of ``npu`` (dimension 0 fastest): for [2, 8, 4], 47 -> (1, 7, 2)."""
-        return tuple((npu // st) % d.npus for st, d in zip(self.strides, self.dims))
+        return tuple((npu // st) % d.npus for st, d in zip(self.strides, self.dims, strict=False))
 
     def to_string(self) -> str:
         return ",".join(d.to_string() for d in self.dims)

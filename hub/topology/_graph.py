@@ -16,8 +16,8 @@ Routing is a property of the graph, so a simulator never guesses:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ..errors import TopologyFormatError, UsageError
 from ._base import Topology
@@ -45,7 +45,7 @@ class Link:
 class Router:
     """Maps (src NPU, dst NPU) to the device sequence of the route, both ends included."""
 
-    def path(self, graph: "LinkGraph", src: int, dst: int) -> list[int]:  # pragma: no cover - abstract
+    def path(self, graph: LinkGraph, src: int, dst: int) -> list[int]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -58,7 +58,7 @@ class ShortestPathRouter(Router):
     def __init__(self) -> None:
         self._dist: dict[int, list[int]] = {}
 
-    def _distances_to(self, graph: "LinkGraph", dst: int) -> list[int]:
+    def _distances_to(self, graph: LinkGraph, dst: int) -> list[int]:
         dist = self._dist.get(dst)
         if dist is None:
             inf = 1 << 60
@@ -75,7 +75,7 @@ class ShortestPathRouter(Router):
             self._dist[dst] = dist
         return dist
 
-    def path(self, graph: "LinkGraph", src: int, dst: int) -> list[int]:
+    def path(self, graph: LinkGraph, src: int, dst: int) -> list[int]:
         dist = self._distances_to(graph, dst)
         if dist[src] >= 1 << 60:
             raise UsageError(f"topology {graph.to_string()!r}: no route from NPU {src} to NPU {dst}")
@@ -109,7 +109,7 @@ class DimensionOrderRouter(Router):
             s *= n
         self.strides = tuple(strides)
 
-    def path(self, graph: "LinkGraph", src: int, dst: int) -> list[int]:
+    def path(self, graph: LinkGraph, src: int, dst: int) -> list[int]:
         out = [src]
         cur = src
         for d, (kind, n) in enumerate(self.blocks):
@@ -151,7 +151,7 @@ class FatTreeRouter(Router):
         self.leaves, self.per_leaf, self.spines = leaves, per_leaf, spines
         self.leaf_base, self.spine_base = leaf_base, spine_base
 
-    def path(self, graph: "LinkGraph", src: int, dst: int) -> list[int]:
+    def path(self, graph: LinkGraph, src: int, dst: int) -> list[int]:
         ls, ld = src // self.per_leaf, dst // self.per_leaf
         if ls == ld:
             return [src, self.leaf_base + ls, dst]
@@ -233,7 +233,7 @@ class LinkGraph(Topology):
             f"routing: {self.router.describe()}"
         )
 
-    def to_link_graph(self) -> "LinkGraph":
+    def to_link_graph(self) -> LinkGraph:
         return self
 
     # -- routing ----------------------------------------------------------------------------
@@ -253,7 +253,7 @@ class LinkGraph(Topology):
                 r = ()
             else:
                 devs = self.router.path(self, src, dst)
-                r = tuple(self.link_between(a, b) for a, b in zip(devs, devs[1:]))
+                r = tuple(self.link_between(a, b) for a, b in zip(devs, devs[1:], strict=False))
             self._routes[key] = r
         return r
 

@@ -36,7 +36,8 @@ from ._dims import Dimension, DimensionalTopology
 from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
 from ._yaml import read_network_yml
 
-__all__ = ["MAX_BANDWIDTH", "MAX_GRAPH_NPUS", "MAX_LATENCY", "MAX_NPUS", "MIN_BANDWIDTH", "load_topology", "parse_topology"]
+__all__ = ["MAX_BANDWIDTH", "MAX_GRAPH_NPUS", "MAX_LATENCY", "MAX_NPUS", "MIN_BANDWIDTH", "load_topology",
+           "parse_topology"]
 
 #: Per-link bandwidth bounds in GB/s (2^30 B/s): 1 MB/s .. 1 PB/s covers every real link.
 MIN_BANDWIDTH = 1e-3
@@ -82,7 +83,8 @@ def _option(spec: str, text: str) -> tuple[str, float | tuple[float, ...]]:
     k = _KEYS.get(key)
     if k is None:
         near = difflib.get_close_matches(key, list(_KEYS), n=1)
-        raise _err(spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
+        raise _err(spec, f"unknown option {key!r}",
+                   f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
     parts = value.split("/") if k in ("bw", "lat") else [value]  # per dimension: mesh/torus only
     if len(value) > 40 * len(parts) or len(parts) > 8 or not all(_NUM.match(p) for p in parts):
         raise _err(spec, f"option {key}={value[:40]!r} is not a number"
@@ -93,7 +95,8 @@ def _option(spec: str, text: str) -> tuple[str, float | tuple[float, ...]]:
             raise _err(spec, f"bw={value} is outside {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} GB/s",
                        "bw is the per-link bandwidth in GB/s (2^30 B/s), e.g. bw=50")
         if k == "lat" and not 0 <= number <= MAX_LATENCY:
-            raise _err(spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns", "lat is the per-hop latency in ns, e.g. lat=500")
+            raise _err(spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns",
+                       "lat is the per-hop latency in ns, e.g. lat=500")
         if k == "spines" and (number != int(number) or not 1 <= number <= MAX_NPUS):
             raise _err(spec, f"spines={value} is not a whole number in 1..{MAX_NPUS}")
     return k, (tuple(numbers) if len(numbers) > 1 else numbers[0])
@@ -131,20 +134,20 @@ def parse_topology(spec: str) -> Topology:
     for i, item in enumerate(body.split(",")):
         if not item:
             raise _err(spec, f"empty item at position {i + 1}")
-        head, at, opt = item.partition("@")
+        head, at, option = item.partition("@")
         if "=" in head and not at:
             if not blocks:
                 raise _err(spec, f"option {item!r} before any block")
             k, v = _option(spec, item)
             blocks[-1].opts[k] = v
             continue
-        kind, _, shape = head.partition(":")
+        kind, _, shape_text = head.partition(":")
         if kind not in _DIM_KINDS and kind not in _PRESETS:
             near = difflib.get_close_matches(kind, [*_DIM_KINDS, *_PRESETS], n=1)
             raise _err(spec, f"unknown kind {kind!r}", f"did you mean {near[0]!r}? " + _EXAMPLES if near else None)
-        b = _Block(kind, shape, i)
+        b = _Block(kind, shape_text, i)
         if at:
-            k, v = _option(spec, opt)
+            k, v = _option(spec, option)
             b.opts[k] = v
         blocks.append(b)
 
@@ -193,7 +196,7 @@ def parse_topology(spec: str) -> Topology:
     dims = []
     shapes = [_ints(spec, b.kind, b.shape, 1)[0] for b in blocks]
     _check_npus(spec, _product(shapes))
-    for b, n in zip(blocks, shapes):
+    for b, n in zip(blocks, shapes, strict=False):
         bw = opt(b, "bw", DEFAULT_BANDWIDTH)
         lat = opt(b, "lat", DEFAULT_LATENCY)
         assert bw is not None and lat is not None
@@ -213,7 +216,7 @@ def _product(values: list[int]) -> int:
     return total
 
 
-def load_topology(spec: "str | Path | Topology") -> Topology:
+def load_topology(spec: str | Path | Topology) -> Topology:
     """A topology from a compact string (``ring:8``, ``torus:4x4``, ...) or a ``network.yml`` path.
 
     A string is read as a file when it names an existing file or ends in ``.yml``/``.yaml``.
@@ -226,7 +229,8 @@ def load_topology(spec: "str | Path | Topology") -> Topology:
     s = str(spec).strip()
     if s.endswith((".yml", ".yaml")) or ("/" in s and Path(s).is_file()) or (":" not in s and Path(s).is_file()):
         if not Path(s).is_file():
-            raise TopologyFormatError(f"network file {s} not found", hint="give a path to an ASTRA-sim network.yml or a "
+            raise TopologyFormatError(f"network file {s} not found",
+                                      hint="give a path to an ASTRA-sim network.yml or a "
                                       "topology string such as 'ring:8'")
         return read_network_yml(s)
     return parse_topology(s)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import TopologyFormatError
 from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
@@ -27,7 +27,7 @@ _DGX1_NVLINKS: tuple[tuple[int, ...], ...] = (
 
 def _suffix(bw: float | Sequence[float], lat: float | Sequence[float]) -> str:
     def f(x: float | Sequence[float]) -> str:
-        return "/".join(_fmt(v) for v in x) if isinstance(x, (list, tuple)) else _fmt(x)
+        return "/".join(_fmt(v) for v in x) if isinstance(x, Sequence) else _fmt(x)
 
     return f"@bw={f(bw)},lat={f(lat)}"
 
@@ -37,7 +37,7 @@ PerDim = float | Sequence[float]
 
 def _per_dim(kind: str, what: str, value: PerDim, dims: int) -> list[float]:
     """One value per dimension: a number applies to all, a sequence (``bw=100/50``) gives each its own."""
-    if not isinstance(value, (list, tuple)):
+    if not isinstance(value, Sequence):
         return [float(value)] * dims
     if len(value) != dims:
         raise TopologyFormatError(f"{kind}: {len(value)} {what} values for {dims} dimensions",
@@ -58,7 +58,8 @@ def mesh(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: P
     bws = _per_dim("mesh", "bandwidth", bandwidth, len(shape))
     lats = _per_dim("mesh", "latency", latency, len(shape))
     spec = "mesh:" + "x".join(str(s) for s in shape) + _suffix(bandwidth, latency)
-    return blocks_link_graph([("Line", s, b, la) for s, b, la in zip(shape, bws, lats)], spec=spec, name="mesh")
+    return blocks_link_graph([("Line", s, b, la) for s, b, la in zip(shape, bws, lats, strict=False)], spec=spec,
+                             name="mesh")
 
 
 def torus(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: PerDim = DEFAULT_LATENCY) -> LinkGraph:
@@ -68,7 +69,8 @@ def torus(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: 
     bws = _per_dim("torus", "bandwidth", bandwidth, len(shape))
     lats = _per_dim("torus", "latency", latency, len(shape))
     spec = "torus:" + "x".join(str(s) for s in shape) + _suffix(bandwidth, latency)
-    return blocks_link_graph([("Ring", s, b, la) for s, b, la in zip(shape, bws, lats)], spec=spec, name="torus")
+    return blocks_link_graph([("Ring", s, b, la) for s, b, la in zip(shape, bws, lats, strict=False)], spec=spec,
+                             name="torus")
 
 
 def hypercube(dim: int, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:
@@ -120,7 +122,8 @@ def fattree(
                     Link(spine_base + sp, leaf_base + lf, bandwidth, latency),
                 ]
     n_spines = spines if leaves > 1 else 0
-    spec = f"fattree:{leaves}x{per_leaf}" + _suffix(bandwidth, latency) + (f",spines={spines}" if spines != per_leaf else "")
+    spec = f"fattree:{leaves}x{per_leaf}" + _suffix(bandwidth,
+                                                    latency) + (f",spines={spines}" if spines != per_leaf else "")
     return LinkGraph(
         npus,
         links,

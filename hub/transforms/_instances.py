@@ -111,7 +111,7 @@ def instances_algorithm(alg: Algorithm, count: int) -> Algorithm:
     for g in alg.graphs:
         n = len(g)
         inst = np.repeat(np.arange(k, dtype=np.int64), n)
-        cols: dict[str, np.ndarray] = {c: np.tile(getattr(g, c), k) for c in COLUMN_NAMES}
+        cols: dict[str, Any] = {c: np.tile(getattr(g, c), k) for c in COLUMN_NAMES}
         max_id = int(g.ids.max()) + 1 if n else 1
         cols["ids"] = inst * max_id + cols["ids"]
         comm = (cols["kind"] == NodeType.SEND) | (cols["kind"] == NodeType.RECV)

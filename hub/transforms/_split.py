@@ -46,7 +46,8 @@ def expand_graph(g: RankGraph, rep: np.ndarray) -> tuple[RankGraph, np.ndarray, 
     names = None
     if g.names is not None:
         split = rep[src] > 1
-        names = [f"{g.names[s]}/{p}" if sp else g.names[s] for s, p, sp in zip(src.tolist(), piece.tolist(), split.tolist())]
+        names = [f"{g.names[s]}/{p}" if sp else g.names[s]
+                 for s, p, sp in zip(src.tolist(), piece.tolist(), split.tolist(), strict=False)]
     out = RankGraph.from_columns(total, dep_ptr=new_ptr, dep_pos=new_pos.astype(np.int32), names=names, **cols)
     return out, src, piece
 

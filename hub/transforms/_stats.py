@@ -54,7 +54,7 @@ def algorithm_stats(alg: Algorithm) -> Result:
     l_chunks = np.bincount(inv, weights=s_cnt, minlength=lk.shape[0]).astype(np.int64)
     per_link = {
         f"{a // R}->{a % R}": {"messages": int(m), "chunks": int(c), "bytes": int(b) if bound else None}
-        for a, m, c, b in zip(lk.tolist(), l_msgs.tolist(), l_chunks.tolist(), l_bytes.tolist())
+        for a, m, c, b in zip(lk.tolist(), l_msgs.tolist(), l_chunks.tolist(), l_bytes.tolist(), strict=False)
     }
     per_rank = {
         str(r): {"sends": int(msgs_per_rank[r]), "recvs": int(recv_per_rank[r]), "comps": int(comp_per_rank[r]),

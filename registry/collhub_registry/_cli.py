@@ -67,7 +67,8 @@ def _skipped_line(file: str, error: str, source: Path | None) -> str:
 
 @app.command("build")
 def build(
-    sources: list[Path] = typer.Argument(..., help="Wheel files, directories of wheels, or plugin project directories."),
+    sources: list[Path] = typer.Argument(...,
+                                         help="Wheel files, directories of wheels, or plugin project directories."),
     out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
     url: Optional[str] = typer.Option(  # noqa: UP007 - Typer needs Optional here

@@ -8,15 +8,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from collhub_registry import RegistryServer, make_server
-from collhub_registry import _server
+from collhub_registry import RegistryServer, _server, make_server
 from collhub_registry._request import BadRequest, parse_head
 
 INDEX = b'{"meta": {"api-version": "1.0"}, "plugins": []}\n'
@@ -48,7 +46,7 @@ def _exchange(server: RegistryServer, data: bytes, *, wait: float = 5.0) -> byte
         while time.monotonic() < deadline:
             try:
                 chunk = sock.recv(65536)
-            except (socket.timeout, ConnectionResetError):
+            except (TimeoutError, ConnectionResetError):
                 break
             if not chunk:
                 break
@@ -142,7 +140,8 @@ def test_the_cli_server_answers_a_bad_length_and_a_long_path(tmp_path: Path) -> 
         class _Addr:
             server_address = addr
 
-        for data, status in ((G + b"Content-Length: abc\r\n\r\n", 400), (b"GET /" + b"a" * 8000 + b" HTTP/1.1\r\n\r\n", 414)):
+        for data, status in ((G + b"Content-Length: abc\r\n\r\n", 400), (b"GET /" + b"a" * 8000 + b" HTTP/1.1\r\n\r\n",
+                                                                         414)):
             assert _status(_exchange(_Addr, data)) == status  # type: ignore[arg-type]
         _healthy(_Addr)  # type: ignore[arg-type]
     finally:
@@ -153,7 +152,8 @@ def test_the_cli_server_answers_a_bad_length_and_a_long_path(tmp_path: Path) -> 
 def test_absolute_form_and_pipelining_still_work(srv: RegistryServer) -> None:
     reply = _exchange(srv, b"GET http://x/v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n")
     assert _status(reply) == 200
-    two = _exchange(srv, b"HEAD /v1/index.json HTTP/1.1\r\n\r\nGET /v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n")
+    two = _exchange(srv,
+                    b"HEAD /v1/index.json HTTP/1.1\r\n\r\nGET /v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n")
     assert two.count(b"HTTP/1.1 200 OK") == 2 and two.endswith(INDEX)
 
 

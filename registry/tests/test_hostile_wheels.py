@@ -12,15 +12,15 @@ import subprocess
 import sys
 import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from hub.errors import RegistryFormatError
 from hub.registry import read_wheel
-from tests.registry.wheels import write_plugin_project
 from tests.registry.hostile_cli import assert_clean, run_batch, run_many
+from tests.registry.wheels import write_plugin_project
 
 Members = list[tuple[str, bytes]]
 _MANIFEST = "collhub_sample/collhub-plugin.toml"
@@ -54,7 +54,8 @@ def _patch_sizes(path: Path, member: str, *, delta: int = 0, size: int | None = 
     """Edit a member's central-directory and local-header fields in place (zipfile cannot lie)."""
     raw = bytearray(path.read_bytes())
     name = member.encode()
-    for sig, size_off, method_off, flag_off, name_off in ((b"PK\x01\x02", 24, 10, 8, 46), (b"PK\x03\x04", 22, 8, 6, 30)):
+    for sig, size_off, method_off, flag_off, name_off in ((b"PK\x01\x02", 24, 10, 8, 46),
+                                                          (b"PK\x03\x04", 22, 8, 6, 30)):
         pos = raw.find(sig)
         while pos >= 0:
             if raw[pos + name_off:pos + name_off + len(name)] == name:
@@ -111,8 +112,10 @@ def _make_cases(good: Path, out: Path) -> dict[str, Path]:
     # -- member names --
     for case, name in [("member-dotdot", "../evil.py"), ("member-absolute", "/tmp/evil.py"),
                        ("member-inner-dotdot", "collhub_sample/../../evil.py"), ("member-drive", "C:/evil.py"),
-                       ("member-backslash", "collhub_sample\\..\\..\\evil.py"), ("member-control", "collhub_sample/\x01x"),
-                       ("member-dot-segment", "./collhub_sample/x.py"), ("member-empty-segment", "collhub_sample//x.py"),
+                       ("member-backslash", "collhub_sample\\..\\..\\evil.py"), ("member-control",
+                                                                                 "collhub_sample/\x01x"),
+                       ("member-dot-segment", "./collhub_sample/x.py"), ("member-empty-segment",
+                                                                         "collhub_sample//x.py"),
                        ("member-newline", "collhub_sample/a\nb.py")]:
         wheel(case, base + [(name, b"print('never extracted')\n")])
     wheel("member-duplicate", base + [(f"{di}/METADATA", b"Metadata-Version: 2.1\nName: other\nVersion: 9\n")])
@@ -125,21 +128,25 @@ def _make_cases(good: Path, out: Path) -> dict[str, Path]:
     wheel("entry-points-no-section", _replace(base, "/entry_points.txt", lambda d: b"x = y\n" + d))
     wheel("entry-points-duplicate-section", _replace(base, "/entry_points.txt", lambda d: d + b"\n[collhub]\nz = q\n"))
     wheel("manifest-bad-toml", _replace(base, "collhub-plugin.toml", lambda d: d + b"\n= = =\n"))
-    wheel("manifest-deep-arrays", _replace(base, "collhub-plugin.toml", lambda d: d + b"\nx = " + b"[" * 5000 + b"]" * 5000))
+    wheel("manifest-deep-arrays", _replace(base, "collhub-plugin.toml",
+                                           lambda d: d + b"\nx = " + b"[" * 5000 + b"]" * 5000))
     wheel("manifest-requires-hub-junk", _replace(base, "collhub-plugin.toml",
                                                  lambda d: _set_key(d, b"requires_hub", b'"not a spec"')))
-    wheel("manifest-requires-hub-int", _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"requires_hub", b"3")))
+    wheel("manifest-requires-hub-int", _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"requires_hub",
+                                                                                                b"3")))
     wheel("manifest-requires-hub-double-op", _replace(base, "collhub-plugin.toml",
                                                       lambda d: _set_key(d, b"requires_hub", b'">=>=0.1"')))
     wheel("manifest-api-version-words", _replace(base, "collhub-plugin.toml",
                                                  lambda d: _set_key(d, b"api_version", b'"one.two"')))
     wheel("manifest-missing", [(n, d) for n, d in base if not n.endswith("collhub-plugin.toml")])
     wheel("manifest-ref-traversal", _replace(base, "/entry_points.txt",
-                                             lambda d: d.replace(b'= collhub_sample\n', b'= collhub_sample:../../etc/passwd\n')))
+                                             lambda d: d.replace(b'= collhub_sample\n',
+                                                                 b'= collhub_sample:../../etc/passwd\n')))
     # -- metadata --
     wheel("version-not-pep440", _replace(base, "/METADATA", lambda d: d.replace(b"Version: 1.2.0", b"Version: one!!")))
     wheel("requires-python-junk", _replace(base, "/METADATA",
-                                           lambda d: d.replace(b"Requires-Python: >=3.11", b"Requires-Python: python3")))
+                                           lambda d: d.replace(b"Requires-Python: >=3.11",
+                                                               b"Requires-Python: python3")))
     wheel("name-traversal", _replace(base, "/METADATA", lambda d: d.replace(b"Name: collhub-sample", b"Name: ../../x")))
     wheel("no-dist-info", [(n, d) for n, d in base if ".dist-info/" not in n])
     wheel("two-dist-infos", base + [("other-1.0.dist-info/METADATA", b"Name: other\nVersion: 1.0\n")])
@@ -210,7 +217,8 @@ def test_local_directory_is_always_a_path(tmp_path: Path) -> None:
     project = write_plugin_project(tmp_path / "src", dist="collhub-six", plugin="six", version="0.1.0")
     local = tmp_path / "six"
     project.rename(local)
-    proc = subprocess.run([sys.executable, "-m", "hub.cli", "registry", "build", "six", "--out", "site", "--format", "json"],
+    proc = subprocess.run([sys.executable, "-m", "hub.cli", "registry", "build", "six", "--out", "site", "--format",
+                           "json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"})
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -40,7 +40,8 @@ def test_serves_json_with_etag_and_304(server: RegistryServer) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["/../../etc/passwd", "/v1/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/v1%2f..%2f..%2fetc", "/files/.hidden", "/a\\b"],
+    ["/../../etc/passwd", "/v1/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/v1%2f..%2f..%2fetc", "/files/.hidden",
+     "/a\\b"],
 )
 def test_path_traversal_is_refused(server: RegistryServer, path: str) -> None:
     assert _raw_get(server, path) in (400, 404)

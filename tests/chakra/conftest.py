@@ -34,7 +34,7 @@ def ring_allreduce(n: int, *, names: bool = False, comp: bool = True) -> Algorit
 def assert_same_graphs(a: Algorithm, b: Algorithm) -> None:
     assert a.meta == b.meta
     assert len(a.graphs) == len(b.graphs)
-    for r, (g, h) in enumerate(zip(a.graphs, b.graphs)):
+    for r, (g, h) in enumerate(zip(a.graphs, b.graphs, strict=False)):
         for col in (*COLUMN_NAMES, "dep_ptr", "dep_pos"):
             x, y = getattr(g, col), getattr(h, col)
             assert x.dtype == y.dtype, (r, col)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hub.algorithms import ring
 from hub.chakra import TypedValue, write_algorithm
@@ -57,7 +58,7 @@ def rewrite(prefix: Path, rank: int, *, meta: Callable[[str, list[Any]], tuple[s
     data = path.read_bytes()
     starts, ends = frame(data)
     version, attrs = decode_global_metadata(data, starts[0], ends[0])
-    body = [decode_node(data, s, e) for s, e in zip(starts[1:], ends[1:])]
+    body = [decode_node(data, s, e) for s, e in zip(starts[1:], ends[1:], strict=False)]
     if meta is not None:
         version, attrs = meta(version, attrs)
     if nodes is not None:
@@ -490,7 +491,8 @@ def _export_xml(d: Path) -> list[str]:
 
 def _bundle(d: Path) -> list[str]:
     p = good_set(d)
-    return ["consume", "astrasim.bundle", str(p), "--set", "out=b", "--set", "network=ring:4", "--workdir", str(d / "w")]
+    return ["consume", "astrasim.bundle", str(p), "--set", "out=b", "--set", "network=ring:4", "--workdir",
+            str(d / "w")]
 
 
 def _json_view(d: Path) -> list[str]:

@@ -10,8 +10,22 @@ import numpy as np
 import pytest
 
 from hub.chakra import (
-    Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, RankGraphBuilder, TypedValue, Workload,
-    WorkloadNode, build_algorithm, read_algorithm, read_workload, write_algorithm, write_workload,
+    Algorithm,
+    AlgorithmMeta,
+    Buffer,
+    Collective,
+    NodeType,
+    Op,
+    RankGraph,
+    RankGraphBuilder,
+    TypedValue,
+    Workload,
+    WorkloadNode,
+    build_algorithm,
+    read_algorithm,
+    read_workload,
+    write_algorithm,
+    write_workload,
 )
 from hub.chakra._decode import decode_global_metadata, decode_node
 from hub.chakra._wire import frame
@@ -24,7 +38,7 @@ def _decoded(path: Path) -> tuple[str, list[tuple[str, TypedValue]], list[dict]]
     data = path.read_bytes()
     starts, ends = frame(data)
     version, gm = decode_global_metadata(data, starts[0], ends[0])
-    return version, gm, [decode_node(data, s, e) for s, e in zip(starts[1:], ends[1:])]
+    return version, gm, [decode_node(data, s, e) for s, e in zip(starts[1:], ends[1:], strict=False)]
 
 
 def test_ring_nodes_carry_only_what_astrasim_reads(tmp_path: Path) -> None:
@@ -56,7 +70,7 @@ def test_astrasim_files_read_back_as_a_timing_only_algorithm(tmp_path: Path) -> 
     write_algorithm(alg, tmp_path / "a", attributes="astrasim")
     back = read_algorithm(tmp_path / "a")
     assert back.ranks == 4 and back.collective is Collective.ALLREDUCE
-    for g, h in zip(alg.graphs, back.graphs):
+    for g, h in zip(alg.graphs, back.graphs, strict=False):
         for col in ("ids", "kind", "peer", "tag", "size", "duration", "dep_ptr", "dep_pos"):
             assert np.array_equal(getattr(g, col), getattr(h, col)), col
         assert (h.src_buf == -1).all() and (h.dst_buf == -1).all()  # no buffer semantics on the wire
@@ -84,9 +98,11 @@ def _pair(**kw: object) -> Algorithm:
         (_pair(peer=5), "rank 0, node 0: peer 5 is not another rank"),
         (_pair(bind=False), "rank 0, node 0: message has no byte size"),
         (_pair(tag=500_000_000), "rank 0, node 0: tag 500000000 is outside 0..499999999"),
-        (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(1, kind=int(NodeType.MEM_LOAD)),)),
+        (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(1, kind=int(NodeType.MEM_LOAD)),
+                                                               )),
          "rank 0, node 0: node type MEM_LOAD cannot appear"),
-        (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(2, kind=int(NodeType.COMP), ids=[4, 4]),)),
+        (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(2, kind=int(NodeType.COMP),
+                                                                                      ids=[4, 4]),)),
          "rank 0, node 4: node id used twice"),
         (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(0),)), "rank 0 has no nodes"),
     ],

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.chakra import write_algorithm
-from hub.chakra import _writer
+from hub.chakra import _writer, write_algorithm
 from hub.errors import UsageError
 
 from .conftest import ring_allreduce

@@ -6,8 +6,18 @@ from pathlib import Path
 
 import numpy as np
 
-from hub.chakra import Algorithm, Collective, NodeType, Workload, read_algorithm, read_trace, read_workload, summarize
-from hub.chakra import TypedValue, write_algorithm
+from hub.chakra import (
+    Algorithm,
+    Collective,
+    NodeType,
+    TypedValue,
+    Workload,
+    read_algorithm,
+    read_trace,
+    read_workload,
+    summarize,
+    write_algorithm,
+)
 
 
 def test_astrasim_algorithm_example(astrasim_example: Path) -> None:

@@ -9,8 +9,23 @@ from pathlib import Path
 import numpy as np
 
 from hub.chakra import (
-    Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, RankGraphBuilder, TypedValue, Workload,
-    WorkloadNode, algorithm_from_json, algorithm_to_json, read_algorithm, read_trace, read_workload, write_algorithm,
+    Algorithm,
+    AlgorithmMeta,
+    Buffer,
+    Collective,
+    NodeType,
+    Op,
+    RankGraph,
+    RankGraphBuilder,
+    TypedValue,
+    Workload,
+    WorkloadNode,
+    algorithm_from_json,
+    algorithm_to_json,
+    read_algorithm,
+    read_trace,
+    read_workload,
+    write_algorithm,
     write_workload,
 )
 from hub.chakra._model import COLUMN_NAMES
@@ -65,7 +80,7 @@ def test_vectorized_encoder_matches_general_encoder(foreign_extra) -> None:
     data = bytes(encode_rank(g, 1))
     starts, ends = frame(data)
     assert len(starts) == len(g)
-    for pos, (s, e) in enumerate(zip(starts, ends)):
+    for pos, (s, e) in enumerate(zip(starts, ends, strict=False)):
         nd = decode_node(data, s, e)
         v = g.node(pos)
         attrs = [("comm_size", TypedValue("int64_val", v.size))] if v.size >= 0 else []
@@ -164,7 +179,8 @@ def test_global_metadata_content(tmp_path: Path) -> None:
 
 
 def test_columns_dtypes_preserved_for_empty_rank(tmp_path: Path) -> None:
-    alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 0, 0), (RankGraphBuilder(0).build(), RankGraphBuilder(1).build()))
+    alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 0, 0), (RankGraphBuilder(0).build(),
+                                                                RankGraphBuilder(1).build()))
     write_algorithm(alg, tmp_path / "e")
     back = read_algorithm(tmp_path / "e")
     assert [len(g) for g in back.graphs] == [0, 0]

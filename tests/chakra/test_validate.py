@@ -8,9 +8,9 @@ astrasim.bundle) with a TraceFormatError (exit 3) naming the rank, node and attr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest

@@ -47,7 +47,7 @@ def test_reads_with_one_warning_for_dangling_deps(shared_data: Path, name: str) 
     assert per_rank == [2] * 8 if name == "dlrm8" else min(per_rank) >= 1
     assert {d for _r, _n, d in wl.dangling} == {0}
     assert str(len(wl.dangling)) in str(caught[0].message)
-    for r, nodes in enumerate(wl.ranks):
+    for nodes in wl.ranks:
         ids = {n.id for n in nodes}
         assert all(d in ids for n in nodes for d in n.deps), "no dependency on an absent node is kept"
     assert wl.metadata.get("schema", "").endswith("chakra.0.0.4")
@@ -84,7 +84,7 @@ def test_rewrite_keeps_nodes_deps_and_tensors(shared_data: Path, tmp_path: Path)
     write_workload(wl, tmp_path / "c")
     back, caught = _read(tmp_path / "c")
     assert not caught and not back.dangling
-    for a, b in zip(wl.ranks, back.ranks):
+    for a, b in zip(wl.ranks, back.ranks, strict=False):
         assert [(n.id, n.type, sorted(n.deps), sorted(n.ctrl_deps), n.inputs, n.outputs, n.duration_micros)
                 for n in a] == [(n.id, n.type, sorted(n.deps), sorted(n.ctrl_deps), n.inputs, n.outputs,
                                  n.duration_micros) for n in b]

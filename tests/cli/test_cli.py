@@ -238,9 +238,10 @@ def test_subprocess_conflict_reported(tmp_path):
 @pytest.mark.parametrize("cmd", [["--help"]])
 def test_help_does_not_import_heavy_modules(cmd):
     code = ("import sys; from hub.cli import main\n"
-            "try:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+            f"try:\n    main({cmd!r})\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('numpy', 'pydantic', 'pluggy', 'rich', 'yaml', 'hub.plugins') if m in sys.modules]\n"
-            "print('HEAVY', heavy, file=sys.stderr)") % (cmd,)
+            "print('HEAVY', heavy, file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, COLLHUB_LOAD_PLUGINS="", PYTHONPATH=str(REPO), COLLHUB_CACHE_DIR="/nonexistent"))
+                       env=dict(os.environ, COLLHUB_LOAD_PLUGINS="", PYTHONPATH=str(REPO),
+                                COLLHUB_CACHE_DIR="/nonexistent"))
     assert "HEAVY []" in p.stderr, p.stderr

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from collhub_registry import build_site, make_server
 from hub.errors import UsageError
 from hub.plugins._manifest import validate_plugin
-from collhub_registry import build_site, make_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def write_project(root: Path, *, manifest_body: str = MATCHING_MANIFEST, plugin_
     ep = '\n[project.entry-points."collhub.manifest"]\ndemo = "collhub_demo"\n' if manifest_ep else ""
     data = '\n[tool.setuptools.package-data]\ncollhub_demo = ["collhub-plugin.toml"]\n' if package_data else (
         '\n[tool.setuptools.package-data]\ncollhub_demo = ["py.typed"]\n')
-    (project / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (project / "pyproject.toml").write_text(textwrap.dedent("""\
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -177,7 +177,8 @@ def test_inputs_capabilities_and_api_version_are_compared_where_stated(tmp_path:
 
 
 def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) -> None:
-    header = 'name = "collhub-other-name"\nplugin = "nodemo"\napi_version = "2.0"\nrequires_hub = "~~1"\ncolour = "red"\n'
+    header = ('name = "collhub-other-name"\nplugin = "nodemo"\napi_version = "2.0"\nrequires_hub = "~~1"\ncolour = '
+              '"red"\n')
     manifest = (
         '[[components]]\nkind = "producer"\nname = "a"\ncollectives = ["allreducee"]\n\n'
         '[[components]]\nkind = "producer"\nname = "a"\n\n'
@@ -192,7 +193,8 @@ def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) 
     assert "'~~1' is not a PEP 440 version specifier" in problems[1][1]
     header = header.replace('requires_hub = "~~1"\n', "")
     (project / "collhub_demo" / "collhub-plugin.toml").write_text(header.replace('colour = "red"\n', "")
-                                                                    + 'lifecycle = "dead"\n[[components]]\nkind = "x"\nname = "Bad.Name"\n')
+                                                                    + 'lifecycle = "dead"\n[[components]]\nkind = '
+                                                                      '"x"\nname = "Bad.Name"\n')
     fields = sorted(w.rsplit(": ", 1)[-1] for w, _ in _problems(validate_plugin(project)))
     assert fields == ["components.0.kind", "components.0.name", "lifecycle"]
     # A valid file with semantic errors: each one named.
@@ -257,7 +259,7 @@ def test_bad_target_is_a_usage_error(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- wheels and installed dists
-def test_wheel(wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_wheel(wheels: dict[str, Path]) -> None:
     check = validate_plugin(wheels["sample"])
     assert check.ok, check.problems
     assert check.source == "wheel" and check.version == "1.2.0"
@@ -271,7 +273,7 @@ def test_wheel(wheels: dict[str, Path]) -> None:  # noqa: F811
     assert "expected one entry point in group 'collhub.manifest', found 0" in message
 
 
-def test_installed_distribution_is_read_without_importing_it(tmp_path: Path, wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_installed_distribution_is_read_without_importing_it(tmp_path: Path, wheels: dict[str, Path]) -> None:
     target = tmp_path / "site"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                           "--target", str(target), str(wheels["sample"])], capture_output=True, text=True)
@@ -326,7 +328,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> None:
     env = {"COLLHUB_CACHE_DIR": str(tmp_path / "cache")}
     proc = _collhub("plugins", "info", "collhub_other", "--remote", "--registry", server.url, "-f", "json", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -345,7 +347,7 @@ def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> No
                                   "collectives": ["allreduce", "allgather"]}]
 
 
-def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str, Path]) -> None:  # noqa: F811
+def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str, Path]) -> None:
     build_site([wheels["sample"], wheels["other"], wheels["other_future"]], tmp_path / "site",
                yanked=["collhub-other==0.4.0"])
     srv = make_server(tmp_path / "site", "127.0.0.1", 0)
@@ -366,7 +368,7 @@ def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str,
     assert any(ln.split()[:3] == ["other.replay", "consumer", "allreduce,allgather"] for ln in lines)
 
 
-def test_info_remote_errors_exit_5(server, tmp_path: Path) -> None:  # noqa: F811
+def test_info_remote_errors_exit_5(server, tmp_path: Path) -> None:
     env = {"COLLHUB_CACHE_DIR": str(tmp_path / "cache")}
     missing = _collhub("plugins", "info", "collhub-nope", "--remote", "--registry", server.url, env=env)
     assert missing.returncode == 5 and missing.stderr.startswith("error: ") and "not found" in missing.stderr

@@ -73,7 +73,8 @@ def test_validate_reports_each_bad_network_with_its_position(tmp_path: Path) -> 
 
 
 def test_point_limit_is_overridable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = "version: 1\nmatrix:\n  a: [1, 2, 3]\n  b: [1, 2]\nsources:\n  r: {producer: hub.ring, params: {collective: allreduce, ranks: 4}}\n"
+    text = ("version: 1\nmatrix:\n  a: [1, 2, 3]\n  b: [1, 2]\nsources:\n  r: {producer: hub.ring, params: "
+            "{collective: allreduce, ranks: 4}}\n")
     from hub.pipeline import validate_text
 
     monkeypatch.setenv("COLLHUB_PIPELINE_MAX_POINTS", "5")

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from hub.errors import FormatError, UsageError
-from hub.pipeline import plot_layout, plot_results, run_pipeline_text
-from hub.pipeline import _plot
+from hub.pipeline import _plot, plot_layout, plot_results, run_pipeline_text
 from hub.pipeline._plot import auto_plot, format_bytes, parse_bytes
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,7 @@ import pytest
 
 from hub.chakra import read_algorithm
 from hub.errors import StepFailedError
-from hub.pipeline import ManagerSpec, run_pipeline, run_pipeline_text, run_unit
-from hub.pipeline import _env
+from hub.pipeline import ManagerSpec, _env, run_pipeline, run_pipeline_text, run_unit
 from hub.pipeline._env import _import_plugin
 from hub.plugins import create_manager, hookimpl
 
@@ -62,7 +61,8 @@ def test_sweep_rows_order_metrics_and_reuse(tmp_path: Path, tspec: ManagerSpec) 
     # Produced once per distinct interpolated spec: a depends on ranks only (2), b on chunks only (3).
     assert len(log.read_text().splitlines()) == 2 + 3
     first = run.rows[0]
-    assert (first["source"], first["consumer"], first["point"]) == ("a", "fast", {"size": 1000, "ranks": 4, "chunks": 1})
+    assert (first["source"], first["consumer"], first["point"]) == ("a", "fast",
+                                                                    {"size": 1000, "ranks": 4, "chunks": 1})
     assert [r["consumer"] for r in run.rows[:4]] == ["fast", "slow", "fast", "slow"]
     assert [r["source"] for r in run.rows] == ["a"] * 24 + ["b"] * 24
     # t.cost: time_ns = (ranks - 1) * size / bw.

@@ -174,7 +174,8 @@ def test_requires_version_too_old_suggests_upgrade(tspec: ManagerSpec) -> None:
     text = 'version: 1\nrequires: ["pydantic>=999"]\nsources:\n  s: {producer: t.line, params: {ranks: 4}}\n'
     (issue,) = _issues(text, tspec)
     assert issue.path == "requires[0]"
-    assert issue.message.startswith("pydantic ") and issue.message.endswith("is installed, but the pipeline requires pydantic>=999")
+    assert issue.message.startswith("pydantic ")
+    assert issue.message.endswith("is installed, but the pipeline requires pydantic>=999")
     assert issue.hint == "run: collhub install --upgrade 'pydantic>=999'"
 
 

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "fixtures" / "plugins" / "hostile"
 
 
-def run(*args: str, dists: tuple[str, ...], tmp: Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, dists: tuple[str, ...], tmp: Path, timeout: float = 60,
+        **env: str) -> subprocess.CompletedProcess[str]:
     e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HOSTILE), str(REPO)]),
              COLLHUB_LOAD_PLUGINS=",".join(f"collhub_hostile_{d}" for d in dists),
              COLLHUB_CACHE_DIR=str(tmp / "cache"), COLLHUB_PLUGIN_IMPORT_TIMEOUT="3", **env)
@@ -41,7 +42,8 @@ def test_import_time_misbehaviour_is_a_broken_plugin(dist: str, said: str, tmp_p
     assert r.returncode == 0, r.stderr
     [broken] = json.loads(r.stdout)["broken"]
     assert broken["distribution"] == f"collhub_hostile_{dist}" and said in broken["error"]
-    r = run("produce", "hub.ring", "--set", "ranks=4", "--set", "collective=allreduce", "-o", "x/r", dists=(dist,), tmp=tmp_path)
+    r = run("produce", "hub.ring", "--set", "ranks=4", "--set", "collective=allreduce", "-o", "x/r", dists=(dist,),
+            tmp=tmp_path)
     assert r.returncode == 0, r.stderr  # the core still works
 
 
@@ -72,7 +74,8 @@ def test_entry_point_named_hub_cannot_shadow_the_core(tmp_path: Path) -> None:
     r = run("plugins", "list", "--format", "json", dists=("shadow",), tmp=tmp_path)
     [broken] = json.loads(r.stdout)["broken"]
     assert "reserved for collhub's core" in broken["error"]
-    r = run("produce", "hub.ring", "--set", "ranks=4", "--set", "collective=allreduce", "-o", "x/r", dists=("shadow",), tmp=tmp_path)
+    r = run("produce", "hub.ring", "--set", "ranks=4", "--set", "collective=allreduce", "-o", "x/r", dists=("shadow",),
+            tmp=tmp_path)
     assert r.returncode == 0 and "shadow" not in r.stderr
 
 
@@ -145,12 +148,15 @@ def test_plugins_list_cache_follows_edits_and_installs(tmp_path: Path) -> None:
 
     site = tmp_path / "site"
     shutil.copytree(HOSTILE / "collhub_hostile_components", site / "collhub_hostile_components")
-    shutil.copytree(HOSTILE / "collhub_hostile_components-0.1.0.dist-info", site / "collhub_hostile_components-0.1.0.dist-info")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]), COLLHUB_LOAD_PLUGINS="collhub_hostile_components",
+    shutil.copytree(HOSTILE / "collhub_hostile_components-0.1.0.dist-info",
+                    site / "collhub_hostile_components-0.1.0.dist-info")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
+               COLLHUB_LOAD_PLUGINS="collhub_hostile_components",
                COLLHUB_CACHE_DIR=str(tmp_path / "cache"))
 
     def summaries() -> dict[str, str]:
-        r = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "list", "--format", "json"], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "list", "--format", "json"],
+                           capture_output=True,
                            text=True, env=env, timeout=60, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         return {c["id"]: c["summary"] for c in json.loads(r.stdout)["components"]}

@@ -14,8 +14,8 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 __all__ = ["MEMORY_CAP", "Ran", "assert_clean", "run_batch", "run_many"]
 
@@ -100,15 +100,15 @@ def run_batch(cases: Sequence[tuple[Sequence[str], dict[str, str]]], *, jobs: in
                               stderr=subprocess.PIPE, text=True, env=base, preexec_fn=_limit) for _ in shares]
     results: dict[int, Ran] = {}
     try:
-        for share, proc in zip(shares, procs):  # hand every driver its cases first: they run together
+        for share, proc in zip(shares, procs, strict=False):  # hand every driver its cases first: they run together
             assert proc.stdin is not None
             proc.stdin.write(json.dumps([[list(cases[i][0]), cases[i][1]] for i in share]))
             proc.stdin.close()
             proc.stdin = None
-        for share, proc in zip(shares, procs):
+        for share, proc in zip(shares, procs, strict=False):
             out, err = proc.communicate(timeout=timeout)
             assert proc.returncode == 0, f"batch driver failed (rc={proc.returncode}):\n{err[-3000:]}"
-            for i, (rc, o, e, wall) in zip(share, json.loads(out)):
+            for i, (rc, o, e, wall) in zip(share, json.loads(out), strict=False):
                 results[i] = Ran(tuple(cases[i][0]), rc, o, e, wall)
     finally:
         for proc in procs:  # never leave a driver behind, whatever failed

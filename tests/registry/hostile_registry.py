@@ -14,7 +14,8 @@ import hashlib
 import json
 import threading
 import zlib
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 __all__ = ["HostileRegistry", "Behaviour", "answer", "drip", "gzip_bomb", "plugin_doc", "raw", "silent"]
 
@@ -97,7 +98,8 @@ def plugin_doc(name: str, file_url: str, wheel: bytes, *, size: int | None = Non
         "requires_hub": "", "api_version": "1.0",
         "manifest": {"name": name, "plugin": "x", "api_version": "1.0",
                      "components": [{"kind": "producer", "name": "p"}]},
-        "files": [{"filename": filename, "url": file_url, "hashes": {"sha256": sha or hashlib.sha256(wheel).hexdigest()},
+        "files": [{"filename": filename, "url": file_url,
+                   "hashes": {"sha256": sha or hashlib.sha256(wheel).hexdigest()},
                    "size": len(wheel) if size is None else size}],
     }
     entry.update(version)
@@ -139,8 +141,8 @@ class HostileRegistry:
             path = head.split(b" ", 2)[1].decode("latin-1").split("?", 1)[0]
             behaviour = self.routes.get(path) or answer("not found\n", "404 Not Found")
             await behaviour(writer)
-        except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                asyncio.TimeoutError, IndexError):
+        except (TimeoutError, asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError,
+                asyncio.LimitOverrunError, IndexError):
             pass
         finally:
             self._tasks.discard(task)
@@ -158,7 +160,7 @@ class HostileRegistry:
         self._thread.join(10)
         self._loop.close()
 
-    def __enter__(self) -> "HostileRegistry":
+    def __enter__(self) -> HostileRegistry:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,12 +6,13 @@ import json
 import subprocess
 import sys
 import venv
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import httpx
 import pytest
 
+from collhub_registry import RegistryServer
 from hub.errors import (
     IncompatiblePluginError,
     IntegrityError,
@@ -19,7 +20,6 @@ from hub.errors import (
     RegistryUnavailableError,
     UsageError,
 )
-from collhub_registry import RegistryServer
 from hub.registry import RegistryClient
 
 BASE = "https://registry.example/"
@@ -195,7 +195,8 @@ def _make_venv(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def test_install_into_a_fresh_venv_and_refuse_a_tampered_wheel(server: RegistryServer, site: Path, tmp_path: Path) -> None:
+def test_install_into_a_fresh_venv_and_refuse_a_tampered_wheel(server: RegistryServer, site: Path,
+                                                               tmp_path: Path) -> None:
     target = _make_venv(tmp_path / "venv")
     with RegistryClient(server.url, cache_dir=tmp_path / "cache") as client:
         plans = client.install(["collhub-sample>=1"], python=str(target))

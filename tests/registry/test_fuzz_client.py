@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hub.errors import RegistryError
 from hub.registry import RegistryClient

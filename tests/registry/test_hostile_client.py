@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -178,7 +179,7 @@ def _env(tmp: Path, case: str) -> dict[str, str]:
 def _check_all(tmp: Path, cases: list[tuple[str, list[str], dict[str, str]]], rc: int, *, batch: bool = True) -> None:
     pairs = [(args, env) for _, args, env in cases]
     ran = run_batch(pairs, jobs=3) if batch else run_many(pairs)
-    for (case, _, _), result in zip(cases, ran):
+    for (case, _, _), result in zip(cases, ran, strict=False):
         assert_clean(result, rc)
         leftovers = list((tmp / case / "tmp").iterdir()) if (tmp / case / "tmp").exists() else []
         assert leftovers == [], f"{case}: left {leftovers}"
@@ -243,7 +244,8 @@ def test_deadline_ends_a_slow_drip_in_time(tmp_path: Path) -> None:
     from hub.registry import RegistryClient
 
     with HostileRegistry() as srv:
-        srv.routes["/v1/index.json"] = drip(_http("200 OK", "Content-Length: 2\r\n" + "X: " + "x" * 500 + "\r\n", b"{}"), 0.2)
+        srv.routes["/v1/index.json"] = drip(_http("200 OK", "Content-Length: 2\r\n" + "X: " + "x" * 500 + "\r\n",
+                                                  b"{}"), 0.2)
         with RegistryClient(srv.url, cache_dir=tmp_path, deadline=1.0, retries=0) as client:
             start = time.monotonic()
             with pytest.raises(RegistryUnavailableError, match="within 1 s") as info:

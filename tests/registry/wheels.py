@@ -11,8 +11,9 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,7 +30,8 @@ def write_plugin_project(
     plugin: str,
     version: str,
     requires_hub: str = ">=0.1",
-    components: str = '[[components]]\nkind = "producer"\nname = "pairs"\nsummary = "Pairwise"\ncollectives = ["alltoall"]\n',
+    components: str = '[[components]]\nkind = "producer"\nname = "pairs"\nsummary = "Pairwise"\ncollectives = '
+                      '["alltoall"]\n',
     manifest_extra: str = "",
     with_manifest: bool = True,
 ) -> Path:

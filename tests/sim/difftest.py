@@ -14,14 +14,23 @@ import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, RankGraph, RankGraphBuilder, build_algorithm
+from hub.chakra import (
+    Algorithm,
+    AlgorithmMeta,
+    Buffer,
+    Collective,
+    NodeType,
+    RankGraph,
+    RankGraphBuilder,
+    build_algorithm,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO.parent / "shared" / "tools" / "astra-sim" / "bin"
@@ -30,7 +39,7 @@ BINARIES = {"aware": "AstraSim_Analytical_Congestion_Aware", "unaware": "AstraSi
 EXAMPLE = REPO.parent / "shared" / "data" / "astra-sim" / "custom-ring-allreduce-8npus-1MB"
 
 
-@lru_cache(maxsize=None)
+@cache
 def oracle_unavailable() -> str | None:
     """Why the real binaries cannot run here (None when they can): runs ASTRA-sim's own example."""
     import importlib.util
@@ -38,7 +47,7 @@ def oracle_unavailable() -> str | None:
     for plugin in ("collhub_astrasim", "collhub_mscclang"):  # bundle writer, MSCCL-IR import
         if importlib.util.find_spec(plugin) is None:
             return f"plugin {plugin} not installed (make install-dev installs the first-party plugins)"
-    for mode, name in BINARIES.items():
+    for name in BINARIES.values():
         exe = BIN / name
         if not exe.is_file():
             return f"ASTRA-sim binary {exe} not found"
@@ -89,7 +98,8 @@ def shuffle(alg: Algorithm, rng: random.Random, *, ids: str = "random") -> Algor
         for p in perm:
             pos.extend(new_of[g.deps_of(p)].tolist())
             ptr.append(len(pos))
-        graphs.append(RankGraph.from_columns(n, dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos, dtype=np.int32), **cols))
+        graphs.append(RankGraph.from_columns(n, dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos, dtype=np.int32),
+                                             **cols))
     return Algorithm(alg.meta, tuple(graphs))
 
 
@@ -315,7 +325,8 @@ def _drop(alg: Algorithm, drop: dict[int, set[int]]) -> Algorithm:
             pos.extend(new_of[d] for d in g.deps_of(p).tolist() if d in new_of)
             ptr.append(len(pos))
         cols = {name: getattr(g, name)[keep] for name in _columns()}
-        graphs.append(RankGraph.from_columns(len(keep), dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos, dtype=np.int32), **cols))
+        graphs.append(RankGraph.from_columns(len(keep), dep_ptr=np.asarray(ptr),
+                                             dep_pos=np.asarray(pos, dtype=np.int32), **cols))
     return Algorithm(alg.meta, tuple(graphs))
 
 
@@ -336,7 +347,7 @@ def _removals(alg: Algorithm) -> list[dict[int, set[int]]]:
                 comps.append({r: {p}})
     out: list[dict[int, set[int]]] = []
     for key, ss in sends.items():
-        for (rs, ps), (rr, pr) in zip(ss, recvs.get(key, [])):
+        for (rs, ps), (rr, pr) in zip(ss, recvs.get(key, []), strict=False):
             out.append({rs: {ps}} if rs == rr else {rs: {ps}, rr: {pr}})
             if rs == rr:
                 out[-1][rs].add(pr)

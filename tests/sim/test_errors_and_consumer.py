@@ -5,8 +5,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
-from hub.chakra import AlgorithmMeta, Buffer, Collective, NodeType, RankGraphBuilder, Workload, WorkloadNode, build_algorithm
+from hub.chakra import (
+    AlgorithmMeta,
+    Buffer,
+    Collective,
+    NodeType,
+    RankGraphBuilder,
+    Workload,
+    WorkloadNode,
+    build_algorithm,
+)
 from hub.errors import SimulationError, TopologyFormatError, UsageError
 from hub.plugins import RunContext
 from hub.sim import SimulateParams, parse_size, simulate, simulate_consumer
@@ -27,7 +37,8 @@ def test_more_ranks_than_npus():
 
 
 def test_size_mismatch_is_named():
-    with pytest.raises(SimulationError, match="size mismatch: rank 1 node 0 receives 100 B but rank 0 node 0 sends 64 B"):
+    with pytest.raises(SimulationError,
+                       match="size mismatch: rank 1 node 0 receives 100 B but rank 0 node 0 sends 64 B"):
         simulate(_pair(64, 100), "ring:2")
 
 
@@ -48,7 +59,8 @@ def test_deadlock_names_blocked_nodes_and_does_not_hang():
         b.send(1 - r, src=(Buffer.INPUT, 0), size=8, deps=[rv])
         bs.append(b)
     alg = build_algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 1, 1), bs)
-    with pytest.raises(SimulationError, match=r"deadlock: 4 of 4 nodes never complete; 2 RECV\(s\) wait.*rank 0 node 0"):
+    with pytest.raises(SimulationError,
+                       match=r"deadlock: 4 of 4 nodes never complete; 2 RECV\(s\) wait.*rank 0 node 0"):
         simulate(alg, "ring:2", mode="aware")
 
 
@@ -104,9 +116,9 @@ def test_parse_size():
 
 
 def test_params_forbid_extra_and_check_size():
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         SimulateParams(network="ring:8", bogus=1)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         SimulateParams(network="ring:8", size="12 parsecs")
     assert SimulateParams(network="ring:8").mode == "unaware"
 
@@ -171,7 +183,8 @@ def test_workload_resources():
     res = simulate(Workload(ranks=ranks), "ring:2", algorithm_for={"allreduce": alg})
     assert res.time_ns == max(8000, 7000, 2 * 2 * msg)
     # a dependency chain: COMP then the collective
-    ranks2 = [[WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=5), _coll(r, 1, deps=[0])] for r in range(2)]
+    ranks2 = [[WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=5), _coll(r, 1, deps=[0])]
+              for r in range(2)]
     assert simulate(Workload(ranks=ranks2), "ring:2", algorithm_for={"allreduce": alg}).time_ns == 5000 + 2 * msg
 
 

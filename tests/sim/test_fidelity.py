@@ -15,8 +15,14 @@ from hub.chakra import read_algorithm
 from hub.sim import simulate
 from hub.topology import load_topology
 
-from ._algs import (comp_batch_case, direct_alltoall, late_recv_case, msccl_chain_allreduce, one_message,
-                    pipelined_ring_allreduce)
+from ._algs import (
+    comp_batch_case,
+    direct_alltoall,
+    late_recv_case,
+    msccl_chain_allreduce,
+    one_message,
+    pipelined_ring_allreduce,
+)
 
 MODES = ("unaware", "aware")
 
@@ -107,7 +113,8 @@ def test_direct_alltoall_fully_connected_aware(n, S, bw, lat):
 def test_unaware_ring_farthest_peer(n):
     m = 131072
     far = n // 2
-    assert simulate(direct_alltoall(n, m), f"ring:{n}", mode="unaware").time_ns == math.floor(far * 500 + m / bprime(50))
+    assert simulate(direct_alltoall(n, m), f"ring:{n}",
+                    mode="unaware").time_ns == math.floor(far * 500 + m / bprime(50))
 
 
 def test_aware_multihop_uncontended_costs_h_full_hops():

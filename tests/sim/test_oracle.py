@@ -26,7 +26,7 @@ def _compare(cases: list[Case]) -> None:
         results = list(pool.map(run_case, cases))
     compared = 0
     bad = []
-    for case, (ours, theirs) in zip(cases, results):
+    for case, (ours, theirs) in zip(cases, results, strict=False):
         if ours is None or isinstance(theirs, str):
             continue  # invalid generated case, or one ASTRA-sim aborts on
         compared += 1

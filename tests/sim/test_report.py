@@ -36,7 +36,8 @@ def _assert_tracks_nest(events: list[dict[str, Any]]) -> dict[tuple[int, int], l
             s, f = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
             while open_ends and open_ends[-1] <= s:
                 open_ends.pop()
-            assert not open_ends or f <= open_ends[-1], f"track {key}: {e['name']} [{s}, {f}) overlaps the slice ending at {open_ends[-1]}"
+            assert not open_ends or f <= open_ends[-1], (f"track {key}: {e['name']} [{s}, {f}) overlaps the slice "
+                                                         f"ending at {open_ends[-1]}")
             open_ends.append(f)
     return tracks
 

@@ -12,7 +12,6 @@ import pytest
 
 from hub.chakra import Collective
 from hub.sim import simulate
-
 from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 from tests.transforms.test_inline import _compute_and_collective
 

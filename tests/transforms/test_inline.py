@@ -17,7 +17,6 @@ from hub.chakra import Collective, NodeType, Workload, WorkloadNode, read_worklo
 from hub.errors import VerificationError
 from hub.sim import simulate
 from hub.transforms import inline_workload
-
 from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 
 DLRM = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "chakra-pytorch" / "dlrm8" / "dlrm"
@@ -82,7 +81,7 @@ def test_dlrm8_inlined_equals_real_astrasim(alg: str, tmp_path: Path) -> None:
     wl = Workload(ranks=[[replace(nd, is_cpu_op=False) for nd in r] for r in wl.ranks], name="dlrm8-gpu")
     inl = inline_workload(wl, {"allreduce": alg, "alltoall": alg})
     # 3 all-reduces + 5 all-to-alls per rank, replaced; ids unique per rank
-    for r, nodes in enumerate(inl.ranks):
+    for nodes in inl.ranks:
         assert not any(nd.type == NodeType.COLL for nd in nodes)
         assert len({nd.id for nd in nodes}) == len(nodes)
     if (why := oracle_unavailable()) is not None:

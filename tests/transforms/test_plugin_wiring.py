@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import verify_handmade as h
 
 from hub.errors import SemanticsError
 from hub.plugins import create_manager
 from hub.plugins._spec import RunContext
 from hub.verify import verify
+from tests.verify import verify_handmade as h
 
 
 def test_chain_of_builtin_transforms_via_manager() -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import verify_handmade as h
 
 from hub.chakra import read_algorithm, write_algorithm
 from hub.errors import SemanticsError
 from hub.transforms import chunk_algorithm, instances_algorithm, remap_algorithm
 from hub.verify import check, verify
+
+from . import verify_handmade as h
 
 
 def test_astrasim_example_structure_and_progress(astrasim_example: Path) -> None:

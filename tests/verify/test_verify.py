@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import verify_handmade as h
 
 from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, RankGraphBuilder
 from hub.errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
 from hub.verify import LEVELS, check, verify
+
+from . import verify_handmade as h
 
 IN, OUT, SCR = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
 
@@ -123,7 +124,8 @@ def test_size_and_count_mismatch() -> None:
     rep = verify(alg, level="structure")
     msgs = sorted(p.message for p in rep.problems)
     assert len(msgs) == 2
-    assert "RECV from rank 0 tag 0 expects 2 chunk(s) / 1024 bytes but its matching SEND (rank 0 node 0) carries 2 chunk(s) / 2048 bytes" in msgs[0]
+    assert ("RECV from rank 0 tag 0 expects 2 chunk(s) / 1024 bytes but its matching SEND (rank 0 node 0) carries 2 "
+            "chunk(s) / 2048 bytes") in msgs[0]
     assert "RECV from rank 0 tag 1 expects 2 chunk(s)" in msgs[1] and "carries 1 chunk(s)" in msgs[1]
 
 
@@ -217,7 +219,8 @@ def test_double_counted_reduction() -> None:
         check(alg)
     p = ei.value.problems[0]
     assert (p.rank, p.node) == (0, 2)
-    assert "double-counts in[0][0]: the destination holds in[0][0] and the incoming value holds in[0][0]+in[1][0]" in p.message
+    assert ("double-counts in[0][0]: the destination holds in[0][0] and the incoming value holds "
+            "in[0][0]+in[1][0]") in p.message
 
 
 def test_uninitialised_read() -> None:
@@ -253,7 +256,8 @@ def test_reduce_postcondition_message_lists_contributors() -> None:
         n = 6  # 3 RS steps x (send, recv)
         graphs.append(RankGraph.from_columns(
             n, dep_ptr=g.dep_ptr[: n + 1], dep_pos=g.dep_pos[: g.dep_ptr[n]],
-            **{c: getattr(g, c)[:n] for c in ("kind", "peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "op")}))
+            **{c: getattr(g, c)[:n] for c in ("kind", "peer", "tag", "count", "src_buf", "src_off", "dst_buf",
+                                              "dst_off", "op")}))
     rep = verify(Algorithm(full.meta, tuple(graphs)))
     msgs = {(p.rank, p.message) for p in rep.problems}
     # rank 0 reduced into chunks 3, 2, 1 in turn; chunk 1 is complete, chunk 0 untouched
@@ -307,7 +311,8 @@ def test_foreign_without_buffers_and_custom_say_semantics_were_not_checked() -> 
 def test_meta_shape_mismatch() -> None:
     alg = h.direct_allgather(3).with_meta(out_chunks=4)
     msgs = [p.message for p in verify(alg, level="structure").problems]
-    assert "allgather over 3 ranks needs out_chunks = 3 x in_chunks = 3, but meta has 4 (in_chunks=1, out_chunks=4)" in msgs
+    assert ("allgather over 3 ranks needs out_chunks = 3 x in_chunks = 3, but meta has 4 (in_chunks=1, "
+            "out_chunks=4)") in msgs
 
 
 def test_concurrent_messages_pairing_differently_at_run_time() -> None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hub import parse_size as _core_parse_size
 from hub.atomic import commit_dir, temp_dir
 from hub.chakra import (
     COMM_TYPE_OF,
@@ -28,7 +30,6 @@ from hub.chakra import (
     write_algorithm,
     write_workload,
 )
-from hub import parse_size as _core_parse_size
 from hub.errors import HubError, UsageError
 
 from ._config import (
@@ -158,7 +159,8 @@ def _bind(alg: Algorithm, size: int | None) -> Algorithm:
 
 def _native_impls(value: str, ndims: int) -> list[str]:
     impl = value.split(":", 1)[1].strip()
-    if not re.fullmatch(r"ring|oneRing|direct\d*|oneDirect\d*|doubleBinaryTree|halvingDoubling|oneHalvingDoubling", impl):
+    if not re.fullmatch(r"ring|oneRing|direct\d*|oneDirect\d*|doubleBinaryTree|halvingDoubling|oneHalvingDoubling",
+                        impl):
         raise UsageError(
             f"unknown native ASTRA-sim implementation {impl!r}",
             hint="ring, oneRing, direct, directN, oneDirect, doubleBinaryTree, halvingDoubling, oneHalvingDoubling",
@@ -222,7 +224,8 @@ def build_bundle(
         repairs: dict[str, int] = {}
         if isinstance(obj, Algorithm):
             if algorithm_for:
-                raise UsageError("algorithm_for is only for workload input", hint="an algorithm names its own collective")
+                raise UsageError("algorithm_for is only for workload input",
+                                 hint="an algorithm names its own collective")
             check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
             coll = obj.collective
             key = custom_key(coll, target)  # refuses collectives ASTRA-sim cannot run
@@ -243,7 +246,8 @@ def build_bundle(
                 # ASTRA-sim's native all-gather reads comm_size as the per-rank contribution; the
                 # custom path ignores the workload size altogether.
                 wl_size = -(-wl_size // npus)
-            wl = Workload.single_collective(coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size)))
+            wl = Workload.single_collective(
+                coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size)))
             for rank, nodes in enumerate(wl.ranks):
                 nodes[0].id = rank  # as ASTRA-sim's microbenchmark generator numbers them (ids are per file)
             workload_prefix = f"workload/{astra}"
@@ -279,7 +283,8 @@ def build_bundle(
         (tmp / "memory.json").write_text(dumps_json(memory_json()))
         bundle = Bundle(
             path=out, workload_prefix=workload_prefix, ranks=npus, dims=dims, target=target, backend=backend,
-            implementations=impls, size=bound.meta.size if bound is not None else size, collective=coll, algorithm=bound,
+            implementations=impls, size=bound.meta.size if bound is not None else size, collective=coll,
+            algorithm=bound,
             predicted_ns=_predict(bound, dims, backend) if bound is not None and predict else {},
             repairs=repairs,
         )
@@ -328,7 +333,7 @@ def _predict(alg: Algorithm, dims: Sequence[Dim], backend: str) -> dict[str, int
         if mode == "aware" and len(dims) > 1:
             continue
         try:
-            out[mode] = int(simulate(alg, topo, mode=mode).time_ns)
+            out[mode] = int(simulate(alg, topo, mode=cast(Literal["unaware", "aware"], mode)).time_ns)
         except HubError as exc:  # the prediction is informative only; the bundle stays valid
             out[mode] = f"no prediction: {exc.message}"
     return out
@@ -349,7 +354,8 @@ def _workload_collectives(wl: Workload, mapping: dict[str, str]) -> dict[Collect
                 continue
             if node.pg_name not in ("", "0"):
                 raise UsageError(
-                    f"workload rank {rank}, node {node.id}: communicator group {node.pg_name!r} is not supported by astrasim.bundle",
+                    f"workload rank {rank}, node {node.id}: communicator group {node.pg_name!r} is not supported by "
+                    "astrasim.bundle",
                     hint="bundles run every collective on all NPUs (no comm-group file)",
                 )
             coll = node.collective
@@ -393,7 +399,8 @@ def _copy_et_set(src_prefix: Path, ranks: int, dst_prefix: Path) -> None:
     for rank in range(ranks):
         src = src_prefix.with_name(f"{src_prefix.name}.{rank}.et")
         if not src.is_file():
-            raise UsageError(f"custom ET set {src_prefix} has no file for rank {rank} ({src})", hint=f"it needs {ranks} files")
+            raise UsageError(f"custom ET set {src_prefix} has no file for rank {rank} ({src})",
+                             hint=f"it needs {ranks} files")
         shutil.copyfile(src, dst_prefix.with_name(f"{dst_prefix.name}.{rank}.et"))
 
 
@@ -428,7 +435,8 @@ def consume_bundle(obj: Algorithm | Workload, params: BundleParams, ctx: Any) ->
             **{f"predicted_ns_{k}": v for k, v in bundle.predicted_ns.items() if isinstance(v, int)},
         },
         artifacts={"bundle": _rel(out, ctx), "run_sh": _rel(out / "run.sh", ctx)},
-        details={"implementations": bundle.implementations, "command": ["<binary>", *bundle.args()], "files": bundle.files},
+        details={"implementations": bundle.implementations, "command": ["<binary>", *bundle.args()],
+                 "files": bundle.files},
     )
 
 

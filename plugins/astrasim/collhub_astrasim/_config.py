@@ -7,8 +7,9 @@ Sources: ``astra-sim.md`` §1-§4 and §11 (key names and their history, pitfall
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from hub.chakra import Collective
 from hub.errors import UsageError
@@ -158,7 +159,8 @@ def _num(value: float) -> str:
 def network_yml(dims: Sequence[Dim]) -> str:
     """``network.yml`` text: four YAML lists of equal length (a bare scalar fails in ASTRA-sim)."""
     if not dims:
-        raise UsageError("the network has no dimension", hint="ASTRA-sim needs at least one Ring/FullyConnected/Switch dim")
+        raise UsageError("the network has no dimension",
+                         hint="ASTRA-sim needs at least one Ring/FullyConnected/Switch dim")
     for i, d in enumerate(dims):
         if d.kind not in _KINDS:
             raise UsageError(f"network dimension {i}: {d.kind!r} is not one of {', '.join(_KINDS)}")

@@ -45,7 +45,7 @@ def _fmt_bytes(size: int | None) -> str:
     return f"{size} B"
 
 
-def bundle_readme(bundle: "Bundle", system: dict[str, Any]) -> str:
+def bundle_readme(bundle: Bundle, system: dict[str, Any]) -> str:
     """Human instructions: what is in the bundle, how to run it, what to expect."""
     dims = bundle.dims
     net = " x ".join(f"{d.kind}({d.npus}, {d.bandwidth:g} GB/s, {d.latency:g} ns)" for d in dims)

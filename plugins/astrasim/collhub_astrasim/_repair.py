@@ -16,6 +16,18 @@ from hub.chakra import NodeType, Workload
 __all__ = ["runnable_copy"]
 
 
+def _through(parents: dict[int, list[int]], d: int, seen: frozenset[int] = frozenset()) -> list[int]:
+    """The dependencies ``d`` stands for: a METADATA node's dependents inherit its own
+    (non-METADATA) dependencies, through chains of METADATA nodes."""
+    if d not in parents:
+        return [d]
+    out: list[int] = []
+    for p in parents[d]:
+        if p not in seen:
+            out.extend(_through(parents, p, seen | {d}))
+    return out
+
+
 def runnable_copy(wl: Workload) -> tuple[Workload, dict[str, int]]:
     """``(copy, changes)``: ``changes`` counts each kind of repair (zero counts left out)."""
     changes = {"dangling dependencies dropped": len(wl.dangling)}
@@ -25,16 +37,6 @@ def runnable_copy(wl: Workload) -> tuple[Workload, dict[str, int]]:
         parents = {n.id: list(n.deps) for n in nodes if n.type == NodeType.METADATA}
         meta_nodes += len(parents)
 
-        def through(d: int, seen: frozenset[int] = frozenset()) -> list[int]:
-            # a METADATA node's dependents inherit its own (non-METADATA) dependencies
-            if d not in parents:
-                return [d]
-            out: list[int] = []
-            for p in parents[d]:
-                if p not in seen:
-                    out.extend(through(p, seen | {d}))
-            return out
-
         kept = []
         for n in nodes:
             if n.type == NodeType.METADATA:
@@ -43,7 +45,7 @@ def runnable_copy(wl: Workload) -> tuple[Workload, dict[str, int]]:
                 rewired += sum(1 for d in n.deps if d in parents)
                 deps: list[int] = []
                 for d in n.deps:
-                    deps.extend(x for x in through(d) if x not in deps)
+                    deps.extend(x for x in _through(parents, d) if x not in deps)
                 n = replace(n, deps=deps, ctrl_deps=[d for d in n.ctrl_deps if d not in parents and d in deps])
             kept.append(n)
         ranks.append(kept)

@@ -43,7 +43,8 @@ class RunParams(BundleOptions):
 
     backend: Literal["auto", "aware", "unaware", "any"] = Field(  # type: ignore[assignment]
         default="auto",
-        description="auto: from the binary's name (..._Congestion_Aware / ..._Congestion_Unaware); aware refuses multi-dim networks",
+        description="auto: from the binary's name (..._Congestion_Aware / ..._Congestion_Unaware); aware refuses "
+                    "multi-dim networks",
     )
     binary: str | None = Field(default=None, description=f"ASTRA-sim analytical binary; default ${ENV_BINARY}")
     timeout: float = Field(default=600.0, gt=0, description="seconds before the run is killed")
@@ -124,13 +125,15 @@ def run_binary(binary: Path, args: list[str], cwd: Path, timeout: float) -> tupl
                 [str(binary), *args], cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
             )
         except OSError as exc:
-            raise ExternalToolError(f"cannot start ASTRA-sim binary {binary}: {exc.strerror or exc}", hint=_HINT_BINARY) from exc
+            raise ExternalToolError(f"cannot start ASTRA-sim binary {binary}: {exc.strerror or exc}",
+                                    hint=_HINT_BINARY) from exc
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             raise ExternalToolError(
-                f"ASTRA-sim ({binary.name}) did not finish within the timeout of {timeout:g} s; its process group was killed",
+                f"ASTRA-sim ({binary.name}) did not finish within the timeout of {timeout:g} s; its process group was "
+                "killed",
                 hint=f"raise timeout= or check the bundle in {cwd} (a deadlocked custom ET never ends)",
             ) from None
         except BaseException:  # Ctrl-C and friends: never leave the simulator running
@@ -168,7 +171,8 @@ def _report(stdout: str, log_dir: Path, ranks: int, binary: Path) -> tuple[RunRe
     missing = [i for i in range(ranks) if i not in report.ranks]
     if missing:
         raise ExternalToolError(
-            f"ASTRA-sim ({binary.name}): only {len(report.ranks)} of {ranks} ranks finished (missing sys {missing[:8]})",
+            f"ASTRA-sim ({binary.name}): only {len(report.ranks)} of {ranks} ranks finished (missing sys "
+            f"{missing[:8]})",
             hint="a custom collective whose sends and receives do not match never completes on some ranks",
         )
     return report, source

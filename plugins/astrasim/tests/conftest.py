@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-# pytest's importlib mode does not put test directories on sys.path; the helpers module lives here
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-EXAMPLE = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "astra-sim" / "custom-ring-allreduce-8npus-1MB"
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+EXAMPLE = SHARED_DATA / "astra-sim" / "custom-ring-allreduce-8npus-1MB"
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, Op, RankGra
 from hub.errors import TraceFormatError, UsageError
 from hub.plugins import RunContext
 
-from astrasim_helpers import attrs_of, decode_et, msccl_ring_allreduce
+from .astrasim_helpers import attrs_of, decode_et, msccl_ring_allreduce
 
 RING8 = [Dim("Ring", 8, 50.0, 500.0)]
 MIB = 1 << 20
@@ -36,7 +36,8 @@ def test_system_network_memory_match_the_shared_example(ring_bundle, example: Pa
     assert yaml.safe_load((ring_bundle.path / "network.yml").read_text()) == yaml.safe_load(
         (example / "network.yml").read_text()
     )
-    assert json.loads((ring_bundle.path / "memory.json").read_text()) == json.loads((example / "memory.json").read_text())
+    memory = json.loads((ring_bundle.path / "memory.json").read_text())
+    assert memory == json.loads((example / "memory.json").read_text())
 
 
 def test_workload_ets_match_the_shared_example(ring_bundle, example: Path) -> None:
@@ -62,7 +63,7 @@ def test_algorithm_ets_have_the_reference_structure_and_wire_types(ring_bundle, 
         _, ours = decode_et(ring_bundle.path / f"algorithm/custom_allreduce.{rank}.et")
         _, theirs = decode_et(example / f"algorithm/custom_allreduce.{rank}.et")
         assert len(ours) == len(theirs) == 35
-        for o, t in zip(ours, theirs):
+        for o, t in zip(ours, theirs, strict=False):
             assert (o.id, o.type, list(o.data_deps), list(o.ctrl_deps), o.duration_micros) == (
                 t.id, t.type, list(t.data_deps), list(t.ctrl_deps), t.duration_micros
             ), f"rank {rank} node {t.id}"
@@ -108,7 +109,8 @@ def test_files_run_script_and_readme(ring_bundle) -> None:
     assert (ring_bundle.path / "run.sh").stat().st_mode & 0o111
     readme = (ring_bundle.path / "README.md").read_text()
     assert "./run.sh" in readme and "sys[i] finished" in readme
-    assert not any(Path(p).is_absolute() for p in json.loads((ring_bundle.path / "system.json").read_text())["all-reduce-implementation-custom"])
+    system = json.loads((ring_bundle.path / "system.json").read_text())
+    assert not any(Path(p).is_absolute() for p in system["all-reduce-implementation-custom"])
 
 
 @pytest.mark.parametrize(
@@ -190,7 +192,8 @@ def test_export_error_names_rank_and_node(tmp_path: Path) -> None:
 
 def test_workload_with_et_prefix_and_native_mappings(tmp_path: Path, example: Path) -> None:
     wl = Workload.single_collective(Collective.ALLREDUCE, 8, MIB)
-    b = build_bundle(wl, out=tmp_path / "c", dims=RING8, algorithm_for={"all_reduce": str(example / "algorithm/custom_allreduce")})
+    b = build_bundle(wl, out=tmp_path / "c", dims=RING8,
+                     algorithm_for={"all_reduce": str(example / "algorithm/custom_allreduce")})
     for r in range(8):  # copied byte for byte
         assert (b.path / f"algorithm/custom_allreduce.{r}.et").read_bytes() == (
             example / f"algorithm/custom_allreduce.{r}.et"
@@ -221,7 +224,8 @@ def test_consumer_with_topology_string(tmp_path: Path, example: Path) -> None:
     params = BundleParams(out="bundle", network="ring:8", size="1MiB")
     result = consume_bundle(msccl_ring_allreduce(), params, ctx)
     assert result.component == "astrasim.bundle" and result.artifacts["bundle"] == "bundle"
-    assert yaml.safe_load((tmp_path / "bundle/network.yml").read_text()) == yaml.safe_load((example / "network.yml").read_text())
+    network = yaml.safe_load((tmp_path / "bundle/network.yml").read_text())
+    assert network == yaml.safe_load((example / "network.yml").read_text())
     params = BundleParams(out="b2", network=str(example / "network.yml"), size=MIB)
     consume_bundle(msccl_ring_allreduce(), params, ctx)
     assert (tmp_path / "b2/network.yml").read_text() == (tmp_path / "bundle/network.yml").read_text()
@@ -229,7 +233,8 @@ def test_consumer_with_topology_string(tmp_path: Path, example: Path) -> None:
         consume_bundle(msccl_ring_allreduce(), BundleParams(out="b3", network="mesh:4x2", size=MIB), ctx)
 
 
-@pytest.mark.parametrize(("text", "value"), [(1048576, MIB), ("1MiB", MIB), ("1M", MIB), ("1MB", 10**6), ("64KiB", 65536), ("3", 3), ("2.2MB", 2_200_000)])
+@pytest.mark.parametrize(("text", "value"), [(1048576, MIB), ("1MiB", MIB), ("1M", MIB), ("1MB", 10**6),
+                                             ("64KiB", 65536), ("3", 3), ("2.2MB", 2_200_000)])
 def test_parse_size(text: object, value: int) -> None:
     assert parse_size(text) == value  # type: ignore[arg-type]
 
@@ -277,8 +282,10 @@ def test_a_users_workload_is_rewritten_byte_for_byte(tmp_path: Path, example: Pa
     from hub.chakra import read_workload
 
     wl = read_workload(example / "workload/all_reduce")
-    b = build_bundle(wl, out=tmp_path / "b", dims=RING8, algorithm_for={"allreduce": str(example / "algorithm/custom_allreduce")})
+    b = build_bundle(wl, out=tmp_path / "b", dims=RING8,
+                     algorithm_for={"allreduce": str(example / "algorithm/custom_allreduce")})
     for r in range(8):
-        assert (b.path / f"workload/workload.{r}.et").read_bytes() == (example / f"workload/all_reduce.{r}.et").read_bytes()
+        ours = (b.path / f"workload/workload.{r}.et").read_bytes()
+        assert ours == (example / f"workload/all_reduce.{r}.et").read_bytes()
     system = json.loads((b.path / "system.json").read_text())
     assert system["all-reduce-implementation-custom"] == ["algorithm/custom_allreduce"]

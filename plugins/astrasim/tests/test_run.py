@@ -21,7 +21,7 @@ from collhub_astrasim._run import RunParams
 from hub.errors import ExternalToolError, UsageError
 from hub.plugins import RunContext
 
-from astrasim_helpers import msccl_ring_allreduce
+from .astrasim_helpers import msccl_ring_allreduce
 
 STANDIN = r"""#!/bin/sh
 # stand-in for AstraSim_Analytical_Congestion_*: records how it was called, then acts per $STANDIN_MODE
@@ -32,7 +32,7 @@ ranks="${STANDIN_RANKS:-8}"
 T="${STANDIN_T:-90174}"
 case "$mode" in
   fail)
-    echo "[2025-06-10 10:00:00.000] [workload] [info] reading workload/all_reduce.0.et" 
+    echo "[2025-06-10 10:00:00.000] [workload] [info] reading workload/all_reduce.0.et"
     echo "terminate called after throwing an instance of 'std::runtime_error'" >&2
     echo "  what():  Attribute comm_size not found in node 0" >&2
     exit 3 ;;
@@ -46,7 +46,8 @@ esac
 mkdir -p log
 i=0
 while [ "$i" -lt "$ranks" ]; do
-  echo "[2025-06-10 10:00:01.$i] [workload] [info] sys[$i] finished, $T cycles, exposed communication $T cycles." | tee -a log/log.log
+  echo "[2025-06-10 10:00:01.$i] [workload] [info] sys[$i] finished, $T cycles, exposed communication $T cycles." \
+    | tee -a log/log.log
   i=$((i+1))
 done
 i=0
@@ -179,7 +180,8 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie waiting for init to reap it is dead
 
 
-def test_output_without_finished_lines_is_an_error(tmp_path: Path, standin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_without_finished_lines_is_an_error(tmp_path: Path, standin: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STANDIN_MODE", "silent")
     with pytest.raises(ExternalToolError, match="reported no 'sys\\[i\\] finished"):
         _run(tmp_path, standin)

@@ -11,7 +11,7 @@ import pytest
 
 from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph, write_algorithm
 
-from astrasim_helpers import attrs_of, decode_et
+from .astrasim_helpers import attrs_of, decode_et
 
 pb = pytest.importorskip("chakra.schema.protobuf.et_def_pb2")
 

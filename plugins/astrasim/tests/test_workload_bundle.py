@@ -45,7 +45,6 @@ def _run(bundle, mode: str) -> dict[int, tuple[int, int | None]]:
 @pytest.mark.parametrize("name", ["coll4/coll4", "ddp2/ddp2"])
 def test_cpu_traces_run_on_real_astrasim_and_match_hub_simulate(name: str, tmp_path: Path) -> None:
     from collhub_astrasim._bundle import _dims_for, build_bundle
-
     from hub.sim import simulate
 
     wl = _read(name)
@@ -89,7 +88,6 @@ def test_dlrm8_runs_on_real_astrasim_with_native_ring(tmp_path: Path) -> None:
 def test_gloo_collectives_recognized_inlined_equal_real_astrasim(name: str, tmp_path: Path) -> None:
     """CPU traces: gloo:* COMP nodes -> COMM_COLL (by name and input tensor) -> ring inlined."""
     from collhub_astrasim._bundle import _dims_for, build_bundle
-
     from hub.sim import simulate
     from hub.transforms import InlineParams, inline_workload, recognize_collectives
 

@@ -117,7 +117,7 @@ def split_lanes(alg: Algorithm, chan_of: list[list[int]]) -> list[list[int]] | N
         tag = g.tag[m].astype(np.int64)
         trip = np.unique(np.stack([dst, base, tag]), axis=1)
         conn, ntags = np.unique(trip[:2], axis=1, return_counts=True)
-        multi = {(int(a), int(b)) for a, b, c in zip(conn[0], conn[1], ntags) if c > 1}
+        multi = {(int(a), int(b)) for a, b, c in zip(conn[0], conn[1], ntags, strict=False) if c > 1}
         if not multi:
             continue
         if depths is None:
@@ -131,7 +131,7 @@ def split_lanes(alg: Algorithm, chan_of: list[list[int]]) -> list[list[int]] | N
         np.minimum.at(lo, inv, dep)
         np.maximum.at(hi, inv, dep)
         spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        for (d_, b_, t_), l_, h_ in zip(trip.T.tolist(), lo.tolist(), hi.tolist()):
+        for (d_, b_, t_), l_, h_ in zip(trip.T.tolist(), lo.tolist(), hi.tolist(), strict=False):
             if (d_, b_) in multi:
                 spans.setdefault((d_, b_), []).append((l_, h_, t_))
         for (d_, b_), iv in spans.items():

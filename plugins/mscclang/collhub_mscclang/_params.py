@@ -43,10 +43,13 @@ class ExportParams(BaseModel):
         "outofplace/minBytes/maxBytes semantics)")
     proto: Literal["Simple", "LL", "LL128"] | None = Field(
         default=None, description="NCCL protocol (default: the imported file's, else Simple)")
-    min_bytes: int = Field(default=0, ge=0, description="smallest call size in bytes the algorithm is selected for (inclusive)")
-    max_bytes: int | None = Field(default=None, ge=1, description="largest call size in bytes (inclusive); none = unlimited")
+    min_bytes: int = Field(default=0, ge=0,
+                           description="smallest call size in bytes the algorithm is selected for (inclusive)")
+    max_bytes: int | None = Field(default=None, ge=1,
+                                  description="largest call size in bytes (inclusive); none = unlimited")
     name: str | None = Field(default=None, description="<algo name> (default: the algorithm's name)")
-    fuse: bool = Field(default=True, description="fuse RECV(+COMP)+SEND runs into rcs/rrcs/rrs; false writes s/r/rrc/cpy/re only")
+    fuse: bool = Field(default=True,
+                       description="fuse RECV(+COMP)+SEND runs into rcs/rrcs/rrs; false writes s/r/rrc/cpy/re only")
     threadblocks: Literal["keep-or-auto", "keep", "auto"] = Field(
         default="keep-or-auto", description="reuse the nodes' tb column when it obeys MSCCL's rules (keep), or "
         "allocate one tb per (peer, channel, direction) (auto)")

@@ -209,7 +209,8 @@ class _Reader:
             self.coll = Collective.parse(a["coll"])
         except HubError:
             raise self.fail(f"unknown collective coll={a['coll']!r}",
-                            hint="allreduce, allgather, reducescatter/reduce_scatter, alltoall, broadcast, reduce, custom") from None
+                            hint="allreduce, allgather, reducescatter/reduce_scatter, alltoall, broadcast, reduce, "
+                                 "custom") from None
         self._int(a, "nchannels", "algo")  # kept in meta.extra as an int
         for k in ("inplace", "outofplace"):
             if k in a and a[k] not in ("0", "1"):
@@ -239,7 +240,8 @@ class _Reader:
         vals = [self._int(a, k, "gpu") for k in ("i_chunks", "o_chunks", "s_chunks")]
         if min(vals) < 0:
             raise self.fail(f"gpu {gid}: negative buffer size")
-        self.gpu = _Gpu(gid, *vals, self.p.CurrentLineNumber)
+        i_chunks, o_chunks, s_chunks = vals
+        self.gpu = _Gpu(gid, i_chunks, o_chunks, s_chunks, self.p.CurrentLineNumber)
 
     def _tb(self, a: dict[str, str]) -> None:
         g = self.gpu
@@ -377,20 +379,25 @@ class _Reader:
             if rec is None:
                 raise ImportFormatError(
                     f"gpu {src} tb {stb.id} sends {len(scnt)} message(s) to gpu {dst} on channel {chan}, "
-                    f"but gpu {dst} has no tb receiving from {src} on channel {chan}", path=str(self.path), line=stb.line)
+                    f"but gpu {dst} has no tb receiving from {src} on channel {chan}", path=str(self.path),
+                    line=stb.line)
             rtb, rcnt, rlines = rec
             if scnt != rcnt:
-                k = next((i for i, (x, y) in enumerate(zip(scnt, rcnt)) if x != y), min(len(scnt), len(rcnt)))
+                k = next((i for i, (x, y) in enumerate(zip(scnt, rcnt, strict=False)) if x != y),
+                         min(len(scnt), len(rcnt)))
                 if k < min(len(scnt), len(rcnt)):
-                    msg = (f"connection {src}->{dst} channel {chan}: transfer {k} has cnt={scnt[k]} at gpu {src} tb {stb.id} "
+                    msg = (f"connection {src}->{dst} channel {chan}: transfer {k} has cnt={scnt[k]} at gpu {src} tb "
+                           f"{stb.id} "
                            f"(line {slines[k]}) but cnt={rcnt[k]} at gpu {dst} tb {rtb.id}")
                     line = rlines[k]
                 else:
-                    msg = (f"connection {src}->{dst} channel {chan}: gpu {src} tb {stb.id} sends {len(scnt)} message(s) "
+                    msg = (f"connection {src}->{dst} channel {chan}: gpu {src} tb {stb.id} sends {len(scnt)} "
+                           "message(s) "
                            f"but gpu {dst} tb {rtb.id} receives {len(rcnt)}")
                     line = rtb.line
                 raise ImportFormatError(msg, path=str(self.path), line=line,
-                                        hint="MSCCL matches sends and receives by position per (sender, receiver, channel)")
+                                        hint="MSCCL matches sends and receives by position per (sender, receiver, "
+                                             "channel)")
         for key, (rtb, rcnt, _) in self.recvs.items():
             if key not in self.sends:
                 src, dst, chan = key

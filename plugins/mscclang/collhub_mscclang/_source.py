@@ -12,8 +12,8 @@ import io
 import os
 import stat
 import zlib
+from collections.abc import Generator
 from pathlib import Path
-from typing import Generator
 
 from hub.errors import ImportFormatError
 

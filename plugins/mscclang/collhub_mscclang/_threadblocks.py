@@ -99,7 +99,6 @@ def _keep(alg: Algorithm, chan_of: list[list[int]], skip: list[set[int]]) -> lis
         tb = g.tb.tolist()
         kind = g.kind.tolist()
         peer = g.peer.tolist()
-        tag = g.tag.tolist()
         chancol = g.chan.tolist()
         chans = chan_of[r]
         sk = skip[r]
@@ -194,7 +193,7 @@ def _auto(g: RankGraph, chans: list[int], fuse: bool, skip: set[int], ranks: int
             pairs = np.stack([conn_id[x[ok]], conn_id[cand[ok]]], axis=1)
             if pairs.size:
                 uniq, counts = np.unique(pairs, axis=0, return_counts=True)
-                peer_of_conn = dict(zip(conn_id[comm].tolist(), peer[comm].tolist()))
+                peer_of_conn = dict(zip(conn_id[comm].tolist(), peer[comm].tolist(), strict=False))
                 taken: set[int] = set()
                 for k in np.argsort(-counts, kind="stable").tolist():
                     rc, sc = int(uniq[k, 0]), int(uniq[k, 1])

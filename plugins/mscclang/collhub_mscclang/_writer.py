@@ -84,9 +84,9 @@ def _step_deps(g: Any, r: int, steps_of: list[list[Step]], where: dict[int, tupl
     for ti, steps in enumerate(steps_of):
         per_tb: list[list[tuple[int, int]]] = []
         for si, st in enumerate(steps):
-            inside = set(st[6])
+            inside = set(st.nodes)
             best: dict[int, int] = {}
-            for p in st[6]:
+            for p in st.nodes:
                 for d in dpos[ptr[p]:ptr[p + 1]]:
                     if d in inside:
                         continue
@@ -137,7 +137,7 @@ def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]]
         if 2 + n + len(tbs) + total_steps > 4096:
             raise ExportError(f"rank {r} needs {2 + n + len(tbs) + total_steps} XML nodes; runtimes parse at most 4096")
     stats.max_tbs_per_gpu = max(stats.max_tbs_per_gpu, len(tbs))
-    for ti, (t, steps) in enumerate(zip(tbs, steps_of)):
+    for ti, (t, steps) in enumerate(zip(tbs, steps_of, strict=False)):
         nchannels = max(nchannels, t.chan + 1)
         body.append(f'    <tb id="{ti}" send="{t.send}" recv="{t.recv}" chan="{t.chan}">')
         s = 0
@@ -149,9 +149,9 @@ def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]]
                 s += 1
                 stats.nops += 1
             dt, ds = (dl[-1][0], final[dl[-1][0]][dl[-1][1]]) if dl else (-1, -1)
-            typ, b1, o1, b2, o2, cnt = st[0], st[1], st[2], st[3], st[4], st[5]
+            typ, b1, o1, b2, o2, cnt = st.type, st.src_buf, st.src_off, st.dst_buf, st.dst_off, st.cnt
             if cnt < 1:
-                raise ExportError(f"rank {r}: node {st[6][0]} moves {cnt} chunks; MSCCL steps move at least one",
+                raise ExportError(f"rank {r}: node {st.nodes[0]} moves {cnt} chunks; MSCCL steps move at least one",
                                   hint="drop empty transfers before exporting")
             if enforce_limits and (cnt >= _CNT_LIMIT or max(o1, o2) >= _OFF_LIMIT or dt >= 128):
                 raise ExportError(
@@ -220,8 +220,8 @@ def write_msccl_ir(
     for r, g in enumerate(alg.graphs):
         sk: set[int] = set()
         cl: list[tuple[int, int]] = []
-        for p, attrs in g.extra.items():
-            if dict(attrs).get("msccl.copy") and m.inplace and coll is Collective.ALLGATHER:
+        for p, node_attrs in g.extra.items():
+            if dict(node_attrs).get("msccl.copy") and m.inplace and coll is Collective.ALLGATHER:
                 i_off, o_off = int(g.src_off[p]), int(g.dst_off[p])
                 if int(g.dst_off[p]) == r * m.in_chunks + i_off and int(g.count[p]) == 1:
                     sk.add(p)
@@ -263,9 +263,9 @@ def write_msccl_ir(
     nchannels = stats.nchannels
     lines: list[str] = []
     nchunks = max(m.in_chunks, m.out_chunks, 1)
-    attrs = [("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
-             ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)),
-             ("inplace", int(m.inplace))]
+    attrs: list[tuple[str, object]] = [
+        ("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
+        ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)), ("inplace", int(m.inplace))]
     if rules.outofplace_attr:
         attrs.append(("outofplace", int(not m.inplace)))
     if rules.max_exclusive:  # old runtime: min <= size < max; absent max = 128 MiB, so always write it
@@ -299,7 +299,8 @@ def _reverify(alg: Algorithm) -> Any:
         rep = run_verify(back)
         if not rep.ok:
             raise ExportError("the written XML fails verification: " + "; ".join(str(p) for p in rep.problems[:3]),
-                              hint="the threadblock order may contradict the algorithm; try threadblocks=auto or fuse=false")
+                              hint="the threadblock order may contradict the algorithm; try threadblocks=auto or "
+                                   "fuse=false")
     return check
 
 

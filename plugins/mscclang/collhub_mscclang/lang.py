@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import contextvars
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
-from hub.chakra import Algorithm, AlgorithmMeta, Buffer as _Buf, Collective as _Coll, RankGraphBuilder, Op
+from hub.chakra import Algorithm, AlgorithmMeta, Buffer as _Buf, Collective as _Coll, Op, RankGraphBuilder
 from hub.errors import AlgorithmError, UsageError
 
 __all__ = [
@@ -118,9 +120,9 @@ def fully_connected(n: int) -> _Topo:
     return _Topo(n)
 
 
-_current: contextvars.ContextVar["MSCCLProgram | None"] = contextvars.ContextVar("mscclang_program", default=None)
-_args: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("mscclang_args", default={})
-_finished: list["MSCCLProgram"] = []
+_current: contextvars.ContextVar[MSCCLProgram | None] = contextvars.ContextVar("mscclang_program", default=None)
+_args: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("mscclang_args", default=MappingProxyType({}))
+_finished: list[MSCCLProgram] = []
 
 
 def args() -> dict[str, Any]:
@@ -128,7 +130,7 @@ def args() -> dict[str, Any]:
     return dict(_args.get())
 
 
-def current_program() -> "MSCCLProgram":
+def current_program() -> MSCCLProgram:
     prog = _current.get()
     if prog is None:
         raise UsageError("no MSCCLProgram is open: use `with MSCCLProgram(...):`")
@@ -145,7 +147,7 @@ class ChunkRef:
     size: int = 1
 
     def copy(self, dst: int, buffer: str | None = None, index: int = -1, sendtb: int = -1, recvtb: int = -1,
-             ch: int = 0) -> "ChunkRef":
+             ch: int = 0) -> ChunkRef:
         """Copy this chunk to (dst, buffer, index); returns the destination reference."""
         buffer = self.buffer if buffer is None else buffer
         index = self.index if index < 0 else index
@@ -153,7 +155,7 @@ class ChunkRef:
         current_program()._record("copy", self, target, ch, sendtb, recvtb)
         return target
 
-    def reduce(self, other: "ChunkRef", sendtb: int = -1, recvtb: int = -1, ch: int = 0) -> "ChunkRef":
+    def reduce(self, other: ChunkRef, sendtb: int = -1, recvtb: int = -1, ch: int = 0) -> ChunkRef:
         """Reduce ``other`` into this chunk (``self := self (+) other``); returns ``self``."""
         if not isinstance(other, ChunkRef):
             raise UsageError("dst.reduce(src): src must be a chunk reference "
@@ -163,13 +165,13 @@ class ChunkRef:
         current_program()._record("reduce", other, self, ch, sendtb, recvtb)
         return self
 
-    def split(self, n: int) -> list["ChunkRef"]:
+    def split(self, n: int) -> list[ChunkRef]:
         if n < 1 or self.size % n:
             raise UsageError(f"cannot split {self.size} chunk(s) into {n}")
         k = self.size // n
         return [ChunkRef(self.rank, self.buffer, self.index + i * k, k) for i in range(n)]
 
-    def group(self, other: "ChunkRef") -> "ChunkRef":
+    def group(self, other: ChunkRef) -> ChunkRef:
         if (other.rank, other.buffer, other.index) != (self.rank, self.buffer, self.index + self.size):
             raise UsageError("group() needs the adjacent chunk of the same buffer")
         return ChunkRef(self.rank, self.buffer, self.index, self.size + other.size)
@@ -222,7 +224,7 @@ class MSCCLProgram:
             raise UsageError(f"protocol {self.protocol!r} is not Simple, LL or LL128")
         self._token: contextvars.Token[Any] | None = None
 
-    def __enter__(self) -> "MSCCLProgram":
+    def __enter__(self) -> MSCCLProgram:
         self._token = _current.set(self)
         return self
 
@@ -276,11 +278,109 @@ def Check() -> bool:  # noqa: N802
 
 
 # -- compilation ---------------------------------------------------------------------------------
+#: a node of an op: role 0 = its SEND or COMP, 1 = its RECV, 2 = its last node
+_NodeRef = tuple[int, int]
+_Slot = tuple[int, int]  # (buffer, chunk) after in-place aliasing
+
+
+class _Transfer(NamedTuple):
+    """One op of one instance, placed in the ranks' buffers."""
+
+    src_rank: int
+    dst_rank: int
+    src_buf: int
+    src_off: int
+    dst_buf: int
+    dst_off: int
+    cnt: int
+    reduce: bool
+    chan: int
+    send_tb: int  # -1: any
+    recv_tb: int
+
+
+@dataclass
+class _Layout:
+    """Where an MSCCLang chunk of instance ``i`` lives in the algorithm's buffers: named scratch
+    buffers in order of first use, each sized by the largest index touched."""
+
+    coll: Any
+    instances: int
+    interleaved: bool
+    scratch_base: dict[str, int]
+    scratch_total: int  # chunks of scratch per instance
+
+    def place(self, ref: ChunkRef, i: int) -> tuple[int, int]:
+        coll, k = self.coll, self.instances
+        if ref.buffer == Buffer.input or ref.buffer == Buffer.output:
+            size = coll.in_chunks if ref.buffer == Buffer.input else coll.out_chunks
+            if k == 1:
+                idx = ref.index
+            elif self.interleaved:
+                idx = ref.index * k + i
+            else:
+                idx = size * i + ref.index
+            return (int(_Buf.INPUT) if ref.buffer == Buffer.input else int(_Buf.OUTPUT)), idx
+        return int(_Buf.SCRATCH), self.scratch_total * i + self.scratch_base[ref.buffer] + ref.index
+
+    def phys(self, rank: int, buf: int, idx: int) -> _Slot:
+        """The slot after in-place aliasing (profile rules), so dependencies see shared memory."""
+        coll = self.coll
+        if coll.inplace:
+            if coll.kind in (_Coll.ALLREDUCE, _Coll.ALLTOALL, _Coll.BROADCAST, _Coll.REDUCE) and buf == _Buf.OUTPUT:
+                return int(_Buf.INPUT), idx
+            if coll.kind is _Coll.ALLGATHER and buf == _Buf.INPUT:
+                return int(_Buf.OUTPUT), rank * coll.in_chunks * self.instances + idx
+            if coll.kind is _Coll.REDUCESCATTER and buf == _Buf.OUTPUT:
+                return int(_Buf.INPUT), rank * coll.out_chunks * self.instances + idx
+        return buf, idx
+
+
+class _Slots:
+    """Per rank, the last writer and the readers since of every slot: data dependencies."""
+
+    def __init__(self, n: int) -> None:
+        self.writer: list[dict[_Slot, _NodeRef]] = [{} for _ in range(n)]
+        self.readers: list[dict[_Slot, list[_NodeRef]]] = [{} for _ in range(n)]
+
+    def deps_for(self, rank: int, reads: list[_Slot], writes: list[_Slot]) -> list[_NodeRef]:
+        w, rd = self.writer[rank], self.readers[rank]
+        d: list[_NodeRef] = [w[s] for s in reads if s in w]
+        for s in writes:
+            if s in w:
+                d.append(w[s])
+            d.extend(rd.get(s, ()))
+        return d
+
+    def commit(self, rank: int, ref: _NodeRef, reads: list[_Slot], writes: list[_Slot]) -> None:
+        w, rd = self.writer[rank], self.readers[rank]
+        for s in reads:
+            rd.setdefault(s, []).append(ref)
+        for s in writes:
+            w[s] = ref
+            rd[s] = []
+
+
 def _compile(prog: MSCCLProgram) -> Algorithm:
     coll: Collective = prog.collective
     n, k = coll.num_ranks, prog.instances
-    cin, cout = coll.in_chunks, coll.out_chunks
-    # scratch layout: named buffers in order of first use, sized by the largest index touched
+    layout, nchan = _layout(prog)
+    ops, deps = _transfers(prog, layout, nchan)
+    per_rank, chain = _schedule(ops, deps, n)
+    builders = [RankGraphBuilder(r) for r in range(n)]
+    _emit(builders, ops, deps, per_rank, chain)
+    meta = AlgorithmMeta(
+        collective=coll.kind, ranks=n, in_chunks=coll.in_chunks * k, out_chunks=coll.out_chunks * k,
+        scratch_chunks=layout.scratch_total * k, inplace=coll.inplace, root=coll.root, name=prog.name,
+        producer="mscclang.program", extra=(("msccl.proto", prog.protocol), ("msccl.instances", k)),
+    )
+    return Algorithm(meta, tuple(b.build() for b in builders))
+
+
+def _layout(prog: MSCCLProgram) -> tuple[_Layout, int]:
+    """The buffer layout of the program's chunk references (checked), and its channel count."""
+    coll: Collective = prog.collective
+    k = prog.instances
     scratch_size: dict[str, int] = {}
     nchan = 1
     for op in prog.ops:
@@ -288,7 +388,7 @@ def _compile(prog: MSCCLProgram) -> Algorithm:
             if ref.buffer not in (Buffer.input, Buffer.output):
                 scratch_size[ref.buffer] = max(scratch_size.get(ref.buffer, 0), ref.index + ref.size)
             else:
-                lim = cin if ref.buffer == Buffer.input else cout
+                lim = coll.in_chunks if ref.buffer == Buffer.input else coll.out_chunks
                 if ref.index + ref.size > lim:
                     raise UsageError(f"chunk({ref.rank}, {ref.buffer!r}, {ref.index}, size={ref.size}) is beyond the "
                                      f"{ref.buffer} buffer of {lim} chunk(s)")
@@ -301,92 +401,58 @@ def _compile(prog: MSCCLProgram) -> Algorithm:
     for name, size in scratch_size.items():
         base[name] = total
         total += size
-    inplace = coll.inplace
+    return _Layout(coll, k, prog.interleaved_replication, base, total), nchan
 
-    def place(ref: ChunkRef, i: int) -> tuple[int, int]:
-        if ref.buffer == Buffer.input or ref.buffer == Buffer.output:
-            size = cin if ref.buffer == Buffer.input else cout
-            if k == 1:
-                idx = ref.index
-            elif prog.interleaved_replication:
-                idx = ref.index * k + i
-            else:
-                idx = size * i + ref.index
-            return (int(_Buf.INPUT) if ref.buffer == Buffer.input else int(_Buf.OUTPUT)), idx
-        return int(_Buf.SCRATCH), total * i + base[ref.buffer] + ref.index
 
-    CIN, COUT = cin * k, cout * k
-
-    def phys(rank: int, buf: int, idx: int) -> tuple[int, int]:
-        # slots after in-place aliasing (profile rules), so dependencies see shared memory
-        if inplace:
-            if coll.kind in (_Coll.ALLREDUCE, _Coll.ALLTOALL, _Coll.BROADCAST, _Coll.REDUCE) and buf == _Buf.OUTPUT:
-                return int(_Buf.INPUT), idx
-            if coll.kind is _Coll.ALLGATHER and buf == _Buf.INPUT:
-                return int(_Buf.OUTPUT), rank * CIN + idx
-            if coll.kind is _Coll.REDUCESCATTER and buf == _Buf.OUTPUT:
-                return int(_Buf.INPUT), rank * COUT + idx
-        return buf, idx
-
-    # Phase 1: slot tracking on physical slots gives each node its data dependencies, as
-    # (op, role) references; role 0 = SEND/COMP, 1 = RECV, 2 = the op's last node.
-    Ref = tuple[int, int]
-    writer: list[dict[tuple[int, int], Ref]] = [{} for _ in range(n)]
-    readers: list[dict[tuple[int, int], list[Ref]]] = [{} for _ in range(n)]
-    ops: list[tuple[Any, ...]] = []  # (src rank, dst rank, sb, so, db, do, cnt, red, ch, stb, rtb)
-    deps: list[tuple[list[Ref], list[Ref]]] = []  # per op: deps of its first node, of its RECV
-
-    def deps_for(rank: int, reads: list[tuple[int, int]], writes: list[tuple[int, int]]) -> list[Ref]:
-        w, rd = writer[rank], readers[rank]
-        d: list[Ref] = [w[s] for s in reads if s in w]
-        for s in writes:
-            if s in w:
-                d.append(w[s])
-            d.extend(rd.get(s, ()))
-        return d
-
-    def commit(rank: int, ref: Ref, reads: list[tuple[int, int]], writes: list[tuple[int, int]]) -> None:
-        w, rd = writer[rank], readers[rank]
-        for s in reads:
-            rd.setdefault(s, []).append(ref)
-        for s in writes:
-            w[s] = ref
-            rd[s] = []
-
+def _transfers(prog: MSCCLProgram, layout: _Layout,
+               nchan: int) -> tuple[list[_Transfer], list[tuple[list[_NodeRef], list[_NodeRef]]]]:
+    """Every op of every instance, placed, with its data dependencies from slot tracking on
+    physical slots: per op, the deps of its first node and of its RECV."""
+    k = prog.instances
+    slots = _Slots(prog.collective.num_ranks)
+    ops: list[_Transfer] = []
+    deps: list[tuple[list[_NodeRef], list[_NodeRef]]] = []
     for i in range(k):
         for op in prog.ops:
-            sb, so = place(op.src, i)
-            db, do = place(op.dst, i)
+            sb, so = layout.place(op.src, i)
+            db, do = layout.place(op.dst, i)
             cnt = op.src.size
             if op.dst.size != cnt:
                 raise UsageError("source and destination sizes differ")
-            ch = nchan * i + op.ch
-            stb = op.sendtb * k + i if op.sendtb >= 0 else -1
-            rtb = op.recvtb * k + i if op.recvtb >= 0 else -1
-            src_slots = [phys(op.src.rank, sb, so + j) for j in range(cnt)]
-            dst_slots = [phys(op.dst.rank, db, do + j) for j in range(cnt)]
+            src_slots = [layout.phys(op.src.rank, sb, so + j) for j in range(cnt)]
+            dst_slots = [layout.phys(op.dst.rank, db, do + j) for j in range(cnt)]
             red = op.kind == "reduce"
             oi = len(ops)
-            ops.append((op.src.rank, op.dst.rank, sb, so, db, do, cnt, red, ch, stb, rtb))
+            ops.append(_Transfer(op.src.rank, op.dst.rank, sb, so, db, do, cnt, red, nchan * i + op.ch,
+                                 op.sendtb * k + i if op.sendtb >= 0 else -1,
+                                 op.recvtb * k + i if op.recvtb >= 0 else -1))
             if op.src.rank == op.dst.rank:
                 r = op.src.rank
                 reads = src_slots + (dst_slots if red else [])
-                deps.append((deps_for(r, reads, dst_slots), []))
-                commit(r, (oi, 0), reads, dst_slots)
+                deps.append((slots.deps_for(r, reads, dst_slots), []))
+                slots.commit(r, (oi, 0), reads, dst_slots)
                 continue
             a, b = op.src.rank, op.dst.rank
-            d_send = deps_for(a, src_slots, [])
-            commit(a, (oi, 0), src_slots, [])
-            d_recv = deps_for(b, dst_slots if red else [], dst_slots)
-            commit(b, (oi, 2), dst_slots, dst_slots)
+            d_send = slots.deps_for(a, src_slots, [])
+            slots.commit(a, (oi, 0), src_slots, [])
+            d_recv = slots.deps_for(b, dst_slots if red else [], dst_slots)
+            slots.commit(b, (oi, 2), dst_slots, dst_slots)
             deps.append((d_send, d_recv))
     if not ops:
         raise AlgorithmError(f"program {prog.name!r} moves no chunk")
+    return ops, deps
 
-    # Phase 2: MSCCLang-style scheduling keys: depth from the start (chunk step), then the
-    # longest distance to a sink (priority), then program order. Every data dependency raises
-    # the depth, so chaining each connection's transfers in key order cannot form a cycle, and
-    # the sender and receiver agree on that order (FIFO matching by construction).
+
+def _schedule(ops: list[_Transfer], deps: list[tuple[list[_NodeRef], list[_NodeRef]]],
+              n: int) -> tuple[list[list[tuple[tuple[int, ...], int, int]]], dict[_NodeRef, _NodeRef]]:
+    """MSCCLang-style scheduling: each rank's (key, op, role) nodes in order, and per node the
+    previous one on its connection.
+
+    Keys are the depth from the start (chunk step), then the longest distance to a sink
+    (priority), then program order. Every data dependency raises the depth, so chaining each
+    connection's transfers in key order cannot form a cycle, and the sender and receiver agree
+    on that order (FIFO matching by construction).
+    """
     m = len(ops)
     depth = [0] * m
     for oi in range(m):
@@ -400,52 +466,55 @@ def _compile(prog: MSCCLProgram) -> Algorithm:
     order = sorted(range(m), key=lambda o: (depth[o], -prio[o], o))
     # each rank's nodes in (depth, sends before receives, priority, program order): the ring
     # pattern "send mine, then receive/reduce/forward" comes out consecutive, ready to fuse
-    per_rank: list[list[tuple[tuple[int, ...], int, int]]] = [[] for _ in range(n)]  # (key, op, role)
-    chain: dict[Ref, Ref] = {}
+    per_rank: list[list[tuple[tuple[int, ...], int, int]]] = [[] for _ in range(n)]
+    chain: dict[_NodeRef, _NodeRef] = {}
     last_on_conn: dict[tuple[int, int, int, int], int] = {}
     for oi in order:
-        a, b, *_rest = ops[oi]
-        ch = ops[oi][8]
-        key = (depth[oi], -prio[oi], oi)
+        t = ops[oi]
+        a, b = t.src_rank, t.dst_rank
+        per_rank[a].append(((depth[oi], 0, -prio[oi], oi, 0), oi, 0))
         if a == b:
-            per_rank[a].append(((key[0], 0, key[1], oi, 0), oi, 0))
             continue
-        per_rank[a].append(((key[0], 0, key[1], oi, 0), oi, 0))
-        per_rank[b].append(((key[0], 1, key[1], oi, 0), oi, 1))
-        if ops[oi][7]:
-            per_rank[b].append(((key[0], 1, key[1], oi, 1), oi, 2))
+        per_rank[b].append(((depth[oi], 1, -prio[oi], oi, 0), oi, 1))
+        if t.reduce:
+            per_rank[b].append(((depth[oi], 1, -prio[oi], oi, 1), oi, 2))
         for side in (0, 1):
-            prev = last_on_conn.get((side, a, b, ch))
+            prev = last_on_conn.get((side, a, b, t.chan))
             if prev is not None:
                 chain[(oi, side)] = (prev, side)
-            last_on_conn[(side, a, b, ch)] = oi
-    builders = [RankGraphBuilder(r) for r in range(n)]
-    pos: dict[Ref, int] = {}
-    for r in range(n):
-        bld = builders[r]
-        for _key, oi, role in sorted(per_rank[r]):
-            a, b, sb, so, db, do, cnt, red, ch, stb, rtb = ops[oi]
+            last_on_conn[(side, a, b, t.chan)] = oi
+    for nodes in per_rank:
+        nodes.sort()
+    return per_rank, chain
+
+
+def _emit(builders: list[RankGraphBuilder], ops: list[_Transfer],
+          deps: list[tuple[list[_NodeRef], list[_NodeRef]]],
+          per_rank: list[list[tuple[tuple[int, ...], int, int]]], chain: dict[_NodeRef, _NodeRef]) -> None:
+    """Each rank's nodes in schedule order: COMP for a local op; SEND, RECV and (reduce) the
+    reduction's cost-only COMP for a transfer."""
+    pos: dict[_NodeRef, int] = {}
+    for r, bld in enumerate(builders):
+        for _key, oi, role in per_rank[r]:
+            t = ops[oi]
             ds, dr = deps[oi]
-            if a == b:
-                node = bld.comp(Op.REDUCE if red else Op.COPY, src=(sb, so), dst=(db, do), count=cnt,
-                                deps=sorted({pos[x] for x in ds}), tb=stb if stb >= 0 else rtb, chan=ch)
+            if t.src_rank == t.dst_rank:
+                node = bld.comp(Op.REDUCE if t.reduce else Op.COPY, src=(t.src_buf, t.src_off),
+                                dst=(t.dst_buf, t.dst_off), count=t.cnt, deps=sorted({pos[x] for x in ds}),
+                                tb=t.send_tb if t.send_tb >= 0 else t.recv_tb, chan=t.chan)
                 pos[(oi, 0)] = pos[(oi, 2)] = node
             elif role == 0:
                 d = {pos[x] for x in ds}
                 if (oi, 0) in chain:
                     d.add(pos[chain[(oi, 0)]])
-                pos[(oi, 0)] = bld.send(b, src=(sb, so), count=cnt, tag=ch, deps=sorted(d), tb=stb, chan=ch)
+                pos[(oi, 0)] = bld.send(t.dst_rank, src=(t.src_buf, t.src_off), count=t.cnt, tag=t.chan,
+                                        deps=sorted(d), tb=t.send_tb, chan=t.chan)
             elif role == 1:
                 d = {pos[x] for x in dr}
                 if (oi, 1) in chain:
                     d.add(pos[chain[(oi, 1)]])
-                pos[(oi, 1)] = pos[(oi, 2)] = bld.recv(a, dst=(db, do), count=cnt, op=Op.REDUCE if red else Op.COPY,
-                                                       tag=ch, deps=sorted(d), tb=rtb, chan=ch)
+                pos[(oi, 1)] = pos[(oi, 2)] = bld.recv(t.src_rank, dst=(t.dst_buf, t.dst_off), count=t.cnt,
+                                                       op=Op.REDUCE if t.reduce else Op.COPY, tag=t.chan,
+                                                       deps=sorted(d), tb=t.recv_tb, chan=t.chan)
             else:  # the reduction's cost; its effect is stated by the RECV(REDUCE)
-                pos[(oi, 2)] = bld.comp(Op.NONE, count=cnt, deps=[pos[(oi, 1)]], tb=rtb, chan=ch)
-    meta = AlgorithmMeta(
-        collective=coll.kind, ranks=n, in_chunks=CIN, out_chunks=COUT, scratch_chunks=total * k,
-        inplace=inplace, root=coll.root, name=prog.name, producer="mscclang.program",
-        extra=(("msccl.proto", prog.protocol), ("msccl.instances", k)),
-    )
-    return Algorithm(meta, tuple(b.build() for b in builders))
+                pos[(oi, 2)] = bld.comp(Op.NONE, count=t.cnt, deps=[pos[(oi, 1)]], tb=t.recv_tb, chan=t.chan)

@@ -26,7 +26,7 @@ def manifest() -> dict[str, dict[str, str]]:
     header = [h.strip() for h in lines[0].strip("|").split("|")]
     for ln in lines[2:]:
         cells = [c.strip() for c in ln.strip("|").split("|")]
-        rows[cells[0]] = dict(zip(header, cells))
+        rows[cells[0]] = dict(zip(header, cells, strict=False))
     return rows
 
 

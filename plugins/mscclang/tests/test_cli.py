@@ -30,7 +30,8 @@ def test_produce_then_consume(msccl_dir: Path, tmp_path: Path) -> None:
 
 def test_bad_file_is_one_line_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.xml"
-    bad.write_text('<algo name="x" proto="Simple" nchannels="1" nchunksperloop="1" ngpus="1" coll="allreduce" inplace="1">\n<gpu id="0"\n')
+    bad.write_text('<algo name="x" proto="Simple" nchannels="1" nchunksperloop="1" ngpus="1" coll="allreduce" '
+                   'inplace="1">\n<gpu id="0"\n')
     p = run("produce", "mscclang.ir", "--set", f"path={bad}", "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert p.returncode == 3
     assert "Traceback" not in p.stderr

@@ -10,12 +10,12 @@ import os
 import threading
 import time
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from collhub_mscclang import read_msccl_ir
 from hub.errors import ImportFormatError
@@ -232,7 +232,8 @@ def test_gzip_through_a_fifo(tmp_path: Path, fifo: Callable[[Callable[[BinaryIO]
     (HEAD.encode(), b"<x>" + b"y" * 249 + b"</x>", {"max_bytes": 4 * MiB}, "input exceeds the limit of 4194304"),
     (HEAD.encode() + b"<!--", b"-<", {}, "longer than"),  # an endless comment
 ])
-def test_endless_fifo_is_cut_while_reading(fifo: Callable[[Callable[[BinaryIO], None]], Path], prefix: bytes, filler: bytes,
+def test_endless_fifo_is_cut_while_reading(fifo: Callable[[Callable[[BinaryIO], None]], Path], prefix: bytes,
+                                           filler: bytes,
                                            kw: dict[str, int], fragment: str) -> None:
     start = time.monotonic()
     with pytest.raises(ImportFormatError, match=fragment):
@@ -255,7 +256,7 @@ def test_cli_hostile_inputs_are_clean(tmp_path: Path) -> None:
               ("dev-zero", Path("/dev/zero"))]
     out = tmp_path / "out"
     runs = [(["produce", "mscclang.ir", "--set", f"path={p}", "--out", str(out / c / "r")], {}) for c, p in cases]
-    for (case, _), ran in zip(cases, run_batch(runs)):
+    for (case, _), ran in zip(cases, run_batch(runs), strict=False):
         assert_clean(ran, 3)
         assert not list((out / case).glob("*")) if (out / case).exists() else True, case
 

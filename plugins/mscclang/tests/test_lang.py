@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import _symbolic
-from mscclang_corpus import EXAMPLES
 from collhub_mscclang import msccl_available, read_msccl_ir, run_program, write_msccl_ir
 from collhub_mscclang.lang import AllGather, AllReduce, Buffer, MSCCLProgram, chunk
 from hub.chakra import NodeType, Op
 from hub.errors import AlgorithmError, UsageError
+
+from . import _symbolic
+from .mscclang_corpus import EXAMPLES
 
 CASES = [
     ("ring_allreduce.py", ["8"]),

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mscclang_corpus import EXAMPLES
 from hub.errors import ImportFormatError
 from hub.plugins import RunContext
+
+from .mscclang_corpus import EXAMPLES
 
 
 @pytest.fixture(scope="module")

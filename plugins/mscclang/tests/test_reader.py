@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import _symbolic
-from mscclang_corpus import corpus_files, histogram, manifest
 from collhub_mscclang import read_msccl_ir
 from hub.chakra import Buffer, Collective, NodeType, Op
 from hub.errors import ImportFormatError, SemanticsError, VerificationError
+
+from . import _symbolic
+from .mscclang_corpus import corpus_files, histogram, manifest
 
 CHECKFAIL = "mscclang_allreduce_pcie_hierarchical_n8_i1_LL_CHECKFAIL.xml"
 FILES = corpus_files()
@@ -104,7 +105,8 @@ def test_broadcast_root_is_inferred(msccl_dir: Path) -> None:
 
 
 # -- malformed input ------------------------------------------------------------------------------
-HEAD = '<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" outofplace="0" minBytes="0" maxBytes="0">\n'
+HEAD = ('<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" '
+        'outofplace="0" minBytes="0" maxBytes="0">\n')
 
 
 def step(s: int, t: str, off: int = 0, cnt: int = 1, depid: int = -1, deps: int = -1, hasdep: int = 0) -> str:
@@ -143,9 +145,13 @@ def test_minimal_document_imports(tmp_path: Path) -> None:
         (step(0, "s") + step(1, "r", 5), GOOD1, "", 5, "dstoff=5 cnt=1 out of range"),
         (step(0, "s") + step(1, "r", 1, depid=3, deps=0), GOOD1, "", 5, "depid=3 names no tb"),
         (step(0, "s") + step(1, "r", 1, depid=0, deps=7), GOOD1, "", 5, "deps=7 names no step"),
+        # an rrc with a distinct source (lowered in its two-node form) keeps its name in messages
+        (step(0, "s") + step(1, "rrc", 1, depid=3, deps=0).replace('srcoff="1"', 'srcoff="0"'), GOOD1, "", 5,
+         "step 1 (rrc): depid=3 names no tb"),
         (step(0, "s") + step(1, "r", 0, cnt=2), GOOD1, "", 5, "transfer 0 has cnt=1 at gpu 1 tb 0 (line 11) but cnt=2"),
         (step(0, "s") + step(1, "nop", -1, cnt=0), GOOD1, "", 5, "nop without a dependency"),
-        (GOOD0, step(0, "r") + step(1, "s", 1) + step(2, "s", 0), "", 3, "gpu 1 tb 0 sends 2 message(s) but gpu 0 tb 0 receives 1"),
+        (GOOD0, step(0, "r") + step(1, "s", 1) + step(2, "s", 0), "", 3,
+         "gpu 1 tb 0 sends 2 message(s) but gpu 0 tb 0 receives 1"),
     ],
 )
 def test_errors_name_gpu_tb_step_and_line(tmp_path: Path, tb0: str, tb1: str, extra0: str, line: int,
@@ -180,8 +186,11 @@ def test_dependency_on_a_nop_is_refused(tmp_path: Path) -> None:
 
 def test_cross_tb_cycle_is_refused(tmp_path: Path) -> None:
     text = (HEAD + '  <gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n'
-            '    <tb id="0" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 0, depid=1, deps=0, hasdep=1).replace('dstoff="0"', 'dstoff="1"') +
-            '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 1, depid=0, deps=0, hasdep=1).replace('dstoff="1"', 'dstoff="0"') +
+            '    <tb id="0" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 0, depid=1, deps=0,
+                                                                    hasdep=1).replace('dstoff="0"', 'dstoff="1"') +
+            '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 1, depid=0, deps=0,
+                                                                               hasdep=1).replace('dstoff="1"',
+                                                                                                 'dstoff="0"') +
             '    </tb>\n  </gpu>\n  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0"/>\n</algo>\n')
     with pytest.raises(ImportFormatError, match="form a cycle"):
         read_msccl_ir(write(tmp_path, text))

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import _symbolic
 from collhub_mscclang import read_msccl_ir, write_msccl_ir
 from hub.errors import ImportFormatError
+
+from . import _symbolic
 
 
 def _ring_xml(n: int, k: int, chans: int, *, inplace: bool) -> str:
@@ -108,28 +109,33 @@ HEAD = ('<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2
 
 
 def _two_ranks(tb0: str, extra_tb: str = "") -> str:
-    st = '<step s="{s}" type="{t}" srcbuf="i" srcoff="{o}" dstbuf="i" dstoff="{o}" cnt="1" depid="-1" deps="-1" hasdep="0"/>'
+    st = ('<step s="{s}" type="{t}" srcbuf="i" srcoff="{o}" dstbuf="i" dstoff="{o}" cnt="1" depid="-1" deps="-1" '
+          'hasdep="0"/>')
     return (HEAD + '<gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n<tb id="0" send="1" recv="1" chan="0">\n'
             + tb0 + "</tb>\n" + extra_tb + '</gpu>\n<gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0">\n'
             '<tb id="0" send="0" recv="0" chan="0">\n' + st.format(s=0, t="r", o=0) + "\n" + st.format(s=1, t="s", o=1)
             + "\n</tb>\n</gpu>\n</algo>\n")
 
 
-GOOD_TB0 = ('<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>\n'
-            '<step s="1" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>\n')
+GOOD_TB0 = ('<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
+            'hasdep="0"/>\n'
+            '<step s="1" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
+            'hasdep="0"/>\n')
 
 
 @pytest.mark.parametrize(
     "old, new, fragment",
     [
-        ('nchunksperloop="2"', 'nchunksperloop="99999999999999999999"', "nchunksperloop=99999999999999999999 of <algo> is out of range"),
+        ('nchunksperloop="2"', 'nchunksperloop="99999999999999999999"',
+         "nchunksperloop=99999999999999999999 of <algo> is out of range"),
         ('nchannels="1"', 'nchannels="x"', "nchannels='x' of <algo> is not an integer"),
         ('s_chunks="0"', 's_chunks="4294967296"', "s_chunks=4294967296 of <gpu> is out of range"),
         ('srcoff="0" dstbuf="i" dstoff="0" cnt="1"', 'srcoff="0" dstbuf="i" dstoff="0" cnt="100000000000000000000"',
          "gpu 0 tb 0 step 0: attribute cnt='100000000000000000000' of <step> is out of range"),
         ('deps="-1" hasdep="0"/>\n<step s="1"', 'deps="99999999999999999999" hasdep="0"/>\n<step s="1"',
          "attribute deps='99999999999999999999' of <step> is out of range"),
-        ('srcoff="0" dstbuf="i" dstoff="0" cnt="1"', 'srcoff="0" dstbuf="i" dstoff="0" cnt="1_0"', "cnt='1_0' of <step> is not an integer"),
+        ('srcoff="0" dstbuf="i" dstoff="0" cnt="1"', 'srcoff="0" dstbuf="i" dstoff="0" cnt="1_0"',
+         "cnt='1_0' of <step> is not an integer"),
         ('<tb id="0" send="1"', '<tb id="\u0661" send="1"', "attribute id='\u0661' of <tb> is not an integer"),
     ],
 )
@@ -156,8 +162,10 @@ def _local_tb(steps: str) -> str:
 def test_dependency_on_a_step_without_hasdep_waits_for_the_next_publishing_step(tmp_path: Path) -> None:
     # tb 1: s0 re (hasdep=0), s1 cpy (hasdep=1). tb 0's send waits for tb 1 step 0; the runtime
     # publishes no flag after step 0, so the send is released after step 1 (flags only grow)
-    tb1 = ('<step s="0" type="re" srcbuf="i" srcoff="1" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>\n'
-           '<step s="1" type="cpy" srcbuf="i" srcoff="0" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="1"/>\n')
+    tb1 = ('<step s="0" type="re" srcbuf="i" srcoff="1" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
+           'hasdep="0"/>\n'
+           '<step s="1" type="cpy" srcbuf="i" srcoff="0" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
+           'hasdep="1"/>\n')
     tb0 = GOOD_TB0.replace(
         'type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1"',
         'type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0"')

@@ -62,7 +62,8 @@ def test_problems_name_their_xml_step_and_are_all_counted(msccl_dir: Path) -> No
 
 
 def test_cli_verify_counts_lists_and_reports_origins(msccl_dir: Path, tmp_path: Path) -> None:
-    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad", cwd=tmp_path).returncode == 0
+    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad",
+               cwd=tmp_path).returncode == 0
     p = run("trace", "verify", "bad", "--max-problems", "3", cwd=tmp_path)
     assert p.returncode == 3 and len(p.stdout.splitlines()) == 3
     assert all(" tb " in line and " step " in line for line in p.stdout.splitlines())
@@ -86,7 +87,8 @@ def test_produce_warns_or_refuses_a_wrong_file(msccl_dir: Path, tmp_path: Path) 
 
 def test_a_reader_that_stops_ends_the_command_quietly(msccl_dir: Path, tmp_path: Path) -> None:
     """`collhub trace verify ... | head -1`: 576 problems are ~70 KB, more than a pipe holds."""
-    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad", cwd=tmp_path).returncode == 0
+    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad",
+               cwd=tmp_path).returncode == 0
     proc = subprocess.Popen([*COLLHUB, "trace", "verify", "bad", "--max-problems", "100000"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None

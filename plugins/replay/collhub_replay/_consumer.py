@@ -57,7 +57,7 @@ def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | 
                                     schedule=p.schedule)
     world = jobs[0].plan.ranks if jobs else 0
     reports = []
-    for alg, job, rows in zip(algorithms, jobs, results):
+    for alg, job, rows in zip(algorithms, jobs, results, strict=False):
         title = (f"replay of {job.plan.name} ({alg.meta.producer or 'unknown producer'}), {job.plan.collective}, "
                  f"{'in-place' if job.plan.inplace else 'out-of-place'} algorithm, {world} ranks on {backend}, "
                  f"{job.iters} iters, {job.warmup} warm-up")
@@ -77,7 +77,8 @@ def _validated(values: dict[str, Any]) -> ReplayParams:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err.get("loc", ())) or "params"
-        raise UsageError(f"replay: {where}: {err.get('msg', exc)}", hint="fields: " + ", ".join(ReplayParams.model_fields)) from None
+        raise UsageError(f"replay: {where}: {err.get('msg', exc)}",
+                         hint="fields: " + ", ".join(ReplayParams.model_fields)) from None
 
 
 def _write(path: Path, text: str) -> None:

@@ -47,8 +47,8 @@ class Program:
     dst: list[Any]
     tmp: list[Any]
     empty: list[bool]
-    waiters: dict[tuple[str, int, int], "_Waiter"] = field(default_factory=dict)
-    done_q: "queue.SimpleQueue[tuple[int, BaseException | None]]" = field(default_factory=queue.SimpleQueue)
+    waiters: dict[tuple[str, int, int], _Waiter] = field(default_factory=dict)
+    done_q: queue.SimpleQueue[tuple[int, BaseException | None]] = field(default_factory=queue.SimpleQueue)
 
     def close(self) -> None:
         for w in self.waiters.values():
@@ -59,9 +59,9 @@ class Program:
 
 
 class _Waiter(threading.Thread):
-    def __init__(self, done_q: "queue.SimpleQueue[tuple[int, BaseException | None]]") -> None:
+    def __init__(self, done_q: queue.SimpleQueue[tuple[int, BaseException | None]]) -> None:
         super().__init__(daemon=True)
-        self.q: "queue.SimpleQueue[tuple[int, Any] | None]" = queue.SimpleQueue()
+        self.q: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
         self.done_q = done_q
         self.start()
 

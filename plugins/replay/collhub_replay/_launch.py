@@ -7,8 +7,9 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from hub.errors import ExternalToolError, UsageError
 
@@ -107,7 +108,8 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
     # a rank's own watchdog fires after `timeout` without progress; this bounds everything else:
     # rank 0 reports after every size, and each report extends the deadline by one case's allowance
     window = _STARTUP_S + cfg.timeout * 2 + max(
-        (len(j.modes) + int(j.native)) * (j.iters * j.repeat + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6) for j in jobs)
+        (len(j.modes) + int(j.native)) * (j.iters * j.repeat + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6)
+        for j in jobs)
     deadline = time.monotonic() + window
     failed_at: float | None = None
     try:
@@ -143,14 +145,16 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
     finally:
         _reap(procs)
     if hangs:
-        where = "; ".join(f"rank {r}: " + ", ".join(w[:3]) + (" ..." if len(w) > 3 else "") for r, w in sorted(hangs.items()))
+        where = "; ".join(f"rank {r}: " + ", ".join(w[:3]) + (" ..." if len(w) > 3 else "") for r,
+                          w in sorted(hangs.items()))
         raise ExternalToolError(
             f"replay hung: rank(s) {', '.join(map(str, sorted(hangs)))} made no progress for {cfg.timeout:g} s; "
             f"waiting: {where}", hint="every rank process was stopped; `collhub verify` checks progress")
     if errors:
         r = min(errors)
         raise ExternalToolError(f"replay failed on rank {r}: {errors[r]}",
-                                hint="all rank processes were stopped" + (f"; {len(errors)} rank(s) failed" if len(errors) > 1 else ""))
+                                hint="all rank processes were stopped"
+                                + (f"; {len(errors)} rank(s) failed" if len(errors) > 1 else ""))
     if rows is None or len(ok) < world:
         missing = sorted(set(range(world)) - ok)
         raise ExternalToolError(f"replay did not finish: rank(s) {missing} never reported",
@@ -168,7 +172,8 @@ def _main_not_reimported() -> Iterator[None]:
     has neither a module spec nor a file, so both are hidden while the children start.
     """
     main = sys.modules.get("__main__")
-    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+    hidden = ("__spec__", "__file__")
+    saved: dict[str, Any] = {k: main.__dict__[k] for k in hidden if main is not None and k in main.__dict__}
     try:
         if main is not None:
             main.__dict__.pop("__file__", None)
@@ -201,7 +206,8 @@ def _exit_text(code: int) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return f"the process was killed by {name}" + (" (gloo aborts on a message size mismatch)" if name == "SIGABRT" else "")
+        return f"the process was killed by {name}" + (" (gloo aborts on a message size "
+                                                      "mismatch)" if name == "SIGABRT" else "")
     return f"the process exited with status {code}"
 
 

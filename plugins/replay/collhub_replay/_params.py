@@ -41,7 +41,8 @@ class ReplayParams(BaseModel):
     inplace: Literal["both", "algorithm"] | bool = Field(
         "both", description="both: out-of-place and in-place columns (the mode the algorithm was not built for "
         "costs one local copy); algorithm: only its own mode; true/false: only that one")
-    check: bool = Field(True, description="check the result (#wrong) against the definition and the native collective [-c]")
+    check: bool = Field(True,
+                        description="check the result (#wrong) against the definition and the native collective [-c]")
     native: bool = Field(True, description="also time the library's own collective in the same run")
     timeout: float = Field(60.0, gt=0, description="seconds without progress before a rank reports a hang [-T]")
     schedule: Literal["auto", "dynamic", "rounds"] = Field(

@@ -26,8 +26,7 @@ import numpy as np
 
 from hub.chakra import Algorithm, Collective, NodeType, Op
 from hub.errors import UsageError
-from hub.verify import Layout, layout_of
-from hub.verify import comm_order as _verified_comm_order
+from hub.verify import Layout, comm_order as _verified_comm_order, layout_of
 
 __all__ = [
     "COMP_COPY",
@@ -173,7 +172,7 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
     lay = layout_of(alg.meta, f)  # the verifier's aliasing rules, for communicator rank proc
     kind_col, op_col = g.kind.tolist(), g.op.tolist()
     kind: list[int] = []
-    for k, op in zip(kind_col, op_col):
+    for k, op in zip(kind_col, op_col, strict=False):
         if k == NodeType.SEND:
             kind.append(SEND)
         elif k == NodeType.RECV:
@@ -186,7 +185,7 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
     src, src_ok = _chunk_ranges(g, lay, "src")
     dst, dst_ok = _chunk_ranges(g, lay, "dst")
     cnt = g.count.astype(np.int64)
-    peer = [inv[p] if k in (SEND, RECV_COPY, RECV_REDUCE) else -1 for k, p in zip(kind, g.peer.tolist())]
+    peer = [inv[p] if k in (SEND, RECV_COPY, RECV_REDUCE) else -1 for k, p in zip(kind, g.peer.tolist(), strict=False)]
     for v in range(n):
         k = kind[v]
         needs_src = k in (SEND, COMP_COPY, COMP_REDUCE) and cnt[v] > 0
@@ -216,9 +215,10 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
     sends = [v for v in range(n) if kind[v] == SEND and reads[v] is not None]
     # implicit write-after-send dependencies (see the module docstring)
     for w in range(n):
-        if writes[w] is None:
+        w_range = writes[w]
+        if w_range is None:
             continue
-        ws, we = writes[w]
+        ws, we = w_range
         for s in sends:
             rs, re_ = reads[s]  # type: ignore[misc]
             if s != w and rs < we and ws < re_ and topo_rank[s] < topo_rank[w] and not ordered(s, w):
@@ -227,9 +227,10 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
     # COPY RECVs received in place: every other node touching the range runs after it
     direct = [False] * n
     for v in range(n):
-        if kind[v] != RECV_COPY or writes[v] is None:
+        v_range = writes[v]
+        if kind[v] != RECV_COPY or v_range is None:
             continue
-        ws, we = writes[v]
+        ws, we = v_range
         ok = True
         for u in range(n):
             if u == v:
@@ -271,7 +272,7 @@ def _match(plans: list[RankPlan], topo_of: list[dict[int, int]]) -> int:
     m = 0
     for key in sorted(sends):
         s_list, r_list = sorted(sends[key]), sorted(recvs.get(key, []))
-        for (_, s), (_, r) in zip(s_list, r_list):
+        for (_, s), (_, r) in zip(s_list, r_list, strict=False):
             plans[key[0]].msg[s] = m
             plans[key[1]].msg[r] = m
             m += 1

@@ -50,7 +50,8 @@ def _bytes(plan: Plan, sizes: list[int], dtype: str) -> None:
                 if k == SEND:
                     m = rp.msg[v]
                     if m < 0 or m not in recv_of:
-                        problems.append(Problem("structure", f"{rp.describe(v)} has no matching receive", rp.rank, rp.ids[v]))
+                        problems.append(Problem("structure", f"{rp.describe(v)} has no matching receive", rp.rank,
+                                                rp.ids[v]))
                         continue
                     q, w = recv_of[m]
                     peer = plan.ranks_plan[q]

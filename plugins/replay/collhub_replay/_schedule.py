@@ -85,7 +85,7 @@ def schedule(plan: Plan) -> list[str]:
                 finish(r, v)
             progress = progress or bool(groups[r])
         for rp in rps:  # both ends order a group by message, so NCCL's issue order agrees
-            rp.rounds[-1][1].sort(key=lambda v, rp=rp: rp.msg[v])
+            rp.rounds[-1][1].sort(key=rp.msg.__getitem__)
         if not progress:
             return _stuck(plan, done, issued, arrived)
     for rp in rps:  # drop empty trailing rounds

@@ -264,10 +264,10 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
              progress: Any = None) -> list[list[dict[str, Any]]]:
     """Join the group, run every job, leave the group; the rows are the same on every rank.
     ``progress()`` is called after every size (the parent's liveness signal)."""
+    import warnings
+
     import torch
     import torch.distributed as dist
-
-    import warnings
 
     # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; the old names are documented back to 2.4
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.distributed")

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from collhub_replay._launch import free_port
 from hub.algorithms import make
 from hub.chakra import write_algorithm
-from replay_helpers import REPO
 
-from collhub_replay._launch import free_port
+from .replay_helpers import REPO
 
 
 def _collhub(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -63,7 +63,8 @@ def test_bad_size_is_one_line(tmp_path: Path) -> None:
     p = _collhub("consume", "replay.run", str(tmp_path / "ag"), "--set", "size=4", "--set", "backend=gloo")
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2, err
-    assert err.startswith("error: size 4 B is too small for allgather of float32 over 2 ranks") and "Traceback" not in err
+    assert err.startswith("error: size 4 B is too small for allgather of float32 over 2 "
+                          "ranks") and "Traceback" not in err
 
 
 def test_search_nccl_finds_the_plugin(tmp_path: Path) -> None:

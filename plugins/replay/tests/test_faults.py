@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from hub.errors import DeadlockError, ExternalToolError, StructureError
-from replay_helpers import children, deadlock_allreduce, mismatched_allgather
-
 from collhub_replay import ReplayParams, preflight, replay
+from hub.errors import DeadlockError, ExternalToolError, StructureError
+
+from .replay_helpers import children, deadlock_allreduce, mismatched_allgather
 
 
 def test_mismatched_size_is_refused_before_launch() -> None:
@@ -48,7 +48,7 @@ def test_runtime_deadlock_times_out_and_reaps_every_rank() -> None:
 
 _KILLED_PARENT = """
 import sys
-from replay_helpers import deadlock_allreduce
+from replay_helpers import deadlock_allreduce  # a script: the tests folder is its PYTHONPATH
 from collhub_replay import ReplayParams, replay
 if __name__ == "__main__":
     replay([deadlock_allreduce()], ReplayParams(size="1KiB", backend="gloo", timeout=120, preflight=False))
@@ -66,7 +66,8 @@ def test_ranks_die_with_a_killed_parent(tmp_path) -> None:  # type: ignore[no-un
     script = tmp_path / "parent.py"
     script.write_text(_KILLED_PARENT)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
-    parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
     try:
         ranks: list[int] = []
         end = time.monotonic() + 90

@@ -7,16 +7,16 @@ import sys
 
 import pytest
 
-from hub.algorithms import make
-from hub.errors import UsageError
-
 from collhub_replay import preflight
 from collhub_replay._geometry import geometry, size_ladder
 from collhub_replay._plan import SEND
+from hub.algorithms import make
+from hub.errors import UsageError
 
 
 @pytest.mark.parametrize("name,coll,n", [("ring", "allreduce", 4), ("direct", "alltoall", 3),
-                                         ("halving_doubling", "reducescatter", 8), ("double_binary_tree", "allreduce", 5)])
+                                         ("halving_doubling", "reducescatter", 8), ("double_binary_tree", "allreduce",
+                                                                                    5)])
 def test_rounds_put_both_ends_of_every_message_in_the_same_group(name: str, coll: str, n: int) -> None:
     plan = preflight(make(name, coll, n), [1 << 16], "float32")
     seen: dict[int, list[tuple[int, int, bool]]] = {}
@@ -53,7 +53,7 @@ def test_registration_does_not_import_torch() -> None:
 
 
 def test_manifest_matches_the_registration() -> None:
-    from replay_helpers import REPO
+    from .replay_helpers import REPO
 
     out = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "validate", str(REPO / "plugins" / "replay"),
                           "--imports"], capture_output=True, text=True, timeout=60)
@@ -62,9 +62,10 @@ def test_manifest_matches_the_registration() -> None:
 
 
 def test_example_pipeline_validates() -> None:
-    from replay_helpers import REPO
+    from .replay_helpers import REPO
 
-    out = subprocess.run([sys.executable, "-m", "hub.cli", "pipeline", "validate", str(REPO / "examples" / "replay-vs-sim.yaml")],
+    out = subprocess.run([sys.executable, "-m", "hub.cli", "pipeline", "validate",
+                          str(REPO / "examples" / "replay-vs-sim.yaml")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 source(s) x 2 point(s) x 2 consumer(s) = 12 row(s)" in out.stdout

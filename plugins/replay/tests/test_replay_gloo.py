@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from hub.algorithms import CATALOG, make
-from replay_helpers import MSCCL_IR, children, wrong_ring
-
 from collhub_replay import ReplayParams, replay
+from hub.algorithms import CATALOG, make
+
+from .replay_helpers import MSCCL_IR, children, wrong_ring
 
 _MAIN = ("allreduce", "allgather", "reducescatter", "alltoall")
 
@@ -62,7 +62,8 @@ def test_world4_every_builtin_and_msccl_ir(world4: tuple[list[Any], list[Any]]) 
     covered = {(a.meta.producer, a.collective.value) for a in algs}
     for name in CATALOG:
         for coll in _MAIN:
-            if coll in CATALOG[name] and name != "double_binary_tree" or (name, coll) == ("double_binary_tree", "allreduce"):
+            if coll in CATALOG[name] and name != "double_binary_tree" or (name, coll) == ("double_binary_tree",
+                                                                                          "allreduce"):
                 assert (f"hub.{name}", coll) in covered, (name, coll)
     assert {a.meta.inplace for a in algs} == {True, False}
     for rep in reps:
@@ -107,7 +108,7 @@ def test_world2_dtypes_ops_rooted_and_a_wrong_algorithm() -> None:
                          base.model_copy(update={"dtype": dtype, "op": op})))
     backend, results = replay_jobs(jobs, ranks=None, backend="gloo", timeout=60)
     assert backend == "gloo"
-    for job, rows in zip(jobs[3:], results[3:]):
+    for job, rows in zip(jobs[3:], results[3:], strict=False):
         for row in rows:
             for key in ("oop_wrong", "ip_wrong", "native_wrong", "native_mismatch"):
                 assert row[key] == 0, (job.plan.name, job.plan.collective, job.dtype, job.op, key, row[key])
@@ -116,7 +117,8 @@ def test_world2_dtypes_ops_rooted_and_a_wrong_algorithm() -> None:
     from collhub_replay._table import format_table
 
     reps = [ReplayReport(j.plan.name, j.plan.collective, 2, backend, j.plan.steps(), rows,
-                         format_table(j.plan.name, j.plan.collective, rows)) for j, rows in zip(jobs[:3], results[:3])]
+                         format_table(j.plan.name, j.plan.collective, rows)) for j, rows in zip(jobs[:3], results[:3],
+                                                                                                strict=False)]
     _assert_right(reps[0])
     _assert_right(reps[1])
     bad = reps[2].rows[0]

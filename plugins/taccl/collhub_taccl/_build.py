@@ -18,8 +18,9 @@ the schedule chose.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, Op, RankGraphBuilder, build_algorithm
 
@@ -35,7 +36,8 @@ class _Plan:
     """Per-rank node lists, sorted by (phase, time, kind) before they are emitted."""
 
     def __init__(self, ranks: int) -> None:
-        self.events: list[list[tuple[tuple[int, int, int, int], Key, Callable[[RankGraphBuilder, list[int]], int], list[Key]]]] = [
+        self.events: list[list[tuple[tuple[int, int, int, int], Key, Callable[[RankGraphBuilder, list[int]], int],
+                                     list[Key]]]] = [
             [] for _ in range(ranks)]
         self._seq = 0
         self._queues: dict[tuple[int, int], list[tuple[tuple[int, int, int, int], list[Key]]]] = {}
@@ -56,7 +58,7 @@ class _Plan:
         # to the earlier SEND first (it comes first on the rank) and nothing is delayed.
         for sends in self._queues.values():
             sends.sort(key=lambda s: s[0])
-            for (_w, before), (_w2, after) in zip(sends, sends[1:]):
+            for (_w, before), (_w2, after) in zip(sends, sends[1:], strict=False):
                 own = list(after)
                 after.extend(d for d in before if d not in own)
 
@@ -134,13 +136,17 @@ def _reduce_scatter(plan: _Plan, problem_t: Problem, sched_t: Schedule, *, phase
     return ready
 
 
+def _own_copy(r: int, c: int) -> Callable[[RankGraphBuilder, list[int]], int]:
+    """Emits rank ``r``'s own block, copied from its input to its output."""
+    return lambda b, deps: b.comp(Op.COPY, src=(Buffer.INPUT, r * c), dst=(Buffer.OUTPUT, r * c), count=c)
+
+
 def _alltoall(plan: _Plan, problem: Problem, sched: Schedule) -> int:
     c, p = problem.chunks_per_rank, problem.ranks
     slots = [0] * p
     slot_of: dict[tuple[int, int], int] = {}
     for r in range(p):
-        plan.add(r, (0, -1, 0), ("own", r),
-                 lambda b, deps, r=r: b.comp(Op.COPY, src=(Buffer.INPUT, r * c), dst=(Buffer.OUTPUT, r * c), count=c), [])
+        plan.add(r, (0, -1, 0), ("own", r), _own_copy(r, c), [])
     # in time order, so that a relay's landing slot is known before it forwards the chunk
     for i in sorted(range(len(sched.transfers)), key=lambda i: (sched.transfers[i].start, i)):
         t = sched.transfers[i]

@@ -82,7 +82,7 @@ def improve(problem: Problem, prep: Prepared, incumbent: Schedule, *, budget: fl
     return CpSatResult(best, name, float(solver.BestObjectiveBound()), time.perf_counter() - t0)
 
 
-def improve_routes(problem: Problem, dags: "list[list[int]]", incumbent: Schedule, *, budget: float,
+def improve_routes(problem: Problem, dags: list[list[int]], incumbent: Schedule, *, budget: float,
                    seed: int) -> CpSatResult:
     """Route and schedule together inside the shortest-path DAGs (optional intervals), from
     ``incumbent`` (a schedule whose routes lie in the DAGs): what stage 1's relaxed load bound
@@ -103,7 +103,7 @@ def improve_routes(problem: Problem, dags: "list[list[int]]", incumbent: Schedul
     for ch in problem.chunks:
         k = ch.id
         arr = {ch.src: 0}
-        into: dict[int, list[object]] = {}
+        into: dict[int, list[Any]] = {}  # CP-SAT literals
         for ei in dags[k]:
             v = edges[ei].dst
             if v not in arr:
@@ -152,7 +152,7 @@ def improve_routes(problem: Problem, dags: "list[list[int]]", incumbent: Schedul
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return CpSatResult(incumbent, name, 0.0, time.perf_counter() - t0)
     out = []
-    for (k, ei), (x, s) in zip(keys, svars):
+    for (k, ei), (x, s) in zip(keys, svars, strict=False):
         if solver.Value(x):
             v = int(solver.Value(s))
             out.append(Transfer(k, ei, v, v + edges[ei].arrive))
@@ -192,7 +192,7 @@ def _prune(problem: Problem, sched: Schedule) -> Schedule:
     return Schedule(keep, max(t.end for t in keep), sched.origin)
 
 
-def improve_symmetric(problem: Problem, dags: "list[list[int]]", group: "list[tuple[int, ...]]",
+def improve_symmetric(problem: Problem, dags: list[list[int]], group: list[tuple[int, ...]],
                       incumbent: Schedule, *, budget: float, seed: int) -> CpSatResult:
     """All-gather on a translation-symmetric network: choose rank 0's trees (one per chunk slot)
     and their times; rank r's chunks follow the same trees moved by ``group[r]`` at the same times.
@@ -225,7 +225,7 @@ def improve_symmetric(problem: Problem, dags: "list[list[int]]", group: "list[tu
             v = edges[ei].dst
             if v not in arr:
                 arr[v] = m.NewIntVar(0, horizon, "")
-        into: dict[int, list[object]] = {}
+        into: dict[int, list[Any]] = {}  # CP-SAT literals
         for ei in dags[ch.id]:
             e = edges[ei]
             x = m.NewBoolVar("")

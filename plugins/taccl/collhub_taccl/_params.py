@@ -49,7 +49,7 @@ class SynthesizeParams(BaseModel):
         return c
 
     @model_validator(mode="after")
-    def _one_input(self) -> "SynthesizeParams":
+    def _one_input(self) -> SynthesizeParams:
         files = self.topology is not None or self.sketch is not None
         if self.network is not None and files:
             raise ValueError("give either network or topology + sketch, not both")

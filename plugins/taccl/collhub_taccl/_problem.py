@@ -12,8 +12,8 @@ direct link, or a path through switch devices). Its costs follow the congestion-
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from hub.errors import UsageError
 from hub.topology import LinkGraph, bytes_per_ns
@@ -94,7 +94,7 @@ class Problem:
     def allowed(self, chunk: Chunk, ei: int) -> bool:
         return self.relay is None or self.relay.allows(chunk.src, self.edges[ei])
 
-    def transposed(self) -> "Problem":
+    def transposed(self) -> Problem:
         """The same network with every edge reversed (a reduce-scatter is a reversed all-gather
         on it); edge i of the result is the reverse of edge i here."""
         def ingress(e: Edge) -> int:  # reversed, the original egress port is the ingress
@@ -168,9 +168,9 @@ def _logical_edges(graph: LinkGraph, chunk_bytes: int, node_size: int | None) ->
     npus = graph.npus
     labels = []
     for ln in graph.links:
-        a = str(ln.src) if ln.src < npus else f"sw{ln.src - npus}"
-        b = str(ln.dst) if ln.dst < npus else f"sw{ln.dst - npus}"
-        labels.append(f"{a}->{b}")
+        src = str(ln.src) if ln.src < npus else f"sw{ln.src - npus}"
+        dst = str(ln.dst) if ln.dst < npus else f"sw{ln.dst - npus}"
+        labels.append(f"{src}->{dst}")
     # candidate pairs: neighbours, or NPUs that meet behind switch devices only
     cand: set[tuple[int, int]] = set()
     for a in range(npus):

@@ -20,7 +20,7 @@ class Progress:
         self._t0 = time.perf_counter()
         self._last = 0.0
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.enabled:
             from rich.console import Console
             from rich.live import Live

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -194,10 +195,10 @@ def _formulate(problem: Problem, dags: Sequence[Sequence[int]], switch_terms: Se
     mu = 0.01 * min((e.hold for e in problem.edges), default=1)
     by_edge: dict[int, list[int]] = {}
     if switch_terms:
-        for (k, ei), xi in x.items():
+        for (_k, ei), xi in x.items():
             by_edge.setdefault(ei, []).append(xi)
-    for strategy, eis in switch_terms:
-        for ei in eis:
+    for strategy, term_edges in switch_terms:
+        for ei in term_edges:
             ks = by_edge.get(ei, [])
             if not ks:
                 continue

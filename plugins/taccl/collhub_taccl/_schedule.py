@@ -13,8 +13,8 @@ from __future__ import annotations
 import heapq
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ._problem import Problem
 
@@ -98,7 +98,8 @@ def greedy(problem: Problem, dags: Sequence[Sequence[int]] | None, seed: int) ->
     return Schedule(out, _makespan(out), "greedy")
 
 
-def _tree(problem: Problem, routes: Sequence[Sequence[int]]) -> tuple[list[tuple[int, int]], list[int], list[list[int]]]:
+def _tree(problem: Problem, routes: Sequence[Sequence[int]]) -> tuple[list[tuple[int, int]], list[int],
+                                                                      list[list[int]]]:
     """Transfers (chunk, edge) of ``routes``, each one's predecessor (-1 at the source) and children."""
     items: list[tuple[int, int]] = []
     into: dict[tuple[int, int], int] = {}

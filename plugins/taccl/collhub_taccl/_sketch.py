@@ -21,7 +21,7 @@ def rotation(p: int, offset: int, group: int) -> tuple[int, ...]:
     return tuple((r // group) * group + (r % group + offset) % group for r in range(p))
 
 
-def _switches(sk: "_File", intra: dict[str, Any], g: int, betas: dict[tuple[int, int], float]
+def _switches(sk: _File, intra: dict[str, Any], g: int, betas: dict[tuple[int, int], float]
               ) -> tuple[list[tuple[list[int], int, str]], set[tuple[int, int]]]:
     """Distinct switch sets (members, multiplicity, strategy) and the GPU pairs they replace."""
     sets = sk.get("switches", list, src=intra, name="intranode_sketch.switches")
@@ -30,7 +30,7 @@ def _switches(sk: "_File", intra: dict[str, Any], g: int, betas: dict[tuple[int,
         raise sk.err("intranode_sketch.switch_hyperedge_strategy",
                      f"has {len(strat)} entries for {len(sets)} switches", hint="give one uc-min/uc-max per switch")
     out: list[tuple[list[int], int, str]] = []
-    for i, (members, st) in enumerate(zip(sets, strat)):
+    for i, (members, st) in enumerate(zip(sets, strat, strict=False)):
         key = f"intranode_sketch.switches[{i}]"
         if not isinstance(members, list) or len(members) < 2 or any(
                 isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < g for m in members):
@@ -63,7 +63,7 @@ def _switches(sk: "_File", intra: dict[str, Any], g: int, betas: dict[tuple[int,
     return out, replaced
 
 
-def _conn(sk: "_File", inter: dict[str, Any], g: int) -> dict[int, list[int]]:
+def _conn(sk: _File, inter: dict[str, Any], g: int) -> dict[int, list[int]]:
     raw = sk.get("internode_conn", (dict, str), src=inter, name="internode_sketch.internode_conn")
     if isinstance(raw, str):
         if raw == "fully-connected":
@@ -90,7 +90,7 @@ def _conn(sk: "_File", inter: dict[str, Any], g: int) -> dict[int, list[int]]:
     return conn
 
 
-def _rev_map(sk: "_File", inter: dict[str, Any], g: int, conn: dict[int, list[int]]) -> dict[int, frozenset[int]] | None:
+def _rev_map(sk: _File, inter: dict[str, Any], g: int, conn: dict[int, list[int]]) -> dict[int, frozenset[int]] | None:
     raw = sk.get("gpus_to_sender_rev_map", dict, src=inter, required=False,
                  name="internode_sketch.gpus_to_sender_rev_map")
     if raw is None:
@@ -112,8 +112,8 @@ def _rev_map(sk: "_File", inter: dict[str, Any], g: int, conn: dict[int, list[in
     return out
 
 
-def apply_sketch(topo: "_File", sk: "_File", kind: str, g: int, intra_betas: dict[tuple[int, int], float],
-                 alpha: float, chunk: int, nnodes: int) -> "Network":
+def apply_sketch(topo: _File, sk: _File, kind: str, g: int, intra_betas: dict[tuple[int, int], float],
+                 alpha: float, chunk: int, nnodes: int) -> Network:
     from ._taccl_files import Network, _bw, make_graph
 
     p = g * nnodes
@@ -188,7 +188,7 @@ def apply_sketch(topo: "_File", sk: "_File", kind: str, g: int, intra_betas: dic
     return net
 
 
-def _symmetries(sk: "_File", p: int) -> list[tuple[str, tuple[int, ...]]]:
+def _symmetries(sk: _File, p: int) -> list[tuple[str, tuple[int, ...]]]:
     raw = sk.get("symmetry_offsets", list, required=False, default=[])
     out = []
     for i, item in enumerate(raw):

@@ -9,7 +9,7 @@ checked to map each logical edge onto one with the same costs before it is used.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from hub.topology import DimensionOrderRouter, LinkGraph
 
@@ -43,7 +43,7 @@ def translations(graph: LinkGraph, problem: Problem) -> tuple[list[tuple[int, ..
 
     def rank(c: Sequence[int]) -> int:
         x, stride = 0, 1
-        for v, n in zip(c, shape):
+        for v, n in zip(c, shape, strict=False):
             x += v * stride
             stride *= n
         return x
@@ -52,7 +52,7 @@ def translations(graph: LinkGraph, problem: Problem) -> tuple[list[tuple[int, ..
     group = []
     for r in range(p):
         cr = cs[r]
-        group.append(tuple(rank([(a + b) % n for a, b, n in zip(c, cr, shape)]) for c in cs))
+        group.append(tuple(rank([(a + b) % n for a, b, n in zip(c, cr, shape, strict=False)]) for c in cs))
     for perm in group:
         for e in problem.edges:
             j = problem.edge_of.get((perm[e.src], perm[e.dst]))

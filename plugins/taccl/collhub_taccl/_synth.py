@@ -89,7 +89,7 @@ def _connected(problem: Problem) -> bool:
 
 
 def _check_symmetries(net: Network, problem: Problem) -> None:
-    for key, perm in zip(net.symmetry_keys or [""] * len(problem.symmetries), problem.symmetries):
+    for key, perm in zip(net.symmetry_keys or [""] * len(problem.symmetries), problem.symmetries, strict=False):
         for e in problem.edges:
             j = problem.edge_of.get((perm[e.src], perm[e.dst]))
             img = problem.edges[j] if j is not None else None
@@ -137,7 +137,8 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
         routing = None
     if routing is not None:
         stats.update(solver=routing.solver, milp_status=routing.status, milp_objective=round(routing.objective, 3),
-                     milp_bound=round(routing.bound, 3), milp_gap=round(routing.gap, 6), milp_s=round(routing.seconds, 3),
+                     milp_bound=round(routing.bound, 3), milp_gap=round(routing.gap, 6),
+                     milp_s=round(routing.seconds, 3),
                      milp_binaries=routing.binaries, milp_rows=routing.rows, time_limited=routing.time_limited,
                      warm_start=routing.warm_start)
         t2 = time.perf_counter()
@@ -253,7 +254,7 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
                     mirror = [problem.edge_of[(problem_t.edges[t.edge].src, problem_t.edges[t.edge].dst)]
                               for t in sched_t.transfers]
                     sched = timed(problem, Schedule([type(t)(t.chunk, ei, t.start, t.end) for t, ei in
-                                                     zip(sched_t.transfers, mirror)], 0, sched_t.origin))
+                                                     zip(sched_t.transfers, mirror, strict=False)], 0, sched_t.origin))
                     stats.update({f"ag_{k}": v for k, v in rs.stats.items()})
                     stats["ag_makespan_ns"] = sched.makespan
                 else:

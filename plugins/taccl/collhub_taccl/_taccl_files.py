@@ -107,7 +107,8 @@ class _File:
 
 def _tname(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object", bool: "true/false"}
+    names = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object",
+             bool: "true/false"}
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
@@ -200,8 +201,8 @@ def load_taccl(topology: str | Path, sketch: str | Path, *, kind: str | None = N
     return net
 
 
-def make_graph(p: int, links: dict[tuple[int, int], tuple[float, float]], switches: list[tuple[list[int], float, float]],
-               label: str) -> LinkGraph:
+def make_graph(p: int, links: dict[tuple[int, int], tuple[float, float]],
+               switches: list[tuple[list[int], float, float]], label: str) -> LinkGraph:
     """A link graph: ``links`` (src, dst) -> (GB/s, ns); each switch: member NPUs, port GB/s, ns."""
     out = [Link(s, d, bw, lat) for (s, d), (bw, lat) in sorted(links.items())]
     for i, (members, bw, lat) in enumerate(switches):

@@ -52,13 +52,14 @@ def test_chunks_per_rank_and_determinism() -> None:
     p = SynthesizeParams(collective="allgather", network="torus:3x3", chunks=2, seed=7, time_limit=20)
     a, b = synthesize(p, progress=False), synthesize(p, progress=False)
     assert a.meta.out_chunks == 18 and verify(a).ok
-    for ga, gb in zip(a.graphs, b.graphs):
+    for ga, gb in zip(a.graphs, b.graphs, strict=False):
         for col in ("kind", "peer", "tag", "src_off", "dst_off"):
             assert np.array_equal(getattr(ga, col), getattr(gb, col))
 
 
 def test_time_limit_returns_a_verified_incumbent(capsys: pytest.CaptureFixture[str]) -> None:
-    alg = synthesize(SynthesizeParams(collective="allgather", network="hypercube:6", size="64MiB", time_limit=0.5), progress=False)
+    alg = synthesize(SynthesizeParams(collective="allgather", network="hypercube:6", size="64MiB", time_limit=0.5),
+                     progress=False)
     ex = _extra(alg)
     assert verify(alg).ok
     assert ex["taccl.time_limited"] is True

@@ -33,8 +33,8 @@ schedule bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -186,6 +186,7 @@ class _State:
         ptr, idx = self.out_of
         cnt = ptr[v + 1] - ptr[v]
         outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        assert self.coming is not None  # called only on mixed-speed sparse networks
         np.add.at(self.coming, (self.net.dst[outs], np.repeat(c, cnt)), 1)
 
     def _arrived(self, v: np.ndarray, c: np.ndarray) -> None:
@@ -193,6 +194,7 @@ class _State:
         ptr, idx = self.out_of
         cnt = ptr[v + 1] - ptr[v]
         outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        assert self.coming is not None  # called only on mixed-speed sparse networks
         np.subtract.at(self.coming, (self.net.dst[outs], np.repeat(c, cnt)), 1)
 
     def _recount(self) -> None:
@@ -265,6 +267,8 @@ class _State:
         # the source lacks the chunk; per slot the key is one gather of each and an OR
         lack = (~self.has).view(np.uint8)
         claimed = self.claimed.view(np.uint8)
+        H: np.ndarray
+        S: np.ndarray
         if kt is np.uint8:
             H = lack << np.uint8(7)
             S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))

@@ -39,7 +39,7 @@ class Network:
     def links(self) -> int:
         return int(self.src.shape[0])
 
-    def reversed(self) -> "Network":
+    def reversed(self) -> Network:
         """The same links pointing the other way (the reversed time-expanded network of RS)."""
         return Network(self.npus, self.dst, self.src, self.bandwidth, self.latency, self.label, self.unwound)
 

@@ -73,7 +73,7 @@ def test_reproducible_for_a_seed() -> None:
     p = SynthesizeParams(collective="allreduce", topology="torus:4x4", chunks=2, seed=5, seeds=1)
     x, y = synthesize(p), synthesize(p)
     assert all(np.array_equal(g.peer, h.peer) and np.array_equal(g.src_off, h.src_off)
-               for g, h in zip(x.graphs, y.graphs))
+               for g, h in zip(x.graphs, y.graphs, strict=False))
 
 
 def test_every_transfer_respects_links_and_causality() -> None:
