@@ -135,9 +135,9 @@ def simulate_1024_split(tmp: Path) -> list[Row]:
 
 def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
     from bench_sim import ring_allreduce
+
     from collhub_astrasim._bundle import _dims_for, build_bundle
     from collhub_astrasim._parse import parse_output
-
     from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 
     why = oracle_unavailable()

@@ -60,8 +60,8 @@ def __dir__() -> list[str]:
 
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from ._result import Result
     from ._ranges import range_values
+    from ._result import Result
     from ._units import parse_size
     from .chakra import (
         Algorithm,

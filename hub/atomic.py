@@ -25,15 +25,15 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence, Union
 
 from .errors import UsageError
 
 __all__ = ["commit_dir", "dir_mode", "file_mode", "output_path", "temp_dir", "write_file", "write_files"]
 
-Data = Union[bytes, bytearray, memoryview, str, Iterable[object]]
+Data = bytes | bytearray | memoryview | str | Iterable[object]
 
 
 def _umask() -> int:
@@ -114,7 +114,7 @@ def write_files(contents: Sequence[tuple[Path, Data]], *, stale: Sequence[Path] 
             _check_file_target(path)
         for path in sorted(set(paths), key=lambda p: str(p.parent)):
             _mkparent(path)
-        for path, (_p, data) in zip(paths, contents):
+        for path, (_p, data) in zip(paths, contents, strict=False):
             fd, tmp = _temp_file(path, mode)
             temps.append((tmp, path))
             with os.fdopen(fd, "wb") as fh:

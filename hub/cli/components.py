@@ -7,7 +7,7 @@ Heavy modules (numpy, pydantic, the plugin manager) are imported inside the comm
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
@@ -89,10 +89,10 @@ def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputForm
 
 def produce(
     component: str = typer.Argument(..., metavar="ID", help="Producer id, e.g. hub.ring."),
-    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     out_prefix: str = typer.Option(..., "--out", "-o", metavar="PREFIX", help="Write <PREFIX>.<rank>.et."),
     fmt: OutputFormat = FORMAT_OPTION,
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a producer and write its algorithm (or workload) as Chakra ET files.
 
@@ -108,9 +108,9 @@ def transform(
     component: str = typer.Argument(..., metavar="ID", help="Transform id, e.g. hub.chunk."),
     in_prefix: str = typer.Argument(..., metavar="IN_PREFIX", help="Input trace prefix (<IN_PREFIX>.<rank>.et)."),
     out_prefix: str = typer.Argument(..., metavar="OUT_PREFIX", help="Output trace prefix."),
-    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     fmt: OutputFormat = FORMAT_OPTION,
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
     """Run a transform on an algorithm trace and write the result.
 
@@ -137,16 +137,16 @@ _FACTOR_HELP = ("nccl-tests -f: multiply the size by this integer (default 2). "
 def consume(
     component: str = typer.Argument(..., metavar="ID", help="Consumer id, e.g. hub.simulate."),
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
-    sets: List[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),  # noqa: UP006
+    sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", case_sensitive=False,
                                      help="Output format: human-readable table or JSON on stdout."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
-    min_bytes: Optional[str] = typer.Option(None, "--min-bytes", "-b", metavar="SIZE", help=_SIZE_HELP),  # noqa: UP007
-    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", "-e", metavar="SIZE",  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
+    min_bytes: str | None = typer.Option(None, "--min-bytes", "-b", metavar="SIZE", help=_SIZE_HELP),  # noqa: UP007
+    max_bytes: str | None = typer.Option(None, "--max-bytes", "-e", metavar="SIZE",  # noqa: UP007
                                             help="nccl-tests -e: the largest size (default: -b)."),
-    factor: Optional[str] = typer.Option(None, "-f", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
-    step: Optional[str] = typer.Option(None, "--step-bytes", "-i", metavar="SIZE",  # noqa: UP007
+    factor: str | None = typer.Option(None, "-f", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
+    step: str | None = typer.Option(None, "--step-bytes", "-i", metavar="SIZE",  # noqa: UP007
                                        help="nccl-tests -i: add this many bytes per step instead of multiplying."),
 ) -> None:
     """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size).
@@ -191,8 +191,8 @@ def consume(
 def _size_sweep(params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None,
                 step: str | None) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
-    from ..pipeline._limits import limit
     from .._ranges import range_values
+    from ..pipeline._limits import limit
 
     if min_bytes is None and max_bytes is None:
         if factor is not None or step is not None:

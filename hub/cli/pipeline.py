@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -30,14 +30,14 @@ app = typer.Typer(
 FILE_ARG = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
 
 
-class ExecutorKind(str, Enum):
+class ExecutorKind(StrEnum):
     """``collhub run --executor`` choices (see hub.pipeline._executors.EXECUTORS)."""
 
     local = "local"
     dask = "dask"
 
 
-class GraphFormat(str, Enum):
+class GraphFormat(StrEnum):
     """``collhub pipeline graph --format`` choices."""
 
     mermaid = "mermaid"
@@ -139,9 +139,9 @@ def graph_text(model: Any, fmt: str) -> str:
         lines += [f"  {a} --> {b}" for a, b in edges]
         return "\n".join(lines)
     if fmt == "dot":
-        shape = {"producer": "ellipse", "transform": "box", "consumer": "box3d"}
+        dot_shape = {"producer": "ellipse", "transform": "box", "consumer": "box3d"}
         lines = ["digraph pipeline {", "  rankdir=LR;"]
-        lines += [f'  {nid} [label={json.dumps(label)}, shape={shape[k]}];' for nid, label, k in nodes]
+        lines += [f"  {nid} [label={json.dumps(label)}, shape={dot_shape[k]}];" for nid, label, k in nodes]
         lines += [f"  {a} -> {b};" for a, b in edges]
         return "\n".join(lines + ["}"])
     lines = []
@@ -179,20 +179,20 @@ def graph_command(
 
 def run_command(
     file: Path = FILE_ARG,
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
                                        help="Worker processes (default: CPU count; 1 runs serially)."),
-    out_dir: Optional[str] = typer.Option(None, "--out", "-o",  # noqa: UP007 - str: '' must stay visible
+    out_dir: str | None = typer.Option(None, "--out", "-o",  # noqa: UP007 - str: '' must stay visible
                                            help="Run directory (default: the file's output:, else runs/<name>)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
     format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
                                         help="table: results table on stdout; json: the results document."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
                                             help="Seconds before a component call is stopped (steps may set "
                                             "their own timeout:)."),
     executor: ExecutorKind = typer.Option(ExecutorKind.local, "--executor", case_sensitive=False,
                                           help="local: worker processes here; dask: a Dask cluster "
                                           "(pip install 'collhub[dask]')."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDR",  # noqa: UP007
+    scheduler: str | None = typer.Option(None, "--scheduler", metavar="ADDR",  # noqa: UP007
                                             help="With --executor dask: the scheduler to use, tcp://HOST:PORT "
                                             "(default: $COLLHUB_DASK_SCHEDULER, else a local cluster of --jobs "
                                             "workers)."),
@@ -265,12 +265,12 @@ def plot_command(
                                    metavar="RUN_DIR"),
     metric: str = typer.Option("busbw_GBps", "--metric", "-m",
                                help="Metric on the y axis: busbw_GBps, algbw_GBps, time_us, ..."),
-    x: Optional[str] = typer.Option(None, "--x",  # noqa: UP007
+    x: str | None = typer.Option(None, "--x",  # noqa: UP007
                                     help="Matrix variable on the x axis (default: size, else the first numeric)."),
-    panel: Optional[list[str]] = typer.Option(None, "--panel",  # noqa: UP007
+    panel: list[str] | None = typer.Option(None, "--panel",  # noqa: UP007
                                               help="Variable with one subplot per value (repeatable; "
                                               "default: every other varying variable; 'none': one panel)."),
-    out_file: Optional[Path] = typer.Option(None, "--out", "-o",  # noqa: UP007
+    out_file: Path | None = typer.Option(None, "--out", "-o",  # noqa: UP007
                                             help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, "
                                             "else RUN_DIR/results-METRIC.png)."),
 ) -> None:

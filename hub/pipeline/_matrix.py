@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Collection, Iterator, Mapping
+from typing import Any
 
 __all__ = ["Point", "UnknownVariable", "count_points", "expand", "interpolate", "references", "resolvable"]
 
@@ -87,7 +88,7 @@ def expand(matrix: Mapping[str, Collection[Any]], limit: int | None = None) -> l
         raise ValueError(f"the matrix has {count_points(matrix)} points, more than {limit}")
     keys = list(matrix)
     combos = itertools.product(*(matrix[k] for k in keys))
-    return [Point(i, tuple(zip(keys, combo))) for i, combo in enumerate(combos)]
+    return [Point(i, tuple(zip(keys, combo, strict=False))) for i, combo in enumerate(combos)]
 
 
 _MISSING = object()

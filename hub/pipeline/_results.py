@@ -105,7 +105,7 @@ def table_cells(r: dict[str, Any], cols: list[tuple[str, str, float]], variables
     for key, _, scale in cols:
         v = metrics.get(key)
         numeric = isinstance(v, (int, float)) and not isinstance(v, bool) and scale != 1.0
-        cells.append(_cell(v * scale) if numeric else _cell(v))  # type: ignore[operator]
+        cells.append(_cell(v * scale) if numeric else _cell(v))
     cells.append(_status(r))
     return cells
 

@@ -156,7 +156,7 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
     if jobs is not None and jobs > max_jobs():
         raise UsageError(f"--jobs {jobs} is more than {max_jobs()} worker processes",
                          hint=f"use at most {max_jobs()} (4 per CPU); the default is {default_jobs()}")
-    mode = {None: None, False: None, True: "auto", "auto": "auto", "strict": "strict"}.get(resume, "?")  # type: ignore[call-overload]
+    mode = {None: None, False: None, True: "auto", "auto": "auto", "strict": "strict"}.get(resume, "?")
     if mode == "?":
         raise UsageError(f"--resume takes 'auto' or 'strict', got {resume!r}")
     if mode and force:

@@ -18,13 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .._ranges import RANGE_KEYS, is_range, range_issues, range_values
 from ..errors import ComponentNotFoundError, Issue, PipelineValidationError
 from ._env import ManagerSpec, component_ids, manager_for
 from ._limits import LIMITS, limit
 from ._loader import LoadedFile, format_path, load_file, load_text
 from ._matrix import Point, count_points, expand, interpolate, references, resolvable
 from ._model import MATRIX_TAGS, NAME_PATTERN, VAR_PATTERN, Pipeline
-from .._ranges import RANGE_KEYS, is_range, range_issues, range_values
 
 __all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
 

@@ -15,9 +15,9 @@ collective). The plugin name ``hub`` and the core's command names are reserved.
 from __future__ import annotations
 
 import difflib
-import reprlib
 import functools
 import re
+import reprlib
 import threading
 import warnings
 from dataclasses import dataclass, field

@@ -16,11 +16,12 @@ import importlib.machinery
 import importlib.util
 import sys
 import tomllib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import HubError, RegistryFormatError, UsageError
 
@@ -455,7 +456,7 @@ def _check_imports(src: _Source, check: ManifestCheck) -> None:
             check.problem(where, f"registration failed: {exc.message}")
             return
         # still on the plugin's path: comparing params loads its params models
-        code = {c.id: c for c in pm.components()}
+        code = {c.id: c for c in pm.components()}  # type: ignore[attr-defined]  # .id: set on registration
         check.registered = [_registered_dict(c) for c in code.values()]
         declared_api = getattr(obj, "COLLHUB_PLUGIN_API", None)
         if manifest is None:

@@ -16,11 +16,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
@@ -109,7 +109,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
     if base_url is not None and not base_url.endswith("/"):
         base_url += "/"  # the client joins v1/index.json onto it
     out = Path(out)
-    now = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    now = datetime.now(UTC).replace(microsecond=0).isoformat()
     meta = Meta.model_validate({"api-version": "1.0", "generated-at": now})
     yanked_set = {normalize_name(y.split("==")[0]) + "==" + y.split("==", 1)[1] for y in yanked if "==" in y}
     paths = [Path(w) for w in wheels]
@@ -155,7 +155,7 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
             for version in sorted(versions, key=_version_key):
                 info = versions[version]
                 shutil.copy2(info.path, files_dir / info.filename)
-                mtime = datetime.fromtimestamp(info.path.stat().st_mtime, timezone.utc).replace(microsecond=0)
+                mtime = datetime.fromtimestamp(info.path.stat().st_mtime, UTC).replace(microsecond=0)
                 entries[version] = VersionEntry.model_validate(
                     {
                         "requires_hub": _requires_hub(info),

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -71,7 +70,7 @@ def build(
                                          help="Wheel files, directories of wheels, or plugin project directories."),
     out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
-    url: Optional[str] = typer.Option(  # noqa: UP007 - Typer needs Optional here
+    url: str | None = typer.Option(  # noqa: UP007 - Typer needs Optional here
         None, "--url", help="Address the site will be served at, for the pages' install commands "
         "(default: the pages fill it in from their own address)."),
     fmt: OutputFormat = FORMAT_OPTION,

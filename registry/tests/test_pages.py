@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from collhub_registry import RegistryServer, build_site, make_server
 
 

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hub.algorithms import ring
 from hub.chakra import Algorithm, TypedValue, check_algorithm, read_trace, write_algorithm
-from hub.chakra._validate import ATTR_RANGES
 from hub.chakra._decode import decode_global_metadata, decode_node
+from hub.chakra._validate import ATTR_RANGES
 from hub.chakra._wire import (
     ATTR_FIELDS,
     delimit,

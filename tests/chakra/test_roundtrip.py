@@ -28,10 +28,10 @@ from hub.chakra import (
     write_algorithm,
     write_workload,
 )
-from hub.chakra._model import COLUMN_NAMES
 from hub.chakra._decode import decode_node
-from hub.chakra._wire import encode_node, frame
 from hub.chakra._encode import encode_rank
+from hub.chakra._model import COLUMN_NAMES
+from hub.chakra._wire import encode_node, frame
 
 from .conftest import assert_same_graphs, ring_allreduce
 

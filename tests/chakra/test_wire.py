@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hub.chakra import TypedValue
-from hub.chakra._protobuf import messages
 from hub.chakra._decode import decode_attr, decode_node
+from hub.chakra._protobuf import messages
 from hub.chakra._wire import WireError, decode_varint, encode_attr, encode_node, encode_varint, frame
 
 

@@ -29,8 +29,9 @@ def test_size_flags_sweep_in_one_launch(tmp_path: Path) -> None:
 
 def test_size_takes_a_range_as_the_pipeline_matrix_does() -> None:
     import pytest
-    from collhub_replay._params import ReplayParams, sizes_of
     from pydantic import ValidationError
+
+    from collhub_replay._params import ReplayParams, sizes_of
 
     assert sizes_of(ReplayParams(size={"from": "1K", "to": "8K", "factor": 2})) == [1024, 2048, 4096, 8192]
     assert sizes_of(ReplayParams(size={"from": 1000, "to": 3000, "step": 1000})) == [1000, 2000, 3000]
