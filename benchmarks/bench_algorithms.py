@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     ranks = [n for n in (64, 256, 1024) if n <= args.max_ranks]
-    print(f"{'algorithm':<20} {'collective':<14} {'options':<34} {'ranks':>6} {'nodes':>10} "
-          f"{'build s':>8} {'Mnodes/s':>9} {'B/node':>7}")
+    print(
+        f"{'algorithm':<20} {'collective':<14} {'options':<34} {'ranks':>6} {'nodes':>10} "
+        f"{'build s':>8} {'Mnodes/s':>9} {'B/node':>7}"
+    )
     largest = None
     for name, coll, opts in CASES:
         for n in ranks:
@@ -65,15 +67,16 @@ def main(argv: list[str] | None = None) -> int:
             secs, alg = _time(partial(make, name, coll, n, **opts), args.repeat)
             nodes = alg.node_count()  # type: ignore[union-attr]
             opt_text = ",".join(f"{k}={v}" for k, v in opts.items()) or "-"
-            print(f"{name:<20} {coll:<14} {opt_text:<34} {n:>6} {nodes:>10} {secs:>8.3f} "
-                  f"{nodes / secs / 1e6:>9.2f} {alg.nbytes() / nodes:>7.1f}")  # type: ignore[union-attr]
+            print(
+                f"{name:<20} {coll:<14} {opt_text:<34} {n:>6} {nodes:>10} {secs:>8.3f} "
+                f"{nodes / secs / 1e6:>9.2f} {alg.nbytes() / nodes:>7.1f}"
+            )  # type: ignore[union-attr]
             if name == "ring" and coll == "allreduce" and not opts:
                 largest = alg
             del alg
     if largest is not None:
         secs, bound = _time(lambda: largest.bind(1 << 30), 1)
-        print(f"\nbind(1 GiB) of ring allreduce on {largest.ranks} ranks "
-              f"({largest.node_count()} nodes): {secs:.3f} s")
+        print(f"\nbind(1 GiB) of ring allreduce on {largest.ranks} ranks ({largest.node_count()} nodes): {secs:.3f} s")
     return 0
 
 

@@ -35,8 +35,10 @@ def _bench_parse(ranks: int) -> float:
 
     lines = []
     for i in range(ranks):
-        lines.append(f"[2025-06-10 10:00:01.000] [workload] [info] sys[{i}] finished, 90174 cycles, exposed "
-                     "communication 90174 cycles.")
+        lines.append(
+            f"[2025-06-10 10:00:01.000] [workload] [info] sys[{i}] finished, 90174 cycles, exposed "
+            "communication 90174 cycles."
+        )
         lines.append(f"[2025-06-10 10:00:01.000] [statistics] [info] sys[{i}], Wall time: 90174")
         lines.append(f"[2025-06-10 10:00:01.000] [statistics] [info] sys[{i}], Comm time: 90174")
     text = "\n".join(lines)
@@ -56,8 +58,10 @@ def main() -> None:
         for ranks in (int(r) for r in args.ranks.split(",")):
             nodes, seconds, size = _bench_bundle(ranks, algorithm)
             parse = _bench_parse(ranks)
-            print(f"{algorithm:<10} {ranks:>6} {nodes:>10} {seconds:>9.2f} {nodes / seconds / 1e6:>9.2f} "
-                  f"{size / 2**20:>8.1f} {parse * 1e3:>9.2f}")
+            print(
+                f"{algorithm:<10} {ranks:>6} {nodes:>10} {seconds:>9.2f} {nodes / seconds / 1e6:>9.2f} "
+                f"{size / 2**20:>8.1f} {parse * 1e3:>9.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -54,15 +54,26 @@ def ring_allreduce(n: int, size: int | None = 1 << 30) -> Algorithm:
     for r in range(n):
         send_chunk = np.where(k < n - 1, (r - k) % n, (r - k + 1) % n)
         recv_chunk = np.where(k < n - 1, (r - k - 1) % n, (r - k) % n)
-        graphs.append(RankGraph.from_columns(
-            m, dep_ptr=dep_ptr, dep_pos=dep_pos, kind=kind,
-            peer=np.where(is_send, (r + 1) % n, (r - 1) % n), count=1,
-            src_buf=np.where(is_send, Buffer.INPUT, Buffer.NONE), src_off=np.where(is_send, send_chunk, -1),
-            dst_buf=np.where(is_send, Buffer.NONE, Buffer.INPUT), dst_off=np.where(is_send, -1, recv_chunk),
-            op=op, tb=0, chan=0,
-        ))
-    alg = Algorithm(AlgorithmMeta(Collective.ALLREDUCE, n, n, n, inplace=True, name="ring", producer="bench"),
-                    tuple(graphs))
+        graphs.append(
+            RankGraph.from_columns(
+                m,
+                dep_ptr=dep_ptr,
+                dep_pos=dep_pos,
+                kind=kind,
+                peer=np.where(is_send, (r + 1) % n, (r - 1) % n),
+                count=1,
+                src_buf=np.where(is_send, Buffer.INPUT, Buffer.NONE),
+                src_off=np.where(is_send, send_chunk, -1),
+                dst_buf=np.where(is_send, Buffer.NONE, Buffer.INPUT),
+                dst_off=np.where(is_send, -1, recv_chunk),
+                op=op,
+                tb=0,
+                chan=0,
+            )
+        )
+    alg = Algorithm(
+        AlgorithmMeta(Collective.ALLREDUCE, n, n, n, inplace=True, name="ring", producer="bench"), tuple(graphs)
+    )
     return alg.bind(size) if size is not None else alg
 
 
@@ -91,10 +102,13 @@ def _mlc_rates(alg: Algorithm, ranks: list[int], workdir: Path) -> dict[str, flo
                 ids, kind, peer, size, tag = (getattr(g, c).tolist() for c in ("ids", "kind", "peer", "size", "tag"))
                 ptr, pos = g.dep_ptr.tolist(), g.dep_pos.tolist()
                 for i in range(len(g)):
-                    nd = Node(id=ids[i], type=kind[i], data_deps=[ids[d] for d in pos[ptr[i]:ptr[i + 1]]])
+                    nd = Node(id=ids[i], type=kind[i], data_deps=[ids[d] for d in pos[ptr[i] : ptr[i + 1]]])
                     send = kind[i] == NodeType.SEND
-                    for name, value in (("comm_src", r if send else peer[i]), ("comm_dst", peer[i] if send else r),
-                                        ("comm_tag", tag[i])):
+                    for name, value in (
+                        ("comm_src", r if send else peer[i]),
+                        ("comm_dst", peer[i] if send else r),
+                        ("comm_tag", tag[i]),
+                    ):
                         a = nd.attr.add(name=name)
                         a.int32_val = value
                     a = nd.attr.add(name="comm_size")
@@ -118,8 +132,13 @@ def _mlc_rates(alg: Algorithm, ranks: list[int], workdir: Path) -> dict[str, flo
     _, ww, wc = _timed(write)
     count, rw, rc = _timed(read)
     assert count == nodes
-    return {"nodes": nodes, "write_wall": nodes / ww, "write_cpu": nodes / wc, "read_wall": nodes / rw,
-            "read_cpu": nodes / rc}
+    return {
+        "nodes": nodes,
+        "write_wall": nodes / ww,
+        "write_cpu": nodes / wc,
+        "read_wall": nodes / rw,
+        "read_cpu": nodes / rc,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,20 +161,30 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f"Chakra ET I/O: pipelined ring all-reduce, {args.ranks} ranks, {nodes:,} nodes "
-          f"(built in {bw:.2f} s), {os.cpu_count()} CPUs")
+    print(
+        f"Chakra ET I/O: pipelined ring all-reduce, {args.ranks} ranks, {nodes:,} nodes "
+        f"(built in {bw:.2f} s), {os.cpu_count()} CPUs"
+    )
     print(f"{'measure':<34}{'wall':>14}{'CPU':>14}")
     print(f"{'collhub write (nodes/s)':<34}{nodes / ww:>14,.0f}{nodes / wc:>14,.0f}")
     print(f"{'collhub read into model (nodes/s)':<34}{nodes / rw:>14,.0f}{nodes / rc:>14,.0f}")
     if mlc:
-        print(f"{'mlc-chakra write (nodes/s)':<34}{mlc['write_wall']:>14,.0f}{mlc['write_cpu']:>14,.0f}"
-              f"   ({mlc['nodes']:,} nodes)")
-        print(f"{'mlc-chakra read (nodes/s)':<34}{mlc['read_wall']:>14,.0f}{mlc['read_cpu']:>14,.0f}"
-              f"   (protobuf objects only)")
-        print(f"{'ratio write collhub/mlc':<34}{nodes / ww / mlc['write_wall']:>13.1f}x"
-              f"{nodes / wc / mlc['write_cpu']:>13.1f}x")
-        print(f"{'ratio read collhub/mlc':<34}{nodes / rw / mlc['read_wall']:>13.1f}x"
-              f"{nodes / rc / mlc['read_cpu']:>13.1f}x")
+        print(
+            f"{'mlc-chakra write (nodes/s)':<34}{mlc['write_wall']:>14,.0f}{mlc['write_cpu']:>14,.0f}"
+            f"   ({mlc['nodes']:,} nodes)"
+        )
+        print(
+            f"{'mlc-chakra read (nodes/s)':<34}{mlc['read_wall']:>14,.0f}{mlc['read_cpu']:>14,.0f}"
+            f"   (protobuf objects only)"
+        )
+        print(
+            f"{'ratio write collhub/mlc':<34}{nodes / ww / mlc['write_wall']:>13.1f}x"
+            f"{nodes / wc / mlc['write_cpu']:>13.1f}x"
+        )
+        print(
+            f"{'ratio read collhub/mlc':<34}{nodes / rw / mlc['read_wall']:>13.1f}x"
+            f"{nodes / rc / mlc['read_cpu']:>13.1f}x"
+        )
     else:
         print("mlc-chakra not installed: no comparison")
     print(f"{'file bytes per node':<34}{on_disk / nodes:>14.1f}")

@@ -64,9 +64,20 @@ def main(argv: list[str] | None = None) -> int:
             ("collhub --help", [*collhub, "--help"]),
             ("collhub plugins list", [*collhub, "plugins", "list"]),
             ("collhub plugins validate plugins/astrasim", [*collhub, "plugins", "validate", "plugins/astrasim"]),
-            (f"collhub produce hub.ring allreduce ranks={args.ranks}",
-             [*collhub, "produce", "hub.ring", "--set", "collective=allreduce", "--set", f"ranks={args.ranks}",
-              "--out", str(Path(tmp) / "out" / "ring")]),
+            (
+                f"collhub produce hub.ring allreduce ranks={args.ranks}",
+                [
+                    *collhub,
+                    "produce",
+                    "hub.ring",
+                    "--set",
+                    "collective=allreduce",
+                    "--set",
+                    f"ranks={args.ranks}",
+                    "--out",
+                    str(Path(tmp) / "out" / "ring"),
+                ],
+            ),
         ]
         for label, cmd in cases:
             # validate exits 3 on the first-party plugins until their pyproject lines land
@@ -77,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((label, best, median, note))
         probe = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", "import hub.cli._app"],
-            capture_output=True, text=True, env=env, cwd=REPO,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
         )
         total_us = 0
         for line in probe.stderr.splitlines():
@@ -91,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'-' * width}  {'-' * 8}  {'-' * 8}  ----")
     for label, best, median, note in rows:
         print(f"{label:{width}}  {best:8.3f}  {median:8.3f}  {note}")
-    print(f"\n{args.repeat} runs per row; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"\n{args.repeat} runs per row; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     return 0
 
 

@@ -35,8 +35,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--random", type=int, default=1000, help="random cases after the corpus (default 1000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs in parallel (default 2)")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "fidelity",
-                    help="reproducer folder (default runs/fidelity)")
+    ap.add_argument(
+        "--out", type=Path, default=ROOT / "runs" / "fidelity", help="reproducer folder (default runs/fidelity)"
+    )
     ap.add_argument("--no-corpus", action="store_true", help="random cases only")
     args = ap.parse_args(argv)
     why = oracle_unavailable()
@@ -77,8 +78,10 @@ def main(argv: list[str]) -> int:
         print(f"| {cell[0]} | {cell[1]} | {matched[cell]} / {total[cell]} | {refused[cell]} |")
     n_all = sum(total.values())
     print(f"| all | | {sum(matched.values())} / {n_all} | {sum(refused.values())} |")
-    print(f"\n{n_all} compared cases in {seconds:.0f} s ({args.jobs} parallel ASTRA-sim runs); "
-          f"{invalid} generated cases refused by hub.simulate (deadlock) and skipped")
+    print(
+        f"\n{n_all} compared cases in {seconds:.0f} s ({args.jobs} parallel ASTRA-sim runs); "
+        f"{invalid} generated cases refused by hub.simulate (deadlock) and skipped"
+    )
     for why, count in reasons.most_common():
         print(f"ASTRA-sim aborted {count}x: {why}")
     if first is not None:

@@ -51,8 +51,14 @@ def main() -> None:
         t_all = best(lambda: write_algorithm(read_msccl_ir(f64), tmp / "r64"))
         rows.append(("64-rank ring: import", f"{t_imp:.3f} s", "", "8128 steps"))
         c_all = cpu(lambda: write_algorithm(read_msccl_ir(f64), tmp / "r64"))
-        rows.append(("64-rank ring: import + write ET", f"{t_all:.3f} s", "<= 0.2 s",
-                     ("ok" if t_all <= 0.2 else "MISSED") + f" (cpu {c_all:.3f} s)"))
+        rows.append(
+            (
+                "64-rank ring: import + write ET",
+                f"{t_all:.3f} s",
+                "<= 0.2 s",
+                ("ok" if t_all <= 0.2 else "MISSED") + f" (cpu {c_all:.3f} s)",
+            )
+        )
 
         ring256 = produce_ring(RingParams(collective="allreduce", ranks=256))
         x256 = tmp / "ring256.xml"
@@ -60,8 +66,14 @@ def main() -> None:
         st = write_msccl_ir(ring256, x256, enforce_limits=False)
         t_imp256 = best(lambda: read_msccl_ir(x256), 2)
         rows.append(("256-rank fused ring: export", f"{t_exp:.2f} s", "", f"{st.steps} steps, {st.bytes / 1e6:.1f} MB"))
-        rows.append(("256-rank fused ring: import", f"{t_imp256:.2f} s", "<= 2 s",
-                     ("ok" if t_imp256 <= 2 else "MISSED") + f" (cpu {cpu(lambda: read_msccl_ir(x256)):.2f} s)"))
+        rows.append(
+            (
+                "256-rank fused ring: import",
+                f"{t_imp256:.2f} s",
+                "<= 2 s",
+                ("ok" if t_imp256 <= 2 else "MISSED") + f" (cpu {cpu(lambda: read_msccl_ir(x256)):.2f} s)",
+            )
+        )
         t_et = best(lambda: write_algorithm(read_msccl_ir(x256), tmp / "r256"), 1)
         rows.append(("256-rank fused ring: import + write ET", f"{t_et:.2f} s", "", ""))
         t_rt = t_exp + t_imp256
@@ -75,19 +87,35 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "hub.cli", "--help"], capture_output=True, check=True)
         t_floor = time.perf_counter() - t
         t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", f"path={x128}",
-                               "--out", str(prefix)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", f"path={x128}", "--out", str(prefix)],
+            capture_output=True,
+            text=True,
+        )
         t_cli = time.perf_counter() - t
         if proc.returncode != 0:
             raise SystemExit(proc.stderr)
         size = sum(p.stat().st_size for p in prefix.parent.glob("ring128.*"))
-        rows.append(("128-rank unfused ring XML", f"{x128.stat().st_size / 1e6:.1f} MB", "",
-                     f"{st128.steps} steps (s/r/rrc)"))
-        rows.append(("collhub produce mscclang.ir (process)", f"{t_cli:.2f} s", f"<= {REF_SECONDS / 10:.2f} s",
-                     f"{REF_SECONDS / t_cli:.1f}x faster than 4.7 s"))
+        rows.append(
+            ("128-rank unfused ring XML", f"{x128.stat().st_size / 1e6:.1f} MB", "", f"{st128.steps} steps (s/r/rrc)")
+        )
+        rows.append(
+            (
+                "collhub produce mscclang.ir (process)",
+                f"{t_cli:.2f} s",
+                f"<= {REF_SECONDS / 10:.2f} s",
+                f"{REF_SECONDS / t_cli:.1f}x faster than 4.7 s",
+            )
+        )
         rows.append(("  (floor: python -m hub.cli --help)", f"{t_floor:.2f} s", "", ""))
-        rows.append(("  ET output size", f"{size / 1e6:.2f} MB", f"<= {REF_BYTES / 20 / 1e6:.0f} MB",
-                     f"{REF_BYTES / size:.0f}x smaller than ~1 GB"))
+        rows.append(
+            (
+                "  ET output size",
+                f"{size / 1e6:.2f} MB",
+                f"<= {REF_BYTES / 20 / 1e6:.0f} MB",
+                f"{REF_BYTES / size:.0f}x smaller than ~1 GB",
+            )
+        )
     w = [max(len(r[i]) for r in rows + [("case", "measured", "target", "note")]) for i in range(4)]
     line = lambda r: "  ".join(c.ljust(w[i]) for i, c in enumerate(r))  # noqa: E731
     print(line(("case", "measured", "target", "note")))

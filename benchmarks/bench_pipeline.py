@@ -70,16 +70,21 @@ def _write(d: Path, text: str) -> Path:
 
 
 def sweep_table(sizes: list[int]) -> None:
-    print(f"{'rows':>6} {'jobs':>4} {'wall':>8} {'ms/row':>7} {'overhead ms/row':>15} {'peak RSS':>9} "
-          f"{'results.json':>12}")
+    print(
+        f"{'rows':>6} {'jobs':>4} {'wall':>8} {'ms/row':>7} {'overhead ms/row':>15} {'peak RSS':>9} "
+        f"{'results.json':>12}"
+    )
     for rows in sizes:
         for jobs in (1, 2):
-            proc = subprocess.run([sys.executable, __file__, "--child", str(rows), str(jobs)], capture_output=True,
-                                  text=True, check=True)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", str(rows), str(jobs)], capture_output=True, text=True, check=True
+            )
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             over = (r["wall"] - r["units"] / jobs) / rows * 1e3
-            print(f"{rows:>6} {jobs:>4} {r['wall']:>7.1f}s {r['wall'] / rows * 1e3:>7.2f} {over:>15.2f} "
-                  f"{r['rss_kib'] / 1024:>7.0f}MB {r['json'] / 1e6:>10.1f}MB")
+            print(
+                f"{rows:>6} {jobs:>4} {r['wall']:>7.1f}s {r['wall'] / rows * 1e3:>7.2f} {over:>15.2f} "
+                f"{r['rss_kib'] / 1024:>7.0f}MB {r['json'] / 1e6:>10.1f}MB"
+            )
 
 
 def _time(fn) -> float:
@@ -145,21 +150,36 @@ def dask_rows() -> list[tuple[str, str, str]]:
         scale = {}
         for workers in (2, 1):
             t0 = time.perf_counter()
-            with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                              silence_logs=logging.CRITICAL) as cluster:
+            with LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+            ) as cluster:
                 address = cluster.scheduler_address
                 t_start = time.perf_counter() - t0
                 _dask_run(SCALING.format(sizes="1KiB, 2KiB"), Path(d) / "warm", address, workers)  # load plugins
                 if workers == 2:
                     rows.append(("dask: start a 2-worker LocalCluster", f"{t_start:.2f} s", "once per run"))
                     t = _dask_run(sweep, Path(d) / "dask", address, workers)
-                    rows.append((f"sweep {n} rows, dask 2 workers (warm)", f"{t:.2f} s",
-                                 f"{t / n * 1e3:.2f} ms/row, overhead {(t - t_local) / n * 1e3:+.2f} ms/row "
-                                 f"({t / t_local:.2f}x local)"))
+                    rows.append(
+                        (
+                            f"sweep {n} rows, dask 2 workers (warm)",
+                            f"{t:.2f} s",
+                            f"{t / n * 1e3:.2f} ms/row, overhead {(t - t_local) / n * 1e3:+.2f} ms/row "
+                            f"({t / t_local:.2f}x local)",
+                        )
+                    )
                 scale[workers] = _dask_run(scaling, Path(d) / f"scale{workers}", address, workers)
         rows.append((f"{units} units of ~1 s, dask 1 worker", f"{scale[1]:.2f} s", f"{scale[1] / units:.2f} s/unit"))
-        rows.append((f"{units} units of ~1 s, dask 2 workers", f"{scale[2]:.2f} s",
-                     f"speed-up {scale[1] / scale[2]:.2f}x (ideal 2x on 2 free cores)"))
+        rows.append(
+            (
+                f"{units} units of ~1 s, dask 2 workers",
+                f"{scale[2]:.2f} s",
+                f"speed-up {scale[1] / scale[2]:.2f}x (ideal 2x on 2 free cores)",
+            )
+        )
     return rows
 
 

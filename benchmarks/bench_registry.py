@@ -29,11 +29,28 @@ def _build_site(tmp: Path) -> Path:
     import shutil
 
     shutil.copytree(sample, tmp / "sample")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
-                    str(tmp / "sample")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(tmp / "sample"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     site = tmp / "site"
-    subprocess.run([sys.executable, "-m", "hub.cli", "registry", "build", str(wheels), "--out", str(site)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "hub.cli", "registry", "build", str(wheels), "--out", str(site)],
+        check=True,
+        capture_output=True,
+    )
     return site
 
 
@@ -84,8 +101,11 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         site = _build_site(Path(tmp))
-        proc = subprocess.Popen([sys.executable, "-m", "hub.cli", "registry", "serve", str(site), "--port", "0"],
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hub.cli", "registry", "serve", str(site), "--port", "0"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             line = proc.stderr.readline() if proc.stderr else ""
             match = re.search(r"(http://\S+)", line)
@@ -99,8 +119,10 @@ def main() -> None:
     p = lambda q: lat_ms[min(len(lat_ms) - 1, int(q * len(lat_ms)))]  # noqa: E731
     print("| clients | requests | errors | wall s | req/s | p50 ms | p99 ms | max ms |")
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| {args.clients} | {len(lat)} | {len(errors)} | {wall:.2f} | {len(lat)/wall:.0f} | {p(0.5):.1f} | "
-          f"{p(0.99):.1f} | {lat_ms[-1]:.1f} |")
+    print(
+        f"| {args.clients} | {len(lat)} | {len(errors)} | {wall:.2f} | {len(lat) / wall:.0f} | {p(0.5):.1f} | "
+        f"{p(0.99):.1f} | {lat_ms[-1]:.1f} |"
+    )
     if errors:
         print("errors:", statistics.multimode(errors))
         raise SystemExit(1)

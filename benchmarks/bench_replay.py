@@ -85,35 +85,53 @@ def main() -> int:
 
     names = ["ring", "direct", "halving_doubling"]
     algs = [make(n, "allreduce", args.ranks) for n in names]
-    params = ReplayParams(size=args.min, max_size=args.max, factor=args.factor, iters=args.iters, warmup=2,
-                          repeat=args.repeat,
-                          inplace="algorithm", backend="gloo", timeout=120)
+    params = ReplayParams(
+        size=args.min,
+        max_size=args.max,
+        factor=args.factor,
+        iters=args.iters,
+        warmup=2,
+        repeat=args.repeat,
+        inplace="algorithm",
+        backend="gloo",
+        timeout=120,
+    )
     t0 = time.perf_counter()
     reps = replay(algs, params)
     wall = time.perf_counter() - t0
-    print(f"gloo, {args.ranks} ranks, float32 sum, median of {args.repeat} interleaved rounds of {args.iters} iters "
-          f"(+2 warm-up), in-place algorithms; "
-          f"wall {wall:.1f} s (one spawn for everything)\n")
-    print(f"{'algorithm':<18} {'size (B)':>10} {'time (us)':>11} {'busbw':>8} {'native (us)':>12} "
-          f"{'native busbw':>12} {'replay/native busbw':>20} {'#wrong':>7}")
+    print(
+        f"gloo, {args.ranks} ranks, float32 sum, median of {args.repeat} interleaved rounds of {args.iters} iters "
+        f"(+2 warm-up), in-place algorithms; "
+        f"wall {wall:.1f} s (one spawn for everything)\n"
+    )
+    print(
+        f"{'algorithm':<18} {'size (B)':>10} {'time (us)':>11} {'busbw':>8} {'native (us)':>12} "
+        f"{'native busbw':>12} {'replay/native busbw':>20} {'#wrong':>7}"
+    )
     ok = True
     for name, rep in zip(names, reps, strict=False):
         for row in rep.rows:
             ratio = row["ip_busbw_GBps"] / row["native_ip_busbw_GBps"]
-            print(f"{name:<18} {row['size']:>10} {row['ip_time_us']:>11.1f} {row['ip_busbw_GBps']:>8.3f} "
-                  f"{row['native_ip_time_us']:>12.1f} {row['native_ip_busbw_GBps']:>12.3f} {ratio:>20.2f} "
-                  f"{row['ip_wrong']:>7}")
+            print(
+                f"{name:<18} {row['size']:>10} {row['ip_time_us']:>11.1f} {row['ip_busbw_GBps']:>8.3f} "
+                f"{row['native_ip_time_us']:>12.1f} {row['native_ip_busbw_GBps']:>12.3f} {ratio:>20.2f} "
+                f"{row['ip_wrong']:>7}"
+            )
             ok = ok and row["ip_wrong"] == 0
     print()
     for name, rep in zip(names, reps, strict=False):
         small = rep.rows[0]
-        print(f"{name:<18}: at {small['size']} B, {small['ip_time_us'] / rep.steps:8.1f} us of replay time per message "
-              f"(upper bound of the per-step cost: {rep.steps} messages per rank per iteration, network included)")
+        print(
+            f"{name:<18}: at {small['size']} B, {small['ip_time_us'] / rep.steps:8.1f} us of replay time per message "
+            f"(upper bound of the per-step cost: {rep.steps} messages per rank per iteration, network included)"
+        )
     print()
     for name in names:
         per_msg, per_node, msgs, nodes = _interpreter_overhead(make(name, "allreduce", args.ranks))
-        print(f"interpreter overhead {name:<18}: {per_msg:6.1f} us per message, {per_node:6.1f} us per node "
-              f"({msgs} messages, {nodes} nodes on rank 0; communication stubbed out, see _interpreter_overhead)")
+        print(
+            f"interpreter overhead {name:<18}: {per_msg:6.1f} us per message, {per_node:6.1f} us per node "
+            f"({msgs} messages, {nodes} nodes on rank 0; communication stubbed out, see _interpreter_overhead)"
+        )
     big = reps[0].rows[-1]
     ratio = big["ip_busbw_GBps"] / big["native_ip_busbw_GBps"]
     verdict = "PASS" if ratio >= _TARGET else "FAIL"

@@ -38,13 +38,28 @@ def _document(rows: int) -> dict:
             for k, size in enumerate(sizes):
                 # latency + size/bandwidth per source, so winners change with size
                 t = (1 + s_i) * 2.0 + (1 << (k + 10)) / (1e3 * (8 - s_i)) * (1 + rng.random() * 0.01)
-                out.append({"source": src, "consumer": "sim", "component": "hub.simulate",
-                            "point": {"size": size, "network": f"net{n}"}, "status": "ok",
-                            "algorithm": {"dir": f"algorithms/{src}-0"},
-                            "metrics": {"time_us": t, "busbw_GBps": (1 << (k + 10)) / t / 1e3,
-                                        "collective": "allreduce", "ranks": 8}})
-    return {"format": "collhub-run/1", "pipeline": {"name": "bench"}, "variables": ["size", "network"],
-            "rows": out[:rows]}
+                out.append(
+                    {
+                        "source": src,
+                        "consumer": "sim",
+                        "component": "hub.simulate",
+                        "point": {"size": size, "network": f"net{n}"},
+                        "status": "ok",
+                        "algorithm": {"dir": f"algorithms/{src}-0"},
+                        "metrics": {
+                            "time_us": t,
+                            "busbw_GBps": (1 << (k + 10)) / t / 1e3,
+                            "collective": "allreduce",
+                            "ranks": 8,
+                        },
+                    }
+                )
+    return {
+        "format": "collhub-run/1",
+        "pipeline": {"name": "bench"},
+        "variables": ["size", "network"],
+        "rows": out[:rows],
+    }
 
 
 def main() -> int:
@@ -70,8 +85,10 @@ def main() -> int:
                 render_plot(ans, run / "report.png")
                 png = f"{(time.perf_counter() - t5) * 1e3:.0f}"
             read, ansms = (t1 - t0) * 1e3, (t2 - t1) * 1e3
-            print(f"{rows:>8} {read:>9.1f} {ansms:>10.1f} {ansms / read:>6.2f} {(t4 - t3) * 1e3:>9.1f} {png:>8} "
-                  f"{peak:>9.1f}")
+            print(
+                f"{rows:>8} {read:>9.1f} {ansms:>10.1f} {ansms / read:>6.2f} {(t4 - t3) * 1e3:>9.1f} {png:>8} "
+                f"{peak:>9.1f}"
+            )
     return 0
 
 

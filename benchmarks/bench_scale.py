@@ -80,12 +80,31 @@ def run_process(argv: list[str]) -> tuple[float, float, float, str]:
 def row_produce(s: Scale) -> list[Row]:
     """``collhub produce hub.ring`` for the whole ring: build the algorithm, write every rank file."""
     prefix = s.workdir / "produce" / "ring"
-    wall, cpu, peak, _out = run_process([str(s.collhub), "produce", "hub.ring", "-s", f"ranks={s.ranks}", "-s",
-                                      "collective=allreduce", "--out", str(prefix)])
+    wall, cpu, peak, _out = run_process(
+        [
+            str(s.collhub),
+            "produce",
+            "hub.ring",
+            "-s",
+            f"ranks={s.ranks}",
+            "-s",
+            "collective=allreduce",
+            "--out",
+            str(prefix),
+        ]
+    )
     s.facts["nodes"] = float(_node_count(prefix))
     ratio = PRODUCE_1024_BEFORE_S / wall if s.ranks == 1024 else None
-    return [Row(f"produce + write, {s.ranks} ranks ({int(s.facts['nodes']):,} nodes)", wall, cpu, peak, ratio,
-                f"before: {PRODUCE_1024_BEFORE_S} s (recorded)")]
+    return [
+        Row(
+            f"produce + write, {s.ranks} ranks ({int(s.facts['nodes']):,} nodes)",
+            wall,
+            cpu,
+            peak,
+            ratio,
+            f"before: {PRODUCE_1024_BEFORE_S} s (recorded)",
+        )
+    ]
 
 
 def _node_count(prefix: Path) -> int:
@@ -101,8 +120,16 @@ def row_read(s: Scale) -> list[Row]:
     wall, cpu, peak, _out = run_process([sys.executable, "-c", code])
     nodes = s.facts["nodes"]
     before = nodes / READ_BEFORE_NODES_PER_S
-    return [Row(f"read -> RankGraphs, {s.ranks} ranks", wall, cpu, peak, before / wall,
-                f"before: {READ_BEFORE_NODES_PER_S / 1e6:.1f}M nodes/s = {before:.1f} s (recorded)")]
+    return [
+        Row(
+            f"read -> RankGraphs, {s.ranks} ranks",
+            wall,
+            cpu,
+            peak,
+            before / wall,
+            f"before: {READ_BEFORE_NODES_PER_S / 1e6:.1f}M nodes/s = {before:.1f} s (recorded)",
+        )
+    ]
 
 
 def row_rates(s: Scale) -> list[Row]:
@@ -123,10 +150,15 @@ def row_rates(s: Scale) -> list[Row]:
     for what, wall, cpu, key in (("write", ww, wc, "write"), ("read", rw, rc, "read")):
         rate = nodes / wall
         ratio = rate / mlc[f"{key}_wall"] if mlc else None
-        ref = (f"mlc-chakra {mlc[f'{key}_wall'] / 1e6:.2f}M nodes/s (same run; by CPU time "
-               f"{nodes / cpu / mlc[f'{key}_cpu']:.1f}x)" if mlc else "mlc-chakra not installed")
-        rows.append(Row(f"{what} rate: {rate / 1e6:.1f}M nodes/s (CPU {nodes / cpu / 1e6:.1f}M)", wall, cpu,
-                        None, ratio, ref))
+        ref = (
+            f"mlc-chakra {mlc[f'{key}_wall'] / 1e6:.2f}M nodes/s (same run; by CPU time "
+            f"{nodes / cpu / mlc[f'{key}_cpu']:.1f}x)"
+            if mlc
+            else "mlc-chakra not installed"
+        )
+        rows.append(
+            Row(f"{what} rate: {rate / 1e6:.1f}M nodes/s (CPU {nodes / cpu / 1e6:.1f}M)", wall, cpu, None, ratio, ref)
+        )
     return rows
 
 
@@ -146,8 +178,7 @@ def _sim_rows(fn: Callable[[Path], list[Any]]) -> Callable[[Scale], list[Row]]:
     return rows
 
 
-ROWS: list[Callable[[Scale], list[Row]]] = [row_produce, row_read, row_rates,
-                                            *(_sim_rows(fn) for fn in scale_sim.ROWS)]
+ROWS: list[Callable[[Scale], list[Row]]] = [row_produce, row_read, row_rates, *(_sim_rows(fn) for fn in scale_sim.ROWS)]
 
 
 def _fmt(v: float | None, spec: str) -> str:
@@ -170,8 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Scale: ring all-reduce, {args.ranks} ranks, {os.cpu_count()} CPUs (whole processes, files on disk)")
     print(f"{'step':<52}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'ratio':>9}  reference")
     for r in rows:
-        print(f"{r.step:<52}{_fmt(r.wall_s, '.2f'):>9}{_fmt(r.cpu_s, '.2f'):>9}{_fmt(r.peak_mib, '.0f'):>10}"
-              f"{_fmt(r.ratio, '.1f') + ('x' if r.ratio is not None else ''):>9}  {r.reference}")
+        print(
+            f"{r.step:<52}{_fmt(r.wall_s, '.2f'):>9}{_fmt(r.cpu_s, '.2f'):>9}{_fmt(r.peak_mib, '.0f'):>10}"
+            f"{_fmt(r.ratio, '.1f') + ('x' if r.ratio is not None else ''):>9}  {r.reference}"
+        )
     return 0
 
 

@@ -57,8 +57,9 @@ def ring_allreduce(n: int, size: int):  # noqa: ANN201 - hub imported lazily (th
         peer = np.empty(2 * steps, dtype=np.int32)
         peer[0::2] = (r + 1) % n
         peer[1::2] = (r - 1) % n
-        graphs.append(RankGraph.from_columns(2 * steps, kind=kind, peer=peer, count=1, size=m,
-                                             dep_ptr=dep_ptr, dep_pos=dep_pos))
+        graphs.append(
+            RankGraph.from_columns(2 * steps, kind=kind, peer=peer, count=1, size=m, dep_ptr=dep_ptr, dep_pos=dep_pos)
+        )
     return Algorithm(AlgorithmMeta(Collective.ALLREDUCE, n, n, n, size=size), tuple(graphs))
 
 
@@ -86,8 +87,11 @@ def child(n: int, mode: str) -> None:
     res = simulate(alg, f"ring:{n}", mode=mode)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(json.dumps({"messages": res.messages, "time_ns": res.time_ns, "wall": wall, "cpu": cpu,
-                      "ref": ref, "peak": peak}))
+    print(
+        json.dumps(
+            {"messages": res.messages, "time_ns": res.time_ns, "wall": wall, "cpu": cpu, "ref": ref, "peak": peak}
+        )
+    )
 
 
 def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
@@ -123,33 +127,54 @@ def vs_astrasim(ranks: list[int], modes: list[str]) -> bool:  # noqa: C901
     if why:
         print(f"skipped: {why}")
         return True
-    print(f"{'ranks':>6} {'mode':>8} {'ours s':>7} {'cpu s':>6} {'MiB':>5} {'astra s':>8} {'cpu s':>6} {'MiB':>5} "
-          f"{'wall x':>6} {'cpu x':>6} {'same ns':>7}")
+    print(
+        f"{'ranks':>6} {'mode':>8} {'ours s':>7} {'cpu s':>6} {'MiB':>5} {'astra s':>8} {'cpu s':>6} {'MiB':>5} "
+        f"{'wall x':>6} {'cpu x':>6} {'same ns':>7}"
+    )
     ok = True
     collhub = str(Path(sys.executable).parent / "collhub")
     for n in ranks:
         with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
-            bundle = build_bundle(ring_allreduce(n, SIZE), out=Path(tmp) / "b", dims=_dims_for(f"ring:{n}"),
-                                  predict=False)
+            bundle = build_bundle(
+                ring_allreduce(n, SIZE), out=Path(tmp) / "b", dims=_dims_for(f"ring:{n}"), predict=False
+            )
             prefix = str(bundle.path / "algorithm" / "custom_allreduce")
             for mode in modes:
-                ours_s, ours_cpu, ours_mib, text = _timed([collhub, "consume", "hub.simulate", prefix, "-s",
-                                                           f"network=ring:{n}",
-                                                 "-s", f"mode={mode}", "-f", "json"])
+                ours_s, ours_cpu, ours_mib, text = _timed(
+                    [
+                        collhub,
+                        "consume",
+                        "hub.simulate",
+                        prefix,
+                        "-s",
+                        f"network=ring:{n}",
+                        "-s",
+                        f"mode={mode}",
+                        "-f",
+                        "json",
+                    ]
+                )
                 ours_ns = json.loads(text)["metrics"]["time_ns"]
                 if n > ASTRA_MAX_RANKS:  # ASTRA-sim needs > 4 GiB and many minutes at 1024 ranks (aware)
-                    print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} "
-                          f"{'(ASTRA-sim not run above ' + str(ASTRA_MAX_RANKS) + ' ranks)':>40}", flush=True)
+                    print(
+                        f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} "
+                        f"{'(ASTRA-sim not run above ' + str(ASTRA_MAX_RANKS) + ' ranks)':>40}",
+                        flush=True,
+                    )
                     continue
-                theirs_s, theirs_cpu, theirs_mib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()],
-                                                                cwd=bundle.path)
+                theirs_s, theirs_cpu, theirs_mib, text = _timed(
+                    [str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path
+                )
                 theirs_ns = parse_output(text).time_ns
                 same = ours_ns == theirs_ns
                 ok &= same
-                print(f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} {theirs_s:>8.2f} "
-                      f"{theirs_cpu:>6.2f} "
-                      f"{theirs_mib:>5.0f} {theirs_s / ours_s:>5.1f}x {theirs_cpu / ours_cpu:>5.1f}x "
-                      f"{'yes' if same else 'NO':>7}", flush=True)
+                print(
+                    f"{n:>6} {mode:>8} {ours_s:>7.2f} {ours_cpu:>6.2f} {ours_mib:>5.0f} {theirs_s:>8.2f} "
+                    f"{theirs_cpu:>6.2f} "
+                    f"{theirs_mib:>5.0f} {theirs_s / ours_s:>5.1f}x {theirs_cpu / ours_cpu:>5.1f}x "
+                    f"{'yes' if same else 'NO':>7}",
+                    flush=True,
+                )
     return ok
 
 
@@ -167,8 +192,10 @@ def main() -> None:
         ranks = [int(x) for x in sys.argv[sys.argv.index("--ranks") + 1].split(",")]
         modes = [sys.argv[sys.argv.index("--mode") + 1]] if "--mode" in sys.argv else ["unaware", "aware"]
         cases = [(n, m, math.nan) for n in ranks for m in modes]
-    print(f"{'ranks':>6} {'mode':>8} {'messages':>9} {'sim ns':>9} {'exact':>5} {'wall s':>7} {'cpu s':>6} "
-          f"{'ref s':>6} {'wall/ref':>8} {'peak MiB':>8} {'target s':>8} {'ok':>3}")
+    print(
+        f"{'ranks':>6} {'mode':>8} {'messages':>9} {'sim ns':>9} {'exact':>5} {'wall s':>7} {'cpu s':>6} "
+        f"{'ref s':>6} {'wall/ref':>8} {'peak MiB':>8} {'target s':>8} {'ok':>3}"
+    )
     failed = False
     for n, mode, target in cases:
         out = subprocess.run([sys.executable, __file__, "--child", str(n), mode], capture_output=True, text=True)
@@ -180,9 +207,12 @@ def main() -> None:
         exact = r["time_ns"] == expected_ns(n, SIZE)
         ok = "-" if math.isnan(target) else ("yes" if r["wall"] <= target else "NO")
         failed |= not exact or ok == "NO"
-        print(f"{n:>6} {mode:>8} {r['messages']:>9} {r['time_ns']:>9} {'yes' if exact else 'NO':>5} {r['wall']:>7.2f} "
-              f"{r['cpu']:>6.2f} {r['ref']:>6.3f} {r['wall'] / r['ref']:>8.1f} {r['peak']:>8.0f} "
-              f"{'' if math.isnan(target) else f'{target:.1f}':>8} {ok:>3}", flush=True)
+        print(
+            f"{n:>6} {mode:>8} {r['messages']:>9} {r['time_ns']:>9} {'yes' if exact else 'NO':>5} {r['wall']:>7.2f} "
+            f"{r['cpu']:>6.2f} {r['ref']:>6.3f} {r['wall'] / r['ref']:>8.1f} {r['peak']:>8.0f} "
+            f"{'' if math.isnan(target) else f'{target:.1f}':>8} {ok:>3}",
+            flush=True,
+        )
     if "--ranks" not in sys.argv and not vs_astrasim([256], ["aware", "unaware"]):
         failed = True
     sys.exit(1 if failed else 0)

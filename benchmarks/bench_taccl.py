@@ -46,14 +46,23 @@ def _builtins(coll: str, p: int, graph: Any, size: int) -> tuple[str, float, dic
     return best, res[best], res
 
 
-def case(label: str, coll: str, *, network: str | None = None, topology: str | None = None,
-         sketch: str | None = None, size: int = 1 << 20, time_limit: float = 60.0,
-         target: str = "") -> dict[str, Any]:
+def case(
+    label: str,
+    coll: str,
+    *,
+    network: str | None = None,
+    topology: str | None = None,
+    sketch: str | None = None,
+    size: int = 1 << 20,
+    time_limit: float = 60.0,
+    target: str = "",
+) -> dict[str, Any]:
     from collhub_taccl import SynthesizeParams, load_network, synthesize
     from hub.sim import simulate
 
-    params = SynthesizeParams(collective=coll, network=network, topology=topology, sketch=sketch, size=size,
-                              time_limit=time_limit)
+    params = SynthesizeParams(
+        collective=coll, network=network, topology=topology, sketch=sketch, size=size, time_limit=time_limit
+    )
     net = load_network(params)
     t0 = time.perf_counter()
     alg = synthesize(params, progress=False)
@@ -65,10 +74,22 @@ def case(label: str, coll: str, *, network: str | None = None, topology: str | N
     status = sorted({str(v) for k, v in ex.items() if k.endswith("milp_status")})
     origin = sorted({str(v) for k, v in ex.items() if k.endswith("origin")})
     return {
-        "case": label, "coll": coll, "size": size, "solve_s": solve, "makespan_us": ex["taccl.makespan_ns"] / 1e3,
-        "lb_us": ex["taccl.lower_bound_ns"] / 1e3, "ratio": ex["taccl.ratio"], "gap": max(gaps) if gaps else None,
-        "status": "/".join(status), "origin": "/".join(origin), "sim_us": sim.time_ns / 1e3, "busbw": sim.busbw_GBps,
-        "best": best, "best_bw": best_bw, "ring_bw": allbw.get("ring"), "hd_bw": allbw.get("halving_doubling"),
+        "case": label,
+        "coll": coll,
+        "size": size,
+        "solve_s": solve,
+        "makespan_us": ex["taccl.makespan_ns"] / 1e3,
+        "lb_us": ex["taccl.lower_bound_ns"] / 1e3,
+        "ratio": ex["taccl.ratio"],
+        "gap": max(gaps) if gaps else None,
+        "status": "/".join(status),
+        "origin": "/".join(origin),
+        "sim_us": sim.time_ns / 1e3,
+        "busbw": sim.busbw_GBps,
+        "best": best,
+        "best_bw": best_bw,
+        "ring_bw": allbw.get("ring"),
+        "hd_bw": allbw.get("halving_doubling"),
         "target": target,
     }
 
@@ -84,18 +105,38 @@ def cases(quick: bool) -> list[dict[str, Any]]:
         out.append(case(net, "allgather", network=net, size=BIG, time_limit=5.0, target=opt))
     for net in ("torus:8x8", "hypercube:6"):
         if not quick:
-            out.append(case(net, "allgather", network=net, size=BIG, time_limit=120.0,
-                            target="<= 5 % of bound, <= 120 s"))
+            out.append(
+                case(net, "allgather", network=net, size=BIG, time_limit=120.0, target="<= 5 % of bound, <= 120 s")
+            )
     for size in (1 << 20, 64 << 20):
         for coll in ("allgather", "allreduce"):
-            out.append(case(f"NDv2 sk1-ndv2-n1 {size >> 20}MiB", coll, topology=t["ndv2-1MB"], sketch=s["sk1-ndv2-n1"],
-                            size=size, time_limit=30.0, target=">= best built-in"))
+            out.append(
+                case(
+                    f"NDv2 sk1-ndv2-n1 {size >> 20}MiB",
+                    coll,
+                    topology=t["ndv2-1MB"],
+                    sketch=s["sk1-ndv2-n1"],
+                    size=size,
+                    time_limit=30.0,
+                    target=">= best built-in",
+                )
+            )
     for coll in ("allgather", "alltoall"):
-        out.append(case("NDv2 x2 sk1-ndv2-n2 1MiB", coll, topology=t["ndv2-1MB"], sketch=s["sk1-ndv2-n2"],
-                        size=1 << 20, time_limit=60.0, target="<= 60 s, gap reported"))
+        out.append(
+            case(
+                "NDv2 x2 sk1-ndv2-n2 1MiB",
+                coll,
+                topology=t["ndv2-1MB"],
+                sketch=s["sk1-ndv2-n2"],
+                size=1 << 20,
+                time_limit=60.0,
+                target="<= 60 s, gap reported",
+            )
+        )
     for net in ("ring:8", "mesh:4x4", "rail:2x8", "dgx1") + (() if quick else ("torus:8x8", "hypercube:6")):
-        out.append(case(net, "allreduce", network=net, size=BIG, time_limit=10.0 if quick else 60.0,
-                        target="vs ring, HD"))
+        out.append(
+            case(net, "allreduce", network=net, size=BIG, time_limit=10.0 if quick else 60.0, target="vs ring, HD")
+        )
     return out
 
 
@@ -114,14 +155,33 @@ def commands_table(time_limit: float) -> None:
             continue
         kind = "NDv2" if run.kind == "DGX1" else run.kind
         t0 = time.perf_counter()
-        alg = synthesize(SynthesizeParams(collective=run.collective, topology=str(run.topology), sketch=str(run.sketch),
-                                          topology_kind=kind, time_limit=time_limit), progress=False)
+        alg = synthesize(
+            SynthesizeParams(
+                collective=run.collective,
+                topology=str(run.topology),
+                sketch=str(run.sketch),
+                topology_kind=kind,
+                time_limit=time_limit,
+            ),
+            progress=False,
+        )
         ex = dict(alg.meta.extra)
         gaps = ",".join(f"{v:g}" for k, v in ex.items() if k.endswith("milp_gap"))
         status = "/".join(sorted({str(v) for k, v in ex.items() if k.endswith("milp_status")}))
-        rows.append((run.label, run.collective, str(alg.ranks), f"{time.perf_counter() - t0:.2f}",
-                     f"{ex['taccl.makespan_ns'] / 1e3:.1f}", f"{ex['taccl.lower_bound_ns'] / 1e3:.1f}",
-                     f"{ex['taccl.ratio']:.3f}", gaps, status, f"{run.topology.name}, {run.sketch.name}"))
+        rows.append(
+            (
+                run.label,
+                run.collective,
+                str(alg.ranks),
+                f"{time.perf_counter() - t0:.2f}",
+                f"{ex['taccl.makespan_ns'] / 1e3:.1f}",
+                f"{ex['taccl.lower_bound_ns'] / 1e3:.1f}",
+                f"{ex['taccl.ratio']:.3f}",
+                gaps,
+                status,
+                f"{run.topology.name}, {run.sketch.name}",
+            )
+        )
     _print(rows)
 
 
@@ -135,22 +195,56 @@ def _print(table: list[tuple[str, ...]]) -> None:
 
 def main(argv: list[str]) -> None:
     rows = cases("--quick" in argv)
-    head = ("case", "coll", "solve s", "model us", "lb us", "ratio", "gap", "MILP", "from", "sim us",
-            "busbw", "best built-in", "x best", "ring", "HD", "target")
+    head = (
+        "case",
+        "coll",
+        "solve s",
+        "model us",
+        "lb us",
+        "ratio",
+        "gap",
+        "MILP",
+        "from",
+        "sim us",
+        "busbw",
+        "best built-in",
+        "x best",
+        "ring",
+        "HD",
+        "target",
+    )
 
     def f(v: Any, nd: int = 2) -> str:
         return "-" if v is None else (f"{v:.{nd}f}" if isinstance(v, float) else str(v))
 
     table = [head]
     for r in rows:
-        table.append((r["case"], r["coll"], f(r["solve_s"]), f(r["makespan_us"], 1), f(r["lb_us"], 1), f(r["ratio"], 3),
-                      f(r["gap"], 4), r["status"], r["origin"], f(r["sim_us"], 1), f(r["busbw"]),
-                      f"{r['best']} {r['best_bw']:.2f}", f(r["busbw"] / r["best_bw"]), f(r["ring_bw"]), f(r["hd_bw"]),
-                      r["target"]))
+        table.append(
+            (
+                r["case"],
+                r["coll"],
+                f(r["solve_s"]),
+                f(r["makespan_us"], 1),
+                f(r["lb_us"], 1),
+                f(r["ratio"], 3),
+                f(r["gap"], 4),
+                r["status"],
+                r["origin"],
+                f(r["sim_us"], 1),
+                f(r["busbw"]),
+                f"{r['best']} {r['best_bw']:.2f}",
+                f(r["busbw"] / r["best_bw"]),
+                f(r["ring_bw"]),
+                f(r["hd_bw"]),
+                r["target"],
+            )
+        )
     _print(table)
-    print("\nbusbw in GB/s (hub.simulate aware, the case's network and size: 64 MiB on collhub networks, "
-          "as named for NDv2). "
-          "'x best' = taccl busbw / best built-in busbw. model/lb in the synthesizer's ns model.")
+    print(
+        "\nbusbw in GB/s (hub.simulate aware, the case's network and size: 64 MiB on collhub networks, "
+        "as named for NDv2). "
+        "'x best' = taccl busbw / best built-in busbw. model/lb in the synthesizer's ns model."
+    )
     commands_table(20.0 if "--quick" in argv else 60.0)
 
 

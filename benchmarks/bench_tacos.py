@@ -69,8 +69,9 @@ def _sim(alg: Any, topo: str, size: int | None) -> tuple[float, float | None]:
     return r.time_us, getattr(r, "busbw_GBps", None)
 
 
-def run_case(coll: str, topo: str, chunks: int, model: str, size: str | None, sim: bool, seeds: int,
-             verify: bool = True) -> dict[str, Any]:
+def run_case(
+    coll: str, topo: str, chunks: int, model: str, size: str | None, sim: bool, seeds: int, verify: bool = True
+) -> dict[str, Any]:
     """One case in this process; returns the row as a dict."""
     from collhub_tacos import SynthesizeParams, synthesize
     from hub.sim import parse_size
@@ -79,16 +80,38 @@ def run_case(coll: str, topo: str, chunks: int, model: str, size: str | None, si
     n = load_topology(topo).npus
     nbytes = parse_size(size) if size is not None else n * (1 << 20)
     t0, c0 = time.perf_counter(), time.process_time()
-    alg = synthesize(SynthesizeParams(collective=coll, network=topo, chunks=chunks, model=model, size=nbytes,
-                                      seeds=seeds, verify=False, progress=False))
+    alg = synthesize(
+        SynthesizeParams(
+            collective=coll,
+            network=topo,
+            chunks=chunks,
+            model=model,
+            size=nbytes,
+            seeds=seeds,
+            verify=False,
+            progress=False,
+        )
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = _peak_mb()
     e = dict(alg.meta.extra)
-    row: dict[str, Any] = {"coll": coll, "topo": topo, "ranks": n, "links": e["tacos.links"], "chunks": chunks,
-                           "model": model, "size": nbytes, "synth_s": wall, "cpu_s": cpu,
-                           "greedy_s": e["tacos.greedy_s"], "peak_mb": peak,
-                           "makespan": e["model_makespan_us"], "bound": e["lower_bound_us"],
-                           "ratio": e["bound_ratio"], "nodes": alg.node_count()}
+    row: dict[str, Any] = {
+        "coll": coll,
+        "topo": topo,
+        "ranks": n,
+        "links": e["tacos.links"],
+        "chunks": chunks,
+        "model": model,
+        "size": nbytes,
+        "synth_s": wall,
+        "cpu_s": cpu,
+        "greedy_s": e["tacos.greedy_s"],
+        "peak_mb": peak,
+        "makespan": e["model_makespan_us"],
+        "bound": e["lower_bound_us"],
+        "ratio": e["bound_ratio"],
+        "nodes": alg.node_count(),
+    }
     if verify:
         from hub.verify import verify as run_verify
 
@@ -125,9 +148,11 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
 
 
 def print_cases(names: list[str]) -> int:
-    hdr = (f"{'case':<19} {'ranks':>5} {'links':>6} {'synth s':>8} {'cpu s':>7} {'verify s':>8} {'peak MB':>8} "
-           f"{'makespan':>10} {'bound':>10} {'ratio':>6} | sim µs / busbw GB/s: "
-           + "  ".join(f"{n:>16}" for n in ("tacos", *BASELINES)))
+    hdr = (
+        f"{'case':<19} {'ranks':>5} {'links':>6} {'synth s':>8} {'cpu s':>7} {'verify s':>8} {'peak MB':>8} "
+        f"{'makespan':>10} {'bound':>10} {'ratio':>6} | sim µs / busbw GB/s: "
+        + "  ".join(f"{n:>16}" for n in ("tacos", *BASELINES))
+    )
     print(hdr)
     print("-" * len(hdr))
     failures = 0
@@ -144,9 +169,12 @@ def print_cases(names: list[str]) -> int:
         for n in ("tacos", *BASELINES):
             t, bw = sims.get(n, (None, None))
             cells.append(f"{_f(t, '.1f'):>8}/{_f(bw if isinstance(bw, float) else None, '.1f'):<7}")
-        print(f"{name:<19} {row['ranks']:>5} {row['links']:>6} {row['synth_s']:>8.2f} {row['cpu_s']:>7.2f} "
-              f"{_f(row.get('verify_s')):>8} {row['peak_mb']:>8.0f} {row['makespan']:>10.2f} {row['bound']:>10.2f} "
-              f"{row['ratio']:>6.3f} | " + "  ".join(cells), flush=True)
+        print(
+            f"{name:<19} {row['ranks']:>5} {row['links']:>6} {row['synth_s']:>8.2f} {row['cpu_s']:>7.2f} "
+            f"{_f(row.get('verify_s')):>8} {row['peak_mb']:>8.0f} {row['makespan']:>10.2f} {row['bound']:>10.2f} "
+            f"{row['ratio']:>6.3f} | " + "  ".join(cells),
+            flush=True,
+        )
     return failures
 
 
@@ -154,17 +182,28 @@ def run_tacos_row(topo: str, chunks: int) -> dict[str, Any]:
     from collhub_tacos import SynthesizeParams, synthesize_schedule
 
     t0, c0 = time.perf_counter(), time.process_time()
-    syn = synthesize_schedule(SynthesizeParams(collective="allgather", network=topo, chunks=chunks, model="tacos",
-                                               seeds=3, progress=False))
-    return {"makespan": syn.makespan_us, "bound": syn.bound_us, "wall": time.perf_counter() - t0,
-            "cpu": time.process_time() - c0, "seed": syn.seed, "peak_mb": _peak_mb()}
+    syn = synthesize_schedule(
+        SynthesizeParams(collective="allgather", network=topo, chunks=chunks, model="tacos", seeds=3, progress=False)
+    )
+    return {
+        "makespan": syn.makespan_us,
+        "bound": syn.bound_us,
+        "wall": time.perf_counter() - t0,
+        "cpu": time.process_time() - c0,
+        "seed": syn.seed,
+        "peak_mb": _peak_mb(),
+    }
 
 
 def print_tacos() -> int:
-    print("\nAgainst TACOS (astra-sim/tacos 1811f1f on this machine), all-gather, TACOS's cost model, 1 MiB/NPU, "
-          "best of <= 3 seeds (stops at the bound)")
-    hdr = (f"{'topology':<17} {'chunks':>6} {'TACOS µs':>9} {'ours µs':>9} {'bound µs':>9} {'ours/TACOS':>10} "
-           f"{'ours/bound':>10} {'TACOS s':>8} {'ours s':>7} {'cpu s':>6} {'speedup':>8} {'peak MB':>8}")
+    print(
+        "\nAgainst TACOS (astra-sim/tacos 1811f1f on this machine), all-gather, TACOS's cost model, 1 MiB/NPU, "
+        "best of <= 3 seeds (stops at the bound)"
+    )
+    hdr = (
+        f"{'topology':<17} {'chunks':>6} {'TACOS µs':>9} {'ours µs':>9} {'bound µs':>9} {'ours/TACOS':>10} "
+        f"{'ours/bound':>10} {'TACOS s':>8} {'ours s':>7} {'cpu s':>6} {'speedup':>8} {'peak MB':>8}"
+    )
     print(hdr)
     print("-" * len(hdr))
     failures = 0
@@ -177,10 +216,13 @@ def print_tacos() -> int:
         worse = theirs is not None and r["makespan"] > theirs + 0.005
         failures += worse
         speed = f"{their_s / r['wall']:.1f}x" if their_s else ">" + f"{600 / r['wall']:.0f}x"
-        print(f"{label:<17} {chunks:>6} {_f(theirs):>9} {r['makespan']:>9.2f} {r['bound']:>9.2f} "
-              f"{_f(r['makespan'] / theirs if theirs else None, '.4f'):>10} {r['makespan'] / r['bound']:>10.4f} "
-              f"{_f(their_s) if their_s else '>600':>8} {r['wall']:>7.2f} {r['cpu']:>6.2f} {speed:>8} "
-              f"{r['peak_mb']:>8.0f}" + ("  WORSE" if worse else ""), flush=True)
+        print(
+            f"{label:<17} {chunks:>6} {_f(theirs):>9} {r['makespan']:>9.2f} {r['bound']:>9.2f} "
+            f"{_f(r['makespan'] / theirs if theirs else None, '.4f'):>10} {r['makespan'] / r['bound']:>10.4f} "
+            f"{_f(their_s) if their_s else '>600':>8} {r['wall']:>7.2f} {r['cpu']:>6.2f} {speed:>8} "
+            f"{r['peak_mb']:>8.0f}" + ("  WORSE" if worse else ""),
+            flush=True,
+        )
     return failures
 
 

@@ -32,12 +32,27 @@ def make(ranks: int, comp: int, colls: int) -> Workload:
         nid = 0
         for c in range(colls):
             for _ in range(per):
-                nodes.append(WorkloadNode(id=nid, name="gemm", type=NodeType.COMP, duration_micros=5 + (nid + r) % 7,
-                                          deps=[prev] if prev is not None else []))
+                nodes.append(
+                    WorkloadNode(
+                        id=nid,
+                        name="gemm",
+                        type=NodeType.COMP,
+                        duration_micros=5 + (nid + r) % 7,
+                        deps=[prev] if prev is not None else [],
+                    )
+                )
                 prev = nid
                 nid += 1
-            nodes.append(WorkloadNode(id=nid, name=f"allreduce{c}", type=NodeType.COLL, deps=[prev],
-                                      comm_type=COMM_TYPE_OF[Collective.ALLREDUCE], comm_size=(64 << 10) << (c % 5)))
+            nodes.append(
+                WorkloadNode(
+                    id=nid,
+                    name=f"allreduce{c}",
+                    type=NodeType.COLL,
+                    deps=[prev],
+                    comm_type=COMM_TYPE_OF[Collective.ALLREDUCE],
+                    comm_size=(64 << 10) << (c % 5),
+                )
+            )
             nid += 1
         out.append(nodes)
     return Workload(ranks=out, name="bench-ddp")
@@ -69,13 +84,16 @@ def main() -> None:
     res = step("simulate (unaware)", lambda: simulate(inl, f"ring:{a.ranks}"), rows)
     extra: list[tuple[str, float, float, float]] = []
     coll = step("simulate COMM_COLL as is", lambda: simulate(back, f"ring:{a.ranks}"), extra)
-    ov = step(f"overlap (ring, {a.pieces} pieces)", lambda: overlap_workload(back, a.pieces, {"allreduce": "ring"}),
-              extra)
+    ov = step(
+        f"overlap (ring, {a.pieces} pieces)", lambda: overlap_workload(back, a.pieces, {"allreduce": "ring"}), extra
+    )
     res_ov = step("simulate overlapped", lambda: simulate(ov, f"ring:{a.ranks}"), extra)
     comp = sum(1 for r in wl.ranks for n in r if n.type == NodeType.COMP)
-    print(f"{a.ranks} ranks, {comp} COMP nodes, {a.colls * a.ranks} COMM_COLL nodes -> {inl.node_count()} nodes "
-          f"inlined; step time {res.time_ns} ns (COMM_COLL path {coll.time_ns} ns, overlapped {res_ov.time_ns} ns: "
-          f"{res_ov.time_ns / res.time_ns:.4f} x inlined)")
+    print(
+        f"{a.ranks} ranks, {comp} COMP nodes, {a.colls * a.ranks} COMM_COLL nodes -> {inl.node_count()} nodes "
+        f"inlined; step time {res.time_ns} ns (COMM_COLL path {coll.time_ns} ns, overlapped {res_ov.time_ns} ns: "
+        f"{res_ov.time_ns / res.time_ns:.4f} x inlined)"
+    )
     print("| step | wall s | CPU s | peak RSS MiB so far |\n|---|---|---|---|")
     for label, wall, cpu, peak in rows:
         print(f"| {label} | {wall:.2f} | {cpu:.2f} | {peak:.0f} |")

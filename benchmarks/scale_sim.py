@@ -74,15 +74,29 @@ def _collhub() -> str:
 
 def _write_ring(n: int, prefix: Path) -> None:
     """The bench_sim ring, bound to 64 MiB, written as ETs (in a child: its memory is not ours)."""
-    code = ("import sys; sys.path.insert(0, sys.argv[3]); from bench_sim import ring_allreduce; "
-            "from hub.chakra import write_algorithm; "
-            f"write_algorithm(ring_allreduce(int(sys.argv[1]), {SIZE}), sys.argv[2])")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[3]); from bench_sim import ring_allreduce; "
+        "from hub.chakra import write_algorithm; "
+        f"write_algorithm(ring_allreduce(int(sys.argv[1]), {SIZE}), sys.argv[2])"
+    )
     subprocess.run([sys.executable, "-c", code, str(n), str(prefix), str(ROOT / "benchmarks")], check=True)
 
 
 def _simulate(prefix: Path, n: int, mode: str) -> tuple[float, float, float, int]:
-    wall, cpu, mib, text = _timed([_collhub(), "consume", "hub.simulate", str(prefix), "-s", f"network=ring:{n}",
-                                   "-s", f"mode={mode}", "-f", "json"])
+    wall, cpu, mib, text = _timed(
+        [
+            _collhub(),
+            "consume",
+            "hub.simulate",
+            str(prefix),
+            "-s",
+            f"network=ring:{n}",
+            "-s",
+            f"mode={mode}",
+            "-f",
+            "json",
+        ]
+    )
     return wall, cpu, mib, int(json.loads(text)["metrics"]["time_ns"])
 
 
@@ -97,9 +111,18 @@ def simulate_1024(tmp: Path) -> list[Row]:
     for mode in ("aware", "unaware"):
         wall, cpu, mib, ns = _simulate(prefix, n, mode)
         exact = ns == expected_ns(n, SIZE)
-        rows.append(Row(f"simulate {n} ring {mode}", wall, cpu, mib, f"target {TARGET_S:g} s / {TARGET_MIB:g} MiB",
-                        TARGET_S / cpu, exact and cpu <= TARGET_S and mib <= TARGET_MIB,
-                        f"{ns} ns{'' if exact else ' NOT the closed form'}; peak {mib / TARGET_MIB:.2f}x target"))
+        rows.append(
+            Row(
+                f"simulate {n} ring {mode}",
+                wall,
+                cpu,
+                mib,
+                f"target {TARGET_S:g} s / {TARGET_MIB:g} MiB",
+                TARGET_S / cpu,
+                exact and cpu <= TARGET_S and mib <= TARGET_MIB,
+                f"{ns} ns{'' if exact else ' NOT the closed form'}; peak {mib / TARGET_MIB:.2f}x target",
+            )
+        )
     return rows
 
 
@@ -128,9 +151,19 @@ def simulate_1024_split(tmp: Path) -> list[Row]:
     _write_ring(n, prefix)
     _, _, mib, text = _timed([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
     r = json.loads(text)
-    return [Row(f"  simulate() only, {mode}", float("nan"), r[mode], mib, f"pure Python {_BEFORE[mode]:g} s",
-                _BEFORE[mode] / r[mode], None, f"read_algorithm {r['read']:.2f} s in the same process")
-            for mode in ("aware", "unaware")]
+    return [
+        Row(
+            f"  simulate() only, {mode}",
+            float("nan"),
+            r[mode],
+            mib,
+            f"pure Python {_BEFORE[mode]:g} s",
+            _BEFORE[mode] / r[mode],
+            None,
+            f"read_algorithm {r['read']:.2f} s in the same process",
+        )
+        for mode in ("aware", "unaware")
+    ]
 
 
 def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
@@ -151,9 +184,18 @@ def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
         wall, cpu, mib, ns = _simulate(prefix, n, mode)
         twall, tcpu, tmib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
         same = parse_output(text).time_ns == ns
-        rows.append(Row(f"simulate {n} ring {mode}", wall, cpu, mib, f"ASTRA-sim {tcpu:.2f} s / {tmib:.0f} MiB",
-                        tcpu / cpu, same and tcpu / cpu >= 20, f"same ns: {'yes' if same else 'NO'}; "
-                        f"wall {twall / wall:.1f}x"))
+        rows.append(
+            Row(
+                f"simulate {n} ring {mode}",
+                wall,
+                cpu,
+                mib,
+                f"ASTRA-sim {tcpu:.2f} s / {tmib:.0f} MiB",
+                tcpu / cpu,
+                same and tcpu / cpu >= 20,
+                f"same ns: {'yes' if same else 'NO'}; wall {twall / wall:.1f}x",
+            )
+        )
     return rows
 
 
@@ -168,8 +210,18 @@ def simulate_4096_unaware(tmp: Path) -> list[Row]:
     made = time.perf_counter() - t0
     wall, cpu, mib, ns = _simulate(prefix, n, "unaware")
     exact = ns == expected_ns(n, SIZE)
-    return [Row(f"simulate {n} ring unaware", wall, cpu, mib, "24 GiB", 24 * 1024 / mib, exact and mib <= 24 * 1024,
-                f"{ns} ns; ETs written in {made:.0f} s")]
+    return [
+        Row(
+            f"simulate {n} ring unaware",
+            wall,
+            cpu,
+            mib,
+            "24 GiB",
+            24 * 1024 / mib,
+            exact and mib <= 24 * 1024,
+            f"{ns} ns; ETs written in {made:.0f} s",
+        )
+    ]
 
 
 ROWS: list[Callable[[Path], list[Row]]] = [simulate_1024, simulate_1024_split, simulate_256_vs_astrasim]
@@ -190,8 +242,11 @@ def main(argv: list[str]) -> int:
         for r in rows:
             ok = "-" if r.ok is None else ("yes" if r.ok else "NO")
             failed |= r.ok is False
-            print(f"{r.name:<28} {r.wall:>7.2f} {r.cpu:>7.2f} {r.mib:>8.0f} {r.ratio:>6.1f}x  {r.reference:<28} "
-                  f"{ok:>3}  {r.note}", flush=True)
+            print(
+                f"{r.name:<28} {r.wall:>7.2f} {r.cpu:>7.2f} {r.mib:>8.0f} {r.ratio:>6.1f}x  {r.reference:<28} "
+                f"{ok:>3}  {r.note}",
+                flush=True,
+            )
     return 1 if failed else 0
 
 

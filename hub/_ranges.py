@@ -23,8 +23,16 @@ from typing import Any
 from ._units import SIZE_GRAMMAR, parse_size
 from .errors import UsageError
 
-__all__ = ["RANGE_KEYS", "RangeIssue", "exact_size", "is_range", "range_count", "range_issues", "range_values",
-           "SIZE_NAMES"]
+__all__ = [
+    "RANGE_KEYS",
+    "RangeIssue",
+    "exact_size",
+    "is_range",
+    "range_count",
+    "range_issues",
+    "range_values",
+    "SIZE_NAMES",
+]
 
 #: The keys a range mapping may have.
 RANGE_KEYS = ("from", "to", "factor", "step")
@@ -80,10 +88,16 @@ def _integer(value: Any, key: str, sized: bool) -> tuple[int | None, RangeIssue 
             return parse_size(value), None
         except UsageError as exc:
             return None, RangeIssue(key, f"{key}: {exc.message}", exc.hint or f"give {SIZE_GRAMMAR}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()):
-        return None, RangeIssue(key, f"{key}: {value!r} is not an integer",
-                                "ranges of plain numbers take integers (name the variable size for bytes)")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not value.is_integer())
+    ):
+        return None, RangeIssue(
+            key,
+            f"{key}: {value!r} is not an integer",
+            "ranges of plain numbers take integers (name the variable size for bytes)",
+        )
     return int(value), None
 
 
@@ -91,17 +105,30 @@ def _parse(name: str, spec: Mapping[str, Any]) -> tuple[_Range | None, list[Rang
     issues: list[RangeIssue] = []
     unknown = [k for k in spec if k not in RANGE_KEYS]
     for k in unknown:
-        issues.append(RangeIssue(str(k), f"unknown key {k!r} in the range of {name}",
-                                 "a range has from, to and one of factor (geometric) or step (linear)"))
+        issues.append(
+            RangeIssue(
+                str(k),
+                f"unknown key {k!r} in the range of {name}",
+                "a range has from, to and one of factor (geometric) or step (linear)",
+            )
+        )
     for k in ("from", "to"):
         if k not in spec:
-            issues.append(RangeIssue(None, f"the range of {name} has no {k!r}",
-                                     f"write e.g. {name}: {{from: 1KiB, to: 1GiB, factor: 2}}"))
+            issues.append(
+                RangeIssue(
+                    None, f"the range of {name} has no {k!r}", f"write e.g. {name}: {{from: 1KiB, to: 1GiB, factor: 2}}"
+                )
+            )
     has_factor, has_step = "factor" in spec, "step" in spec
     if has_factor == has_step:
-        issues.append(RangeIssue(None, f"the range of {name} needs exactly one of 'factor' or 'step'"
-                                 + (" (it has both)" if has_factor else ""),
-                                 "factor: multiply (nccl-tests -f); step: add (nccl-tests -i)"))
+        issues.append(
+            RangeIssue(
+                None,
+                f"the range of {name} needs exactly one of 'factor' or 'step'"
+                + (" (it has both)" if has_factor else ""),
+                "factor: multiply (nccl-tests -f); step: add (nccl-tests -i)",
+            )
+        )
     if issues:
         return None, issues
     sized = _sized(name, spec)
@@ -112,13 +139,23 @@ def _parse(name: str, spec: Mapping[str, Any]) -> tuple[_Range | None, list[Rang
     if has_factor:
         raw = spec["factor"]
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not float(raw).is_integer() or raw <= 1:
-            found.append(RangeIssue("factor", f"factor must be an integer > 1, got {raw!r}",
-                                    "nccl-tests multiplies by an integer factor (-f 2)"))
+            found.append(
+                RangeIssue(
+                    "factor",
+                    f"factor must be an integer > 1, got {raw!r}",
+                    "nccl-tests multiplies by an integer factor (-f 2)",
+                )
+            )
         else:
             factor = int(raw)
         if start is not None and start < 1:
-            found.append(RangeIssue("from", f"a geometric range starts above 0, got from={spec['from']!r}",
-                                    "start at 1 byte or more, or use step: for a linear range"))
+            found.append(
+                RangeIssue(
+                    "from",
+                    f"a geometric range starts above 0, got from={spec['from']!r}",
+                    "start at 1 byte or more, or use step: for a linear range",
+                )
+            )
     else:
         step, bad_step = _integer(spec["step"], "step", sized)
         if bad_step is not None:
@@ -126,8 +163,9 @@ def _parse(name: str, spec: Mapping[str, Any]) -> tuple[_Range | None, list[Rang
         elif step is not None and step <= 0:
             found.append(RangeIssue("step", f"step must be > 0, got {spec['step']!r}"))
     if start is not None and stop is not None and start > stop:
-        found.append(RangeIssue("from", f"from ({spec['from']}) is greater than to ({spec['to']})",
-                                "swap them: ranges go up"))
+        found.append(
+            RangeIssue("from", f"from ({spec['from']}) is greater than to ({spec['to']})", "swap them: ranges go up")
+        )
     if found or start is None or stop is None:
         return None, found
     return _Range(start, stop, factor, step, sized), []
@@ -151,8 +189,13 @@ def range_issues(name: str, spec: Mapping[str, Any], limit: int | None = None) -
         return issues
     n = _count(r)
     if limit is not None and n > limit:
-        return [RangeIssue(None, f"the range of {name} has {n} values, more than the limit of {limit}",
-                           "use a larger factor/step or a narrower from..to")]
+        return [
+            RangeIssue(
+                None,
+                f"the range of {name} has {n} values, more than the limit of {limit}",
+                "use a larger factor/step or a narrower from..to",
+            )
+        ]
     return []
 
 
@@ -173,8 +216,10 @@ def range_values(name: str, spec: Mapping[str, Any], limit: int | None = None) -
         raise UsageError(issues[0].message, hint=issues[0].hint)
     n = _count(r)
     if limit is not None and n > limit:
-        raise UsageError(f"the range of {name} has {n} values, more than the limit of {limit}",
-                         hint="use a larger factor/step or a narrower from..to")
+        raise UsageError(
+            f"the range of {name} has {n} values, more than the limit of {limit}",
+            hint="use a larger factor/step or a narrower from..to",
+        )
     out: list[int] = []
     v = r.start
     while v <= r.stop:

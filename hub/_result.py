@@ -25,6 +25,8 @@ class Result(BaseModel):
     metrics: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
     artifacts: dict[str, str] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
-    warnings: list[str] = Field(default_factory=list,
-                                description="one line each: figures the consumer doubts, e.g. a simulated time "
-                                            "below the collective's lower bound")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="one line each: figures the consumer doubts, e.g. a simulated time "
+        "below the collective's lower bound",
+    )

@@ -18,14 +18,26 @@ __all__ = ["SIZE_GRAMMAR", "parse_size"]
 # binary as in nccl-tests' `-b 1M` and ASTRA-sim's microbenchmark names (`..._1MB` = 2^20 there,
 # but a *written* "MB" here is 10^6, as in nccl-tests' GB/s and every SI reader expects).
 _UNITS: dict[str, int] = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "k": 2**10,
+    "m": 2**20,
+    "g": 2**30,
+    "t": 2**40,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:e\+?\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
-SIZE_GRAMMAR = ("bytes (4096, 1e6) or a number and a unit: KB/MB/GB/TB = 10^3.. (2.2MB), "
-                "KiB/MiB/GiB/TiB = 2^10.. (1MiB), K/M/G/T = 2^10.. as in nccl-tests (1M)")
+SIZE_GRAMMAR = (
+    "bytes (4096, 1e6) or a number and a unit: KB/MB/GB/TB = 10^3.. (2.2MB), "
+    "KiB/MiB/GiB/TiB = 2^10.. (1MiB), K/M/G/T = 2^10.. as in nccl-tests (1M)"
+)
 
 
 def parse_size(value: int | float | str) -> int:

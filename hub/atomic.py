@@ -63,8 +63,9 @@ def dir_mode() -> int:
 
 def _check_file_target(path: Path) -> None:
     if not path.name:
-        raise UsageError(f"cannot write {str(path)!r}: the output name is empty",
-                         hint="give a file name (or prefix), e.g. out/ring")
+        raise UsageError(
+            f"cannot write {str(path)!r}: the output name is empty", hint="give a file name (or prefix), e.g. out/ring"
+        )
     if path.is_dir():
         raise UsageError(f"cannot write {path}: it is a directory", hint="choose a file name, not a directory")
 
@@ -94,8 +95,12 @@ def _chunks(data: Data) -> Iterable[object]:
     return data
 
 
-def write_files(contents: Sequence[tuple[Path, Data]], *, stale: Sequence[Path] = (),
-                check: Callable[[Path, Path], None] | None = None) -> list[Path]:
+def write_files(
+    contents: Sequence[tuple[Path, Data]],
+    *,
+    stale: Sequence[Path] = (),
+    check: Callable[[Path, Path], None] | None = None,
+) -> list[Path]:
     """Write every file to a temporary name in its directory, then rename them all into place.
 
     ``stale`` files (members of an older, larger set under the same names) are removed right
@@ -134,8 +139,10 @@ def write_files(contents: Sequence[tuple[Path, Data]], *, stale: Sequence[Path] 
     except OSError as exc:
         _cleanup(temps, placed, existed)
         where = getattr(exc, "filename", None) or (paths[0].parent if paths else "")
-        raise UsageError(f"cannot write {where}: {exc.strerror or exc}",
-                         hint="check that the output directory exists and is writable") from None
+        raise UsageError(
+            f"cannot write {where}: {exc.strerror or exc}",
+            hint="check that the output directory exists and is writable",
+        ) from None
     except BaseException:
         _cleanup(temps, placed, existed)
         raise
@@ -190,8 +197,10 @@ def temp_dir(final: str | os.PathLike[str]) -> Path:
     if not final.name:
         raise UsageError(f"cannot write {str(final)!r}: the output name is empty", hint="give a directory name")
     if final.exists() and not final.is_dir():
-        raise UsageError(f"{final} exists and is not a directory",
-                         hint="choose another output path; a file is never replaced by a directory")
+        raise UsageError(
+            f"{final} exists and is not a directory",
+            hint="choose another output path; a file is never replaced by a directory",
+        )
     _mkparent(final)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     os.chmod(tmp, dir_mode())
@@ -207,8 +216,10 @@ def commit_dir(tmp: str | os.PathLike[str], final: str | os.PathLike[str], *, re
     """
     tmp, final = Path(tmp), Path(final)
     if final.is_symlink() or (final.exists() and not final.is_dir()):
-        raise UsageError(f"{final} exists and is not a directory",
-                         hint="choose another output path; it is never moved aside or replaced")
+        raise UsageError(
+            f"{final} exists and is not a directory",
+            hint="choose another output path; it is never moved aside or replaced",
+        )
     old: Path | None = None
     if final.exists():
         if not replace:

@@ -48,8 +48,15 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CliResult", "check_manifest", "check_producer", "collhub_cli", "collhub_pm", "collhub_run_pipeline",
-           "collhub_tmp_plugin"]
+__all__ = [
+    "CliResult",
+    "check_manifest",
+    "check_producer",
+    "collhub_cli",
+    "collhub_pm",
+    "collhub_run_pipeline",
+    "collhub_tmp_plugin",
+]
 
 
 @pytest.fixture
@@ -199,6 +206,7 @@ def check_manifest(target: str | Path, *, imports: bool = True) -> Any:
 
     check = validate_plugin(target, imports=imports)
     if not check.ok:
-        raise AssertionError(f"{target}: {len(check.problems)} manifest problem(s):\n  "
-                             + "\n  ".join(str(p) for p in check.problems))
+        raise AssertionError(
+            f"{target}: {len(check.problems)} manifest problem(s):\n  " + "\n  ".join(str(p) for p in check.problems)
+        )
     return check

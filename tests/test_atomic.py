@@ -59,8 +59,7 @@ def test_stale_members_go_in_the_same_step(tmp_path: Path) -> None:
     (tmp_path / "r.notes").write_text("kept")
     (tmp_path / "rr.9.et").write_text("another prefix: kept")
     write_algorithm(ring("allreduce", 4), tmp_path / "r")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "r.0.et", "r.1.et", "r.2.et", "r.3.et", "r.notes", "rr.9.et"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.0.et", "r.1.et", "r.2.et", "r.3.et", "r.notes", "rr.9.et"]
     assert read_algorithm(tmp_path / "r").ranks == 4
 
 
@@ -159,8 +158,9 @@ def test_msccl_export(tmp_path: Path) -> None:
 
 def test_astrasim_bundle(tmp_path: Path) -> None:
     astrasim = pytest.importorskip("collhub_astrasim")
-    b = astrasim.build_bundle(ring("allreduce", 4), out=tmp_path / "b", dims=[astrasim.Dim("Ring", 4, 50, 500)],
-                              size=1 << 16, predict=False)
+    b = astrasim.build_bundle(
+        ring("allreduce", 4), out=tmp_path / "b", dims=[astrasim.Dim("Ring", 4, 50, 500)], size=1 << 16, predict=False
+    )
     modes = _modes_under(b.path)
     assert modes.pop(".") == 0o755 and modes.pop("algorithm") == 0o755 and modes.pop("workload") == 0o755
     assert modes.pop("run.sh") == 0o755

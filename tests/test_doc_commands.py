@@ -56,12 +56,17 @@ def _script(block: Block) -> str:
 def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (cwd / "examples").symlink_to(REPO / "examples")
     # A copy, not a link: building a wheel of a plugin writes build/ into its project directory.
-    shutil.copytree(REPO / "plugins", cwd / "plugins",
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(
+        REPO / "plugins", cwd / "plugins", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "200"}
     return subprocess.run(
-        ["bash", "-euo", "pipefail", "-x", "-c", script], cwd=cwd, env=env,
-        capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S,
+        ["bash", "-euo", "pipefail", "-x", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_S,
     )
 
 

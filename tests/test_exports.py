@@ -20,8 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _packages() -> list[str]:
     """Every package of the core and of the first-party distributions in this repository."""
-    roots = [REPO / "hub", *sorted((REPO / "plugins").glob("*/collhub_*")),
-             *sorted((REPO / "registry").glob("collhub_*"))]
+    roots = [
+        REPO / "hub",
+        *sorted((REPO / "plugins").glob("*/collhub_*")),
+        *sorted((REPO / "registry").glob("collhub_*")),
+    ]
     names = []
     for root in roots:
         for init in sorted(root.rglob("__init__.py")):

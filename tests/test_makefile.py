@@ -14,8 +14,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _plan(venv: Path) -> list[str]:
-    p = subprocess.run(["make", "-n", "--no-print-directory", "registry", f"VENV={venv}"], cwd=REPO,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["make", "-n", "--no-print-directory", "registry", f"VENV={venv}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     return p.stdout.splitlines()
 

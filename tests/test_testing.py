@@ -33,8 +33,16 @@ def _flat_broadcast(params: _Params, ctx: RunContext, *, skip_last: bool = False
     for peer in range(1, n - 1 if skip_last else n):  # skip_last: the last rank never gets the data
         b[0].send(peer, src=(Buffer.INPUT, 0))
         b[peer].recv(0, dst=(Buffer.OUTPUT, 0))
-    meta = AlgorithmMeta(collective=Collective.BROADCAST, ranks=n, in_chunks=1, out_chunks=1, inplace=True,
-                         root=0, name=f"flat{n}", producer="kit.flat")
+    meta = AlgorithmMeta(
+        collective=Collective.BROADCAST,
+        ranks=n,
+        in_chunks=1,
+        out_chunks=1,
+        inplace=True,
+        root=0,
+        name=f"flat{n}",
+        producer="kit.flat",
+    )
     return build_algorithm(meta, b)
 
 
@@ -45,15 +53,25 @@ def _broken(params: _Params, ctx: RunContext) -> Algorithm:
 def _plugin() -> Any:
     @hookimpl
     def collhub_producers() -> list[ProducerSpec]:
-        return [ProducerSpec(name=name, summary="flat broadcast", factory=f, params=_Params,
-                             collectives=frozenset({"broadcast"}), min_ranks=2, max_ranks=8)
-                for name, f in (("flat", _flat_broadcast), ("broken", _broken))]
+        return [
+            ProducerSpec(
+                name=name,
+                summary="flat broadcast",
+                factory=f,
+                params=_Params,
+                collectives=frozenset({"broadcast"}),
+                min_ranks=2,
+                max_ranks=8,
+            )
+            for name, f in (("flat", _flat_broadcast), ("broken", _broken))
+        ]
 
     return SimpleNamespace(collhub_producers=collhub_producers)
 
 
-def test_cli_fixture_runs_the_command_line_against_the_test_manager(collhub_cli: Any, collhub_tmp_plugin: Any,
-                                                                     tmp_path: Path) -> None:
+def test_cli_fixture_runs_the_command_line_against_the_test_manager(
+    collhub_cli: Any, collhub_tmp_plugin: Any, tmp_path: Path
+) -> None:
     collhub_tmp_plugin(_plugin(), name="kit")
     r = collhub_cli("produce", "kit.flat", "--set", "ranks=4", "--out", "out/b")
     assert isinstance(r, CliResult) and r.exit_code == 0, r.stderr

@@ -11,11 +11,29 @@ from hub.errors import UsageError
 MIB = 1 << 20
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("1M", MIB), ("1MiB", MIB), ("1mib", MIB), ("1 MiB", MIB), ("2.2MB", 2_200_000), ("1e6", 10**6),
-    ("1E3", 1000), ("4096", 4096), ("4096B", 4096), ("1.5K", 1536), ("64KB", 64_000), ("64KiB", 65536),
-    ("2 GiB", 2 << 30), ("1T", 1 << 40), ("1TB", 10**12), (4096, 4096), (0, 0), (1e6, 10**6),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1M", MIB),
+        ("1MiB", MIB),
+        ("1mib", MIB),
+        ("1 MiB", MIB),
+        ("2.2MB", 2_200_000),
+        ("1e6", 10**6),
+        ("1E3", 1000),
+        ("4096", 4096),
+        ("4096B", 4096),
+        ("1.5K", 1536),
+        ("64KB", 64_000),
+        ("64KiB", 65536),
+        ("2 GiB", 2 << 30),
+        ("1T", 1 << 40),
+        ("1TB", 10**12),
+        (4096, 4096),
+        (0, 0),
+        (1e6, 10**6),
+    ],
+)
 def test_grammar(text: object, value: int) -> None:
     assert parse_size(text) == value  # type: ignore[arg-type]
 

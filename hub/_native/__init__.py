@@ -26,7 +26,8 @@ def load_sim() -> _ModuleType:
     try:
         from . import _sim
     except ImportError as exc:
-        raise _SimulationError(f"the simulator's compiled event loop (hub._native._sim) is not built: {exc}",
-                               hint="reinstall collhub from its source folder with a C compiler present: "
-                                    "pip install -e .") from None
+        raise _SimulationError(
+            f"the simulator's compiled event loop (hub._native._sim) is not built: {exc}",
+            hint="reinstall collhub from its source folder with a C compiler present: pip install -e .",
+        ) from None
     return _sim

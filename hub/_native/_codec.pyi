@@ -5,8 +5,11 @@ from typing import Any
 Buffer = Any
 
 def configure(
-    names: tuple[bytes, ...], defaults: tuple[int, ...], columns: tuple[int, ...], lo: tuple[int, ...],
-    hi: tuple[int, ...]
+    names: tuple[bytes, ...],
+    defaults: tuple[int, ...],
+    columns: tuple[int, ...],
+    lo: tuple[int, ...],
+    hi: tuple[int, ...],
 ) -> None: ...
 def encode_rank(
     astrasim: bool,

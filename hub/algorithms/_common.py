@@ -112,26 +112,62 @@ class VecBuilder:
         self._dep_ptr.append(len(self._deps))
         return pos
 
-    def send(self, peer: Value, buf: Buffer, off: Value, count: int, tag: int, *,
-             deps: Iterable[int] = (), chan: int = 0) -> int:
-        return self._add(deps, kind=int(NodeType.SEND), peer=peer, tag=tag, count=count,
-                         src_buf=int(buf), src_off=off, chan=chan)
+    def send(
+        self, peer: Value, buf: Buffer, off: Value, count: int, tag: int, *, deps: Iterable[int] = (), chan: int = 0
+    ) -> int:
+        return self._add(
+            deps, kind=int(NodeType.SEND), peer=peer, tag=tag, count=count, src_buf=int(buf), src_off=off, chan=chan
+        )
 
-    def recv(self, peer: Value, buf: Buffer, off: Value, count: int, tag: int, *, op: Op = Op.COPY,
-             deps: Iterable[int] = (), chan: int = 0) -> int:
-        return self._add(deps, kind=int(NodeType.RECV), peer=peer, tag=tag, count=count,
-                         dst_buf=int(buf), dst_off=off, op=int(op), chan=chan)
+    def recv(
+        self,
+        peer: Value,
+        buf: Buffer,
+        off: Value,
+        count: int,
+        tag: int,
+        *,
+        op: Op = Op.COPY,
+        deps: Iterable[int] = (),
+        chan: int = 0,
+    ) -> int:
+        return self._add(
+            deps,
+            kind=int(NodeType.RECV),
+            peer=peer,
+            tag=tag,
+            count=count,
+            dst_buf=int(buf),
+            dst_off=off,
+            op=int(op),
+            chan=chan,
+        )
 
     def cost(self, count: int, *, deps: Iterable[int] = (), chan: int = 0) -> int:
         """A cost-only COMP (Op.NONE) standing for the reduction of ``count`` chunks."""
         return self._add(deps, kind=int(NodeType.COMP), count=count, op=int(Op.NONE), chan=chan)
 
-    def copy(self, src: tuple[Buffer, Value], dst: tuple[Buffer, Value], count: int, *,
-             deps: Iterable[int] = (), chan: int = 0) -> int:
+    def copy(
+        self,
+        src: tuple[Buffer, Value],
+        dst: tuple[Buffer, Value],
+        count: int,
+        *,
+        deps: Iterable[int] = (),
+        chan: int = 0,
+    ) -> int:
         """A local COMP COPY ``dst := src`` of ``count`` chunks."""
-        return self._add(deps, kind=int(NodeType.COMP), count=count, op=int(Op.COPY),
-                         src_buf=int(src[0]), src_off=src[1], dst_buf=int(dst[0]), dst_off=dst[1],
-                         chan=chan)
+        return self._add(
+            deps,
+            kind=int(NodeType.COMP),
+            count=count,
+            op=int(Op.COPY),
+            src_buf=int(src[0]),
+            src_off=src[1],
+            dst_buf=int(dst[0]),
+            dst_off=dst[1],
+            chan=chan,
+        )
 
     def _matrix(self, name: str) -> np.ndarray:
         """The (ranks, nodes) matrix of one column."""
@@ -219,7 +255,15 @@ def ring_phase(vb: VecBuilder, lanes: Sequence[Lane], kind: str, *, reduction_co
                 s_seg, r_seg = (lane.pos - k) % m, (lane.pos - k - 1) % m
             tag = vb.new_tag()
             vb.send(lane.nxt, lane.buf, lane.off(s_seg), lane.count, tag, deps=lane.ready, chan=lane.chan)
-            rv = vb.recv(lane.prv, lane.buf, lane.off(r_seg), lane.count, tag,
-                         op=Op.REDUCE if reduce else Op.COPY, deps=lane.after, chan=lane.chan)
+            rv = vb.recv(
+                lane.prv,
+                lane.buf,
+                lane.off(r_seg),
+                lane.count,
+                tag,
+                op=Op.REDUCE if reduce else Op.COPY,
+                deps=lane.after,
+                chan=lane.chan,
+            )
             lane.after = [rv]
             lane.ready = [vb.cost(lane.count, deps=[rv], chan=lane.chan)] if reduce and reduction_comp else [rv]

@@ -29,16 +29,18 @@ def direct(
     root: int = 0,
 ) -> Algorithm:
     """A direct (all-pairs) algorithm for ``collective`` over ``ranks`` ranks."""
-    params = validated(DirectParams, collective=collective, ranks=ranks, reduction_comp=reduction_comp,
-                       inplace=inplace, root=root)
+    params = validated(
+        DirectParams, collective=collective, ranks=ranks, reduction_comp=reduction_comp, inplace=inplace, root=root
+    )
     return build_direct(params)  # type: ignore[arg-type]
 
 
 def build_direct(p: DirectParams) -> Algorithm:
     coll = check_collective("direct", p.collective, DIRECT_COLLECTIVES)
     n = check_ranks("direct", p.ranks)
-    meta = AlgorithmMeta(collective=coll, ranks=n, in_chunks=1, out_chunks=1, inplace=p.inplace,
-                         name="direct", producer="hub.direct")
+    meta = AlgorithmMeta(
+        collective=coll, ranks=n, in_chunks=1, out_chunks=1, inplace=p.inplace, name="direct", producer="hub.direct"
+    )
     if coll in (Collective.BROADCAST, Collective.REDUCE, Collective.GATHER, Collective.SCATTER):
         return _rooted(p, coll, n, check_root("direct", p.root, n), meta)
     vb = VecBuilder(n)

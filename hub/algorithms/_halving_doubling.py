@@ -29,8 +29,9 @@ def halving_doubling(
     inplace: bool = True,
 ) -> Algorithm:
     """Recursive halving (reduce-scatter) / doubling (all-gather) over a power-of-two rank count."""
-    params = validated(HalvingDoublingParams, collective=collective, ranks=ranks,
-                       reduction_comp=reduction_comp, inplace=inplace)
+    params = validated(
+        HalvingDoublingParams, collective=collective, ranks=ranks, reduction_comp=reduction_comp, inplace=inplace
+    )
     return build_halving_doubling(params)  # type: ignore[arg-type]
 
 
@@ -48,8 +49,15 @@ def build_halving_doubling(p: HalvingDoublingParams) -> Algorithm:
         )
     vb = VecBuilder(n)
     r = vb.r
-    meta = AlgorithmMeta(collective=coll, ranks=n, in_chunks=n, out_chunks=n, inplace=p.inplace,
-                         name="halving_doubling", producer="hub.halving_doubling")
+    meta = AlgorithmMeta(
+        collective=coll,
+        ranks=n,
+        in_chunks=n,
+        out_chunks=n,
+        inplace=p.inplace,
+        name="halving_doubling",
+        producer="hub.halving_doubling",
+    )
     ready: list[int] = []
     after: list[int] = []
     final_copy = False
@@ -100,9 +108,16 @@ def build_halving_doubling(p: HalvingDoublingParams) -> Algorithm:
 def _folded_allreduce(p: HalvingDoublingParams, n: int) -> Algorithm:
     P = 1 << (n.bit_length() - 1)
     extra = n - P
-    meta = AlgorithmMeta(collective=Collective.ALLREDUCE, ranks=n, in_chunks=P, out_chunks=P,
-                         inplace=p.inplace, name="halving_doubling", producer="hub.halving_doubling",
-                         extra=(("folded", extra),))
+    meta = AlgorithmMeta(
+        collective=Collective.ALLREDUCE,
+        ranks=n,
+        in_chunks=P,
+        out_chunks=P,
+        inplace=p.inplace,
+        name="halving_doubling",
+        producer="hub.halving_doubling",
+        extra=(("folded", extra),),
+    )
 
     def new_of(r: int) -> int:  # rank among the P active ones, -1 for ranks that fold in
         if r < 2 * extra:
@@ -119,8 +134,7 @@ def _folded_allreduce(p: HalvingDoublingParams, n: int) -> Algorithm:
         v = new_of(r)
         if v < 0:  # hand the vector to r+1, get the result back
             sent = b.send(r + 1, src=(Buffer.INPUT, 0), count=P, tag=fold_tag)
-            b.recv(r + 1, dst=(Buffer.INPUT if p.inplace else Buffer.OUTPUT, 0), count=P, tag=unfold_tag,
-                   deps=[sent])
+            b.recv(r + 1, dst=(Buffer.INPUT if p.inplace else Buffer.OUTPUT, 0), count=P, tag=unfold_tag, deps=[sent])
             continue
         buf = Buffer.INPUT if p.inplace else Buffer.OUTPUT
         ready: list[int] = []

@@ -42,8 +42,14 @@ def hierarchical(
     inplace: bool = True,
 ) -> Algorithm:
     """A two-level algorithm over ``ranks // local_size`` nodes of ``local_size`` ranks."""
-    params = validated(HierarchicalParams, collective=collective, ranks=ranks, local_size=local_size,
-                       reduction_comp=reduction_comp, inplace=inplace)
+    params = validated(
+        HierarchicalParams,
+        collective=collective,
+        ranks=ranks,
+        local_size=local_size,
+        reduction_comp=reduction_comp,
+        inplace=inplace,
+    )
     return build_hierarchical(params)  # type: ignore[arg-type]
 
 
@@ -63,8 +69,16 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
             hint="local_size must be one of " + ", ".join(map(str, divisors)),
         )
     N = n // L
-    meta = AlgorithmMeta(collective=coll, ranks=n, in_chunks=n, out_chunks=n, inplace=p.inplace,
-                         name="hierarchical", producer="hub.hierarchical", extra=(("local_size", L),))
+    meta = AlgorithmMeta(
+        collective=coll,
+        ranks=n,
+        in_chunks=n,
+        out_chunks=n,
+        inplace=p.inplace,
+        name="hierarchical",
+        producer="hub.hierarchical",
+        extra=(("local_size", L),),
+    )
     vb = VecBuilder(n)
     if coll == Collective.ALLTOALL:
         return _alltoall(vb, p, L, N, replace(meta, scratch_chunks=n))
@@ -92,8 +106,16 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
     def intra_lanes(deps: list[int]) -> list[Lane]:
         lanes = []
         for b in range(N):
-            lane = Lane(pos=l, size=L, nxt=a * L + (l + 1) % L, prv=a * L + (l - 1) % L,
-                        off=_shifted(b * L), count=1, buf=buf, chan=0)
+            lane = Lane(
+                pos=l,
+                size=L,
+                nxt=a * L + (l + 1) % L,
+                prv=a * L + (l - 1) % L,
+                off=_shifted(b * L),
+                count=1,
+                buf=buf,
+                chan=0,
+            )
             lane.start(deps)
             lanes.append(lane)
         return lanes
@@ -101,8 +123,16 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
     def join(lanes: list[Lane]) -> list[int]:
         return sorted({t for lane in lanes for t in lane.tail})
 
-    inter = Lane(pos=a, size=N, nxt=((a + 1) % N) * L + l, prv=((a - 1) % N) * L + l,
-                 off=lambda seg: seg * L + l, count=1, buf=buf, chan=1)
+    inter = Lane(
+        pos=a,
+        size=N,
+        nxt=((a + 1) % N) * L + l,
+        prv=((a - 1) % N) * L + l,
+        off=lambda seg: seg * L + l,
+        count=1,
+        buf=buf,
+        chan=1,
+    )
     deps = start
     if coll in (Collective.ALLREDUCE, Collective.REDUCESCATTER):
         lanes = intra_lanes(deps)
@@ -155,4 +185,3 @@ def _alltoall(vb: VecBuilder, p: HierarchicalParams, L: int, N: int, meta: Algor
         vb.recv(src_node * L + l, outs, src_node * L, L, tag, deps=readers[(-e) % N] if p.inplace else [])
     vb.copy((scr, a * L), (outs, a * L), L, deps=landed[0] + (readers[0] if p.inplace else []))
     return vb.build(meta)
-

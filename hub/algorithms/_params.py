@@ -40,7 +40,8 @@ class AlgorithmParams(BaseModel):
     )
     ranks: int = Field(ge=1, description="Number of ranks (NPUs) taking part; at least 2, at most max_ranks.")
     max_ranks: int = Field(
-        MAX_RANKS, ge=1,
+        MAX_RANKS,
+        ge=1,
         description=f"Refuse more ranks than this (default {MAX_RANKS}; memory grows with ranks^2). "
         "Raise it deliberately for a bigger algorithm.",
     )
@@ -59,8 +60,10 @@ class AlgorithmParams(BaseModel):
     def _within_limit(self) -> AlgorithmParams:
         # checked before anything is allocated: the builders' arrays grow with ranks^2
         if self.ranks > self.max_ranks:
-            raise ValueError(f"ranks={self.ranks} is more than max_ranks={self.max_ranks}; "
-                             "set max_ranks to build it anyway (memory grows with ranks^2)")
+            raise ValueError(
+                f"ranks={self.ranks} is more than max_ranks={self.max_ranks}; "
+                "set max_ranks to build it anyway (memory grows with ranks^2)"
+            )
         return self
 
 
@@ -80,12 +83,15 @@ class RingParams(AlgorithmParams, _Reducing, _Rooted):
     """Parameters of ``hub.ring``."""
 
     channels: int = Field(
-        1, ge=1, le=64,
-        description="Parallel rings; each handles its own slice of every segment with its own "
-        "tags and chan value.",
+        1,
+        ge=1,
+        le=64,
+        description="Parallel rings; each handles its own slice of every segment with its own tags and chan value.",
     )
     pipeline: int = Field(
-        1, ge=1, le=64,
+        1,
+        ge=1,
+        le=64,
         description="Chunks per segment and channel; each travels as its own message, so higher "
         "values mean more, smaller, independently pipelined messages.",
     )
@@ -106,7 +112,9 @@ class DoubleBinaryTreeParams(AlgorithmParams, _Reducing, _Rooted):
     """Parameters of ``hub.double_binary_tree`` (NCCL-style two complementary binary trees)."""
 
     pipeline: int = Field(
-        1, ge=1, le=256,
+        1,
+        ge=1,
+        le=256,
         description="Chunks per tree; each is a separate message pipelined up and down the tree.",
     )
 
@@ -115,7 +123,8 @@ class HierarchicalParams(AlgorithmParams, _Reducing):
     """Parameters of ``hub.hierarchical`` (two-level: intra-node rings, inter-node rings)."""
 
     local_size: int | None = Field(
-        None, ge=1,
+        None,
+        ge=1,
         description="Ranks per node (must divide ranks). Default: the largest divisor of ranks "
         "that is at most 8 and smaller than ranks (1 if ranks is prime).",
     )

@@ -32,9 +32,17 @@ def ring(
     root: int = 0,
 ) -> Algorithm:
     """A ring algorithm for ``collective`` over ``ranks`` ranks (see ``docs/algorithms.md``)."""
-    params = validated(RingParams, collective=collective, ranks=ranks, channels=channels,
-                       pipeline=pipeline, bidirectional=bidirectional,
-                       reduction_comp=reduction_comp, inplace=inplace, root=root)
+    params = validated(
+        RingParams,
+        collective=collective,
+        ranks=ranks,
+        channels=channels,
+        pipeline=pipeline,
+        bidirectional=bidirectional,
+        reduction_comp=reduction_comp,
+        inplace=inplace,
+        root=root,
+    )
     return build_ring(params)  # type: ignore[arg-type]
 
 
@@ -47,7 +55,12 @@ def build_ring(p: RingParams) -> Algorithm:
     n = check_ranks("ring", p.ranks)
     c = p.channels * p.pipeline
     meta = AlgorithmMeta(
-        collective=coll, ranks=n, in_chunks=c, out_chunks=c, inplace=p.inplace, name="ring",
+        collective=coll,
+        ranks=n,
+        in_chunks=c,
+        out_chunks=c,
+        inplace=p.inplace,
+        name="ring",
         producer="hub.ring",
         extra=(("channels", p.channels), ("pipeline", p.pipeline), ("bidirectional", p.bidirectional)),
     )
@@ -74,8 +87,7 @@ def _lanes(vb: VecBuilder, p: RingParams, c: int, buf: Buffer) -> list[Lane]:
             def off(seg: np.ndarray, d: int = d, base: int = base) -> np.ndarray:
                 return ((seg * d) % n) * c + base
 
-            lanes.append(Lane(pos=pos, size=n, nxt=(r + d) % n, prv=(r - d) % n, off=off,
-                              count=1, buf=buf, chan=h))
+            lanes.append(Lane(pos=pos, size=n, nxt=(r + d) % n, prv=(r - d) % n, off=off, count=1, buf=buf, chan=h))
     return lanes
 
 
@@ -128,8 +140,13 @@ def _broadcast(p: RingParams, n: int, c: int, root: int, meta: AlgorithmMeta) ->
                 if i == 0:
                     b.send((r + d) % n, src=(Buffer.INPUT, o), tag=tag, chan=h)
                     continue
-                prev_recv = b.recv((r - d) % n, dst=(Buffer.OUTPUT, o), tag=tag, chan=h,
-                                   deps=[prev_recv] if prev_recv is not None else [])
+                prev_recv = b.recv(
+                    (r - d) % n,
+                    dst=(Buffer.OUTPUT, o),
+                    tag=tag,
+                    chan=h,
+                    deps=[prev_recv] if prev_recv is not None else [],
+                )
                 if i < n - 1:
                     b.send((r + d) % n, src=(Buffer.OUTPUT, o), tag=tag, chan=h, deps=[prev_recv])
     return build_algorithm(meta, builders)
@@ -185,25 +202,45 @@ def _alltoall(p: RingParams, n: int, c: int, meta: AlgorithmMeta) -> Algorithm:
         for h in range(p.channels):
             d = _direction(p, h)
             pos = (r * d) % n
-            at = lambda q, d=d: ((q * d) % n)  # noqa: E731 - rank at ring position q
+            at = lambda q, d=d: (q * d) % n  # noqa: E731 - rank at ring position q
             for j in range(p.pipeline):
                 lane = h * p.pipeline + j
                 base = lane * per_lane
                 src = [at(pos + 1 + i) * c + lane for i in range(n - 1)]
-                staging = [b.comp(Op.COPY, src=(Buffer.INPUT, s), dst=(Buffer.SCRATCH, base + i), count=k, chan=h)
-                           for i, s, k in _runs(src)]
+                staging = [
+                    b.comp(Op.COPY, src=(Buffer.INPUT, s), dst=(Buffer.SCRATCH, base + i), count=k, chan=h)
+                    for i, s, k in _runs(src)
+                ]
                 land, prev_land, prev_recv = base + n - 1, base, None
                 for s in range(1, n):
                     tag = lane * n + s
                     count = n - s
                     first = prev_land if s == 1 else prev_land + 1
-                    b.send((r + d) % n, src=(Buffer.SCRATCH, first), count=count, tag=tag, chan=h,
-                           deps=staging if prev_recv is None else [prev_recv])
-                    prev_recv = b.recv((r - d) % n, dst=(Buffer.SCRATCH, land), count=count, tag=tag, chan=h,
-                                       deps=[prev_recv] if prev_recv is not None else [])
+                    b.send(
+                        (r + d) % n,
+                        src=(Buffer.SCRATCH, first),
+                        count=count,
+                        tag=tag,
+                        chan=h,
+                        deps=staging if prev_recv is None else [prev_recv],
+                    )
+                    prev_recv = b.recv(
+                        (r - d) % n,
+                        dst=(Buffer.SCRATCH, land),
+                        count=count,
+                        tag=tag,
+                        chan=h,
+                        deps=[prev_recv] if prev_recv is not None else [],
+                    )
                     origin = at(pos - s)
                     # in place, the output block aliases an input block the staging copies read
-                    b.comp(Op.COPY, src=(Buffer.SCRATCH, land), dst=(Buffer.OUTPUT, origin * c + lane), count=1,
-                           chan=h, deps=[prev_recv, *(staging if p.inplace else [])])
+                    b.comp(
+                        Op.COPY,
+                        src=(Buffer.SCRATCH, land),
+                        dst=(Buffer.OUTPUT, origin * c + lane),
+                        count=1,
+                        chan=h,
+                        deps=[prev_recv, *(staging if p.inplace else [])],
+                    )
                     prev_land, land = land, land + count
     return build_algorithm(meta, builders)

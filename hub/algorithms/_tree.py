@@ -35,8 +35,15 @@ def double_binary_tree(
     root: int = 0,
 ) -> Algorithm:
     """Two complementary binary trees, each carrying half of the data in ``pipeline`` chunks."""
-    params = validated(DoubleBinaryTreeParams, collective=collective, ranks=ranks, pipeline=pipeline,
-                       reduction_comp=reduction_comp, inplace=inplace, root=root)
+    params = validated(
+        DoubleBinaryTreeParams,
+        collective=collective,
+        ranks=ranks,
+        pipeline=pipeline,
+        reduction_comp=reduction_comp,
+        inplace=inplace,
+        root=root,
+    )
     return build_double_binary_tree(params)  # type: ignore[arg-type]
 
 
@@ -97,9 +104,16 @@ def build_double_binary_tree(p: DoubleBinaryTreeParams) -> Algorithm:
     n = check_ranks("double_binary_tree", p.ranks)
     P = p.pipeline
     c = 2 * P
-    meta = AlgorithmMeta(collective=coll, ranks=n, in_chunks=c, out_chunks=c, inplace=p.inplace,
-                         name="double_binary_tree", producer="hub.double_binary_tree",
-                         extra=(("pipeline", P),))
+    meta = AlgorithmMeta(
+        collective=coll,
+        ranks=n,
+        in_chunks=c,
+        out_chunks=c,
+        inplace=p.inplace,
+        name="double_binary_tree",
+        producer="hub.double_binary_tree",
+        extra=(("pipeline", P),),
+    )
     rooted = coll != Collective.ALLREDUCE
     root = check_root("double_binary_tree", p.root, n) if rooted else 0
     if rooted:

@@ -19,8 +19,13 @@ from ._model import Algorithm, AlgorithmMeta, NodeType
 from ._wire import TypedValue
 
 __all__ = [
-    "ASTRASIM_TAG_LIMIT", "ATTRIBUTE_SETS", "Attributes", "astrasim_metadata_attrs", "astrasim_problem",
-    "check_attributes", "metadata_attrs",
+    "ASTRASIM_TAG_LIMIT",
+    "ATTRIBUTE_SETS",
+    "Attributes",
+    "astrasim_metadata_attrs",
+    "astrasim_problem",
+    "check_attributes",
+    "metadata_attrs",
 ]
 
 #: Which attributes the writers put on nodes and into the GlobalMetadata:
@@ -106,8 +111,10 @@ def astrasim_problem(alg: Algorithm) -> str | None:
         unsized = np.flatnonzero(comm & (g.size < 0))
         if unsized.size:
             p = int(unsized[0])
-            return (f"rank {rank}, node {int(g.ids[p])}: message has no byte size "
-                    "(algorithm not bound to a collective size)")
+            return (
+                f"rank {rank}, node {int(g.ids[p])}: message has no byte size "
+                "(algorithm not bound to a collective size)"
+            )
         wrong = np.flatnonzero(comm & ((g.peer < 0) | (g.peer >= n) | (g.peer == rank)))
         if wrong.size:
             p = int(wrong[0])

@@ -16,7 +16,6 @@ from ._wire import ATTR_FIELDS, FIXED_FORMATS, VARINT_KINDS, TypedValue, WireErr
 __all__ = ["decode_attr", "decode_global_metadata", "decode_node"]
 
 
-
 def _signed64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
@@ -153,8 +152,16 @@ def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
     Unknown fields are skipped, as protobuf does.
     """
     node: dict[str, Any] = {
-        "id": 0, "name": "", "type": 0, "ctrl_deps": [], "data_deps": [], "start_time_micros": 0,
-        "duration_micros": 0, "inputs": None, "outputs": None, "attrs": [],
+        "id": 0,
+        "name": "",
+        "type": 0,
+        "ctrl_deps": [],
+        "data_deps": [],
+        "start_time_micros": 0,
+        "duration_micros": 0,
+        "inputs": None,
+        "outputs": None,
+        "attrs": [],
     }
     for field, wt, val in _fields(buf, start, end):
         if field in (1, 3, 6, 7) and wt == 0:
@@ -182,8 +189,9 @@ def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
     return node
 
 
-def decode_global_metadata(buf: bytes | bytearray, start: int,
-                           end: int) -> tuple[str, list[tuple[str, TypedValue | None]]]:
+def decode_global_metadata(
+    buf: bytes | bytearray, start: int, end: int
+) -> tuple[str, list[tuple[str, TypedValue | None]]]:
     """Decode a ``GlobalMetadata``: (version, attrs)."""
     version = ""
     attrs: list[tuple[str, TypedValue | None]] = []

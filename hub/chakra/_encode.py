@@ -48,14 +48,25 @@ def encode_rank(g: RankGraph, rank: int, *, attributes: Attributes = "profile") 
     if g.names is not None and any(g.names):
         names, names_off = _blob({i: encode_node(name=s) for i, s in enumerate(g.names) if s}, n)
     if g.extra and attributes == "profile":
-        extra, extra_off = _blob({int(pos): b"".join(encode_node(attrs=[a]) for a in attrs)
-                                  for pos, attrs in g.extra.items()}, n)
-    data: bytes = _codec.encode_rank(attributes == "astrasim", rank, cols, np.ascontiguousarray(g.dep_ptr, np.int64),
-                                     np.ascontiguousarray(g.dep_pos, np.int32), names, names_off, extra, extra_off)
+        extra, extra_off = _blob(
+            {int(pos): b"".join(encode_node(attrs=[a]) for a in attrs) for pos, attrs in g.extra.items()}, n
+        )
+    data: bytes = _codec.encode_rank(
+        attributes == "astrasim",
+        rank,
+        cols,
+        np.ascontiguousarray(g.dep_ptr, np.int64),
+        np.ascontiguousarray(g.dep_pos, np.int32),
+        names,
+        names_off,
+        extra,
+        extra_off,
+    )
     return data
 
 
-def encode_ranks(graphs: Sequence[RankGraph], ranks: Sequence[int], *,
-                 attributes: Attributes = "profile") -> list[bytes]:
+def encode_ranks(
+    graphs: Sequence[RankGraph], ranks: Sequence[int], *, attributes: Attributes = "profile"
+) -> list[bytes]:
     """:func:`encode_rank` of several graphs (one unit of work for the writer's threads)."""
     return [encode_rank(g, r, attributes=attributes) for g, r in zip(graphs, ranks, strict=True)]

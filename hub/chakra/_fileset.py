@@ -24,8 +24,9 @@ def rank_path(prefix: str | os.PathLike[str], rank: int) -> Path:
     return Path(f"{os.fspath(prefix)}.{rank}.et")
 
 
-def write_files_atomically(contents: Sequence[tuple[Path, Iterable[bytes]]], *,
-                           stale: Sequence[Path] = ()) -> list[Path]:
+def write_files_atomically(
+    contents: Sequence[tuple[Path, Iterable[bytes]]], *, stale: Sequence[Path] = ()
+) -> list[Path]:
     """Write a set of files all or nothing (see :func:`hub.atomic.write_files`); each file's
     chunks are taken from its iterable when that file is written (a writer may encode lazily)."""
     from ..atomic import write_files
@@ -38,8 +39,10 @@ def check_prefix(prefix: str | os.PathLike[str]) -> Path:
     would be hidden ``.<rank>.et`` files."""
     text = os.fspath(prefix)
     if not text or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
-        raise UsageError(f"output prefix {text!r} names no file",
-                         hint="give a prefix such as out/ring (files out/ring.0.et, out/ring.1.et, ...)")
+        raise UsageError(
+            f"output prefix {text!r} names no file",
+            hint="give a prefix such as out/ring (files out/ring.0.et, out/ring.1.et, ...)",
+        )
     return Path(text)
 
 
@@ -75,8 +78,12 @@ def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
     (checked against one directory listing before anything is allocated by the claim)."""
     first = rank_path(prefix, 0)
     if not first.exists() and not first.is_symlink():
-        raise TraceFormatError("file not found", path=str(first), rank=0,
-                               hint=f"expected files {first.name.removesuffix('.0.et')}.<rank>.et")
+        raise TraceFormatError(
+            "file not found",
+            path=str(first),
+            rank=0,
+            hint=f"expected files {first.name.removesuffix('.0.et')}.<rank>.et",
+        )
     _v, typed, _d, _s, _e = first_metadata(first)
     present = present_ranks(prefix)
     contiguous = next((i for i, r in enumerate(present) if r != i), len(present))
@@ -84,23 +91,41 @@ def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
     if declared is not None:
         count = declared.value
         if not is_int_value(declared):
-            raise TraceFormatError(f"GlobalMetadata attribute ranks holds {declared.field} {count!r}, not an integer",
-                                   path=str(first), rank=0, hint="ranks is the number of rank files (int32)")
+            raise TraceFormatError(
+                f"GlobalMetadata attribute ranks holds {declared.field} {count!r}, not an integer",
+                path=str(first),
+                rank=0,
+                hint="ranks is the number of rank files (int32)",
+            )
         if count < 1:
-            raise TraceFormatError(f"GlobalMetadata attribute ranks = {count} is out of range", path=str(first),
-                                   rank=0, hint="ranks is the number of rank files, at least 1")
+            raise TraceFormatError(
+                f"GlobalMetadata attribute ranks = {count} is out of range",
+                path=str(first),
+                rank=0,
+                hint="ranks is the number of rank files, at least 1",
+            )
         if contiguous < count:
-            raise TraceFormatError(f"missing rank file (GlobalMetadata says {count} ranks, "
-                                   f"{len(present)} rank file(s) present)", path=str(rank_path(prefix, contiguous)),
-                                   rank=contiguous, hint="rank files must be numbered 0..N-1 without gaps")
+            raise TraceFormatError(
+                f"missing rank file (GlobalMetadata says {count} ranks, {len(present)} rank file(s) present)",
+                path=str(rank_path(prefix, contiguous)),
+                rank=contiguous,
+                hint="rank files must be numbered 0..N-1 without gaps",
+            )
         if present[-1] >= count:
             raise TraceFormatError(
                 f"GlobalMetadata attribute ranks = {count}, but rank file {present[-1]} is present "
-                f"({len(present)} rank files)", path=str(first), rank=0,
-                hint="the set mixes outputs: remove the extra rank files or rewrite the whole set")
+                f"({len(present)} rank files)",
+                path=str(first),
+                rank=0,
+                hint="the set mixes outputs: remove the extra rank files or rewrite the whole set",
+            )
         return [rank_path(prefix, r) for r in range(count)]
     if present and present[-1] >= contiguous:
         missing = rank_path(prefix, contiguous)
-        raise TraceFormatError(f"missing rank file (rank {present[-1]} exists)", path=str(missing), rank=contiguous,
-                               hint="rank files must be numbered 0..N-1 without gaps")
+        raise TraceFormatError(
+            f"missing rank file (rank {present[-1]} exists)",
+            path=str(missing),
+            rank=contiguous,
+            hint="rank files must be numbered 0..N-1 without gaps",
+        )
     return [rank_path(prefix, r) for r in range(max(contiguous, 1))]

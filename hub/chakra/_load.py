@@ -22,14 +22,22 @@ __all__ = ["load", "load_batches", "stat_regular"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _NOT_FOUND_HINT = "a set is <prefix>.0.et, <prefix>.1.et, ...; pass the prefix"
-_KIND = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
-         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KIND = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _not_regular(path: Path, rank: int | None, mode: int) -> TraceFormatError:
     what = next((name for test, name in _KIND if test(mode)), "not a regular file")
-    hint = ("pass the file prefix, e.g. out/ring for out/ring.0.et" if stat.S_ISDIR(mode)
-            else "Chakra ET files are read from regular files only (no fifos or devices)")
+    hint = (
+        "pass the file prefix, e.g. out/ring for out/ring.0.et"
+        if stat.S_ISDIR(mode)
+        else "Chakra ET files are read from regular files only (no fifos or devices)"
+    )
     return TraceFormatError(f"is {what}, not a Chakra ET file", path=str(path), rank=rank, hint=hint)
 
 
@@ -40,8 +48,9 @@ def stat_regular(path: Path, rank: int | None) -> int:
     except FileNotFoundError:
         raise TraceFormatError("file not found", path=str(path), rank=rank, hint=_NOT_FOUND_HINT) from None
     except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
-                               hint="check the file's permissions") from None
+        raise TraceFormatError(
+            f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank, hint="check the file's permissions"
+        ) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, rank, st.st_mode)
     return st.st_size
@@ -56,8 +65,9 @@ def _open_regular(path: Path, rank: int | None) -> Any:
     except FileNotFoundError:
         raise TraceFormatError("file not found", path=str(path), rank=rank, hint=_NOT_FOUND_HINT) from None
     except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
-                               hint="check the file's permissions") from None
+        raise TraceFormatError(
+            f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank, hint="check the file's permissions"
+        ) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -79,44 +89,68 @@ def _inflate(raw: bytes, budget: int, path: Path, rank: int | None) -> bytes:
                 out += d.decompress(buf, budget + 1 - len(out))
                 if len(out) > budget:
                     raise TraceFormatError(
-                        f"gzip data inflates past the limit of {budget} bytes", path=str(path), rank=rank,
+                        f"gzip data inflates past the limit of {budget} bytes",
+                        path=str(path),
+                        rank=rank,
                         hint="a compressed set may hold at most COLLHUB_MAX_INFLATED_BYTES "
-                             "(docs/security.md); decompress it yourself if it is real")
+                        "(docs/security.md); decompress it yourself if it is real",
+                    )
                 buf = d.unconsumed_tail
                 if d.eof or not buf:
                     break
         except zlib.error as exc:
-            raise TraceFormatError(f"corrupt gzip data: {exc}", path=str(path), rank=rank,
-                                   hint="the file starts with the gzip magic 1f 8b but does not decompress") from None
+            raise TraceFormatError(
+                f"corrupt gzip data: {exc}",
+                path=str(path),
+                rank=rank,
+                hint="the file starts with the gzip magic 1f 8b but does not decompress",
+            ) from None
         if not d.eof:
-            raise TraceFormatError("corrupt gzip data: the compressed stream is cut off", path=str(path), rank=rank,
-                                   hint="the file starts with the gzip magic 1f 8b but is truncated")
+            raise TraceFormatError(
+                "corrupt gzip data: the compressed stream is cut off",
+                path=str(path),
+                rank=rank,
+                hint="the file starts with the gzip magic 1f 8b but is truncated",
+            )
         rest = d.unused_data
         if not rest.strip(b"\0"):
             return bytes(out)
         if rest[:2] != _GZIP_MAGIC:
-            raise TraceFormatError("corrupt gzip data: trailing bytes after the compressed stream", path=str(path),
-                                   rank=rank, hint="the file starts with the gzip magic 1f 8b but does not decompress")
+            raise TraceFormatError(
+                "corrupt gzip data: trailing bytes after the compressed stream",
+                path=str(path),
+                rank=rank,
+                hint="the file starts with the gzip magic 1f 8b but does not decompress",
+            )
 
 
 def load(path: Path, rank: int | None, budget: int | None = None) -> bytes:
     """The (decompressed) bytes of one file."""
     size = stat_regular(path, rank)
     if size > _physical_memory():
-        raise TraceFormatError(f"{size} bytes do not fit in memory", path=str(path), rank=rank,
-                               hint="the file (a sparse one?) is larger than this machine can read")
+        raise TraceFormatError(
+            f"{size} bytes do not fit in memory",
+            path=str(path),
+            rank=rank,
+            hint="the file (a sparse one?) is larger than this machine can read",
+        )
     fh = _open_regular(path, rank)
     try:
         with fh:
             data = fh.read()
     except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
-                               hint="check the file's permissions") from None
+        raise TraceFormatError(
+            f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank, hint="check the file's permissions"
+        ) from None
     if data[:2] == _GZIP_MAGIC:
         data = _inflate(data, limit("COLLHUB_MAX_INFLATED_BYTES") if budget is None else budget, path, rank)
     if not data:
-        raise TraceFormatError("empty file (no GlobalMetadata message)", path=str(path), rank=rank,
-                               hint="a Chakra ET file starts with a length-delimited GlobalMetadata")
+        raise TraceFormatError(
+            "empty file (no GlobalMetadata message)",
+            path=str(path),
+            rank=rank,
+            hint="a Chakra ET file starts with a length-delimited GlobalMetadata",
+        )
     return data
 
 
@@ -140,8 +174,12 @@ def load_batches(paths: list[Path], batch_bytes: int) -> Iterator[tuple[bytearra
     sizes = [stat_regular(path, rank) for rank, path in enumerate(paths)]  # refuse fifos before reading
     total = sum(sizes)
     if total > _physical_memory():
-        raise TraceFormatError(f"{total} bytes of rank files do not fit in memory", path=str(paths[0]), rank=0,
-                               hint="the set (or a sparse file in it) is larger than this machine can read")
+        raise TraceFormatError(
+            f"{total} bytes of rank files do not fit in memory",
+            path=str(paths[0]),
+            rank=0,
+            hint="the set (or a sparse file in it) is larger than this machine can read",
+        )
     budget = limit("COLLHUB_MAX_INFLATED_BYTES")
     buf = bytearray()
     r = 0
@@ -154,9 +192,12 @@ def load_batches(paths: list[Path], batch_bytes: int) -> Iterator[tuple[bytearra
             try:
                 buf = bytearray(max(want, 2 * len(buf)))
             except MemoryError:
-                raise TraceFormatError(f"{total} bytes of rank files do not fit in memory", path=str(paths[0]),
-                                       rank=0, hint="the set (or a sparse file in it) is larger than this machine can "
-                                       "read") from None
+                raise TraceFormatError(
+                    f"{total} bytes of rank files do not fit in memory",
+                    path=str(paths[0]),
+                    rank=0,
+                    hint="the set (or a sparse file in it) is larger than this machine can read",
+                ) from None
         got = _read_into(buf, paths, sizes, r, r2)
         if got is None:  # gzip, or a file that changed while read: the general path
             parts = []
@@ -184,8 +225,9 @@ def _read_into(buf: bytearray, paths: list[Path], sizes: list[int], r: int, r2: 
                 got = fh.readinto(view[pos : pos + size])
                 extra = fh.read(1)
         except OSError as exc:
-            raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank,
-                                   hint="check the file's permissions") from None
+            raise TraceFormatError(
+                f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank, hint="check the file's permissions"
+            ) from None
         if got != size or extra or bytes(view[pos : pos + 2]) == _GZIP_MAGIC:
             return None
         pos += size

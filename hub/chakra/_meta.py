@@ -21,16 +21,21 @@ def frame_file(data: bytes | bytearray, path: Path, rank: int) -> tuple[list[int
     try:
         return frame(data, empty_nodes=False)
     except WireError as exc:
-        raise TraceFormatError(f"{exc} (byte {exc.pos})", path=str(path), rank=rank,
-                               hint="the file is truncated or corrupt") from None
+        raise TraceFormatError(
+            f"{exc} (byte {exc.pos})", path=str(path), rank=rank, hint="the file is truncated or corrupt"
+        ) from None
 
 
 def typed_metadata(data: bytes | bytearray, s: int, e: int, path: Path, rank: int) -> tuple[str, dict[str, TypedValue]]:
     try:
         version, attrs = decode_global_metadata(data, s, e)
     except WireError as exc:
-        raise TraceFormatError(f"malformed GlobalMetadata: {exc} (byte {exc.pos})", path=str(path), rank=rank,
-                               hint="the first message of a Chakra ET file must be a GlobalMetadata") from None
+        raise TraceFormatError(
+            f"malformed GlobalMetadata: {exc} (byte {exc.pos})",
+            path=str(path),
+            rank=rank,
+            hint="the first message of a Chakra ET file must be a GlobalMetadata",
+        ) from None
     return version, {name: tv for name, tv in attrs if tv is not None}
 
 
@@ -46,8 +51,11 @@ def read_global_metadata(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     data = load(path, None)
     starts, ends = frame_file(data, path, 0)
     if not starts:
-        raise TraceFormatError("empty file: no GlobalMetadata", path=str(path),
-                               hint="a Chakra ET file starts with a length-delimited GlobalMetadata")
+        raise TraceFormatError(
+            "empty file: no GlobalMetadata",
+            path=str(path),
+            hint="a Chakra ET file starts with a length-delimited GlobalMetadata",
+        )
     return metadata(data, starts[0], ends[0], path, 0)
 
 

@@ -438,8 +438,19 @@ class RankGraphBuilder:
     ) -> int:
         """A COMM_SEND of ``count`` chunks starting at ``src`` = (buffer, chunk offset) to ``peer``."""
         return self._add(
-            deps, name, id, kind=NodeType.SEND, peer=peer, tag=tag, count=count,
-            src_buf=int(src[0]), src_off=src[1], op=Op.NONE, size=size, tb=tb, chan=chan,
+            deps,
+            name,
+            id,
+            kind=NodeType.SEND,
+            peer=peer,
+            tag=tag,
+            count=count,
+            src_buf=int(src[0]),
+            src_off=src[1],
+            op=Op.NONE,
+            size=size,
+            tb=tb,
+            chan=chan,
         )
 
     def recv(
@@ -459,8 +470,19 @@ class RankGraphBuilder:
     ) -> int:
         """A COMM_RECV from ``peer`` into ``dst``; ``op`` COPY overwrites, REDUCE combines."""
         return self._add(
-            deps, name, id, kind=NodeType.RECV, peer=peer, tag=tag, count=count,
-            dst_buf=int(dst[0]), dst_off=dst[1], op=int(op), size=size, tb=tb, chan=chan,
+            deps,
+            name,
+            id,
+            kind=NodeType.RECV,
+            peer=peer,
+            tag=tag,
+            count=count,
+            dst_buf=int(dst[0]),
+            dst_off=dst[1],
+            op=int(op),
+            size=size,
+            tb=tb,
+            chan=chan,
         )
 
     def comp(
@@ -480,15 +502,27 @@ class RankGraphBuilder:
     ) -> int:
         """A COMP node: a local copy/reduce of ``count`` chunks, or a cost-only node (Op.NONE)."""
         return self._add(
-            deps, name, id, kind=NodeType.COMP, count=count, src_buf=int(src[0]), src_off=src[1],
-            dst_buf=int(dst[0]), dst_off=dst[1], op=int(op), duration=duration_micros, size=size,
-            tb=tb, chan=chan,
+            deps,
+            name,
+            id,
+            kind=NodeType.COMP,
+            count=count,
+            src_buf=int(src[0]),
+            src_off=src[1],
+            dst_buf=int(dst[0]),
+            dst_off=dst[1],
+            op=int(op),
+            duration=duration_micros,
+            size=size,
+            tb=tb,
+            chan=chan,
         )
 
     def build(self) -> RankGraph:
         n = len(self)
-        cols: dict[str, Any] = {name: np.asarray(vals, dtype=dt)
-                                for (name, dt, _), vals in zip(_COLUMNS, self._cols.values(), strict=False)}
+        cols: dict[str, Any] = {
+            name: np.asarray(vals, dtype=dt) for (name, dt, _), vals in zip(_COLUMNS, self._cols.values(), strict=False)
+        }
         return RankGraph.from_columns(
             n,
             dep_ptr=np.asarray(self._ptr, dtype=np.int64),
@@ -558,8 +592,11 @@ class Algorithm:
         """A stable hash of the algorithm's content (metadata and every column)."""
         h = hashlib.sha256()
         m = self.meta
-        h.update(repr((str(m.collective), m.ranks, m.in_chunks, m.out_chunks, m.scratch_chunks,
-                       m.inplace, m.root, m.size)).encode())
+        h.update(
+            repr(
+                (str(m.collective), m.ranks, m.in_chunks, m.out_chunks, m.scratch_chunks, m.inplace, m.root, m.size)
+            ).encode()
+        )
         for g in self.graphs:
             g.digest(h)
         return h.hexdigest()[:16]

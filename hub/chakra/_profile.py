@@ -75,6 +75,4 @@ class META:
 
 
 #: Every GlobalMetadata attribute the profile interprets; others go to AlgorithmMeta.extra.
-META_NAMES = frozenset(
-    v for k, v in vars(META).items() if not k.startswith("_") and isinstance(v, str)
-)
+META_NAMES = frozenset(v for k, v in vars(META).items() if not k.startswith("_") and isinstance(v, str))

@@ -16,16 +16,38 @@ from ._wire import ATTR_FIELDS
 __all__ = ["messages"]
 
 _SCALAR_TYPES = {
-    "f64": "TYPE_DOUBLE", "f32": "TYPE_FLOAT", "int32": "TYPE_INT32", "int64": "TYPE_INT64",
-    "uint32": "TYPE_UINT32", "uint64": "TYPE_UINT64", "sint32": "TYPE_SINT32", "sint64": "TYPE_SINT64",
-    "fixed32": "TYPE_FIXED32", "fixed64": "TYPE_FIXED64", "sfixed32": "TYPE_SFIXED32",
-    "sfixed64": "TYPE_SFIXED64", "bool": "TYPE_BOOL", "str": "TYPE_STRING", "bytes": "TYPE_BYTES",
+    "f64": "TYPE_DOUBLE",
+    "f32": "TYPE_FLOAT",
+    "int32": "TYPE_INT32",
+    "int64": "TYPE_INT64",
+    "uint32": "TYPE_UINT32",
+    "uint64": "TYPE_UINT64",
+    "sint32": "TYPE_SINT32",
+    "sint64": "TYPE_SINT64",
+    "fixed32": "TYPE_FIXED32",
+    "fixed64": "TYPE_FIXED64",
+    "sfixed32": "TYPE_SFIXED32",
+    "sfixed64": "TYPE_SFIXED64",
+    "bool": "TYPE_BOOL",
+    "str": "TYPE_STRING",
+    "bytes": "TYPE_BYTES",
 }
 _LIST_NAMES = {
-    "f64": "DoubleList", "f32": "FloatList", "int32": "Int32List", "int64": "Int64List",
-    "uint32": "Uint32List", "uint64": "Uint64List", "sint32": "Sint32List", "sint64": "Sint64List",
-    "fixed32": "Fixed32List", "fixed64": "Fixed64List", "sfixed32": "Sfixed32List",
-    "sfixed64": "Sfixed64List", "bool": "BoolList", "str": "StringList", "bytes": "BytesList",
+    "f64": "DoubleList",
+    "f32": "FloatList",
+    "int32": "Int32List",
+    "int64": "Int64List",
+    "uint32": "Uint32List",
+    "uint64": "Uint64List",
+    "sint32": "Sint32List",
+    "sint64": "Sint64List",
+    "fixed32": "Fixed32List",
+    "fixed64": "Fixed64List",
+    "sfixed32": "Sfixed32List",
+    "sfixed64": "Sfixed64List",
+    "bool": "BoolList",
+    "str": "StringList",
+    "bytes": "BytesList",
 }
 
 
@@ -37,10 +59,19 @@ def messages() -> dict[str, Any]:
     F = descriptor_pb2.FieldDescriptorProto
     fd = descriptor_pb2.FileDescriptorProto(name="collhub_et_def.proto", package="ChakraProtoMsg", syntax="proto3")
 
-    def add_field(msg: Any, name: str, number: int, ftype: str, *, repeated: bool = False,
-                  type_name: str | None = None, oneof: int | None = None) -> None:
-        f = msg.field.add(name=name, number=number, type=getattr(F, ftype),
-                          label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
+    def add_field(
+        msg: Any,
+        name: str,
+        number: int,
+        ftype: str,
+        *,
+        repeated: bool = False,
+        type_name: str | None = None,
+        oneof: int | None = None,
+    ) -> None:
+        f = msg.field.add(
+            name=name, number=number, type=getattr(F, ftype), label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL
+        )
         if type_name:
             f.type_name = f".ChakraProtoMsg.{type_name}"
         if oneof is not None:
@@ -64,8 +95,18 @@ def messages() -> dict[str, Any]:
     for i, name in enumerate(("values", "shapes", "types")):
         add_field(io, name, i + 1, "TYPE_STRING")
     nt = fd.enum_type.add(name="NodeType")
-    for i, name in enumerate(("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
-                              "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE")):
+    for i, name in enumerate(
+        (
+            "INVALID_NODE",
+            "METADATA_NODE",
+            "MEM_LOAD_NODE",
+            "MEM_STORE_NODE",
+            "COMP_NODE",
+            "COMM_SEND_NODE",
+            "COMM_RECV_NODE",
+            "COMM_COLL_NODE",
+        )
+    ):
         nt.value.add(name=name, number=i)
     node = fd.message_type.add(name="Node")
     add_field(node, "id", 1, "TYPE_UINT64")

@@ -70,13 +70,15 @@ _codec.configure(
 
 
 # -- framing -----------------------------------------------------------------------------------
-def frame_files(data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def frame_files(
+    data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Message spans of many delimited streams (files laid end to end in ``data``) at once:
     (starts, ends, counts per file, -1) or, when a file is malformed, (empty, empty, empty, its
     index); :func:`._wire.frame` then says precisely what is wrong with it."""
-    starts, ends, counts, bad = _codec.frame_files(data, np.ascontiguousarray(bases, np.int64),
-                                                   np.ascontiguousarray(sizes, np.int64))
+    starts, ends, counts, bad = _codec.frame_files(
+        data, np.ascontiguousarray(bases, np.int64), np.ascontiguousarray(sizes, np.int64)
+    )
     if bad >= 0 or starts is None or ends is None or counts is None:
         z = np.zeros(0, np.int64)
         return z, z, z, int(bad)
@@ -116,8 +118,9 @@ class _State:
             self.names[i] = name
 
 
-def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
-                 counts: Sequence[int] | np.ndarray) -> list[RankGraph]:
+def decode_ranks(
+    data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, counts: Sequence[int] | np.ndarray
+) -> list[RankGraph]:
     """Decode node messages data[starts[i]:ends[i]]; ``counts[r]`` consecutive ones per rank."""
     n = starts.size
     counts_a = np.asarray(counts, np.int64)
@@ -125,8 +128,9 @@ def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
     st = _State(n, np.repeat(np.arange(counts_a.size), counts_a), node_base)
     name_pos = np.empty(n, np.int64)
     name_len = np.empty(n, np.int64)
-    deps, slow, any_name = _fast_decode(data, np.ascontiguousarray(starts, np.int64),
-                                        np.ascontiguousarray(ends, np.int64), st, name_pos, name_len)
+    deps, slow, any_name = _fast_decode(
+        data, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), st, name_pos, name_len
+    )
     dep_ids = np.frombuffer(deps, np.uint64)
     slow_pos = np.frombuffer(slow, np.int64)
     if any_name:
@@ -135,8 +139,9 @@ def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
             try:
                 st.set_names(i, [data[s0 : s0 + int(name_len[i])].decode("utf-8")])
             except UnicodeDecodeError:
-                raise st.fail(i, "node name is not valid UTF-8", node=int(st.ids[i]),
-                              hint="names are UTF-8 strings") from None
+                raise st.fail(
+                    i, "node name is not valid UTF-8", node=int(st.ids[i]), hint="names are UTF-8 strings"
+                ) from None
     st.slow = slow_pos
     if slow_pos.size:
         dep_ids = _general_decode(data, starts, ends, slow_pos, dep_ids, st)
@@ -144,16 +149,29 @@ def decode_ranks(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray,
     return _finish(st, counts_a)
 
 
-def _fast_decode(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, st: _State, name_pos: np.ndarray,
-                 name_len: np.ndarray) -> tuple[Any, Any, bool]:
+def _fast_decode(
+    data: bytes | bytearray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    st: _State,
+    name_pos: np.ndarray,
+    name_len: np.ndarray,
+) -> tuple[Any, Any, bool]:
     """The compiled pass over every node: (dependency ids, slow node indices, any name seen)."""
-    result: tuple[Any, Any, bool] = _codec.decode_nodes(data, starts, ends, st.ids, st.kind, st.duration, st.colmat_nk,
-                                                        st.seen_nk, st.per_node, name_pos, name_len)
+    result: tuple[Any, Any, bool] = _codec.decode_nodes(
+        data, starts, ends, st.ids, st.kind, st.duration, st.colmat_nk, st.seen_nk, st.per_node, name_pos, name_len
+    )
     return result
 
 
-def _general_decode(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, slow_pos: np.ndarray,
-                    fast_deps: np.ndarray, st: _State) -> np.ndarray:
+def _general_decode(
+    data: bytes | bytearray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    slow_pos: np.ndarray,
+    fast_deps: np.ndarray,
+    st: _State,
+) -> np.ndarray:
     """Decode the nodes ``slow_pos`` with the general decoder; return all dependency ids in node order."""
     slow_deps: list[list[int]] = []
     for i in slow_pos.tolist():
@@ -188,8 +206,11 @@ def _malformed(i: int, exc: WireError, start: int, st: _State) -> NodeError:
     """A node the general decoder cannot parse: its index in its file and the byte in the node."""
     r = int(st.rank_of[i])
     k = i - int(st.node_base[r])
-    return NodeError(f"malformed node message #{k}: {exc} (byte {exc.pos - start} of the node)",
-                     hint="the file is corrupt or truncated", rank=r)
+    return NodeError(
+        f"malformed node message #{k}: {exc} (byte {exc.pos - start} of the node)",
+        hint="the file is corrupt or truncated",
+        rank=r,
+    )
 
 
 def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
@@ -200,8 +221,12 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
     bad_type = (kind < 1) | (kind > 7)
     if bad_type.any():
         i = int(np.argmax(bad_type))
-        raise fail(i, f"unknown node type {int(kind[i])}", node=int(ids[i]),
-                   hint="algorithm ETs hold COMM_SEND_NODE (5), COMM_RECV_NODE (6) and COMP_NODE (4)")
+        raise fail(
+            i,
+            f"unknown node type {int(kind[i])}",
+            node=int(ids[i]),
+            hint="algorithm ETs hold COMM_SEND_NODE (5), COMM_RECV_NODE (6) and COMP_NODE (4)",
+        )
     _check_ranges(st)
     send = kind == NodeType.SEND
     recv = kind == NodeType.RECV
@@ -210,13 +235,19 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
     cols = {column: st.colmat[k] for k, (_name, column) in enumerate(KNOWN)}
     ci = _COL_INDEX["count"]
     cols["count"] = np.where(st.seen[ci], st.colmat[ci], (send | recv).astype(np.int64))
-    for mask, column, attr, what in ((send, "_dst", P.ATTR_COMM_DST, "COMM_SEND_NODE"),
-                                     (recv, "_src", P.ATTR_COMM_SRC, "COMM_RECV_NODE")):
+    for mask, column, attr, what in (
+        (send, "_dst", P.ATTR_COMM_DST, "COMM_SEND_NODE"),
+        (recv, "_src", P.ATTR_COMM_SRC, "COMM_RECV_NODE"),
+    ):
         missing = mask & ~st.seen[_COL_INDEX[column]]
         if missing.any():
             i = int(np.argmax(missing))
-            raise fail(i, f"{what} has no {attr} attribute", node=int(ids[i]),
-                       hint=f"every {what} needs {attr} (int32) naming the peer rank")
+            raise fail(
+                i,
+                f"{what} has no {attr} attribute",
+                node=int(ids[i]),
+                hint=f"every {what} needs {attr} (int32) naming the peer rank",
+            )
     if n and (ids >= np.uint64(1 << 63)).any():
         i = int(np.argmax(ids >= np.uint64(1 << 63)))
         raise fail(i, "node id does not fit in int64", node=int(ids[i]), hint="Chakra node ids are < 2^63 here")
@@ -244,27 +275,47 @@ def _finish(st: _State, counts_a: np.ndarray) -> list[RankGraph]:
             sid = ids64[a:b][sid_order]
             dup = np.flatnonzero(sid[1:] == sid[:-1])
             if dup.size:
-                raise NodeError("duplicate node id", node=int(sid[dup[0]]), rank=r,
-                                hint="node ids must be unique within a rank file (feeder_v3 indexes nodes by id)")
+                raise NodeError(
+                    "duplicate node id",
+                    node=int(sid[dup[0]]),
+                    rank=r,
+                    hint="node ids must be unique within a rank file (feeder_v3 indexes nodes by id)",
+                )
             loc = np.minimum(np.searchsorted(sid, rid), max(b - a - 1, 0))
             missing = (sid[loc] != rid) if b > a else np.ones(rid.size, bool)
             pos = sid_order[loc] if b > a else loc
         if missing.any():
             j = int(np.argmax(missing))
             owner = a + int(np.searchsorted(dep_base[a + 1 : b + 1] - da, j, side="right"))
-            raise NodeError(f"data dependency on node id {int(rid[j])}, which is not in this file",
-                            node=int(ids64[owner]), rank=r,
-                            hint="every id in data_deps/ctrl_deps must name a node of the same rank file")
-        graphs.append(RankGraph.from_columns(
-            b - a, dep_ptr=dep_base[a : b + 1] - da, dep_pos=pos.astype(np.int32),
-            names=st.names[a:b] if st.names is not None else None,
-            extra={p - a: v for p, v in st.extra.items() if a <= p < b},
-            ids=ids64[a:b], kind=kind[a:b], peer=peer[a:b], tag=cols["tag"][a:b], count=cols["count"][a:b],
-            src_buf=cols["src_buf"][a:b], src_off=cols["src_off"][a:b], dst_buf=cols["dst_buf"][a:b],
-            dst_off=cols["dst_off"][a:b], op=cols["op"][a:b], size=np.ascontiguousarray(cols["size"][a:b]),
-            duration=dur64[a:b],
-            tb=cols["tb"][a:b], chan=cols["chan"][a:b],
-        ))
+            raise NodeError(
+                f"data dependency on node id {int(rid[j])}, which is not in this file",
+                node=int(ids64[owner]),
+                rank=r,
+                hint="every id in data_deps/ctrl_deps must name a node of the same rank file",
+            )
+        graphs.append(
+            RankGraph.from_columns(
+                b - a,
+                dep_ptr=dep_base[a : b + 1] - da,
+                dep_pos=pos.astype(np.int32),
+                names=st.names[a:b] if st.names is not None else None,
+                extra={p - a: v for p, v in st.extra.items() if a <= p < b},
+                ids=ids64[a:b],
+                kind=kind[a:b],
+                peer=peer[a:b],
+                tag=cols["tag"][a:b],
+                count=cols["count"][a:b],
+                src_buf=cols["src_buf"][a:b],
+                src_off=cols["src_off"][a:b],
+                dst_buf=cols["dst_buf"][a:b],
+                dst_off=cols["dst_off"][a:b],
+                op=cols["op"][a:b],
+                size=np.ascontiguousarray(cols["size"][a:b]),
+                duration=dur64[a:b],
+                tb=cols["tb"][a:b],
+                chan=cols["chan"][a:b],
+            )
+        )
     return graphs
 
 
@@ -304,8 +355,11 @@ def _apply_general_attrs(nd: dict[str, Any], i: int, st: _State) -> None:
         column = _KNOWN_COLUMN.get(name)
         if column is None or not _is_int(tv):
             if column is not None and tv.field in ("double_val", "float_val"):
-                raise NodeError(f"attribute {name} holds a floating-point value ({tv.field})", node=nd["id"],
-                                hint="feeder_v3 refuses float -> integer conversion; store it as int32/int64")
+                raise NodeError(
+                    f"attribute {name} holds a floating-point value ({tv.field})",
+                    node=nd["id"],
+                    hint="feeder_v3 refuses float -> integer conversion; store it as int32/int64",
+                )
             foreign.append((name, tv))
             continue
         k = _COL_INDEX[column]

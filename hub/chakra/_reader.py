@@ -47,12 +47,28 @@ def _collective_of(value: Any) -> tuple[Collective, str]:
 
 
 #: profile metadata attribute -> what its value must be
-_META_INTS = (P.META.RANKS, P.META.IN_CHUNKS, P.META.OUT_CHUNKS, P.META.SCRATCH_CHUNKS, P.META.ROOT, P.META.SIZE,
-              P.META.RANK)
+_META_INTS = (
+    P.META.RANKS,
+    P.META.IN_CHUNKS,
+    P.META.OUT_CHUNKS,
+    P.META.SCRATCH_CHUNKS,
+    P.META.ROOT,
+    P.META.SIZE,
+    P.META.RANK,
+)
 _META_STRS = (P.META.COLLECTIVE, P.META.ALGORITHM, P.META.PRODUCER, P.META.PROFILE, P.META.SCHEMA)
 #: attributes every rank file of one profile set states identically
-_META_SHARED = (P.META.PROFILE, P.META.COLLECTIVE, P.META.RANKS, P.META.IN_CHUNKS, P.META.OUT_CHUNKS,
-                P.META.SCRATCH_CHUNKS, P.META.INPLACE, P.META.ROOT, P.META.SIZE)
+_META_SHARED = (
+    P.META.PROFILE,
+    P.META.COLLECTIVE,
+    P.META.RANKS,
+    P.META.IN_CHUNKS,
+    P.META.OUT_CHUNKS,
+    P.META.SCRATCH_CHUNKS,
+    P.META.INPLACE,
+    P.META.ROOT,
+    P.META.SIZE,
+)
 
 
 def _check_meta_types(typed: dict[str, TypedValue], path: Path, rank: int) -> None:
@@ -60,18 +76,29 @@ def _check_meta_types(typed: dict[str, TypedValue], path: Path, rank: int) -> No
     for name in _META_INTS:
         tv = typed.get(name)
         if tv is not None and not is_int_value(tv):
-            raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not an integer",
-                                   path=str(path), rank=rank,
-                                   hint="docs/spec/collective-profile.md types it int32/int64")
+            raise TraceFormatError(
+                f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not an integer",
+                path=str(path),
+                rank=rank,
+                hint="docs/spec/collective-profile.md types it int32/int64",
+            )
     for name in _META_STRS:
         tv = typed.get(name)
         if tv is not None and not isinstance(tv.value, str):
-            raise TraceFormatError(f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not a string",
-                                   path=str(path), rank=rank, hint="docs/spec/collective-profile.md types it string")
+            raise TraceFormatError(
+                f"GlobalMetadata attribute {name} holds {tv.field} {tv.value!r}, not a string",
+                path=str(path),
+                rank=rank,
+                hint="docs/spec/collective-profile.md types it string",
+            )
     tv = typed.get(P.META.INPLACE)
     if tv is not None and not (isinstance(tv.value, bool) or (is_int_value(tv) and tv.value in (0, 1))):
-        raise TraceFormatError(f"GlobalMetadata attribute inplace holds {tv.field} {tv.value!r}, not a bool",
-                               path=str(path), rank=rank, hint="inplace is a bool_val")
+        raise TraceFormatError(
+            f"GlobalMetadata attribute inplace holds {tv.field} {tv.value!r}, not a bool",
+            path=str(path),
+            rank=rank,
+            hint="inplace is a bool_val",
+        )
 
 
 def _check_same_meta(first: dict[str, TypedValue], typed: dict[str, TypedValue], paths: list[Path], rank: int) -> None:
@@ -84,14 +111,18 @@ def _check_same_meta(first: dict[str, TypedValue], typed: dict[str, TypedValue],
             bad_rank, bad = (0, va) if name == P.META.PROFILE and va is None else (rank, vb)
             raise TraceFormatError(
                 f"GlobalMetadata attribute {name} is {bad!r} here but {(vb if bad_rank == 0 else va)!r} in rank "
-                f"{rank if bad_rank == 0 else 0}'s file", path=str(paths[bad_rank]), rank=bad_rank,
-                hint="the rank files come from different outputs, or one GlobalMetadata is damaged")
+                f"{rank if bad_rank == 0 else 0}'s file",
+                path=str(paths[bad_rank]),
+                rank=bad_rank,
+                hint="the rank files come from different outputs, or one GlobalMetadata is damaged",
+            )
 
 
 def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> AlgorithmMeta:
     M = P.META
     extra = tuple(
-        (k, v) for k, v in attrs.items()
+        (k, v)
+        for k, v in attrs.items()
         if k not in P.META_NAMES and k not in _DROPPED_META and isinstance(v, (str, int, float, bool))
     )
     if M.PROFILE in attrs:
@@ -99,23 +130,34 @@ def _meta_from_attrs(attrs: dict[str, Any], ranks: int, path: Path) -> Algorithm
             coll = Collective.parse(attrs.get(M.COLLECTIVE, "custom"))
             size = attrs.get(M.SIZE)
             return AlgorithmMeta(
-                collective=coll, ranks=ranks, in_chunks=int(attrs.get(M.IN_CHUNKS, 0)),
-                out_chunks=int(attrs.get(M.OUT_CHUNKS, 0)), scratch_chunks=int(attrs.get(M.SCRATCH_CHUNKS, 0)),
-                inplace=bool(attrs.get(M.INPLACE, False)), root=int(attrs.get(M.ROOT, 0)),
-                name=str(attrs.get(M.ALGORITHM, "")), producer=str(attrs.get(M.PRODUCER, "")),
-                size=int(size) if size is not None else None, extra=extra,
+                collective=coll,
+                ranks=ranks,
+                in_chunks=int(attrs.get(M.IN_CHUNKS, 0)),
+                out_chunks=int(attrs.get(M.OUT_CHUNKS, 0)),
+                scratch_chunks=int(attrs.get(M.SCRATCH_CHUNKS, 0)),
+                inplace=bool(attrs.get(M.INPLACE, False)),
+                root=int(attrs.get(M.ROOT, 0)),
+                name=str(attrs.get(M.ALGORITHM, "")),
+                producer=str(attrs.get(M.PRODUCER, "")),
+                size=int(size) if size is not None else None,
+                extra=extra,
             )
         except (TypeError, ValueError) as exc:
-            raise TraceFormatError(f"bad collhub profile metadata: {exc}", path=str(path), rank=0,
-                                   hint="see docs/spec/collective-profile.md") from None
+            raise TraceFormatError(
+                f"bad collhub profile metadata: {exc}",
+                path=str(path),
+                rank=0,
+                hint="see docs/spec/collective-profile.md",
+            ) from None
     coll, name = (Collective.CUSTOM, "")
     if M.COLLECTIVE in attrs:
         coll, name = _collective_of(attrs[M.COLLECTIVE])
     return AlgorithmMeta(collective=coll, ranks=ranks, in_chunks=0, out_chunks=0, name=name, extra=extra)
 
 
-def _frames(data: bytearray, bases: np.ndarray, sizes: np.ndarray, paths: list[Path], r0: int
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _frames(
+    data: bytearray, bases: np.ndarray, sizes: np.ndarray, paths: list[Path], r0: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Message spans of the files of ranks r0.. laid end to end in ``data``: (starts, ends, counts)."""
     starts, ends, counts, bad = frame_files(data, bases, sizes)
     if bad >= 0:  # the general framer says precisely what is wrong
@@ -161,8 +203,9 @@ def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
     return alg
 
 
-def _check_file_meta(typed: dict[str, TypedValue], first: dict[str, TypedValue], paths: list[Path],
-                     rank: int) -> dict[str, TypedValue]:
+def _check_file_meta(
+    typed: dict[str, TypedValue], first: dict[str, TypedValue], paths: list[Path], rank: int
+) -> dict[str, TypedValue]:
     """Check one file's GlobalMetadata (types, agreement with rank 0's, its rank); return rank 0's."""
     path = paths[rank]
     _check_meta_types(typed, path, rank)
@@ -172,8 +215,12 @@ def _check_file_meta(typed: dict[str, TypedValue], first: dict[str, TypedValue],
         _check_same_meta(first, typed, paths, rank)
     file_rank = typed[P.META.RANK].value if P.META.RANK in typed else None
     if isinstance(file_rank, int) and file_rank != rank:
-        raise TraceFormatError(f"GlobalMetadata says this is rank {file_rank}", path=str(path), rank=rank,
-                               hint="rank files were renamed or mixed from different outputs")
+        raise TraceFormatError(
+            f"GlobalMetadata says this is rank {file_rank}",
+            path=str(path),
+            rank=rank,
+            hint="rank files were renamed or mixed from different outputs",
+        )
     return first
 
 
@@ -185,9 +232,12 @@ def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path]) -> None:
         if has.any():
             p = int(np.argmax(has))
             raise TraceFormatError(
-                "node carries collhub profile attributes (sbuf/dbuf) but the GlobalMetadata has no "
-                "collhub_profile", path=str(paths[rank]), rank=rank, node=int(g.ids[p]),
-                hint="the GlobalMetadata is empty or damaged; rewrite the set")
+                "node carries collhub profile attributes (sbuf/dbuf) but the GlobalMetadata has no collhub_profile",
+                path=str(paths[rank]),
+                rank=rank,
+                node=int(g.ids[p]),
+                hint="the GlobalMetadata is empty or damaged; rewrite the set",
+            )
 
 
 def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
@@ -209,8 +259,12 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
         try:
             kinds.add(decode_node(data, s, e)["type"])
         except WireError as exc:
-            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(first), rank=0,
-                                   hint="the file is truncated or corrupt") from None
+            raise TraceFormatError(
+                f"malformed node message: {exc} (byte {exc.pos})",
+                path=str(first),
+                rank=0,
+                hint="the file is truncated or corrupt",
+            ) from None
     if NodeType.COLL in kinds:
         return read_workload(prefix)
     if kinds & {NodeType.SEND, NodeType.RECV}:

@@ -57,7 +57,8 @@ def summarize(obj: Algorithm | Workload) -> str:
     size = f"{m.size} B ({_bytes(m.size)})" if m.size is not None else "symbolic (unbound)"
     lines = [
         f"algorithm   {m.name or '(unnamed)'}" + (f"  [producer: {m.producer}]" if m.producer else ""),
-        f"collective  {m.collective.value}, {m.ranks} ranks" + (f", root {m.root}" if m.root else "")
+        f"collective  {m.collective.value}, {m.ranks} ranks"
+        + (f", root {m.root}" if m.root else "")
         + (", in-place" if m.inplace else ""),
         f"chunks      input {m.in_chunks}, output {m.out_chunks}, scratch {m.scratch_chunks}",
         f"size        {size}",

@@ -56,10 +56,15 @@ ATTR_RANGES: dict[str, tuple[str, int, int]] = {
     "chan": ("chan", 0, INT32_MAX),
 }
 _MEANING = {
-    "cnt": "a chunk count >= 0", "sbuf": "-1 (none), 0 input, 1 output or 2 scratch",
-    "dbuf": "-1 (none), 0 input, 1 output or 2 scratch", "soff": "a chunk offset >= 0 (or -1, unset)",
-    "doff": "a chunk offset >= 0 (or -1, unset)", "op": "0 none, 1 copy or 2 reduce",
-    "tb": "a threadblock >= 0 (or -1, unset)", "chan": "a channel >= 0", "comm_size": "bytes >= 0",
+    "cnt": "a chunk count >= 0",
+    "sbuf": "-1 (none), 0 input, 1 output or 2 scratch",
+    "dbuf": "-1 (none), 0 input, 1 output or 2 scratch",
+    "soff": "a chunk offset >= 0 (or -1, unset)",
+    "doff": "a chunk offset >= 0 (or -1, unset)",
+    "op": "0 none, 1 copy or 2 reduce",
+    "tb": "a threadblock >= 0 (or -1, unset)",
+    "chan": "a channel >= 0",
+    "comm_size": "bytes >= 0",
 }
 
 _DEFAULT_LIMITS = {"COLLHUB_MAX_CHUNK_SLOTS": 1 << 26, "COLLHUB_MAX_INFLATED_BYTES": 1 << 30}
@@ -93,12 +98,16 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
     slots = meta.ranks * (meta.in_chunks + meta.out_chunks + meta.scratch_chunks)
     cap = limit("COLLHUB_MAX_CHUNK_SLOTS")
     if slots > cap:
-        return (f"buffers of {meta.ranks} ranks x (in_chunks {meta.in_chunks} + out_chunks {meta.out_chunks} + "
-                f"scratch_chunks {meta.scratch_chunks}) = {slots} chunk slots exceed the limit of {cap}",
-                "the counts are implausible; if they are real, raise COLLHUB_MAX_CHUNK_SLOTS (docs/security.md)")
+        return (
+            f"buffers of {meta.ranks} ranks x (in_chunks {meta.in_chunks} + out_chunks {meta.out_chunks} + "
+            f"scratch_chunks {meta.scratch_chunks}) = {slots} chunk slots exceed the limit of {cap}",
+            "the counts are implausible; if they are real, raise COLLHUB_MAX_CHUNK_SLOTS (docs/security.md)",
+        )
     if not 0 <= meta.root < meta.ranks:
-        return (f"attribute root = {meta.root} is not a rank of 0..{meta.ranks - 1}",
-                "root names the rank that holds or receives the data")
+        return (
+            f"attribute root = {meta.root} is not a rank of 0..{meta.ranks - 1}",
+            "root names the rank that holds or receives the data",
+        )
     if meta.size is not None and not 0 <= meta.size <= INT64_MAX:
         return f"attribute size = {meta.size} is out of range", "size is the collective size in bytes, >= 0"
     return None
@@ -124,8 +133,11 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
     if bad.any():
         p = int(np.argmax(bad))
         attr = "comm_dst" if send[p] else "comm_src"
-        return (f"attribute {attr} = {int(peer[p])} is not another rank of 0..{n - 1}", int(g.ids[p]),
-                "a message goes to or comes from another rank of the set")
+        return (
+            f"attribute {attr} = {int(peer[p])} is not another rank of 0..{n - 1}",
+            int(g.ids[p]),
+            "a message goes to or comes from another rank of the set",
+        )
     size = g.size
     sized = comm & (size >= 0)
     if sized.any():
@@ -133,8 +145,11 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
         zero = sized & (size == 0) & (g.count != 0)
         if meta.size and zero.any():  # a zero-byte message of a collective of size > 0
             p = int(np.argmax(zero))
-            return (f"attribute comm_size = 0, but the algorithm is bound to {meta.size} bytes", int(g.ids[p]),
-                    "a bound message carries count x chunk bytes (> 0); rebind the algorithm to a size")
+            return (
+                f"attribute comm_size = 0, but the algorithm is bound to {meta.size} bytes",
+                int(g.ids[p]),
+                "a bound message carries count x chunk bytes (> 0); rebind the algorithm to a size",
+            )
         if meta.size is not None:
             per_chunk = max(chunk_bytes(int(meta.size), meta.reference_chunks), 1)
             chunked = meta.in_chunks > 0 or meta.out_chunks > 0
@@ -144,9 +159,12 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
                 p = int(np.argmax(over))
                 chunks = np.maximum(g.count.astype(np.int64), 1) if chunked else np.ones(len(g), np.int64)
                 allowed = chunks * per_chunk
-                return (f"attribute comm_size = {int(size[p])} is larger than the declared size of {meta.size} "
-                        f"bytes allows ({int(allowed[p])} for {int(chunks[p])} chunk(s))", int(g.ids[p]),
-                        "the message sizes do not match the GlobalMetadata size; rebind or fix the size")
+                return (
+                    f"attribute comm_size = {int(size[p])} is larger than the declared size of {meta.size} "
+                    f"bytes allows ({int(allowed[p])} for {int(chunks[p])} chunk(s))",
+                    int(g.ids[p]),
+                    "the message sizes do not match the GlobalMetadata size; rebind or fix the size",
+                )
     return None
 
 
@@ -181,8 +199,9 @@ def _bytes_of(alg: Algorithm, rank: int) -> float:
     return float(np.sum(g.size[comm & (g.size > 0)], dtype=np.float64))
 
 
-def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, what: str = "",
-                    ranges: bool = True) -> None:
+def check_algorithm(
+    alg: Algorithm, *, paths: Sequence[object] | None = None, what: str = "", ranges: bool = True
+) -> None:
     """Raise :class:`hub.errors.TraceFormatError` (exit 3) at the first implausible value, naming
     the file (``paths[rank]`` when given), rank, node and attribute; ``what`` names the algorithm
     when there are no files (a consumer's input). ``ranges=False`` (the reader, whose decoder
@@ -191,8 +210,9 @@ def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, wh
     where0 = str(paths[0]) if paths else label
     bad = meta_problem(alg.meta)
     if bad is not None:
-        raise TraceFormatError(f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0,
-                               rank=0 if paths else None, hint=bad[1])
+        raise TraceFormatError(
+            f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0, rank=0 if paths else None, hint=bad[1]
+        )
     if len(alg.graphs) != alg.ranks:
         raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
     total = 0.0
@@ -201,9 +221,11 @@ def check_algorithm(alg: Algorithm, *, paths: Sequence[object] | None = None, wh
         total += _bytes_of(alg, rank)
         if found is None and total >= float(INT64_MAX):
             g = alg.graphs[rank]
-            found = ("the comm_size values add up past int64 (summed over ranks 0..this one)", int(g.ids[0]),
-                     "message sizes are implausible")
+            found = (
+                "the comm_size values add up past int64 (summed over ranks 0..this one)",
+                int(g.ids[0]),
+                "message sizes are implausible",
+            )
         if found is not None:
             message, node, hint = found
-            raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node,
-                                   hint=hint)
+            raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node, hint=hint)

@@ -19,9 +19,13 @@ def warn_dangling(source: str, dangling: list[tuple[int, int, int]]) -> None:
     """One warning for all dangling dependencies of a read: how many, and the first one."""
     ranks = len({r for r, _n, _d in dangling})
     r, n, d = dangling[0]
-    warnings.warn(DanglingDependencyWarning(
-        f"{source}: {len(dangling)} dependenc{'y' if len(dangling) == 1 else 'ies'} on absent nodes in "
-        f"{ranks} rank file(s), treated as satisfied (first: rank {r}, node {n} -> {d})"), stacklevel=3)
+    warnings.warn(
+        DanglingDependencyWarning(
+            f"{source}: {len(dangling)} dependenc{'y' if len(dangling) == 1 else 'ies'} on absent nodes in "
+            f"{ranks} rank file(s), treated as satisfied (first: rank {r}, node {n} -> {d})"
+        ),
+        stacklevel=3,
+    )
 
 
 def collective_of_comm_type(comm_type: int) -> Collective:
@@ -86,9 +90,7 @@ class Workload:
         return sum(len(r) for r in self.ranks)
 
     @classmethod
-    def single_collective(
-        cls, collective: Collective, ranks: int, size: int, *, name: str | None = None
-    ) -> Workload:
+    def single_collective(cls, collective: Collective, ranks: int, size: int, *, name: str | None = None) -> Workload:
         """The microbenchmark shape: one COMM_COLL node per rank."""
         coll = Collective.parse(collective)
         if coll not in COMM_TYPE_OF:

@@ -34,11 +34,22 @@ def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
         return int(v) if isinstance(v, (int, bool)) else None
 
     return WorkloadNode(
-        id=nd["id"], name=nd["name"], type=NodeType(nd["type"]), deps=nd["data_deps"] + nd["ctrl_deps"],
-        duration_micros=nd["duration_micros"], comm_type=num("comm_type"), comm_size=num("comm_size"),
-        comm_src=num("comm_src"), comm_dst=num("comm_dst"), comm_tag=num("comm_tag"),
-        is_cpu_op=bool(attrs.get("is_cpu_op", False)), pg_name=str(attrs.get("pg_name", "")), attrs=attrs,
-        ctrl_deps=list(nd["ctrl_deps"]), inputs=nd["inputs"], outputs=nd["outputs"],
+        id=nd["id"],
+        name=nd["name"],
+        type=NodeType(nd["type"]),
+        deps=nd["data_deps"] + nd["ctrl_deps"],
+        duration_micros=nd["duration_micros"],
+        comm_type=num("comm_type"),
+        comm_size=num("comm_size"),
+        comm_src=num("comm_src"),
+        comm_dst=num("comm_dst"),
+        comm_tag=num("comm_tag"),
+        is_cpu_op=bool(attrs.get("is_cpu_op", False)),
+        pg_name=str(attrs.get("pg_name", "")),
+        attrs=attrs,
+        ctrl_deps=list(nd["ctrl_deps"]),
+        inputs=nd["inputs"],
+        outputs=nd["outputs"],
         start_time_micros=nd["start_time_micros"],
     )
 
@@ -51,21 +62,37 @@ def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) 
     for key in _WORKLOAD_INTS:
         v = node.attrs.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise TraceFormatError(f"attribute {key} holds {v!r}, not an integer", path=str(path), rank=rank,
-                                   node=node.id, hint="Chakra readers take comm_* attributes as integers")
+            raise TraceFormatError(
+                f"attribute {key} holds {v!r}, not an integer",
+                path=str(path),
+                rank=rank,
+                node=node.id,
+                hint="Chakra readers take comm_* attributes as integers",
+            )
     if node.comm_size is not None and node.comm_size < 0:
-        raise TraceFormatError(f"attribute comm_size = {node.comm_size} is out of range", path=str(path), rank=rank,
-                               node=node.id, hint="comm_size is a byte count >= 0")
+        raise TraceFormatError(
+            f"attribute comm_size = {node.comm_size} is out of range",
+            path=str(path),
+            rank=rank,
+            node=node.id,
+            hint="comm_size is a byte count >= 0",
+        )
     if node.type in (NodeType.SEND, NodeType.RECV):
         key = "comm_dst" if node.type == NodeType.SEND else "comm_src"
         peer = node.attrs.get(key)
         if isinstance(peer, int) and not 0 <= peer < ranks:
-            raise TraceFormatError(f"attribute {key} = {peer} is not a rank of 0..{ranks - 1}", path=str(path),
-                                   rank=rank, node=node.id, hint="a message goes to or comes from a rank of the set")
+            raise TraceFormatError(
+                f"attribute {key} = {peer} is not a rank of 0..{ranks - 1}",
+                path=str(path),
+                rank=rank,
+                node=node.id,
+                hint="a message goes to or comes from a rank of the set",
+            )
 
 
-def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
-                        ) -> tuple[list[WorkloadNode], str, dict[str, Any], list[tuple[int, int, int]]]:
+def _read_workload_rank(
+    data: bytes, path: Path, rank: int, ranks: int = 1 << 31
+) -> tuple[list[WorkloadNode], str, dict[str, Any], list[tuple[int, int, int]]]:
     starts, ends = frame_file(data, path, rank)
     version, attrs = metadata(data, starts[0], ends[0], path, rank)
     nodes = []
@@ -74,14 +101,28 @@ def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
         try:
             nd = decode_node(data, s, e)
         except WireError as exc:
-            raise TraceFormatError(f"malformed node message: {exc} (byte {exc.pos})", path=str(path), rank=rank,
-                                   hint="the file is truncated or corrupt") from None
+            raise TraceFormatError(
+                f"malformed node message: {exc} (byte {exc.pos})",
+                path=str(path),
+                rank=rank,
+                hint="the file is truncated or corrupt",
+            ) from None
         if not 1 <= nd["type"] <= 7:
-            raise TraceFormatError(f"unknown node type {nd['type']}", path=str(path), rank=rank, node=nd["id"],
-                                   hint="Chakra node types are 1..7")
+            raise TraceFormatError(
+                f"unknown node type {nd['type']}",
+                path=str(path),
+                rank=rank,
+                node=nd["id"],
+                hint="Chakra node types are 1..7",
+            )
         if nd["id"] in seen:
-            raise TraceFormatError("duplicate node id", path=str(path), rank=rank, node=nd["id"],
-                                   hint="node ids must be unique within a rank file")
+            raise TraceFormatError(
+                "duplicate node id",
+                path=str(path),
+                rank=rank,
+                node=nd["id"],
+                hint="node ids must be unique within a rank file",
+            )
         seen.add(nd["id"])
         nodes.append(_workload_node(nd))
     dangling: list[tuple[int, int, int]] = []
@@ -97,8 +138,13 @@ def _read_workload_rank(data: bytes, path: Path, rank: int, ranks: int = 1 << 31
         if node.type in (NodeType.SEND, NodeType.RECV):
             need = "comm_dst" if node.type == NodeType.SEND else "comm_src"
             if node.attrs.get(need) is None:
-                raise TraceFormatError(f"{node.type.name} node has no {need} attribute", path=str(path),
-                                       rank=rank, node=node.id, hint=f"every {node.type.name} needs {need} (int32)")
+                raise TraceFormatError(
+                    f"{node.type.name} node has no {need} attribute",
+                    path=str(path),
+                    rank=rank,
+                    node=node.id,
+                    hint=f"every {node.type.name} needs {need} (int32)",
+                )
         _check_workload_node(node, ranks, path, rank)
     return nodes, version, attrs, dangling
 
@@ -136,9 +182,18 @@ def read_workload(prefix: str | os.PathLike[str]) -> Workload:
 
 #: Exact oneof typing of the attributes ASTRA-sim reads in a workload (chakra-et.md §4.3, §7).
 WORKLOAD_TYPING: dict[str, str] = {
-    "is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": "uint64_val", "tensor_loc": "int32_val",
-    "comm_type": "int64_val", "comm_priority": "int32_val", "comm_size": "int64_val", "comm_src": "int32_val",
-    "comm_dst": "int32_val", "comm_tag": "int32_val", "pg_name": "string_val", "involved_dim": "bool_list",
+    "is_cpu_op": "bool_val",
+    "num_ops": "int64_val",
+    "tensor_size": "uint64_val",
+    "tensor_loc": "int32_val",
+    "comm_type": "int64_val",
+    "comm_priority": "int32_val",
+    "comm_size": "int64_val",
+    "comm_src": "int32_val",
+    "comm_dst": "int32_val",
+    "comm_tag": "int32_val",
+    "pg_name": "string_val",
+    "involved_dim": "bool_list",
 }
 
 
@@ -204,20 +259,27 @@ def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
             raise UsageError(f"workload rank {rank}, node {node.id}: attribute {key!r}: {exc}") from None
     try:
         return encode_node(
-            id=node.id, name=node.name, type=int(node.type), data_deps=data_deps, ctrl_deps=ctrl_deps,
-            duration_micros=max(int(node.duration_micros or 0), 0), attrs=typed,
+            id=node.id,
+            name=node.name,
+            type=int(node.type),
+            data_deps=data_deps,
+            ctrl_deps=ctrl_deps,
+            duration_micros=max(int(node.duration_micros or 0), 0),
+            attrs=typed,
             # dependencies read as ctrl_deps stay ctrl_deps (a file is rewritten as it was read);
             # collhub's own dependencies are data_deps, which every Chakra reader honours
-            start_time_micros=max(int(node.start_time_micros or 0), 0), inputs=node.inputs, outputs=node.outputs,
+            start_time_micros=max(int(node.start_time_micros or 0), 0),
+            inputs=node.inputs,
+            outputs=node.outputs,
         )
     except TypeError as exc:  # a value infer_typed cannot store
-        raise UsageError(f"workload rank {rank}, node {node.id}: {exc}",
-                         hint="attribute values must be bool, int, float, str, bytes or lists of one of those"
-                         ) from None
+        raise UsageError(
+            f"workload rank {rank}, node {node.id}: {exc}",
+            hint="attribute values must be bool, int, float, str, bytes or lists of one of those",
+        ) from None
 
 
-def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,
-                   attributes: Attributes = "profile") -> list[Path]:
+def write_workload(wl: Workload, prefix: str | os.PathLike[str], *, attributes: Attributes = "profile") -> list[Path]:
     """Write ``wl`` as ``<prefix>.<rank>.et`` files (GlobalMetadata ``version`` = ``wl.version``).
 
     Nodes are written the same way in both attribute sets, with ASTRA-sim's typing. With
@@ -234,8 +296,11 @@ def write_workload(wl: Workload, prefix: str | os.PathLike[str], *,
         if attributes == "astrasim":
             for nd in nodes:
                 if nd.type == NodeType.COLL and nd.comm_type not in known:
-                    raise ExportError(f"workload rank {rank}, node {nd.id}: comm_type {nd.comm_type} is not a "
-                                      "Chakra CollectiveCommType", hint=f"ASTRA-sim knows {sorted(known)}")
+                    raise ExportError(
+                        f"workload rank {rank}, node {nd.id}: comm_type {nd.comm_type} is not a "
+                        "Chakra CollectiveCommType",
+                        hint=f"ASTRA-sim knows {sorted(known)}",
+                    )
         attrs = [(P.META.WORKLOAD, TypedValue("string_val", wl.name))] if wl.name and attributes == "profile" else []
         meta = delimit(encode_global_metadata(wl.version or P.ET_VERSION, attrs))
         body = b"".join(delimit(encode_workload_node(nd, rank)) for nd in nodes)

@@ -24,13 +24,15 @@ def process_groups(wl: Workload) -> list[dict[str, Any]]:
         if node.type != NodeType.METADATA or not node.inputs:
             continue
         for entry in _pg_entries(node.inputs.get("values", "")):
-            groups.append({
-                "pg_name": str(entry.get("pg_name", "")),
-                "desc": str(entry.get("pg_desc", "")),
-                "ranks": [int(r) for r in entry.get("ranks", []) if isinstance(r, int)],
-                "group_size": entry.get("group_size"),
-                "backend": str(entry.get("backend_config", "")),
-            })
+            groups.append(
+                {
+                    "pg_name": str(entry.get("pg_name", "")),
+                    "desc": str(entry.get("pg_desc", "")),
+                    "ranks": [int(r) for r in entry.get("ranks", []) if isinstance(r, int)],
+                    "group_size": entry.get("group_size"),
+                    "backend": str(entry.get("backend_config", "")),
+                }
+            )
     return groups
 
 
@@ -122,15 +124,27 @@ def workload_summary(wl: Workload) -> dict[str, Any]:
                 if n.name.startswith(_COLL_PREFIXES):
                     comp_colls[n.name] = comp_colls.get(n.name, 0) + 1
         length, chain = _critical_path(nodes)
-        per_rank.append({"rank": rank, "nodes": len(nodes), "compute_us_gpu": gpu, "compute_us_cpu": cpu,
-                         "critical_path_us": length, "critical_path_nodes": len(chain),
-                         "critical_path_ends": [chain[0], chain[-1]] if chain else []})
+        per_rank.append(
+            {
+                "rank": rank,
+                "nodes": len(nodes),
+                "compute_us_gpu": gpu,
+                "compute_us_cpu": cpu,
+                "critical_path_us": length,
+                "critical_path_nodes": len(chain),
+                "critical_path_ends": [chain[0], chain[-1]] if chain else [],
+            }
+        )
     return {
-        "name": wl.name, "version": wl.version, "ranks": wl.rank_count, "nodes": wl.node_count(),
+        "name": wl.name,
+        "version": wl.version,
+        "ranks": wl.rank_count,
+        "nodes": wl.node_count(),
         "metadata": {k: v for k, v in wl.metadata.items() if isinstance(v, (str, int, float, bool))},
         "ops_by_type": dict(sorted(ops.items())),
-        "collectives": [{"kind": k, "comm_size": s, "pg_name": pg, "nodes": c}
-                        for (k, s, pg), c in sorted(colls.items())],
+        "collectives": [
+            {"kind": k, "comm_size": s, "pg_name": pg, "nodes": c} for (k, s, pg), c in sorted(colls.items())
+        ],
         "collectives_as_comp": dict(sorted(comp_colls.items())),
         "process_groups": process_groups(wl),
         "dangling_dependencies": len(wl.dangling),
@@ -157,11 +171,17 @@ def format_workload_summary(s: dict[str, Any]) -> str:
         return f"{min(vals)} .. {max(vals)}" if vals else "-"
 
     colls = ", ".join(_collective_text(c) for c in s["collectives"]) or "none"
-    pgs = ", ".join(f"{g['pg_name']} ({g['desc'] or '-'}, size {g['group_size']}, {g['backend'] or '-'})"
-                    for g in s["process_groups"]) or "none declared"
+    pgs = (
+        ", ".join(
+            f"{g['pg_name']} ({g['desc'] or '-'}, size {g['group_size']}, {g['backend'] or '-'})"
+            for g in s["process_groups"]
+        )
+        or "none declared"
+    )
     lines = [
         f"workload    {s['name'] or '(unnamed)'} (version {s['version'] or '-'}"
-        + (f", schema {s['metadata']['schema']}" if "schema" in s["metadata"] else "") + ")",
+        + (f", schema {s['metadata']['schema']}" if "schema" in s["metadata"] else "")
+        + ")",
         f"ranks       {s['ranks']}",
         f"nodes       {s['nodes']}: " + ", ".join(f"{k} {v}" for k, v in s["ops_by_type"].items()),
         f"collectives {colls}",
@@ -175,6 +195,7 @@ def format_workload_summary(s: dict[str, Any]) -> str:
         f"({span('critical_path_nodes')} nodes; communication not counted)",
     ]
     if s["dangling_dependencies"]:
-        lines.append(f"repaired    {s['dangling_dependencies']} dependencies on absent nodes dropped (treated as "
-                     "satisfied)")
+        lines.append(
+            f"repaired    {s['dangling_dependencies']} dependencies on absent nodes dropped (treated as satisfied)"
+        )
     return "\n".join(lines)

@@ -31,8 +31,9 @@ BATCH_NODES = 16384
 MAX_THREADS = 4
 
 
-def write_algorithm(alg: Algorithm, prefix: str | os.PathLike[str], *,
-                    attributes: Attributes = "profile") -> list[Path]:
+def write_algorithm(
+    alg: Algorithm, prefix: str | os.PathLike[str], *, attributes: Attributes = "profile"
+) -> list[Path]:
     """Write ``alg`` as ``<prefix>.<rank>.et`` files; return the paths.
 
     ``attributes`` chooses what goes on the wire:
@@ -90,8 +91,10 @@ def _metadata_messages(attrs0: list[tuple[str, Any]], ranks: int) -> list[bytes]
     k = next(i for i, (name, _v) in enumerate(attrs0) if name == P.META.RANK)
     before = encode_global_metadata(P.ET_VERSION, attrs0[:k])
     after = encode_global_metadata("", attrs0[k + 1 :])
-    return [delimit(before + encode_global_metadata("", [(P.META.RANK, TypedValue("int32_val", r))]) + after)
-            for r in range(ranks)]
+    return [
+        delimit(before + encode_global_metadata("", [(P.META.RANK, TypedValue("int32_val", r))]) + after)
+        for r in range(ranks)
+    ]
 
 
 class _Ahead:
@@ -99,8 +102,13 @@ class _Ahead:
     the pool's threads: the compiled encoder releases the GIL); a batch is dropped once its last
     rank was taken, so a set costs memory for the batches in flight, not for all files."""
 
-    def __init__(self, encode: Callable[[list[int]], list[bytes]], batches: list[list[int]],
-                 pool: ThreadPoolExecutor | None, window: int) -> None:
+    def __init__(
+        self,
+        encode: Callable[[list[int]], list[bytes]],
+        batches: list[list[int]],
+        pool: ThreadPoolExecutor | None,
+        window: int,
+    ) -> None:
         self.encode = encode
         self.batches = batches
         self.pool = pool

@@ -269,16 +269,20 @@ class CollhubGroup(typer_core.TyperGroup):
                 formatter.write_dl(plugin_rows)
         if summaries is None:
             with formatter.section("Plugin commands" if not plugin_rows else "Other plugin commands"):
-                formatter.write_text("not indexed yet: run `collhub plugins list` once to list the commands of "
-                                     "the installed plugins (help imports no plugin code)")
+                formatter.write_text(
+                    "not indexed yet: run `collhub plugins list` once to list the commands of "
+                    "the installed plugins (help imports no plugin code)"
+                )
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         dist = OPTIONAL_COMMANDS.get(args[0]) if args else None
         if dist is not None and self.get_command(ctx, args[0]) is None:
             from ..errors import UsageError
 
-            raise UsageError(f"`collhub {args[0]}` comes from the {dist} distribution, which is not installed",
-                             hint=f"pip install {dist} (from a checkout: pip install -e {args[0]}/)")
+            raise UsageError(
+                f"`collhub {args[0]}` comes from the {dist} distribution, which is not installed",
+                hint=f"pip install {dist} (from a checkout: pip install -e {args[0]}/)",
+            )
         try:
             return self._click_resolve_command(ctx, args)
         except typer_core._click.exceptions.UsageError as e:
@@ -332,8 +336,12 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool | None = typer.Option(
-        None, "--version", "-V", help="Show collhub's and every plugin's version and location.",
-        callback=_version_callback, is_eager=True,
+        None,
+        "--version",
+        "-V",
+        help="Show collhub's and every plugin's version and location.",
+        callback=_version_callback,
+        is_eager=True,
     ),
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:

@@ -32,8 +32,10 @@ def show_graph(obj: object, fmt: GraphFormat, rank: int | None, dest: Path | Non
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise UsageError("--graph svg needs matplotlib",
-                             hint="pip install 'collhub[plot]', or use --graph dot and Graphviz: dot -Tsvg") from None
+            raise UsageError(
+                "--graph svg needs matplotlib",
+                hint="pip install 'collhub[plot]', or use --graph dot and Graphviz: dot -Tsvg",
+            ) from None
     text = {GraphFormat.dot: to_dot, GraphFormat.graphml: to_graphml, GraphFormat.svg: to_svg}[fmt](obj, rank)
     if dest is None:
         out(text.rstrip("\n"))

@@ -24,7 +24,10 @@ class OutputFormat(StrEnum):
 
 
 FORMAT_OPTION = typer.Option(
-    OutputFormat.table, "--format", "-f", help="Output format: human-readable table or JSON on stdout.",
+    OutputFormat.table,
+    "--format",
+    "-f",
+    help="Output format: human-readable table or JSON on stdout.",
     case_sensitive=False,
 )
 

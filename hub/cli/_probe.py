@@ -28,7 +28,7 @@ _MAX_RETRIES = 8
 
 
 def _last_loading(stderr: str) -> tuple[str, str, str] | None:
-    lines = [line[len(_MARK):] for line in stderr.splitlines() if line.startswith(_MARK)]
+    lines = [line[len(_MARK) :] for line in stderr.splitlines() if line.startswith(_MARK)]
     if not lines:
         return None
     dist, version, label = (lines[-1].split("\t") + ["", "", ""])[:3]
@@ -107,12 +107,21 @@ def _probe_child() -> dict[str, Any]:
     for _ in range(_MAX_RETRIES):
         with tempfile.TemporaryDirectory(prefix="collhub-probe-") as tmp:
             out = Path(tmp) / "plugins.json"
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
-                       COLLHUB_DISABLE_PLUGINS=",".join(disabled))
+            env = dict(
+                os.environ,
+                PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+                COLLHUB_DISABLE_PLUGINS=",".join(disabled),
+            )
             try:
-                proc = subprocess.run([sys.executable, "-m", "hub.plugins._probe", str(out)], env=env, text=True,
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      timeout=PROBE_TIMEOUT_S)
+                proc = subprocess.run(
+                    [sys.executable, "-m", "hub.plugins._probe", str(out)],
+                    env=env,
+                    text=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    timeout=PROBE_TIMEOUT_S,
+                )
                 stderr, code = proc.stderr, proc.returncode
             except subprocess.TimeoutExpired as exc:
                 stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
@@ -123,17 +132,28 @@ def _probe_child() -> dict[str, Any]:
                 break
         culprit = _last_loading(stderr)
         if culprit is None:
-            raise PluginLoadError("listing the plugins failed: the probe process "
-                                  + ("timed out" if code is None else f"exited with status {code}"),
-                                  hint="run `collhub --debug plugins doctor` to load them in this process")
+            raise PluginLoadError(
+                "listing the plugins failed: the probe process "
+                + ("timed out" if code is None else f"exited with status {code}"),
+                hint="run `collhub --debug plugins doctor` to load them in this process",
+            )
         dist, version, label = culprit
         why = f"did not finish within {PROBE_TIMEOUT_S:g} s" if code is None else f"ended the process (status {code})"
-        dead.append({"distribution": dist, "version": version, "entry_point": label, "error_type": "PluginLoadError",
-                     "error": f"plugin {label.split(' = ')[0]!r} from {dist} {version} {why} while being imported"})
+        dead.append(
+            {
+                "distribution": dist,
+                "version": version,
+                "entry_point": label,
+                "error_type": "PluginLoadError",
+                "error": f"plugin {label.split(' = ')[0]!r} from {dist} {version} {why} while being imported",
+            }
+        )
         disabled.append(dist)
     else:
-        raise PluginLoadError("listing the plugins failed: too many plugins end the process at import",
-                              hint="set COLLHUB_LOAD_PLUGINS to the plugins you need")
+        raise PluginLoadError(
+            "listing the plugins failed: too many plugins end the process at import",
+            hint="set COLLHUB_LOAD_PLUGINS to the plugins you need",
+        )
     if "error" in doc:  # strict mode: the first load error, as the child raised it
         raise PluginLoadError(doc["error"]["message"], hint=doc["error"].get("hint"))
     doc["broken"] = list(doc.get("broken", [])) + dead
@@ -145,4 +165,3 @@ def _relay(stderr: str) -> None:
     rest = [line for line in stderr.splitlines() if not line.startswith(_MARK)]
     if rest:
         sys.stderr.write("\n".join(rest) + "\n")
-

@@ -48,8 +48,13 @@ def _fit(header: list[str], widths: list[int], fixed: set[int], limit: int) -> t
     return keep, dropped
 
 
-def print_run_table(rows: Callable[[], Iterable[dict[str, Any]]], variables: list[str], title: str,
-                    file: TextIO | None = None, width: int | None = None) -> None:
+def print_run_table(
+    rows: Callable[[], Iterable[dict[str, Any]]],
+    variables: list[str],
+    title: str,
+    file: TextIO | None = None,
+    width: int | None = None,
+) -> None:
     """Print the table of ``rows()`` (called twice: measure, then print) to ``file`` (stdout)."""
     file = file or sys.stdout
     metrics: dict[str, None] = {}
@@ -88,15 +93,20 @@ def print_run_table(rows: Callable[[], Iterable[dict[str, Any]]], variables: lis
         return left + mid.join(fill * (widths[i] + 2) for i in keep) + right
 
     line_w = sum(widths[i] + 3 for i in keep) + 1
-    out = [title.center(line_w).rstrip(), rule("┏", "┳", "┓", "━"),
-           "┃" + "┃".join(f" {header[i].ljust(widths[i]) if i in text_cols else header[i].rjust(widths[i])} "
-                          for i in keep) + "┃",
-           rule("┡", "╇", "┩", "━")]
+    out = [
+        title.center(line_w).rstrip(),
+        rule("┏", "┳", "┓", "━"),
+        "┃"
+        + "┃".join(f" {header[i].ljust(widths[i]) if i in text_cols else header[i].rjust(widths[i])} " for i in keep)
+        + "┃",
+        rule("┡", "╇", "┩", "━"),
+    ]
     file.write("\n".join(out) + "\n")
     for r in rows():
         cells = table_cells(r, cols, variables, show_consumer)
         file.write("│" + "│".join(f" {cut(i, cells[i])} " for i in keep) + "│\n")
     file.write(rule("└", "┴", "┘", "─") + "\n")
     if dropped:
-        file.write(f"({len(dropped)} column(s) left out to fit {width} columns: {', '.join(dropped)}; "
-                   "see results.md)\n")
+        file.write(
+            f"({len(dropped)} column(s) left out to fit {width} columns: {', '.join(dropped)}; see results.md)\n"
+        )

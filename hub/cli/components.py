@@ -38,9 +38,12 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             issue = exc.issues[0] if exc.issues else None
             detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
             shown = raw if len(raw) <= 60 else raw[:60] + "..."
-            raise UsageError(f"--set {key}: value {shown!r} is not valid YAML ({detail})",
-                             hint=exc.hint if exc.hint and "limit" in exc.hint else
-                             "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'") from None
+            raise UsageError(
+                f"--set {key}: value {shown!r} is not valid YAML ({detail})",
+                hint=exc.hint
+                if exc.hint and "limit" in exc.hint
+                else "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'",
+            ) from None
         node = params
         parts = key.split(".")
         for part in parts[:-1]:
@@ -123,15 +126,19 @@ def transform(
     manager.component(component)  # unknown id fails before any file is read
     obj = read_trace(in_prefix)
     if not isinstance(obj, Algorithm):
-        raise UsageError(f"{in_prefix}: is a workload trace; transforms take an algorithm",
-                         hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX")
+        raise UsageError(
+            f"{in_prefix}: is a workload trace; transforms take an algorithm",
+            hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX",
+        )
     new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, new, _write(new, out_prefix), fmt)
 
 
 _SIZE_HELP = "nccl-tests -b/-e/-f/-i: sweep the consumer's size from MIN to MAX bytes (one row per size)."
-_FACTOR_HELP = ("nccl-tests -f: multiply the size by this integer (default 2). "
-                "For compatibility, -f table|json still selects the output format.")
+_FACTOR_HELP = (
+    "nccl-tests -f: multiply the size by this integer (default 2). "
+    "For compatibility, -f table|json still selects the output format."
+)
 
 
 def consume(
@@ -139,15 +146,29 @@ def consume(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", case_sensitive=False,
-                                     help="Output format: human-readable table or JSON on stdout."),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.table,
+        "--format",
+        case_sensitive=False,
+        help="Output format: human-readable table or JSON on stdout.",
+    ),
     timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
     min_bytes: str | None = typer.Option(None, "--min-bytes", "-b", metavar="SIZE", help=_SIZE_HELP),  # noqa: UP007
-    max_bytes: str | None = typer.Option(None, "--max-bytes", "-e", metavar="SIZE",  # noqa: UP007
-                                            help="nccl-tests -e: the largest size (default: -b)."),
+    max_bytes: str | None = typer.Option(
+        None,
+        "--max-bytes",
+        "-e",
+        metavar="SIZE",  # noqa: UP007
+        help="nccl-tests -e: the largest size (default: -b).",
+    ),
     factor: str | None = typer.Option(None, "-f", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
-    step: str | None = typer.Option(None, "--step-bytes", "-i", metavar="SIZE",  # noqa: UP007
-                                       help="nccl-tests -i: add this many bytes per step instead of multiplying."),
+    step: str | None = typer.Option(
+        None,
+        "--step-bytes",
+        "-i",
+        metavar="SIZE",  # noqa: UP007
+        help="nccl-tests -i: add this many bytes per step instead of multiplying.",
+    ),
 ) -> None:
     """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size).
 
@@ -188,8 +209,9 @@ def consume(
         err(f"warning: {w}")
 
 
-def _size_sweep(params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None,
-                step: str | None) -> list[Any] | None:
+def _size_sweep(
+    params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None, step: str | None
+) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
     from .._ranges import range_values
     from ..pipeline._limits import limit
@@ -210,8 +232,10 @@ def _size_sweep(params: dict[str, Any], min_bytes: str | None, max_bytes: str | 
         try:
             spec["factor"] = int(factor) if factor is not None else 2
         except ValueError:
-            raise UsageError(f"-f {factor!r} is not an integer factor (nor table/json)",
-                             hint="nccl-tests multiplies by an integer, e.g. -f 2") from None
+            raise UsageError(
+                f"-f {factor!r} is not an integer factor (nor table/json)",
+                hint="nccl-tests multiplies by an integer, e.g. -f 2",
+            ) from None
     try:
         return range_values("size", spec, limit("points"))
     except UsageError as exc:
@@ -228,8 +252,17 @@ def _sweeps_itself(spec: Any) -> bool:
     return "max_size" in fields and "factor" in fields
 
 
-def _consume_sizes(manager: Any, component: str, obj: Any, prefix: str, params: dict[str, Any], sizes: list[Any],
-                   workdir: Path, fmt: OutputFormat, timeout: float | None) -> None:
+def _consume_sizes(
+    manager: Any,
+    component: str,
+    obj: Any,
+    prefix: str,
+    params: dict[str, Any],
+    sizes: list[Any],
+    workdir: Path,
+    fmt: OutputFormat,
+    timeout: float | None,
+) -> None:
     """One consumer call per size; a table row (or a JSON object) per size, as nccl-tests prints."""
     from .._units import parse_size
 
@@ -237,16 +270,31 @@ def _consume_sizes(manager: Any, component: str, obj: Any, prefix: str, params: 
     for size in sizes:
         results.append(manager.run_consumer(component, obj, {**params, "size": size}, _ctx(workdir), timeout=timeout))
     if fmt == OutputFormat.json:
-        emit_json({"component": component, "prefix": prefix,
-                   "rows": [{"size": s, "size_bytes": parse_size(s), **r.model_dump(mode="json")}
-                            for s, r in zip(sizes, results, strict=True)]})
+        emit_json(
+            {
+                "component": component,
+                "prefix": prefix,
+                "rows": [
+                    {"size": s, "size_bytes": parse_size(s), **r.model_dump(mode="json")}
+                    for s, r in zip(sizes, results, strict=True)
+                ],
+            }
+        )
         return
     names = [k for k in ("time_us", "algbw_GBps", "busbw_GBps") if any(k in r.metrics for r in results)]
     if not names:  # a consumer without the nccl-tests columns: its numeric metrics, in its order
-        names = list(dict.fromkeys(k for r in results for k, v in r.metrics.items()
-                                   if isinstance(v, (int, float)) and not isinstance(v, bool)))[:6]
+        names = list(
+            dict.fromkeys(
+                k
+                for r in results
+                for k, v in r.metrics.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            )
+        )[:6]
     out(f"{component}: {prefix}")
-    rows = [(parse_size(s), s, *(_fmt(r.metrics.get(k, "")) for k in names)) for s, r in zip(sizes, results, strict=True)]
+    rows = [
+        (parse_size(s), s, *(_fmt(r.metrics.get(k, "")) for k in names)) for s, r in zip(sizes, results, strict=True)
+    ]
     out(table(["size (B)", "size", *names], rows, indent=2))
     for s, r in zip(sizes, results, strict=True):
         for w in r.warnings:

@@ -57,8 +57,13 @@ def _debug() -> bool:
 @app.command("validate")
 def validate_command(
     file: Path = FILE_ARG,
-    format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
-                                        help="table: one issue per line; json: an object on stdout."),
+    format: OutputFormat = typer.Option(
+        OutputFormat.table,
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="table: one issue per line; json: an object on stdout.",
+    ),
 ) -> None:
     """Check a pipeline file (structure, components, params at every matrix point); exit 3 on issues.
 
@@ -81,16 +86,33 @@ def validate_command(
     model = vp.model
     runs = _row_count(vp)
     if format == OutputFormat.json:
-        emit_json({"file": str(file), "valid": True, "issues": [], "sources": list(model.sources),
-                   "consumers": list(model.consumers), "points": len(vp.points), "rows": runs})
+        emit_json(
+            {
+                "file": str(file),
+                "valid": True,
+                "issues": [],
+                "sources": list(model.sources),
+                "consumers": list(model.consumers),
+                "points": len(vp.points),
+                "rows": runs,
+            }
+        )
     else:
-        out(f"{file}: ok ({len(model.sources)} source(s) x {len(vp.points)} point(s) x "
-            f"{len(model.consumers)} consumer(s) = {runs} row(s))")
+        out(
+            f"{file}: ok ({len(model.sources)} source(s) x {len(vp.points)} point(s) x "
+            f"{len(model.consumers)} consumer(s) = {runs} row(s))"
+        )
 
 
 def _issue_dict(issue: Any) -> dict[str, Any]:
-    return {"file": issue.file, "line": issue.line, "column": issue.column, "path": issue.path,
-            "message": issue.message, "hint": issue.hint}
+    return {
+        "file": issue.file,
+        "line": issue.line,
+        "column": issue.column,
+        "path": issue.path,
+        "message": issue.message,
+        "hint": issue.hint,
+    }
 
 
 def _row_count(vp: Any) -> int:
@@ -147,8 +169,9 @@ def graph_text(model: Any, fmt: str) -> str:
     lines = []
     for sname, src in model.sources.items():
         chain = [f"{sname} ({src.producer})", *(t.use for t in src.transforms)]
-        targets = [f"{c} ({cons.use})" for c, cons in model.consumers.items()
-                   if cons.sources is None or sname in cons.sources]
+        targets = [
+            f"{c} ({cons.use})" for c, cons in model.consumers.items() if cons.sources is None or sname in cons.sources
+        ]
         lines.append(" -> ".join(chain) + (" -> " + ", ".join(targets) if targets else ""))
     if model.matrix:
         from .._ranges import is_range, range_count
@@ -158,6 +181,7 @@ def graph_text(model: Any, fmt: str) -> str:
                 return range_count(name, v) if is_range(v) else len(v)
             except Exception:  # noqa: BLE001 - graph reads pass 1 only; a bad range shows as '?'
                 return "?"
+
         lines.append("matrix: " + " x ".join(f"{k}[{count(k, v)}]" for k, v in model.matrix.items()))
     return "\n".join(lines)
 
@@ -165,8 +189,9 @@ def graph_text(model: Any, fmt: str) -> str:
 @app.command("graph")
 def graph_command(
     file: Path = FILE_ARG,
-    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", "-f", case_sensitive=False,
-                                       help="mermaid, dot (Graphviz) or text."),
+    format: GraphFormat = typer.Option(
+        GraphFormat.mermaid, "--format", "-f", case_sensitive=False, help="mermaid, dot (Graphviz) or text."
+    ),
 ) -> None:
     """Print the pipeline's graph: sources -> transforms -> consumers.
 
@@ -179,28 +204,58 @@ def graph_command(
 
 def run_command(
     file: Path = FILE_ARG,
-    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1,  # noqa: UP007 - Typer needs Optional
-                                       help="Worker processes (default: CPU count; 1 runs serially)."),
-    out_dir: str | None = typer.Option(None, "--out", "-o",  # noqa: UP007 - str: '' must stay visible
-                                           help="Run directory (default: the file's output:, else runs/<name>)."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."),
-    format: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
-                                        help="table: results table on stdout; json: the results document."),
-    timeout: float | None = typer.Option(None, "--timeout", min=0.001,  # noqa: UP007
-                                            help="Seconds before a component call is stopped (steps may set "
-                                            "their own timeout:)."),
-    executor: ExecutorKind = typer.Option(ExecutorKind.local, "--executor", case_sensitive=False,
-                                          help="local: worker processes here; dask: a Dask cluster "
-                                          "(pip install 'collhub[dask]')."),
-    scheduler: str | None = typer.Option(None, "--scheduler", metavar="ADDR",  # noqa: UP007
-                                            help="With --executor dask: the scheduler to use, tcp://HOST:PORT "
-                                            "(default: $COLLHUB_DASK_SCHEDULER, else a local cluster of --jobs "
-                                            "workers)."),
-    resume: bool = typer.Option(False, "--resume",
-                                help="Complete the run directory at --out: reuse its rows, compute the missing "
-                                "and changed ones (--resume=strict: refuse when a row changed)."),
-    resume_strict: bool = typer.Option(False, "--resume-strict", hidden=True,
-                                       help="The spelling --resume=strict arrives as."),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,  # noqa: UP007 - Typer needs Optional
+        help="Worker processes (default: CPU count; 1 runs serially).",
+    ),
+    out_dir: str | None = typer.Option(
+        None,
+        "--out",
+        "-o",  # noqa: UP007 - str: '' must stay visible
+        help="Run directory (default: the file's output:, else runs/<name>).",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an existing run directory instead of adding -2, -3, ..."
+    ),
+    format: OutputFormat = typer.Option(
+        OutputFormat.table,
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="table: results table on stdout; json: the results document.",
+    ),
+    timeout: float | None = typer.Option(
+        None,
+        "--timeout",
+        min=0.001,  # noqa: UP007
+        help="Seconds before a component call is stopped (steps may set their own timeout:).",
+    ),
+    executor: ExecutorKind = typer.Option(
+        ExecutorKind.local,
+        "--executor",
+        case_sensitive=False,
+        help="local: worker processes here; dask: a Dask cluster (pip install 'collhub[dask]').",
+    ),
+    scheduler: str | None = typer.Option(
+        None,
+        "--scheduler",
+        metavar="ADDR",  # noqa: UP007
+        help="With --executor dask: the scheduler to use, tcp://HOST:PORT "
+        "(default: $COLLHUB_DASK_SCHEDULER, else a local cluster of --jobs "
+        "workers).",
+    ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Complete the run directory at --out: reuse its rows, compute the missing "
+        "and changed ones (--resume=strict: refuse when a row changed).",
+    ),
+    resume_strict: bool = typer.Option(
+        False, "--resume-strict", hidden=True, help="The spelling --resume=strict arrives as."
+    ),
 ) -> None:
     """Run a pipeline: every source x matrix point x consumer; write the run directory.
 
@@ -221,8 +276,18 @@ def run_command(
         vp = validate_pipeline(file)
         progress = sys.stderr.isatty() and format != OutputFormat.json
         mode = "strict" if resume_strict else "auto" if resume else None
-        result = execute(vp, None if out_dir is None else Path(out_dir), jobs=jobs, force=force, progress=progress,
-                         debug=_debug(), timeout=timeout, resume=mode, executor=executor.value, scheduler=scheduler)
+        result = execute(
+            vp,
+            None if out_dir is None else Path(out_dir),
+            jobs=jobs,
+            force=force,
+            progress=progress,
+            debug=_debug(),
+            timeout=timeout,
+            resume=mode,
+            executor=executor.value,
+            scheduler=scheduler,
+        )
     if result.reuse is not None:
         _say_reuse(result.reuse)
     if format == OutputFormat.json:
@@ -261,18 +326,29 @@ def _say_reuse(reuse: Any) -> None:
 
 @app.command("plot")
 def plot_command(
-    run_dir: Path = typer.Argument(..., help="A run directory (or its results.json).", show_default=False,
-                                   metavar="RUN_DIR"),
-    metric: str = typer.Option("busbw_GBps", "--metric", "-m",
-                               help="Metric on the y axis: busbw_GBps, algbw_GBps, time_us, ..."),
-    x: str | None = typer.Option(None, "--x",  # noqa: UP007
-                                    help="Matrix variable on the x axis (default: size, else the first numeric)."),
-    panel: list[str] | None = typer.Option(None, "--panel",  # noqa: UP007
-                                              help="Variable with one subplot per value (repeatable; "
-                                              "default: every other varying variable; 'none': one panel)."),
-    out_file: Path | None = typer.Option(None, "--out", "-o",  # noqa: UP007
-                                            help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, "
-                                            "else RUN_DIR/results-METRIC.png)."),
+    run_dir: Path = typer.Argument(
+        ..., help="A run directory (or its results.json).", show_default=False, metavar="RUN_DIR"
+    ),
+    metric: str = typer.Option(
+        "busbw_GBps", "--metric", "-m", help="Metric on the y axis: busbw_GBps, algbw_GBps, time_us, ..."
+    ),
+    x: str | None = typer.Option(
+        None,
+        "--x",  # noqa: UP007
+        help="Matrix variable on the x axis (default: size, else the first numeric).",
+    ),
+    panel: list[str] | None = typer.Option(
+        None,
+        "--panel",  # noqa: UP007
+        help="Variable with one subplot per value (repeatable; "
+        "default: every other varying variable; 'none': one panel).",
+    ),
+    out_file: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",  # noqa: UP007
+        help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, else RUN_DIR/results-METRIC.png).",
+    ),
 ) -> None:
     """Plot a run's results: METRIC against a swept size, one line per source, one panel per network.
 

@@ -74,15 +74,24 @@ def list_plugins(
     store_command_cache([(str(n), str(h)) for n, h in doc.get("commands", [])])
     comps = [c for c in doc["components"] if kind is None or c["kind"] == kind]
     if fmt == OutputFormat.json:
-        emit_json({"plugins": doc["plugins"], "components": comps, "broken": doc["broken"],
-                   "skipped": doc["skipped"]})
+        emit_json({"plugins": doc["plugins"], "components": comps, "broken": doc["broken"], "skipped": doc["skipped"]})
     else:
-        out(table(["plugin", "distribution", "version", "components", "commands"],
-                  [(p["name"], p["distribution"], p["version"], len(p["components"]), ", ".join(p["commands"]) or "-")
-                   for p in doc["plugins"]]))
+        out(
+            table(
+                ["plugin", "distribution", "version", "components", "commands"],
+                [
+                    (p["name"], p["distribution"], p["version"], len(p["components"]), ", ".join(p["commands"]) or "-")
+                    for p in doc["plugins"]
+                ],
+            )
+        )
         out()
-        out(table(["component", "kind", "collectives", "summary"],
-                  [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in comps]))
+        out(
+            table(
+                ["component", "kind", "collectives", "summary"],
+                [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in comps],
+            )
+        )
         if doc["broken"]:
             out()
             out(f"broken plugins ({len(doc['broken'])}):")
@@ -99,7 +108,8 @@ def info(
     target: str = typer.Argument(..., metavar="ID_OR_NAME", help="A component id (hub.ring) or a plugin name."),
     remote: bool = typer.Option(False, "--remote", help="Show the registry's entry for plugin NAME instead."),
     registry: str | None = typer.Option(
-        None, "--registry", "-r", help="Registry URL for --remote (default: $COLLHUB_REGISTRY_URL or config)."),
+        None, "--registry", "-r", help="Registry URL for --remote (default: $COLLHUB_REGISTRY_URL or config)."
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Show a component's summary, collectives and params JSON Schema, or a plugin's details.
@@ -189,8 +199,9 @@ def doctor(fmt: OutputFormat = FORMAT_OPTION) -> None:
     except Exception as exc:  # noqa: BLE001 - pluggy.PluginValidationError
         problems.append({"where": "hooks", "problem": str(exc)})
     if fmt == OutputFormat.json:
-        emit_json({"ok": not problems, "plugins": len(manager.plugins()), "components_checked": checked,
-                   "problems": problems})
+        emit_json(
+            {"ok": not problems, "plugins": len(manager.plugins()), "components_checked": checked, "problems": problems}
+        )
     else:
         out(f"{len(manager.plugins())} plugin(s), {checked} component(s) checked")
         for p in problems:
@@ -236,8 +247,15 @@ def _remote_info(name: str, registry: str | None, fmt: OutputFormat) -> None:
         for c in latest.manifest.components
     ]
     if fmt == OutputFormat.json:
-        emit_json({"registry": base, "name": doc.name, "latest": doc.latest,
-                   "plugin": doc.model_dump(mode="json", by_alias=True), "components": components})
+        emit_json(
+            {
+                "registry": base,
+                "name": doc.name,
+                "latest": doc.latest,
+                "plugin": doc.model_dump(mode="json", by_alias=True),
+                "components": components,
+            }
+        )
         return
     m = latest.manifest
     out(f"{doc.name} {doc.latest}" + (f" ({m.display_name})" if m.display_name else "") + f"  [{base}]")
@@ -245,17 +263,38 @@ def _remote_info(name: str, registry: str | None, fmt: OutputFormat) -> None:
         out(f"  {latest.summary}")
     out(f"  plugin: {plugin}   lifecycle: {m.lifecycle}   keywords: {', '.join(m.keywords) or '-'}")
     out()
-    rows = [(v, "yes" if e.yanked else "no", e.requires_hub or "any", e.api_version, e.requires_python or "any",
-             len(e.files)) for v, e in _by_version(doc.versions)]
+    rows = [
+        (
+            v,
+            "yes" if e.yanked else "no",
+            e.requires_hub or "any",
+            e.api_version,
+            e.requires_python or "any",
+            len(e.files),
+        )
+        for v, e in _by_version(doc.versions)
+    ]
     out(table(["version", "yanked", "requires_hub", "api", "python", "files"], rows))
     out()
-    out(table(["version", "file", "sha256", "size"],
-              [(v, f.filename, f.hashes.get("sha256", "-"), f.size) for v,
-               e in _by_version(doc.versions) for f in e.files]))
+    out(
+        table(
+            ["version", "file", "sha256", "size"],
+            [
+                (v, f.filename, f.hashes.get("sha256", "-"), f.size)
+                for v, e in _by_version(doc.versions)
+                for f in e.files
+            ],
+        )
+    )
     out()
     out(f"components of {doc.latest}:")
-    out(table(["component", "kind", "collectives", "summary"],
-              [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in components], indent=2))
+    out(
+        table(
+            ["component", "kind", "collectives", "summary"],
+            [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in components],
+            indent=2,
+        )
+    )
 
 
 def _by_version(versions: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -273,10 +312,12 @@ def _by_version(versions: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @app.command("validate")
 def validate(
-    target: str = typer.Argument(..., metavar="PATH|DIST",
-                                 help="Plugin project directory, wheel file, or installed distribution name."),
-    imports: bool = typer.Option(False, "--imports",
-                                 help="Also import the registration hooks and compare them with the manifest."),
+    target: str = typer.Argument(
+        ..., metavar="PATH|DIST", help="Plugin project directory, wheel file, or installed distribution name."
+    ),
+    imports: bool = typer.Option(
+        False, "--imports", help="Also import the registration hooks and compare them with the manifest."
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Check a plugin's collhub-plugin.toml (exit 3 on problems).
@@ -300,8 +341,10 @@ def validate(
         if check.manifest is not None:
             comps = check.manifest.components
             rows = [(f"{check.manifest.plugin}.{c.name}", c.kind, ",".join(c.collectives) or "any") for c in comps]
-            out(f"  declares {len(comps)} component(s)"
-                + (f"; the code registers {len(check.registered)}" if check.imports_checked else ""))
+            out(
+                f"  declares {len(comps)} component(s)"
+                + (f"; the code registers {len(check.registered)}" if check.imports_checked else "")
+            )
             if rows:
                 out(table(["component", "kind", "collectives"], rows, indent=4))
         for p in check.problems:

@@ -16,8 +16,9 @@ from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
 
-REGISTRY_OPTION = typer.Option(None, "--registry", "-r",
-                               help="Registry URL (default: $COLLHUB_REGISTRY_URL or config).")
+REGISTRY_OPTION = typer.Option(
+    None, "--registry", "-r", help="Registry URL (default: $COLLHUB_REGISTRY_URL or config)."
+)
 
 
 def _client(registry: str | None, offline: bool = False) -> Any:
@@ -45,10 +46,7 @@ def search_command(
     if fmt == OutputFormat.json:
         emit_json({"query": query, "results": [p.model_dump(mode="json") for p in found]})
         return
-    rows = [
-        (p.name, p.latest, ", ".join(c.id for c in p.components), p.summary)
-        for p in found
-    ]
+    rows = [(p.name, p.latest, ", ".join(c.id for c in p.components), p.summary) for p in found]
     out(table(["plugin", "latest", "components", "summary"], rows) if rows else "no plugin matches")
 
 
@@ -79,10 +77,20 @@ def install_command(
 
         for p in plans:
             if (loc := editable_location(p.name)) is not None:
-                err(f"warning: {p.name} is installed here in editable mode from {loc}; installing would ask "
-                    "first (or need --force)")
-    rows = [{"name": p.name, "version": p.version, "file": p.file.filename, "sha256": p.file.hashes.get("sha256"),
-             "requires_hub": p.requires_hub} for p in plans]
+                err(
+                    f"warning: {p.name} is installed here in editable mode from {loc}; installing would ask "
+                    "first (or need --force)"
+                )
+    rows = [
+        {
+            "name": p.name,
+            "version": p.version,
+            "file": p.file.filename,
+            "sha256": p.file.hashes.get("sha256"),
+            "requires_hub": p.requires_hub,
+        }
+        for p in plans
+    ]
     if fmt == OutputFormat.json:
         emit_json({"dry_run": dry_run, "plugins": rows})
         return

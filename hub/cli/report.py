@@ -19,21 +19,31 @@ from ._output import OutputFormat, emit_json, err, out
 
 __all__ = ["report_command"]
 
-_EXPORT_HELP = ("Write the winners for a runtime: 'msccl DIR' writes MSCCL-IR files with minBytes/maxBytes set to "
-                "each winner's size range, and msccl.env with the environment lines that load them.")
+_EXPORT_HELP = (
+    "Write the winners for a runtime: 'msccl DIR' writes MSCCL-IR files with minBytes/maxBytes set to "
+    "each winner's size range, and msccl.env with the environment lines that load them."
+)
 
 
 def report_command(
-    run_dir: Path = typer.Argument(..., help="A run directory written by `collhub run` (or its results.json).",
-                                   show_default=False),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
-                                     help="table: one table per network and collective; json: the report on stdout."),
-    out_dir: Path | None = typer.Option(None, "--out", "-o", help="Write report.json/.md/.png here "
-                                           "(default: the run directory)."),
+    run_dir: Path = typer.Argument(
+        ..., help="A run directory written by `collhub run` (or its results.json).", show_default=False
+    ),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.table,
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="table: one table per network and collective; json: the report on stdout.",
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out", "-o", help="Write report.json/.md/.png here (default: the run directory)."
+    ),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw report.png (needs matplotlib)."),
     export: tuple[str, Path] | None = typer.Option(None, "--export", metavar="KIND DIR", help=_EXPORT_HELP),
-    target: str = typer.Option("msccl-executor-nccl", "--target",
-                               help="MSCCL runtime of --export: msccl-executor-nccl, rccl or msccl-legacy."),
+    target: str = typer.Option(
+        "msccl-executor-nccl", "--target", help="MSCCL runtime of --export: msccl-executor-nccl, rccl or msccl-legacy."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace an existing --export directory."),
 ) -> None:
     """Per network and collective: the best algorithm at each size and the crossovers (report.json/.md/.png).
@@ -51,16 +61,23 @@ def report_command(
     try:
         written = write_report(source, out_dir, plot=plot)
     except OSError as exc:  # e.g. a read-only run directory
-        raise UsageError(f"cannot write the report into {out_dir or source}: {exc.strerror or exc}",
-                         hint="pass --out DIR to write it elsewhere") from None
+        raise UsageError(
+            f"cannot write the report into {out_dir or source}: {exc.strerror or exc}",
+            hint="pass --out DIR to write it elsewhere",
+        ) from None
     outcome = None
     if export is not None:
         from ..report import export_msccl
 
         outcome = export_msccl(run_dir, export[1], target=target, force=force, ans=ans)
     if fmt == OutputFormat.json:
-        emit_json({**ans.as_dict(), "files": {k: str(v) for k, v in written.items()},
-                   "export": outcome.as_dict() if outcome is not None else None})
+        emit_json(
+            {
+                **ans.as_dict(),
+                "files": {k: str(v) for k, v in written.items()},
+                "export": outcome.as_dict() if outcome is not None else None,
+            }
+        )
     else:
         _print_tables(ans)
         out("wrote " + ", ".join(str(p) for p in written.values()))
@@ -84,12 +101,18 @@ def _print_tables(ans: Any) -> None:
     for st in ans.studies:
         table = Table(title=st.title, title_justify="left")
         for h in ("size", "winner", "time (µs)", "busbw (GB/s)", "runner-up", "× faster"):
-            table.add_column(h, justify="right" if h in ("size", "time (µs)", "busbw (GB/s)", "× faster") else "left",
-                             no_wrap=True)
+            table.add_column(
+                h, justify="right" if h in ("size", "time (µs)", "busbw (GB/s)", "× faster") else "left", no_wrap=True
+            )
         for b in st.best:
-            table.add_row(exact_size(b.size_bytes), b.source, f"{b.time_us:.3f}",
-                          f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-", b.runner_up or "-",
-                          f"{b.margin:.2f}" if b.margin is not None else "-")
+            table.add_row(
+                exact_size(b.size_bytes),
+                b.source,
+                f"{b.time_us:.3f}",
+                f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-",
+                b.runner_up or "-",
+                f"{b.margin:.2f}" if b.margin is not None else "-",
+            )
         console.print(table)
         if st.crossovers:
             for c in st.crossovers:

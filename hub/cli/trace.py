@@ -23,8 +23,9 @@ def show(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     fmt: OutputFormat = FORMAT_OPTION,
     graph: GraphFormat | None = typer.Option(None, "--graph", help="Draw the DAG instead: dot, graphml or svg."),
-    rank: int | None = typer.Option(None, "--rank", min=0, help="With --graph: only this rank (default: all, "
-                                       "with message edges)."),
+    rank: int | None = typer.Option(
+        None, "--rank", min=0, help="With --graph: only this rank (default: all, with message edges)."
+    ),
     graph_out: Path | None = typer.Option(None, "--out", "-o", help="With --graph: write here, not to stdout."),
 ) -> None:
     """Summarise a trace: collective, ranks, nodes, messages, bytes; or draw its DAG (--graph).
@@ -60,10 +61,15 @@ def show(
 @app.command("verify")
 def verify(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Algorithm trace prefix."),
-    level: str = typer.Option("semantics", "--level", "-l",
-                              help="Deepest check: structure, progress or semantics (each includes the previous)."),
-    max_problems: int = typer.Option(50, "--max-problems", min=1, metavar="N",
-                                     help="List at most N problems (all are counted)."),
+    level: str = typer.Option(
+        "semantics",
+        "--level",
+        "-l",
+        help="Deepest check: structure, progress or semantics (each includes the previous).",
+    ),
+    max_problems: int = typer.Option(
+        50, "--max-problems", min=1, metavar="N", help="List at most N problems (all are counted)."
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Check that a trace is well formed, deadlock free and computes its collective (exit 3 if not).
@@ -81,16 +87,20 @@ def verify(
     report = run_verify(alg, level=level, max_problems=max_problems)
     problems = list(report.problems)
     if fmt == OutputFormat.json:
-        emit_json({
-            "prefix": prefix,
-            "ok": bool(report.ok),
-            "levels_checked": list(report.levels_checked),
-            "not_checked": dict(report.not_checked),
-            "notes": list(report.notes),
-            "problem_count": report.problem_count,
-            "problems": [{"level": p.level, "message": p.message, "rank": p.rank, "node": p.node, "origin": p.origin}
-                         for p in problems],
-        })
+        emit_json(
+            {
+                "prefix": prefix,
+                "ok": bool(report.ok),
+                "levels_checked": list(report.levels_checked),
+                "not_checked": dict(report.not_checked),
+                "notes": list(report.notes),
+                "problem_count": report.problem_count,
+                "problems": [
+                    {"level": p.level, "message": p.message, "rank": p.rank, "node": p.node, "origin": p.origin}
+                    for p in problems
+                ],
+            }
+        )
     elif report.ok:
         out(f"ok: {prefix}: {alg.meta.collective} on {alg.ranks} ranks (checked {report.checked_text()})")
         for note in report.notes:
@@ -139,8 +149,10 @@ def convert(
             data: Any = json.loads(_read_json_file(Path(src)))
         except OSError as exc:
             # a missing or unreadable input is a bad input file, exit 3 as for an ET prefix
-            raise FormatError(f"{src}: cannot read: {exc.strerror or exc}",
-                              hint="give an existing .json file (trace convert PREFIX FILE.json writes one)") from None
+            raise FormatError(
+                f"{src}: cannot read: {exc.strerror or exc}",
+                hint="give an existing .json file (trace convert PREFIX FILE.json writes one)",
+            ) from None
         except UnicodeDecodeError as exc:
             raise FormatError(f"{src}: not UTF-8 text (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
@@ -157,23 +169,38 @@ def convert(
         write_file(dst, text)  # never half-written; 0666 minus the umask
         out(f"wrote {dst}")
     else:
-        raise UsageError("convert needs one ET prefix and one .json file",
-                         hint="collhub trace convert out/ring out/ring.json   (or the reverse)")
+        raise UsageError(
+            "convert needs one ET prefix and one .json file",
+            hint="collhub trace convert out/ring out/ring.json   (or the reverse)",
+        )
 
 
 @app.command("inline")
 def inline(
     src: str = typer.Argument(..., metavar="SRC", help="Workload trace prefix (<SRC>.<rank>.et)."),
     dst: str = typer.Argument(..., metavar="DST", help="Prefix of the inlined workload to write."),
-    algorithm: list[str] = typer.Option([], "--algorithm", "-a", metavar="COLL=ALG",
-                                        help="Algorithm per collective, e.g. allreduce=ring or alltoall=out/a2a "
-                                        "(an ET prefix); default ring. Repeatable."),
+    algorithm: list[str] = typer.Option(
+        [],
+        "--algorithm",
+        "-a",
+        metavar="COLL=ALG",
+        help="Algorithm per collective, e.g. allreduce=ring or alltoall=out/a2a "
+        "(an ET prefix); default ring. Repeatable.",
+    ),
     kind: list[str] = typer.Option([], "--kind", help="Inline only this collective kind. Repeatable."),
-    recognize: bool = typer.Option(False, "--recognize",
-                                   help="First turn gloo collectives held as COMP nodes (gloo:all_reduce, ...) "
-                                   "into COMM_COLL nodes."),
-    overlap: int = typer.Option(1, "--overlap", min=1, max=1024, metavar="K",
-                                help="Overlap each collective with its producer COMP in K pieces (hub.overlap)."),
+    recognize: bool = typer.Option(
+        False,
+        "--recognize",
+        help="First turn gloo collectives held as COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes.",
+    ),
+    overlap: int = typer.Option(
+        1,
+        "--overlap",
+        min=1,
+        max=1024,
+        metavar="K",
+        help="Overlap each collective with its producer COMP in K pieces (hub.overlap).",
+    ),
 ) -> None:
     """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline).
 
@@ -199,8 +226,13 @@ def inline(
     if not out_wl.name:  # the name in the GlobalMetadata marks the files as a workload for read_trace
         out_wl.name = f"{Path(src).name}-inlined"
     files = write_workload(out_wl, dst)
-    before = sum(1 for r in wl.ranks for n in r if int(n.type) == 7 or n.name.startswith("gloo:")) if recognize \
+    before = (
+        sum(1 for r in wl.ranks for n in r if int(n.type) == 7 or n.name.startswith("gloo:"))
+        if recognize
         else sum(1 for r in wl.ranks for n in r if int(n.type) == 7)
+    )
     after = sum(1 for r in out_wl.ranks for n in r if int(n.type) == 7)
-    out(f"wrote {len(files)} file(s): {dst}.0.et ... ({before - after} COMM_COLL nodes inlined, "
-        f"{out_wl.node_count()} nodes)")
+    out(
+        f"wrote {len(files)} file(s): {dst}.0.et ... ({before - after} COMM_COLL nodes inlined, "
+        f"{out_wl.node_count()} nodes)"
+    )

@@ -50,13 +50,16 @@ def dag_view(alg: Algorithm, rank: int | None = None) -> DagView:
     """Nodes and edges of one rank (``rank``) or of all ranks with send -> receive edges, matched
     first-in first-out per (sender, receiver, tag) in each rank's node order."""
     if rank is not None and not 0 <= rank < alg.ranks:
-        raise UsageError(f"rank {rank} is out of range: the algorithm has {alg.ranks} rank(s)",
-                         hint=f"give --rank between 0 and {alg.ranks - 1}")
+        raise UsageError(
+            f"rank {rank} is out of range: the algorithm has {alg.ranks} rank(s)",
+            hint=f"give --rank between 0 and {alg.ranks - 1}",
+        )
     ranks = [rank] if rank is not None else list(range(alg.ranks))
     total = sum(len(alg.graphs[r]) for r in ranks)
     if total > MAX_NODES:
-        raise UsageError(f"{total} nodes are too many to draw (at most {MAX_NODES})",
-                         hint="draw one rank with --rank R")
+        raise UsageError(
+            f"{total} nodes are too many to draw (at most {MAX_NODES})", hint="draw one rank with --rank R"
+        )
     view = DagView(name=alg.meta.name or "")
     sends: dict[tuple[int, int, int], list[str]] = defaultdict(list)
     recvs: dict[tuple[int, int, int], list[str]] = defaultdict(list)
@@ -72,8 +75,19 @@ def dag_view(alg: Algorithm, rank: int | None = None) -> DagView:
             arrow = f" → {peer}" if kind == NodeType.SEND else f" ← {peer}" if kind == NodeType.RECV else ""
             label = f"{kind.name} {int(g.ids[p])}{arrow}" + (f"\n{name}" if name else "")
             size = int(g.size[p])
-            view.nodes.append(DagNode(keys[p], r, int(g.ids[p]), kind.name, label, peer if comm else None,
-                                      size if size >= 0 else None, tag if comm else None, depth[p]))
+            view.nodes.append(
+                DagNode(
+                    keys[p],
+                    r,
+                    int(g.ids[p]),
+                    kind.name,
+                    label,
+                    peer if comm else None,
+                    size if size >= 0 else None,
+                    tag if comm else None,
+                    depth[p],
+                )
+            )
             view.deps.extend((keys[int(d)], keys[p]) for d in g.deps_of(p))
             if kind == NodeType.SEND:
                 sends[(r, peer, tag)].append(keys[p])

@@ -47,14 +47,25 @@ def to_svg(alg: Algorithm | DagView, rank: int | None = None) -> str:
         ax.annotate("", (x2, y2), (x1, y1), arrowprops={"arrowstyle": "->", "color": "black", "lw": 0.6, "ls": "--"})
     for n in view.nodes:
         x, y = pos[n.key]
-        ax.text(x, y, n.label.split("\n")[0], ha="center", va="center", fontsize=6, color="white",
-                bbox={"boxstyle": "round,pad=0.25", "fc": _COLOR.get(n.kind, "#777777"), "ec": "none"})
+        ax.text(
+            x,
+            y,
+            n.label.split("\n")[0],
+            ha="center",
+            va="center",
+            fontsize=6,
+            color="white",
+            bbox={"boxstyle": "round,pad=0.25", "fc": _COLOR.get(n.kind, "#777777"), "ec": "none"},
+        )
     ax.set_yticks([base[r] + (height[r] - 1) / 2 for r in ranks], [f"rank {r}" for r in ranks])
     ax.set_xlabel("dependency depth")
     ax.set_xlim(-0.7, depth + 0.7)
     ax.set_ylim(y0 - 0.5, -0.8)
-    ax.set_title(f"{view.name or 'algorithm'}: {len(view.nodes)} nodes, {len(view.deps)} dependencies, "
-                 f"{len(view.messages)} messages", fontsize="small")
+    ax.set_title(
+        f"{view.name or 'algorithm'}: {len(view.nodes)} nodes, {len(view.deps)} dependencies, "
+        f"{len(view.messages)} messages",
+        fontsize="small",
+    )
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     buf = io.StringIO()

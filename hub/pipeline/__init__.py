@@ -77,16 +77,34 @@ def validate_pipeline(path: str | Path, *, manager_spec: ManagerSpec | None = No
     return validate_file(path, manager_spec=manager_spec)
 
 
-def run_pipeline(path: str | Path, out_dir: str | Path | None = None, jobs: int | None = None, *,
-                 force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = False,
-                 debug: bool = False, plot: bool = True, resume: str | bool | None = None) -> RunResult:
+def run_pipeline(
+    path: str | Path,
+    out_dir: str | Path | None = None,
+    jobs: int | None = None,
+    *,
+    force: bool = False,
+    manager_spec: ManagerSpec | None = None,
+    progress: bool | None = False,
+    debug: bool = False,
+    plot: bool = True,
+    resume: str | bool | None = None,
+) -> RunResult:
     """Validate and run a pipeline file; ``out_dir`` defaults to the file's ``output:``
     (relative to the current directory) or ``runs/<name>``; ``jobs`` to the CPU count;
     ``plot`` draws ``results.png`` when matplotlib is installed and the results have a numeric x;
     ``resume`` (``True`` or ``"strict"``) completes an earlier run directory at ``out_dir``."""
     vp = validate_file(path, manager_spec=manager_spec)
-    return execute(vp, out_dir, jobs=jobs, force=force, manager_spec=manager_spec, progress=progress, debug=debug,
-                   plot=plot, resume=resume)
+    return execute(
+        vp,
+        out_dir,
+        jobs=jobs,
+        force=force,
+        manager_spec=manager_spec,
+        progress=progress,
+        debug=debug,
+        plot=plot,
+        resume=resume,
+    )
 
 
 def run_pipeline_text(text: str, out_dir: str | Path, jobs: int = 1, **options: Any) -> RunResult:

@@ -122,14 +122,20 @@ def run_dask_unit(unit: dict[str, Any], algorithm: Any = None) -> dict[str, Any]
     A run directory that is gone (the run was stopped) or not visible here is not written to: no
     ``mkdir`` may recreate it after the client removed it."""
     if not os.path.isdir(unit["run_dir"]):
-        return _error_result(unit, f"worker {_worker_address()} cannot see the run directory {unit['run_dir']}",
-                             "put the run directory (--out) on a filesystem every worker mounts at the same path")
+        return _error_result(
+            unit,
+            f"worker {_worker_address()} cannot see the run directory {unit['run_dir']}",
+            "put the run directory (--out) on a filesystem every worker mounts at the same path",
+        )
     check = probe_worker(None, "", unit["manager"], sorted(_unit_components(unit)))
     if check["missing"]:
         why = f" ({check['load_error']})" if check["load_error"] else ""
-        return _error_result(unit, f"worker {_worker_address()} lacks component(s) {', '.join(check['missing'])}{why}",
-                             "install the same collhub plugins on every worker as on the client",
-                             type_="WorkerPluginError")
+        return _error_result(
+            unit,
+            f"worker {_worker_address()} lacks component(s) {', '.join(check['missing'])}{why}",
+            "install the same collhub plugins on every worker as on the client",
+            type_="WorkerPluginError",
+        )
     if algorithm is not None:
         unit = {**unit, "algorithm": algorithm}
     return run_unit(unit)
@@ -144,8 +150,9 @@ def _signals_held() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    old: dict[int, Any] = {s: signal.signal(s, lambda signum, frame: held.append(signum))
-                           for s in (signal.SIGINT, signal.SIGTERM)}
+    old: dict[int, Any] = {
+        s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
@@ -176,8 +183,9 @@ class DaskExecutor:
         try:
             import distributed  # noqa: F401 - only to fail early, with the hint
         except ImportError as exc:
-            raise UsageError(f"--executor dask needs Dask distributed, which is not installed ({exc})",
-                             hint=_INSTALL_HINT) from exc
+            raise UsageError(
+                f"--executor dask needs Dask distributed, which is not installed ({exc})", hint=_INSTALL_HINT
+            ) from exc
         address = scheduler if scheduler is not None else (os.environ.get(ENV_SCHEDULER, "").strip() or None)
         timeout = _env_number(ENV_CONNECT_TIMEOUT, _DEFAULT_CONNECT_TIMEOUT, minimum=0.1)
         self.retries = retries()
@@ -211,8 +219,14 @@ class DaskExecutor:
         from distributed import Client, LocalCluster
 
         with _signals_held(), dask.config.set({"distributed.scheduler.allowed-failures": self.retries}):
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL)
+            self.cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+            )
             self.client = Client(self.cluster, timeout=timeout)
 
     def _connect(self, address: str, timeout: float) -> None:
@@ -224,15 +238,19 @@ class DaskExecutor:
             raise ClusterUnavailableError(
                 f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {exc}",
                 hint=f"start one (`dask scheduler`) and pass its address, e.g. --scheduler tcp://HOST:8786; "
-                     f"{ENV_CONNECT_TIMEOUT} sets the wait") from exc
+                f"{ENV_CONNECT_TIMEOUT} sets the wait",
+            ) from exc
         except (ValueError, TypeError) as exc:
-            raise UsageError(f"--scheduler {address!r} is not a scheduler address: {exc}",
-                             hint="write it as tcp://HOST:PORT") from exc
+            raise UsageError(
+                f"--scheduler {address!r} is not a scheduler address: {exc}", hint="write it as tcp://HOST:PORT"
+            ) from exc
         try:
             self.client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError) as exc:
-            raise ClusterError(f"the Dask scheduler at {address} has no workers (waited {timeout:g} s)",
-                               hint="start workers: dask worker " + address) from exc
+            raise ClusterError(
+                f"the Dask scheduler at {address} has no workers (waited {timeout:g} s)",
+                hint="start workers: dask worker " + address,
+            ) from exc
         # Batches are cut for the cluster's threads, not for this machine's CPUs.
         self.workers = max(1, sum(self.client.nthreads().values()))
 
@@ -259,22 +277,25 @@ class DaskExecutor:
         probe = Path(run_dir) / f".collhub-dask-probe-{self._token}"
         probe.write_text(self._token, encoding="utf-8")
         try:
-            answers = self.client.run(probe_worker, str(probe), self._token, manager, sorted(needed),
-                                      on_error="return")
+            answers = self.client.run(probe_worker, str(probe), self._token, manager, sorted(needed), on_error="return")
         finally:
             probe.unlink(missing_ok=True)
         for addr, ans in sorted(answers.items()):
             if isinstance(ans, BaseException):  # e.g. collhub itself is not importable there
-                raise WorkerPluginError(f"Dask worker {addr} cannot run collhub: {type(ans).__name__}: {ans}",
-                                        hint="install collhub and its plugins on every worker, as on this client")
+                raise WorkerPluginError(
+                    f"Dask worker {addr} cannot run collhub: {type(ans).__name__}: {ans}",
+                    hint="install collhub and its plugins on every worker, as on this client",
+                )
             if not ans["sees"]:
                 raise ClusterError(
                     f"Dask worker {addr} cannot see the run directory {run_dir}",
                     hint="put --out on a filesystem every worker mounts at the same path (e.g. NFS), "
-                         "or run --executor dask without --scheduler (a cluster on this machine)")
+                    "or run --executor dask without --scheduler (a cluster on this machine)",
+                )
             if ans["missing"]:
-                raise WorkerPluginError(self._missing_message(addr, ans, manager),
-                                        hint=self._missing_hint(ans["missing"], manager))
+                raise WorkerPluginError(
+                    self._missing_message(addr, ans, manager), hint=self._missing_hint(ans["missing"], manager)
+                )
         self._checked.add(key)
 
     @staticmethod
@@ -291,8 +312,10 @@ class DaskExecutor:
         dists = self._distributions(manager)
         plugins = sorted({dists.get(c, (c.split(".")[0], ""))[0] for c in ans["missing"]})
         why = f"; its plugins failed to load: {ans['load_error']}" if ans["load_error"] else ""
-        return (f"Dask worker {addr} lacks plugin {', '.join(plugins)} "
-                f"(component {', '.join(ans['missing'])}, needed by this run){why}")
+        return (
+            f"Dask worker {addr} lacks plugin {', '.join(plugins)} "
+            f"(component {', '.join(ans['missing'])}, needed by this run){why}"
+        )
 
     def _missing_hint(self, missing: list[str], manager: dict[str, Any]) -> str:
         dists = self._distributions(manager)
@@ -308,10 +331,17 @@ class DaskExecutor:
                 with warnings.catch_warnings():  # "large object in task graph": deliberate, sent once
                     warnings.simplefilter("ignore")
                     algorithm = self._algorithms[ref] = self.client.submit(
-                        _value, unit["algorithm"], key=f"collhub-algorithm-{self._token}-{i}", pure=False)
+                        _value, unit["algorithm"], key=f"collhub-algorithm-{self._token}-{i}", pure=False
+                    )
             unit = {k: v for k, v in unit.items() if k != "algorithm"}
-        return self.client.submit(run_dask_unit, unit, algorithm, key=f"collhub-{unit['kind']}-{self._token}-{i}",
-                                  pure=False, retries=self.retries)
+        return self.client.submit(
+            run_dask_unit,
+            unit,
+            algorithm,
+            key=f"collhub-{unit['kind']}-{self._token}-{i}",
+            pure=False,
+            retries=self.retries,
+        )
 
     def map(self, units: list[dict[str, Any]], interrupts: Interrupts) -> Iterator[tuple[int, dict[str, Any]]]:
         from distributed import as_completed
@@ -342,13 +372,21 @@ class DaskExecutor:
         try:
             return dict(fut.result())
         except KilledWorker as exc:
-            return _error_result(unit, f"lost {exc.allowed_failures + 1} workers while running it (last: "
-                                 f"{getattr(exc.last_worker, 'address', '?')})",
-                                 f"a unit that kills its worker (memory?) is not retried further; {ENV_RETRIES} "
-                                 "sets the bound on collhub's own cluster", type_="KilledWorker")
+            return _error_result(
+                unit,
+                f"lost {exc.allowed_failures + 1} workers while running it (last: "
+                f"{getattr(exc.last_worker, 'address', '?')})",
+                f"a unit that kills its worker (memory?) is not retried further; {ENV_RETRIES} "
+                "sets the bound on collhub's own cluster",
+                type_="KilledWorker",
+            )
         except Exception as exc:  # noqa: BLE001 - the task itself raised (after its retries)
-            return _error_result(unit, f"the Dask task failed: {type(exc).__name__}: {exc}",
-                                 "rerun with --debug; check the worker logs", type_=type(exc).__name__)
+            return _error_result(
+                unit,
+                f"the Dask task failed: {type(exc).__name__}: {exc}",
+                "rerun with --debug; check the worker logs",
+                type_=type(exc).__name__,
+            )
 
     def close(self) -> None:
         for fut in self._algorithms.values():

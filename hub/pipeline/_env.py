@@ -77,8 +77,10 @@ def manager_for(spec: ManagerSpec) -> Any:
             try:
                 module = _import_plugin(ref)
             except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's
-                raise PluginLoadError(f"cannot import plugin {ref!r}: {type(exc).__name__}: {exc}",
-                                      hint="check the module name or file path") from exc
+                raise PluginLoadError(
+                    f"cannot import plugin {ref!r}: {type(exc).__name__}: {exc}",
+                    hint="check the module name or file path",
+                ) from exc
             mgr.register(module, name=name or None)
     _CACHE[spec] = mgr
     return mgr

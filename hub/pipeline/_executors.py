@@ -59,7 +59,8 @@ class LocalExecutor:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.executor: ProcessPoolExecutor | None = (
-            ProcessPoolExecutor(workers, initializer=worker_init) if workers > 1 else None)
+            ProcessPoolExecutor(workers, initializer=worker_init) if workers > 1 else None
+        )
 
     def map(self, units: list[dict[str, Any]], interrupts: Interrupts) -> Iterator[tuple[int, dict[str, Any]]]:
         if self.executor is None:
@@ -70,8 +71,9 @@ class LocalExecutor:
         # submit() forks the workers; a KeyboardInterrupt raised inside an at-fork hook would be
         # swallowed ("Exception ignored") and could leave a lock held: defer signals meanwhile.
         with interrupts.critical():
-            futures: dict[Future[dict[str, Any]], int] = {self.executor.submit(run_unit, u): i
-                                                          for i, u in enumerate(units)}
+            futures: dict[Future[dict[str, Any]], int] = {
+                self.executor.submit(run_unit, u): i for i, u in enumerate(units)
+            }
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -136,5 +138,3 @@ def _unstick_manager(thread: Any, writer: Any) -> None:
         except OSError:
             return
         thread.join(0.01)
-
-

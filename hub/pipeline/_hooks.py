@@ -69,15 +69,17 @@ def call_observers(mgr: Any, hook: str, **kwargs: Any) -> list[HookFailure]:
         except Exception as exc:  # noqa: BLE001 - an observer's failure is reported, not propagated
             cause = exc.__cause__ or exc
             if isinstance(exc, PluginError) and exc.message.startswith(where):
-                text = exc.message[len(where):].strip().removeprefix("failed: ")  # SystemExit & co.
+                text = exc.message[len(where) :].strip().removeprefix("failed: ")  # SystemExit & co.
             else:
                 text = _describe(cause)
             failure = HookFailure(impl.plugin_name, _distribution(mgr, impl.plugin_name), hook, text)
             if strict_mode():
                 dist = failure.distribution or impl.plugin_name
-                raise PluginError(f"plugin {impl.plugin_name}: hook {hook} failed: {text}",
-                                  hint=f"fix or disable it (COLLHUB_DISABLE_PLUGINS={dist}); without "
-                                  "COLLHUB_STRICT_PLUGINS a failing hook is only a warning") from cause
+                raise PluginError(
+                    f"plugin {impl.plugin_name}: hook {hook} failed: {text}",
+                    hint=f"fix or disable it (COLLHUB_DISABLE_PLUGINS={dist}); without "
+                    "COLLHUB_STRICT_PLUGINS a failing hook is only a warning",
+                ) from cause
             failures.append(failure)
     return failures
 

@@ -83,14 +83,25 @@ class KeyMaker:
 
     def produce_key(self, source: str, producer: str, params: Any, transforms: list[dict[str, Any]]) -> str:
         steps = [{"use": producer, "version": self.version(producer), "params": params, "files": self._inputs(params)}]
-        steps += [{"use": t["use"], "version": self.version(t["use"]), "params": t["params"],
-                   "files": self._inputs(t["params"])} for t in transforms]
+        steps += [
+            {
+                "use": t["use"],
+                "version": self.version(t["use"]),
+                "params": t["params"],
+                "files": self._inputs(t["params"]),
+            }
+            for t in transforms
+        ]
         return _digest({"source": source, "steps": steps})
 
-    def row_key(self, produce_key: str, consumer: str | None, use: str | None, params: Any,
-                point: dict[str, Any]) -> str:
-        step = None if use is None else {"use": use, "version": self.version(use), "params": params,
-                                          "files": self._inputs(params)}
+    def row_key(
+        self, produce_key: str, consumer: str | None, use: str | None, params: Any, point: dict[str, Any]
+    ) -> str:
+        step = (
+            None
+            if use is None
+            else {"use": use, "version": self.version(use), "params": params, "files": self._inputs(params)}
+        )
         return _digest({"input": produce_key, "consumer": consumer, "step": step, "point": point})
 
 

@@ -134,14 +134,22 @@ def _conflict_markers(text: str, file: str) -> list[Issue]:
     return issues
 
 
-def _fail(file: str, message: str, mark: Any = None, hint: str | None = None, *,
-          line: int | None = None, column: int | None = None) -> PipelineValidationError:
+def _fail(
+    file: str,
+    message: str,
+    mark: Any = None,
+    hint: str | None = None,
+    *,
+    line: int | None = None,
+    column: int | None = None,
+) -> PipelineValidationError:
     if mark is not None:
         line, column = mark.line + 1, mark.column + 1
     hint = hint or "fix the file at that position; pipeline files are plain YAML data (see docs/pipeline.md)"
     where = Issue(message=message, file=file, line=line, column=column)
-    return PipelineValidationError(str(where), issues=[Issue(message, file=file, line=line, column=column, hint=hint)],
-                                   hint=hint)
+    return PipelineValidationError(
+        str(where), issues=[Issue(message, file=file, line=line, column=column, hint=hint)], hint=hint
+    )
 
 
 def _limit_hint(name: str) -> str:
@@ -160,8 +168,7 @@ def _check_depth(text: str, file: str) -> None:
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > max_depth:
-                    raise _fail(file, f"nesting deeper than {max_depth} levels", event.start_mark,
-                                _limit_hint("depth"))
+                    raise _fail(file, f"nesting deeper than {max_depth} levels", event.start_mark, _limit_hint("depth"))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     finally:
@@ -196,26 +203,38 @@ def _check_graph(root: yaml.Node, loader: yaml.SafeLoader, file: str) -> None:
             depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
             on_path.discard(key)
             if size[key] > max_nodes:
-                raise _fail(file, f"the aliases here expand to more than {max_nodes} YAML nodes", node.start_mark,
-                            _limit_hint("nodes"))
+                raise _fail(
+                    file,
+                    f"the aliases here expand to more than {max_nodes} YAML nodes",
+                    node.start_mark,
+                    _limit_hint("nodes"),
+                )
             if depth[key] > max_depth:
-                raise _fail(file, f"the aliases here nest deeper than {max_depth} levels", node.start_mark,
-                            _limit_hint("depth"))
+                raise _fail(
+                    file, f"the aliases here nest deeper than {max_depth} levels", node.start_mark, _limit_hint("depth")
+                )
             continue
         if key in size:
             continue
         if key in on_path:
-            raise _fail(file, "recursive alias: a node contains itself", node.start_mark,
-                        "pipeline files are trees; an alias may not refer to a node that encloses it")
+            raise _fail(
+                file,
+                "recursive alias: a node contains itself",
+                node.start_mark,
+                "pipeline files are trees; an alias may not refer to a node that encloses it",
+            )
         if isinstance(node, yaml.ScalarNode):
             try:
                 loader.construct_object(node)
             except yaml.YAMLError:
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. int with 5000 digits, a 13th month
-                raise _fail(file, f"cannot read the value {node.value[:40]!r}: {str(exc).split(';')[0][:120]}",
-                            node.start_mark,
-                            "quote it to keep it as a string") from None
+                raise _fail(
+                    file,
+                    f"cannot read the value {node.value[:40]!r}: {str(exc).split(';')[0][:120]}",
+                    node.start_mark,
+                    "quote it to keep it as a string",
+                ) from None
             size[key], depth[key] = 1, 1
             continue
         on_path.add(key)
@@ -252,8 +271,13 @@ def load_text(text: str, file: str = "<pipeline>") -> LoadedFile:
     if issues:
         raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues, hint=issues[0].hint)
     if len(text) > limit("bytes"):
-        raise _fail(file, f"the file has {len(text)} characters, more than the limit of {limit('bytes')}",
-                    line=1, column=1, hint=_limit_hint("bytes"))
+        raise _fail(
+            file,
+            f"the file has {len(text)} characters, more than the limit of {limit('bytes')}",
+            line=1,
+            column=1,
+            hint=_limit_hint("bytes"),
+        )
     try:
         _check_depth(text, file)
         loader = yaml.SafeLoader(text)
@@ -270,13 +294,19 @@ def load_text(text: str, file: str = "<pipeline>") -> LoadedFile:
         raise _yaml_issue(exc, file) from None
     except yaml.reader.ReaderError as exc:  # a NUL byte or another character YAML forbids
         line, column = _position(text, exc.position)
-        raise _fail(file, f"YAML error: character U+{_codepoint(exc.character):04X} is not allowed in YAML", line=line,
-                    column=column, hint="pipeline files are UTF-8 text without control characters") from None
+        raise _fail(
+            file,
+            f"YAML error: character U+{_codepoint(exc.character):04X} is not allowed in YAML",
+            line=line,
+            column=column,
+            hint="pipeline files are UTF-8 text without control characters",
+        ) from None
     except yaml.YAMLError as exc:  # errors without a position
         raise _fail(file, f"YAML error: {' '.join(str(exc).split())}") from None
     except RecursionError:  # belt and braces: the depth checks above should make this unreachable
-        raise _fail(file, "YAML error: the file nests too deeply to read", line=1, column=1,
-                    hint=_limit_hint("depth")) from None
+        raise _fail(
+            file, "YAML error: the file nests too deeply to read", line=1, column=1, hint=_limit_hint("depth")
+        ) from None
     if issues:
         raise PipelineValidationError(f"{file}: {len(issues)} issue(s)", issues=issues, hint=issues[0].hint)
     return loaded
@@ -286,8 +316,13 @@ def load_value(text: str, label: str = "<value>") -> Any:
     """One YAML value (e.g. a ``--set`` value) under the same limits as a pipeline file; raises
     :class:`PipelineValidationError` with the position inside ``text``."""
     if len(text) > limit("bytes"):
-        raise _fail(label, f"{len(text)} characters, more than the limit of {limit('bytes')}", line=1, column=1,
-                    hint=_limit_hint("bytes"))
+        raise _fail(
+            label,
+            f"{len(text)} characters, more than the limit of {limit('bytes')}",
+            line=1,
+            column=1,
+            hint=_limit_hint("bytes"),
+        )
     try:
         _check_depth(text, label)
         loader = yaml.SafeLoader(text)
@@ -303,8 +338,13 @@ def load_value(text: str, label: str = "<value>") -> Any:
         raise _yaml_issue(exc, label) from None
     except yaml.reader.ReaderError as exc:
         line, column = _position(text, exc.position)
-        raise _fail(label, f"character U+{_codepoint(exc.character):04X} is not allowed in YAML", line=line,
-                    column=column, hint="remove control characters") from None
+        raise _fail(
+            label,
+            f"character U+{_codepoint(exc.character):04X} is not allowed in YAML",
+            line=line,
+            column=column,
+            hint="remove control characters",
+        ) from None
     except yaml.YAMLError as exc:
         raise _fail(label, f"YAML error: {' '.join(str(exc).split())}") from None
     except RecursionError:
@@ -323,11 +363,17 @@ def load_file(path: str | Path) -> LoadedFile:
         data = exc.object[: exc.start]
         line = data.count(b"\n") + 1
         column = exc.start - (data.rfind(b"\n") + 1) + 1
-        raise _fail(str(p), f"not UTF-8 text: byte {exc.object[exc.start]:#04x} cannot be decoded", line=line,
-                    column=column, hint="save the file as UTF-8") from None
+        raise _fail(
+            str(p),
+            f"not UTF-8 text: byte {exc.object[exc.start]:#04x} cannot be decoded",
+            line=line,
+            column=column,
+            hint="save the file as UTF-8",
+        ) from None
     except OSError as exc:
-        raise _fail(str(p), f"cannot read the file: {exc}",
-                    hint="give the path of a regular pipeline file (YAML)") from None
+        raise _fail(
+            str(p), f"cannot read the file: {exc}", hint="give the path of a regular pipeline file (YAML)"
+        ) from None
     return load_text(text, str(p))
 
 

@@ -32,10 +32,17 @@ def _matrix_kind(value: Any) -> str:
 
 #: What editors see for a range (validation checks it in pass 2, with positions: :mod:`hub._ranges`).
 _RANGE_SCHEMA: dict[str, Any] = {
-    "type": "object", "title": "Range", "required": ["from", "to"], "additionalProperties": False,
+    "type": "object",
+    "title": "Range",
+    "required": ["from", "to"],
+    "additionalProperties": False,
     "description": "nccl-tests-style range: from, to and one of factor (multiply) or step (add)",
-    "properties": {"from": {"type": ["integer", "string"]}, "to": {"type": ["integer", "string"]},
-                   "factor": {"type": "integer", "minimum": 2}, "step": {"type": ["integer", "string"]}},
+    "properties": {
+        "from": {"type": ["integer", "string"]},
+        "to": {"type": ["integer", "string"]},
+        "factor": {"type": "integer", "minimum": 2},
+        "step": {"type": ["integer", "string"]},
+    },
 }
 
 #: A matrix entry: a list of values, or an nccl-tests-style range mapping (``{from:, to:, factor:|step:}``)
@@ -59,8 +66,11 @@ class TransformStep(_Strict):
 
     use: str = Field(description="qualified id of a transform, e.g. hub.verify")
     params: dict[str, Any] = Field(default_factory=dict, description="parameters of the transform; may use ${var}")
-    timeout: float | None = Field(default=None, gt=0, description="seconds before the transform is stopped "
-                                  "(default: collhub run --timeout, else none)")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds before the transform is stopped (default: collhub run --timeout, else none)",
+    )
 
 
 class SourceSpec(_Strict):
@@ -69,8 +79,11 @@ class SourceSpec(_Strict):
     producer: str = Field(description="qualified id of a producer, e.g. hub.ring")
     params: dict[str, Any] = Field(default_factory=dict, description="parameters of the producer; may use ${var}")
     transforms: list[TransformStep] = Field(default_factory=list, description="transforms applied in order")
-    timeout: float | None = Field(default=None, gt=0, description="seconds before the producer is stopped "
-                                  "(default: collhub run --timeout, else none)")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds before the producer is stopped (default: collhub run --timeout, else none)",
+    )
     description: str | None = Field(default=None, description="free text shown in graphs")
 
 
@@ -82,8 +95,11 @@ class ConsumerStep(_Strict):
     sources: list[str] | None = Field(
         default=None, description="restrict this consumer to these sources (default: all sources)"
     )
-    timeout: float | None = Field(default=None, gt=0, description="seconds before the consumer (per point) is stopped "
-                                  "(default: collhub run --timeout, else none)")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds before the consumer (per point) is stopped (default: collhub run --timeout, else none)",
+    )
     description: str | None = Field(default=None, description="free text shown in graphs")
 
 
@@ -115,8 +131,9 @@ class Pipeline(_Strict):
     consumers: dict[StepName, ConsumerStep] = Field(
         default_factory=dict, description="named consumers; without any the run only produces algorithms"
     )
-    output: str | None = Field(default=None,
-                               description="run directory (relative to the pipeline file); may use ${var} from vars")
+    output: str | None = Field(
+        default=None, description="run directory (relative to the pipeline file); may use ${var} from vars"
+    )
     on_error: Literal["fail", "continue"] = Field(
         default="fail", description="fail: stop at the first failing step; continue: record the failure in its rows"
     )

@@ -58,8 +58,9 @@ class Plan:
     #: position -> the point index of its row
     point_index: array[int]
 
-    def consume_units(self, todo: list[tuple[Group, list[dict[str, Any]]]], base: dict[str, Any],
-                      workers: int) -> list[dict[str, Any]]:
+    def consume_units(
+        self, todo: list[tuple[Group, list[dict[str, Any]]]], base: dict[str, Any], workers: int
+    ) -> list[dict[str, Any]]:
         """Batches of jobs per algorithm: big enough to amortize sending the algorithm, small
         enough to keep every worker busy."""
         total = sum(len(j) for _, j in todo)
@@ -68,13 +69,20 @@ class Plan:
         for g, jobs in todo:
             res = g.result or {}
             for i in range(0, len(jobs), batch):
-                units.append({**base, "kind": "consume", "source": g.source, "algorithm": res["algorithm"],
-                              "info": res["info"], "jobs": jobs[i:i + batch]})
+                units.append(
+                    {
+                        **base,
+                        "kind": "consume",
+                        "source": g.source,
+                        "algorithm": res["algorithm"],
+                        "info": res["info"],
+                        "jobs": jobs[i : i + batch],
+                    }
+                )
         return units
 
 
-def make_plan(vp: ValidatedPipeline, keys: KeyMaker, mspec: ManagerSpec, debug: bool,
-              timeout: float | None) -> Plan:
+def make_plan(vp: ValidatedPipeline, keys: KeyMaker, mspec: ManagerSpec, debug: bool, timeout: float | None) -> Plan:
     """Every group and row slot of ``vp`` (units get their ``run_dir`` when the run starts)."""
     model = vp.model
     groups: dict[tuple[str, str], Group] = {}
@@ -87,16 +95,28 @@ def make_plan(vp: ValidatedPipeline, keys: KeyMaker, mspec: ManagerSpec, debug: 
         for point in vp.points:
             env = {**model.vars, **point.as_dict()}
             params = interpolate(src.params, env)
-            transforms = [{"use": t.use, "params": interpolate(t.params, env), "timeout": t.timeout or timeout}
-                          for t in src.transforms]
-            spec_key = json.dumps({"producer": src.producer, "params": params, "transforms": transforms},
-                                  sort_keys=True, default=str)
+            transforms = [
+                {"use": t.use, "params": interpolate(t.params, env), "timeout": t.timeout or timeout}
+                for t in src.transforms
+            ]
+            spec_key = json.dumps(
+                {"producer": src.producer, "params": params, "transforms": transforms}, sort_keys=True, default=str
+            )
             group = groups.get((sname, spec_key))
             if group is None:
-                unit = {"kind": "produce", "manager": mspec.as_dict(), "source": sname, "producer": src.producer,
-                        "params": params, "transforms": transforms, "point": point.as_dict(), "spec_key": spec_key,
-                        "debug": debug, "timeout": src.timeout or timeout,
-                        "workdir": str(Path("artifacts") / sname / f"_produce-{n_groups:03d}")}
+                unit = {
+                    "kind": "produce",
+                    "manager": mspec.as_dict(),
+                    "source": sname,
+                    "producer": src.producer,
+                    "params": params,
+                    "transforms": transforms,
+                    "point": point.as_dict(),
+                    "spec_key": spec_key,
+                    "debug": debug,
+                    "timeout": src.timeout or timeout,
+                    "workdir": str(Path("artifacts") / sname / f"_produce-{n_groups:03d}"),
+                }
                 key = keys.produce_key(sname, src.producer, params, transforms)
                 group = groups[(sname, spec_key)] = Group(sname, spec_key, key, unit)
                 n_groups += 1
@@ -112,12 +132,27 @@ def make_plan(vp: ValidatedPipeline, keys: KeyMaker, mspec: ManagerSpec, debug: 
                 continue
             for cname, cons in consumers:
                 cparams = interpolate(cons.params, env)
-                slot = RowSlot(pos, sname, cname, cons.use, pdict, point.index,
-                               keys.row_key(group.key, cname, cons.use, cparams, pdict))
-                group.jobs.append({"consumer": cname, "use": cons.use, "params": cparams,
-                                   "timeout": cons.timeout or timeout, "point": pdict, "point_index": point.index,
-                                   "workdir": str(Path("artifacts") / sname / point.slug / cname),
-                                   "slot": slot.as_dict()})
+                slot = RowSlot(
+                    pos,
+                    sname,
+                    cname,
+                    cons.use,
+                    pdict,
+                    point.index,
+                    keys.row_key(group.key, cname, cons.use, cparams, pdict),
+                )
+                group.jobs.append(
+                    {
+                        "consumer": cname,
+                        "use": cons.use,
+                        "params": cparams,
+                        "timeout": cons.timeout or timeout,
+                        "point": pdict,
+                        "point_index": point.index,
+                        "workdir": str(Path("artifacts") / sname / point.slug / cname),
+                        "slot": slot.as_dict(),
+                    }
+                )
                 by_key.setdefault(slot.key, []).append(pos)
                 index.append(point.index)
                 pos += 1

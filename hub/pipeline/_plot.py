@@ -79,10 +79,20 @@ class PlotLayout:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly description (for ``--format json`` and tests)."""
-        return {"metric": self.metric, "x": self.x, "x_kind": self.x_kind, "x_scale": self.x_scale,
-                "x_values": list(self.x_values), "panel_vars": list(self.panel_vars), "series": list(self.series),
-                "panels": [p.title for p in self.panels], "title": self.title, "failed": self.failed,
-                "missing": self.missing, "warned": self.warned}
+        return {
+            "metric": self.metric,
+            "x": self.x,
+            "x_kind": self.x_kind,
+            "x_scale": self.x_scale,
+            "x_values": list(self.x_values),
+            "panel_vars": list(self.panel_vars),
+            "series": list(self.series),
+            "panels": [p.title for p in self.panels],
+            "title": self.title,
+            "failed": self.failed,
+            "missing": self.missing,
+            "warned": self.warned,
+        }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,19 +163,25 @@ def load_document(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any
     if path.is_dir():
         path = path / "results.json"
     if not path.is_file() and (path.parent / "INCOMPLETE").is_file():
-        raise UsageError(f"{path.parent} is an incomplete run (it was interrupted): it has no results yet",
-                         hint="complete it with `collhub run FILE --resume --out DIR` (see its INCOMPLETE file)")
+        raise UsageError(
+            f"{path.parent} is an incomplete run (it was interrupted): it has no results yet",
+            hint="complete it with `collhub run FILE --resume --out DIR` (see its INCOMPLETE file)",
+        )
     if not path.is_file():
-        raise UsageError(f"no results file at {path}",
-                         hint="pass a run directory written by `collhub run` or its results.json")
+        raise UsageError(
+            f"no results file at {path}", hint="pass a run directory written by `collhub run` or its results.json"
+        )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{path}: not a readable results document: {exc}",
-                          hint="re-run the pipeline to rewrite results.json") from None
+        raise FormatError(
+            f"{path}: not a readable results document: {exc}", hint="re-run the pipeline to rewrite results.json"
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-        raise FormatError(f"{path}: not a collhub results document (no 'rows' list)",
-                          hint="pass the results.json of a run directory (format collhub-run/1)")
+        raise FormatError(
+            f"{path}: not a collhub results document (no 'rows' list)",
+            hint="pass the results.json of a run directory (format collhub-run/1)",
+        )
     return doc, path
 
 
@@ -214,25 +230,35 @@ def _choose_x(names: list[str], values: dict[str, list[Any]], x: str | None) -> 
     numeric = [n for n in names if kinds[n] is not None]
     if x is not None:
         if x not in values:
-            raise UsageError(f"x variable {x!r} is not a matrix variable of this run",
-                             hint=f"{_did_you_mean(x, names)}variables: {', '.join(names) or '(none)'}")
+            raise UsageError(
+                f"x variable {x!r} is not a matrix variable of this run",
+                hint=f"{_did_you_mean(x, names)}variables: {', '.join(names) or '(none)'}",
+            )
         kind = kinds[x]
         if kind is None:
             shown = ", ".join(_show(v) for v in values[x][:4])
-            raise UsageError(f"x variable {x!r} is not numeric (values: {shown})",
-                             hint=f"numeric variables: {', '.join(numeric) or '(none)'}")
+            raise UsageError(
+                f"x variable {x!r} is not numeric (values: {shown})",
+                hint=f"numeric variables: {', '.join(numeric) or '(none)'}",
+            )
         return x, kind
     for n in names:  # a size first, then the first numeric variable that varies, then any numeric one
         if n.lower() in _SIZE_NAMES and kinds[n] is not None:
             return n, kinds[n]  # type: ignore[return-value]
     for n in sorted(numeric, key=lambda n: len(values[n]) < 2):
         return n, kinds[n]  # type: ignore[return-value]
-    raise UsageError("no numeric matrix variable to use as the x axis",
-                     hint="sweep a size (matrix: {size: [64KiB, 1MiB]}) or pass --x VAR")
+    raise UsageError(
+        "no numeric matrix variable to use as the x axis",
+        hint="sweep a size (matrix: {size: [64KiB, 1MiB]}) or pass --x VAR",
+    )
 
 
-def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str | None = None,
-                panel: str | Sequence[str] | None = None) -> PlotLayout:
+def plot_layout(
+    document: Mapping[str, Any],
+    metric: str = "busbw_GBps",
+    x: str | None = None,
+    panel: str | Sequence[str] | None = None,
+) -> PlotLayout:
     """Decide what to draw from a results document.
 
     ``x``: the matrix variable on the x axis (default: a variable named ``size``/``bytes``, else
@@ -250,11 +276,14 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
         panel_vars = [panel] if isinstance(panel, str) else list(panel)
         for p in panel_vars:
             if p not in values:
-                raise UsageError(f"panel variable {p!r} is not a matrix variable of this run",
-                                 hint=f"{_did_you_mean(p, names)}variables: {', '.join(names) or '(none)'}")
+                raise UsageError(
+                    f"panel variable {p!r} is not a matrix variable of this run",
+                    hint=f"{_did_you_mean(p, names)}variables: {', '.join(names) or '(none)'}",
+                )
             if p == xname:
-                raise UsageError(f"{p!r} is the x axis and cannot also split the panels",
-                                 hint="choose another --x or panel variable")
+                raise UsageError(
+                    f"{p!r} is the x axis and cannot also split the panels", hint="choose another --x or panel variable"
+                )
     extra = [n for n in varying if n not in panel_vars]
     many_consumers = len({r.get("consumer") for r in rows}) > 1
 
@@ -264,8 +293,10 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
     if not usable:
         present = sorted({k for r in ok for k, v in (r.get("metrics") or {}).items() if _is_number(v)})
         note = f" ({failed} row(s) failed)" if failed else ""
-        raise UsageError(f"no successful row has the metric {metric!r}{note}",
-                         hint=f"{_did_you_mean(metric, present)}numeric metrics: {', '.join(present) or '(none)'}")
+        raise UsageError(
+            f"no successful row has the metric {metric!r}{note}",
+            hint=f"{_did_you_mean(metric, present)}numeric metrics: {', '.join(present) or '(none)'}",
+        )
     missing = len(ok) - len(usable)
 
     order = {n: {_key(v): i for i, v in enumerate(values[n])} for n in names}
@@ -292,8 +323,10 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
         xs.add(xv)
 
     if not xs:
-        raise UsageError(f"no successful row has a value of {xname!r} to place it on the x axis",
-                         hint="pass --x with a variable every row has")
+        raise UsageError(
+            f"no successful row has a value of {xname!r} to place it on the x axis",
+            hint="pass --x with a variable every row has",
+        )
     panels = []
     for pkey in sorted(cells):  # matrix order of each panel variable's values
         title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey, strict=False) if i >= 0)
@@ -305,8 +338,11 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
     positive = bool(x_values) and x_values[0] > 0
     if kind == "bytes" and positive:
         x_scale: Literal["log2", "log10", "linear"] = "log2"
-    elif positive and all(v == int(v) and int(v) & (int(v) - 1) == 0 for v in x_values) \
-            and x_values[-1] / x_values[0] >= 4:
+    elif (
+        positive
+        and all(v == int(v) and int(v) & (int(v) - 1) == 0 for v in x_values)
+        and x_values[-1] / x_values[0] >= 4
+    ):
         x_scale = "log2"  # rank counts and other powers of two: evenly spaced
     elif positive and x_values[-1] / x_values[0] >= 16:
         x_scale = "log10"
@@ -333,13 +369,28 @@ def plot_layout(document: Mapping[str, Any], metric: str = "busbw_GBps", x: str 
         notes.append(f"{warned} point(s) circled red carry a warning (e.g. below the lower bound)")
     if notes:
         title += ("\n" if not context else "; ") + "; ".join(notes)
-    return PlotLayout(metric=metric, x=xname, x_kind=kind, x_scale=x_scale, x_values=x_values, x_label=x_label,
-                      y_label=y_label, y_scale=y_scale, panel_vars=tuple(panel_vars), series=tuple(series),
-                      panels=tuple(panels), title=title, failed=failed, missing=missing, warned=warned)
+    return PlotLayout(
+        metric=metric,
+        x=xname,
+        x_kind=kind,
+        x_scale=x_scale,
+        x_values=x_values,
+        x_label=x_label,
+        y_label=y_label,
+        y_scale=y_scale,
+        panel_vars=tuple(panel_vars),
+        series=tuple(series),
+        panels=tuple(panels),
+        title=title,
+        failed=failed,
+        missing=missing,
+        warned=warned,
+    )
 
 
 def _context(rows: list[Mapping[str, Any]]) -> str:
     """What every plotted row has in common: collective, ranks, consumer component and mode."""
+
     def common(get: Any) -> Any:
         vals = {_key(get(r)) for r in rows}
         return get(rows[0]) if len(vals) == 1 else None
@@ -377,7 +428,7 @@ def _x_ticks(layout: PlotLayout) -> tuple[list[float], list[str]]:
         # Many sizes (nccl-tests sweeps 8B..8GiB): label every k-th power of two instead of each point.
         lo, hi = math.floor(math.log2(vals[0])), math.ceil(math.log2(vals[-1]))
         step = max(1, math.ceil((hi - lo + 1) / 9))
-        vals = [2.0 ** e for e in range(lo, hi + 1, step)]
+        vals = [2.0**e for e in range(lo, hi + 1, step)]
     elif len(vals) > 10:
         return [], []  # let matplotlib choose
     if layout.x_kind == "bytes":
@@ -399,11 +450,21 @@ def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
     dashes = ["-", "--", "-.", ":"]
     # One style per series for the whole figure, so an algorithm looks the same in every panel;
     # marker and dash patterns differ too, so coinciding lines stay visible (and print in grey).
-    style = {s: (colors[i % len(colors)], markers[i % len(markers)], dashes[i % len(dashes)])
-             for i, s in enumerate(layout.series)}
+    style = {
+        s: (colors[i % len(colors)], markers[i % len(markers)], dashes[i % len(dashes)])
+        for i, s in enumerate(layout.series)
+    }
     ticks, tick_labels = _x_ticks(layout)
-    rc = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9.5,
-          "xtick.labelsize": 9, "ytick.labelsize": 9, "axes.spines.top": False, "axes.spines.right": False}
+    rc = {
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "legend.fontsize": 9.5,
+        "xtick.labelsize": 9,
+        "ytick.labelsize": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    }
     with mpl.rc_context(rc):
         width, height = 4.6 * ncols + 0.6, 3.5 * nrows + 1.2
         loc, legend_cols, extra_w, extra_h = _legend_plan(layout.series, width)
@@ -418,14 +479,31 @@ def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
             p = layout.panels[idx]
             for s, pts in p.lines.items():
                 color, marker, dash = style[s]
-                (h,) = ax.plot([a for a, _ in pts], [b for _, b in pts], color=color, marker=marker,
-                               linestyle=dash, markersize=5.5, linewidth=1.8, markeredgecolor="white",
-                               markeredgewidth=0.6, label=s)
+                (h,) = ax.plot(
+                    [a for a, _ in pts],
+                    [b for _, b in pts],
+                    color=color,
+                    marker=marker,
+                    linestyle=dash,
+                    markersize=5.5,
+                    linewidth=1.8,
+                    markeredgecolor="white",
+                    markeredgewidth=0.6,
+                    label=s,
+                )
                 handles.setdefault(s, h)
             for pts in p.flagged.values():
-                (h,) = ax.plot([a for a, _ in pts], [b for _, b in pts], linestyle="none", marker="o",
-                               markersize=11, markerfacecolor="none", markeredgecolor="#d62728",
-                               markeredgewidth=1.6, label=_WARNED)
+                (h,) = ax.plot(
+                    [a for a, _ in pts],
+                    [b for _, b in pts],
+                    linestyle="none",
+                    marker="o",
+                    markersize=11,
+                    markerfacecolor="none",
+                    markeredgecolor="#d62728",
+                    markeredgewidth=1.6,
+                    label=_WARNED,
+                )
                 handles.setdefault(_WARNED, h)
             if p.title:
                 ax.set_title(p.title)
@@ -497,9 +575,15 @@ def _fixed_formatter(ticks: list[float], labels: list[str]) -> Any:
     return FuncFormatter(lambda v, _pos: table.get(v, ""))
 
 
-def plot_results(document_or_run_dir: Mapping[str, Any] | str | Path, out_path: str | Path, *,
-                 metric: str = "busbw_GBps", x: str | None = None, panel: str | Sequence[str] | None = None,
-                 dpi: int = 150) -> Path:
+def plot_results(
+    document_or_run_dir: Mapping[str, Any] | str | Path,
+    out_path: str | Path,
+    *,
+    metric: str = "busbw_GBps",
+    x: str | None = None,
+    panel: str | Sequence[str] | None = None,
+    dpi: int = 150,
+) -> Path:
     """Draw ``metric`` against ``x`` from a results document, a run directory or its results.json;
     write a PNG to ``out_path`` atomically and return its path. See :func:`plot_layout` for the
     choice of x, panels and series. Raises :class:`hub.errors.UsageError` when matplotlib is

@@ -15,17 +15,40 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STANDARD_METRICS", "csv_text", "markdown_text", "metric_keys", "table_columns", "table_rows",
-           "warning_lines", "write_from_log", "write_results"]
+__all__ = [
+    "STANDARD_METRICS",
+    "csv_text",
+    "markdown_text",
+    "metric_keys",
+    "table_columns",
+    "table_rows",
+    "warning_lines",
+    "write_from_log",
+    "write_results",
+]
 
 #: metric key -> (column header, scale) for the Markdown table; time is shown in microseconds.
 _MD_METRICS = (("time_ns", "time_us", 1e-3), ("algbw_GBps", "algbw GB/s", 1.0), ("busbw_GBps", "busbw GB/s", 1.0))
 #: What the built-in simulator (and the ASTRA-sim consumers) report besides time/algbw/busbw:
 #: descriptive figures that stay out of the tables. Any other metric a consumer reports is its
 #: own and gets a column.
-STANDARD_METRICS = frozenset({
-    "time_ns", "time_us", "algbw_GBps", "busbw_GBps", "size_bytes", "ranks", "collective", "mode", "topology",
-    "messages", "bytes", "bound_ns", "time_over_bound"})
+STANDARD_METRICS = frozenset(
+    {
+        "time_ns",
+        "time_us",
+        "algbw_GBps",
+        "busbw_GBps",
+        "size_bytes",
+        "ranks",
+        "collective",
+        "mode",
+        "topology",
+        "messages",
+        "bytes",
+        "bound_ns",
+        "time_over_bound",
+    }
+)
 
 
 def _cell(value: Any) -> str:
@@ -61,9 +84,17 @@ def _csv_lines(rows: Iterable[dict[str, Any]], variables: list[str], metrics: li
     w.writerow(["source", "consumer", *variables, "status", "algorithm", *metrics, "error"])
     for r in rows:
         point = r["point"]
-        w.writerow([r["source"], r["consumer"] or "", *(_csv_cell(point.get(v)) for v in variables), r["status"],
-                    (r.get("algorithm") or {}).get("hash", ""), *(_csv_cell(r["metrics"].get(m)) for m in metrics),
-                    r.get("error") or ""])
+        w.writerow(
+            [
+                r["source"],
+                r["consumer"] or "",
+                *(_csv_cell(point.get(v)) for v in variables),
+                r["status"],
+                (r.get("algorithm") or {}).get("hash", ""),
+                *(_csv_cell(r["metrics"].get(m)) for m in metrics),
+                r.get("error") or "",
+            ]
+        )
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()
@@ -96,8 +127,9 @@ def table_header(cols: list[tuple[str, str, float]], variables: list[str], show_
     return ["source", *(["consumer"] if show_consumer else []), *variables, *(c[1] for c in cols), "status"]
 
 
-def table_cells(r: dict[str, Any], cols: list[tuple[str, str, float]], variables: list[str],
-                show_consumer: bool) -> list[str]:
+def table_cells(
+    r: dict[str, Any], cols: list[tuple[str, str, float]], variables: list[str], show_consumer: bool
+) -> list[str]:
     """One row of the human results table (shared by results.md and the CLI)."""
     cells = [r["source"], *([r["consumer"] or "-"] if show_consumer else [])]
     cells += [_cell(r["point"].get(v)) for v in variables]
@@ -135,8 +167,13 @@ def _esc(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def _markdown_lines(rows: Callable[[], Iterable[dict[str, Any]]], variables: list[str], title: str,
-                    cols: list[tuple[str, str, float]], show_consumer: bool) -> Iterator[str]:
+def _markdown_lines(
+    rows: Callable[[], Iterable[dict[str, Any]]],
+    variables: list[str],
+    title: str,
+    cols: list[tuple[str, str, float]],
+    show_consumer: bool,
+) -> Iterator[str]:
     header = table_header(cols, variables, show_consumer)
     yield f"# {title}\n\n"
     yield "| " + " | ".join(header) + " |\n"
@@ -196,8 +233,13 @@ def _json_lines(document: dict[str, Any], rows: Iterable[dict[str, Any]], seen: 
     yield "\n  ]\n}\n" if not first else "]\n}\n"
 
 
-def write_results(run_dir: Path, document: dict[str, Any], variables: list[str], title: str,
-                  rows: Callable[[], Iterable[dict[str, Any]]] | None = None) -> None:
+def write_results(
+    run_dir: Path,
+    document: dict[str, Any],
+    variables: list[str],
+    title: str,
+    rows: Callable[[], Iterable[dict[str, Any]]] | None = None,
+) -> None:
     """Write results.json, results.csv and results.md into ``run_dir``.
 
     ``rows()`` gives the rows in file order, anew on each call (it is called three times); by
@@ -213,8 +255,16 @@ def write_results(run_dir: Path, document: dict[str, Any], variables: list[str],
     _write_lines(run_dir / "results.md", _markdown_lines(rows, variables, title, columns_for(metrics), show_consumer))
 
 
-def write_from_log(run_dir: Path, document: dict[str, Any], variables: list[str], title: str,
-                   lines: Iterable[bytes], metrics: list[str], show_consumer: bool, log: Path) -> None:
+def write_from_log(
+    run_dir: Path,
+    document: dict[str, Any],
+    variables: list[str],
+    title: str,
+    lines: Iterable[bytes],
+    metrics: list[str],
+    show_consumer: bool,
+    log: Path,
+) -> None:
     """In one pass over the rows' JSON ``lines`` (file order): ``log`` rewritten in that order,
     results.json, results.csv and results.md; each file renamed into place at the end."""
     cols = columns_for(metrics)
@@ -222,8 +272,12 @@ def write_from_log(run_dir: Path, document: dict[str, Any], variables: list[str]
     tmps = [p.with_name(f".{p.name}.tmp") for p in names]
     head = json.dumps({k: v for k, v in document.items() if k != "rows"}, indent=2, default=str)
     warned: list[str] = []
-    with open(tmps[0], "wb") as lg, open(tmps[1], "w", encoding="utf-8") as js, \
-            open(tmps[2], "w", encoding="utf-8", newline="") as cs, open(tmps[3], "w", encoding="utf-8") as md:
+    with (
+        open(tmps[0], "wb") as lg,
+        open(tmps[1], "w", encoding="utf-8") as js,
+        open(tmps[2], "w", encoding="utf-8", newline="") as cs,
+        open(tmps[3], "w", encoding="utf-8") as md,
+    ):
         js.write(head[:-2] + ',\n  "rows": [')
         csv_out = csv.writer(cs, lineterminator="\n")
         csv_out.writerow(["source", "consumer", *variables, "status", "algorithm", *metrics, "error"])
@@ -236,9 +290,17 @@ def write_from_log(run_dir: Path, document: dict[str, Any], variables: list[str]
             js.write(sep + line.decode().rstrip("\n"))
             sep = ",\n    "
             point, m = r["point"], r["metrics"]
-            csv_out.writerow([r["source"], r["consumer"] or "", *(_csv_cell(point.get(v)) for v in variables),
-                              r["status"], (r.get("algorithm") or {}).get("hash", ""),
-                              *(_csv_cell(m.get(k)) for k in metrics), r.get("error") or ""])
+            csv_out.writerow(
+                [
+                    r["source"],
+                    r["consumer"] or "",
+                    *(_csv_cell(point.get(v)) for v in variables),
+                    r["status"],
+                    (r.get("algorithm") or {}).get("hash", ""),
+                    *(_csv_cell(m.get(k)) for k in metrics),
+                    r.get("error") or "",
+                ]
+            )
             md.write("| " + " | ".join(_esc(c) for c in table_cells(r, cols, variables, show_consumer)) + " |\n")
             if r.get("warnings"):
                 warned += _row_warnings(r)

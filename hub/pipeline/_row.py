@@ -27,13 +27,27 @@ class RowSlot:
     key: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"pos": self.pos, "source": self.source, "consumer": self.consumer, "component": self.component,
-                "point": self.point, "point_index": self.point_index, "key": self.key}
+        return {
+            "pos": self.pos,
+            "source": self.source,
+            "consumer": self.consumer,
+            "component": self.component,
+            "point": self.point,
+            "point_index": self.point_index,
+            "key": self.key,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RowSlot:
-        return cls(data["pos"], data["source"], data["consumer"], data["component"], data["point"],
-                   data["point_index"], data["key"])
+        return cls(
+            data["pos"],
+            data["source"],
+            data["consumer"],
+            data["component"],
+            data["point"],
+            data["point_index"],
+            data["key"],
+        )
 
     @property
     def identity(self) -> tuple[str, str | None, str]:
@@ -68,24 +82,68 @@ class Row:
     key: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "consumer": self.consumer, "component": self.component, "point": self.point,
-                "point_index": self.point_index, "algorithm": self.algorithm, "status": self.status,
-                "metrics": self.metrics, "artifacts": self.artifacts, "details_file": self.details_file,
-                "warnings": list(self.warnings), "error": self.error, "wall_s": self.wall_s, "key": self.key}
+        return {
+            "source": self.source,
+            "consumer": self.consumer,
+            "component": self.component,
+            "point": self.point,
+            "point_index": self.point_index,
+            "algorithm": self.algorithm,
+            "status": self.status,
+            "metrics": self.metrics,
+            "artifacts": self.artifacts,
+            "details_file": self.details_file,
+            "warnings": list(self.warnings),
+            "error": self.error,
+            "wall_s": self.wall_s,
+            "key": self.key,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Row:
-        return cls(data["source"], data.get("consumer"), data.get("component"), data.get("point") or {},
-                   int(data.get("point_index", 0)), data.get("algorithm"), data["status"],
-                   dict(data.get("metrics") or {}), dict(data.get("artifacts") or {}), data.get("details_file"),
-                   tuple(data.get("warnings") or ()), data.get("error"), float(data.get("wall_s") or 0.0),
-                   str(data.get("key") or ""))
+        return cls(
+            data["source"],
+            data.get("consumer"),
+            data.get("component"),
+            data.get("point") or {},
+            int(data.get("point_index", 0)),
+            data.get("algorithm"),
+            data["status"],
+            dict(data.get("metrics") or {}),
+            dict(data.get("artifacts") or {}),
+            data.get("details_file"),
+            tuple(data.get("warnings") or ()),
+            data.get("error"),
+            float(data.get("wall_s") or 0.0),
+            str(data.get("key") or ""),
+        )
 
 
-def build_row(slot: RowSlot, algorithm: dict[str, Any] | None, *, error: str | None = None,
-              metrics: dict[str, Any] | None = None, artifacts: dict[str, str] | None = None,
-              details_file: str | None = None, warnings: Any = (), wall_s: float = 0.0) -> dict[str, Any]:
+def build_row(
+    slot: RowSlot,
+    algorithm: dict[str, Any] | None,
+    *,
+    error: str | None = None,
+    metrics: dict[str, Any] | None = None,
+    artifacts: dict[str, str] | None = None,
+    details_file: str | None = None,
+    warnings: Any = (),
+    wall_s: float = 0.0,
+) -> dict[str, Any]:
     """The row of ``slot`` as a plain dict: ``status`` is ``failed`` exactly when ``error`` is given."""
-    return Row(slot.source, slot.consumer, slot.component, slot.point, slot.point_index, algorithm,
-               "ok" if error is None else "failed", dict(metrics or {}), dict(artifacts or {}), details_file,
-               tuple(str(w) for w in warnings), error, round(float(wall_s), 6), slot.key).as_dict()
+    return Row(
+        slot.source,
+        slot.consumer,
+        slot.component,
+        slot.point,
+        slot.point_index,
+        algorithm,
+        "ok" if error is None else "failed",
+        dict(metrics or {}),
+        dict(artifacts or {}),
+        details_file,
+        tuple(str(w) for w in warnings),
+        error,
+        round(float(wall_s), 6),
+        slot.key,
+    ).as_dict()

@@ -32,8 +32,19 @@ from ..errors import UsageError
 from ._results import csv_text, markdown_text, metric_keys, table_columns, table_rows, warning_lines, write_results
 from ._rowlog import LOG_NAME
 
-__all__ = ["MARKER", "RunDir", "choose_target", "csv_text", "is_incomplete", "markdown_text", "metric_keys",
-           "table_columns", "table_rows", "warning_lines", "write_results"]
+__all__ = [
+    "MARKER",
+    "RunDir",
+    "choose_target",
+    "csv_text",
+    "is_incomplete",
+    "markdown_text",
+    "metric_keys",
+    "table_columns",
+    "table_rows",
+    "warning_lines",
+    "write_results",
+]
 
 #: The file that marks an unfinished run directory.
 MARKER = "INCOMPLETE"
@@ -60,8 +71,10 @@ def is_incomplete(path: Path) -> bool:
 
 
 def _marker_text(resume_command: str) -> str:
-    return (f"This run directory is incomplete: the run was interrupted.\n"
-            f"rows.jsonl holds the rows done so far; complete it with:\n\n    {resume_command}\n")
+    return (
+        f"This run directory is incomplete: the run was interrupted.\n"
+        f"rows.jsonl holds the rows done so far; complete it with:\n\n    {resume_command}\n"
+    )
 
 
 class RunDir:
@@ -70,16 +83,24 @@ class RunDir:
     With ``resume`` and an existing run directory at ``target`` the run works in place
     (:attr:`resumed` is True); otherwise it is a new run in a temporary sibling."""
 
-    def __init__(self, target: Path, *, force: bool = False, resume: bool = False,
-                 resume_command: str = "collhub run FILE --resume") -> None:
+    def __init__(
+        self,
+        target: Path,
+        *,
+        force: bool = False,
+        resume: bool = False,
+        resume_command: str = "collhub run FILE --resume",
+    ) -> None:
         target = Path(target).absolute()
         self.force = force
         self._note = resume_command
         self.resumed = resume and target.is_dir() and not target.is_symlink()
         if self.resumed:
             if not (target / LOG_NAME).is_file():
-                raise UsageError(f"{target} is not a resumable run directory (it has no {LOG_NAME})",
-                                 hint="resume a directory written by `collhub run`, or run without --resume")
+                raise UsageError(
+                    f"{target} is not a resumable run directory (it has no {LOG_NAME})",
+                    hint="resume a directory written by `collhub run`, or run without --resume",
+                )
             self.final = self.work = target
             _write(target / MARKER, _marker_text(self.resume_hint()))
             for name in _RESULTS:  # stale until rewritten from the completed log
@@ -88,8 +109,10 @@ class RunDir:
         self.final = choose_target(target, force=force)
         if self.final.is_symlink() or (self.final.exists() and not self.final.is_dir()):
             # --force replaces run directories only, never a user's file
-            raise UsageError(f"{self.final} exists and is not a directory",
-                             hint="choose another --out; a file is never moved aside or replaced")
+            raise UsageError(
+                f"{self.final} exists and is not a directory",
+                hint="choose another --out; a file is never moved aside or replaced",
+            )
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self.work = self.final.parent / f".{self.final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.work.mkdir()

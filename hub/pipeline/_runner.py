@@ -112,8 +112,14 @@ def _progress(enabled: bool) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=Console(stderr=True), transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
 
 
 def _remove_empty_dirs(root: Path) -> None:
@@ -126,11 +132,22 @@ def _remove_empty_dirs(root: Path) -> None:
             pass
 
 
-def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: int | None = None,
-            force: bool = False, manager_spec: ManagerSpec | None = None, progress: bool | None = None,
-            debug: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None,
-            plot: bool = True, timeout: float | None = None, executor: str = "local",
-            scheduler: str | None = None, resume: str | bool | None = None) -> RunResult:
+def execute(
+    vp: ValidatedPipeline,
+    out_dir: str | Path | None = None,
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    manager_spec: ManagerSpec | None = None,
+    progress: bool | None = None,
+    debug: bool = False,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    plot: bool = True,
+    timeout: float | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    resume: str | bool | None = None,
+) -> RunResult:
     """Run a validated pipeline and publish its run directory; see the module docstring.
 
     With ``plot`` (and matplotlib installed) the run directory also gets ``results.png`` when the
@@ -154,36 +171,64 @@ def execute(vp: ValidatedPipeline, out_dir: str | Path | None = None, *, jobs: i
     if timeout is not None and not timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout}")
     if jobs is not None and jobs > max_jobs():
-        raise UsageError(f"--jobs {jobs} is more than {max_jobs()} worker processes",
-                         hint=f"use at most {max_jobs()} (4 per CPU); the default is {default_jobs()}")
+        raise UsageError(
+            f"--jobs {jobs} is more than {max_jobs()} worker processes",
+            hint=f"use at most {max_jobs()} (4 per CPU); the default is {default_jobs()}",
+        )
     mode = {None: None, False: None, True: "auto", "auto": "auto", "strict": "strict"}.get(resume, "?")
     if mode == "?":
         raise UsageError(f"--resume takes 'auto' or 'strict', got {resume!r}")
     if mode and force:
-        raise UsageError("--resume and --force exclude each other",
-                         hint="--resume completes a run directory, --force replaces it")
+        raise UsageError(
+            "--resume and --force exclude each other", hint="--resume completes a run directory, --force replaces it"
+        )
     if out_dir is None:
         out_dir = interpolate(model.output, dict(model.vars)) if model.output else Path("runs") / vp.name
     if not str(out_dir).strip():
         raise UsageError("the run directory is empty (--out '')", hint="give a directory, e.g. --out runs/sweep")
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
-        raise UsageError(f"{target} exists and is not a directory; a run directory cannot replace it",
-                         hint="choose another --out (--force replaces only an earlier run directory)")
+        raise UsageError(
+            f"{target} exists and is not a directory; a run directory cannot replace it",
+            hint="choose another --out (--force replaces only an earlier run directory)",
+        )
     with Interrupts() as interrupts:
-        run = _Run(vp, mgr, mspec, interrupts, jobs=jobs, debug=debug, on_row=on_row, timeout=timeout,
-                   executor=executor, scheduler=scheduler,
-                   progress=sys.stderr.isatty() if progress is None else progress, plot=plot)
+        run = _Run(
+            vp,
+            mgr,
+            mspec,
+            interrupts,
+            jobs=jobs,
+            debug=debug,
+            on_row=on_row,
+            timeout=timeout,
+            executor=executor,
+            scheduler=scheduler,
+            progress=sys.stderr.isatty() if progress is None else progress,
+            plot=plot,
+        )
         return run.execute(target, force=force, resume=mode)
 
 
 class _Run:
     """One run's state; :meth:`execute` is plan, run, collect, write."""
 
-    def __init__(self, vp: ValidatedPipeline, mgr: Any, mspec: ManagerSpec, interrupts: Interrupts, *,
-                 jobs: int | None, debug: bool, on_row: Callable[[dict[str, Any]], None] | None,
-                 timeout: float | None, executor: str, scheduler: str | None, progress: bool,
-                 plot: bool) -> None:
+    def __init__(
+        self,
+        vp: ValidatedPipeline,
+        mgr: Any,
+        mspec: ManagerSpec,
+        interrupts: Interrupts,
+        *,
+        jobs: int | None,
+        debug: bool,
+        on_row: Callable[[dict[str, Any]], None] | None,
+        timeout: float | None,
+        executor: str,
+        scheduler: str | None,
+        progress: bool,
+        plot: bool,
+    ) -> None:
         self.plot = plot
         self.vp, self.mgr, self.mspec, self.interrupts = vp, mgr, mspec, interrupts
         self.jobs, self.debug, self.on_row, self.timeout = jobs, debug, on_row, timeout
@@ -206,8 +251,9 @@ class _Run:
         log: RowLog | None = None
         try:
             with self.interrupts.critical():  # the directory exists only together with its cleanup
-                rd = RunDir(target, force=force, resume=resume is not None,
-                            resume_command=f"collhub run {vp.file} --resume")
+                rd = RunDir(
+                    target, force=force, resume=resume is not None, resume_command=f"collhub run {vp.file} --resume"
+                )
             self._observe("collhub_before_pipeline_run", pipeline=vp, run_dir=rd.final)
             (rd.work / "pipeline.yaml").write_text(vp.text, encoding="utf-8")
             log = self._open_log(rd, plan)
@@ -244,9 +290,11 @@ class _Run:
         if reuse.changed and resume == "strict":
             more = f"; and {len(reuse.changed) - 5} more" if len(reuse.changed) > 5 else ""
             shown = "; ".join(reuse.changed[:5]) + more
-            raise UsageError(f"{len(reuse.changed)} row(s) of {target} changed since they were run "
-                             f"(params, plugin versions or input files): {shown}",
-                             hint="use --resume to recompute only those rows, or --out a new directory")
+            raise UsageError(
+                f"{len(reuse.changed)} row(s) of {target} changed since they were run "
+                f"(params, plugin versions or input files): {shown}",
+                hint="use --resume to recompute only those rows, or --out a new directory",
+            )
         return reuse
 
     def _open_log(self, rd: RunDir, plan: Plan) -> RowLog:
@@ -278,8 +326,16 @@ class _Run:
                 self._record_algorithm(rd, g)
                 for s in g.bare:
                     summary = res["summary"]
-                    self._add(log, s.pos, build_row(s, res["info"], wall_s=res["wall_s"], metrics={
-                        k: summary[k] for k in ("nodes", "send", "recv", "comp") if k in summary}))
+                    self._add(
+                        log,
+                        s.pos,
+                        build_row(
+                            s,
+                            res["info"],
+                            wall_s=res["wall_s"],
+                            metrics={k: summary[k] for k in ("nodes", "send", "recv", "comp") if k in summary},
+                        ),
+                    )
                 return None
             if model.on_error != "continue":
                 return g.order
@@ -290,10 +346,14 @@ class _Run:
             return None
 
         self._drain(pool, units, [g.order for g in todo], produced, log)
-        consume = [(g, [j for j in g.jobs if not log.has(j["slot"]["pos"])]) for g in todo
-                   if g.result is not None and g.result["ok"]]
-        units = plan.consume_units([(g, j) for g, j in consume if j], {**base, "on_error": model.on_error},
-                                   self.workers)
+        consume = [
+            (g, [j for j in g.jobs if not log.has(j["slot"]["pos"])])
+            for g in todo
+            if g.result is not None and g.result["ok"]
+        ]
+        units = plan.consume_units(
+            [(g, j) for g, j in consume if j], {**base, "on_error": model.on_error}, self.workers
+        )
 
         def consumed(i: int, res: dict[str, Any]) -> int | None:
             for row, job in zip(res["rows"], units[i]["jobs"], strict=False):  # fewer rows after a failure
@@ -302,8 +362,14 @@ class _Run:
 
         self._drain(pool, units, [u["jobs"][0]["slot"]["pos"] for u in units], consumed, log)
 
-    def _drain(self, pool: Executor, units: list[dict[str, Any]], orders: list[int],
-               handle: Callable[[int, dict[str, Any]], int | None], log: RowLog) -> None:
+    def _drain(
+        self,
+        pool: Executor,
+        units: list[dict[str, Any]],
+        orders: list[int],
+        handle: Callable[[int, dict[str, Any]], int | None],
+        log: RowLog,
+    ) -> None:
         """Run ``units``; on a failure at row position P, wait for every unit that starts before
         P (it may fail earlier in file order), then raise the first failure in file order."""
         if not units:
@@ -341,8 +407,9 @@ class _Run:
             "format": "collhub-run/1",
             "pipeline": {"name": vp.name, "file": str(vp.file), "sha256": hashlib.sha256(vp.text.encode()).hexdigest()},
             "collhub": version,
-            "plugins": [{"name": p.name, "distribution": p.distribution, "version": p.version}
-                        for p in self.mgr.plugins()],
+            "plugins": [
+                {"name": p.name, "distribution": p.distribution, "version": p.version} for p in self.mgr.plugins()
+            ],
             "python": sys.version.split()[0],
             "started": started.isoformat(timespec="seconds"),
             "finished": finished.isoformat(timespec="seconds"),
@@ -355,8 +422,16 @@ class _Run:
 
     def _write(self, rd: RunDir, meta: dict[str, Any], log: RowLog) -> Path | None:
         """One pass over the log in file order: the log itself sorted, results.json/csv/md; the plot."""
-        write_from_log(rd.work, meta, list(self.vp.model.matrix), self.vp.name, log.lines(), log.metric_keys(),
-                       len(log.consumers) > 1, rd.work / LOG_NAME)
+        write_from_log(
+            rd.work,
+            meta,
+            list(self.vp.model.matrix),
+            self.vp.name,
+            log.lines(),
+            log.metric_keys(),
+            len(log.consumers) > 1,
+            rd.work / LOG_NAME,
+        )
         log.close()
         auto_report(rd.work, meta, plot=self.plot)  # never raises: report.json/.md/.png of a size sweep
         if not self.plot:
@@ -405,8 +480,10 @@ class _Run:
             if rd is not None:
                 if isinstance(exc, KeyboardInterrupt):
                     kept = rd.keep_incomplete()
-                    exc.hint = (f"{log.count if log else 0} row(s) are kept in {kept} (incomplete); "  # type: ignore[attr-defined]
-                                f"complete it with: {rd.resume_hint()}")
+                    exc.hint = (  # type: ignore[attr-defined]  # read by the CLI's interrupt message
+                        f"{log.count if log else 0} row(s) are kept in {kept} (incomplete); "
+                        f"complete it with: {rd.resume_hint()}"
+                    )
                 else:
                     rd.discard()
         if isinstance(exc, Exception) and rd is not None:

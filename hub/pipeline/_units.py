@@ -61,8 +61,11 @@ def describe_step(kind: str, source: str, component: str, point: dict[str, Any],
     from ._matrix import _text
 
     where = ", ".join(f"{k}={_text(v)}" for k, v in point.items())
-    who = (f"consumer {consumer!r} ({component}) on source {source!r}" if consumer
-           else f"{kind} {component} of source {source!r}")
+    who = (
+        f"consumer {consumer!r} ({component}) on source {source!r}"
+        if consumer
+        else f"{kind} {component} of source {source!r}"
+    )
     return who + (f" at point {where}" if where else "")
 
 
@@ -104,8 +107,15 @@ def _call(mgr: Any, step: Step, failures: list[HookFailure], fn: Any, *args: Any
 
 
 def _hook_error(exc: _HookFatal) -> dict[str, Any]:
-    return {"step": "observer hook", "kind": "hook", "type": "PluginError", "message": exc.error.message,
-            "hint": exc.error.hint, "traceback": None, "text": exc.error.message}
+    return {
+        "step": "observer hook",
+        "kind": "hook",
+        "type": "PluginError",
+        "message": exc.error.message,
+        "hint": exc.error.hint,
+        "traceback": None,
+        "text": exc.error.message,
+    }
 
 
 def _content_hash(obj: Any, spec_key: str) -> str:
@@ -152,12 +162,20 @@ def _produce(unit: dict[str, Any]) -> dict[str, Any]:
     hooks: list[HookFailure] = []
     step = Step("produce", source, unit["producer"], point)
     try:
-        obj = _call(mgr, step, hooks, partial(mgr.run_producer, timeout=unit.get("timeout")), unit["producer"],
-                    unit["params"], ctx)
+        obj = _call(
+            mgr,
+            step,
+            hooks,
+            partial(mgr.run_producer, timeout=unit.get("timeout")),
+            unit["producer"],
+            unit["params"],
+            ctx,
+        )
         for i, t in enumerate(unit["transforms"]):
             step = Step("transform", source, t["use"], point, index=i)
-            obj = _call(mgr, step, hooks, partial(mgr.run_transform, timeout=t.get("timeout")), t["use"], obj,
-                        t["params"], ctx)
+            obj = _call(
+                mgr, step, hooks, partial(mgr.run_transform, timeout=t.get("timeout")), t["use"], obj, t["params"], ctx
+            )
     except _HookFatal as exc:
         return {"ok": False, "error": _hook_error(exc), "hook_failures": _plain(hooks)}
     except Exception as exc:  # noqa: BLE001 - returned as data, see the module docstring
@@ -172,10 +190,22 @@ def _produce(unit: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": err, "hook_failures": _plain(hooks)}
     summary_fn = getattr(obj, "summary", None)
     summary = summary_fn() if callable(summary_fn) else {}
-    info = {"hash": digest, "dir": rel, "files": files, "name": summary.get("name") or source,
-            "nodes": summary.get("nodes"), "kind": "algorithm" if hasattr(obj, "graphs") else "workload"}
-    return {"ok": True, "algorithm": obj, "info": info, "summary": summary,
-            "wall_s": round(time.perf_counter() - start, 6), "hook_failures": _plain(hooks)}
+    info = {
+        "hash": digest,
+        "dir": rel,
+        "files": files,
+        "name": summary.get("name") or source,
+        "nodes": summary.get("nodes"),
+        "kind": "algorithm" if hasattr(obj, "graphs") else "workload",
+    }
+    return {
+        "ok": True,
+        "algorithm": obj,
+        "info": info,
+        "summary": summary,
+        "wall_s": round(time.perf_counter() - start, 6),
+        "hook_failures": _plain(hooks),
+    }
 
 
 def _plain(failures: list[HookFailure]) -> list[dict[str, str]]:
@@ -248,17 +278,35 @@ def _consume(unit: dict[str, Any]) -> dict[str, Any]:
     for job in unit["jobs"]:
         point, slot = job["point"], RowSlot.from_dict(job["slot"])
         workdir = dirs.make(job["workdir"])
-        ctx = RunContext(workdir=workdir, debug=debug, quiet=True,
-                         options={"source": source, "consumer": job["consumer"], "point": point})
+        ctx = RunContext(
+            workdir=workdir,
+            debug=debug,
+            quiet=True,
+            options={"source": source, "consumer": job["consumer"], "point": point},
+        )
         step = Step("consume", source, job["use"], point, consumer=job["consumer"])
         start = time.perf_counter()
         try:
-            result = _call(mgr, step, hooks, partial(mgr.run_consumer, timeout=job.get("timeout")), job["use"], obj,
-                           job["params"], ctx)
+            result = _call(
+                mgr,
+                step,
+                hooks,
+                partial(mgr.run_consumer, timeout=job.get("timeout")),
+                job["use"],
+                obj,
+                job["params"],
+                ctx,
+            )
             artifacts = _relative_artifacts(dict(result.artifacts), workdir, run_dir)
-            row = build_row(slot, info, metrics=dict(result.metrics), artifacts=artifacts,
-                            details_file=_write_details(result.details, workdir, run_dir, artifacts),
-                            warnings=result.warnings, wall_s=time.perf_counter() - start)
+            row = build_row(
+                slot,
+                info,
+                metrics=dict(result.metrics),
+                artifacts=artifacts,
+                details_file=_write_details(result.details, workdir, run_dir, artifacts),
+                warnings=result.warnings,
+                wall_s=time.perf_counter() - start,
+            )
         except _HookFatal as exc:
             return {"rows": rows, "error": {**_hook_error(exc), "pos": slot.pos}, "hook_failures": _plain(hooks)}
         except Exception as exc:  # noqa: BLE001

@@ -86,8 +86,9 @@ def _allowed_keys(path: tuple[Any, ...]) -> list[str]:
     return []
 
 
-def _issue_from_error(loaded: LoadedFile, prefix: tuple[Any, ...], err: Mapping[str, Any],
-                      fields: list[str] | None = None) -> Issue:
+def _issue_from_error(
+    loaded: LoadedFile, prefix: tuple[Any, ...], err: Mapping[str, Any], fields: list[str] | None = None
+) -> Issue:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     if prefix == () and len(loc) >= 3 and loc[0] == "matrix" and loc[2] in MATRIX_TAGS:
         loc = loc[:2] + loc[3:]  # the union tag of a matrix entry is no key of the file
@@ -155,8 +156,9 @@ def _requires_issues(loaded: LoadedFile, model: Pipeline) -> list[Issue]:
         try:
             req = Requirement(text)
         except InvalidRequirement as exc:
-            issues.append(loaded.issue(path, f"invalid requirement {text!r}: {exc}",
-                                       hint='write e.g. "collhub-mscclang>=0.1"'))
+            issues.append(
+                loaded.issue(path, f"invalid requirement {text!r}: {exc}", hint='write e.g. "collhub-mscclang>=0.1"')
+            )
             continue
         try:
             installed = dist_version(req.name)
@@ -181,12 +183,23 @@ def _variable_issues(loaded: LoadedFile, model: Pipeline) -> list[Issue]:
     issues: list[Issue] = []
     for name in model.matrix:
         if name in model.vars:
-            issues.append(loaded.issue(("matrix", name), f"variable {name!r} is defined in both vars and matrix",
-                                       hint="rename one of them", key=True))
+            issues.append(
+                loaded.issue(
+                    ("matrix", name),
+                    f"variable {name!r} is defined in both vars and matrix",
+                    hint="rename one of them",
+                    key=True,
+                )
+            )
     for section, values in (("vars", model.vars), ("matrix", model.matrix)):
         for ref, ref_path in references(values):
-            issues.append(loaded.issue((section,) + ref_path, f"${{{ref}}} cannot be used inside {section}",
-                                       hint="vars and matrix values are literal"))
+            issues.append(
+                loaded.issue(
+                    (section,) + ref_path,
+                    f"${{{ref}}} cannot be used inside {section}",
+                    hint="vars and matrix values are literal",
+                )
+            )
     known = set(model.vars) | set(model.matrix)
     envs = [{**model.vars, **p.as_dict()} for p in expand(model.matrix)]
     blocks: list[tuple[tuple[Any, ...], Any, set[str]]] = [(("output",), model.output, set(model.vars))]
@@ -201,17 +214,33 @@ def _variable_issues(loaded: LoadedFile, model: Pipeline) -> list[Issue]:
             name = ref.split(".", 1)[0]
             if name in allowed:
                 if "." in ref and not all(resolvable(env, ref) for env in envs):
-                    issues.append(loaded.issue(prefix + ref_path, f"${{{ref}}}: {name} has no such key at every point",
-                                               hint=f"give every value of {name} the key {ref.split('.', 1)[1]!r}"))
+                    issues.append(
+                        loaded.issue(
+                            prefix + ref_path,
+                            f"${{{ref}}}: {name} has no such key at every point",
+                            hint=f"give every value of {name} the key {ref.split('.', 1)[1]!r}",
+                        )
+                    )
                 continue
             if name in known:  # a matrix variable in `output`
-                issues.append(loaded.issue(prefix + ref_path,
-                                           f"${{{name}}} is a matrix variable; output may use only vars",
-                                           hint="one run directory holds every point"))
+                issues.append(
+                    loaded.issue(
+                        prefix + ref_path,
+                        f"${{{name}}} is a matrix variable; output may use only vars",
+                        hint="one run directory holds every point",
+                    )
+                )
                 continue
             close = difflib.get_close_matches(name, sorted(allowed), n=1)
-            hint = f"did you mean ${{{close[0]}}}?" if close else (
-                "defined variables: " + ", ".join(sorted(allowed)) if allowed else "define it under vars: or matrix:")
+            hint = (
+                f"did you mean ${{{close[0]}}}?"
+                if close
+                else (
+                    "defined variables: " + ", ".join(sorted(allowed))
+                    if allowed
+                    else "define it under vars: or matrix:"
+                )
+            )
             issues.append(loaded.issue(prefix + ref_path, f"unknown variable ${{{name}}}", hint=hint))
     return issues
 
@@ -220,8 +249,7 @@ def _unknown_component(cid: str, kind: str, installed: dict[str, str]) -> tuple[
     prefix = cid.split(".", 1)[0] if "." in cid else ""
     if prefix in KNOWN_PLUGINS and not any(i.startswith(prefix + ".") for i in installed):
         dist = KNOWN_PLUGINS[prefix]
-        return (f"{kind} {cid!r} is provided by plugin {dist}, which is not installed",
-                f"collhub install {dist}")
+        return (f"{kind} {cid!r} is provided by plugin {dist}, which is not installed", f"collhub install {dist}")
     same_kind = sorted(i for i, k in installed.items() if k == kind)
     candidates = difflib.get_close_matches(cid, same_kind, n=1, cutoff=0.6)
     if not candidates and "." not in cid:
@@ -232,8 +260,15 @@ def _unknown_component(cid: str, kind: str, installed: dict[str, str]) -> tuple[
     return f"unknown {kind} {cid!r}", (f"installed {kind}s: {listing}" if same_kind else f"no {kind}s are installed")
 
 
-def _resolve(loaded: LoadedFile, manager: Any, installed: dict[str, str], path: tuple[Any, ...], cid: str,
-             kind: str, issues: list[Issue]) -> Any | None:
+def _resolve(
+    loaded: LoadedFile,
+    manager: Any,
+    installed: dict[str, str],
+    path: tuple[Any, ...],
+    cid: str,
+    kind: str,
+    issues: list[Issue],
+) -> Any | None:
     try:
         spec = manager.component(cid)
     except (ComponentNotFoundError, KeyError):
@@ -252,8 +287,14 @@ def _resolve(loaded: LoadedFile, manager: Any, installed: dict[str, str], path: 
     return spec
 
 
-def _params_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, ...], raw: dict[str, Any],
-                   env_of: list[tuple[Point, dict[str, Any]]]) -> list[Issue]:
+def _params_issues(
+    loaded: LoadedFile,
+    spec: Any,
+    cid: str,
+    prefix: tuple[Any, ...],
+    raw: dict[str, Any],
+    env_of: list[tuple[Point, dict[str, Any]]],
+) -> list[Issue]:
     """Validate ``raw`` against the component's params model at every point.
 
     Findings identical at several points are reported once, saying at how many points they
@@ -285,7 +326,11 @@ def _params_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, .
         if total > 1 and len(points) < total:
             issue = Issue(
                 message=f"{issue.message} (at {len(points)} of {total} points, e.g. {points[0].label})",
-                path=issue.path, file=issue.file, line=issue.line, column=issue.column, hint=issue.hint,
+                path=issue.path,
+                file=issue.file,
+                line=issue.line,
+                column=issue.column,
+                hint=issue.hint,
             )
         issues.append(issue)
     return issues
@@ -300,8 +345,16 @@ def _params_key(params: Any, unresolved: set[tuple[Any, ...]]) -> str | None:
         return None
 
 
-def _point_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, ...], model: Any,
-                  fields: list[str], params: Any, unresolved: set[tuple[Any, ...]]) -> list[Issue]:
+def _point_issues(
+    loaded: LoadedFile,
+    spec: Any,
+    cid: str,
+    prefix: tuple[Any, ...],
+    model: Any,
+    fields: list[str],
+    params: Any,
+    unresolved: set[tuple[Any, ...]],
+) -> list[Issue]:
     """Findings for one point's interpolated params: the params model, capabilities, topology strings."""
     try:
         validated = model.model_validate(params)
@@ -325,8 +378,9 @@ def _point_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[Any, ..
 TOPOLOGY_PARAMS = ("network", "topology")
 
 
-def _topology_issues(loaded: LoadedFile, prefix: tuple[Any, ...], params: Any,
-                     unresolved: set[tuple[Any, ...]]) -> list[Issue]:
+def _topology_issues(
+    loaded: LoadedFile, prefix: tuple[Any, ...], params: Any, unresolved: set[tuple[Any, ...]]
+) -> list[Issue]:
     from ..errors import HubError
     from ..topology import load_topology
 
@@ -353,8 +407,13 @@ def _capability_issues(loaded: LoadedFile, spec: Any, cid: str, prefix: tuple[An
     if coll is not None and collectives:
         name = str(getattr(coll, "value", coll))
         if name not in collectives:
-            issues.append(loaded.issue(prefix + ("collective",), f"{cid} does not implement {name}",
-                                       hint="supported: " + ", ".join(sorted(collectives))))
+            issues.append(
+                loaded.issue(
+                    prefix + ("collective",),
+                    f"{cid} does not implement {name}",
+                    hint="supported: " + ", ".join(sorted(collectives)),
+                )
+            )
     ranks = getattr(params, "ranks", None)
     if isinstance(ranks, int) and not isinstance(ranks, bool):
         lo, hi = getattr(spec, "min_ranks", 1) or 1, getattr(spec, "max_ranks", None)
@@ -380,8 +439,12 @@ def _meaning_issues(loaded: LoadedFile, model: Pipeline, manager: Any) -> list[I
             outputs[sname] = str(getattr(spec, "output", "algorithm"))
             issues += _params_issues(loaded, spec, src.producer, base + ("params",), src.params, env_of)
             if src.transforms and outputs[sname] != "algorithm":
-                issues.append(loaded.issue(base + ("transforms",), f"transforms take an algorithm, but {src.producer} "
-                                           f"produces a {outputs[sname]}"))
+                issues.append(
+                    loaded.issue(
+                        base + ("transforms",),
+                        f"transforms take an algorithm, but {src.producer} produces a {outputs[sname]}",
+                    )
+                )
         for i, t in enumerate(src.transforms):
             tpath = base + ("transforms", i)
             tspec = _resolve(loaded, manager, installed, tpath + ("use",), t.use, "transform", issues)
@@ -393,9 +456,13 @@ def _meaning_issues(loaded: LoadedFile, model: Pipeline, manager: Any) -> list[I
         for i, s in enumerate(cons.sources or []):
             if s not in model.sources:
                 close = difflib.get_close_matches(s, list(model.sources), n=1)
-                issues.append(loaded.issue(base + ("sources", i), f"unknown source {s!r}",
-                                           hint=f"did you mean {close[0]}?" if close else
-                                           "sources: " + ", ".join(model.sources)))
+                issues.append(
+                    loaded.issue(
+                        base + ("sources", i),
+                        f"unknown source {s!r}",
+                        hint=f"did you mean {close[0]}?" if close else "sources: " + ", ".join(model.sources),
+                    )
+                )
         spec = _resolve(loaded, manager, installed, base + ("use",), cons.use, "consumer", issues)
         if spec is None:
             continue
@@ -404,9 +471,13 @@ def _meaning_issues(loaded: LoadedFile, model: Pipeline, manager: Any) -> list[I
         for sname in cons.sources or list(model.sources):
             kind = outputs.get(sname)
             if kind is not None and kind not in accepts:
-                issues.append(loaded.issue(base + ("use",), f"{cons.use} takes {'/'.join(sorted(accepts))}, but source "
-                                           f"{sname!r} produces a {kind}",
-                                           hint="restrict the consumer with sources: [...]"))
+                issues.append(
+                    loaded.issue(
+                        base + ("use",),
+                        f"{cons.use} takes {'/'.join(sorted(accepts))}, but source {sname!r} produces a {kind}",
+                        hint="restrict the consumer with sources: [...]",
+                    )
+                )
     return issues
 
 
@@ -415,8 +486,9 @@ def _sorted(issues: list[Issue]) -> list[Issue]:
     return sorted(unique, key=lambda i: (i.line or 0, i.column or 0, i.path, i.message))
 
 
-def validate_loaded(loaded: LoadedFile, *, manager: Any = None,
-                    manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+def validate_loaded(
+    loaded: LoadedFile, *, manager: Any = None, manager_spec: ManagerSpec | None = None
+) -> ValidatedPipeline:
     """Run both passes on a loaded file; raise :class:`PipelineValidationError` with every issue."""
     issues = _structure_issues(loaded)
     if issues:
@@ -445,8 +517,11 @@ def _expand_ranges(loaded: LoadedFile, model: Pipeline) -> Pipeline:
                 issues.append(loaded.issue(("matrix", name), found.message, hint=found.hint))
             else:
                 # An unknown key is pointed at by its key, a bad bound by its value.
-                issues.append(loaded.issue(("matrix", name, found.key), found.message, hint=found.hint,
-                                           key=found.key not in RANGE_KEYS))
+                issues.append(
+                    loaded.issue(
+                        ("matrix", name, found.key), found.message, hint=found.hint, key=found.key not in RANGE_KEYS
+                    )
+                )
     if issues:
         _raise(loaded, issues)
     if not any(is_range(v) for v in model.matrix.values()):
@@ -461,9 +536,17 @@ def _check_points(loaded: LoadedFile, model: Pipeline) -> None:
     if total > cap:
         sizes = " x ".join(f"{k}[{len(v)}]" for k, v in model.matrix.items())
         var = LIMITS["points"][0]
-        _raise(loaded, [loaded.issue(("matrix",), f"the matrix has {total} points ({sizes}), more than the limit "
-                                     f"of {cap}", key=True,
-                                     hint=f"split the sweep into several files, or set {var} to raise the limit")])
+        _raise(
+            loaded,
+            [
+                loaded.issue(
+                    ("matrix",),
+                    f"the matrix has {total} points ({sizes}), more than the limit of {cap}",
+                    key=True,
+                    hint=f"split the sweep into several files, or set {var} to raise the limit",
+                )
+            ],
+        )
 
 
 def _raise(loaded: LoadedFile, issues: list[Issue]) -> None:
@@ -477,14 +560,15 @@ def _raise(loaded: LoadedFile, issues: list[Issue]) -> None:
     )
 
 
-def validate_text(text: str, file: str = "<pipeline>", *, manager: Any = None,
-                  manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+def validate_text(
+    text: str, file: str = "<pipeline>", *, manager: Any = None, manager_spec: ManagerSpec | None = None
+) -> ValidatedPipeline:
     """Parse and validate pipeline text."""
     return validate_loaded(load_text(text, file), manager=manager, manager_spec=manager_spec)
 
 
-def validate_file(path: str | Path, *, manager: Any = None,
-                  manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
+def validate_file(
+    path: str | Path, *, manager: Any = None, manager_spec: ManagerSpec | None = None
+) -> ValidatedPipeline:
     """Read, parse and validate a pipeline file."""
     return validate_loaded(load_file(path), manager=manager, manager_spec=manager_spec)
-

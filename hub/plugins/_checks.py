@@ -63,8 +63,10 @@ def _check_asked(id: str, out: Any, model: Any, who: str) -> None:  # noqa: A002
         return
     ranks = getattr(model, "ranks", None)
     if isinstance(ranks, int) and not isinstance(ranks, bool) and out.ranks != ranks:
-        raise PluginError(f"{who} returned an algorithm of {out.ranks} ranks, but ranks={ranks} was asked",
-                          hint="this is a bug in the plugin providing the component")
+        raise PluginError(
+            f"{who} returned an algorithm of {out.ranks} ranks, but ranks={ranks} was asked",
+            hint="this is a bug in the plugin providing the component",
+        )
     asked = getattr(model, "collective", None)
     if asked is None:
         return
@@ -73,5 +75,7 @@ def _check_asked(id: str, out: Any, model: Any, who: str) -> None:  # noqa: A002
     except Exception:  # noqa: BLE001 - a plugin-specific collective name: nothing to compare
         return
     if out.collective != want:
-        raise PluginError(f"{who} returned a {out.collective.value} algorithm, but collective={want.value} was asked",
-                          hint="this is a bug in the plugin providing the component")
+        raise PluginError(
+            f"{who} returned a {out.collective.value} algorithm, but collective={want.value} was asked",
+            hint="this is a bug in the plugin providing the component",
+        )

@@ -80,8 +80,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def guarded(fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: float | None = None,
-            wrap_errors: bool = True) -> T:
+def guarded(
+    fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: float | None = None, wrap_errors: bool = True
+) -> T:
     """``fn(*args)`` under the rules of the module docstring; ``what`` names the plugin code
     ("component 'x.y' (plugin x, distribution collhub-x 1.0)") in every error.
 
@@ -123,9 +124,10 @@ def guarded(fn: Callable[..., T], *args: Any, what: str, hint: str, timeout: flo
                 if old_int is not None:
                     signal.signal(signal.SIGINT, old_int)
     except _Alarm:
-        raise PluginTimeout(f"{what} did not finish within {timeout:g} s",
-                            hint="raise the timeout (--timeout, or timeout: in the pipeline) or fix the "
-                                 "plugin") from None
+        raise PluginTimeout(
+            f"{what} did not finish within {timeout:g} s",
+            hint="raise the timeout (--timeout, or timeout: in the pipeline) or fix the plugin",
+        ) from None
     except KeyboardInterrupt:
         if interrupted:
             raise

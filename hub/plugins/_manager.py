@@ -64,8 +64,23 @@ _COMMAND_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 #: The core's plugin name: a third-party entry point of this name would shadow every hub.* id.
 CORE_PLUGIN = "hub"
 #: Command names of the core CLI (hub.cli._app.COMMANDS, plus click's own); a plugin may not take them.
-RESERVED_COMMANDS = frozenset({"produce", "transform", "consume", "run", "pipeline", "trace", "plugins", "search",
-                               "install", "uninstall", "registry", "help", "version"})
+RESERVED_COMMANDS = frozenset(
+    {
+        "produce",
+        "transform",
+        "consume",
+        "run",
+        "pipeline",
+        "trace",
+        "plugins",
+        "search",
+        "install",
+        "uninstall",
+        "registry",
+        "help",
+        "version",
+    }
+)
 #: Reserved names that one first-party distribution provides as a plugin command group: only it may.
 RESERVED_FOR = {"registry": "collhub-registry"}
 ENV_IMPORT_TIMEOUT = "COLLHUB_PLUGIN_IMPORT_TIMEOUT"
@@ -162,15 +177,27 @@ class PluginManager:
             if progress is not None:
                 progress(cand)
             where = f"plugin {cand.name!r} from {cand.distribution} {cand.version}"
-            hint = f"reinstall or upgrade {cand.distribution}, or disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}"
+            hint = (
+                f"reinstall or upgrade {cand.distribution}, "
+                f"or disable it with COLLHUB_DISABLE_PLUGINS={cand.distribution}"
+            )
             if cand.name == CORE_PLUGIN and normalize_name(cand.distribution) != CORE_DISTRIBUTION:
-                self._record_broken(cand.distribution, cand.version, cand.label, PluginLoadError(
-                    f"{where}: the entry-point name {CORE_PLUGIN!r} is reserved for collhub's core; refused",
-                    hint=f"rename the entry point in {cand.distribution}'s [project.entry-points.collhub]"))
+                self._record_broken(
+                    cand.distribution,
+                    cand.version,
+                    cand.label,
+                    PluginLoadError(
+                        f"{where}: the entry-point name {CORE_PLUGIN!r} is reserved for collhub's core; refused",
+                        hint=f"rename the entry point in {cand.distribution}'s [project.entry-points.collhub]",
+                    ),
+                )
                 continue
             try:
-                module = guarded(cand.entry_point.load, what=f"{where}: import", hint=hint,
-                                 timeout=_import_timeout()) if cand.entry_point is not None else None
+                module = (
+                    guarded(cand.entry_point.load, what=f"{where}: import", hint=hint, timeout=_import_timeout())
+                    if cand.entry_point is not None
+                    else None
+                )
             except PluginError as exc:
                 cause = exc.__cause__ or exc
                 text = exc.message.split(": import ", 1)[-1].removeprefix("failed: ")
@@ -179,8 +206,9 @@ class PluginManager:
                 self._record_broken(cand.distribution, cand.version, cand.label, err)
                 continue
             try:
-                register = functools.partial(self.register, module, name=cand.name, distribution=cand.distribution,
-                                             version=cand.version)
+                register = functools.partial(
+                    self.register, module, name=cand.name, distribution=cand.distribution, version=cand.version
+                )
                 guarded(register, what=f"{where}: registration", hint=hint, timeout=_import_timeout())
             except PluginError as exc:
                 self._record_broken(cand.distribution, cand.version, cand.label, exc)
@@ -239,8 +267,9 @@ class PluginManager:
         for cname, app in commands:
             if cname in RESERVED_COMMANDS and RESERVED_FOR.get(cname) != dist:
                 info.warnings.append(f"command {cname!r} is a core collhub command; refused")
-                self._refused.append(f"plugin {name!r} ({dist}) provides command {cname!r}, which is a core "
-                                     "collhub command; refused")
+                self._refused.append(
+                    f"plugin {name!r} ({dist}) provides command {cname!r}, which is a core collhub command; refused"
+                )
                 continue
             if cname in self._commands:
                 info.warnings.append(f"command {cname!r} already provided by {self._commands[cname][0]}")
@@ -343,11 +372,7 @@ class PluginManager:
         """
         if kind is not None and kind not in KINDS:
             raise UsageError(f"unknown component kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
-        return [
-            _with_id(p)
-            for cid, p in sorted(self._components.items())
-            if kind is None or p.spec.kind == kind
-        ]
+        return [_with_id(p) for cid, p in sorted(self._components.items()) if kind is None or p.spec.kind == kind]
 
     def component(self, id: str) -> ComponentSpec:  # noqa: A002 - the contract's name
         """The descriptor of component ``id``; raises ComponentNotFoundError with "did you mean"."""
@@ -388,34 +413,57 @@ class PluginManager:
         spec = self.component(id)
         return _validate(spec, id, params)
 
-    def run_producer(self, id: str, params: dict[str, Any] | BaseModel | None = None, ctx: RunContext | None = None,  # noqa: A002
-                     *, timeout: float | None = None) -> Any:
+    def run_producer(
+        self,
+        id: str,
+        params: dict[str, Any] | BaseModel | None = None,
+        ctx: RunContext | None = None,  # noqa: A002
+        *,
+        timeout: float | None = None,
+    ) -> Any:
         """Run producer ``id``; returns an ``Algorithm`` or a ``Workload``, checked against ``params``
         (rank count, collective). ``timeout``: seconds before the call is stopped (PluginTimeout)."""
         spec, model = self._prepare(id, "producer", params)
         out = self._call(spec, id, (model, ctx or RunContext()), timeout)
-        out = _check_output(id, out, "algorithm" if getattr(spec, "output", "algorithm") == "algorithm" else "workload",
-                            self._who(id))
+        out = _check_output(
+            id, out, "algorithm" if getattr(spec, "output", "algorithm") == "algorithm" else "workload", self._who(id)
+        )
         _check_asked(id, out, model, self._who(id))
         return out
 
-    def run_transform(self, id: str, alg: Any, params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
-                      ctx: RunContext | None = None, *, timeout: float | None = None) -> Any:
+    def run_transform(
+        self,
+        id: str,
+        alg: Any,
+        params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
+        ctx: RunContext | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
         """Run transform ``id`` on ``alg``; returns the new ``Algorithm`` (a ``Workload`` for a
         workload: hub.inline and hub.overlap map workloads to workloads)."""
         from ..chakra import Workload
 
         spec, model = self._prepare(id, "transform", params)
         expected = "workload" if isinstance(alg, Workload) else "algorithm"
-        return _check_output(id, self._call(spec, id, (alg, model, ctx or RunContext()), timeout), expected,
-                             self._who(id))
+        return _check_output(
+            id, self._call(spec, id, (alg, model, ctx or RunContext()), timeout), expected, self._who(id)
+        )
 
-    def run_consumer(self, id: str, obj: Any, params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
-                     ctx: RunContext | None = None, *, timeout: float | None = None) -> Any:
+    def run_consumer(
+        self,
+        id: str,
+        obj: Any,
+        params: dict[str, Any] | BaseModel | None = None,  # noqa: A002
+        ctx: RunContext | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
         """Run consumer ``id`` on an ``Algorithm`` or ``Workload``; returns a ``hub.Result``."""
         spec, model = self._prepare(id, "consumer", params)
-        return _check_output(id, self._call(spec, id, (obj, model, ctx or RunContext()), timeout), "result",
-                             self._who(id))
+        return _check_output(
+            id, self._call(spec, id, (obj, model, ctx or RunContext()), timeout), "result", self._who(id)
+        )
 
     def _who(self, id: str) -> str:  # noqa: A002
         """``component 'x.y' (plugin x, distribution collhub-x 1.0)``: how errors name plugin code."""
@@ -431,9 +479,15 @@ class PluginManager:
         provided = self._components.get(id)
         core = provided is not None and normalize_name(provided.distribution) == CORE_DISTRIBUTION
         dist = provided.distribution if provided is not None else "the plugin"
-        return guarded(factory, *args, what=self._who(id), timeout=timeout, wrap_errors=not core,
-                       hint=f"this is a bug in {dist}; report it to its authors, or disable it with "
-                       f"COLLHUB_DISABLE_PLUGINS={dist}")
+        return guarded(
+            factory,
+            *args,
+            what=self._who(id),
+            timeout=timeout,
+            wrap_errors=not core,
+            hint=f"this is a bug in {dist}; report it to its authors, or disable it with "
+            f"COLLHUB_DISABLE_PLUGINS={dist}",
+        )
 
     def _prepare(self, id: str, kind: str, params: Any) -> tuple[ComponentSpec, BaseModel]:  # noqa: A002
         spec = self.component(id)
@@ -503,13 +557,18 @@ def _load_ref(spec: ComponentSpec, id: str, label: str, load: Any) -> Any:  # no
             return load()
         except (ImportError, AttributeError) as exc:
             raise PluginLoadError(
-                f"component {id!r}: cannot load {label} {getattr(spec, label.split()[0])!r}: {type(exc).__name__}: {exc}",
+                f"component {id!r}: cannot load {label} {getattr(spec, label.split()[0])!r}: "
+                f"{type(exc).__name__}: {exc}",
                 hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)",
             ) from exc
 
     core = normalize_name(str(getattr(spec, "distribution", "") or "")) == CORE_DISTRIBUTION
-    return guarded(attempt, what=f"component {id!r}: importing its {label}", wrap_errors=not core,
-                   hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)")
+    return guarded(
+        attempt,
+        what=f"component {id!r}: importing its {label}",
+        wrap_errors=not core,
+        hint="reinstall the plugin that provides it (`collhub plugins doctor` checks every component)",
+    )
 
 
 def _load_factory(spec: ComponentSpec, id: str) -> Any:  # noqa: A002
@@ -554,9 +613,11 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
         dist = str(getattr(spec, "distribution", "") or "the plugin")
         if normalize_name(dist) == CORE_DISTRIBUTION:
             raise
-        raise PluginError(f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {dist}): its params "
-                          f"model failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
-                          hint=f"this is a bug in {dist}; report it to its authors") from exc
+        raise PluginError(
+            f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {dist}): its params "
+            f"model failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+            hint=f"this is a bug in {dist}; report it to its authors",
+        ) from exc
 
 
 def _short(value: Any, width: int = 80) -> str:

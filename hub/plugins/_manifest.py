@@ -115,8 +115,10 @@ def validate_plugin(target: str | Path, *, imports: bool = False) -> ManifestChe
         check = ManifestCheck(target=text, source="wheel")
         src = _from_wheel(path, check)
     elif path.exists():
-        raise UsageError(f"{text}: not a plugin project directory or a .whl file",
-                         hint="give a directory with pyproject.toml, a wheel, or an installed distribution name")
+        raise UsageError(
+            f"{text}: not a plugin project directory or a .whl file",
+            hint="give a directory with pyproject.toml, a wheel, or an installed distribution name",
+        )
     else:
         check = ManifestCheck(target=text, source="installed")
         src = _from_installed(text, check)
@@ -147,8 +149,9 @@ def _from_project(root: Path, check: ManifestCheck) -> _Source | None:
     project = data.get("project") or {}
     src = _Source(distribution=project.get("name"), version=project.get("version") or "(dynamic)")
     raw_eps = project.get("entry-points") or {}
-    src.entry_points = {g: {str(k): str(v) for k, v in (eps or {}).items()} for g, eps in raw_eps.items()
-                        if isinstance(eps, dict)}
+    src.entry_points = {
+        g: {str(k): str(v) for k, v in (eps or {}).items()} for g, eps in raw_eps.items() if isinstance(eps, dict)
+    }
     if not src.distribution:
         check.problem(str(pyproject), "[project] has no name")
     # Flat layout (pkg/ next to pyproject.toml) or src layout (src/pkg/).
@@ -182,8 +185,9 @@ def _has_packages(root: Path, src: _Source) -> bool:
     return False
 
 
-def _check_package_data(data: dict[str, Any], package: str, resource: str, pyproject: Path,
-                        check: ManifestCheck) -> None:
+def _check_package_data(
+    data: dict[str, Any], package: str, resource: str, pyproject: Path, check: ManifestCheck
+) -> None:
     """With setuptools' explicit package-data, the manifest must be listed or wheels lack it."""
     import fnmatch
 
@@ -209,8 +213,9 @@ def _from_wheel(path: Path, check: ManifestCheck) -> _Source | None:
         # read_wheel stops at the first fault; it already lists every field of a bad manifest.
         check.problem(path.name, exc.message.removeprefix(f"{path.name}: "))
         return None
-    src = _Source(distribution=info.name, version=info.version, entry_points=info.entry_points,
-                  path_entry=path.resolve())
+    src = _Source(
+        distribution=info.name, version=info.version, entry_points=info.entry_points, path_entry=path.resolve()
+    )
     package, resource = _manifest_ref(src, check)
     if package is not None:
         src.manifest_label = f"{path.name}:{'/'.join(package.split('.'))}/{resource}"
@@ -304,8 +309,9 @@ def _check_entry_points(src: _Source, check: ManifestCheck) -> None:
     if not plugins:
         check.problem(f"entry points [{PLUGIN_GROUP}]", "none declared; this is not a collhub plugin")
     elif len(plugins) > 1:
-        check.warnings.append(f"several [{PLUGIN_GROUP}] entry points ({', '.join(sorted(plugins))}); "
-                              "the manifest describes one of them")
+        check.warnings.append(
+            f"several [{PLUGIN_GROUP}] entry points ({', '.join(sorted(plugins))}); the manifest describes one of them"
+        )
     if len(manifests) != 1:
         found = "none" if not manifests else f"{len(manifests)} ({', '.join(sorted(manifests))})"
         line = '<plugin> = "<package>"'
@@ -356,24 +362,33 @@ def _check_manifest(manifest: Any, src: _Source, check: ManifestCheck) -> None:
         check.problem(f"{label}: name", f"{manifest.name!r} differs from the distribution name {dist!r}")
     plugins = src.entry_points.get(PLUGIN_GROUP, {})
     if plugins and manifest.plugin not in plugins:
-        check.problem(f"{label}: plugin", f"{manifest.plugin!r} is not an entry point in [{PLUGIN_GROUP}] "
-                      f"(found {', '.join(sorted(plugins))})")
+        check.problem(
+            f"{label}: plugin",
+            f"{manifest.plugin!r} is not an entry point in [{PLUGIN_GROUP}] (found {', '.join(sorted(plugins))})",
+        )
     manifests = src.entry_points.get(MANIFEST_GROUP, {})
     if len(manifests) == 1 and manifest.plugin not in manifests:
-        check.problem(f'entry points ["{MANIFEST_GROUP}"]',
-                      f"the entry point is named {next(iter(manifests))!r}; name it {manifest.plugin!r} like the plugin")
+        check.problem(
+            f'entry points ["{MANIFEST_GROUP}"]',
+            f"the entry point is named {next(iter(manifests))!r}; name it {manifest.plugin!r} like the plugin",
+        )
     host_major, host_minor = (int(x) for x in PLUGIN_API_VERSION.split("."))
     major, minor = (int(x) for x in manifest.api_version.split("."))
     if major != host_major:
-        check.problem(f"{label}: api_version", f"{manifest.api_version} has another major than this collhub's "
-                      f"plugin API {PLUGIN_API_VERSION}; collhub refuses to load it")
+        check.problem(
+            f"{label}: api_version",
+            f"{manifest.api_version} has another major than this collhub's "
+            f"plugin API {PLUGIN_API_VERSION}; collhub refuses to load it",
+        )
     elif minor > host_minor:
         check.warnings.append(f"api_version {manifest.api_version} is newer than this collhub's {PLUGIN_API_VERSION}")
     if manifest.requires_hub:
         try:
             spec = SpecifierSet(manifest.requires_hub)
         except InvalidSpecifier:
-            check.problem(f"{label}: requires_hub", f"{manifest.requires_hub!r} is not a version specifier (e.g. '>=0.1')")
+            check.problem(
+                f"{label}: requires_hub", f"{manifest.requires_hub!r} is not a version specifier (e.g. '>=0.1')"
+            )
         else:
             if not spec.contains(Version(__version__), prereleases=True):
                 check.warnings.append(f"requires_hub {manifest.requires_hub!r} excludes this collhub ({__version__})")
@@ -446,8 +461,11 @@ def _check_imports(src: _Source, check: ManifestCheck) -> None:
         if src.path_entry is not None:
             file = str(getattr(sys.modules.get(module_name.strip()), "__file__", "") or "")
             if not file.startswith(str(src.path_entry)):
-                check.problem(where, f"imported from {file or '?'}, not from {src.path_entry}: another "
-                              "installed copy shadows it; validate in an environment without it")
+                check.problem(
+                    where,
+                    f"imported from {file or '?'}, not from {src.path_entry}: another "
+                    "installed copy shadows it; validate in an environment without it",
+                )
                 return
         pm = create_manager(autoload=False)
         try:
@@ -463,8 +481,10 @@ def _check_imports(src: _Source, check: ManifestCheck) -> None:
             return
         label = check.manifest_file or MANIFEST_FILE
         if declared_api is not None and str(declared_api).strip() != manifest.api_version:
-            check.problem(f"{label}: api_version", f"{manifest.api_version} but the code declares "
-                          f"COLLHUB_PLUGIN_API = {declared_api!r}")
+            check.problem(
+                f"{label}: api_version",
+                f"{manifest.api_version} but the code declares COLLHUB_PLUGIN_API = {declared_api!r}",
+            )
         declared = {f"{name}.{c.name}": c for c in manifest.components}
         for cid in sorted(set(declared) | set(code)):
             if cid not in code:
@@ -506,13 +526,20 @@ def _compare_params(cid: str, declared: list[Any], spec: Any, check: ManifestChe
         return
     for p in declared:
         if p.required != fields[p.name].is_required():
-            check.problem(cid, f"params: {p.name} is {'required' if fields[p.name].is_required() else 'optional'} "
-                          f"in the code but {'required' if p.required else 'optional'} in the manifest")
+            check.problem(
+                cid,
+                f"params: {p.name} is {'required' if fields[p.name].is_required() else 'optional'} "
+                f"in the code but {'required' if p.required else 'optional'} in the manifest",
+            )
 
 
 def _registered_dict(spec: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"id": spec.id, "kind": spec.kind, "collectives": sorted(spec.collectives),
-                         "capabilities": sorted(spec.capabilities)}
+    d: dict[str, Any] = {
+        "id": spec.id,
+        "kind": spec.kind,
+        "collectives": sorted(spec.collectives),
+        "capabilities": sorted(spec.capabilities),
+    }
     if spec.kind == "consumer":
         d["inputs"] = sorted(spec.inputs)
     if spec.kind == "producer":

@@ -56,8 +56,9 @@ def describe(manager: Any) -> dict[str, Any]:
         "plugins": [p.as_dict() for p in manager.plugins()],
         "components": [component_dict(c) for c in manager.components()],
         "broken": [b.as_dict() for b in manager.broken()],
-        "skipped": [{"distribution": s.distribution, "version": s.version, "entry_point": s.label}
-                    for s in manager.skipped()],
+        "skipped": [
+            {"distribution": s.distribution, "version": s.version, "entry_point": s.label} for s in manager.skipped()
+        ],
         "refused": manager.refused_commands(),
         "commands": commands,
     }

@@ -68,8 +68,10 @@ def _env_deadline() -> float:
     except ValueError:
         value = -1.0
     if not 0 < value < 1e6:
-        raise UsageError(f"COLLHUB_REGISTRY_DEADLINE={text[:40]!r} is not a positive number of seconds",
-                         hint=f"unset it for the default of {DEFAULT_DEADLINE:g} s")
+        raise UsageError(
+            f"COLLHUB_REGISTRY_DEADLINE={text[:40]!r} is not a positive number of seconds",
+            hint=f"unset it for the default of {DEFAULT_DEADLINE:g} s",
+        )
     return value
 
 
@@ -105,8 +107,9 @@ def default_registry_url() -> str | None:
 
 def _configured_origins() -> list[str]:
     value = _registry_config().get("allowed_origins", [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.startswith(("http://", "https://"))
-                                              for v in value):
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and v.startswith(("http://", "https://")) for v in value
+    ):
         raise UsageError(f"{_config_file()}: [registry] allowed_origins must be a list of http(s) URLs")
     return value
 
@@ -150,8 +153,10 @@ def _prune_value(annotation: Any, value: Any) -> Any:
 
 _HINTS: tuple[tuple[type[RegistryError], str], ...] = (
     (IntegrityError, "the file on the server differs from the one indexed; nothing was installed"),
-    (RegistryFormatError,
-     "the registry serves documents collhub cannot use; tell its maintainer, or use another --registry"),
+    (
+        RegistryFormatError,
+        "the registry serves documents collhub cannot use; tell its maintainer, or use another --registry",
+    ),
     (RegistryUnavailableError, "check the URL, retry later, or use --offline"),
     (RegistryError, "see: collhub search, or collhub plugins info NAME --remote"),
 )
@@ -208,12 +213,15 @@ class RegistryClient:
                 + str(_config_file()),
             )
         if not base.startswith(("http://", "https://")):
-            raise UsageError(f"registry URL must be http(s): {base[:200]!r}", hint="e.g. --registry https://host/collhub/")
+            raise UsageError(
+                f"registry URL must be http(s): {base[:200]!r}", hint="e.g. --registry https://host/collhub/"
+            )
         try:
             origin(base)
         except ValueError as exc:
-            raise UsageError(f"bad registry URL {base[:200]!r}: {exc}",
-                             hint="e.g. --registry https://host/collhub/") from None
+            raise UsageError(
+                f"bad registry URL {base[:200]!r}: {exc}", hint="e.g. --registry https://host/collhub/"
+            ) from None
         self.base_url = base if base.endswith("/") else base + "/"
         digest = hashlib.sha256(self.base_url.encode()).hexdigest()[:16]
         self.cache_dir = (cache_dir or _cache_root() / "registry") / digest
@@ -225,9 +233,15 @@ class RegistryClient:
         from .. import __version__
 
         origins = list(allowed_origins) if allowed_origins is not None else _configured_origins()
-        self._http = Fetcher(base_url=self.base_url, transport=transport, timeout=timeout, verify=verify,
-                             user_agent=f"collhub/{__version__} (+registry client)",
-                             allowed_origins=frozenset(origins), retries=retries)
+        self._http = Fetcher(
+            base_url=self.base_url,
+            transport=transport,
+            timeout=timeout,
+            verify=verify,
+            user_agent=f"collhub/{__version__} (+registry client)",
+            allowed_origins=frozenset(origins),
+            retries=retries,
+        )
 
     def __enter__(self) -> RegistryClient:
         return self
@@ -259,10 +273,12 @@ class RegistryClient:
             if etag.isprintable() and len(etag) < 200:
                 headers["If-None-Match"] = etag
         too_large = lambda: RegistryFormatError(  # noqa: E731
-            f"{url}: document is larger than {self.max_document_bytes} bytes (decompressed)")
+            f"{url}: document is larger than {self.max_document_bytes} bytes (decompressed)"
+        )
         try:
-            resp = self._http.get(url, headers, deadline=self.deadline, limit=self.max_document_bytes,
-                                  too_large=too_large)
+            resp = self._http.get(
+                url, headers, deadline=self.deadline, limit=self.max_document_bytes, too_large=too_large
+            )
         except RegistryUnavailableError as exc:
             if cached:
                 warnings.warn(f"registry unreachable ({exc}); using cached {rel}", stacklevel=2)
@@ -315,8 +331,9 @@ class RegistryClient:
                 hint="upgrade collhub",
             )
         if major == our_major and minor > our_minor:
-            warnings.warn(f"{url}: index api-version {version} is newer than {API_VERSION}; unknown keys ignored",
-                          stacklevel=3)
+            warnings.warn(
+                f"{url}: index api-version {version} is newer than {API_VERSION}; unknown keys ignored", stacklevel=3
+            )
         return data
 
     def _model(self, model: type[BaseModel], data: dict[str, Any], what: str) -> Any:
@@ -364,8 +381,10 @@ class RegistryClient:
         try:
             req = Requirement(requirement)
         except InvalidRequirement as exc:
-            raise UsageError(f"invalid requirement {requirement[:200]!r}: {' '.join(str(exc).split())[:200]}",
-                             hint="NAME or NAME<specifier>, e.g. collhub-mscclang>=0.1") from None
+            raise UsageError(
+                f"invalid requirement {requirement[:200]!r}: {' '.join(str(exc).split())[:200]}",
+                hint="NAME or NAME<specifier>, e.g. collhub-mscclang>=0.1",
+            ) from None
         doc = self.plugin(req.name)
         from .. import __version__
         from ..plugins import PLUGIN_API_VERSION
@@ -403,8 +422,9 @@ class RegistryClient:
         if not candidates:
             detail = "; ".join(reasons) or f"no version matches {req.specifier or 'any'}"
             exc_type = IncompatiblePluginError if reasons else RegistryError
-            raise exc_type(f"cannot install {requirement}: {detail}",
-                           hint="see: collhub plugins info " + doc.name + " --remote")
+            raise exc_type(
+                f"cannot install {requirement}: {detail}", hint="see: collhub plugins info " + doc.name + " --remote"
+            )
         _, text, entry = max(candidates, key=lambda c: c[0])
         wheels = [f for f in entry.files if f.filename.endswith(".whl")]
         if not wheels:
@@ -431,11 +451,13 @@ class RegistryClient:
         tmp = target.with_name(target.name + ".part")
         too_large = lambda: IntegrityError(  # noqa: E731
             f"{plan.file.filename}: download is larger than the {plan.file.size} bytes the index promises",
-            hint="the file on the server differs from the one indexed; nothing was installed")
+            hint="the file on the server differs from the one indexed; nothing was installed",
+        )
         try:
             with tmp.open("w+b") as fh:
-                resp = self._http.get(plan.url, {}, deadline=self.deadline, limit=plan.file.size,
-                                      too_large=too_large, sink=fh)
+                resp = self._http.get(
+                    plan.url, {}, deadline=self.deadline, limit=plan.file.size, too_large=too_large, sink=fh
+                )
                 if resp.status != 200:
                     raise RegistryUnavailableError(f"{plan.url}: HTTP {resp.status}")
                 fh.seek(0)
@@ -482,8 +504,15 @@ class RegistryClient:
         with tempfile.TemporaryDirectory(prefix="collhub-install-") as tmp:
             wheels = [str(self.download(p, Path(tmp))) for p in plans]  # all verified before pip runs
             # ``python`` targets another environment through pip's --python option (pip >= 22.3).
-            cmd = [sys.executable, "-m", "pip", *(["--python", python] if python else []), "install",
-                   "--disable-pip-version-check", "-q"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                *(["--python", python] if python else []),
+                "install",
+                "--disable-pip-version-check",
+                "-q",
+            ]
             if upgrade:
                 cmd.append("--upgrade")
             proc = subprocess.run([*cmd, *wheels], capture_output=True, text=True)
@@ -503,9 +532,10 @@ def _check_editable(plans: list[InstallPlan], confirm: Callable[[str], bool] | N
     question = f"{what} is a development install; replace it with the registry's {dev[0][0].version}?"
     if confirm is not None and confirm(question):
         return
-    raise UsageError(f"refusing to replace the development install of {what} with a registry wheel",
-                     hint="pass --force to replace it anyway (pip uninstall it first to keep the checkout "
-                          "untouched)")
+    raise UsageError(
+        f"refusing to replace the development install of {what} with a registry wheel",
+        hint="pass --force to replace it anyway (pip uninstall it first to keep the checkout untouched)",
+    )
 
 
 def uninstall(names: Iterable[str], *, python: str | None = None) -> None:

@@ -109,8 +109,12 @@ class Fetcher:
     ) -> None:
         self.origins = frozenset({origin(base_url)} | {origin(o) for o in allowed_origins})
         self.retries = retries
-        self._opts = {"transport": transport, "timeout": timeout, "verify": verify,
-                      "headers": {"User-Agent": user_agent, "Accept-Encoding": "gzip"}}
+        self._opts = {
+            "transport": transport,
+            "timeout": timeout,
+            "verify": verify,
+            "headers": {"User-Agent": user_agent, "Accept-Encoding": "gzip"},
+        }
         self._loop = asyncio.new_event_loop()
         self._http: httpx.AsyncClient | None = None
 
@@ -136,15 +140,31 @@ class Fetcher:
         if origin(url) not in self.origins:
             raise RegistryFormatError(
                 f"{what} {url[:200]!r} leaves the registry's origin",
-                hint="add the origin to [registry] allowed_origins in the collhub config if it is trusted")
+                hint="add the origin to [registry] allowed_origins in the collhub config if it is trusted",
+            )
 
-    def get(self, url: str, headers: dict[str, str], *, deadline: float, limit: int,
-            too_large: Callable[[], RegistryError], sink: BinaryIO | None = None) -> Answer:
+    def get(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        deadline: float,
+        limit: int,
+        too_large: Callable[[], RegistryError],
+        sink: BinaryIO | None = None,
+    ) -> Answer:
         """GET ``url`` (retrying 5xx and network errors) within ``deadline`` seconds in all."""
         return self._run(self._get(url, headers, deadline, limit, too_large, sink))
 
-    async def _get(self, url: str, headers: dict[str, str], deadline: float, limit: int,
-                   too_large: Callable[[], RegistryError], sink: BinaryIO | None) -> Answer:
+    async def _get(
+        self,
+        url: str,
+        headers: dict[str, str],
+        deadline: float,
+        limit: int,
+        too_large: Callable[[], RegistryError],
+        sink: BinaryIO | None,
+    ) -> Answer:
         if self._http is None:
             self._http = httpx.AsyncClient(follow_redirects=False, **self._opts)
         last: str = ""
@@ -173,11 +193,18 @@ class Fetcher:
             ) from None
         if last.startswith("HTTP "):
             raise RegistryUnavailableError(f"{url}: {last}", hint="the registry failed; retry later or use --offline")
-        raise RegistryUnavailableError(f"cannot reach {url}: {' '.join(last.split())[:300]}",
-                                       hint="check the URL or use --offline")
+        raise RegistryUnavailableError(
+            f"cannot reach {url}: {' '.join(last.split())[:300]}", hint="check the URL or use --offline"
+        )
 
-    async def _follow(self, url: str, headers: dict[str, str], limit: int,
-                      too_large: Callable[[], RegistryError], sink: BinaryIO | None) -> Answer:
+    async def _follow(
+        self,
+        url: str,
+        headers: dict[str, str],
+        limit: int,
+        too_large: Callable[[], RegistryError],
+        sink: BinaryIO | None,
+    ) -> Answer:
         assert self._http is not None
         for _ in range(MAX_REDIRECTS + 1):
             self.check_origin(url, "URL")

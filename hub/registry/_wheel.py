@@ -81,8 +81,10 @@ def _check_members(zf: zipfile.ZipFile, path: Path) -> None:
     for info in infos:
         why = _unsafe_member(info.orig_filename)
         if why:
-            raise RegistryFormatError(f"{path.name}: member {info.orig_filename[:200]!r} {why}",
-                                      hint="a wheel's members are relative paths inside the archive")
+            raise RegistryFormatError(
+                f"{path.name}: member {info.orig_filename[:200]!r} {why}",
+                hint="a wheel's members are relative paths inside the archive",
+            )
         if info.filename in seen:
             raise RegistryFormatError(f"{path.name}: member {info.filename[:200]!r} appears twice")
         seen.add(info.filename)
@@ -101,8 +103,9 @@ def _read_member(zf: zipfile.ZipFile, member: str, path: Path) -> str:
             # header says is refused without inflating the rest
             data = fh.read(_MAX_MEMBER + 1)
     except _ZIP_ERRORS as exc:
-        raise RegistryFormatError(f"{path.name}: {member} is corrupt ({_flat(exc)})",
-                                  hint="rebuild the wheel; the archive does not read back") from None
+        raise RegistryFormatError(
+            f"{path.name}: {member} is corrupt ({_flat(exc)})", hint="rebuild the wheel; the archive does not read back"
+        ) from None
     if len(data) != info.file_size:
         raise RegistryFormatError(f"{path.name}: {member} is {len(data)} bytes, its header says {info.file_size}")
     try:
@@ -162,14 +165,16 @@ def read_wheel(path: Path) -> WheelInfo:
         try:
             Version(version)
         except InvalidVersion:
-            raise RegistryFormatError(f"{path.name}: METADATA Version {version[:100]!r} is not a PEP 440 "
-                                      "version") from None
+            raise RegistryFormatError(
+                f"{path.name}: METADATA Version {version[:100]!r} is not a PEP 440 version"
+            ) from None
         requires_python = meta.get("Requires-Python", "") or ""
         try:
             SpecifierSet(requires_python)
         except InvalidSpecifier:
             raise RegistryFormatError(
-                f"{path.name}: METADATA Requires-Python {requires_python[:100]!r} is not a version specifier") from None
+                f"{path.name}: METADATA Requires-Python {requires_python[:100]!r} is not a version specifier"
+            ) from None
         parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
         parser.optionxform = str  # type: ignore[assignment,method-assign]  # names are case-sensitive
         try:
@@ -187,7 +192,7 @@ def read_wheel(path: Path) -> WheelInfo:
             raise RegistryFormatError(
                 f"{path.name}: expected one entry point in group {MANIFEST_GROUP!r}, found {len(manifests)}",
                 hint='add [project.entry-points."collhub.manifest"] <plugin> = "<package>" (with '
-                     '<package>/collhub-plugin.toml)',
+                "<package>/collhub-plugin.toml)",
             )
         # The value names the package holding the manifest ("pkg", file collhub-plugin.toml),
         # or "pkg:resource" for another file name.

@@ -97,17 +97,43 @@ class Study:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "key": self.key, "title": self.title, "consumer": self.consumer, "component": self.component,
-            "collective": self.collective, "ranks": self.ranks, "sizes": self.sizes,
-            "best": [{"size_bytes": b.size_bytes, "size": b.size, "source": b.source, "algorithm": b.algorithm,
-                      "time_us": b.time_us, "busbw_GBps": b.busbw_GBps, "runner_up": b.runner_up,
-                      "runner_up_time_us": b.runner_up_time_us, "margin": b.margin} for b in self.best],
-            "crossovers": [{"below": c.below, "at": c.at, "before": c.before, "after": c.after}
-                           for c in self.crossovers],
-            "segments": [{"source": s.source, "algorithm": s.algorithm, "min_bytes": s.min_bytes,
-                          "max_bytes": s.max_bytes, "sizes": list(s.sizes)} for s in self.segments],
-            "series": {src: [[size, t, bw] for size, (t, bw, _alg) in sorted(pts.items())]
-                       for src, pts in self.series.items()},
+            "key": self.key,
+            "title": self.title,
+            "consumer": self.consumer,
+            "component": self.component,
+            "collective": self.collective,
+            "ranks": self.ranks,
+            "sizes": self.sizes,
+            "best": [
+                {
+                    "size_bytes": b.size_bytes,
+                    "size": b.size,
+                    "source": b.source,
+                    "algorithm": b.algorithm,
+                    "time_us": b.time_us,
+                    "busbw_GBps": b.busbw_GBps,
+                    "runner_up": b.runner_up,
+                    "runner_up_time_us": b.runner_up_time_us,
+                    "margin": b.margin,
+                }
+                for b in self.best
+            ],
+            "crossovers": [
+                {"below": c.below, "at": c.at, "before": c.before, "after": c.after} for c in self.crossovers
+            ],
+            "segments": [
+                {
+                    "source": s.source,
+                    "algorithm": s.algorithm,
+                    "min_bytes": s.min_bytes,
+                    "max_bytes": s.max_bytes,
+                    "sizes": list(s.sizes),
+                }
+                for s in self.segments
+            ],
+            "series": {
+                src: [[size, t, bw] for size, (t, bw, _alg) in sorted(pts.items())] for src, pts in self.series.items()
+            },
         }
 
 
@@ -122,9 +148,15 @@ class Answer:
     rows_without_time: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "pipeline": self.pipeline, "size_variable": self.size_variable,
-                "metric": "time_us", "failed_rows": self.failed_rows, "rows_without_time": self.rows_without_time,
-                "studies": [s.as_dict() for s in self.studies]}
+        return {
+            "format": FORMAT,
+            "pipeline": self.pipeline,
+            "size_variable": self.size_variable,
+            "metric": "time_us",
+            "failed_rows": self.failed_rows,
+            "rows_without_time": self.rows_without_time,
+            "studies": [s.as_dict() for s in self.studies],
+        }
 
 
 def _bytes(value: Any) -> int | None:
@@ -157,8 +189,9 @@ def size_variable(document: Mapping[str, Any]) -> str | None:
     else one whose values all carry a byte unit; None when the run has none."""
     names = [str(v) for v in document.get("variables") or []]
     points = [p for p in document.get("points") or [] if isinstance(p, Mapping)]
-    points += [r["point"] for r in document.get("rows") or [] if isinstance(r, Mapping)
-               and isinstance(r.get("point"), Mapping)]
+    points += [
+        r["point"] for r in document.get("rows") or [] if isinstance(r, Mapping) and isinstance(r.get("point"), Mapping)
+    ]
     for p in points:
         names += [k for k in p if k not in names]
     # Distinct values only: a 100,000-row run has a few dozen sizes.
@@ -192,8 +225,10 @@ def answer(document: Mapping[str, Any]) -> Answer:
     :class:`~hub.errors.UsageError` when the run swept no size or no row has a time."""
     size_var = size_variable(document)
     if size_var is None:
-        raise UsageError("the run has no size variable to compare algorithms along",
-                         hint="sweep a size, e.g. matrix: {size: {from: 1KiB, to: 1GiB, factor: 2}}")
+        raise UsageError(
+            "the run has no size variable to compare algorithms along",
+            hint="sweep a size, e.g. matrix: {size: {from: 1KiB, to: 1GiB, factor: 2}}",
+        )
     rows = [r for r in document.get("rows") or [] if isinstance(r, Mapping)]
     order = {s: i for i, s in enumerate(dict.fromkeys(str(r.get("source")) for r in rows))}
     studies: dict[str, Study] = {}
@@ -216,11 +251,16 @@ def answer(document: Mapping[str, Any]) -> Answer:
         alg = r["algorithm"].get("dir") if isinstance(r.get("algorithm"), Mapping) else None
         alg = alg if isinstance(alg, str) else None
         study.series.setdefault(str(r.get("source")), {})[size] = (
-            t, float(bw) if isinstance(bw, (int, float)) and not isinstance(bw, bool) else None, alg)
+            t,
+            float(bw) if isinstance(bw, (int, float)) and not isinstance(bw, bool) else None,
+            alg,
+        )
         study.labels.setdefault(size, point.get(size_var))
     if not studies:
-        raise UsageError(f"no successful row has a time to compare ({failed} failed, {no_time} without a time)",
-                         hint="report a run whose consumer measures time (hub.simulate, astrasim.run, replay.run)")
+        raise UsageError(
+            f"no successful row has a time to compare ({failed} failed, {no_time} without a time)",
+            hint="report a run whose consumer measures time (hub.simulate, astrasim.run, replay.run)",
+        )
     for study in studies.values():
         _decide(study, order)
     pipeline = document.get("pipeline")
@@ -228,12 +268,23 @@ def answer(document: Mapping[str, Any]) -> Answer:
     return Answer(name, size_var, list(studies.values()), failed, no_time)
 
 
-def _study_of(studies: dict[str, Study], row: Mapping[str, Any], metrics: Mapping[str, Any],
-              point: Mapping[str, Any], size_var: str) -> Study:
+def _study_of(
+    studies: dict[str, Study],
+    row: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    point: Mapping[str, Any],
+    size_var: str,
+) -> Study:
     coll = metrics.get("collective")
     ranks = metrics.get("ranks")
-    skey = repr((row.get("consumer"), _hashable(coll), _hashable(ranks),
-                 sorted((k, _hashable(v)) for k, v in point.items() if k != size_var)))
+    skey = repr(
+        (
+            row.get("consumer"),
+            _hashable(coll),
+            _hashable(ranks),
+            sorted((k, _hashable(v)) for k, v in point.items() if k != size_var),
+        )
+    )
     study = studies.get(skey)
     if study is None:
         key: dict[str, Any] = {k: v for k, v in point.items() if k != size_var}
@@ -243,8 +294,14 @@ def _study_of(studies: dict[str, Study], row: Mapping[str, Any], metrics: Mappin
             parts.append(str(coll) + (f" on {ranks} ranks" if isinstance(ranks, int) else ""))
         if row.get("consumer") or row.get("component"):
             parts.append(f"{row.get('consumer') or '-'} ({row.get('component') or '-'})")
-        study = studies[skey] = Study(key, ", ".join(parts) or "all rows", row.get("consumer"), row.get("component"),
-                                      str(coll) if coll else None, ranks if isinstance(ranks, int) else None)
+        study = studies[skey] = Study(
+            key,
+            ", ".join(parts) or "all rows",
+            row.get("consumer"),
+            row.get("component"),
+            str(coll) if coll else None,
+            ranks if isinstance(ranks, int) else None,
+        )
     return study
 
 
@@ -255,8 +312,9 @@ def _decide(study: Study, order: Mapping[str, int]) -> None:
         t, _, src = cands[0]
         _, bw, alg = study.series[src][size]
         ru = cands[1] if len(cands) > 1 else None
-        study.best.append(Best(size, study.labels.get(size), src, alg, t, bw, ru[2] if ru else None,
-                               ru[0] if ru else None))
+        study.best.append(
+            Best(size, study.labels.get(size), src, alg, t, bw, ru[2] if ru else None, ru[0] if ru else None)
+        )
     runs: list[list[Best]] = []
     for b in study.best:
         if runs and (runs[-1][-1].source, runs[-1][-1].algorithm) == (b.source, b.algorithm):
@@ -265,9 +323,10 @@ def _decide(study: Study, order: Mapping[str, int]) -> None:
             runs.append([b])
     for i, run in enumerate(runs):
         end = runs[i + 1][0].size_bytes - 1 if i + 1 < len(runs) else run[-1].size_bytes
-        study.segments.append(Segment(run[0].source, run[0].algorithm, run[0].size_bytes, end,
-                                      tuple(b.size_bytes for b in run)))
+        study.segments.append(
+            Segment(run[0].source, run[0].algorithm, run[0].size_bytes, end, tuple(b.size_bytes for b in run))
+        )
         if i + 1 < len(runs):
-            study.crossovers.append(Crossover(run[-1].size_bytes, runs[i + 1][0].size_bytes, run[0].source,
-                                              runs[i + 1][0].source))
-
+            study.crossovers.append(
+                Crossover(run[-1].size_bytes, runs[i + 1][0].size_bytes, run[0].source, runs[i + 1][0].source)
+            )

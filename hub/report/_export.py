@@ -57,8 +57,12 @@ class ExportOutcome:
         return [e for s in self.studies for e in s["not_exported"]]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"format": "collhub-msccl-export/1", "out_dir": str(self.out_dir), "target": self.target,
-                "studies": self.studies}
+        return {
+            "format": "collhub-msccl-export/1",
+            "out_dir": str(self.out_dir),
+            "target": self.target,
+            "studies": self.studies,
+        }
 
 
 def _slug(text: str) -> str:
@@ -83,32 +87,57 @@ def _prefixes(doc: dict[str, Any], run_dir: Path) -> dict[str, Path]:
 
 
 def _env_lines(target: str, algo_dir: Path, files: list[Path]) -> list[str]:
-    head = [f"# collhub: load these MSCCL-IR files on the {target} runtime (paths as written; edit them if",
-            "# you move the directory). Sizes outside every file's range fall back to NCCL's own algorithms."]
+    head = [
+        f"# collhub: load these MSCCL-IR files on the {target} runtime (paths as written; edit them if",
+        "# you move the directory). Sizes outside every file's range fall back to NCCL's own algorithms.",
+    ]
     if target == "msccl-legacy":
         return head + ["MSCCL_XML_FILES=" + ":".join(str(f) for f in files), "NCCL_ALGO=MSCCL,RING,TREE"]
     if target == "rccl":
-        return head + ["RCCL_MSCCL_ENABLE=1",
-                       "# RCCL enables MSCCL on some GPU models only; this forces it on others:",
-                       "RCCL_MSCCL_FORCE_ENABLE=1", f"MSCCL_ALGO_DIR={algo_dir}"]
+        return head + [
+            "RCCL_MSCCL_ENABLE=1",
+            "# RCCL enables MSCCL on some GPU models only; this forces it on others:",
+            "RCCL_MSCCL_FORCE_ENABLE=1",
+            f"MSCCL_ALGO_DIR={algo_dir}",
+        ]
     return head + ["MSCCL_ENABLE=1", f"MSCCL_ALGO_DIR={algo_dir}"]
 
 
 def _export_segment(manager: Any, alg: Any, seg: Segment, xml: Path, target: str, workdir: Path) -> None:
     from ..plugins import RunContext
 
-    params = {"out": str(xml), "target": target, "min_bytes": seg.min_bytes, "max_bytes": seg.max_bytes,
-              "verify": True, "name": f"{seg.source}-{seg.min_bytes}-{seg.max_bytes}"}
+    params = {
+        "out": str(xml),
+        "target": target,
+        "min_bytes": seg.min_bytes,
+        "max_bytes": seg.max_bytes,
+        "verify": True,
+        "name": f"{seg.source}-{seg.min_bytes}-{seg.max_bytes}",
+    }
     manager.run_consumer(COMPONENT, alg, params, RunContext(workdir=workdir, quiet=True))
 
 
 def _segment_entry(st: Study, seg: Segment) -> dict[str, Any]:
-    return {"source": seg.source, "algorithm": seg.algorithm, "collective": st.collective, "ranks": st.ranks,
-            "min_bytes": seg.min_bytes, "max_bytes": seg.max_bytes}
+    return {
+        "source": seg.source,
+        "algorithm": seg.algorithm,
+        "collective": st.collective,
+        "ranks": st.ranks,
+        "min_bytes": seg.min_bytes,
+        "max_bytes": seg.max_bytes,
+    }
 
 
-def _export_study(manager: Any, st: Study, prefixes: dict[str, Path], tmp: Path, final: Path, slug: str,
-                  target: str, missing_plugin: str | None) -> dict[str, Any]:
+def _export_study(
+    manager: Any,
+    st: Study,
+    prefixes: dict[str, Path],
+    tmp: Path,
+    final: Path,
+    slug: str,
+    target: str,
+    missing_plugin: str | None,
+) -> dict[str, Any]:
     from .._ranges import exact_size
     from ..chakra import Algorithm, read_trace
 
@@ -142,12 +171,24 @@ def _export_study(manager: Any, st: Study, prefixes: dict[str, Path], tmp: Path,
         files = [Path(e["file"]) for e in exported]
         text = "\n".join(_env_lines(target, final / slug / "msccl-algorithms", files)) + "\n"
         (tmp / slug / "msccl.env").write_text(text, encoding="utf-8")
-    return {"title": st.title, "key": st.key, "dir": str(final / slug), "env": str(env) if exported else None,
-            "exported": exported, "not_exported": left}
+    return {
+        "title": st.title,
+        "key": st.key,
+        "dir": str(final / slug),
+        "env": str(env) if exported else None,
+        "exported": exported,
+        "not_exported": left,
+    }
 
 
-def export_msccl(run_dir: str | Path, out_dir: str | Path, *, target: str = "msccl-executor-nccl",
-                 force: bool = False, ans: Answer | None = None) -> ExportOutcome:
+def export_msccl(
+    run_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    target: str = "msccl-executor-nccl",
+    force: bool = False,
+    ans: Answer | None = None,
+) -> ExportOutcome:
     """Export the winners of the run in ``run_dir`` to ``out_dir`` (see the module docstring).
 
     ``target`` is the runtime (``msccl-executor-nccl``, ``rccl`` or ``msccl-legacy``). An existing
@@ -179,8 +220,9 @@ def export_msccl(run_dir: str | Path, out_dir: str | Path, *, target: str = "msc
     try:
         outcome = ExportOutcome(final, target)
         for i, st in enumerate(ans.studies):
-            outcome.studies.append(_export_study(manager, st, prefixes, tmp, final, _study_slug(i, st), target,
-                                                 missing))
+            outcome.studies.append(
+                _export_study(manager, st, prefixes, tmp, final, _study_slug(i, st), target, missing)
+            )
         (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
         commit_dir(tmp, final, replace=True)
     except BaseException:

@@ -36,8 +36,10 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     except ImportError:
-        raise UsageError("the report plot needs matplotlib, which is not installed",
-                         hint='pip install "collhub[plot]" (or pass --no-plot)') from None
+        raise UsageError(
+            "the report plot needs matplotlib, which is not installed",
+            hint='pip install "collhub[plot]" (or pass --no-plot)',
+        ) from None
     sources = list(dict.fromkeys(s for st in ans.studies for s in st.series))
     palette = list(matplotlib.colormaps["tab10" if len(sources) <= 10 else "tab20"].colors)  # type: ignore[attr-defined]
     color = {s: palette[i % len(palette)] for i, s in enumerate(sources)}
@@ -62,8 +64,16 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
             ax.plot(xs, ys, color=color[src], marker=markers[src], markersize=4.5, linewidth=1.6, label=src)
         # The winner strip: one marker per size at the bottom, in the winner's colour.
         strip = -0.06 * (top or 1.0)
-        ax.scatter([b.size_bytes for b in st.best], [strip] * len(st.best), marker="s", s=42, zorder=3,
-                   c=[color[b.source] for b in st.best], edgecolors="black", linewidths=0.4)
+        ax.scatter(
+            [b.size_bytes for b in st.best],
+            [strip] * len(st.best),
+            marker="s",
+            s=42,
+            zorder=3,
+            c=[color[b.source] for b in st.best],
+            edgecolors="black",
+            linewidths=0.4,
+        )
         for c in st.crossovers:
             ax.axvline(math.sqrt(c.below * c.at), color="0.35", linestyle=":", linewidth=1.0)
         ax.set_ylim(bottom=2 * strip, top=(top or 1.0) * 1.08)
@@ -74,7 +84,7 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
         if len(ticks) > 9:
             lo, hi = math.floor(math.log2(sizes[0])), math.ceil(math.log2(sizes[-1]))
             step = max(1, math.ceil((hi - lo + 1) / 8))
-            ticks = [2.0 ** e for e in range(lo, hi + 1, step)]
+            ticks = [2.0**e for e in range(lo, hi + 1, step)]
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: _label(v) if v >= 1 else ""))
         ax.xaxis.set_minor_locator(NullLocator())
@@ -98,4 +108,3 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
-

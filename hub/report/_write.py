@@ -32,18 +32,23 @@ def markdown(ans: Answer) -> str:
 
     lines = [f"# {ans.pipeline or 'run'}: the best algorithm at each {ans.size_variable}", ""]
     for st in ans.studies:
-        lines += [f"## {st.title}", "", "| size | winner | time (µs) | busbw (GB/s) | runner-up | × faster |",
-                  "|---|---|---:|---:|---|---:|"]
+        lines += [
+            f"## {st.title}",
+            "",
+            "| size | winner | time (µs) | busbw (GB/s) | runner-up | × faster |",
+            "|---|---|---:|---:|---|---:|",
+        ]
         for b in st.best:
             bw = f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-"
             margin = f"{b.margin:.2f}" if b.margin is not None else "-"
-            lines.append(f"| {exact_size(b.size_bytes)} | {b.source} | {_fmt_time(b.time_us)} | {bw} | "
-                         f"{b.runner_up or '-'} | {margin} |")
+            lines.append(
+                f"| {exact_size(b.size_bytes)} | {b.source} | {_fmt_time(b.time_us)} | {bw} | "
+                f"{b.runner_up or '-'} | {margin} |"
+            )
         lines.append("")
         if st.crossovers:
             for c in st.crossovers:
-                lines.append(f"* crossover: {c.before} up to {exact_size(c.below)}, {c.after} from "
-                             f"{exact_size(c.at)}")
+                lines.append(f"* crossover: {c.before} up to {exact_size(c.below)}, {c.after} from {exact_size(c.at)}")
         else:
             lines.append(f"* no crossover: {st.best[0].source} wins at every size")
         lines.append("")
@@ -85,8 +90,7 @@ def auto_report(run_dir: Path, document: Any = None, *, plot: bool = True) -> di
         from ..pipeline._plot import load_document
 
         doc, _ = load_document(run_dir)
-        if size_variable(doc) is None or not any(r.get("status") == "ok" for r in doc["rows"]
-                                                 if isinstance(r, dict)):
+        if size_variable(doc) is None or not any(r.get("status") == "ok" for r in doc["rows"] if isinstance(r, dict)):
             return {}
         plot = plot and importlib.util.find_spec("matplotlib") is not None
         return write_report(run_dir, plot=plot)

@@ -31,23 +31,41 @@ class SimulateParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    network: str = Field(description="topology string (e.g. 'ring:8', 'ring:4,switch:8', 'torus:4x4') "
-                         "or a path to an ASTRA-sim network.yml")
-    size: int | str | None = Field(default=None, description="collective size in bytes (nccl-tests' S); "
-                                   "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. "
-                                   "Binds unbound algorithms; optional when messages already carry sizes")
-    mode: Mode = Field(default="unaware", description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
-                       "message, no contention) or 'aware' (store-and-forward FIFO links)")
-    reduction_GBps: float | None = Field(default=None, gt=0, description="cost of COMP nodes without a duration: "
-                                         "None = 1 ns (ASTRA-sim); else bytes / reduction_GBps ns (decimal GB/s)")
+    network: str = Field(
+        description="topology string (e.g. 'ring:8', 'ring:4,switch:8', 'torus:4x4') "
+        "or a path to an ASTRA-sim network.yml"
+    )
+    size: int | str | None = Field(
+        default=None,
+        description="collective size in bytes (nccl-tests' S); "
+        "int or '1MiB'/'1M' (binary) / '2.2MB' (decimal), docs/pipeline.md#sizes. "
+        "Binds unbound algorithms; optional when messages already carry sizes",
+    )
+    mode: Mode = Field(
+        default="unaware",
+        description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
+        "message, no contention) or 'aware' (store-and-forward FIFO links)",
+    )
+    reduction_GBps: float | None = Field(
+        default=None,
+        gt=0,
+        description="cost of COMP nodes without a duration: "
+        "None = 1 ns (ASTRA-sim); else bytes / reduction_GBps ns (decimal GB/s)",
+    )
     trace: bool = Field(default=False, description="write a Chrome/Perfetto trace JSON artifact")
     plot: bool = Field(default=False, description="write a PNG timeline and link-utilization plot (matplotlib)")
-    algorithm_for: dict[str, str] = Field(default_factory=dict, description="workloads: collective -> a built-in "
-                                          "algorithm name ('ring', 'direct', ...), a registered producer id "
-                                          "('hub.ring', '<plugin>.<name>') or an ET prefix; default ring")
-    system: str | None = Field(default=None, description="workloads: an ASTRA-sim system.json whose "
-                               "*-implementation-custom keys choose the algorithms "
-                               "(native implementations are refused)")
+    algorithm_for: dict[str, str] = Field(
+        default_factory=dict,
+        description="workloads: collective -> a built-in "
+        "algorithm name ('ring', 'direct', ...), a registered producer id "
+        "('hub.ring', '<plugin>.<name>') or an ET prefix; default ring",
+    )
+    system: str | None = Field(
+        default=None,
+        description="workloads: an ASTRA-sim system.json whose "
+        "*-implementation-custom keys choose the algorithms "
+        "(native implementations are refused)",
+    )
 
     @field_validator("size")
     @classmethod
@@ -91,12 +109,16 @@ def _run_producer(component: str, coll: Collective, ranks: int) -> Algorithm:
     manager = get_manager()
     spec = manager.component(component)  # ComponentNotFoundError with a "did you mean"
     if spec.kind != "producer":
-        raise UsageError(f"algorithm_for: {component!r} is a {spec.kind}, not a producer",
-                         hint="name a producer id such as hub.ring, a built-in name such as ring, or an ET prefix")
+        raise UsageError(
+            f"algorithm_for: {component!r} is a {spec.kind}, not a producer",
+            hint="name a producer id such as hub.ring, a built-in name such as ring, or an ET prefix",
+        )
     out = manager.run_producer(component, {"collective": coll.value, "ranks": ranks})
     if not isinstance(out, Algorithm):
-        raise UsageError(f"algorithm_for: producer {component!r} makes a {type(out).__name__}, not an algorithm",
-                         hint="a workload's collectives need algorithm producers")
+        raise UsageError(
+            f"algorithm_for: producer {component!r} makes a {type(out).__name__}, not an algorithm",
+            hint="a workload's collectives need algorithm producers",
+        )
     return out
 
 
@@ -174,9 +196,13 @@ def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
     names = {4: "COMP", 5: "SEND", 6: "RECV", 20: "COLL_START", 21: "COLL_END"}
     path = []
     for g, start, end in st.chain(_CRIT_LIMIT):
-        entry: dict[str, Any] = {"rank": int(prog.rank[g]), "node": int(prog.local_id[g]),
-                                 "kind": names.get(int(prog.kind[g]), "NOP"),
-                                 "start_ns": start, "end_ns": end}
+        entry: dict[str, Any] = {
+            "rank": int(prog.rank[g]),
+            "node": int(prog.local_id[g]),
+            "kind": names.get(int(prog.kind[g]), "NOP"),
+            "start_ns": start,
+            "end_ns": end,
+        }
         if prog.inst[g]:
             entry["collective"] = prog.labels.get(prog.inst[g], str(prog.inst[g]))
         path.append(entry)
@@ -224,19 +250,25 @@ def simulate(
         if obj.ranks > topo.npus:
             raise SimulationError(
                 f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "
-                f"{topo.to_string()!r} has {topo.npus} NPUs", hint="choose a topology with at least as many NPUs")
+                f"{topo.to_string()!r} has {topo.npus} NPUs",
+                hint="choose a topology with at least as many NPUs",
+            )
         alg = obj
         per_chunk = None
         if not alg.is_bound:
             if nbytes is None:
-                raise SimulationError(f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
-                                      hint="give size=..., e.g. size='1MiB'")
+                raise SimulationError(
+                    f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
+                    hint="give size=..., e.g. size='1MiB'",
+                )
             # bound while flattening (Algorithm.bind's sizes, without a copy of every rank graph)
             per_chunk = chunk_bytes(nbytes, alg.meta.reference_chunks)
             alg = alg.with_meta(size=nbytes)
         elif nbytes is not None and alg.meta.size is not None and alg.meta.size != nbytes:
-            raise UsageError(f"the algorithm is already bound to {alg.meta.size} B, not {nbytes} B",
-                             hint="drop size, or pass the unbound algorithm")
+            raise UsageError(
+                f"the algorithm is already bound to {alg.meta.size} B, not {nbytes} B",
+                hint="drop size, or pass the unbound algorithm",
+            )
         prog = program_from_algorithm(alg, reduction_GBps, per_chunk=per_chunk)
         S = _infer_size(alg) if alg.meta.size is not None or nbytes is None else nbytes
         coll = alg.collective
@@ -250,8 +282,14 @@ def simulate(
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):
             if b:
-                links.append({"link": net.link_label(li), "bytes": b, "busy_ns": busy,
-                              "utilization": busy / st.time_ns if st.time_ns else 0.0})
+                links.append(
+                    {
+                        "link": net.link_label(li),
+                        "bytes": b,
+                        "busy_ns": busy,
+                        "utilization": busy / st.time_ns if st.time_ns else 0.0,
+                    }
+                )
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
     finish = list(st.rank_finish)
@@ -260,10 +298,23 @@ def simulate(
 
         finish = workload_finish(prog, st)
     res = SimulationResult(
-        time_ns=max(finish, default=int(st.time_ns)) if isinstance(obj, Workload) else int(st.time_ns), mode=mode, topology=topo.to_string() if _has_string(topo) else topo.describe(),
-        ranks=ranks, collective=collective, size=S, messages=prog.messages, bytes=prog.bytes,
-        rank_finish_ns=finish, critical_path=_critical_path(prog, st), links=links,
-        bound_ns=bound, bound_formula=formula, name=name, _engine=st, _program=prog, _net=net,
+        time_ns=max(finish, default=int(st.time_ns)) if isinstance(obj, Workload) else int(st.time_ns),
+        mode=mode,
+        topology=topo.to_string() if _has_string(topo) else topo.describe(),
+        ranks=ranks,
+        collective=collective,
+        size=S,
+        messages=prog.messages,
+        bytes=prog.bytes,
+        rank_finish_ns=finish,
+        critical_path=_critical_path(prog, st),
+        links=links,
+        bound_ns=bound,
+        bound_formula=formula,
+        name=name,
+        _engine=st,
+        _program=prog,
+        _net=net,
     )
     if isinstance(obj, Workload):
         from ._breakdown import rank_breakdown
@@ -286,8 +337,15 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     from .._result import Result
     from ._report import write_plot, write_trace
 
-    res = simulate(obj, params.network, size=params.size, mode=params.mode, reduction_GBps=params.reduction_GBps,
-                   algorithm_for=params.algorithm_for or None, system=params.system)
+    res = simulate(
+        obj,
+        params.network,
+        size=params.size,
+        mode=params.mode,
+        reduction_GBps=params.reduction_GBps,
+        algorithm_for=params.algorithm_for or None,
+        system=params.system,
+    )
     artifacts: dict[str, str] = {}
     workdir = Path(getattr(ctx, "workdir", Path.cwd()))
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name or res.collective or "simulation") or "simulation"
@@ -295,5 +353,10 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
         artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{params.mode}.trace.json"))
     if params.plot:
         artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{params.mode}.png"))
-    return Result(component="hub.simulate", metrics=res.metrics(), artifacts=artifacts, details=res.details(),
-                  warnings=res.warnings)
+    return Result(
+        component="hub.simulate",
+        metrics=res.metrics(),
+        artifacts=artifacts,
+        details=res.details(),
+        warnings=res.warnings,
+    )

@@ -91,12 +91,16 @@ def rank_breakdown(res: Any) -> list[dict[str, int]]:
             ce.append(fin[[b for _, b in pairs]])
         finish = int(res.rank_finish_ns[r])
         gpu_sum = int(dur[gpu & mine].sum() + dur[replay & mine].sum())
-        out.append({
-            "rank": r, "finish_ns": finish,
-            "gpu_compute_ns": gpu_sum, "cpu_compute_ns": int(dur[cpu & mine].sum()),
-            "gpu_time_ns": _union(start[gpu & mine], fin[gpu & mine]),
-            "cpu_time_ns": _union(start[cpu & mine], fin[cpu & mine]),
-            "comm_time_ns": _union(np.concatenate(cs), np.concatenate(ce)),
-            "exposed_comm_ns": finish - gpu_sum,
-        })
+        out.append(
+            {
+                "rank": r,
+                "finish_ns": finish,
+                "gpu_compute_ns": gpu_sum,
+                "cpu_compute_ns": int(dur[cpu & mine].sum()),
+                "gpu_time_ns": _union(start[gpu & mine], fin[gpu & mine]),
+                "cpu_time_ns": _union(start[cpu & mine], fin[cpu & mine]),
+                "comm_time_ns": _union(np.concatenate(cs), np.concatenate(ce)),
+                "exposed_comm_ns": finish - gpu_sum,
+            }
+        )
     return out

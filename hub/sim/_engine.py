@@ -95,8 +95,10 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
     lay = layout(prog, delays)
     n = prog.n
     if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
-        raise SimulationError("no node is free of dependencies (every node waits for another)",
-                              hint="the dependency graph has a cycle; run the verifier (hub.verify)")
+        raise SimulationError(
+            "no node is free of dependencies (every node waits for another)",
+            hint="the dependency graph has a cycle; run the verifier (hub.verify)",
+        )
     free = [FreeSet() for _ in range(lay.nranks)]
     for fs, (nb, nr) in zip(free, lay.free0, strict=False):
         fs.buckets, fs.next_resize = nb, nr
@@ -112,8 +114,16 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         size[:n] = np.frombuffer(prog.size, dtype=np.int64)[lay.perm]
         lbytes = np.zeros(net.nlinks, dtype=np.int64)
         lbusy = np.zeros(net.nlinks, dtype=np.int64)
-        aware = (route_of, rptr, rlinks, size, np.asarray(net.bp, dtype=np.float64),
-                 np.asarray(net.lat, dtype=np.float64), lbytes, lbusy)
+        aware = (
+            route_of,
+            rptr,
+            rlinks,
+            size,
+            np.asarray(net.bp, dtype=np.float64),
+            np.asarray(net.lat, dtype=np.float64),
+            lbytes,
+            lbusy,
+        )
     res: tuple[np.ndarray, ...] | None = None
     if lay.acq is not None and lay.rel is not None:
         res = (lay.acq, lay.rel, _workload_level(prog, lay))
@@ -122,13 +132,38 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
     cause = np.full(n + 1, -1, dtype=np.int32)
     rank_finish = np.zeros(lay.nranks, dtype=np.int64)
     last, posted, arrived, waiting = _sim.run(
-        n, lay.nranks, lay.nchan, lay.feeder, reorder, lay.kind, lay.chan, lay.dur, lay.chan_delay, lay.succ_ptr,
-        lay.succ_idx, lay.indeg, lay.rank, lay.perm, np.frombuffer(prog.local_id, dtype=np.int64), aware, res,
-        start, fin, cause, rank_finish)
+        n,
+        lay.nranks,
+        lay.nchan,
+        lay.feeder,
+        reorder,
+        lay.kind,
+        lay.chan,
+        lay.dur,
+        lay.chan_delay,
+        lay.succ_ptr,
+        lay.succ_idx,
+        lay.indeg,
+        lay.rank,
+        lay.perm,
+        np.frombuffer(prog.local_id, dtype=np.int64),
+        aware,
+        res,
+        start,
+        fin,
+        cause,
+        rank_finish,
+    )
     if bool(lay.indeg.any()) or posted or arrived or waiting:
         back = lay.perm.tolist()
-        _diagnose(prog, lay.to_program(start), lay.to_program(fin), lay.to_program(lay.indeg),
-                  [deque(back[e] for e in q) for q in posted], [deque(back[e] for e in q) for q in arrived])
+        _diagnose(
+            prog,
+            lay.to_program(start),
+            lay.to_program(fin),
+            lay.to_program(lay.indeg),
+            [deque(back[e] for e in q) for q in posted],
+            [deque(back[e] for e in q) for q in arrived],
+        )
     return EngineState(
         time_ns=int(fin[last]) if last >= 0 else 0,
         last=lay.node(last),
@@ -159,8 +194,10 @@ def _routes(prog: Program, net: AwareNetwork, lay: Layout) -> tuple[np.ndarray, 
     if not sends.size:
         return route_of, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
     g = lay.perm[sends]
-    pair = np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus + \
-        np.frombuffer(prog.peer, dtype=np.int32)[g]
+    pair = (
+        np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus
+        + np.frombuffer(prog.peer, dtype=np.int32)[g]
+    )
     inv, count = factorize(pair, net.npus * net.npus)
     uniq = np.empty(count, dtype=np.int64)
     uniq[inv] = pair
@@ -191,8 +228,9 @@ def _describe_msg(prog: Program, key: tuple[int, int, int, int]) -> str:
     return f"{src}->{dst} tag {tagx & 0xFFFFFFFF} {size} B"
 
 
-def _diagnose(prog: Program, start: Sequence[int], fin: Sequence[int], indeg: Sequence[int], posted_c: list,
-              arrived_c: list) -> None:
+def _diagnose(
+    prog: Program, start: Sequence[int], fin: Sequence[int], indeg: Sequence[int], posted_c: list, arrived_c: list
+) -> None:
     """Turn an incomplete run into one clear SimulationError."""
     # oldest first: RECVs by issue time, SENDs by arrival time (then node index)
     pq = sorted((q for q in posted_c if q), key=lambda q: (start[q[0]], q[0]))

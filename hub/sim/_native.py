@@ -39,8 +39,12 @@ from ..errors import SimulationError
 
 __all__ = ["NativeRing", "native_collectives", "ring_allreduce_steps"]
 
-_STEMS = {Collective.ALLREDUCE: "all-reduce", Collective.ALLGATHER: "all-gather",
-          Collective.REDUCESCATTER: "reduce-scatter", Collective.ALLTOALL: "all-to-all"}
+_STEMS = {
+    Collective.ALLREDUCE: "all-reduce",
+    Collective.ALLGATHER: "all-gather",
+    Collective.REDUCESCATTER: "reduce-scatter",
+    Collective.ALLTOALL: "all-to-all",
+}
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,13 @@ def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> Simu
         f"system.json key {key}{sep}{why}; hub.simulate reproduces ASTRA-sim's native collectives only for a "
         "ring all-reduce on a 1-D network (baseline, one active chunk, no process group, no shared bus)",
         hint=f'use the custom path: "{stem}-implementation-custom": ["<ET prefix>"] (e.g. written by collhub '
-             f"produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}")
+        f"produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}",
+    )
 
 
-def native_collectives(cfg: Mapping[str, Any], wl: Workload, dims: int | None,
-                       skip: frozenset[Collective] = frozenset()) -> dict[Collective, NativeRing]:
+def native_collectives(
+    cfg: Mapping[str, Any], wl: Workload, dims: int | None, skip: frozenset[Collective] = frozenset()
+) -> dict[Collective, NativeRing]:
     """The collectives of ``wl`` that ``cfg`` serves natively and hub.simulate reproduces
     (collectives with a custom key, or in ``skip``, are not included); anything native it cannot
     reproduce raises :class:`SimulationError` naming the key."""
@@ -87,16 +93,23 @@ def native_collectives(cfg: Mapping[str, Any], wl: Workload, dims: int | None,
             raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (only 1)")
         if cfg.get("model-shared-bus", 0):
             raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
-        p2p = next(((r, n.id) for r, nodes in enumerate(wl.ranks) for n in nodes
-                    if n.type in (NodeType.SEND, NodeType.RECV)), None)
+        p2p = next(
+            ((r, n.id) for r, nodes in enumerate(wl.ranks) for n in nodes if n.type in (NodeType.SEND, NodeType.RECV)),
+            None,
+        )
         if p2p is not None:
             # (checked against the binary: exact alone, and next to compute and custom collectives;
             # next to workload-level SEND/RECV it is not yet: dlrm8 with its all-to-alls inlined
             # ends up to one message earlier on some ranks)
-            raise _refuse(key, f"asks for a native collective in a workload with SEND/RECV nodes (rank {p2p[0]}, "
-                          f"node {p2p[1]}), which hub.simulate does not reproduce exactly yet")
-        groups = sorted({n.pg_name for nodes in wl.ranks for n in nodes
-                         if n.type == NodeType.COLL and n.collective is coll} - {"", "0"})
+            raise _refuse(
+                key,
+                f"asks for a native collective in a workload with SEND/RECV nodes (rank {p2p[0]}, "
+                f"node {p2p[1]}), which hub.simulate does not reproduce exactly yet",
+            )
+        groups = sorted(
+            {n.pg_name for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.collective is coll}
+            - {"", "0"}
+        )
         if groups:
             raise _refuse(key, f"asks for a native collective in process group {groups[0]!r}")
         out[coll] = _settings(cfg)
@@ -104,8 +117,11 @@ def native_collectives(cfg: Mapping[str, Any], wl: Workload, dims: int | None,
     if out and others:
         # (ASTRA-sim 518bd51 itself never finishes such a workload: the custom collective's
         # hardware resource is never released, "Hardware Resource ... has unreleased nodes")
-        raise _refuse("all-reduce-implementation", f"asks for a native all-reduce next to {others[0]} served by "
-                      "another (custom) implementation, a mix ASTRA-sim 518bd51 itself never finishes", )
+        raise _refuse(
+            "all-reduce-implementation",
+            f"asks for a native all-reduce next to {others[0]} served by "
+            "another (custom) implementation, a mix ASTRA-sim 518bd51 itself never finishes",
+        )
     return out
 
 

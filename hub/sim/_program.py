@@ -17,8 +17,19 @@ import numpy as np
 from ..chakra import Algorithm, NodeType
 from ..errors import SimulationError
 
-__all__ = ["K_COMP", "K_END", "K_NOP", "K_RECV", "K_SEND", "K_START", "Program", "channels", "comp_ns",
-           "factorize", "program_from_algorithm"]
+__all__ = [
+    "K_COMP",
+    "K_END",
+    "K_NOP",
+    "K_RECV",
+    "K_SEND",
+    "K_START",
+    "Program",
+    "channels",
+    "comp_ns",
+    "factorize",
+    "program_from_algorithm",
+]
 
 # engine node kinds (Chakra values where one exists)
 K_NOP = 0
@@ -64,8 +75,11 @@ class Program:
         """``kind`` as an integer numpy array (a view of an ``array('i')``; cached)."""
         if self._kinds is None or len(self._kinds) != self.n:
             k = self.kind
-            self._kinds = np.frombuffer(k, dtype=np.int32) if isinstance(k, array) and k.typecode == "i" else \
-                np.asarray(k, dtype=np.int64)
+            self._kinds = (
+                np.frombuffer(k, dtype=np.int32)
+                if isinstance(k, array) and k.typecode == "i"
+                else np.asarray(k, dtype=np.int64)
+            )
         return self._kinds
 
 
@@ -148,12 +162,13 @@ def _column(n: int, code: str) -> tuple[array, np.ndarray]:
 def _gather(graphs: Sequence[Any], offsets: np.ndarray, col: str, view: np.ndarray) -> np.ndarray:
     """Copy column ``col`` of every rank graph into ``view`` (rank-major), converting in place."""
     for r, g in enumerate(graphs):
-        view[offsets[r]:offsets[r + 1]] = getattr(g, col)
+        view[offsets[r] : offsets[r + 1]] = getattr(g, col)
     return view
 
 
-def _check(kind: np.ndarray, rank: np.ndarray, peer: np.ndarray, tag: np.ndarray, size: np.ndarray,
-           ids: np.ndarray, nr: int) -> None:
+def _check(
+    kind: np.ndarray, rank: np.ndarray, peer: np.ndarray, tag: np.ndarray, size: np.ndarray, ids: np.ndarray, nr: int
+) -> None:
     """Refuse what the engine cannot run: unsized or self messages, foreign peers, wide tags."""
     comm = (kind == K_SEND) | (kind == K_RECV)
     bad = comm & (size < 0)
@@ -182,8 +197,9 @@ def _check(kind: np.ndarray, rank: np.ndarray, peer: np.ndarray, tag: np.ndarray
         raise SimulationError(f"rank {int(rank[g])} node {int(ids[g])}: tag {int(tag[g])} outside 0..2^31-1")
 
 
-def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, *,
-                           per_chunk: int | None = None) -> Program:
+def program_from_algorithm(
+    alg: Algorithm, reduction_GBps: float | None = None, *, per_chunk: int | None = None
+) -> Program:
     """Flatten a bound algorithm (algorithm rank k runs on NPU k). ``per_chunk``: bind on the fly
     (bytes per chunk, :func:`hub.chakra.chunk_bytes`), as :meth:`Algorithm.bind` would, without
     copying the rank graphs."""
@@ -200,7 +216,7 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, 
     _gather(graphs, offsets, "kind", kind)
     rank_a, rank = _column(n, "i")
     for r in range(nr):
-        rank[offsets[r]:offsets[r + 1]] = r
+        rank[offsets[r] : offsets[r + 1]] = r
     peer_a, peer = _column(n, "i")
     _gather(graphs, offsets, "peer", peer)
     tag_a, tag = _column(n, "q")
@@ -225,12 +241,12 @@ def program_from_algorithm(alg: Algorithm, reduction_GBps: float | None = None, 
             raise SimulationError(
                 f"rank {r}: a dependency points outside the rank's {len(g)} nodes", hint="run the verifier (hub.verify)"
             )
-        indeg[offsets[r]:offsets[r + 1]] = np.diff(g.dep_ptr)
+        indeg[offsets[r] : offsets[r + 1]] = np.diff(g.dep_ptr)
         nd += g.dep_pos.size
     parents = np.empty(nd, dtype=np.int64)
     at = 0
     for r, g in enumerate(graphs):
-        np.add(g.dep_pos, offsets[r], out=parents[at:at + g.dep_pos.size], casting="unsafe")
+        np.add(g.dep_pos, offsets[r], out=parents[at : at + g.dep_pos.size], casting="unsafe")
         at += g.dep_pos.size
     children = np.repeat(np.arange(n, dtype=np.int64), indeg)
     dep_ptr = dep_idx = None

@@ -43,23 +43,55 @@ def trace_events(res: SimulationResult) -> list[dict[str, Any]]:
         if prog.inst[g]:
             args["collective"] = prog.labels.get(prog.inst[g], prog.inst[g])
         s, f = start[g], max(fin[g], start[g])
-        ev.append({"ph": "X", "name": f"{_NAMES[k]} {prog.local_id[g]}", "cat": _NAMES[k].lower(), "pid": prog.rank[g],
-                   "tid": tracks.tid[g], "ts": s / 1000.0, "dur": (f - s) / 1000.0, "args": args})
+        ev.append(
+            {
+                "ph": "X",
+                "name": f"{_NAMES[k]} {prog.local_id[g]}",
+                "cat": _NAMES[k].lower(),
+                "pid": prog.rank[g],
+                "tid": tracks.tid[g],
+                "ts": s / 1000.0,
+                "dur": (f - s) / 1000.0,
+                "args": args,
+            }
+        )
     for i, (snd, rcv) in enumerate(match_messages(prog, start, nodes)):
         # The arrow leaves the send where it starts and lands inside the receive (a flow end
         # binds to the slice that encloses its timestamp), at the later of the two starts.
         land = min(max(start[snd], start[rcv]), max(fin[rcv], start[rcv]))
-        ev.append({"ph": "s", "id": i, "name": "msg", "cat": "msg", "pid": prog.rank[snd], "tid": tracks.tid[snd],
-                   "ts": start[snd] / 1000.0})
-        ev.append({"ph": "f", "bp": "e", "id": i, "name": "msg", "cat": "msg", "pid": prog.rank[rcv],
-                   "tid": tracks.tid[rcv], "ts": land / 1000.0})
+        ev.append(
+            {
+                "ph": "s",
+                "id": i,
+                "name": "msg",
+                "cat": "msg",
+                "pid": prog.rank[snd],
+                "tid": tracks.tid[snd],
+                "ts": start[snd] / 1000.0,
+            }
+        )
+        ev.append(
+            {
+                "ph": "f",
+                "bp": "e",
+                "id": i,
+                "name": "msg",
+                "cat": "msg",
+                "pid": prog.rank[rcv],
+                "tid": tracks.tid[rcv],
+                "ts": land / 1000.0,
+            }
+        )
     return ev
 
 
 def write_trace(res: SimulationResult, path: str | Path) -> Path:
     """Write the Chrome trace (``{"traceEvents": [...]}``) atomically; open it in Perfetto."""
-    doc = {"traceEvents": trace_events(res), "displayTimeUnit": "ns",
-           "otherData": {"topology": res.topology, "mode": res.mode, "time_ns": res.time_ns}}
+    doc = {
+        "traceEvents": trace_events(res),
+        "displayTimeUnit": "ns",
+        "otherData": {"topology": res.topology, "mode": res.mode, "time_ns": res.time_ns},
+    }
     return atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
 
 
@@ -77,8 +109,9 @@ def write_plot(res: SimulationResult, path: str | Path) -> Path:
 
     target = Path(path)
     rows = 2 if res.links else 1
-    fig, axes = plt.subplots(rows, 1, figsize=(12, 7 if rows == 2 else 4.5), squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 1.3][:rows]})
+    fig, axes = plt.subplots(
+        rows, 1, figsize=(12, 7 if rows == 2 else 4.5), squeeze=False, gridspec_kw={"height_ratios": [3, 1.3][:rows]}
+    )
     ax = axes[0][0]
     if res.ranks <= _GANTT_MAX_RANKS:
         _gantt(fig, ax, res)
@@ -112,8 +145,11 @@ def _intervals(res: SimulationResult, kind: int) -> tuple[Any, Any, Any]:
     prog, st = res._program, res._engine
     kinds = np.asarray(prog.kind)
     idx = np.nonzero(kinds == kind)[0]
-    return (np.asarray(prog.rank)[idx], np.asarray(st.start, dtype=np.int64)[idx],
-            np.asarray(st.fin, dtype=np.int64)[idx])
+    return (
+        np.asarray(prog.rank)[idx],
+        np.asarray(st.start, dtype=np.int64)[idx],
+        np.asarray(st.fin, dtype=np.int64)[idx],
+    )
 
 
 def _gantt(fig: Any, ax: Any, res: SimulationResult) -> None:
@@ -137,15 +173,23 @@ def _gantt(fig: Any, ax: Any, res: SimulationResult) -> None:
         for k in range(int(lane.max()) + 1 if len(lane) else 0):
             on = sel[lane == k]
             spans = list(zip(s[on] / 1000, np.maximum(f[on] - s[on], 1) / 1000, strict=False))
-            ax.broken_barh(spans, (r - 0.35 + k * height, height), facecolors=cmap(norm(step[on])),
-                           edgecolor="white", linewidth=0.2)
+            ax.broken_barh(
+                spans,
+                (r - 0.35 + k * height, height),
+                facecolors=cmap(norm(step[on])),
+                edgecolor="white",
+                linewidth=0.2,
+            )
     crank, cs, cf = _intervals(res, K_COMP)
     if len(crank):
         ax.broken_barh(list(zip(cs / 1000, np.maximum(cf - cs, 1) / 1000, strict=False)), (0, 0), facecolors="none")
         for r in range(res.ranks):
             sel = crank == r
-            ax.broken_barh(list(zip(cs[sel] / 1000, np.maximum(cf[sel] - cs[sel], 1) / 1000, strict=False)),
-                           (r + 0.2, 0.15), facecolors="#d62728")
+            ax.broken_barh(
+                list(zip(cs[sel] / 1000, np.maximum(cf[sel] - cs[sel], 1) / 1000, strict=False)),
+                (r + 0.2, 0.15),
+                facecolors="#d62728",
+            )
         ax.plot([], [], color="#d62728", lw=4, label="comp")
         ax.legend(loc="upper right", fontsize="small")
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="send step (per rank)", pad=0.01)
@@ -170,8 +214,14 @@ def _heat_map(fig: Any, ax: Any, res: SimulationResult) -> None:
         # (O(n log n), no n x bins matrix): I(e) = sum_{s<e} (e - s) - sum_{f<e} (e - f).
         integral = _integral_at(np.sort(s[sel]), edges) - _integral_at(np.sort(f[sel]), edges)
         grid[r] = np.diff(integral) / (edges[1] - edges[0])
-    im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="magma", origin="upper",
-                   extent=(0, total / 1000, res.ranks - 0.5, -0.5))
+    im = ax.imshow(
+        grid,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="magma",
+        origin="upper",
+        extent=(0, total / 1000, res.ranks - 0.5, -0.5),
+    )
     fig.colorbar(im, ax=ax, label="sends in flight", pad=0.01)
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("rank")
@@ -203,4 +253,3 @@ def _lanes(start: Any, fin: Any) -> Any:
         lane[i] = k
         heapq.heappush(free, (int(fin[i]), k))
     return lane
-

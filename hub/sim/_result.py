@@ -18,8 +18,13 @@ def busbw_factor(collective: Collective | str | None, n: int) -> float | None:
     c = Collective.parse(collective)
     if c == Collective.ALLREDUCE:
         return 2 * (n - 1) / n
-    if c in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL, Collective.GATHER,
-             Collective.SCATTER):
+    if c in (
+        Collective.ALLGATHER,
+        Collective.REDUCESCATTER,
+        Collective.ALLTOALL,
+        Collective.GATHER,
+        Collective.SCATTER,
+    ):
         return (n - 1) / n
     if c in (Collective.BROADCAST, Collective.REDUCE):
         return 1.0
@@ -29,8 +34,9 @@ def busbw_factor(collective: Collective | str | None, n: int) -> float | None:
 BUSBW_FACTOR = busbw_factor
 
 
-def lower_bound_ns(topology: Topology, collective: Collective | str | None, size: int | None, ranks: int,
-                   root: int = 0) -> tuple[float | None, str | None]:
+def lower_bound_ns(
+    topology: Topology, collective: Collective | str | None, size: int | None, ranks: int, root: int = 0
+) -> tuple[float | None, str | None]:
     """Injection-bandwidth lower bound (conventions.md §3.2/§3.3) in ns, and how it was derived.
 
     B_in(r)/B_out(r) = summed bandwidth of the links into/out of rank r (B/ns, 2^30 convention);
@@ -115,12 +121,16 @@ class SimulationResult:
         ratio = self.bound_ratio
         if ratio is None or ratio >= 1:
             return []
-        why = ("the congestion-unaware model charges no link contention, so messages that share a link "
-               "overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"
-               if self.mode == "unaware" else
-               "no schedule can beat the bound; check the network and the collective size")
-        return [f"time {self.time_ns} ns is below the {self.collective} lower bound {self.bound_ns:.0f} ns "
-                f"({self.bound_formula}) on this network (time_over_bound {ratio:.3g}): {why}"]
+        why = (
+            "the congestion-unaware model charges no link contention, so messages that share a link "
+            "overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"
+            if self.mode == "unaware"
+            else "no schedule can beat the bound; check the network and the collective size"
+        )
+        return [
+            f"time {self.time_ns} ns is below the {self.collective} lower bound {self.bound_ns:.0f} ns "
+            f"({self.bound_formula}) on this network (time_over_bound {ratio:.3g}): {why}"
+        ]
 
     def metrics(self) -> dict[str, float | int | str | bool | None]:
         """Flat scalar figures (the ``metrics`` of :class:`hub.Result`)."""

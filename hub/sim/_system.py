@@ -21,8 +21,12 @@ from ..errors import FormatError, SimulationError
 
 __all__ = ["algorithms_from_system", "has_custom", "load_system", "serve_from_system"]
 
-_KEYS = {Collective.ALLREDUCE: "all-reduce", Collective.ALLGATHER: "all-gather",
-         Collective.REDUCESCATTER: "reduce-scatter", Collective.ALLTOALL: "all-to-all"}
+_KEYS = {
+    Collective.ALLREDUCE: "all-reduce",
+    Collective.ALLGATHER: "all-gather",
+    Collective.REDUCESCATTER: "reduce-scatter",
+    Collective.ALLTOALL: "all-to-all",
+}
 _SUFFIXES = ("-implementation-custom", "-implementation-chakra", "-implementation-chakra-experimental")
 
 
@@ -47,13 +51,16 @@ def has_custom(cfg: Mapping[str, Any], stem: str) -> bool:
     return any(stem + s in cfg for s in _SUFFIXES)
 
 
-def serve_from_system(system: str | Path | Mapping[str, Any], wl: Workload, dims: int | None,
-                      explicit: frozenset[Collective] = frozenset(),
-                      ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
+def serve_from_system(
+    system: str | Path | Mapping[str, Any],
+    wl: Workload,
+    dims: int | None,
+    explicit: frozenset[Collective] = frozenset(),
+) -> tuple[dict[Collective, str], dict[Collective, Any]]:
     """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
-    -> the native implementation hub.simulate reproduces (``hub.sim._native``: ring all-reduce on
-    a 1-D network); any other native implementation the workload would use is refused. Collectives
-in ``explicit`` are served by the caller's ``algorithm_for``."""
+        -> the native implementation hub.simulate reproduces (``hub.sim._native``: ring all-reduce on
+        a 1-D network); any other native implementation the workload would use is refused. Collectives
+    in ``explicit`` are served by the caller's ``algorithm_for``."""
     from ._native import native_collectives
 
     cfg, _base = load_system(system)
@@ -61,8 +68,9 @@ in ``explicit`` are served by the caller's ``algorithm_for``."""
     return algorithms_from_system(system, wl, native=set(native) | set(explicit)), dict(native)
 
 
-def algorithms_from_system(system: str | Path | Mapping[str, Any], wl: Workload | None,
-                           native: set[Collective] | None = None) -> dict[Collective, str]:
+def algorithms_from_system(
+    system: str | Path | Mapping[str, Any], wl: Workload | None, native: set[Collective] | None = None
+) -> dict[Collective, str]:
     """``algorithm_for`` from a system.json: collective -> ET prefix of its custom implementation.
 
     Raises :class:`SimulationError` for a collective the workload uses that the system.json
@@ -70,16 +78,19 @@ def algorithms_from_system(system: str | Path | Mapping[str, Any], wl: Workload 
     """
     cfg, base = load_system(system)
     if cfg.get("per-node-custom-implementation"):
-        raise SimulationError("system.json key per-node-custom-implementation is not supported by hub.simulate",
-                              hint="use one *-implementation-custom key per collective")
+        raise SimulationError(
+            "system.json key per-node-custom-implementation is not supported by hub.simulate",
+            hint="use one *-implementation-custom key per collective",
+        )
     used = {n.collective for nodes in (wl.ranks if wl else []) for n in nodes if n.type == NodeType.COLL}
     chosen: dict[Collective, str] = {}
     for coll, stem in _KEYS.items():
         custom = next((cfg[stem + s] for s in _SUFFIXES if stem + s in cfg), None)
         if custom is not None:
             if not isinstance(custom, list) or len(custom) != 1 or not isinstance(custom[0], str):
-                raise SimulationError(f"system.json key {stem}-implementation-custom must be a list of one ET prefix, "
-                                      f"got {custom!r}")
+                raise SimulationError(
+                    f"system.json key {stem}-implementation-custom must be a list of one ET prefix, got {custom!r}"
+                )
             prefix = Path(custom[0])
             chosen[coll] = str(prefix if prefix.is_absolute() else base / prefix)
         elif coll in used and cfg.get(f"{stem}-implementation") and coll not in (native or set()):
@@ -87,5 +98,6 @@ def algorithms_from_system(system: str | Path | Mapping[str, Any], wl: Workload 
                 f"system.json key {stem}-implementation asks for ASTRA-sim's native "
                 f"{cfg[f'{stem}-implementation']!r}, which hub.simulate does not reproduce yet",
                 hint=f'use the custom path: "{stem}-implementation-custom": ["<ET prefix>"] (e.g. written by '
-                     f"collhub produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}")
+                f"collhub produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}",
+            )
     return chosen

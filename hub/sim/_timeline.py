@@ -44,9 +44,14 @@ def node_spans(res: SimulationResult, rank: int) -> list[tuple[int, str, int, in
     return sorted(out, key=lambda s: (s[2], s[0]))
 
 
-def write_timeline(runs: Mapping[str, SimulationResult], path: str | Path, *,
-                   window_ns: tuple[int, int] | None = None, ranks: Sequence[int] | None = None,
-                   highlight: Mapping[str, Mapping[int, set[int]]] | None = None) -> Path:
+def write_timeline(
+    runs: Mapping[str, SimulationResult],
+    path: str | Path,
+    *,
+    window_ns: tuple[int, int] | None = None,
+    ranks: Sequence[int] | None = None,
+    highlight: Mapping[str, Mapping[int, set[int]]] | None = None,
+) -> Path:
     """A PNG with one panel per run (its label and step time as title), ranks as rows, over
     ``window_ns`` (default: the whole longest run); ``highlight[label][rank]``: COMP node ids
     drawn in another colour."""
@@ -60,8 +65,7 @@ def write_timeline(runs: Mapping[str, SimulationResult], path: str | Path, *,
     first = next(iter(runs.values()))
     rows = list(ranks) if ranks is not None else list(range(first.ranks))
     lo, hi = window_ns if window_ns is not None else (0, max(r.time_ns for r in runs.values()))
-    fig, axes = plt.subplots(len(runs), 1, figsize=(12, 1.2 + 0.45 * len(rows) * len(runs)), sharex=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(12, 1.2 + 0.45 * len(rows) * len(runs)), sharex=True, squeeze=False)
     colors = {"COMP": "tab:blue", "highlighted COMP": "tab:purple", "SEND": "tab:orange", "COLL": "tab:red"}
     for ax, (label, res) in zip(axes[:, 0], runs.items(), strict=True):
         marked = (highlight or {}).get(label, {})
@@ -72,8 +76,9 @@ def write_timeline(runs: Mapping[str, SimulationResult], path: str | Path, *,
                 color = colors["highlighted COMP" if kind == "COMP" and node in marked.get(r, ()) else kind]
                 base = y + (0.05 if kind == "COMP" else 0.5)
                 # a thin edge in the face colour keeps back-to-back nodes apart
-                ax.broken_barh([(s / 1000, max(e - s, 1) / 1000)], (base, 0.42), facecolor=color,
-                               edgecolor="white", linewidth=0.5)
+                ax.broken_barh(
+                    [(s / 1000, max(e - s, 1) / 1000)], (base, 0.42), facecolor=color, edgecolor="white", linewidth=0.5
+                )
         ax.set_yticks([y + 0.5 for y in range(len(rows))], [f"rank {r}" for r in rows])
         ax.set_ylim(0, len(rows))
         ax.set_title(f"{label}: step {res.time_ns / 1e6:.6f} ms", fontsize="medium")

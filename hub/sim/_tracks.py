@@ -80,4 +80,3 @@ def match_messages(prog: Program, start: list[int] | object, nodes: list[int]) -
         order = lambda g: (start[g], g)  # type: ignore[index]  # noqa: E731
         pairs.extend(zip(sorted(out, key=order), sorted(into, key=order), strict=False))
     return pairs
-

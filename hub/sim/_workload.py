@@ -72,8 +72,20 @@ class _Builder:
     edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
     labels: dict[int, str] = field(default_factory=dict)
 
-    def add(self, k: int, r: int, *, p: int = -1, tag: int = 0, sz: int = -1, d: int = 0, node_id: int = 0,
-            instance: int = 0, a: int = 0, rl: int = 0) -> int:
+    def add(
+        self,
+        k: int,
+        r: int,
+        *,
+        p: int = -1,
+        tag: int = 0,
+        sz: int = -1,
+        d: int = 0,
+        node_id: int = 0,
+        instance: int = 0,
+        a: int = 0,
+        rl: int = 0,
+    ) -> int:
         self.kind.append(k)
         self.rank.append(r)
         self.peer.append(p)
@@ -104,8 +116,10 @@ def program_from_workload(
     ``comm_size``; :class:`SimulationError` for other malformed nodes.
     """
     if wl.rank_count > npus:
-        raise SimulationError(f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
-                              hint="choose a topology with at least as many NPUs")
+        raise SimulationError(
+            f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
+            hint="choose a topology with at least as many NPUs",
+        )
     served = _plan(wl, algorithm_for, native or {})
     b = _Builder()
     for r, nodes in enumerate(wl.ranks):
@@ -125,13 +139,20 @@ def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> 
     for k, (inst, alg) in enumerate(planned, start=1):
         order = sorted(inst.group)
         for r, node in inst.nodes.items():
-            out[(r, node.id)] = _Served(k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group,
-                                        native.get(inst.coll), inst.size)
+            out[(r, node.id)] = _Served(
+                k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group, native.get(inst.coll), inst.size
+            )
     return out
 
 
-def _add_rank(b: _Builder, r: int, nodes: list[WorkloadNode], served: dict[tuple[int, int], _Served], nr: int,
-              reduction_GBps: float | None) -> None:
+def _add_rank(
+    b: _Builder,
+    r: int,
+    nodes: list[WorkloadNode],
+    served: dict[tuple[int, int], _Served],
+    nr: int,
+    reduction_GBps: float | None,
+) -> None:
     """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies."""
     entry: dict[int, int] = {}  # workload node id -> engine node that starts it
     exit_: dict[int, int] = {}  # workload node id -> engine node whose completion ends it
@@ -166,16 +187,26 @@ def _add_p2p(b: _Builder, r: int, node: WorkloadNode, nr: int) -> int:
     if other is None or node.comm_size is None:
         raise SimulationError(
             f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
-            f"{'comm_dst' if is_send else 'comm_src'}/comm_size")
+            f"{'comm_dst' if is_send else 'comm_src'}/comm_size"
+        )
     if not 0 <= other < nr or other == r:
         raise SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
     res = (RES_CPU if node.is_cpu_op else RES_COMM) if is_send else 0
-    return b.add(K_SEND if is_send else K_RECV, r, p=other, tag=int(node.comm_tag or 0), sz=int(node.comm_size),
-                 node_id=node.id, a=res, rl=res)
+    return b.add(
+        K_SEND if is_send else K_RECV,
+        r,
+        p=other,
+        tag=int(node.comm_tag or 0),
+        sz=int(node.comm_size),
+        node_id=node.id,
+        a=res,
+        rl=res,
+    )
 
 
-def _add_collective(b: _Builder, r: int, node: WorkloadNode, sv: _Served,
-                    reduction_GBps: float | None) -> tuple[int, int]:
+def _add_collective(
+    b: _Builder, r: int, node: WorkloadNode, sv: _Served, reduction_GBps: float | None
+) -> tuple[int, int]:
     """(entry, exit) engine nodes of one COMM_COLL on rank ``r``: START, the algorithm graph, END."""
     k = sv.instance
     b.labels[k] = sv.label
@@ -196,12 +227,20 @@ def _add_collective(b: _Builder, r: int, node: WorkloadNode, sv: _Served,
         kk = gk[pos]
         ek = kk if kk in (K_SEND, K_RECV, K_COMP) else K_NOP
         peer = npus[gp[pos]] if ek in (K_SEND, K_RECV) else -1
-        b.add(ek, r, p=peer, tag=gt[pos] + (k << 32), sz=gs[pos], d=gd[pos] if ek == K_COMP else 0,
-              node_id=gi[pos], instance=k)
+        b.add(
+            ek,
+            r,
+            p=peer,
+            tag=gt[pos] + (k << 32),
+            sz=gs[pos],
+            d=gd[pos] if ek == K_COMP else 0,
+            node_id=gi[pos],
+            instance=k,
+        )
     has_succ = np.zeros(len(graph), dtype=bool)
     ptr, dep = graph.dep_ptr.tolist(), graph.dep_pos.tolist()
     for pos in range(len(graph)):
-        deps = dep[ptr[pos]:ptr[pos + 1]]
+        deps = dep[ptr[pos] : ptr[pos + 1]]
         if not deps:
             b.edges.append((s, base + pos))
         for dpos in deps:

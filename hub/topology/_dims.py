@@ -88,6 +88,7 @@ class DimensionalTopology(Topology):
 
     def network_yml(self) -> str:
         """ASTRA-sim's analytical ``network.yml`` (four lists of equal length)."""
+
         def lst(values: Sequence[object]) -> str:
             return "[ " + ", ".join(str(v) for v in values) + " ]"
 

@@ -36,8 +36,15 @@ from ._dims import Dimension, DimensionalTopology
 from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
 from ._yaml import read_network_yml
 
-__all__ = ["MAX_BANDWIDTH", "MAX_GRAPH_NPUS", "MAX_LATENCY", "MAX_NPUS", "MIN_BANDWIDTH", "load_topology",
-           "parse_topology"]
+__all__ = [
+    "MAX_BANDWIDTH",
+    "MAX_GRAPH_NPUS",
+    "MAX_LATENCY",
+    "MAX_NPUS",
+    "MIN_BANDWIDTH",
+    "load_topology",
+    "parse_topology",
+]
 
 #: Per-link bandwidth bounds in GB/s (2^30 B/s): 1 MB/s .. 1 PB/s covers every real link.
 MIN_BANDWIDTH = 1e-3
@@ -83,20 +90,28 @@ def _option(spec: str, text: str) -> tuple[str, float | tuple[float, ...]]:
     k = _KEYS.get(key)
     if k is None:
         near = difflib.get_close_matches(key, list(_KEYS), n=1)
-        raise _err(spec, f"unknown option {key!r}",
-                   f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines")
+        raise _err(
+            spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines"
+        )
     parts = value.split("/") if k in ("bw", "lat") else [value]  # per dimension: mesh/torus only
     if len(value) > 40 * len(parts) or len(parts) > 8 or not all(_NUM.match(p) for p in parts):
-        raise _err(spec, f"option {key}={value[:40]!r} is not a number"
-                   + (" or a '/'-separated list of numbers" if k in ("bw", "lat") else ""))
+        raise _err(
+            spec,
+            f"option {key}={value[:40]!r} is not a number"
+            + (" or a '/'-separated list of numbers" if k in ("bw", "lat") else ""),
+        )
     numbers = [float(p) for p in parts]
     for number in numbers:
         if k == "bw" and not MIN_BANDWIDTH <= number <= MAX_BANDWIDTH:
-            raise _err(spec, f"bw={value} is outside {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} GB/s",
-                       "bw is the per-link bandwidth in GB/s (2^30 B/s), e.g. bw=50")
+            raise _err(
+                spec,
+                f"bw={value} is outside {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} GB/s",
+                "bw is the per-link bandwidth in GB/s (2^30 B/s), e.g. bw=50",
+            )
         if k == "lat" and not 0 <= number <= MAX_LATENCY:
-            raise _err(spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns",
-                       "lat is the per-hop latency in ns, e.g. lat=500")
+            raise _err(
+                spec, f"lat={value} is outside 0..{MAX_LATENCY:g} ns", "lat is the per-hop latency in ns, e.g. lat=500"
+            )
         if k == "spines" and (number != int(number) or not 1 <= number <= MAX_NPUS):
             raise _err(spec, f"spines={value} is not a whole number in 1..{MAX_NPUS}")
     return k, (tuple(numbers) if len(numbers) > 1 else numbers[0])
@@ -160,8 +175,11 @@ def parse_topology(spec: str) -> Topology:
     presets = [b for b in blocks if b.kind in _PRESETS]
     if presets:
         if len(blocks) > 1:
-            raise _err(spec, f"preset {presets[0].kind!r} cannot be combined with other blocks",
-                       "stack only ring/fc/switch dimensions, e.g. 'ring:4,switch:8'")
+            raise _err(
+                spec,
+                f"preset {presets[0].kind!r} cannot be combined with other blocks",
+                "stack only ring/fc/switch dimensions, e.g. 'ring:4,switch:8'",
+            )
         b = presets[0]
         bw = opt(b, "bw", DEFAULT_BANDWIDTH)
         lat = opt(b, "lat", DEFAULT_LATENCY)
@@ -229,8 +247,9 @@ def load_topology(spec: str | Path | Topology) -> Topology:
     s = str(spec).strip()
     if s.endswith((".yml", ".yaml")) or ("/" in s and Path(s).is_file()) or (":" not in s and Path(s).is_file()):
         if not Path(s).is_file():
-            raise TopologyFormatError(f"network file {s} not found",
-                                      hint="give a path to an ASTRA-sim network.yml or a "
-                                      "topology string such as 'ring:8'")
+            raise TopologyFormatError(
+                f"network file {s} not found",
+                hint="give a path to an ASTRA-sim network.yml or a topology string such as 'ring:8'",
+            )
         return read_network_yml(s)
     return parse_topology(s)

@@ -40,8 +40,10 @@ def _per_dim(kind: str, what: str, value: PerDim, dims: int) -> list[float]:
     if not isinstance(value, Sequence):
         return [float(value)] * dims
     if len(value) != dims:
-        raise TopologyFormatError(f"{kind}: {len(value)} {what} values for {dims} dimensions",
-                                  hint=f"give one {what} per dimension, e.g. bw=100/50 for AxB")
+        raise TopologyFormatError(
+            f"{kind}: {len(value)} {what} values for {dims} dimensions",
+            hint=f"give one {what} per dimension, e.g. bw=100/50 for AxB",
+        )
     return [float(v) for v in value]
 
 
@@ -58,8 +60,9 @@ def mesh(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: P
     bws = _per_dim("mesh", "bandwidth", bandwidth, len(shape))
     lats = _per_dim("mesh", "latency", latency, len(shape))
     spec = "mesh:" + "x".join(str(s) for s in shape) + _suffix(bandwidth, latency)
-    return blocks_link_graph([("Line", s, b, la) for s, b, la in zip(shape, bws, lats, strict=False)], spec=spec,
-                             name="mesh")
+    return blocks_link_graph(
+        [("Line", s, b, la) for s, b, la in zip(shape, bws, lats, strict=False)], spec=spec, name="mesh"
+    )
 
 
 def torus(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: PerDim = DEFAULT_LATENCY) -> LinkGraph:
@@ -69,8 +72,9 @@ def torus(shape: Sequence[int], bandwidth: PerDim = DEFAULT_BANDWIDTH, latency: 
     bws = _per_dim("torus", "bandwidth", bandwidth, len(shape))
     lats = _per_dim("torus", "latency", latency, len(shape))
     spec = "torus:" + "x".join(str(s) for s in shape) + _suffix(bandwidth, latency)
-    return blocks_link_graph([("Ring", s, b, la) for s, b, la in zip(shape, bws, lats, strict=False)], spec=spec,
-                             name="torus")
+    return blocks_link_graph(
+        [("Ring", s, b, la) for s, b, la in zip(shape, bws, lats, strict=False)], spec=spec, name="torus"
+    )
 
 
 def hypercube(dim: int, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:
@@ -84,12 +88,7 @@ def hypercube(dim: int, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = D
 def dgx1(bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY) -> LinkGraph:
     """DGX-1 (V100) hybrid cube-mesh: 8 GPUs; ``bandwidth`` is per NVLink, so GPU pairs joined by
     two NVLinks get one link of twice the bandwidth. Shortest-path routing."""
-    links = [
-        Link(a, b, bandwidth * k, latency)
-        for a, row in enumerate(_DGX1_NVLINKS)
-        for b, k in enumerate(row)
-        if k
-    ]
+    links = [Link(a, b, bandwidth * k, latency) for a, row in enumerate(_DGX1_NVLINKS) for b, k in enumerate(row) if k]
     return LinkGraph(8, links, router=ShortestPathRouter(), spec="dgx1" + _suffix(bandwidth, latency), name="dgx1")
 
 
@@ -122,8 +121,11 @@ def fattree(
                     Link(spine_base + sp, leaf_base + lf, bandwidth, latency),
                 ]
     n_spines = spines if leaves > 1 else 0
-    spec = f"fattree:{leaves}x{per_leaf}" + _suffix(bandwidth,
-                                                    latency) + (f",spines={spines}" if spines != per_leaf else "")
+    spec = (
+        f"fattree:{leaves}x{per_leaf}"
+        + _suffix(bandwidth, latency)
+        + (f",spines={spines}" if spines != per_leaf else "")
+    )
     return LinkGraph(
         npus,
         links,

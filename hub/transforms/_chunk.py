@@ -41,8 +41,10 @@ def chunk_algorithm(alg: Algorithm, pieces: int) -> Algorithm:
         return alg
     meta = alg.meta
     if not has_buffer_semantics(meta):
-        raise UsageError(f"algorithm {meta.name or '?'} has no chunk semantics (in/out chunks 0); cannot re-chunk it",
-                         hint="chunking needs an algorithm with buffer offsets, e.g. one made by a hub producer")
+        raise UsageError(
+            f"algorithm {meta.name or '?'} has no chunk semantics (in/out chunks 0); cannot re-chunk it",
+            hint="chunking needs an algorithm with buffer offsets, e.g. one made by a hub producer",
+        )
     check_tag_range(max((int(g.tag.max()) for g in alg.graphs if len(g)), default=0) * k + k - 1, "hub.chunk")
     graphs = []
     for g in alg.graphs:
@@ -60,8 +62,9 @@ def chunk_algorithm(alg: Algorithm, pieces: int) -> Algorithm:
         sz = ng.size
         ng.size = np.where(split & (sz >= 0), -(-sz // k), sz)
         graphs.append(ng)
-    new_meta = replace(meta, in_chunks=meta.in_chunks * k, out_chunks=meta.out_chunks * k,
-                       scratch_chunks=meta.scratch_chunks * k)
+    new_meta = replace(
+        meta, in_chunks=meta.in_chunks * k, out_chunks=meta.out_chunks * k, scratch_chunks=meta.scratch_chunks * k
+    )
     out = Algorithm(new_meta, tuple(graphs))
     return out.bind(meta.size) if meta.size is not None else out
 

@@ -57,8 +57,9 @@ def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
         return False
     if p.max_size is not None and size > p.max_size:
         return False
-    return p.groups is None or node.pg_name in p.groups or (node.pg_name in ("", "0") and
-                                                            bool({"", "0"} & set(p.groups)))
+    return (
+        p.groups is None or node.pg_name in p.groups or (node.pg_name in ("", "0") and bool({"", "0"} & set(p.groups)))
+    )
 
 
 def _kind(n: WorkloadNode) -> str:
@@ -76,22 +77,36 @@ def collective_instances(wl: Workload, p: InlineParams | None, problems: list[Pr
                 problems.append(Problem("structure", "COMM_COLL node without comm_size", rank, n.id))
                 continue
             if n.collective is None or n.collective is Collective.CUSTOM:
-                problems.append(Problem("structure", f"COMM_COLL node with unknown comm_type {n.comm_type}",
-                                        rank, n.id))
+                problems.append(
+                    Problem("structure", f"COMM_COLL node with unknown comm_type {n.comm_type}", rank, n.id)
+                )
                 continue
             group = groups.get(n.pg_name)
             if group is None:
-                problems.append(Problem("structure", f"process group {n.pg_name!r} is not declared (no METADATA "
-                                        "node names it)", rank, n.id))
+                problems.append(
+                    Problem(
+                        "structure",
+                        f"process group {n.pg_name!r} is not declared (no METADATA node names it)",
+                        rank,
+                        n.id,
+                    )
+                )
                 continue
             absent = [m for m in group if not 0 <= m < wl.rank_count]
             if absent:
-                problems.append(Problem("structure", f"process group {n.pg_name!r} names absent ranks {absent} "
-                                        f"(the workload has {wl.rank_count})", rank, n.id))
+                problems.append(
+                    Problem(
+                        "structure",
+                        f"process group {n.pg_name!r} names absent ranks {absent} (the workload has {wl.rank_count})",
+                        rank,
+                        n.id,
+                    )
+                )
                 continue
             if rank not in group:
-                problems.append(Problem("structure", f"rank {rank} is not a member of process group {n.pg_name!r}",
-                                        rank, n.id))
+                problems.append(
+                    Problem("structure", f"rank {rank} is not a member of process group {n.pg_name!r}", rank, n.id)
+                )
                 continue
             seqs.setdefault(n.pg_name, {}).setdefault(rank, []).append(n)
     out: list[CollectiveInstance] = []
@@ -108,9 +123,14 @@ def collective_instances(wl: Workload, p: InlineParams | None, problems: list[Pr
                     have = f"{_kind(b)} of {b.comm_size} B" if b else "nothing"
                     want = f"{_kind(a)} of {a.comm_size} B" if a else "nothing"
                     where = b if b is not None else a
-                    problems.append(Problem(
-                        "structure", f"collective #{k} of group {pg!r}: this rank has {have}, rank {ref_rank} {want}",
-                        m, where.id if where is not None else None))
+                    problems.append(
+                        Problem(
+                            "structure",
+                            f"collective #{k} of group {pg!r}: this rank has {have}, rank {ref_rank} {want}",
+                            m,
+                            where.id if where is not None else None,
+                        )
+                    )
                     break
         for k, a in enumerate(ref):
             inst = CollectiveInstance(a.collective, int(a.comm_size), group)  # type: ignore[arg-type]
@@ -121,9 +141,15 @@ def collective_instances(wl: Workload, p: InlineParams | None, problems: list[Pr
     return out
 
 
-def plan_collectives(wl: Workload, pick: Callable[[Collective, int, int], Algorithm | None], params: Any = None, *,
-                     copies: int = 1, action: str = "simulate",
-                     refusal_is_problem: bool = True) -> list[tuple[CollectiveInstance, Algorithm | None]]:
+def plan_collectives(
+    wl: Workload,
+    pick: Callable[[Collective, int, int], Algorithm | None],
+    params: Any = None,
+    *,
+    copies: int = 1,
+    action: str = "simulate",
+    refusal_is_problem: bool = True,
+) -> list[tuple[CollectiveInstance, Algorithm | None]]:
     """Every collective instance with its algorithm (``pick(collective, comm_size, group size)``;
     None: a BROADCAST replayed as its duration). ``params``: an InlineParams filter (None: all).
     ``refusal_is_problem`` False: an error of ``pick`` (an unknown algorithm name) propagates as is.
@@ -141,21 +167,36 @@ def plan_collectives(wl: Workload, pick: Callable[[Collective, int, int], Algori
                 raise
             msg = getattr(exc, "message", str(exc))
             r0 = next(iter(inst.nodes))
-            problems.append(Problem("structure", f"no {inst.coll.value} algorithm for {len(inst.group)} ranks: {msg}",
-                                    r0, inst.nodes[r0].id))
+            problems.append(
+                Problem(
+                    "structure",
+                    f"no {inst.coll.value} algorithm for {len(inst.group)} ranks: {msg}",
+                    r0,
+                    inst.nodes[r0].id,
+                )
+            )
             alg = None
         else:
             if alg is not None and alg.ranks != len(inst.group):
                 for r, n in inst.nodes.items():
-                    problems.append(Problem("structure", f"the {inst.coll.value} algorithm has {alg.ranks} ranks, "
-                                            f"process group {n.pg_name!r} has {len(inst.group)}", r, n.id))
+                    problems.append(
+                        Problem(
+                            "structure",
+                            f"the {inst.coll.value} algorithm has {alg.ranks} ranks, "
+                            f"process group {n.pg_name!r} has {len(inst.group)}",
+                            r,
+                            n.id,
+                        )
+                    )
             elif alg is not None and copies > 1:
                 alg = _copies(alg, copies, inst, problems)
         chosen.append(alg)
     if problems:
-        raise VerificationError(f"cannot {action} the workload's collectives: {len(problems)} problem(s); first: "
-                                f"{problems[0]}", problems=problems,
-                                hint="every member of a group must list the same collectives in the same order")
+        raise VerificationError(
+            f"cannot {action} the workload's collectives: {len(problems)} problem(s); first: {problems[0]}",
+            problems=problems,
+            hint="every member of a group must list the same collectives in the same order",
+        )
     return list(zip(instances, chosen, strict=True))
 
 
@@ -166,8 +207,14 @@ def _copies(alg: Algorithm, k: int, inst: CollectiveInstance, problems: list[Pro
 
     if not has_buffer_semantics(alg.meta):
         for r, n in inst.nodes.items():
-            problems.append(Problem("structure", f"the {inst.coll.value} algorithm {alg.name or '?'} has no chunk "
-                                    "layout (an ET read as is), so it cannot be cut into copies on parts of the data",
-                                    r, n.id))
+            problems.append(
+                Problem(
+                    "structure",
+                    f"the {inst.coll.value} algorithm {alg.name or '?'} has no chunk "
+                    "layout (an ET read as is), so it cannot be cut into copies on parts of the data",
+                    r,
+                    n.id,
+                )
+            )
         return None
     return instances_algorithm(alg, k)

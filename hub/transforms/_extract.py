@@ -44,8 +44,10 @@ def extract_inlined(wl: Workload, instance: int, alg: Algorithm, group: Sequence
         raise VerificationError(f"the workload has no nodes of inlined collective instance {instance}")
     grp = list(group) if group is not None else sorted(members)
     if len(grp) != alg.ranks or set(members) - set(grp):
-        raise VerificationError(f"inlined instance {instance} spans ranks {sorted(members)}, the algorithm has "
-                                f"{alg.ranks} ranks (group {grp})")
+        raise VerificationError(
+            f"inlined instance {instance} spans ranks {sorted(members)}, the algorithm has "
+            f"{alg.ranks} ranks (group {grp})"
+        )
     tags = [int(n.comm_tag or 0) for ns in members.values() for n in ns if n.type in (NodeType.SEND, NodeType.RECV)]
     tag0 = min(tags, default=0)
     pos_of = {npu: q for q, npu in enumerate(grp)}
@@ -54,8 +56,10 @@ def extract_inlined(wl: Workload, instance: int, alg: Algorithm, group: Sequence
         ref = alg.graphs[q]
         nodes = members.get(npu, [])
         if [int(n.attrs["inlined_pos"]) for n in nodes] != list(range(len(ref))):
-            raise VerificationError(f"rank {npu}: inlined instance {instance} has positions "
-                                    f"{[n.attrs['inlined_pos'] for n in nodes][:8]}..., the algorithm {len(ref)} nodes")
+            raise VerificationError(
+                f"rank {npu}: inlined instance {instance} has positions "
+                f"{[n.attrs['inlined_pos'] for n in nodes][:8]}..., the algorithm {len(ref)} nodes"
+            )
         graphs.append(_graph(npu, nodes, ref, pos_of, tag0))
     return Algorithm(alg.meta, tuple(graphs))
 
@@ -79,5 +83,6 @@ def _graph(npu: int, nodes: list[WorkloadNode], ref: RankGraph, pos_of: dict[int
             cols["duration"][i] = n.duration_micros
         pos.extend(local[d] for d in n.deps if d in local)
         ptr.append(len(pos))
-    return RankGraph.from_columns(len(nodes), dep_ptr=np.asarray(ptr, dtype=np.int64),
-                                  dep_pos=np.asarray(pos, dtype=np.int32), **cols)
+    return RankGraph.from_columns(
+        len(nodes), dep_ptr=np.asarray(ptr, dtype=np.int64), dep_pos=np.asarray(pos, dtype=np.int32), **cols
+    )

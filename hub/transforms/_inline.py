@@ -28,8 +28,7 @@ from ..chakra import Algorithm, NodeType, Workload, WorkloadNode
 from ..errors import VerificationError
 from ._collectives import plan_collectives
 
-__all__ = ["Feed", "InlineParams", "Placement", "build_inlined", "inline_transform", "inline_workload",
-           "plan_inline"]
+__all__ = ["Feed", "InlineParams", "Placement", "build_inlined", "inline_transform", "inline_workload", "plan_inline"]
 
 #: ASTRA-sim takes tags mod 5e8 (NATIVE tag range); instance tags stay below it
 _TAG_LIMIT = 500_000_000
@@ -40,16 +39,23 @@ class InlineParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    algorithm_for: dict[str, str] = Field(default_factory=dict, description="collective -> algorithm name in "
-                                          "hub.algorithms (ring, direct, ...) or an ET prefix; default ring, as "
-                                          "hub.simulate")
+    algorithm_for: dict[str, str] = Field(
+        default_factory=dict,
+        description="collective -> algorithm name in "
+        "hub.algorithms (ring, direct, ...) or an ET prefix; default ring, as "
+        "hub.simulate",
+    )
     kinds: list[str] | None = Field(default=None, description="inline only these collectives (default: all)")
     min_size: int | None = Field(default=None, ge=0, description="inline only collectives of at least this many bytes")
     max_size: int | None = Field(default=None, ge=0, description="inline only collectives of at most this many bytes")
-    groups: list[str] | None = Field(default=None, description="inline only collectives of these process groups "
-                                     "(pg_name; '' = all ranks)")
-    recognize: bool = Field(default=False, description="first turn collectives that a CPU (gloo) trace holds as "
-                            "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/transforms/_recognize.py)")
+    groups: list[str] | None = Field(
+        default=None, description="inline only collectives of these process groups (pg_name; '' = all ranks)"
+    )
+    recognize: bool = Field(
+        default=False,
+        description="first turn collectives that a CPU (gloo) trace holds as "
+        "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/transforms/_recognize.py)",
+    )
 
 
 @dataclass
@@ -74,8 +80,9 @@ class Feed:
     copies: int
 
 
-def plan_inline(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None,
-                params: InlineParams | None, copies: int = 1) -> list[Placement]:
+def plan_inline(
+    wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None, params: InlineParams | None, copies: int = 1
+) -> list[Placement]:
     """The collective instances to inline and their bound algorithms (tag ranges assigned);
     ``copies`` > 1 (overlap): each algorithm as that many side-by-side copies (hub.instances),
     copy c moving the c-th k-th of the data.
@@ -100,8 +107,9 @@ def plan_inline(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | Non
     return out
 
 
-def inline_workload(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None = None,
-                    params: InlineParams | None = None) -> Workload:
+def inline_workload(
+    wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None = None, params: InlineParams | None = None
+) -> Workload:
     """A new workload whose selected COMM_COLL nodes are their algorithm's SEND/RECV/COMP nodes.
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
@@ -113,8 +121,9 @@ def inline_workload(wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] |
     return build_inlined(wl, plan_inline(wl, algorithm_for, params))
 
 
-def build_inlined(wl: Workload, placements: list[Placement],
-                  feeds: Mapping[tuple[int, int], Feed] | None = None) -> Workload:
+def build_inlined(
+    wl: Workload, placements: list[Placement], feeds: Mapping[tuple[int, int], Feed] | None = None
+) -> Workload:
     """``wl`` with every placed COMM_COLL replaced by its algorithm's nodes; ``feeds`` (overlap):
     (rank, COMM_COLL id) -> the producer COMP to split and which piece each algorithm copy waits for."""
     replace_at: dict[tuple[int, int], Placement] = {}
@@ -122,8 +131,12 @@ def build_inlined(wl: Workload, placements: list[Placement],
         for r, n in pl.nodes.items():
             replace_at[(r, n.id)] = pl
     feeds = feeds or {}
-    return Workload(ranks=[_rank(r, nodes, replace_at, feeds) for r, nodes in enumerate(wl.ranks)],
-                    version=wl.version, name=wl.name, metadata=dict(wl.metadata))
+    return Workload(
+        ranks=[_rank(r, nodes, replace_at, feeds) for r, nodes in enumerate(wl.ranks)],
+        version=wl.version,
+        name=wl.name,
+        metadata=dict(wl.metadata),
+    )
 
 
 def _split_comp(n: WorkloadNode, pieces: int, first_id: int, deps: list[int]) -> list[WorkloadNode]:
@@ -134,15 +147,26 @@ def _split_comp(n: WorkloadNode, pieces: int, first_id: int, deps: list[int]) ->
     out = []
     for j, nid in enumerate(ids):
         dur = d // pieces + (1 if j < d % pieces else 0)
-        out.append(replace(n, id=nid, name=f"{n.name}/piece{j}", duration_micros=dur,
-                           deps=list(deps) if j == 0 else [ids[j - 1]],
-                           ctrl_deps=[c for c in n.ctrl_deps if c in deps] if j == 0 else [],
-                           attrs={**n.attrs, "overlap_piece": j}))
+        out.append(
+            replace(
+                n,
+                id=nid,
+                name=f"{n.name}/piece{j}",
+                duration_micros=dur,
+                deps=list(deps) if j == 0 else [ids[j - 1]],
+                ctrl_deps=[c for c in n.ctrl_deps if c in deps] if j == 0 else [],
+                attrs={**n.attrs, "overlap_piece": j},
+            )
+        )
     return out
 
 
-def _rank(rank: int, nodes: list[WorkloadNode], replace_at: dict[tuple[int, int], Placement],
-          feeds: Mapping[tuple[int, int], Feed]) -> list[WorkloadNode]:
+def _rank(
+    rank: int,
+    nodes: list[WorkloadNode],
+    replace_at: dict[tuple[int, int], Placement],
+    feeds: Mapping[tuple[int, int], Feed],
+) -> list[WorkloadNode]:
     next_id = max((n.id for n in nodes), default=-1) + 1
     # pass 1: ids of every subgraph and its exit nodes (dependents may come before the
     # COMM_COLL in file order, and a COMM_COLL may depend on another), and of producer pieces
@@ -179,14 +203,20 @@ def _rank(rank: int, nodes: list[WorkloadNode], replace_at: dict[tuple[int, int]
     return out
 
 
-def _subgraph(rank: int, n: WorkloadNode, pl: Placement, b0: int, deps: list[int], feed: Feed | None,
-              pieces: dict[int, list[int]]) -> list[WorkloadNode]:
+def _subgraph(
+    rank: int, n: WorkloadNode, pl: Placement, b0: int, deps: list[int], feed: Feed | None, pieces: dict[int, list[int]]
+) -> list[WorkloadNode]:
     """The rank's nodes of ``pl``'s algorithm, ids from ``b0``; entry nodes take ``deps`` (with a
     feed: the producer's piece that their algorithm copy waits for, instead of the whole producer)."""
     g = pl.alg.graphs[pl.group.index(rank)]
     ptr, dpos = g.dep_ptr.tolist(), g.dep_pos.tolist()
-    kinds, peers, tags, sizes, durs = (g.kind.tolist(), g.peer.tolist(), g.tag.tolist(), g.size.tolist(),
-                                       g.duration.tolist())
+    kinds, peers, tags, sizes, durs = (
+        g.kind.tolist(),
+        g.peer.tolist(),
+        g.tag.tolist(),
+        g.size.tolist(),
+        g.duration.tolist(),
+    )
     label = n.name or pl.alg.collective.value
     if feed is not None:
         others = [d for d in deps if d != feed.producer]
@@ -194,25 +224,38 @@ def _subgraph(rank: int, n: WorkloadNode, pl: Placement, b0: int, deps: list[int
         per_copy = len(g) // feed.copies
     out: list[WorkloadNode] = []
     for i in range(len(g)):
-        inner = dpos[ptr[i]:ptr[i + 1]]
+        inner = dpos[ptr[i] : ptr[i + 1]]
         if inner:
             my_deps = [b0 + d for d in inner]
         elif feed is not None:  # copy c of k waits for piece floor(c * m / k) of the producer's m pieces
             my_deps = others + [chain[(i // per_copy) * len(chain) // feed.copies]]
         else:
             my_deps = list(deps)
-        base: dict[str, Any] = dict(id=b0 + i, deps=my_deps, is_cpu_op=False,
-                                    attrs={"inlined_from": n.id, "inlined_instance": pl.index, "inlined_pos": i})
+        base: dict[str, Any] = dict(
+            id=b0 + i,
+            deps=my_deps,
+            is_cpu_op=False,
+            attrs={"inlined_from": n.id, "inlined_instance": pl.index, "inlined_pos": i},
+        )
         k = kinds[i]
         if k in (NodeType.SEND, NodeType.RECV):
             peer = pl.group[peers[i]]
             send = k == NodeType.SEND
-            out.append(WorkloadNode(name=f"{label}/{'send' if send else 'recv'}{i}", type=NodeType(k),
-                                    comm_src=rank if send else peer, comm_dst=peer if send else rank,
-                                    comm_size=int(sizes[i]), comm_tag=pl.tag_base + int(tags[i]), **base))
+            out.append(
+                WorkloadNode(
+                    name=f"{label}/{'send' if send else 'recv'}{i}",
+                    type=NodeType(k),
+                    comm_src=rank if send else peer,
+                    comm_dst=peer if send else rank,
+                    comm_size=int(sizes[i]),
+                    comm_tag=pl.tag_base + int(tags[i]),
+                    **base,
+                )
+            )
         else:  # COMP (and any other kind: a cost-free step becomes a 1 ns COMP, as ASTRA-sim's default)
-            out.append(WorkloadNode(name=f"{label}/comp{i}", type=NodeType.COMP,
-                                    duration_micros=max(int(durs[i]), 0), **base))
+            out.append(
+                WorkloadNode(name=f"{label}/comp{i}", type=NodeType.COMP, duration_micros=max(int(durs[i]), 0), **base)
+            )
     return out
 
 
@@ -238,6 +281,8 @@ def inline_transform(workload: Workload, params: InlineParams, ctx: Any = None) 
     if not isinstance(workload, Workload):
         from ..errors import UsageError
 
-        raise UsageError(f"hub.inline takes a workload, not a {type(workload).__name__}",
-                         hint="read one with hub.chakra.read_workload")
+        raise UsageError(
+            f"hub.inline takes a workload, not a {type(workload).__name__}",
+            hint="read one with hub.chakra.read_workload",
+        )
     return inline_workload(workload, params.algorithm_for or None, params)

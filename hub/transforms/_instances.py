@@ -135,8 +135,9 @@ def instances_algorithm(alg: Algorithm, count: int) -> Algorithm:
         dep_ptr = np.concatenate([[0], *[g.dep_ptr[1:] + i * nd for i in range(k)]])
         names = [f"{x}#{i}" if x else x for i in range(k) for x in g.names] if g.names is not None else None
         graphs.append(RankGraph.from_columns(k * n, dep_ptr=dep_ptr, dep_pos=dep_pos, names=names, **cols))
-    new_meta = replace(meta, in_chunks=meta.in_chunks * k, out_chunks=meta.out_chunks * k,
-                       scratch_chunks=meta.scratch_chunks * k)
+    new_meta = replace(
+        meta, in_chunks=meta.in_chunks * k, out_chunks=meta.out_chunks * k, scratch_chunks=meta.scratch_chunks * k
+    )
     out = Algorithm(new_meta, tuple(graphs))
     return out.bind(meta.size) if meta.size is not None else out
 

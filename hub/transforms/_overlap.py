@@ -36,8 +36,13 @@ __all__ = ["OverlapParams", "overlap_transform", "overlap_workload", "producer_o
 class OverlapParams(InlineParams):
     """Parameters of ``hub.overlap`` (``hub.inline``'s, plus the number of pieces)."""
 
-    pieces: int = Field(4, ge=1, le=1024, description="cut each collective's producer COMP into this many pieces "
-                        "and the collective into as many copies on parts of the data; copy i waits for piece i only")
+    pieces: int = Field(
+        4,
+        ge=1,
+        le=1024,
+        description="cut each collective's producer COMP into this many pieces "
+        "and the collective into as many copies on parts of the data; copy i waits for piece i only",
+    )
 
 
 def producer_of(node: WorkloadNode, by_id: Mapping[int, WorkloadNode]) -> WorkloadNode | None:
@@ -46,8 +51,12 @@ def producer_of(node: WorkloadNode, by_id: Mapping[int, WorkloadNode]) -> Worklo
     return max(comps, key=lambda c: (c.duration_micros, c.id), default=None)
 
 
-def overlap_workload(wl: Workload, pieces: int = 4, algorithm_for: Mapping[Any, Algorithm | str] | None = None,
-                     params: InlineParams | None = None) -> Workload:
+def overlap_workload(
+    wl: Workload,
+    pieces: int = 4,
+    algorithm_for: Mapping[Any, Algorithm | str] | None = None,
+    params: InlineParams | None = None,
+) -> Workload:
     """``wl`` with its selected collectives inlined and overlapped with their producers (module doc).
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node), as
@@ -76,6 +85,8 @@ def overlap_transform(workload: Workload, params: OverlapParams, ctx: Any = None
     if not isinstance(workload, Workload):
         from ..errors import UsageError
 
-        raise UsageError(f"hub.overlap takes a workload, not a {type(workload).__name__}",
-                         hint="read one with hub.chakra.read_workload")
+        raise UsageError(
+            f"hub.overlap takes a workload, not a {type(workload).__name__}",
+            hint="read one with hub.chakra.read_workload",
+        )
     return overlap_workload(workload, params.pieces, params.algorithm_for or None, params)

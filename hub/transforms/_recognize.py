@@ -33,8 +33,10 @@ from ..chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNode
 __all__ = ["RECOGNIZED", "recognize_collectives"]
 
 RECOGNIZED: dict[str, Collective] = {
-    "all_reduce": Collective.ALLREDUCE, "all_gather": Collective.ALLGATHER,
-    "reduce_scatter": Collective.REDUCESCATTER, "all_to_all": Collective.ALLTOALL,
+    "all_reduce": Collective.ALLREDUCE,
+    "all_gather": Collective.ALLGATHER,
+    "reduce_scatter": Collective.REDUCESCATTER,
+    "all_to_all": Collective.ALLTOALL,
     "broadcast": Collective.BROADCAST,
 }
 _VALUES_LIMIT = 1 << 16
@@ -67,15 +69,27 @@ def recognize_collectives(wl: Workload) -> tuple[Workload, int]:
         out = []
         for n in nodes:
             backend, _, op = n.name.partition(":")
-            coll = RECOGNIZED.get(op) if n.type == NodeType.COMP and (backend == "gloo" or
-                                                                      (backend == "nccl" and nccl_too)) else None
+            coll = (
+                RECOGNIZED.get(op)
+                if n.type == NodeType.COMP and (backend == "gloo" or (backend == "nccl" and nccl_too))
+                else None
+            )
             size = _tensor_bytes(n) if coll is not None else None
             if coll is None or size is None:
                 out.append(n)
                 continue
-            out.append(replace(n, type=NodeType.COLL, comm_type=COMM_TYPE_OF[coll], comm_size=size, is_cpu_op=False,
-                               attrs={**n.attrs, "is_cpu_op": False, "recognized_from": "COMP"}))
+            out.append(
+                replace(
+                    n,
+                    type=NodeType.COLL,
+                    comm_type=COMM_TYPE_OF[coll],
+                    comm_size=size,
+                    is_cpu_op=False,
+                    attrs={**n.attrs, "is_cpu_op": False, "recognized_from": "COMP"},
+                )
+            )
             count += 1
         ranks.append(out)
-    return Workload(ranks=ranks, version=wl.version, name=wl.name, metadata=dict(wl.metadata),
-                    dangling=list(wl.dangling)), count
+    return Workload(
+        ranks=ranks, version=wl.version, name=wl.name, metadata=dict(wl.metadata), dangling=list(wl.dangling)
+    ), count

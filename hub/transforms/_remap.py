@@ -21,9 +21,11 @@ class RemapParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mapping: list[int] | None = Field(
-        None, description="explicit permutation: algorithm rank r runs on rank mapping[r] (overrides strategy)")
+        None, description="explicit permutation: algorithm rank r runs on rank mapping[r] (overrides strategy)"
+    )
     strategy: Literal["identity", "reverse", "random"] = Field(
-        "identity", description="how to build the mapping when none is given")
+        "identity", description="how to build the mapping when none is given"
+    )
     seed: int = Field(0, description="seed of the random strategy")
 
 
@@ -32,9 +34,11 @@ def resolve_mapping(ranks: int, mapping: list[int] | None, strategy: str = "iden
     if mapping is not None:
         m = [int(x) for x in mapping]
         if sorted(m) != list(range(ranks)):
-            raise UsageError(f"remap mapping must be a permutation of 0..{ranks - 1}, got {m[:16]}"
-                             f"{'...' if len(m) > 16 else ''} ({len(m)} entries)",
-                             hint="every rank must appear exactly once")
+            raise UsageError(
+                f"remap mapping must be a permutation of 0..{ranks - 1}, got {m[:16]}"
+                f"{'...' if len(m) > 16 else ''} ({len(m)} entries)",
+                hint="every rank must appear exactly once",
+            )
         return m
     if strategy == "identity":
         return list(range(ranks))

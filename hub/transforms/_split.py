@@ -46,8 +46,10 @@ def expand_graph(g: RankGraph, rep: np.ndarray) -> tuple[RankGraph, np.ndarray, 
     names = None
     if g.names is not None:
         split = rep[src] > 1
-        names = [f"{g.names[s]}/{p}" if sp else g.names[s]
-                 for s, p, sp in zip(src.tolist(), piece.tolist(), split.tolist(), strict=False)]
+        names = [
+            f"{g.names[s]}/{p}" if sp else g.names[s]
+            for s, p, sp in zip(src.tolist(), piece.tolist(), split.tolist(), strict=False)
+        ]
     out = RankGraph.from_columns(total, dep_ptr=new_ptr, dep_pos=new_pos.astype(np.int32), names=names, **cols)
     return out, src, piece
 
@@ -55,5 +57,7 @@ def expand_graph(g: RankGraph, rep: np.ndarray) -> tuple[RankGraph, np.ndarray, 
 def check_tag_range(largest: int, transform: str) -> None:
     """Refuse a rewrite whose new tags would not fit the int32 ``comm_tag``."""
     if largest > _TAG_MAX:
-        raise UsageError(f"{transform}: new message tags would reach {largest}, beyond the int32 tag range",
-                         hint="use fewer pieces/instances, or renumber the input's tags densely first")
+        raise UsageError(
+            f"{transform}: new message tags would reach {largest}, beyond the int32 tag range",
+            hint="use fewer pieces/instances, or renumber the input's tags densely first",
+        )

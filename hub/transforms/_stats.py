@@ -57,8 +57,13 @@ def algorithm_stats(alg: Algorithm) -> Result:
         for a, m, c, b in zip(lk.tolist(), l_msgs.tolist(), l_chunks.tolist(), l_bytes.tolist(), strict=False)
     }
     per_rank = {
-        str(r): {"sends": int(msgs_per_rank[r]), "recvs": int(recv_per_rank[r]), "comps": int(comp_per_rank[r]),
-                 "chunks_sent": int(chunks_per_rank[r]), "bytes_sent": int(bytes_per_rank[r]) if bound else None}
+        str(r): {
+            "sends": int(msgs_per_rank[r]),
+            "recvs": int(recv_per_rank[r]),
+            "comps": int(comp_per_rank[r]),
+            "chunks_sent": int(chunks_per_rank[r]),
+            "bytes_sent": int(bytes_per_rank[r]) if bound else None,
+        }
         for r in range(R)
     }
 
@@ -111,6 +116,8 @@ def stats_consumer(obj: Any, params: StatsParams, ctx: Any = None) -> Result:
     if not isinstance(obj, Algorithm):
         from ..errors import UsageError
 
-        raise UsageError(f"hub.stats needs an algorithm, got {type(obj).__name__}",
-                         hint="connect hub.stats to an algorithm source, not a workload")
+        raise UsageError(
+            f"hub.stats needs an algorithm, got {type(obj).__name__}",
+            hint="connect hub.stats to an algorithm source, not a workload",
+        )
     return algorithm_stats(obj)

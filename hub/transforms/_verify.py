@@ -21,10 +21,14 @@ class VerifyParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     level: Literal["structure", "progress", "semantics"] = Field(
-        "semantics", description="how much to prove: structure < progress (no deadlock) < semantics (correct data)")
-    strict: bool = Field(True, description="raise (fail the run) on problems, and when the requested level "
-                                           "could not be checked (e.g. semantics of a CUSTOM collective); "
-                                           "if false, only log a warning")
+        "semantics", description="how much to prove: structure < progress (no deadlock) < semantics (correct data)"
+    )
+    strict: bool = Field(
+        True,
+        description="raise (fail the run) on problems, and when the requested level "
+        "could not be checked (e.g. semantics of a CUSTOM collective); "
+        "if false, only log a warning",
+    )
 
 
 def verify_transform(algorithm: Algorithm, params: VerifyParams, ctx: Any = None) -> Algorithm:

@@ -89,15 +89,19 @@ def _check_out(out: Path) -> None:
     if not out.exists() and not out.is_symlink():
         return
     if out.is_symlink() or not out.is_dir():
-        raise UsageError(f"{out}: exists and is not a registry site directory; refusing to replace it",
-                         hint="pick another --out")
+        raise UsageError(
+            f"{out}: exists and is not a registry site directory; refusing to replace it", hint="pick another --out"
+        )
     if any(out.iterdir()) and not (out / "v1" / "index.json").is_file():
-        raise UsageError(f"{out}: is a non-empty directory that is not a registry site; refusing to replace it",
-                         hint="pick another --out, or remove it first")
+        raise UsageError(
+            f"{out}: is a non-empty directory that is not a registry site; refusing to replace it",
+            hint="pick another --out, or remove it first",
+        )
 
 
-def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
-               base_url: str | None = None) -> BuildReport:
+def build_site(
+    wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (), base_url: str | None = None
+) -> BuildReport:
     """Index ``wheels`` into a static site at ``out`` (replaced atomically).
 
     ``yanked`` lists ``name==version`` pairs to flag as yanked. ``base_url`` is the address the
@@ -105,7 +109,9 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
     pages' script fills in from their own address).
     """
     if base_url is not None and not base_url.startswith(("http://", "https://")):
-        raise UsageError(f"--url must be an http(s) URL, not {base_url[:200]!r}", hint="e.g. --url https://host/collhub/")
+        raise UsageError(
+            f"--url must be an http(s) URL, not {base_url[:200]!r}", hint="e.g. --url https://host/collhub/"
+        )
     if base_url is not None and not base_url.endswith("/"):
         base_url += "/"  # the client joins v1/index.json onto it
     out = Path(out)
@@ -120,7 +126,9 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
     errors: list[ErrorEntry] = []
     for path in paths:
         if not path.is_file():
-            errors.append(ErrorEntry(file=path.name, error="no such file" if not path.exists() else "not a regular file"))
+            errors.append(
+                ErrorEntry(file=path.name, error="no such file" if not path.exists() else "not a regular file")
+            )
             continue
         try:
             info = read_wheel(path)
@@ -128,8 +136,12 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
             errors.append(ErrorEntry(file=path.name, error=str(exc)))
             continue
         except Exception as exc:  # noqa: BLE001 - one odd wheel must not take the others down
-            errors.append(ErrorEntry(file=path.name, error=f"unexpected {type(exc).__name__} reading the wheel "
-                                     "(please report this as a collhub bug)"))
+            errors.append(
+                ErrorEntry(
+                    file=path.name,
+                    error=f"unexpected {type(exc).__name__} reading the wheel (please report this as a collhub bug)",
+                )
+            )
             continue
         name = normalize_name(info.name)
         if info.version in infos.get(name, {}):
@@ -185,7 +197,9 @@ def build_site(wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (),
             top = entries[latest]
             manifest = top.manifest
             components = [
-                ComponentEntry(id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary, collectives=list(c.collectives))
+                ComponentEntry(
+                    id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary, collectives=list(c.collectives)
+                )
                 for c in manifest.components
             ]
             summaries.append(

@@ -34,15 +34,28 @@ def _wheels_from(paths: list[Path], workdir: Path) -> dict[Path, Path]:
             # would download it; a local path must always stay a path
             built = workdir / f"build-{len(wheels)}-{path.name}"
             proc = subprocess.run(
-                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                 "-w", str(built), str(path.resolve())],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "-q",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "--no-index",
+                    "-w",
+                    str(built),
+                    str(path.resolve()),
+                ],
                 capture_output=True,
                 text=True,
             )
             if proc.returncode != 0:
                 tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-                raise UsageError(f"{path}: building a wheel failed: {tail}",
-                                 hint="run `pip wheel --no-deps --no-build-isolation` there to see the whole error")
+                raise UsageError(
+                    f"{path}: building a wheel failed: {tail}",
+                    hint="run `pip wheel --no-deps --no-build-isolation` there to see the whole error",
+                )
             wheels.update((w, path) for w in sorted(built.glob("*.whl")))
         elif path.is_dir():
             found = sorted(p for p in path.glob("*.whl") if p.is_file())
@@ -59,20 +72,24 @@ def _wheels_from(paths: list[Path], workdir: Path) -> dict[Path, Path]:
 def _skipped_line(file: str, error: str, source: Path | None) -> str:
     """``skipped NAME (WHEEL, from SOURCE): WHY`` for a wheel the site builder refused."""
     name = file.split("-", 1)[0].replace("_", "-").lower() if file.endswith(".whl") else file
-    why = error[len(file) + 2:] if error.startswith(f"{file}: ") else error
+    why = error[len(file) + 2 :] if error.startswith(f"{file}: ") else error
     origin = f", from {source}" if source is not None and source.name != file else ""
     return f"skipped {name} ({file}{origin}): {why}"
 
 
 @app.command("build")
 def build(
-    sources: list[Path] = typer.Argument(...,
-                                         help="Wheel files, directories of wheels, or plugin project directories."),
+    sources: list[Path] = typer.Argument(
+        ..., help="Wheel files, directories of wheels, or plugin project directories."
+    ),
     out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
     url: str | None = typer.Option(  # noqa: UP007 - Typer needs Optional here
-        None, "--url", help="Address the site will be served at, for the pages' install commands "
-        "(default: the pages fill it in from their own address)."),
+        None,
+        "--url",
+        help="Address the site will be served at, for the pages' install commands "
+        "(default: the pages fill it in from their own address).",
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Index plugin wheels into a static registry site, without importing or installing them.
@@ -86,8 +103,9 @@ def build(
         report = build_site(list(wheels), out_dir, yanked=yank, base_url=url)
     source_of = {w.name: src for w, src in wheels.items()}
     if fmt == OutputFormat.json:
-        emit_json({"site": str(report.site), "plugins": report.plugins,
-                   "errors": [e.model_dump() for e in report.errors]})
+        emit_json(
+            {"site": str(report.site), "plugins": report.plugins, "errors": [e.model_dump() for e in report.errors]}
+        )
     else:
         rows = [(name, ", ".join(vs)) for name, vs in sorted(report.plugins.items())]
         out(table(["plugin", "versions"], rows))
@@ -97,8 +115,10 @@ def build(
         for e in report.errors:
             err(f"error: {_skipped_line(e.file, e.error, source_of.get(e.file))}")
         first = source_of.get(report.errors[0].file)
-        err(f"hint: {len(report.errors)} wheel(s) skipped; `collhub plugins validate "
-            f"{first if first is not None else 'WHEEL'}` explains the first in full")
+        err(
+            f"hint: {len(report.errors)} wheel(s) skipped; `collhub plugins validate "
+            f"{first if first is not None else 'WHEEL'}` explains the first in full"
+        )
         raise typer.Exit(ExitCode.VALIDATION)
 
 

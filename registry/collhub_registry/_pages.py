@@ -58,8 +58,10 @@ def _chips(doc: PluginDoc) -> str:
     out = []
     for c in _components(doc):
         colls = f" · {_e(', '.join(c.collectives))}" if c.collectives else ""
-        out.append(f'<span class="comp {_e(c.kind)}" title="{_e(c.summary)}">{_e(c.kind)}: '
-                   f"<b>{_e(plugin)}.{_e(c.name)}</b>{colls}</span>")
+        out.append(
+            f'<span class="comp {_e(c.kind)}" title="{_e(c.summary)}">{_e(c.kind)}: '
+            f"<b>{_e(plugin)}.{_e(c.name)}</b>{colls}</span>"
+        )
     return "".join(out)
 
 
@@ -70,8 +72,15 @@ def index_page(docs: list[PluginDoc], base_url: str | None) -> str:
         top = doc.versions[doc.latest]
         m = top.manifest
         comps = _components(doc)
-        hay = " ".join([doc.name, m.display_name or "", top.summary, *m.keywords,
-                        *(f"{m.plugin}.{c.name} {c.summary} {' '.join(c.collectives)}" for c in comps)]).lower()
+        hay = " ".join(
+            [
+                doc.name,
+                m.display_name or "",
+                top.summary,
+                *m.keywords,
+                *(f"{m.plugin}.{c.name} {c.summary} {' '.join(c.collectives)}" for c in comps),
+            ]
+        ).lower()
         kinds = " ".join(sorted({c.kind for c in comps}))
         colls = " ".join(sorted({x for c in comps for x in c.collectives}))
         needs = f" · needs collhub {_e(top.requires_hub)}" if top.requires_hub else ""
@@ -83,14 +92,18 @@ def index_page(docs: list[PluginDoc], base_url: str | None) -> str:
             f'  <div class="summary">{_e(top.summary)}</div>\n'
             f"  <div>{_chips(doc)}</div>\n"
             f'  <div class="meta">install: <code>{_e(install_command(doc.name, base_url))}</code>{needs}'
-            f" · {_e(m.lifecycle)}</div>\n</section>")
+            f" · {_e(m.lifecycle)}</div>\n</section>"
+        )
     collectives = sorted({x for d in docs for c in _components(d) for x in c.collectives})
-    return _fill("index.html", {
-        "count": f"{len(docs)} plugins",
-        "collective_options": "".join(f"<option>{_e(c)}</option>" for c in collectives),
-        "plugins": "\n".join(sections) or '<p class="meta">no plugins yet</p>',
-        "install_example": _e(install_command("NAME", base_url)),
-    })
+    return _fill(
+        "index.html",
+        {
+            "count": f"{len(docs)} plugins",
+            "collective_options": "".join(f"<option>{_e(c)}</option>" for c in collectives),
+            "plugins": "\n".join(sections) or '<p class="meta">no plugins yet</p>',
+            "install_example": _e(install_command("NAME", base_url)),
+        },
+    )
 
 
 def _params_cell(component: Any) -> str:
@@ -100,8 +113,10 @@ def _params_cell(component: Any) -> str:
     rows = []
     for p in params:
         default = "required" if p.required else ("" if p.default is None else f"default {p.default}")
-        rows.append(f"<li><code>{_e(p.name)}</code> <span class=\"meta\">{_e(p.type)} {_e(default)}</span>"
-                    f"{' — ' + _e(p.description) if p.description else ''}</li>")
+        rows.append(
+            f'<li><code>{_e(p.name)}</code> <span class="meta">{_e(p.type)} {_e(default)}</span>'
+            f"{' — ' + _e(p.description) if p.description else ''}</li>"
+        )
     return f'<ul class="params">{"".join(rows)}</ul>'
 
 
@@ -115,7 +130,8 @@ def _versions_rows(doc: PluginDoc) -> str:
                 f'<td><a href="../files/{_e(f.filename)}">{_e(f.filename)}</a></td><td>{f.size:,} B</td>'
                 f'<td><code class="hash">{_e(f.hashes.get("sha256", ""))}</code></td>'
                 f"<td>{_e(entry.requires_hub or 'any')}</td><td>{_e(entry.requires_python or 'any')}</td>"
-                f"<td>{_e(entry.api_version)}</td></tr>")
+                f"<td>{_e(entry.api_version)}</td></tr>"
+            )
     return "\n".join(rows)
 
 
@@ -131,30 +147,45 @@ def plugin_page(doc: PluginDoc, requires_dist: tuple[str, ...], base_url: str | 
         f'<tr><td><b>{_e(m.plugin)}.{_e(c.name)}</b></td><td><span class="comp {_e(c.kind)}">{_e(c.kind)}</span></td>'
         f"<td>{_e(c.summary)}</td><td>{_e(', '.join(c.collectives) or 'any')}</td>"
         f"<td>{_e(', '.join(c.inputs or c.outputs))}</td><td>{_params_cell(c)}</td></tr>"
-        for c in _components(doc))
-    links = "".join(f'<li>{_e(k)}: <a href="{_e(v)}" rel="nofollow">{_e(v)}</a></li>'
-                    for k, v in sorted(m.urls.items()) if v.startswith(("https://", "http://")))
-    reqs = [f"collhub {top.requires_hub}" if top.requires_hub else "collhub (any version)",
-            f"Python {top.requires_python}" if top.requires_python else "Python (any version)",
-            f"plugin API {top.api_version}"]
+        for c in _components(doc)
+    )
+    links = "".join(
+        f'<li>{_e(k)}: <a href="{_e(v)}" rel="nofollow">{_e(v)}</a></li>'
+        for k, v in sorted(m.urls.items())
+        if v.startswith(("https://", "http://"))
+    )
+    reqs = [
+        f"collhub {top.requires_hub}" if top.requires_hub else "collhub (any version)",
+        f"Python {top.requires_python}" if top.requires_python else "Python (any version)",
+        f"plugin API {top.api_version}",
+    ]
     # what installing pulls in: the run-time dependencies (not collhub itself, not extras)
     reqs += [r for r in requires_dist if not r.lower().startswith("collhub") and "extra ==" not in r]
     placeholder = base_url is None
-    note = (f'<p class="meta" id="url-note">Replace {SITE_URL_PLACEHOLDER} with this site\'s address (the folder '
-            "that holds <code>index.html</code>).</p>") if placeholder else ""
+    note = (
+        (
+            f'<p class="meta" id="url-note">Replace {SITE_URL_PLACEHOLDER} with this site\'s address (the folder '
+            "that holds <code>index.html</code>).</p>"
+        )
+        if placeholder
+        else ""
+    )
     none = '<p class="meta">none declared (the manifest\'s <code>[urls]</code> table: homepage, source)</p>'
-    return _fill("plugin.html", {
-        "title": _e(m.display_name or doc.name),
-        "name": _e(doc.name),
-        "latest": _e(doc.latest),
-        "lifecycle": _e(m.lifecycle),
-        "summary": _e(top.summary),
-        "keywords": _e(", ".join(m.keywords)),
-        "install": _e(install_command(doc.name, base_url)),
-        "placeholder": SITE_URL_PLACEHOLDER if placeholder else "",
-        "placeholder_note": note,
-        "components": comp_rows,
-        "versions": _versions_rows(doc),
-        "requirements": "".join(f"<li>{_e(r)}</li>" for r in reqs),
-        "links": f"<ul>{links}</ul>" if links else none,
-    })
+    return _fill(
+        "plugin.html",
+        {
+            "title": _e(m.display_name or doc.name),
+            "name": _e(doc.name),
+            "latest": _e(doc.latest),
+            "lifecycle": _e(m.lifecycle),
+            "summary": _e(top.summary),
+            "keywords": _e(", ".join(m.keywords)),
+            "install": _e(install_command(doc.name, base_url)),
+            "placeholder": SITE_URL_PLACEHOLDER if placeholder else "",
+            "placeholder_note": note,
+            "components": comp_rows,
+            "versions": _versions_rows(doc),
+            "requirements": "".join(f"<li>{_e(r)}</li>" for r in reqs),
+            "links": f"<ul>{links}</ul>" if links else none,
+        },
+    )

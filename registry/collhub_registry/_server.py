@@ -268,12 +268,14 @@ def make_server(root: Path, host: str = "127.0.0.1", port: int = 0, *, verbose: 
     if not (root / "v1" / "index.json").is_file():
         from hub.errors import UsageError
 
-        raise UsageError(f"{root}: not a registry site (no v1/index.json)",
-                         hint="build one with: collhub registry build")
+        raise UsageError(
+            f"{root}: not a registry site (no v1/index.json)", hint="build one with: collhub registry build"
+        )
     try:
         return RegistryServer(root, host, port, verbose=verbose)
     except (OSError, ValueError, OverflowError, UnicodeError) as exc:
         from hub.errors import UsageError
 
-        raise UsageError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}",
-                         hint="pick another --port") from None
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}", hint="pick another --port"
+        ) from None

@@ -25,8 +25,12 @@ def test_index_lists_each_plugin_once_with_its_components(site: Path) -> None:
     assert sample["latest"] == "1.2.0"
     assert sample["lifecycle"] == "beta"
     assert sample["components"] == [
-        {"id": "sample.pairs", "kind": "producer", "summary": "Pairwise exchange all-to-all",
-         "collectives": ["alltoall"]}
+        {
+            "id": "sample.pairs",
+            "kind": "producer",
+            "summary": "Pairwise exchange all-to-all",
+            "collectives": ["alltoall"],
+        }
     ]
 
 
@@ -56,8 +60,9 @@ def test_reverse_index_and_errors(site: Path) -> None:
 
 
 def test_manifest_with_unknown_keys_is_rejected_without_running_code(tmp_path: Path) -> None:
-    project = write_plugin_project(tmp_path, dist="collhub-extra", plugin="extra", version="1.0",
-                                   manifest_extra='colour = "red"')
+    project = write_plugin_project(
+        tmp_path, dist="collhub-extra", plugin="extra", version="1.0", manifest_extra='colour = "red"'
+    )
     # If the builder imported the plugin, this would raise at import time.
     (project / "collhub_extra" / "plugin.py").write_text("raise SystemExit('plugin code must never run')\n")
     (project / "collhub_extra" / "__init__.py").write_text("raise SystemExit('plugin code must never run')\n")

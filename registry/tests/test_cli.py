@@ -12,20 +12,29 @@ from pathlib import Path
 
 
 def _collhub(*args: str, env: dict[str, str] | None = None, timeout: int = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_build_serve_search_install_dry_run(tmp_path: Path, wheels: dict[str, Path]) -> None:
     site = tmp_path / "site"
-    built = _collhub("registry", "build", str(wheels["sample"]), str(wheels["other"]), "--out", str(site), "--format",
-                     "json")
+    built = _collhub(
+        "registry", "build", str(wheels["sample"]), str(wheels["other"]), "--out", str(site), "--format", "json"
+    )
     assert built.returncode == 0, built.stderr
     assert json.loads(built.stdout)["plugins"] == {"collhub-other": ["0.3.0"], "collhub-sample": ["1.2.0"]}
     assert _collhub("registry", "check", str(site)).returncode == 0
 
-    server = subprocess.Popen([sys.executable, "-m", "hub.cli", "registry", "serve", str(site), "--port", "0"],
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", "registry", "serve", str(site), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = server.stderr.readline() if server.stderr else ""
         url = re.search(r"(http://\S+)", line).group(1)  # type: ignore[union-attr]

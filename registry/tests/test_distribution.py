@@ -15,9 +15,24 @@ def test_the_wheel_holds_the_service_its_page_licence_and_command_hook(tmp_path:
     src = tmp_path / "src"  # a copy: building in place would leave build/ and *.egg-info in the checkout
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "tests", "__pycache__"))
     # an explicit path and no index: pip must build THIS directory, never fetch a "registry" from PyPI
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "--no-index",
-                           "-w", str(tmp_path), str(src)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(tmp_path),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = tmp_path.glob("collhub_registry-*.whl")
     with zipfile.ZipFile(wheel) as zf:

@@ -129,8 +129,11 @@ def test_the_cli_server_answers_a_bad_length_and_a_long_path(tmp_path: Path) -> 
 
     (tmp_path / "v1").mkdir()
     (tmp_path / "v1" / "index.json").write_bytes(INDEX)
-    proc = subprocess.Popen([sys.executable, "-m", "hub.cli", "registry", "serve", str(tmp_path), "--port", "0"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", "registry", "serve", str(tmp_path), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline() if proc.stderr else ""
         match = re.search(r"http://([\d.]+):(\d+)/", line)
@@ -140,8 +143,10 @@ def test_the_cli_server_answers_a_bad_length_and_a_long_path(tmp_path: Path) -> 
         class _Addr:
             server_address = addr
 
-        for data, status in ((G + b"Content-Length: abc\r\n\r\n", 400), (b"GET /" + b"a" * 8000 + b" HTTP/1.1\r\n\r\n",
-                                                                         414)):
+        for data, status in (
+            (G + b"Content-Length: abc\r\n\r\n", 400),
+            (b"GET /" + b"a" * 8000 + b" HTTP/1.1\r\n\r\n", 414),
+        ):
             assert _status(_exchange(_Addr, data)) == status  # type: ignore[arg-type]
         _healthy(_Addr)  # type: ignore[arg-type]
     finally:
@@ -152,8 +157,9 @@ def test_the_cli_server_answers_a_bad_length_and_a_long_path(tmp_path: Path) -> 
 def test_absolute_form_and_pipelining_still_work(srv: RegistryServer) -> None:
     reply = _exchange(srv, b"GET http://x/v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n")
     assert _status(reply) == 200
-    two = _exchange(srv,
-                    b"HEAD /v1/index.json HTTP/1.1\r\n\r\nGET /v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n")
+    two = _exchange(
+        srv, b"HEAD /v1/index.json HTTP/1.1\r\n\r\nGET /v1/index.json HTTP/1.1\r\nConnection: close\r\n\r\n"
+    )
     assert two.count(b"HTTP/1.1 200 OK") == 2 and two.endswith(INDEX)
 
 
@@ -210,8 +216,9 @@ def test_fuzz_request_head_parser(data: bytes) -> None:
             assert req.method and req.target
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.binary(min_size=1, max_size=300))
 def test_fuzz_live_server_always_answers(srv: RegistryServer, data: bytes) -> None:
     """Random bytes on a live connection: an HTTP answer, or a close after a timeout; never a crash."""

@@ -49,16 +49,25 @@ def _replace(members: Members, suffix: str, fn: Callable[[bytes], bytes]) -> Mem
     return [(n, fn(d) if n.endswith(suffix) else d) for n, d in members]
 
 
-def _patch_sizes(path: Path, member: str, *, delta: int = 0, size: int | None = None, method: int | None = None,
-                 flags: int | None = None) -> None:
+def _patch_sizes(
+    path: Path,
+    member: str,
+    *,
+    delta: int = 0,
+    size: int | None = None,
+    method: int | None = None,
+    flags: int | None = None,
+) -> None:
     """Edit a member's central-directory and local-header fields in place (zipfile cannot lie)."""
     raw = bytearray(path.read_bytes())
     name = member.encode()
-    for sig, size_off, method_off, flag_off, name_off in ((b"PK\x01\x02", 24, 10, 8, 46),
-                                                          (b"PK\x03\x04", 22, 8, 6, 30)):
+    for sig, size_off, method_off, flag_off, name_off in (
+        (b"PK\x01\x02", 24, 10, 8, 46),
+        (b"PK\x03\x04", 22, 8, 6, 30),
+    ):
         pos = raw.find(sig)
         while pos >= 0:
-            if raw[pos + name_off:pos + name_off + len(name)] == name:
+            if raw[pos + name_off : pos + name_off + len(name)] == name:
                 old = struct.unpack_from("<I", raw, pos + size_off)[0]
                 struct.pack_into("<I", raw, pos + size_off, size if size is not None else old + delta)
                 if method is not None:
@@ -110,43 +119,62 @@ def _make_cases(good: Path, out: Path) -> dict[str, Path]:
     (out / "collhub_text-1.0-py3-none-any.whl").write_text("this is not a zip\n")
     cases["not-a-zip"] = out / "collhub_text-1.0-py3-none-any.whl"
     # -- member names --
-    for case, name in [("member-dotdot", "../evil.py"), ("member-absolute", "/tmp/evil.py"),
-                       ("member-inner-dotdot", "collhub_sample/../../evil.py"), ("member-drive", "C:/evil.py"),
-                       ("member-backslash", "collhub_sample\\..\\..\\evil.py"), ("member-control",
-                                                                                 "collhub_sample/\x01x"),
-                       ("member-dot-segment", "./collhub_sample/x.py"), ("member-empty-segment",
-                                                                         "collhub_sample//x.py"),
-                       ("member-newline", "collhub_sample/a\nb.py")]:
+    for case, name in [
+        ("member-dotdot", "../evil.py"),
+        ("member-absolute", "/tmp/evil.py"),
+        ("member-inner-dotdot", "collhub_sample/../../evil.py"),
+        ("member-drive", "C:/evil.py"),
+        ("member-backslash", "collhub_sample\\..\\..\\evil.py"),
+        ("member-control", "collhub_sample/\x01x"),
+        ("member-dot-segment", "./collhub_sample/x.py"),
+        ("member-empty-segment", "collhub_sample//x.py"),
+        ("member-newline", "collhub_sample/a\nb.py"),
+    ]:
         wheel(case, base + [(name, b"print('never extracted')\n")])
     wheel("member-duplicate", base + [(f"{di}/METADATA", b"Metadata-Version: 2.1\nName: other\nVersion: 9\n")])
     # -- text encodings --
     wheel("metadata-not-utf8", _replace(base, "/METADATA", lambda d: d.replace(b"Summary:", b"Summary: \xff\xfe")))
     wheel("entry-points-not-utf8", _replace(base, "/entry_points.txt", lambda d: d + b"\n# \xc3\x28\n"))
-    wheel("manifest-not-utf8", _replace(base, "collhub-plugin.toml", lambda d: d + b'\n# \xe9t\xe9\n'))
+    wheel("manifest-not-utf8", _replace(base, "collhub-plugin.toml", lambda d: d + b"\n# \xe9t\xe9\n"))
     wheel("manifest-utf16", _replace(base, "collhub-plugin.toml", lambda d: d.decode().encode("utf-16")))
     # -- entry points and manifest --
     wheel("entry-points-no-section", _replace(base, "/entry_points.txt", lambda d: b"x = y\n" + d))
     wheel("entry-points-duplicate-section", _replace(base, "/entry_points.txt", lambda d: d + b"\n[collhub]\nz = q\n"))
     wheel("manifest-bad-toml", _replace(base, "collhub-plugin.toml", lambda d: d + b"\n= = =\n"))
-    wheel("manifest-deep-arrays", _replace(base, "collhub-plugin.toml",
-                                           lambda d: d + b"\nx = " + b"[" * 5000 + b"]" * 5000))
-    wheel("manifest-requires-hub-junk", _replace(base, "collhub-plugin.toml",
-                                                 lambda d: _set_key(d, b"requires_hub", b'"not a spec"')))
-    wheel("manifest-requires-hub-int", _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"requires_hub",
-                                                                                                b"3")))
-    wheel("manifest-requires-hub-double-op", _replace(base, "collhub-plugin.toml",
-                                                      lambda d: _set_key(d, b"requires_hub", b'">=>=0.1"')))
-    wheel("manifest-api-version-words", _replace(base, "collhub-plugin.toml",
-                                                 lambda d: _set_key(d, b"api_version", b'"one.two"')))
+    wheel(
+        "manifest-deep-arrays",
+        _replace(base, "collhub-plugin.toml", lambda d: d + b"\nx = " + b"[" * 5000 + b"]" * 5000),
+    )
+    wheel(
+        "manifest-requires-hub-junk",
+        _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"requires_hub", b'"not a spec"')),
+    )
+    wheel(
+        "manifest-requires-hub-int", _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"requires_hub", b"3"))
+    )
+    wheel(
+        "manifest-requires-hub-double-op",
+        _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"requires_hub", b'">=>=0.1"')),
+    )
+    wheel(
+        "manifest-api-version-words",
+        _replace(base, "collhub-plugin.toml", lambda d: _set_key(d, b"api_version", b'"one.two"')),
+    )
     wheel("manifest-missing", [(n, d) for n, d in base if not n.endswith("collhub-plugin.toml")])
-    wheel("manifest-ref-traversal", _replace(base, "/entry_points.txt",
-                                             lambda d: d.replace(b'= collhub_sample\n',
-                                                                 b'= collhub_sample:../../etc/passwd\n')))
+    wheel(
+        "manifest-ref-traversal",
+        _replace(
+            base,
+            "/entry_points.txt",
+            lambda d: d.replace(b"= collhub_sample\n", b"= collhub_sample:../../etc/passwd\n"),
+        ),
+    )
     # -- metadata --
     wheel("version-not-pep440", _replace(base, "/METADATA", lambda d: d.replace(b"Version: 1.2.0", b"Version: one!!")))
-    wheel("requires-python-junk", _replace(base, "/METADATA",
-                                           lambda d: d.replace(b"Requires-Python: >=3.11",
-                                                               b"Requires-Python: python3")))
+    wheel(
+        "requires-python-junk",
+        _replace(base, "/METADATA", lambda d: d.replace(b"Requires-Python: >=3.11", b"Requires-Python: python3")),
+    )
     wheel("name-traversal", _replace(base, "/METADATA", lambda d: d.replace(b"Name: collhub-sample", b"Name: ../../x")))
     wheel("no-dist-info", [(n, d) for n, d in base if ".dist-info/" not in n])
     wheel("two-dist-infos", base + [("other-1.0.dist-info/METADATA", b"Name: other\nVersion: 1.0\n")])
@@ -169,15 +197,48 @@ def hostile_wheels(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, P
 
 
 CASE_NAMES = [
-    "crc-stored-metadata", "deflate-garbage-metadata", "deflate-garbage-manifest", "size-lies-small",
-    "size-lies-large", "size-lies-stored", "size-claims-4gib", "metadata-bomb-16mib", "method-unknown",
-    "encrypted-flag", "truncated-half", "empty-file", "not-a-zip", "member-dotdot", "member-absolute",
-    "member-inner-dotdot", "member-drive", "member-backslash", "member-control", "member-dot-segment",
-    "member-empty-segment", "member-newline", "member-duplicate", "metadata-not-utf8", "entry-points-not-utf8",
-    "manifest-not-utf8", "manifest-utf16", "entry-points-no-section", "entry-points-duplicate-section",
-    "manifest-bad-toml", "manifest-deep-arrays", "manifest-requires-hub-junk", "manifest-requires-hub-int",
-    "manifest-requires-hub-double-op", "manifest-api-version-words", "manifest-missing", "manifest-ref-traversal",
-    "version-not-pep440", "requires-python-junk", "name-traversal", "no-dist-info", "two-dist-infos",
+    "crc-stored-metadata",
+    "deflate-garbage-metadata",
+    "deflate-garbage-manifest",
+    "size-lies-small",
+    "size-lies-large",
+    "size-lies-stored",
+    "size-claims-4gib",
+    "metadata-bomb-16mib",
+    "method-unknown",
+    "encrypted-flag",
+    "truncated-half",
+    "empty-file",
+    "not-a-zip",
+    "member-dotdot",
+    "member-absolute",
+    "member-inner-dotdot",
+    "member-drive",
+    "member-backslash",
+    "member-control",
+    "member-dot-segment",
+    "member-empty-segment",
+    "member-newline",
+    "member-duplicate",
+    "metadata-not-utf8",
+    "entry-points-not-utf8",
+    "manifest-not-utf8",
+    "manifest-utf16",
+    "entry-points-no-section",
+    "entry-points-duplicate-section",
+    "manifest-bad-toml",
+    "manifest-deep-arrays",
+    "manifest-requires-hub-junk",
+    "manifest-requires-hub-int",
+    "manifest-requires-hub-double-op",
+    "manifest-api-version-words",
+    "manifest-missing",
+    "manifest-ref-traversal",
+    "version-not-pep440",
+    "requires-python-junk",
+    "name-traversal",
+    "no-dist-info",
+    "two-dist-infos",
 ]
 
 
@@ -194,11 +255,20 @@ def test_each_hostile_wheel_is_a_format_error(hostile_wheels: dict[str, Path], c
     assert "\n" not in info.value.message
 
 
-def test_build_keeps_good_wheels_and_reports_each_bad_one(tmp_path: Path, hostile_wheels: dict[str, Path],
-                                                          wheels: dict[str, Path]) -> None:
+def test_build_keeps_good_wheels_and_reports_each_bad_one(
+    tmp_path: Path, hostile_wheels: dict[str, Path], wheels: dict[str, Path]
+) -> None:
     site = tmp_path / "site"
-    args = ["registry", "build", str(wheels["sample"]), *map(str, hostile_wheels.values()), "--out", str(site),
-            "--format", "json"]
+    args = [
+        "registry",
+        "build",
+        str(wheels["sample"]),
+        *map(str, hostile_wheels.values()),
+        "--out",
+        str(site),
+        "--format",
+        "json",
+    ]
     (ran,) = run_many([(args, {"TMPDIR": str(tmp_path)})])
     assert ran.rc == 3, ran.stderr[-3000:]  # the good one is indexed, but skipping one is a failure
     assert "Traceback" not in ran.stderr and "internal error" not in ran.stderr
@@ -217,10 +287,14 @@ def test_local_directory_is_always_a_path(tmp_path: Path) -> None:
     project = write_plugin_project(tmp_path / "src", dist="collhub-six", plugin="six", version="0.1.0")
     local = tmp_path / "six"
     project.rename(local)
-    proc = subprocess.run([sys.executable, "-m", "hub.cli", "registry", "build", "six", "--out", "site", "--format",
-                           "json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "registry", "build", "six", "--out", "site", "--format", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["plugins"] == {"collhub-six": ["0.1.0"]}
 

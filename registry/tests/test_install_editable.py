@@ -20,8 +20,15 @@ REPO = Path(__file__).resolve().parents[2]
 def _collhub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLLHUB_DEBUG", "COLLHUB_REGISTRY_URL")}
     env["COLLHUB_CACHE_DIR"] = str(cwd / "cache")
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=180, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _on_a_terminal(args: list[str], answer: str, cwd: Path) -> tuple[int, str]:
@@ -32,8 +39,15 @@ def _on_a_terminal(args: list[str], answer: str, cwd: Path) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLLHUB_DEBUG", "COLLHUB_REGISTRY_URL")}
     env["COLLHUB_CACHE_DIR"] = str(cwd / "cache")
     main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "hub.cli", *args], stdin=child, stdout=child,
-                            stderr=subprocess.STDOUT, cwd=cwd, env=env, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", *args],
+        stdin=child,
+        stdout=child,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        close_fds=True,
+    )
     os.close(child)
     seen, sent = b"", False
     try:
@@ -79,8 +93,10 @@ def test_install_over_an_editable_install_refuses_without_force(tmp_path: Path) 
         refused = _collhub("install", "collhub-mscclang", "--registry", srv.url, cwd=tmp_path)
         assert refused.returncode == 2, refused.stderr
         lines = refused.stderr.splitlines()
-        assert lines[0] == ("error: refusing to replace the development install of collhub-mscclang (editable from "
-                            f"{REPO / 'plugins' / 'mscclang'}) with a registry wheel"), refused.stderr
+        assert lines[0] == (
+            "error: refusing to replace the development install of collhub-mscclang (editable from "
+            f"{REPO / 'plugins' / 'mscclang'}) with a registry wheel"
+        ), refused.stderr
         assert lines[1].startswith("hint: pass --force")
         dry = _collhub("install", "collhub-mscclang", "--registry", srv.url, "--dry-run", cwd=tmp_path)
         assert dry.returncode == 0 and "would install (dry run)" in dry.stdout

@@ -26,15 +26,20 @@ def _chromium() -> str | None:
     return shutil.which("chromium-headless-shell") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-needs_browser = pytest.mark.skipif(_chromium() is None,
-                                   reason="headless Chromium not installed (make test installs it with apt-get)")
+needs_browser = pytest.mark.skipif(
+    _chromium() is None, reason="headless Chromium not installed (make test installs it with apt-get)"
+)
 
 
 def _browser(*args: str) -> subprocess.CompletedProcess[str]:
     browser = _chromium()
     assert browser
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", *args],
-                          capture_output=True, text=True, timeout=90)
+    return subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
 
 
 @pytest.fixture
@@ -51,8 +56,10 @@ def served(site: Path) -> Iterator[RegistryServer]:
 
 def _sections(html: str) -> dict[str, bool]:
     """data-name -> visible, for each plugin section of an index page (as a browser left it)."""
-    return {m["name"]: "hidden" not in m["attrs"]
-            for m in re.finditer(r'<section class="plugin" data-name="(?P<name>[^"]+)"(?P<attrs>[^>]*)>', html)}
+    return {
+        m["name"]: "hidden" not in m["attrs"]
+        for m in re.finditer(r'<section class="plugin" data-name="(?P<name>[^"]+)"(?P<attrs>[^>]*)>', html)
+    }
 
 
 def test_one_page_per_plugin_with_versions_hashes_dates_and_components(site: Path) -> None:
@@ -75,9 +82,13 @@ def test_hostile_manifest_text_is_escaped(tmp_path: Path, wheels: dict[str, Path
     from tests.registry.wheels import build_wheel, write_plugin_project
 
     evil = write_plugin_project(
-        tmp_path / "src", dist="collhub-evil", plugin="evil", version="1.0",
+        tmp_path / "src",
+        dist="collhub-evil",
+        plugin="evil",
+        version="1.0",
         components='[[components]]\nkind = "producer"\nname = "x"\nsummary = "<script>alert(1)</script>{{links}}"\n',
-        manifest_extra='[urls]\nhomepage = "javascript:alert(1)"\nsource = "https://example.org/?a=1&b=<2>"\n')
+        manifest_extra='[urls]\nhomepage = "javascript:alert(1)"\nsource = "https://example.org/?a=1&b=<2>"\n',
+    )
     (tmp_path / "w").mkdir()
     site = tmp_path / "site"
     build_site([build_wheel(evil, tmp_path / "w")], site)
@@ -88,8 +99,9 @@ def test_hostile_manifest_text_is_escaped(tmp_path: Path, wheels: dict[str, Path
     assert "javascript:" not in plugin and 'href="https://example.org/?a=1&amp;b=&lt;2&gt;"' in plugin
 
 
-def test_install_command_on_the_page_works_as_printed(site: Path, served: RegistryServer,
-                                                      wheels: dict[str, Path]) -> None:
+def test_install_command_on_the_page_works_as_printed(
+    site: Path, served: RegistryServer, wheels: dict[str, Path]
+) -> None:
     build_site(wheels.values(), site, base_url=served.url)  # the same site, now knowing its address
     page = httpx.get(served.url + "plugins/collhub-sample.html", timeout=10).text
     found = re.search(r'<pre class="install" id="install"[^>]*>(.*?)</pre>', page, re.S)
@@ -99,20 +111,25 @@ def test_install_command_on_the_page_works_as_printed(site: Path, served: Regist
     argv = shlex.split(command)
     assert argv[0] == "collhub"
     # as printed, plus --dry-run: resolve, download and verify sha256 + size, but leave this venv alone
-    p = subprocess.run([sys.executable, "-m", "hub.cli", *argv[1:], "--dry-run"], capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "hub.cli", *argv[1:], "--dry-run"], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     assert "collhub-sample" in p.stdout and "1.2.0" in p.stdout and "would install" in p.stdout
 
 
 @needs_browser
-def test_index_works_without_javascript_and_search_narrows_it(site: Path, served: RegistryServer,
-                                                               tmp_path: Path) -> None:
+def test_index_works_without_javascript_and_search_narrows_it(
+    site: Path, served: RegistryServer, tmp_path: Path
+) -> None:
     html = httpx.get(served.url, timeout=10).text
     # the same page with its script removed, as a browser without JavaScript has it
     bare = tmp_path / "bare.html"
-    bare.write_text(re.sub(r"<script>.*?</script>", "", html, flags=re.S).replace(
-        'href="site.css"', f'href="{served.url}site.css"').replace('href="plugins/', f'href="{served.url}plugins/'))
+    bare.write_text(
+        re.sub(r"<script>.*?</script>", "", html, flags=re.S)
+        .replace('href="site.css"', f'href="{served.url}site.css"')
+        .replace('href="plugins/', f'href="{served.url}plugins/')
+    )
     dom = _browser("--dump-dom", bare.as_uri())
     assert dom.returncode == 0, dom.stderr[-500:]
     assert _sections(dom.stdout) == {"collhub-other": True, "collhub-sample": True}
@@ -130,8 +147,7 @@ def test_index_works_without_javascript_and_search_narrows_it(site: Path, served
 
 
 @needs_browser
-def test_plugin_page_in_a_browser_fills_in_the_registry_url(site: Path, served: RegistryServer,
-                                                            tmp_path: Path) -> None:
+def test_plugin_page_in_a_browser_fills_in_the_registry_url(site: Path, served: RegistryServer, tmp_path: Path) -> None:
     dom = _browser("--dump-dom", served.url + "plugins/collhub-other.html")
     assert dom.returncode == 0, dom.stderr[-500:]
     pre = re.search(r'<pre class="install" id="install"[^>]*>(.*?)</pre>', dom.stdout, re.S)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 def _collhub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "COLLHUB_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=180
+    )
 
 
 def test_scaffold_validates_and_is_indexed(tmp_path: Path) -> None:
@@ -48,7 +49,9 @@ def test_a_skipped_plugin_fails_the_build_and_is_named(tmp_path: Path) -> None:
     p = _collhub("registry", "build", "collhub-good-one", "collhub-bad-one", "--out", "site", cwd=tmp_path)
     assert p.returncode == 3, p.stderr
     lines = p.stderr.splitlines()
-    assert lines[0] == ("error: skipped collhub-bad-one (collhub_bad_one-0.1.0-py3-none-any.whl, from "
-                        "collhub-bad-one): wheel has no collhub_bad_one/collhub-plugin.toml"), p.stderr
+    assert lines[0] == (
+        "error: skipped collhub-bad-one (collhub_bad_one-0.1.0-py3-none-any.whl, from "
+        "collhub-bad-one): wheel has no collhub_bad_one/collhub-plugin.toml"
+    ), p.stderr
     assert lines[1].startswith("hint: 1 wheel(s) skipped; `collhub plugins validate collhub-bad-one` explains")
     assert "collhub-good-one  0.1.0" in p.stdout  # the others are still indexed

@@ -40,8 +40,14 @@ def test_serves_json_with_etag_and_304(server: RegistryServer) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["/../../etc/passwd", "/v1/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/v1%2f..%2f..%2fetc", "/files/.hidden",
-     "/a\\b"],
+    [
+        "/../../etc/passwd",
+        "/v1/../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/v1%2f..%2f..%2fetc",
+        "/files/.hidden",
+        "/a\\b",
+    ],
 )
 def test_path_traversal_is_refused(server: RegistryServer, path: str) -> None:
     assert _raw_get(server, path) in (400, 404)
@@ -66,8 +72,9 @@ def _dump_dom(url: str) -> str:
 
 def _visible(dom: str) -> list[str]:
     """The plugin sections the search left visible (the page renders all; the script hides some)."""
-    return sorted(m[1] for m in re.finditer(r'<section class="plugin" data-name="([^"]+)"([^>]*)>', dom)
-                  if "hidden" not in m[2])
+    return sorted(
+        m[1] for m in re.finditer(r'<section class="plugin" data-name="([^"]+)"([^>]*)>', dom) if "hidden" not in m[2]
+    )
 
 
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (make test installs it with apt-get)")

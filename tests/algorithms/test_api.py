@@ -21,8 +21,9 @@ FACTORIES = {
 def test_catalog_is_the_registration_contract() -> None:
     assert A.CATALOG == {
         "ring": frozenset({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"}),
-        "direct": frozenset({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce",
-                             "gather", "scatter"}),
+        "direct": frozenset(
+            {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter"}
+        ),
         "halving_doubling": frozenset({"allreduce", "allgather", "reducescatter"}),
         "double_binary_tree": frozenset({"allreduce", "broadcast", "reduce"}),
         "hierarchical": frozenset({"allreduce", "allgather", "reducescatter", "alltoall"}),
@@ -53,8 +54,11 @@ def test_params_accept_collective_spellings() -> None:
 @pytest.mark.parametrize(
     ("call", "fragment", "hint_fragment"),
     [
-        (lambda: A.halving_doubling("reducescatter", 6), "reducescatter needs a power-of-two rank count, got 6",
-         "hub.ring"),
+        (
+            lambda: A.halving_doubling("reducescatter", 6),
+            "reducescatter needs a power-of-two rank count, got 6",
+            "hub.ring",
+        ),
         (lambda: A.halving_doubling("allgather", 12), "power-of-two rank count, got 12", "8 or 16 ranks"),
         (lambda: A.ring("gather", 4), "ring does not implement gather", "allreduce"),
         (lambda: A.double_binary_tree("allgather", 4), "does not implement allgather", "broadcast"),

@@ -20,11 +20,17 @@ def test_pipelined_ring_allreduce_matches_astrasim(mode: str) -> None:
     assert simulate(ring("allreduce", 8, reduction_comp=False), "ring:8", size=1 << 20, mode=mode).time_ns == 41174
 
 
-@pytest.mark.parametrize(("topology", "mode", "expected"), [
-    ("ring:8", "unaware", 4441), ("ring:8", "aware", 24910),  # 24910: measured on these very ETs
-    ("switch:8", "unaware", 3441), ("switch:8", "aware", 20528),
-    ("fc:8", "unaware", 2941), ("fc:8", "aware", 2941),
-])
+@pytest.mark.parametrize(
+    ("topology", "mode", "expected"),
+    [
+        ("ring:8", "unaware", 4441),
+        ("ring:8", "aware", 24910),  # 24910: measured on these very ETs
+        ("switch:8", "unaware", 3441),
+        ("switch:8", "aware", 20528),
+        ("fc:8", "unaware", 2941),
+        ("fc:8", "aware", 2941),
+    ],
+)
 def test_direct_alltoall_matches_astrasim_custom_direct(topology: str, mode: str, expected: int) -> None:
     # "custom direct": every rank sends 131072 B to each of the 7 others at t = 0. The aware Ring
     # value depends on the ETs' node order (astra-sim.md §9 caveat): 24910 is what the real

@@ -19,10 +19,21 @@ def ring_allreduce(n: int, *, names: bool = False, comp: bool = True) -> Algorit
             rs = k < n - 1
             send_chunk = (r - k) % n if rs else (r - k + 1) % n
             recv_chunk = (r - k - 1) % n if rs else (r - k) % n
-            s = b.send((r + 1) % n, src=(Buffer.INPUT, send_chunk), deps=[prev] if prev is not None else [],
-                       tb=0, name=f"send{k}" if names else None)
-            rv = b.recv((r - 1) % n, dst=(Buffer.INPUT, recv_chunk), op=Op.REDUCE if rs else Op.COPY,
-                        deps=[s], tb=0, name=f"recv{k}" if names else None)
+            s = b.send(
+                (r + 1) % n,
+                src=(Buffer.INPUT, send_chunk),
+                deps=[prev] if prev is not None else [],
+                tb=0,
+                name=f"send{k}" if names else None,
+            )
+            rv = b.recv(
+                (r - 1) % n,
+                dst=(Buffer.INPUT, recv_chunk),
+                op=Op.REDUCE if rs else Op.COPY,
+                deps=[s],
+                tb=0,
+                name=f"recv{k}" if names else None,
+            )
             prev = rv
             if rs and comp:
                 prev = b.comp(Op.NONE, deps=[rv], duration_micros=7, tb=0, name=f"comp{k}" if names else None)

@@ -51,8 +51,14 @@ def _path(prefix: Path, rank: int) -> Path:
     return Path(f"{prefix}.{rank}.et")
 
 
-def rewrite(prefix: Path, rank: int, *, meta: Callable[[str, list[Any]], tuple[str, list[Any]]] | None = None,
-            nodes: Callable[[list[dict[str, Any]]], None] | None = None, raw_meta: bytes | None = None) -> None:
+def rewrite(
+    prefix: Path,
+    rank: int,
+    *,
+    meta: Callable[[str, list[Any]], tuple[str, list[Any]]] | None = None,
+    nodes: Callable[[list[dict[str, Any]]], None] | None = None,
+    raw_meta: bytes | None = None,
+) -> None:
     """Decode one rank file with the general codec, change it, and encode it again."""
     path = _path(prefix, rank)
     data = path.read_bytes()
@@ -72,18 +78,21 @@ def _set(attrs: list[Any], name: str, value: TypedValue | None) -> list[Any]:
     return out + [(name, value)] if value is not None else out
 
 
-def set_meta(name: str, value: TypedValue | None,
-             ranks: tuple[int, ...] = tuple(range(RANKS))) -> Callable[[Path], list[str]]:
+def set_meta(
+    name: str, value: TypedValue | None, ranks: tuple[int, ...] = tuple(range(RANKS))
+) -> Callable[[Path], list[str]]:
     def make(d: Path) -> list[str]:
         p = good_set(d)
         for r in ranks:
             rewrite(p, r, meta=lambda v, a: (v, _set(a, name, value)))
         return ["trace", "verify", str(p)]
+
     return make
 
 
-def set_node(rank: int, index: int, name: str, value: TypedValue,
-             command: str = "verify") -> Callable[[Path], list[str]]:
+def set_node(
+    rank: int, index: int, name: str, value: TypedValue, command: str = "verify"
+) -> Callable[[Path], list[str]]:
     def change(body: list[dict[str, Any]]) -> None:
         body[index]["attrs"] = _set(body[index]["attrs"], name, value)
 
@@ -91,6 +100,7 @@ def set_node(rank: int, index: int, name: str, value: TypedValue,
         p = good_set(d)
         rewrite(p, rank, nodes=change)
         return ["trace", command, str(p)]
+
     return make
 
 
@@ -109,6 +119,7 @@ def _fifo(rank: int) -> Callable[[Path], list[str]]:
         _path(p, rank).unlink()
         os.mkfifo(_path(p, rank))
         return ["trace", "show", str(p)]
+
     return make
 
 
@@ -118,6 +129,7 @@ def _link(rank: int, target: str) -> Callable[[Path], list[str]]:
         _path(p, rank).unlink()
         os.symlink(target, _path(p, rank))
         return ["trace", "show", str(p)]
+
     return make
 
 
@@ -177,27 +189,63 @@ def _zeros(d: Path) -> list[str]:
 
 def _produce(ranks: str, extra: tuple[str, ...] = ()) -> Callable[[Path], list[str]]:
     def make(d: Path) -> list[str]:
-        return ["produce", "hub.ring", "--set", "collective=allreduce", "--set", f"ranks={ranks}", *extra,
-                "--out", str(d / "big")]
+        return [
+            "produce",
+            "hub.ring",
+            "--set",
+            "collective=allreduce",
+            "--set",
+            f"ranks={ranks}",
+            *extra,
+            "--out",
+            str(d / "big"),
+        ]
+
     return make
 
 
 RESOURCES = [
-    Case("ranks 2^31-1 on rank 0", "resources", set_meta("ranks", i32((1 << 31) - 1), (0,)), 3,
-         ("t.4.et", "rank 4", "2147483647 ranks")),
+    Case(
+        "ranks 2^31-1 on rank 0",
+        "resources",
+        set_meta("ranks", i32((1 << 31) - 1), (0,)),
+        3,
+        ("t.4.et", "rank 4", "2147483647 ranks"),
+    ),
     Case("ranks 2^31-1 on every rank", "resources", set_meta("ranks", i32((1 << 31) - 1)), 3, ("t.4.et", "ranks")),
     Case("ranks 2^62 (int64)", "resources", set_meta("ranks", i64(1 << 62), (0,)), 3, ("t.4.et", "ranks")),
     Case("ranks 0", "resources", set_meta("ranks", i32(0), (0,)), 3, ("t.0.et", "rank 0", "ranks = 0")),
     Case("ranks -1", "resources", set_meta("ranks", i32(-1), (0,)), 3, ("t.0.et", "ranks = -1")),
-    Case("ranks as a double", "resources", set_meta("ranks", TypedValue("double_val", 4.0), (0,)), 3,
-         ("t.0.et", "ranks", "double_val")),
-    Case("scratch_chunks 2^31-1", "resources", set_meta("scratch_chunks", i32((1 << 31) - 1)), 3,
-         ("t.0.et", "scratch_chunks", "limit")),
+    Case(
+        "ranks as a double",
+        "resources",
+        set_meta("ranks", TypedValue("double_val", 4.0), (0,)),
+        3,
+        ("t.0.et", "ranks", "double_val"),
+    ),
+    Case(
+        "scratch_chunks 2^31-1",
+        "resources",
+        set_meta("scratch_chunks", i32((1 << 31) - 1)),
+        3,
+        ("t.0.et", "scratch_chunks", "limit"),
+    ),
     Case("in_chunks 2^31-1", "resources", set_meta("in_chunks", i32((1 << 31) - 1)), 3, ("t.0.et", "in_chunks")),
-    Case("out_chunks 2^40 (int64)", "resources", set_meta("out_chunks", i64(1 << 40)), 3,
-         ("t.0.et", "out_chunks", "out of range")),
-    Case("gzip bomb", "resources", _gzip_bomb, 3, ("t.1.et", "rank 1", "inflates past the limit"),
-         env={"COLLHUB_MAX_INFLATED_BYTES": str(1 << 20)}),
+    Case(
+        "out_chunks 2^40 (int64)",
+        "resources",
+        set_meta("out_chunks", i64(1 << 40)),
+        3,
+        ("t.0.et", "out_chunks", "out of range"),
+    ),
+    Case(
+        "gzip bomb",
+        "resources",
+        _gzip_bomb,
+        3,
+        ("t.1.et", "rank 1", "inflates past the limit"),
+        env={"COLLHUB_MAX_INFLATED_BYTES": str(1 << 20)},
+    ),
     Case("gzip cut off", "resources", _gzip_truncated, 3, ("t.3.et", "rank 3", "gzip")),
     Case("gzip trailing bytes", "resources", _gzip_trailing, 3, ("t.0.et", "rank 0", "gzip")),
     Case("gzip bad deflate data", "resources", _gzip_bad_deflate, 3, ("t.2.et", "rank 2", "gzip")),
@@ -210,8 +258,13 @@ RESOURCES = [
     Case("16 MiB of zero bytes", "resources", _zeros, 3, ("t.2.et", "rank 2", "empty message")),
     Case("produce ranks=10**9", "resources", _produce("1000000000"), 2, ("max_ranks",)),
     Case("produce ranks=2**31", "resources", _produce(str(1 << 31)), 2, ("max_ranks",)),
-    Case("produce ranks above a lowered max_ranks", "resources", _produce("64", ("--set", "max_ranks=32")), 2,
-         ("max_ranks=32",)),
+    Case(
+        "produce ranks above a lowered max_ranks",
+        "resources",
+        _produce("64", ("--set", "max_ranks=32")),
+        2,
+        ("max_ranks=32",),
+    ),
 ]
 
 
@@ -229,6 +282,7 @@ def _zero_length_meta(rank: int) -> Callable[[Path], list[str]]:
         p = good_set(d)
         rewrite(p, rank, raw_meta=b"\x00")
         return ["trace", "verify", str(p)]
+
     return make
 
 
@@ -254,6 +308,7 @@ def _sum_overflow(d: Path) -> list[str]:
         for nd in body:
             if nd["type"] in (5, 6):
                 nd["attrs"] = _set(nd["attrs"], "comm_size", i64(1 << 62))
+
     for r in range(RANKS):
         rewrite(p, r, meta=lambda v, a: (v, _set(a, "size", None)), nodes=big)
     return ["trace", "show", str(p)]
@@ -263,26 +318,42 @@ def _consume(make_files: Callable[[Path], list[str]], network: str) -> Callable[
     def make(d: Path) -> list[str]:
         prefix = make_files(d)[-1]
         return ["consume", "hub.simulate", prefix, "--set", f"network={network}", "--workdir", str(d / "w")]
+
     return make
 
 
 def _workload(change: Callable[[Any], None], command: str = "simulate") -> Callable[[Path], list[str]]:
     """A 4-rank all-reduce workload (one COMM_COLL node per rank, then a SEND/RECV pair), changed."""
+
     def make(d: Path) -> list[str]:
         from hub.chakra import Collective, NodeType, Workload, WorkloadNode, write_workload
 
         wl = Workload.single_collective(Collective.ALLREDUCE, RANKS, SIZE)
         for r, nodes in enumerate(wl.ranks):
             peer = (r + 1) % RANKS
-            nodes.append(WorkloadNode(id=1, name="s", type=NodeType.SEND, deps=[0], comm_size=64, comm_src=r,
-                                      comm_dst=peer, comm_tag=0))
-            nodes.append(WorkloadNode(id=2, name="r", type=NodeType.RECV, deps=[0], comm_size=64,
-                                      comm_src=(r - 1) % RANKS, comm_dst=r, comm_tag=0))
+            nodes.append(
+                WorkloadNode(
+                    id=1, name="s", type=NodeType.SEND, deps=[0], comm_size=64, comm_src=r, comm_dst=peer, comm_tag=0
+                )
+            )
+            nodes.append(
+                WorkloadNode(
+                    id=2,
+                    name="r",
+                    type=NodeType.RECV,
+                    deps=[0],
+                    comm_size=64,
+                    comm_src=(r - 1) % RANKS,
+                    comm_dst=r,
+                    comm_tag=0,
+                )
+            )
         change(wl)
         write_workload(wl, d / "w")
         if command == "simulate":
             return ["consume", "hub.simulate", str(d / "w"), "--set", "network=ring:4", "--workdir", str(d)]
         return ["trace", command, str(d / "w")]
+
     return make
 
 
@@ -290,68 +361,153 @@ def _wl_node(rank: int, index: int, **values: Any) -> Callable[[Any], None]:
     def change(wl: Any) -> None:
         for k, v in values.items():
             setattr(wl.ranks[rank][index], k, v)
+
     return change
 
 
 WORKLOADS = [
-    Case("workload: collective of 2^62 bytes", "values", _workload(_wl_node(0, 0, comm_size=1 << 62)), 3,
-         ("add up past int64",)),
-    Case("workload: negative comm_size", "values", _workload(_wl_node(2, 0, comm_size=-8), "show"), 3,
-         ("w.2.et", "rank 2", "node 0", "comm_size = -8")),
-    Case("workload: comm_dst 77", "values", _workload(_wl_node(1, 1, comm_dst=77), "show"), 3,
-         ("w.1.et", "rank 1", "node 1", "comm_dst = 77")),
-    Case("workload: comm_src -1", "values", _workload(_wl_node(3, 2, comm_src=-1), "show"), 3,
-         ("w.3.et", "rank 3", "node 2", "comm_src = -1")),
+    Case(
+        "workload: collective of 2^62 bytes",
+        "values",
+        _workload(_wl_node(0, 0, comm_size=1 << 62)),
+        3,
+        ("add up past int64",),
+    ),
+    Case(
+        "workload: negative comm_size",
+        "values",
+        _workload(_wl_node(2, 0, comm_size=-8), "show"),
+        3,
+        ("w.2.et", "rank 2", "node 0", "comm_size = -8"),
+    ),
+    Case(
+        "workload: comm_dst 77",
+        "values",
+        _workload(_wl_node(1, 1, comm_dst=77), "show"),
+        3,
+        ("w.1.et", "rank 1", "node 1", "comm_dst = 77"),
+    ),
+    Case(
+        "workload: comm_src -1",
+        "values",
+        _workload(_wl_node(3, 2, comm_src=-1), "show"),
+        3,
+        ("w.3.et", "rank 3", "node 2", "comm_src = -1"),
+    ),
 ]
 
 
 # node 0 of each rank is a SEND, node 1 its RECV (ring: S0 R0 C0 S1 ...)
 VALUES = [
-    Case("comm_size 0 on a bound set", "values", set_node(1, 0, "comm_size", i64(0)), 3,
-         ("t.1.et", "rank 1", "node 0", "comm_size = 0")),
-    Case("comm_size 0 (simulate)", "values", _consume(set_node(1, 1, "comm_size", i64(0)), "network=ring:4"), 3,
-         ("t.1.et", "rank 1", "node 1", "comm_size = 0")),
-    Case("negative comm_size", "values", set_node(2, 0, "comm_size", i64(-5)), 3,
-         ("t.2.et", "rank 2", "node 0", "comm_size = -5")),
-    Case("comm_size 2^64-1 (uint64)", "values", set_node(0, 1, "comm_size", TypedValue("uint64_val", (1 << 64) - 1)),
-         3, ("t.0.et", "rank 0", "node 1", "comm_size")),
+    Case(
+        "comm_size 0 on a bound set",
+        "values",
+        set_node(1, 0, "comm_size", i64(0)),
+        3,
+        ("t.1.et", "rank 1", "node 0", "comm_size = 0"),
+    ),
+    Case(
+        "comm_size 0 (simulate)",
+        "values",
+        _consume(set_node(1, 1, "comm_size", i64(0)), "network=ring:4"),
+        3,
+        ("t.1.et", "rank 1", "node 1", "comm_size = 0"),
+    ),
+    Case(
+        "negative comm_size",
+        "values",
+        set_node(2, 0, "comm_size", i64(-5)),
+        3,
+        ("t.2.et", "rank 2", "node 0", "comm_size = -5"),
+    ),
+    Case(
+        "comm_size 2^64-1 (uint64)",
+        "values",
+        set_node(0, 1, "comm_size", TypedValue("uint64_val", (1 << 64) - 1)),
+        3,
+        ("t.0.et", "rank 0", "node 1", "comm_size"),
+    ),
     Case("comm_size sum past int64", "values", _sum_overflow, 3, ("t.0.et", "rank 0", "int64")),
-    Case("message larger than the declared size", "values", set_node(3, 0, "comm_size", i64(SIZE * 10)), 3,
-         ("t.3.et", "rank 3", "node 0", "comm_size", "larger than the declared size")),
+    Case(
+        "message larger than the declared size",
+        "values",
+        set_node(3, 0, "comm_size", i64(SIZE * 10)),
+        3,
+        ("t.3.et", "rank 3", "node 0", "comm_size", "larger than the declared size"),
+    ),
     Case("negative in_chunks", "values", set_meta("in_chunks", i32(-1)), 3, ("t.0.et", "in_chunks = -1")),
-    Case("negative scratch_chunks", "values", set_meta("scratch_chunks", i32(-4)), 3,
-         ("t.0.et", "scratch_chunks = -4")),
+    Case(
+        "negative scratch_chunks", "values", set_meta("scratch_chunks", i32(-4)), 3, ("t.0.et", "scratch_chunks = -4")
+    ),
     Case("negative size", "values", set_meta("size", i64(-1)), 3, ("t.0.et", "size = -1")),
-    Case("size past int64 (uint64)", "values", set_meta("size", TypedValue("uint64_val", (1 << 64) - 1)), 3,
-         ("t.0.et", "size")),
-    Case("size as a double", "values", set_meta("size", TypedValue("double_val", 1.5)), 3,
-         ("t.0.et", "size", "double_val")),
-    Case("in_chunks as a float", "values", set_meta("in_chunks", TypedValue("float_val", 4.0)), 3,
-         ("t.0.et", "in_chunks", "float_val")),
-    Case("inplace as a string", "values", set_meta("inplace", TypedValue("string_val", "yes")), 3,
-         ("t.0.et", "inplace")),
+    Case(
+        "size past int64 (uint64)",
+        "values",
+        set_meta("size", TypedValue("uint64_val", (1 << 64) - 1)),
+        3,
+        ("t.0.et", "size"),
+    ),
+    Case(
+        "size as a double",
+        "values",
+        set_meta("size", TypedValue("double_val", 1.5)),
+        3,
+        ("t.0.et", "size", "double_val"),
+    ),
+    Case(
+        "in_chunks as a float",
+        "values",
+        set_meta("in_chunks", TypedValue("float_val", 4.0)),
+        3,
+        ("t.0.et", "in_chunks", "float_val"),
+    ),
+    Case(
+        "inplace as a string", "values", set_meta("inplace", TypedValue("string_val", "yes")), 3, ("t.0.et", "inplace")
+    ),
     Case("collective as an int", "values", set_meta("collective", i32(3)), 3, ("t.0.et", "collective")),
-    Case("comm_size as a double", "values", set_node(1, 0, "comm_size", TypedValue("double_val", 1.5)), 3,
-         ("t.1.et", "rank 1", "node 0", "comm_size")),
-    Case("cnt as a double", "values", set_node(1, 1, "cnt", TypedValue("double_val", 1.0)), 3,
-         ("t.1.et", "rank 1", "node 1", "cnt")),
+    Case(
+        "comm_size as a double",
+        "values",
+        set_node(1, 0, "comm_size", TypedValue("double_val", 1.5)),
+        3,
+        ("t.1.et", "rank 1", "node 0", "comm_size"),
+    ),
+    Case(
+        "cnt as a double",
+        "values",
+        set_node(1, 1, "cnt", TypedValue("double_val", 1.0)),
+        3,
+        ("t.1.et", "rank 1", "node 1", "cnt"),
+    ),
     Case("op 7", "values", set_node(2, 1, "op", i32(7)), 3, ("t.2.et", "rank 2", "node 1", "op = 7")),
     Case("op -1", "values", set_node(2, 1, "op", i32(-1)), 3, ("t.2.et", "rank 2", "node 1", "op = -1")),
     Case("tb -5", "values", set_node(0, 0, "tb", i32(-5)), 3, ("t.0.et", "rank 0", "node 0", "tb = -5")),
     Case("chan -1", "values", set_node(0, 1, "chan", i32(-1)), 3, ("t.0.et", "rank 0", "node 1", "chan = -1")),
     Case("sbuf 5", "values", set_node(3, 0, "sbuf", i32(5)), 3, ("t.3.et", "rank 3", "node 0", "sbuf = 5")),
     Case("doff -7", "values", set_node(3, 1, "doff", i32(-7)), 3, ("t.3.et", "rank 3", "node 1", "doff = -7")),
-    Case("cnt 2^32+1 (int64, would wrap)", "values", set_node(1, 0, "cnt", i64((1 << 32) + 1)), 3,
-         ("t.1.et", "rank 1", "node 0", "cnt = 4294967297")),
+    Case(
+        "cnt 2^32+1 (int64, would wrap)",
+        "values",
+        set_node(1, 0, "cnt", i64((1 << 32) + 1)),
+        3,
+        ("t.1.et", "rank 1", "node 0", "cnt = 4294967297"),
+    ),
     Case("cnt negative", "values", set_node(1, 0, "cnt", i32(-2)), 3, ("t.1.et", "rank 1", "node 0", "cnt = -2")),
-    Case("comm_dst 99", "values", set_node(2, 0, "comm_dst", i32(99)), 3,
-         ("t.2.et", "rank 2", "node 0", "comm_dst = 99")),
-    Case("comm_src -3", "values", set_node(2, 1, "comm_src", i32(-3)), 3,
-         ("t.2.et", "rank 2", "node 1", "comm_src = -3")),
+    Case(
+        "comm_dst 99", "values", set_node(2, 0, "comm_dst", i32(99)), 3, ("t.2.et", "rank 2", "node 0", "comm_dst = 99")
+    ),
+    Case(
+        "comm_src -3", "values", set_node(2, 1, "comm_src", i32(-3)), 3, ("t.2.et", "rank 2", "node 1", "comm_src = -3")
+    ),
     Case("root 9 of 4 ranks", "values", set_meta("root", i32(9)), 3, ("t.0.et", "root = 9")),
     Case("root -1", "values", set_meta("root", i32(-1)), 3, ("t.0.et", "root = -1")),
-    Case("4 ranks declared, 8 files present", "values", _eight_files_four_declared, 3,
-         ("t.0.et", "ranks = 4", "rank file 7")),
+    Case(
+        "4 ranks declared, 8 files present",
+        "values",
+        _eight_files_four_declared,
+        3,
+        ("t.0.et", "ranks = 4", "rank file 7"),
+    ),
     Case("zero-length GlobalMetadata on rank 0", "values", _zero_length_meta(0), 3, ("t.0.et", "collhub_profile")),
     Case("zero-length GlobalMetadata on rank 2", "values", _zero_length_meta(2), 3, ("t.2.et", "rank 2")),
     Case("GlobalMetadata of another set on rank 2", "values", _corrupt_meta, 3, ("t.2.et", "rank 2", "collective")),
@@ -373,8 +529,10 @@ def _dir_out(d: Path) -> list[str]:
 
 
 def _force_onto_file(d: Path) -> list[str]:
-    (d / "p.yaml").write_text("version: 1\nname: p\nsources:\n  ring:\n    producer: hub.ring\n"
-                              "    params: {collective: allreduce, ranks: 4}\n")
+    (d / "p.yaml").write_text(
+        "version: 1\nname: p\nsources:\n  ring:\n    producer: hub.ring\n"
+        "    params: {collective: allreduce, ranks: 4}\n"
+    )
     (d / "mine.txt").write_text("precious\n")
     return ["run", str(d / "p.yaml"), "--out", str(d / "mine.txt"), "--force"]
 
@@ -414,6 +572,7 @@ def _fifo_json(d: Path) -> list[str]:
 
 def _json_case(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], list[str]]:
     """The JSON view of the good set, changed, converted back to ET files."""
+
     def make(d: Path) -> list[str]:
         import json
 
@@ -426,18 +585,21 @@ def _json_case(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], lis
 
         shutil.rmtree(d / "src")
         return ["trace", "convert", str(d / "in.json"), str(d / "out")]
+
     return make
 
 
 def _json_col(rank: int, column: str, pos: int, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(doc: dict[str, Any]) -> None:
         doc["graphs"][rank]["columns"][column][pos] = value
+
     return change
 
 
 def _json_meta(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(doc: dict[str, Any]) -> None:
         doc["meta"][key] = value
+
     return change
 
 
@@ -446,14 +608,28 @@ def _json_bad_dep(doc: dict[str, Any]) -> None:
 
 
 JSON = [
-    Case("JSON: float chunk count", "values", _json_case(_json_col(1, "count", 0, 1.5)), 3,
-         ("in.json", "graphs[1].count")),
-    Case("JSON: count past int32", "values", _json_case(_json_col(1, "count", 0, 1 << 40)), 3,
-         ("in.json", "graphs[1].count")),
-    Case("JSON: comm_size 0 in a bound set", "values", _json_case(_json_col(2, "size", 0, 0)), 3,
-         ("in.json", "rank 2", "node 0", "comm_size = 0")),
-    Case("JSON: ranks 2^31-1", "resources", _json_case(_json_meta("ranks", (1 << 31) - 1)), 3,
-         ("in.json", "ranks")),
+    Case(
+        "JSON: float chunk count",
+        "values",
+        _json_case(_json_col(1, "count", 0, 1.5)),
+        3,
+        ("in.json", "graphs[1].count"),
+    ),
+    Case(
+        "JSON: count past int32",
+        "values",
+        _json_case(_json_col(1, "count", 0, 1 << 40)),
+        3,
+        ("in.json", "graphs[1].count"),
+    ),
+    Case(
+        "JSON: comm_size 0 in a bound set",
+        "values",
+        _json_case(_json_col(2, "size", 0, 0)),
+        3,
+        ("in.json", "rank 2", "node 0", "comm_size = 0"),
+    ),
+    Case("JSON: ranks 2^31-1", "resources", _json_case(_json_meta("ranks", (1 << 31) - 1)), 3, ("in.json", "ranks")),
     Case("JSON: size 1.5", "values", _json_case(_json_meta("size", 1.5)), 3, ("in.json", "meta.size")),
     Case("JSON: dependency on no node", "values", _json_case(_json_bad_dep), 3, ("in.json", "graphs[1].dep_pos")),
 ]
@@ -475,13 +651,25 @@ def _modes(expected: dict[str, int]) -> Callable[[Path], None]:
             assert got.get(name) == mode, (name, oct(got.get(name, 0)), sorted(got))
         for name, mode in got.items():
             assert mode in (0o644, 0o755), (name, oct(mode))
+
     return after
 
 
 def _simulate_artifacts(d: Path) -> list[str]:
     p = good_set(d)
-    return ["consume", "hub.simulate", str(p), "--set", "network=ring:4", "--set", "trace=true", "--set", "plot=true",
-            "--workdir", str(d / "w")]
+    return [
+        "consume",
+        "hub.simulate",
+        str(p),
+        "--set",
+        "network=ring:4",
+        "--set",
+        "trace=true",
+        "--set",
+        "plot=true",
+        "--workdir",
+        str(d / "w"),
+    ]
 
 
 def _export_xml(d: Path) -> list[str]:
@@ -491,8 +679,17 @@ def _export_xml(d: Path) -> list[str]:
 
 def _bundle(d: Path) -> list[str]:
     p = good_set(d)
-    return ["consume", "astrasim.bundle", str(p), "--set", "out=b", "--set", "network=ring:4", "--workdir",
-            str(d / "w")]
+    return [
+        "consume",
+        "astrasim.bundle",
+        str(p),
+        "--set",
+        "out=b",
+        "--set",
+        "network=ring:4",
+        "--workdir",
+        str(d / "w"),
+    ]
 
 
 def _json_view(d: Path) -> list[str]:
@@ -502,19 +699,43 @@ def _json_view(d: Path) -> list[str]:
 
 OUTPUTS = [
     Case("a 4-rank set over an 8-rank set", "outputs", _smaller_set_over_larger, 0, (), after=_only_four),
-    Case("modes: simulate trace and plot", "outputs", _simulate_artifacts, 0, (),
-         after=_modes({"w/ring.unaware.trace.json": 0o644, "w/ring.unaware.png": 0o644})),
+    Case(
+        "modes: simulate trace and plot",
+        "outputs",
+        _simulate_artifacts,
+        0,
+        (),
+        after=_modes({"w/ring.unaware.trace.json": 0o644, "w/ring.unaware.png": 0o644}),
+    ),
     Case("modes: MSCCL-IR export", "outputs", _export_xml, 0, (), after=_modes({"w/x.xml": 0o644})),
-    Case("modes: ASTRA-sim bundle", "outputs", _bundle, 0, (),
-         after=_modes({"w/b": 0o755, "w/b/algorithm": 0o755, "w/b/system.json": 0o644})),
+    Case(
+        "modes: ASTRA-sim bundle",
+        "outputs",
+        _bundle,
+        0,
+        (),
+        after=_modes({"w/b": 0o755, "w/b/algorithm": 0o755, "w/b/system.json": 0o644}),
+    ),
     Case("modes: JSON view", "outputs", _json_view, 0, (), after=_modes({"v.json": 0o644})),
     Case("--out empty", "outputs", _empty_out, 2, ("names no file",), after=_no_files_here),
     Case("--out a directory path", "outputs", _dir_out, 2, ("names no file",), after=_no_files_here),
-    Case("run --force onto a regular file", "outputs", _force_onto_file, 2, ("mine.txt", "not a directory"),
-         after=_precious_kept),
+    Case(
+        "run --force onto a regular file",
+        "outputs",
+        _force_onto_file,
+        2,
+        ("mine.txt", "not a directory"),
+        after=_precious_kept,
+    ),
     Case("convert onto a directory", "outputs", _convert_onto_dir, 2, ("out.json", "directory")),
-    Case("rank file target is a directory", "outputs", _et_over_directory, 2, ("x.2.et", "directory"),
-         after=_nothing_but_dir),
+    Case(
+        "rank file target is a directory",
+        "outputs",
+        _et_over_directory,
+        2,
+        ("x.2.et", "directory"),
+        after=_nothing_but_dir,
+    ),
 ]
 CLI = [
     Case("convert: missing JSON input", "cli", _missing_json, 3, ("nope.json",)),

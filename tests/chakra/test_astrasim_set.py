@@ -53,13 +53,17 @@ def test_ring_nodes_carry_only_what_astrasim_reads(tmp_path: Path) -> None:
         for nd in nodes:
             attrs = nd["attrs"]
             if nd["type"] == NodeType.SEND:  # rank r sends to r+1, tag 0, 1000 B
-                assert attrs == [("comm_size", TypedValue("int64_val", 1000)),
-                                 ("comm_dst", TypedValue("int32_val", (rank + 1) % 4)),
-                                 ("comm_tag", TypedValue("int32_val", 0))]
+                assert attrs == [
+                    ("comm_size", TypedValue("int64_val", 1000)),
+                    ("comm_dst", TypedValue("int32_val", (rank + 1) % 4)),
+                    ("comm_tag", TypedValue("int32_val", 0)),
+                ]
             elif nd["type"] == NodeType.RECV:
-                assert attrs == [("comm_size", TypedValue("int64_val", 1000)),
-                                 ("comm_src", TypedValue("int32_val", (rank - 1) % 4)),
-                                 ("comm_tag", TypedValue("int32_val", 0))]
+                assert attrs == [
+                    ("comm_size", TypedValue("int64_val", 1000)),
+                    ("comm_src", TypedValue("int32_val", (rank - 1) % 4)),
+                    ("comm_tag", TypedValue("int32_val", 0)),
+                ]
             else:
                 assert nd["type"] == NodeType.COMP and attrs == [] and nd["duration_micros"] == 7
             assert nd["name"].startswith(("send", "recv", "comp"))
@@ -98,12 +102,19 @@ def _pair(**kw: object) -> Algorithm:
         (_pair(peer=5), "rank 0, node 0: peer 5 is not another rank"),
         (_pair(bind=False), "rank 0, node 0: message has no byte size"),
         (_pair(tag=500_000_000), "rank 0, node 0: tag 500000000 is outside 0..499999999"),
-        (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(1, kind=int(NodeType.MEM_LOAD)),
-                                                               )),
-         "rank 0, node 0: node type MEM_LOAD cannot appear"),
-        (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(2, kind=int(NodeType.COMP),
-                                                                                      ids=[4, 4]),)),
-         "rank 0, node 4: node id used twice"),
+        (
+            Algorithm(
+                AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(1, kind=int(NodeType.MEM_LOAD)),)
+            ),
+            "rank 0, node 0: node type MEM_LOAD cannot appear",
+        ),
+        (
+            Algorithm(
+                AlgorithmMeta(Collective.CUSTOM, 1, 0, 0),
+                (RankGraph.from_columns(2, kind=int(NodeType.COMP), ids=[4, 4]),),
+            ),
+            "rank 0, node 4: node id used twice",
+        ),
         (Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (RankGraph.from_columns(0),)), "rank 0 has no nodes"),
     ],
 )
@@ -127,10 +138,13 @@ def test_workload_metadata_per_set(tmp_path: Path) -> None:
     astra = write_workload(wl, tmp_path / "a", attributes="astrasim")[0].read_bytes()
     # chakra-et.md §2.1: a minimal workload ET starts 07 0a 05 "0.0.4"; then one node:
     # name, type 7, is_cpu_op false (bool), comm_type 0 (int64), comm_size 2^20 (int64)
-    node = (b"\x12\x14all_reduce_2npus_1MB" + b"\x18\x07"
-            + b"\x52\x0e\x0a\x09is_cpu_op\xd8\x01\x00"
-            + b"\x52\x0d\x0a\x09comm_type\x48\x00"
-            + b"\x52\x0f\x0a\x09comm_size\x48\x80\x80\x40")
+    node = (
+        b"\x12\x14all_reduce_2npus_1MB"
+        + b"\x18\x07"
+        + b"\x52\x0e\x0a\x09is_cpu_op\xd8\x01\x00"
+        + b"\x52\x0d\x0a\x09comm_type\x48\x00"
+        + b"\x52\x0f\x0a\x09comm_size\x48\x80\x80\x40"
+    )
     assert astra == b"\x07\x0a\x050.0.4" + bytes([len(node)]) + node
     version, gm, _ = _decoded(write_workload(wl, tmp_path / "p")[0])
     assert version == "0.0.4" and gm == [("workload", TypedValue("string_val", "all_reduce_2npus_1MB"))]
@@ -138,14 +152,25 @@ def test_workload_metadata_per_set(tmp_path: Path) -> None:
 
 
 def test_workload_attribute_order_and_errors(tmp_path: Path) -> None:
-    send = WorkloadNode(id=3, name="s", type=NodeType.SEND, comm_src=0, comm_dst=1, comm_size=8, comm_tag=2,
-                        attrs={"mine": 1.5, "skip": None})
+    send = WorkloadNode(
+        id=3,
+        name="s",
+        type=NodeType.SEND,
+        comm_src=0,
+        comm_dst=1,
+        comm_size=8,
+        comm_tag=2,
+        attrs={"mine": 1.5, "skip": None},
+    )
     wl = Workload(ranks=[[send]])
     _, _, nodes = _decoded(write_workload(wl, tmp_path / "w", attributes="astrasim")[0])
     assert nodes[0]["attrs"] == [
-        ("is_cpu_op", TypedValue("bool_val", False)), ("comm_src", TypedValue("int32_val", 0)),
-        ("comm_dst", TypedValue("int32_val", 1)), ("comm_size", TypedValue("int64_val", 8)),
-        ("comm_tag", TypedValue("int32_val", 2)), ("mine", TypedValue("double_val", 1.5)),
+        ("is_cpu_op", TypedValue("bool_val", False)),
+        ("comm_src", TypedValue("int32_val", 0)),
+        ("comm_dst", TypedValue("int32_val", 1)),
+        ("comm_size", TypedValue("int64_val", 8)),
+        ("comm_tag", TypedValue("int32_val", 2)),
+        ("mine", TypedValue("double_val", 1.5)),
     ]
     send.attrs = {"bad": object()}
     with pytest.raises(UsageError, match="workload rank 0, node 3: cannot store object"):
@@ -161,8 +186,9 @@ def test_files_get_the_mode_of_a_new_file(tmp_path: Path, umask: int) -> None:
     old = os.umask(umask)
     try:
         paths = write_algorithm(ring_allreduce(2).bind(64), tmp_path / "a")
-        paths += write_workload(Workload.single_collective(Collective.ALLREDUCE, 2, 64), tmp_path / "w",
-                                attributes="astrasim")
+        paths += write_workload(
+            Workload.single_collective(Collective.ALLREDUCE, 2, 64), tmp_path / "w", attributes="astrasim"
+        )
         (tmp_path / "ref").write_bytes(b"")  # what open() gives a new file under this umask
     finally:
         os.umask(old)

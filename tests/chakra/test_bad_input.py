@@ -18,15 +18,33 @@ META = delimit(encode_global_metadata("0.0.4"))
 
 
 def _send(id: int, dst: int = 1, deps=()) -> bytes:
-    return delimit(encode_node(id=id, type=5, data_deps=list(deps), attrs=[
-        ("comm_size", TypedValue("int64_val", 64)), ("comm_dst", TypedValue("int32_val", dst)),
-        ("comm_tag", TypedValue("int32_val", 0))]))
+    return delimit(
+        encode_node(
+            id=id,
+            type=5,
+            data_deps=list(deps),
+            attrs=[
+                ("comm_size", TypedValue("int64_val", 64)),
+                ("comm_dst", TypedValue("int32_val", dst)),
+                ("comm_tag", TypedValue("int32_val", 0)),
+            ],
+        )
+    )
 
 
 def _recv(id: int, src: int = 0, deps=()) -> bytes:
-    return delimit(encode_node(id=id, type=6, data_deps=list(deps), attrs=[
-        ("comm_size", TypedValue("int64_val", 64)), ("comm_src", TypedValue("int32_val", src)),
-        ("comm_tag", TypedValue("int32_val", 0))]))
+    return delimit(
+        encode_node(
+            id=id,
+            type=6,
+            data_deps=list(deps),
+            attrs=[
+                ("comm_size", TypedValue("int64_val", 64)),
+                ("comm_src", TypedValue("int32_val", src)),
+                ("comm_tag", TypedValue("int32_val", 0)),
+            ],
+        )
+    )
 
 
 def _pair(tmp_path: Path, rank0: bytes, rank1: bytes | None = None) -> Path:
@@ -166,8 +184,11 @@ def test_rank_attribute_mismatch(tmp_path: Path) -> None:
 
 
 def test_float_comm_size_is_refused(tmp_path: Path) -> None:
-    node = delimit(encode_node(id=0, type=5, attrs=[("comm_size", TypedValue("double_val", 8.0)),
-                                                    ("comm_dst", TypedValue("int32_val", 1))]))
+    node = delimit(
+        encode_node(
+            id=0, type=5, attrs=[("comm_size", TypedValue("double_val", 8.0)), ("comm_dst", TypedValue("int32_val", 1))]
+        )
+    )
     err = _err(_pair(tmp_path, META + node))
     assert "floating-point" in str(err) and err.node == 0
 

@@ -83,10 +83,18 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
     vals = np.array([(1 << (7 * k)) - 1 for k in range(1, 10)] * 5)[:n]
     g = RankGraph.from_columns(
         # sizes >> 3: still 1..9-byte varints, and their sum stays within int64
-        n, kind=NodeType.SEND, peer=1, tag=(vals % 70000).astype(np.int32), size=(vals >> 3).astype(np.int64),
-        src_buf=0, src_off=(vals % (1 << 31)).astype(np.int32), tb=np.where(np.arange(n) % 3 == 0, -1, 5),
-        chan=-np.arange(n) % 4, duration=np.where(np.arange(n) % 2 == 0, vals, -1),
-        dep_ptr=np.concatenate(([0], np.arange(n))), dep_pos=np.arange(n - 1),
+        n,
+        kind=NodeType.SEND,
+        peer=1,
+        tag=(vals % 70000).astype(np.int32),
+        size=(vals >> 3).astype(np.int64),
+        src_buf=0,
+        src_off=(vals % (1 << 31)).astype(np.int32),
+        tb=np.where(np.arange(n) % 3 == 0, -1, 5),
+        chan=-np.arange(n) % 4,
+        duration=np.where(np.arange(n) % 2 == 0, vals, -1),
+        dep_ptr=np.concatenate(([0], np.arange(n))),
+        dep_pos=np.arange(n - 1),
     )
     other = RankGraph.from_columns(1, kind=NodeType.RECV, peer=0)
     alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 1, 1), (g, other))

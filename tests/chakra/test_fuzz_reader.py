@@ -73,8 +73,9 @@ def _read(prefix: Path) -> None:
 
 @_FUZZ
 @given(data=st.data())
-def test_mutated_rank_files(base: tuple[Path, list[bytes]], data: Any,
-                            tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_mutated_rank_files(
+    base: tuple[Path, list[bytes]], data: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Bytes flipped, cut, inserted or deleted anywhere in one rank file."""
     _d, files = base
     files = list(files)
@@ -106,8 +107,21 @@ _TYPED = st.one_of(
     st.builds(TypedValue, st.just("int64_list"), st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=3)),
 )
 _NODE_ATTRS = st.sampled_from([*ATTR_RANGES, "comm_type", "x"])
-_META_ATTRS = st.sampled_from(["ranks", "in_chunks", "out_chunks", "scratch_chunks", "root", "size", "rank",
-                               "inplace", "collective", "collhub_profile", "algorithm"])
+_META_ATTRS = st.sampled_from(
+    [
+        "ranks",
+        "in_chunks",
+        "out_chunks",
+        "scratch_chunks",
+        "root",
+        "size",
+        "rank",
+        "inplace",
+        "collective",
+        "collhub_profile",
+        "algorithm",
+    ]
+)
 
 
 def _recode(data: bytes, meta: Any = None, node: Any = None) -> bytes:
@@ -126,8 +140,14 @@ def _recode(data: bytes, meta: Any = None, node: Any = None) -> bytes:
 
 @_FUZZ
 @given(rank=st.integers(0, 2), index=st.integers(0, 40), name=_NODE_ATTRS, value=_TYPED)
-def test_any_value_in_any_node_attribute(base: tuple[Path, list[bytes]], rank: int, index: int, name: str,
-                                         value: TypedValue, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_any_value_in_any_node_attribute(
+    base: tuple[Path, list[bytes]],
+    rank: int,
+    index: int,
+    name: str,
+    value: TypedValue,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     _d, files = base
     files = list(files)
     files[rank] = _recode(files[rank], node=(index, name, value))
@@ -136,8 +156,13 @@ def test_any_value_in_any_node_attribute(base: tuple[Path, list[bytes]], rank: i
 
 @_FUZZ
 @given(ranks=st.sets(st.integers(0, 2), min_size=1), name=_META_ATTRS, value=_TYPED)
-def test_any_value_in_any_metadata_attribute(base: tuple[Path, list[bytes]], ranks: set[int], name: str,
-                                             value: TypedValue, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_any_value_in_any_metadata_attribute(
+    base: tuple[Path, list[bytes]],
+    ranks: set[int],
+    name: str,
+    value: TypedValue,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     _d, files = base
     files = [_recode(f, meta=(name, value)) if r in ranks else f for r, f in enumerate(files)]
     _read(_write_set(tmp_path_factory.mktemp("g"), files))

@@ -34,11 +34,22 @@ def _limits() -> None:
 
 
 def run_collhub(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "COLLHUB_LOAD_PLUGINS": "collhub_mscclang,collhub_astrasim",
-                **(env or {})}
+    full_env = {
+        **os.environ,
+        "OPENBLAS_NUM_THREADS": "1",
+        "COLLHUB_LOAD_PLUGINS": "collhub_mscclang,collhub_astrasim",
+        **(env or {}),
+    }
     full_env.pop("COLLHUB_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "hub.cli", *argv], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=_TIMEOUT, preexec_fn=_limits)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *argv],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        preexec_fn=_limits,
+    )
 
 
 def _listing(d: Path) -> set[str]:

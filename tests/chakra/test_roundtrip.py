@@ -57,17 +57,27 @@ def test_round_trip_irregular_columns(tmp_path: Path) -> None:
     """Id gaps, non-default every column, several deps, negative-free large values."""
     n = 6
     g = RankGraph.from_columns(
-        n, ids=[10, 3, 700, 5, 99999, 6],
+        n,
+        ids=[10, 3, 700, 5, 99999, 6],
         kind=[NodeType.SEND, NodeType.RECV, NodeType.COMP, NodeType.SEND, NodeType.RECV, NodeType.COMP],
-        peer=[1, 1, -1, 1, 1, -1], tag=[0, 0, 3, 70000, 70000, 0], count=[2, 1, 3, 0, 5, 0],
-        src_buf=[Buffer.INPUT, -1, Buffer.SCRATCH, Buffer.OUTPUT, -1, -1], src_off=[4, -1, 2, 0, -1, -1],
-        dst_buf=[-1, Buffer.OUTPUT, Buffer.OUTPUT, -1, Buffer.SCRATCH, -1], dst_off=[-1, 9, 1, -1, 0, -1],
-        op=[Op.NONE, Op.COPY, Op.REDUCE, Op.NONE, Op.REDUCE, Op.NONE], size=[1 << 40, 5, 77, 0, -1, -1],
-        duration=[-1, -1, 12, 3, -1, 1 << 33], tb=[0, 1, 2, -1, 7, 0], chan=[0, 0, 1, 2, 3, 0],
-        dep_ptr=[0, 0, 1, 3, 3, 5, 6], dep_pos=[0, 0, 1, 2, 3, 4],
+        peer=[1, 1, -1, 1, 1, -1],
+        tag=[0, 0, 3, 70000, 70000, 0],
+        count=[2, 1, 3, 0, 5, 0],
+        src_buf=[Buffer.INPUT, -1, Buffer.SCRATCH, Buffer.OUTPUT, -1, -1],
+        src_off=[4, -1, 2, 0, -1, -1],
+        dst_buf=[-1, Buffer.OUTPUT, Buffer.OUTPUT, -1, Buffer.SCRATCH, -1],
+        dst_off=[-1, 9, 1, -1, 0, -1],
+        op=[Op.NONE, Op.COPY, Op.REDUCE, Op.NONE, Op.REDUCE, Op.NONE],
+        size=[1 << 40, 5, 77, 0, -1, -1],
+        duration=[-1, -1, 12, 3, -1, 1 << 33],
+        tb=[0, 1, 2, -1, 7, 0],
+        chan=[0, 0, 1, 2, 3, 0],
+        dep_ptr=[0, 0, 1, 3, 3, 5, 6],
+        dep_pos=[0, 0, 1, 2, 3, 4],
     )
-    other = RankGraph.from_columns(2, kind=[NodeType.RECV, NodeType.SEND], peer=[0, 0], tag=[0, 70000],
-                                   dep_ptr=[0, 0, 1], dep_pos=[0])
+    other = RankGraph.from_columns(
+        2, kind=[NodeType.RECV, NodeType.SEND], peer=[0, 0], tag=[0, 70000], dep_ptr=[0, 0, 1], dep_pos=[0]
+    )
     alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 3, 2, scratch_chunks=4, root=1), (g, other))
     write_algorithm(alg, tmp_path / "x")
     assert_same_graphs(alg, read_algorithm(tmp_path / "x"))
@@ -86,17 +96,33 @@ def test_vectorized_encoder_matches_general_encoder(foreign_extra) -> None:
         attrs = [("comm_size", TypedValue("int64_val", v.size))] if v.size >= 0 else []
         if v.kind in (NodeType.SEND, NodeType.RECV):
             src, dst = (1, v.peer) if v.kind == NodeType.SEND else (v.peer, 1)
-            attrs += [("comm_src", TypedValue("int32_val", src)), ("comm_dst", TypedValue("int32_val", dst)),
-                      ("comm_tag", TypedValue("int32_val", v.tag))]
+            attrs += [
+                ("comm_src", TypedValue("int32_val", src)),
+                ("comm_dst", TypedValue("int32_val", dst)),
+                ("comm_tag", TypedValue("int32_val", v.tag)),
+            ]
         cnt_default = 1 if v.kind in (NodeType.SEND, NodeType.RECV) else 0
-        for name, value, default in (("cnt", v.count, cnt_default), ("sbuf", v.src_buf, -1), ("soff", v.src_off, -1),
-                                     ("dbuf", v.dst_buf, -1), ("doff", v.dst_off, -1), ("op", v.op, 0),
-                                     ("tb", v.tb, -1), ("chan", v.chan, 0)):
+        for name, value, default in (
+            ("cnt", v.count, cnt_default),
+            ("sbuf", v.src_buf, -1),
+            ("soff", v.src_off, -1),
+            ("dbuf", v.dst_buf, -1),
+            ("doff", v.dst_off, -1),
+            ("op", v.op, 0),
+            ("tb", v.tb, -1),
+            ("chan", v.chan, 0),
+        ):
             if value != default:
                 attrs.append((name, TypedValue("int32_val", int(value))))
         attrs += list(g.extra.get(pos, ()))
-        expected = encode_node(id=v.id, name=v.name or "", type=int(v.kind), data_deps=[int(g.ids[d]) for d in v.deps],
-                               duration_micros=max(v.duration, 0), attrs=attrs)
+        expected = encode_node(
+            id=v.id,
+            name=v.name or "",
+            type=int(v.kind),
+            data_deps=[int(g.ids[d]) for d in v.deps],
+            duration_micros=max(v.duration, 0),
+            attrs=attrs,
+        )
         assert data[s:e] == expected, pos
         assert nd["type"] == int(v.kind)
 
@@ -129,8 +155,16 @@ def test_gzip_is_accepted(tmp_path: Path, ring8: Algorithm) -> None:
 
 def test_workload_round_trip_and_typing(tmp_path: Path) -> None:
     wl = Workload.single_collective(Collective.ALLGATHER, 4, 4096, name="ag")
-    wl.ranks[0].append(WorkloadNode(id=1, name="gemm", type=NodeType.COMP, deps=[0], duration_micros=12,
-                                    attrs={"num_ops": 100, "tensor_size": 64}))
+    wl.ranks[0].append(
+        WorkloadNode(
+            id=1,
+            name="gemm",
+            type=NodeType.COMP,
+            deps=[0],
+            duration_micros=12,
+            attrs={"num_ops": 100, "tensor_size": 64},
+        )
+    )
     wl.ranks[0][0].attrs["involved_dim"] = [True, False]
     paths = write_workload(wl, tmp_path / "w")
     back = read_workload(tmp_path / "w")
@@ -179,8 +213,9 @@ def test_global_metadata_content(tmp_path: Path) -> None:
 
 
 def test_columns_dtypes_preserved_for_empty_rank(tmp_path: Path) -> None:
-    alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 0, 0), (RankGraphBuilder(0).build(),
-                                                                RankGraphBuilder(1).build()))
+    alg = Algorithm(
+        AlgorithmMeta(Collective.CUSTOM, 2, 0, 0), (RankGraphBuilder(0).build(), RankGraphBuilder(1).build())
+    )
     write_algorithm(alg, tmp_path / "e")
     back = read_algorithm(tmp_path / "e")
     assert [len(g) for g in back.graphs] == [0, 0]

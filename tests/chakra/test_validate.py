@@ -27,8 +27,11 @@ def _all_builtin() -> list[Algorithm]:
         for coll in sorted(colls):
             for n in (4, 8):
                 try:
-                    algs.append(make(name, coll, n, root=1) if coll in ("broadcast", "reduce", "gather", "scatter")
-                                else make(name, coll, n))
+                    algs.append(
+                        make(name, coll, n, root=1)
+                        if coll in ("broadcast", "reduce", "gather", "scatter")
+                        else make(name, coll, n)
+                    )
                 except (AlgorithmError, ValueError):
                     continue
     return algs
@@ -57,6 +60,7 @@ def _col(rank: int, column: str, pos: int, value: int) -> Callable[[Algorithm], 
         g = alg.graphs[rank].copy()
         getattr(g, column)[pos] = value
         return Algorithm(alg.meta, tuple(g if r == rank else h for r, h in enumerate(alg.graphs)))
+
     return change
 
 

@@ -45,8 +45,9 @@ def test_frame_detects_overrun() -> None:
 
 def _pb_node() -> tuple[object, bytes]:
     M = messages()
-    node = M["Node"](id=300, name="n", type=6, ctrl_deps=[7], data_deps=[1, 200], start_time_micros=5,
-                     duration_micros=9)
+    node = M["Node"](
+        id=300, name="n", type=6, ctrl_deps=[7], data_deps=[1, 200], start_time_micros=5, duration_micros=9
+    )
     node.inputs.values = "[1]"
     a = node.attr.add(name="comm_src")
     a.int32_val = -2
@@ -68,7 +69,13 @@ def _pb_node() -> tuple[object, bytes]:
 def test_encode_node_is_byte_identical_to_protobuf() -> None:
     _node, expected = _pb_node()
     ours = encode_node(
-        id=300, name="n", type=6, ctrl_deps=[7], data_deps=[1, 200], start_time_micros=5, duration_micros=9,
+        id=300,
+        name="n",
+        type=6,
+        ctrl_deps=[7],
+        data_deps=[1, 200],
+        start_time_micros=5,
+        duration_micros=9,
         inputs={"values": "[1]"},
         attrs=[
             ("comm_src", TypedValue("int32_val", -2)),
@@ -104,13 +111,36 @@ def test_decode_node_reads_every_field() -> None:
 def test_every_attribute_type_round_trips_through_protobuf() -> None:
     M = messages()
     samples = {
-        "double_val": 1.5, "float_val": 0.25, "int32_val": -5, "int64_val": -(1 << 40), "uint32_val": 1 << 31,
-        "uint64_val": 1 << 63, "sint32_val": -9, "sint64_val": -(1 << 50), "fixed32_val": 7, "fixed64_val": 1 << 60,
-        "sfixed32_val": -8, "sfixed64_val": -(1 << 45), "bool_val": True, "string_val": "é", "bytes_val": b"\x00\xff",
-        "double_list": [1.0, -2.0], "float_list": [0.5], "int32_list": [-1, 2], "int64_list": [1 << 40, -1],
-        "uint32_list": [3], "uint64_list": [1 << 63], "sint32_list": [-1, 1], "sint64_list": [-(1 << 60)],
-        "fixed32_list": [1, 2], "fixed64_list": [5], "sfixed32_list": [-3], "sfixed64_list": [-4],
-        "bool_list": [False, True], "string_list": ["x", ""], "bytes_list": [b"a", b""],
+        "double_val": 1.5,
+        "float_val": 0.25,
+        "int32_val": -5,
+        "int64_val": -(1 << 40),
+        "uint32_val": 1 << 31,
+        "uint64_val": 1 << 63,
+        "sint32_val": -9,
+        "sint64_val": -(1 << 50),
+        "fixed32_val": 7,
+        "fixed64_val": 1 << 60,
+        "sfixed32_val": -8,
+        "sfixed64_val": -(1 << 45),
+        "bool_val": True,
+        "string_val": "é",
+        "bytes_val": b"\x00\xff",
+        "double_list": [1.0, -2.0],
+        "float_list": [0.5],
+        "int32_list": [-1, 2],
+        "int64_list": [1 << 40, -1],
+        "uint32_list": [3],
+        "uint64_list": [1 << 63],
+        "sint32_list": [-1, 1],
+        "sint64_list": [-(1 << 60)],
+        "fixed32_list": [1, 2],
+        "fixed64_list": [5],
+        "sfixed32_list": [-3],
+        "sfixed64_list": [-4],
+        "bool_list": [False, True],
+        "string_list": ["x", ""],
+        "bytes_list": [b"a", b""],
     }
     for field, value in samples.items():
         body = encode_attr("a", TypedValue(field, value))

@@ -60,7 +60,8 @@ def test_dlrm8_contents(shared_data: Path) -> None:
         colls = [n for n in nodes if n.type == NodeType.COLL]
         assert sorted((n.collective.value, n.comm_size) for n in colls) == sorted(
             [("alltoall", s) for s in (24576, 192, 1536, 13568, 24576)]
-            + [("allreduce", s) for s in (1576964, 448, 907840)])
+            + [("allreduce", s) for s in (1576964, 448, 907840)]
+        )
         assert all(n.pg_name == "" for n in colls)
         # tensor descriptions are kept
         assert any(n.inputs and n.inputs.get("shapes") for n in nodes)
@@ -85,16 +86,21 @@ def test_rewrite_keeps_nodes_deps_and_tensors(shared_data: Path, tmp_path: Path)
     back, caught = _read(tmp_path / "c")
     assert not caught and not back.dangling
     for a, b in zip(wl.ranks, back.ranks, strict=False):
-        assert [(n.id, n.type, sorted(n.deps), sorted(n.ctrl_deps), n.inputs, n.outputs, n.duration_micros)
-                for n in a] == [(n.id, n.type, sorted(n.deps), sorted(n.ctrl_deps), n.inputs, n.outputs,
-                                 n.duration_micros) for n in b]
+        assert [
+            (n.id, n.type, sorted(n.deps), sorted(n.ctrl_deps), n.inputs, n.outputs, n.duration_micros) for n in a
+        ] == [(n.id, n.type, sorted(n.deps), sorted(n.ctrl_deps), n.inputs, n.outputs, n.duration_micros) for n in b]
 
 
 @pytest.mark.parametrize("name", sorted(TRACES))
 def test_trace_show_cli(shared_data: Path, name: str) -> None:
     prefix = _prefix(shared_data, name)
-    proc = subprocess.run([sys.executable, "-m", "hub.cli", "trace", "show", str(prefix), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""})
+    proc = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "trace", "show", str(prefix), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("warning:") == 1 and "Traceback" not in proc.stderr
     s = json.loads(proc.stdout)["summary"]
@@ -103,6 +109,11 @@ def test_trace_show_cli(shared_data: Path, name: str) -> None:
     assert all(r["critical_path_us"] > 0 for r in s["per_rank"])
     if name == "dlrm8":
         assert sum(c["nodes"] for c in s["collectives"]) == 64
-    text = subprocess.run([sys.executable, "-m", "hub.cli", "trace", "show", str(prefix)], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""})
+    text = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "trace", "show", str(prefix)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""},
+    )
     assert text.returncode == 0 and "crit. path" in text.stdout and "collectives" in text.stdout

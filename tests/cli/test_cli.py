@@ -29,8 +29,9 @@ def sub(*args: str, plugins: tuple[str, ...] = (), env: dict[str, str] | None = 
     e["PYTHONPATH"] = os.pathsep.join([*(str(FIXTURES / p) for p in plugins), str(REPO)])
     e["COLLHUB_LOAD_PLUGINS"] = ",".join(f"collhub_fixture_{p}" for p in plugins)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True,
-                          env=e, timeout=60, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, env=e, timeout=60, cwd=cwd
+    )
 
 
 def test_help_lists_groups_and_no_args_is_help():
@@ -120,7 +121,12 @@ def test_parse_sets_yaml_values():
     from hub.cli.components import parse_sets
 
     assert parse_sets(["ranks=8", "ok=true", "dims=[4, 2]", "t.kind=ring", "t.n=2", "s=abc", "e="]) == {
-        "ranks": 8, "ok": True, "dims": [4, 2], "t": {"kind": "ring", "n": 2}, "s": "abc", "e": "",
+        "ranks": 8,
+        "ok": True,
+        "dims": [4, 2],
+        "t": {"kind": "ring", "n": 2},
+        "s": "abc",
+        "e": "",
     }
 
 
@@ -188,8 +194,14 @@ def test_scaffolded_plugin_test_passes(tmp_path):
     assert r.returncode == 0, r.stderr
     root = tmp_path / "collhub-demo"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(REPO)]))
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "tests")],
-                       capture_output=True, text=True, env=env, timeout=120, cwd=root)
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "tests")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=root,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "2 passed" in p.stdout
 
@@ -237,11 +249,17 @@ def test_subprocess_conflict_reported(tmp_path):
 
 @pytest.mark.parametrize("cmd", [["--help"]])
 def test_help_does_not_import_heavy_modules(cmd):
-    code = ("import sys; from hub.cli import main\n"
-            f"try:\n    main({cmd!r})\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('numpy', 'pydantic', 'pluggy', 'rich', 'yaml', 'hub.plugins') if m in sys.modules]\n"
-            "print('HEAVY', heavy, file=sys.stderr)")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, COLLHUB_LOAD_PLUGINS="", PYTHONPATH=str(REPO),
-                                COLLHUB_CACHE_DIR="/nonexistent"))
+    code = (
+        "import sys; from hub.cli import main\n"
+        f"try:\n    main({cmd!r})\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('numpy', 'pydantic', 'pluggy', 'rich', 'yaml', 'hub.plugins') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, COLLHUB_LOAD_PLUGINS="", PYTHONPATH=str(REPO), COLLHUB_CACHE_DIR="/nonexistent"),
+    )
     assert "HEAVY []" in p.stderr, p.stderr

@@ -52,14 +52,21 @@ def commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def _help(path: list[str] | tuple[str, ...], cache: Path) -> str:
     env = dict(os.environ, COLLHUB_LOAD_PLUGINS=_PLUGINS, COLLHUB_CACHE_DIR=str(cache), COLUMNS="100")
     env.pop("COLLHUB_DEBUG", None)
-    p = subprocess.run([sys.executable, "-m", "hub.cli", *path, "--help"], capture_output=True, text=True,
-                       env=env, timeout=60, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "hub.cli", *path, "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=REPO,
+    )
     assert p.returncode == 0, (path, p.stderr)
     return p.stdout
 
 
-def test_every_help_has_an_example_and_only_the_top_level_has_completion(commands: list[list[str]],
-                                                                         tmp_path: Path) -> None:
+def test_every_help_has_an_example_and_only_the_top_level_has_completion(
+    commands: list[list[str]], tmp_path: Path
+) -> None:
     groups = _groups(commands)
     pages: list[list[str] | tuple[str, ...]] = [[], *commands, *groups]
     with ThreadPoolExecutor(2) as pool:  # one real subprocess per page; the suite shares 2 cores

@@ -13,9 +13,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SIMPLE = "version: 1\nsources:\n  r: {producer: hub.ring, params: {collective: allreduce, ranks: 4}}\n"
-BOMB = "[&a [1,1,1,1,1,1,1,1,1], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], &c [*b,*b,*b,*b,*b,*b,*b,*b,*b], " \
-       "&d [*c,*c,*c,*c,*c,*c,*c,*c,*c], &e [*d,*d,*d,*d,*d,*d,*d,*d,*d], &f [*e,*e,*e,*e,*e,*e,*e,*e,*e], " \
-       "&g [*f,*f,*f,*f,*f,*f,*f,*f,*f]]"
+BOMB = (
+    "[&a [1,1,1,1,1,1,1,1,1], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], &c [*b,*b,*b,*b,*b,*b,*b,*b,*b], "
+    "&d [*c,*c,*c,*c,*c,*c,*c,*c,*c], &e [*d,*d,*d,*d,*d,*d,*d,*d,*d], &f [*e,*e,*e,*e,*e,*e,*e,*e,*e], "
+    "&g [*f,*f,*f,*f,*f,*f,*f,*f,*f]]"
+)
 RING = ["produce", "hub.ring", "--set", "collective=allreduce", "-o", "out/r"]
 
 CASES = {
@@ -50,8 +52,15 @@ def test_hostile_argument(name: str, tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("mine\n")
     env = dict(os.environ, PYTHONPATH=str(REPO), COLLHUB_LOAD_PLUGINS="", COLLHUB_CACHE_DIR=str(tmp_path / ".c"))
     env.pop("COLLHUB_DEBUG", None)
-    r = subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, env=env,
-                       cwd=tmp_path, timeout=30, preexec_fn=_limit)
+    r = subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=30,
+        preexec_fn=_limit,
+    )
     assert r.returncode == code, r.stderr[-2000:]
     assert "Traceback" not in r.stderr + r.stdout
     text = r.stdout + r.stderr

@@ -27,10 +27,17 @@ from hub.plugins._manifest import validate_plugin
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _collhub(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-             timeout: int = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+def _collhub(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: int = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 def _json(proc: subprocess.CompletedProcess[str]) -> dict:
@@ -45,7 +52,7 @@ def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
 
 
-PLUGIN_CODE = '''\
+PLUGIN_CODE = """\
 from hub.plugins import ConsumerSpec, ProducerSpec, TransformSpec, hookimpl
 
 COLLHUB_PLUGIN_API = "1.0"
@@ -64,9 +71,9 @@ def collhub_transforms():
 @hookimpl
 def collhub_consumers():
     return [ConsumerSpec(name="c", summary="C", factory="x.y:h", inputs=frozenset({"algorithm", "workload"}))]
-'''
+"""
 
-MATCHING_MANIFEST = '''\
+MATCHING_MANIFEST = """\
 [[components]]
 kind = "producer"
 name = "a"
@@ -80,20 +87,31 @@ name = "b"
 kind = "consumer"
 name = "c"
 inputs = ["algorithm", "workload"]
-'''
+"""
 
 
-def write_project(root: Path, *, manifest_body: str = MATCHING_MANIFEST, plugin_code: str = PLUGIN_CODE,
-                  init_code: str = "", header: str | None = None, manifest_ep: bool = True,
-                  package_data: bool = True) -> Path:
+def write_project(
+    root: Path,
+    *,
+    manifest_body: str = MATCHING_MANIFEST,
+    plugin_code: str = PLUGIN_CODE,
+    init_code: str = "",
+    header: str | None = None,
+    manifest_ep: bool = True,
+    package_data: bool = True,
+) -> Path:
     """A plugin project ``collhub-demo`` (entry point ``demo = collhub_demo.plugin``)."""
     project = root / "collhub-demo"
     pkg = project / "collhub_demo"
     pkg.mkdir(parents=True)
     ep = '\n[project.entry-points."collhub.manifest"]\ndemo = "collhub_demo"\n' if manifest_ep else ""
-    data = '\n[tool.setuptools.package-data]\ncollhub_demo = ["collhub-plugin.toml"]\n' if package_data else (
-        '\n[tool.setuptools.package-data]\ncollhub_demo = ["py.typed"]\n')
-    (project / "pyproject.toml").write_text(textwrap.dedent("""\
+    data = (
+        '\n[tool.setuptools.package-data]\ncollhub_demo = ["collhub-plugin.toml"]\n'
+        if package_data
+        else ('\n[tool.setuptools.package-data]\ncollhub_demo = ["py.typed"]\n')
+    )
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -104,7 +122,10 @@ def write_project(root: Path, *, manifest_body: str = MATCHING_MANIFEST, plugin_
 
         [project.entry-points.collhub]
         demo = "collhub_demo.plugin"
-        """) + ep + data)
+        """)
+        + ep
+        + data
+    )
     (pkg / "__init__.py").write_text(init_code)
     (pkg / "plugin.py").write_text(plugin_code)
     if header is None:
@@ -164,8 +185,9 @@ def test_every_mismatch_between_code_and_manifest_is_reported(tmp_path: Path) ->
 
 
 def test_inputs_capabilities_and_api_version_are_compared_where_stated(tmp_path: Path) -> None:
-    manifest = MATCHING_MANIFEST.replace('inputs = ["algorithm", "workload"]',
-                                         'inputs = ["algorithm"]\ncapabilities = ["fast"]')
+    manifest = MATCHING_MANIFEST.replace(
+        'inputs = ["algorithm", "workload"]', 'inputs = ["algorithm"]\ncapabilities = ["fast"]'
+    )
     header = 'name = "collhub-demo"\nplugin = "demo"\napi_version = "1.1"\n'
     project = write_project(tmp_path, manifest_body=manifest, header=header)
     messages = sorted(m for _, m in _problems(validate_plugin(project, imports=True)))
@@ -177,8 +199,9 @@ def test_inputs_capabilities_and_api_version_are_compared_where_stated(tmp_path:
 
 
 def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) -> None:
-    header = ('name = "collhub-other-name"\nplugin = "nodemo"\napi_version = "2.0"\nrequires_hub = "~~1"\ncolour = '
-              '"red"\n')
+    header = (
+        'name = "collhub-other-name"\nplugin = "nodemo"\napi_version = "2.0"\nrequires_hub = "~~1"\ncolour = "red"\n'
+    )
     manifest = (
         '[[components]]\nkind = "producer"\nname = "a"\ncollectives = ["allreducee"]\n\n'
         '[[components]]\nkind = "producer"\nname = "a"\n\n'
@@ -192,9 +215,9 @@ def test_all_manifest_errors_are_listed_and_nothing_is_imported(tmp_path: Path) 
     assert problems[0][1] == "Extra inputs are not permitted"
     assert "'~~1' is not a PEP 440 version specifier" in problems[1][1]
     header = header.replace('requires_hub = "~~1"\n', "")
-    (project / "collhub_demo" / "collhub-plugin.toml").write_text(header.replace('colour = "red"\n', "")
-                                                                    + 'lifecycle = "dead"\n[[components]]\nkind = '
-                                                                      '"x"\nname = "Bad.Name"\n')
+    (project / "collhub_demo" / "collhub-plugin.toml").write_text(
+        header.replace('colour = "red"\n', "") + 'lifecycle = "dead"\n[[components]]\nkind = "x"\nname = "Bad.Name"\n'
+    )
     fields = sorted(w.rsplit(": ", 1)[-1] for w, _ in _problems(validate_plugin(project)))
     assert fields == ["components.0.kind", "components.0.name", "lifecycle"]
     # A valid file with semantic errors: each one named.
@@ -268,23 +291,44 @@ def test_wheel(wheels: dict[str, Path]) -> None:
     deep = _collhub("plugins", "validate", str(wheels["sample"]), "--imports", "-f", "json")
     assert deep.returncode == 3
     assert [(p["where"], p["message"]) for p in _json(deep)["problems"]] == [
-        ("sample.pairs", "collectives: manifest alltoall, code (any)")]
+        ("sample.pairs", "collectives: manifest alltoall, code (any)")
+    ]
     ((_, message),) = _problems(validate_plugin(wheels["no_manifest"]))
     assert "expected one entry point in group 'collhub.manifest', found 0" in message
 
 
 def test_installed_distribution_is_read_without_importing_it(tmp_path: Path, wheels: dict[str, Path]) -> None:
     target = tmp_path / "site"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                          "--target", str(target), str(wheels["sample"])], capture_output=True, text=True)
+    pip = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(wheels["sample"]),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert pip.returncode == 0, pip.stderr
     env = {"PYTHONPATH": os.pathsep.join([str(target), str(REPO)])}
     # In a fresh interpreter: validate, then look whether the plugin's package got imported.
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import json, sys; from hub.plugins._manifest import validate_plugin as v; c = v('collhub-sample'); "
-         "print(json.dumps({'imported': 'collhub_sample' in sys.modules, **c.as_dict()}))"],
-        capture_output=True, text=True, env={**os.environ, **env})
+        [
+            sys.executable,
+            "-c",
+            "import json, sys; from hub.plugins._manifest import validate_plugin as v; c = v('collhub-sample'); "
+            "print(json.dumps({'imported': 'collhub_sample' in sys.modules, **c.as_dict()}))",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
     report = json.loads(probe.stdout)
     assert report["ok"] and report["imported"] is False, report
     assert report["source"] == "installed" and report["manifest"]["display_name"] == "Sample pairs"
@@ -343,13 +387,20 @@ def test_info_remote_json(server, wheels: dict[str, Path], tmp_path: Path) -> No
     (f,) = versions["0.3.0"]["files"]
     assert f["filename"] == wheels["other"].name
     assert f["hashes"]["sha256"] == _sha256(wheels["other"]) and f["size"] == wheels["other"].stat().st_size
-    assert doc["components"] == [{"id": "other.replay", "kind": "consumer", "summary": "Replay on NCCL",
-                                  "collectives": ["allreduce", "allgather"]}]
+    assert doc["components"] == [
+        {
+            "id": "other.replay",
+            "kind": "consumer",
+            "summary": "Replay on NCCL",
+            "collectives": ["allreduce", "allgather"],
+        }
+    ]
 
 
 def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str, Path]) -> None:
-    build_site([wheels["sample"], wheels["other"], wheels["other_future"]], tmp_path / "site",
-               yanked=["collhub-other==0.4.0"])
+    build_site(
+        [wheels["sample"], wheels["other"], wheels["other_future"]], tmp_path / "site", yanked=["collhub-other==0.4.0"]
+    )
     srv = make_server(tmp_path / "site", "127.0.0.1", 0)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()

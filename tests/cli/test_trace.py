@@ -21,8 +21,14 @@ from hub.chakra import AlgorithmMeta, Buffer, Collective, RankGraphBuilder, buil
 
 
 def _collhub(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd, env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""})
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""},
+    )
 
 
 def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -90,7 +96,8 @@ def test_verify_astrasim_example(example: str) -> None:
     assert doc["not_checked"] == {"semantics": "no buffer information (in_chunks=0, out_chunks=0)"}
     proc = _collhub("trace", "verify", example)
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith(
-        "(checked structure, progress; semantics not checked: no buffer information (in_chunks=0, out_chunks=0))")
+        "(checked structure, progress; semantics not checked: no buffer information (in_chunks=0, out_chunks=0))"
+    )
 
 
 def test_verify_produced_ring_up_to_semantics(ring4: str) -> None:
@@ -105,7 +112,7 @@ def _wrong_algorithm(prefix: Path) -> None:
     b[0].send(1, src=(Buffer.INPUT, 0))
     b[1].recv(0, dst=(Buffer.OUTPUT, 0))
     b[1].recv(0, dst=(Buffer.OUTPUT, 1), tag=7)  # no SEND with tag 7 anywhere
-    b[0].recv(1, dst=(Buffer.OUTPUT, 1))        # rank 1 never sends either
+    b[0].recv(1, dst=(Buffer.OUTPUT, 1))  # rank 1 never sends either
     meta = AlgorithmMeta(collective=Collective.ALLGATHER, ranks=2, in_chunks=1, out_chunks=2, name="wrong")
     write_algorithm(build_algorithm(meta, b), prefix)
 
@@ -146,8 +153,11 @@ def _mlc_nodes(path: Path) -> list[tuple]:
             # What ASTRA-sim reads: the peer (comm_dst of a SEND, comm_src of a RECV), tag, size;
             # a COMP's duration. (Our writer adds the redundant other end, which it ignores.)
             peer = attrs.get("comm_dst") if node.type == pb.COMM_SEND_NODE else attrs.get("comm_src")
-            extra = node.duration_micros if node.type == pb.COMP_NODE else (peer, attrs.get("comm_tag"),
-                                                                          attrs.get("comm_size"))
+            extra = (
+                node.duration_micros
+                if node.type == pb.COMP_NODE
+                else (peer, attrs.get("comm_tag"), attrs.get("comm_size"))
+            )
             rows.append((node.id, node.type, sorted(node.data_deps), extra))
     finally:
         fh.close()

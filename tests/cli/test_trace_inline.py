@@ -13,14 +13,26 @@ AR, A2A = COMM_TYPE_OF[Collective.ALLREDUCE], COMM_TYPE_OF[Collective.ALLTOALL]
 
 
 def _collhub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd, env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""})
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""},
+    )
 
 
 def test_inline_writes_a_plain_workload(tmp_path: Path) -> None:
-    wl = Workload(ranks=[[WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=3),
-                          WorkloadNode(id=1, name="ar", type=NodeType.COLL, deps=[0], comm_type=AR, comm_size=4096)]
-                         for _ in range(4)])
+    wl = Workload(
+        ranks=[
+            [
+                WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=3),
+                WorkloadNode(id=1, name="ar", type=NodeType.COLL, deps=[0], comm_type=AR, comm_size=4096),
+            ]
+            for _ in range(4)
+        ]
+    )
     write_workload(wl, tmp_path / "w")
     proc = _collhub("trace", "inline", "w", "out/w", "-a", "allreduce=direct", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -32,9 +44,15 @@ def test_inline_writes_a_plain_workload(tmp_path: Path) -> None:
 
 
 def test_inline_with_overlap_cuts_the_producer(tmp_path: Path) -> None:
-    wl = Workload(ranks=[[WorkloadNode(id=0, name="grad", type=NodeType.COMP, duration_micros=8),
-                          WorkloadNode(id=1, name="ar", type=NodeType.COLL, deps=[0], comm_type=AR, comm_size=4096)]
-                         for _ in range(4)])
+    wl = Workload(
+        ranks=[
+            [
+                WorkloadNode(id=0, name="grad", type=NodeType.COMP, duration_micros=8),
+                WorkloadNode(id=1, name="ar", type=NodeType.COLL, deps=[0], comm_type=AR, comm_size=4096),
+            ]
+            for _ in range(4)
+        ]
+    )
     write_workload(wl, tmp_path / "w")
     proc = _collhub("trace", "inline", "w", "out/w", "--overlap", "4", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -48,8 +66,10 @@ def test_inline_with_overlap_cuts_the_producer(tmp_path: Path) -> None:
 
 def test_inline_bad_input_lists_every_problem_exit_3(tmp_path: Path) -> None:
     ranks = [
-        [WorkloadNode(id=5, name="a", type=NodeType.COLL, comm_type=AR, comm_size=64),
-         WorkloadNode(id=6, name="b", type=NodeType.COLL, comm_type=AR)],
+        [
+            WorkloadNode(id=5, name="a", type=NodeType.COLL, comm_type=AR, comm_size=64),
+            WorkloadNode(id=6, name="b", type=NodeType.COLL, comm_type=AR),
+        ],
         [WorkloadNode(id=7, name="a", type=NodeType.COLL, comm_type=A2A, comm_size=64)],
     ]
     write_workload(Workload(ranks=ranks, name="bad"), tmp_path / "bad")

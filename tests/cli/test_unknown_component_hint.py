@@ -14,8 +14,14 @@ def _produce(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     e = {k: v for k, v in os.environ.items() if k not in ("COLLHUB_REGISTRY_URL", "COLLHUB_DEBUG")}
     e["COLLHUB_CONFIG"] = str(tmp_path / "no-config.toml")  # no user config leaks in
     e.update(env)
-    return subprocess.run([sys.executable, "-m", "hub.cli", "produce", "acme.fancy", "--out", "x"],
-                          capture_output=True, text=True, cwd=tmp_path, env=e, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", "produce", "acme.fancy", "--out", "x"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=e,
+        timeout=60,
+    )
 
 
 def test_unknown_component_suggests_search_with_a_registry(tmp_path: Path) -> None:

@@ -15,17 +15,45 @@ from hub._native import _sim
 def _args(n: int = 1, **over):  # noqa: ANN202 - a tuple of the 21 positional arguments
     """A valid call for ``n`` isolated no-op nodes plus the start node (which releases them)."""
     a = {
-        "kind": np.zeros(n + 1, np.int8), "chan": np.full(n + 1, -1, np.int32), "dur": np.zeros(n + 1, np.int64),
-        "chan_delay": np.zeros(0, np.int64), "succ_ptr": np.array([0] * (n + 1) + [n], np.int64),
-        "succ_idx": np.arange(n, dtype=np.int32), "indeg": np.array([1] * n + [0], np.int32),
-        "rank": np.zeros(n + 1, np.int32), "perm": np.arange(n, dtype=np.int32), "ids": np.arange(n, dtype=np.int64),
-        "start": np.full(n + 1, -1, np.int64), "fin": np.full(n + 1, -1, np.int64),
-        "cause": np.full(n + 1, -1, np.int32), "rank_finish": np.zeros(1, np.int64),
+        "kind": np.zeros(n + 1, np.int8),
+        "chan": np.full(n + 1, -1, np.int32),
+        "dur": np.zeros(n + 1, np.int64),
+        "chan_delay": np.zeros(0, np.int64),
+        "succ_ptr": np.array([0] * (n + 1) + [n], np.int64),
+        "succ_idx": np.arange(n, dtype=np.int32),
+        "indeg": np.array([1] * n + [0], np.int32),
+        "rank": np.zeros(n + 1, np.int32),
+        "perm": np.arange(n, dtype=np.int32),
+        "ids": np.arange(n, dtype=np.int64),
+        "start": np.full(n + 1, -1, np.int64),
+        "fin": np.full(n + 1, -1, np.int64),
+        "cause": np.full(n + 1, -1, np.int32),
+        "rank_finish": np.zeros(1, np.int64),
     }
     a.update(over)
-    return (n, 1, 0, True, lambda r, keys: list(range(len(keys))), a["kind"], a["chan"], a["dur"], a["chan_delay"],
-            a["succ_ptr"], a["succ_idx"], a["indeg"], a["rank"], a["perm"], a["ids"], None, None, a["start"],
-            a["fin"], a["cause"], a["rank_finish"]), a
+    return (
+        n,
+        1,
+        0,
+        True,
+        lambda r, keys: list(range(len(keys))),
+        a["kind"],
+        a["chan"],
+        a["dur"],
+        a["chan_delay"],
+        a["succ_ptr"],
+        a["succ_idx"],
+        a["indeg"],
+        a["rank"],
+        a["perm"],
+        a["ids"],
+        None,
+        None,
+        a["start"],
+        a["fin"],
+        a["cause"],
+        a["rank_finish"],
+    ), a
 
 
 def test_no_op_nodes_complete_at_time_zero_released_by_the_start_node():
@@ -37,11 +65,14 @@ def test_no_op_nodes_complete_at_time_zero_released_by_the_start_node():
     assert a["indeg"].tolist() == [0, 0, 0, 0]
 
 
-@pytest.mark.parametrize(("column", "bad", "message"), [
-    ("kind", np.zeros(2, np.int32), "kind: expected 2 items of 1 bytes"),  # wrong dtype
-    ("chan", np.zeros(3, np.int32), "chan: expected 2 items of 4 bytes"),  # wrong length
-    ("perm", np.zeros(1, np.int64), "perm: expected 1 items of 4 bytes"),
-])
+@pytest.mark.parametrize(
+    ("column", "bad", "message"),
+    [
+        ("kind", np.zeros(2, np.int32), "kind: expected 2 items of 1 bytes"),  # wrong dtype
+        ("chan", np.zeros(3, np.int32), "chan: expected 2 items of 4 bytes"),  # wrong length
+        ("perm", np.zeros(1, np.int64), "perm: expected 1 items of 4 bytes"),
+    ],
+)
 def test_wrong_columns_are_refused_by_name(column, bad, message):
     args, _ = _args(1, **{column: bad})
     with pytest.raises(ValueError, match=message):
@@ -59,8 +90,12 @@ def test_outputs_must_be_writable():
 def test_an_error_in_the_order_callback_propagates():
     # one node releasing three: the issue order comes from the callback (hub.sim._feeder in real runs)
     n = 4
-    args, _ = _args(n, succ_ptr=np.array([0, 3, 3, 3, 3, 4], np.int64), succ_idx=np.array([1, 2, 3, 0], np.int32),
-                    indeg=np.array([1, 1, 1, 1, 0], np.int32))
+    args, _ = _args(
+        n,
+        succ_ptr=np.array([0, 3, 3, 3, 3, 4], np.int64),
+        succ_idx=np.array([1, 2, 3, 0], np.int32),
+        indeg=np.array([1, 1, 1, 1, 0], np.int32),
+    )
     args = (*args[:4], lambda r, keys: 1 / 0, *args[5:])
     with pytest.raises(ZeroDivisionError):
         _sim.run(*args)

@@ -60,8 +60,14 @@ def line(params: LineParams, ctx: object) -> Algorithm:
         b.send((r + 1) % n, src=(Buffer.INPUT, 0), count=c)
         b.recv((r - 1) % n, dst=(Buffer.OUTPUT, 0), count=c)
         builders.append(b)
-    meta = AlgorithmMeta(collective=Collective.parse(params.collective), ranks=n, in_chunks=c, out_chunks=c,
-                         name=f"line{n}", producer="t.line")
+    meta = AlgorithmMeta(
+        collective=Collective.parse(params.collective),
+        ranks=n,
+        in_chunks=c,
+        out_chunks=c,
+        name=f"line{n}",
+        producer="t.line",
+    )
     return Algorithm(meta, tuple(b.build() for b in builders))
 
 
@@ -87,8 +93,16 @@ def cost(alg: Algorithm, params: CostParams, ctx: object) -> Result:
 
 @hookimpl
 def collhub_producers() -> list[ProducerSpec]:
-    return [ProducerSpec(name="line", summary="test ring", factory=line, params=LineParams,
-                         collectives=frozenset({"allgather", "allreduce"}), min_ranks=2)]
+    return [
+        ProducerSpec(
+            name="line",
+            summary="test ring",
+            factory=line,
+            params=LineParams,
+            collectives=frozenset({"allgather", "allreduce"}),
+            min_ranks=2,
+        )
+    ]
 
 
 @hookimpl

@@ -19,8 +19,9 @@ EXAMPLE = REPO / "examples" / "compare-allreduce.yaml"
 
 
 def collhub(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd or REPO, timeout=120
+    )
 
 
 BAD = """\
@@ -57,7 +58,10 @@ def test_validate_json_and_ok(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert doc["valid"] is False
     assert [(i["line"], i["column"], i["path"]) for i in doc["issues"]] == [
-        (5, 15, "sources.ring.producer"), (6, 44, "sources.ring.params.ranks"), (8, 14, "consumers.sim.use")]
+        (5, 15, "sources.ring.producer"),
+        (6, 44, "sources.ring.params.ranks"),
+        (8, 14, "consumers.sim.use"),
+    ]
     proc = collhub("pipeline", "validate", str(EXAMPLE))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("ok (4 source(s) x 9 point(s) x 1 consumer(s) = 36 row(s))")
@@ -71,7 +75,8 @@ def test_schema_is_json_schema() -> None:
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"version", "sources"}
     assert {"version", "requires", "vars", "matrix", "sources", "consumers", "output", "on_error"} <= set(
-        schema["properties"])
+        schema["properties"]
+    )
 
 
 def test_graph_formats() -> None:
@@ -119,8 +124,10 @@ def test_run_example_json(tmp_path: Path) -> None:
 def test_run_failure_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     f = tmp_path / "fail.yaml"
     # hub.simulate cannot place 8 ranks on a 4-NPU ring.
-    f.write_text("version: 1\nsources:\n  r: {producer: hub.ring, params: {collective: allreduce, ranks: 8}}\n"
-                 "consumers:\n  sim: {use: hub.simulate, params: {network: 'ring:4', size: 1MiB}}\n")
+    f.write_text(
+        "version: 1\nsources:\n  r: {producer: hub.ring, params: {collective: allreduce, ranks: 8}}\n"
+        "consumers:\n  sim: {use: hub.simulate, params: {network: 'ring:4', size: 1MiB}}\n"
+    )
     proc = collhub("run", str(f), "--out", str(tmp_path / "out"), "-j", "1")
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()

@@ -52,14 +52,23 @@ class Cluster:
 
     def _spawn(self, args: list[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
         with open(self.tmp / log, "wb") as fh:
-            proc = subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=fh, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True, cwd=self.tmp)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "dask", *args],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                cwd=self.tmp,
+            )
         self.procs.append(proc)
         return proc
 
     def start_scheduler(self) -> None:
-        self._spawn(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(self.file)], _env(), "scheduler.log")
+        self._spawn(
+            ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(self.file)],
+            _env(),
+            "scheduler.log",
+        )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             try:
@@ -71,9 +80,25 @@ class Cluster:
 
     def add_worker(self, with_plugin: bool = True) -> subprocess.Popen[bytes]:
         n = len(self.workers)
-        proc = self._spawn(["worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--nworkers", "1",
-                            "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.tmp)],
-                           _env(with_plugin), f"worker{n}.log")
+        proc = self._spawn(
+            [
+                "worker",
+                "--scheduler-file",
+                str(self.file),
+                "--nthreads",
+                "1",
+                "--nworkers",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+                "--local-directory",
+                str(self.tmp),
+            ],
+            _env(with_plugin),
+            f"worker{n}.log",
+        )
         self.workers.append(proc)
         return proc
 
@@ -127,10 +152,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c.stop()
 
 
-def collhub(*args: str, cwd: Path, env: dict[str, str] | None = None,
-            timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env or _env(), timeout=timeout)
+def collhub(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env or _env(),
+        timeout=timeout,
+    )
 
 
 PIPELINE = """\
@@ -163,9 +195,11 @@ def test_rows_on_a_cluster_and_a_local_cluster_equal_a_local_run(cluster: Cluste
     f, _ = _pipeline(tmp_path)
     before = {k for per_worker in cluster.algorithm_arrivals().values() for k in per_worker}  # earlier tests'
     runs = {}
-    for name, args in {"local": ["--jobs", "1"],
-                       "remote": ["--executor", "dask", "--scheduler", cluster.address],
-                       "localcluster": ["--executor", "dask", "--jobs", "2"]}.items():
+    for name, args in {
+        "local": ["--jobs", "1"],
+        "remote": ["--executor", "dask", "--scheduler", cluster.address],
+        "localcluster": ["--executor", "dask", "--jobs", "2"],
+    }.items():
         proc = collhub("run", str(f), "--out", str(tmp_path / name), "--format", "json", *args, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         runs[name] = json.loads(proc.stdout)
@@ -180,8 +214,9 @@ def test_rows_on_a_cluster_and_a_local_cluster_equal_a_local_run(cluster: Cluste
     assert all(n == 1 for per_worker in held.values() for n in per_worker.values()), held
     assert len({k for per_worker in held.values() for k in per_worker}) == 2, held
     for name in runs:
-        assert sorted(p.name for p in (tmp_path / name / "algorithms").iterdir()) == \
-            sorted(a["dir"].split("/")[-1] for a in runs["local"]["algorithms"])
+        assert sorted(p.name for p in (tmp_path / name / "algorithms").iterdir()) == sorted(
+            a["dir"].split("/")[-1] for a in runs["local"]["algorithms"]
+        )
         wait_row = next(r for r in runs[name]["rows"] if r["component"] == "slow.wait")
         report = tmp_path / name / wait_row["artifacts"]["report"]
         assert report.read_text().split()[1] == "65536"
@@ -190,8 +225,9 @@ def test_rows_on_a_cluster_and_a_local_cluster_equal_a_local_run(cluster: Cluste
 
 def test_a_step_that_fails_is_reported_once_with_its_plugin(cluster: Cluster, tmp_path: Path) -> None:
     f, mark = _pipeline(tmp_path, extra=", fail_at: 1048576")
-    proc = collhub("run", str(f), "--out", str(tmp_path / "r"), "--executor", "dask", "--scheduler", cluster.address,
-                   cwd=tmp_path)
+    proc = collhub(
+        "run", str(f), "--out", str(tmp_path / "r"), "--executor", "dask", "--scheduler", cluster.address, cwd=tmp_path
+    )
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.splitlines()
     # Either source's failure may come back first: units run in parallel.
@@ -202,12 +238,24 @@ def test_a_step_that_fails_is_reported_once_with_its_plugin(cluster: Cluster, tm
     f.write_text(f.read_text() + "on_error: continue\n")
     for p in mark.iterdir():
         p.unlink()
-    proc = collhub("run", str(f), "--out", str(tmp_path / "c"), "--format", "json", "--executor", "dask",
-                   "--scheduler", cluster.address, cwd=tmp_path)
+    proc = collhub(
+        "run",
+        str(f),
+        "--out",
+        str(tmp_path / "c"),
+        "--format",
+        "json",
+        "--executor",
+        "dask",
+        "--scheduler",
+        cluster.address,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     failed = [r for r in json.loads(proc.stdout)["rows"] if r["status"] == "failed"]
-    assert [(r["source"], r["component"], r["point"]["size"]) for r in failed] == \
-        [("ring", "slow.wait", 1048576)] * 2 + [("direct", "slow.wait", 1048576)] * 2
+    assert [(r["source"], r["component"], r["point"]["size"]) for r in failed] == [
+        ("ring", "slow.wait", 1048576)
+    ] * 2 + [("direct", "slow.wait", 1048576)] * 2
     assert {r["error"] for r in failed} == {"SimulationError: slow.wait refuses 1048576 bytes"}
     assert sum(1 for p in mark.iterdir() if p.name.split("-")[1] == "1048576") == 4
 
@@ -216,10 +264,22 @@ def test_a_worker_killed_mid_run_loses_only_its_units(tmp_path: Path) -> None:
     c = _cluster(tmp_path, 2)
     try:
         f, mark = _pipeline(tmp_path, seconds=1.0)
-        cmd = [sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"), "--format", "json",
-               "--executor", "dask", "--scheduler", c.address]
-        run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                               env=_env())
+        cmd = [
+            sys.executable,
+            "-m",
+            "hub.cli",
+            "run",
+            str(f),
+            "--out",
+            str(tmp_path / "r"),
+            "--format",
+            "json",
+            "--executor",
+            "dask",
+            "--scheduler",
+            c.address,
+        ]
+        run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
         victim = c.workers[1]
         deadline = time.monotonic() + START_TIMEOUT
         while not any(p.name.startswith(f"{victim.pid}-") for p in mark.iterdir()):  # it is running a unit
@@ -247,9 +307,16 @@ def test_unreachable_scheduler_is_exit_5_in_bounded_time(tmp_path: Path) -> None
         port = s.getsockname()[1]
     f, _ = _pipeline(tmp_path)
     start = time.monotonic()
-    proc = collhub("run", str(f), "--out", str(tmp_path / "r"), "--executor", "dask",
-                   cwd=tmp_path, env=_env(COLLHUB_DASK_SCHEDULER=f"tcp://127.0.0.1:{port}",
-                                          COLLHUB_DASK_CONNECT_TIMEOUT="2"))
+    proc = collhub(
+        "run",
+        str(f),
+        "--out",
+        str(tmp_path / "r"),
+        "--executor",
+        "dask",
+        cwd=tmp_path,
+        env=_env(COLLHUB_DASK_SCHEDULER=f"tcp://127.0.0.1:{port}", COLLHUB_DASK_CONNECT_TIMEOUT="2"),
+    )
     assert proc.returncode == 5, proc.stderr
     lines = proc.stderr.splitlines()
     assert lines[0].startswith(f"error: cannot reach the Dask scheduler at tcp://127.0.0.1:{port} within 2 s")
@@ -262,8 +329,10 @@ def test_scheduler_without_the_dask_executor_is_a_usage_error(tmp_path: Path) ->
     f, _ = _pipeline(tmp_path)
     proc = collhub("run", str(f), "--scheduler", "tcp://127.0.0.1:1", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["error: --scheduler needs --executor dask",
-                                        "hint: add --executor dask, or drop --scheduler"]
+    assert proc.stderr.splitlines() == [
+        "error: --scheduler needs --executor dask",
+        "hint: add --executor dask, or drop --scheduler",
+    ]
 
 
 def test_a_scheduler_without_workers_then_a_worker_without_a_plugin(tmp_path: Path) -> None:
@@ -279,8 +348,10 @@ def test_a_scheduler_without_workers_then_a_worker_without_a_plugin(tmp_path: Pa
     finally:
         c.stop()
     assert empty.returncode == 5, empty.stderr
-    assert empty.stderr.splitlines() == [f"error: the Dask scheduler at {c.address} has no workers (waited 1 s)",
-                                         f"hint: start workers: dask worker {c.address}"]
+    assert empty.stderr.splitlines() == [
+        f"error: the Dask scheduler at {c.address} has no workers (waited 1 s)",
+        f"hint: start workers: dask worker {c.address}",
+    ]
     assert proc.returncode == 4, proc.stderr
     lines = proc.stderr.splitlines()
     assert lines[0].startswith("error: Dask worker tcp://127.0.0.1:")
@@ -292,10 +363,13 @@ def test_a_scheduler_without_workers_then_a_worker_without_a_plugin(tmp_path: Pa
 def test_without_dask_installed_the_hint_names_the_extra(tmp_path: Path) -> None:
     # Dask is installed here; the child process hides it (None in sys.modules fails the import).
     f, _ = _pipeline(tmp_path)
-    code = ("import sys; sys.modules['distributed'] = None; from hub.cli import main; "
-            f"sys.argv = ['collhub', 'run', {str(f)!r}, '--executor', 'dask']; main()")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=_env(),
-                          timeout=90)
+    code = (
+        "import sys; sys.modules['distributed'] = None; from hub.cli import main; "
+        f"sys.argv = ['collhub', 'run', {str(f)!r}, '--executor', 'dask']; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=90
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.splitlines()
     assert lines[0].startswith("error: --executor dask needs Dask distributed, which is not installed")
@@ -310,9 +384,26 @@ def _assert_kept_incomplete(tmp_path: Path) -> None:
 
 def test_interrupt_stops_the_local_cluster_and_leaves_nothing_running(tmp_path: Path) -> None:
     f, mark = _pipeline(tmp_path, seconds=5)
-    run = subprocess.Popen([sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"),
-                            "--executor", "dask", "--jobs", "1"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hub.cli",
+            "run",
+            str(f),
+            "--out",
+            str(tmp_path / "r"),
+            "--executor",
+            "dask",
+            "--jobs",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
     deadline = time.monotonic() + START_TIMEOUT
     while not list(mark.iterdir()):
         assert time.monotonic() < deadline and run.poll() is None
@@ -331,9 +422,26 @@ def test_interrupt_on_a_cluster_waits_for_running_units_then_cleans_up(cluster: 
     # Dask cannot stop a running task: the run cancels the rest, waits for the running ones to
     # end (they write into the temporary directory), and only then removes that directory.
     f, mark = _pipeline(tmp_path, seconds=2)
-    run = subprocess.Popen([sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"),
-                            "--executor", "dask", "--scheduler", cluster.address],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hub.cli",
+            "run",
+            str(f),
+            "--out",
+            str(tmp_path / "r"),
+            "--executor",
+            "dask",
+            "--scheduler",
+            cluster.address,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
     deadline = time.monotonic() + START_TIMEOUT
     while not list(mark.iterdir()):
         assert time.monotonic() < deadline and run.poll() is None

@@ -35,8 +35,15 @@ def _limit_memory() -> None:
 def _collhub(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO), COLLHUB_LOAD_PLUGINS="", COLLHUB_CACHE_DIR=str(cwd / ".cache"))
     env.pop("COLLHUB_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=timeout, preexec_fn=_limit_memory)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        preexec_fn=_limit_memory,
+    )
 
 
 def test_corpus_is_there() -> None:
@@ -73,8 +80,10 @@ def test_validate_reports_each_bad_network_with_its_position(tmp_path: Path) -> 
 
 
 def test_point_limit_is_overridable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = ("version: 1\nmatrix:\n  a: [1, 2, 3]\n  b: [1, 2]\nsources:\n  r: {producer: hub.ring, params: "
-            "{collective: allreduce, ranks: 4}}\n")
+    text = (
+        "version: 1\nmatrix:\n  a: [1, 2, 3]\n  b: [1, 2]\nsources:\n  r: {producer: hub.ring, params: "
+        "{collective: allreduce, ranks: 4}}\n"
+    )
     from hub.pipeline import validate_text
 
     monkeypatch.setenv("COLLHUB_PIPELINE_MAX_POINTS", "5")
@@ -86,9 +95,11 @@ def test_point_limit_is_overridable(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 # ------------------------------------------------------------------ property-based: the loader
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
-_yamlish = st.recursive(_scalars, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                          st.dictionaries(st.text(max_size=8), kids, max_size=4)),
-                        max_leaves=20)
+_yamlish = st.recursive(
+    _scalars,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -104,8 +115,11 @@ def test_loader_never_raises_anything_but_a_validation_error(text: str) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_yamlish, st.sampled_from(["*a", "&a", "<<: *a", "[*a, *a]", "\x00", "!!python/name:os.system", "{", "]"]),
-       st.integers(min_value=0, max_value=200))
+@given(
+    _yamlish,
+    st.sampled_from(["*a", "&a", "<<: *a", "[*a, *a]", "\x00", "!!python/name:os.system", "{", "]"]),
+    st.integers(min_value=0, max_value=200),
+)
 def test_loader_on_mangled_yaml(value: object, junk: str, where: int) -> None:
     import yaml
 
@@ -135,8 +149,15 @@ consumers:
 def _interrupted_run(tmp: Path, signals: list[tuple[float, int]]) -> tuple[int, str]:
     (tmp / "slow.yaml").write_text(_SLOW)
     env = dict(os.environ, PYTHONPATH=str(REPO), COLLHUB_LOAD_PLUGINS="", COLLHUB_CACHE_DIR=str(tmp / ".cache"))
-    p = subprocess.Popen([sys.executable, "-m", "hub.cli", "run", "slow.yaml", "--jobs", "2", "-o", "out"], cwd=tmp,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", "run", "slow.yaml", "--jobs", "2", "-o", "out"],
+        cwd=tmp,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     for delay, sig in signals:
         time.sleep(delay)
         try:
@@ -158,9 +179,11 @@ def test_interrupt_at_a_random_moment_leaves_complete_or_absent(kind: str, tmp_p
         tmp.mkdir()
         first = rng.uniform(0.4, 2.5)
         second = rng.uniform(0.005, 0.02)
-        sigs = {"double-sigint": [(first, signal.SIGINT), (second, signal.SIGINT)],
-                "sigterm": [(first, signal.SIGTERM)],
-                "sigint-then-sigterm": [(first, signal.SIGINT), (second, signal.SIGTERM)]}[kind]
+        sigs = {
+            "double-sigint": [(first, signal.SIGINT), (second, signal.SIGINT)],
+            "sigterm": [(first, signal.SIGTERM)],
+            "sigint-then-sigterm": [(first, signal.SIGINT), (second, signal.SIGTERM)],
+        }[kind]
         rc, err = _interrupted_run(tmp, sigs)
         names = sorted(p.name for p in tmp.iterdir() if p.name not in ("slow.yaml", ".cache"))
         context = f"delay {first:.3f}s rc {rc}: {err[-500:]}"

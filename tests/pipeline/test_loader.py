@@ -47,7 +47,10 @@ def test_merge_conflict_markers() -> None:
     with pytest.raises(PipelineValidationError) as info:
         load_text("version: 1\n<<<<<<< HEAD\na: 1\n=======\na: 2\n>>>>>>> branch\n", "f.yaml")
     assert [(i.line, i.message) for i in info.value.issues] == [
-        (2, "merge-conflict marker"), (4, "merge-conflict marker"), (6, "merge-conflict marker")]
+        (2, "merge-conflict marker"),
+        (4, "merge-conflict marker"),
+        (6, "merge-conflict marker"),
+    ]
 
 
 def test_syntax_error_position_and_empty_file() -> None:

@@ -42,7 +42,9 @@ def test_mapping_values_and_dotted_references() -> None:
     (p0, p1) = expand({"shape": [{"ranks": 8, "groups": 2}, {"ranks": 16, "groups": 4}]})
     env = p1.as_dict()
     assert interpolate({"ranks": "${shape.ranks}", "net": "ring:4,switch:${shape.groups}"}, env) == {
-        "ranks": 16, "net": "ring:4,switch:4"}
+        "ranks": 16,
+        "net": "ring:4,switch:4",
+    }
     assert p0.label == "shape={ranks: 8, groups: 2}"
     with pytest.raises(UnknownVariable):
         interpolate("${shape.nope}", env)

@@ -21,13 +21,27 @@ REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _row(source: str, point: dict[str, Any], busbw: float | None, *, consumer: str = "sim",
-         status: str = "ok", time_us: float = 1.0) -> dict[str, Any]:
+def _row(
+    source: str,
+    point: dict[str, Any],
+    busbw: float | None,
+    *,
+    consumer: str = "sim",
+    status: str = "ok",
+    time_us: float = 1.0,
+) -> dict[str, Any]:
     metrics: dict[str, Any] = {} if status != "ok" else {"time_us": time_us, "collective": "allreduce", "ranks": 4}
     if busbw is not None and status == "ok":
         metrics["busbw_GBps"] = busbw
-    return {"source": source, "consumer": consumer, "component": "hub.simulate", "point": point,
-            "status": status, "metrics": metrics, "error": None if status == "ok" else "SimulationError: boom"}
+    return {
+        "source": source,
+        "consumer": consumer,
+        "component": "hub.simulate",
+        "point": point,
+        "status": status,
+        "metrics": metrics,
+        "error": None if status == "ok" else "SimulationError: boom",
+    }
 
 
 def _doc(rows: list[dict[str, Any]], variables: list[str], name: str = "demo") -> dict[str, Any]:
@@ -41,8 +55,9 @@ def size_network_doc() -> dict[str, Any]:
         for size, k in (("64KiB", 1), ("1MiB", 2)):
             for net, j in (("ring:4", 0), ("switch:4", 1)):
                 failed = src == "tree" and size == "1MiB" and net == "switch:4"
-                rows.append(_row(src, {"size": size, "network": net}, base * k + j,
-                                 status="failed" if failed else "ok"))
+                rows.append(
+                    _row(src, {"size": size, "network": net}, base * k + j, status="failed" if failed else "ok")
+                )
     return _doc(rows, ["size", "network"])
 
 
@@ -59,19 +74,25 @@ def test_layout_size_by_network() -> None:
     assert lay.series == ("ring", "tree")
     ring_panel, switch_panel = lay.panels
     # values: base * (1 for 64KiB, 2 for 1MiB) + (0 on ring:4, 1 on switch:4)
-    assert ring_panel.lines == {"ring": [(65536.0, 10.0), (1048576.0, 20.0)],
-                                "tree": [(65536.0, 5.0), (1048576.0, 10.0)]}
+    assert ring_panel.lines == {
+        "ring": [(65536.0, 10.0), (1048576.0, 20.0)],
+        "tree": [(65536.0, 5.0), (1048576.0, 10.0)],
+    }
     assert switch_panel.lines == {"ring": [(65536.0, 11.0), (1048576.0, 21.0)], "tree": [(65536.0, 6.0)]}
     assert lay.failed == 1 and lay.missing == 0
     assert lay.y_label == "bus bandwidth (GB/s)" and lay.y_scale == "linear"
     assert lay.x_label == "size (bytes)"
-    assert lay.title.splitlines() == ["demo: bus bandwidth vs size",
-                                      "allreduce on 4 ranks, hub.simulate; 1 failed row(s) not shown"]
+    assert lay.title.splitlines() == [
+        "demo: bus bandwidth vs size",
+        "allreduce on 4 ranks, hub.simulate; 1 failed row(s) not shown",
+    ]
 
 
 def test_layout_time_metric_log_y_and_single_panel() -> None:
-    rows = [_row("ring", {"size": s, "network": "ring:4"}, 1.0, time_us=t)
-            for s, t in ((1024, 2.0), (4096, 5.0), (65536, 40.0))]
+    rows = [
+        _row("ring", {"size": s, "network": "ring:4"}, 1.0, time_us=t)
+        for s, t in ((1024, 2.0), (4096, 5.0), (65536, 40.0))
+    ]
     lay = plot_layout(_doc(rows, ["size", "network"]), metric="time_us")
     # network has one value: not a panel; size given as plain ints is still a byte axis (its name).
     assert lay.panel_vars == () and [p.title for p in lay.panels] == [""]
@@ -80,20 +101,31 @@ def test_layout_time_metric_log_y_and_single_panel() -> None:
 
 
 def test_layout_explicit_panel_moves_other_variables_into_series() -> None:
-    rows = [_row("ring", {"size": s, "network": n, "mode": m}, 1.0)
-            for s in ("1KiB", "2KiB") for n in ("ring:4", "switch:4") for m in ("aware", "unaware")]
+    rows = [
+        _row("ring", {"size": s, "network": n, "mode": m}, 1.0)
+        for s in ("1KiB", "2KiB")
+        for n in ("ring:4", "switch:4")
+        for m in ("aware", "unaware")
+    ]
     lay = plot_layout(_doc(rows, ["size", "network", "mode"]), panel="network")
     assert lay.panel_vars == ("network",)
     assert lay.series == ("ring (mode=aware)", "ring (mode=unaware)")
     lay = plot_layout(_doc(rows, ["size", "network", "mode"]), panel=[])
     assert [p.title for p in lay.panels] == [""]
-    assert lay.series == ("ring (network=ring:4, mode=aware)", "ring (network=ring:4, mode=unaware)",
-                          "ring (network=switch:4, mode=aware)", "ring (network=switch:4, mode=unaware)")
+    assert lay.series == (
+        "ring (network=ring:4, mode=aware)",
+        "ring (network=ring:4, mode=unaware)",
+        "ring (network=switch:4, mode=aware)",
+        "ring (network=switch:4, mode=unaware)",
+    )
 
 
 def test_layout_numeric_x_without_size_and_several_consumers() -> None:
-    rows = [_row("ring", {"ranks": r, "network": "x"}, float(r), consumer=c)
-            for r in (4, 8, 16, 32) for c in ("sim", "astra")]
+    rows = [
+        _row("ring", {"ranks": r, "network": "x"}, float(r), consumer=c)
+        for r in (4, 8, 16, 32)
+        for c in ("sim", "astra")
+    ]
     lay = plot_layout(_doc(rows, ["network", "ranks"]))
     assert lay.x == "ranks" and lay.x_kind == "number" and lay.x_scale == "log2"  # powers of two over 8x
     assert lay.x_label == "ranks"
@@ -136,7 +168,15 @@ def test_size_parsing_and_labels() -> None:
     assert parse_bytes(4096) == 4096 and parse_bytes("4096B") == 4096
     assert parse_bytes("ring:8") is None and parse_bytes(True) is None and parse_bytes(-1) is None
     assert [format_bytes(n) for n in (100, 1000, 1536, 65536, 2**20, 16 * 2**20, 3 * 2**30, 10**9)] == [
-        "100B", "1KB", "1.5KiB", "64KiB", "1MiB", "16MiB", "3GiB", "1GB"]
+        "100B",
+        "1KB",
+        "1.5KiB",
+        "64KiB",
+        "1MiB",
+        "16MiB",
+        "3GiB",
+        "1GB",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,8 +213,9 @@ def test_plot_from_run_dir_and_bad_files(tmp_path: Path) -> None:
         plot_results(tmp_path / "missing", tmp_path / "n.png")
 
 
-def test_missing_matplotlib_is_a_usage_error_with_the_install_hint(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_matplotlib_is_a_usage_error_with_the_install_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
     with pytest.raises(UsageError, match="matplotlib") as e:
         plot_results(size_network_doc(), tmp_path / "x.png")
@@ -183,10 +224,12 @@ def test_missing_matplotlib_is_a_usage_error_with_the_install_hint(tmp_path: Pat
     assert list(tmp_path.iterdir()) == []
 
 
-def test_auto_plot_conditions_and_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    one_size = _doc([_row("a", {"size": "1MiB", "network": n}, 1.0) for n in ("ring:4", "switch:4")],
-                    ["size", "network"])
+def test_auto_plot_conditions_and_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_size = _doc(
+        [_row("a", {"size": "1MiB", "network": n}, 1.0) for n in ("ring:4", "switch:4")], ["size", "network"]
+    )
     assert auto_plot(tmp_path, one_size) is None  # a single x value is no curve
     no_x = _doc([_row("a", {"network": n}, 1.0) for n in ("ring:4", "switch:4")], ["network"])
     assert auto_plot(tmp_path, no_x) is None
@@ -214,8 +257,7 @@ consumers:
 """
 
 
-def test_runner_writes_results_png_and_survives_plot_errors(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runner_writes_results_png_and_survives_plot_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = run_pipeline_text(SMALL, tmp_path / "run", jobs=1)
     assert run.plot == run.run_dir / "results.png" and run.document["plot"] == str(run.plot)
     assert run.plot.read_bytes()[:8] == PNG_MAGIC
@@ -232,8 +274,9 @@ def test_runner_writes_results_png_and_survives_plot_errors(tmp_path: Path,
 
 
 def collhub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_cli_run_prints_plot_and_plot_command(tmp_path: Path) -> None:
@@ -250,8 +293,20 @@ def test_cli_run_prints_plot_and_plot_command(tmp_path: Path) -> None:
     assert proc.stdout.strip() == str(Path("r") / "results-time_us.png")
     assert (run_dir / "results-time_us.png").read_bytes()[:8] == PNG_MAGIC
 
-    proc = collhub("pipeline", "plot", "r/results.json", "--out", "algbw.png", "--metric", "algbw_GBps",
-                   "--x", "size", "--panel", "network", cwd=tmp_path)
+    proc = collhub(
+        "pipeline",
+        "plot",
+        "r/results.json",
+        "--out",
+        "algbw.png",
+        "--metric",
+        "algbw_GBps",
+        "--x",
+        "size",
+        "--panel",
+        "network",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "algbw.png").read_bytes()[:8] == PNG_MAGIC
 

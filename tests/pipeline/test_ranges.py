@@ -21,16 +21,19 @@ from hub.pipeline import run_pipeline_text, validate_text
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("name", "spec", "expected"), [
-    ("size", {"from": "1KiB", "to": "1MiB", "factor": 4}, ["1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB"]),
-    ("size", {"from": "1KiB", "to": "100KiB", "factor": 4}, ["1KiB", "4KiB", "16KiB", "64KiB"]),  # `to` not reached
-    ("size", {"from": 1000, "to": 4000, "step": 1000}, ["1KB", "2KB", "3KB", "4KB"]),
-    ("size", {"from": "1K", "to": "3K", "step": 512}, ["1KiB", "1536B", "2KiB", "2560B", "3KiB"]),
-    ("msg", {"from": "8B", "to": "32B", "factor": 2}, ["8B", "16B", "32B"]),  # a unit makes it a size range
-    ("ranks", {"from": 2, "to": 16, "factor": 2}, [2, 4, 8, 16]),
-    ("ranks", {"from": 8, "to": 8, "step": 4}, [8]),
-    ("ranks", {"from": 4, "to": 20, "step": 8}, [4, 12, 20]),
-])
+@pytest.mark.parametrize(
+    ("name", "spec", "expected"),
+    [
+        ("size", {"from": "1KiB", "to": "1MiB", "factor": 4}, ["1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB"]),
+        ("size", {"from": "1KiB", "to": "100KiB", "factor": 4}, ["1KiB", "4KiB", "16KiB", "64KiB"]),  # `to` not reached
+        ("size", {"from": 1000, "to": 4000, "step": 1000}, ["1KB", "2KB", "3KB", "4KB"]),
+        ("size", {"from": "1K", "to": "3K", "step": 512}, ["1KiB", "1536B", "2KiB", "2560B", "3KiB"]),
+        ("msg", {"from": "8B", "to": "32B", "factor": 2}, ["8B", "16B", "32B"]),  # a unit makes it a size range
+        ("ranks", {"from": 2, "to": 16, "factor": 2}, [2, 4, 8, 16]),
+        ("ranks", {"from": 8, "to": 8, "step": 4}, [8]),
+        ("ranks", {"from": 4, "to": 20, "step": 8}, [4, 12, 20]),
+    ],
+)
 def test_range_values(name: str, spec: dict, expected: list) -> None:
     assert range_values(name, spec) == expected
 
@@ -107,31 +110,69 @@ def test_a_range_runs_the_same_rows_as_its_list(tmp_path: Path) -> None:
 
 def _collhub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "COLLHUB_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
 def ring8(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("ring8")
-    p = _collhub("produce", "hub.ring", "--set", "collective=allreduce", "--set", "ranks=8", "--out",
-                 str(d / "ring"), cwd=d)
+    p = _collhub(
+        "produce", "hub.ring", "--set", "collective=allreduce", "--set", "ranks=8", "--out", str(d / "ring"), cwd=d
+    )
     assert p.returncode == 0, p.stderr
     return d
 
 
 def test_consume_sweeps_sizes_like_nccl_tests(ring8: Path) -> None:
-    p = _collhub("consume", "hub.simulate", "ring", "--set", "network=ring:8", "-b", "1K", "-e", "64K", "-f", "8",
-                 "--format", "json", cwd=ring8)
+    p = _collhub(
+        "consume",
+        "hub.simulate",
+        "ring",
+        "--set",
+        "network=ring:8",
+        "-b",
+        "1K",
+        "-e",
+        "64K",
+        "-f",
+        "8",
+        "--format",
+        "json",
+        cwd=ring8,
+    )
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)["rows"]
     assert [r["size_bytes"] for r in rows] == [1024, 8192, 65536]
     # Each row is what one consume call at that size reports.
-    one = _collhub("consume", "hub.simulate", "ring", "--set", "network=ring:8", "--set", "size=8KiB",
-                   "--format", "json", cwd=ring8)
+    one = _collhub(
+        "consume",
+        "hub.simulate",
+        "ring",
+        "--set",
+        "network=ring:8",
+        "--set",
+        "size=8KiB",
+        "--format",
+        "json",
+        cwd=ring8,
+    )
     assert json.loads(one.stdout)["metrics"]["time_ns"] == rows[1]["metrics"]["time_ns"]
-    table = _collhub("consume", "hub.simulate", "ring", "--set", "network=ring:8", "-b", "1000", "-e", "3000",
-                     "-i", "1000", cwd=ring8)
+    table = _collhub(
+        "consume",
+        "hub.simulate",
+        "ring",
+        "--set",
+        "network=ring:8",
+        "-b",
+        "1000",
+        "-e",
+        "3000",
+        "-i",
+        "1000",
+        cwd=ring8,
+    )
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[1].split() == ["size", "(B)", "size", "time_us", "algbw_GBps", "busbw_GBps"]
@@ -139,20 +180,24 @@ def test_consume_sweeps_sizes_like_nccl_tests(ring8: Path) -> None:
 
 
 def test_consume_keeps_f_json_as_the_output_format(ring8: Path) -> None:
-    p = _collhub("consume", "hub.simulate", "ring", "--set", "network=ring:8", "--set", "size=1MiB", "-f", "json",
-                 cwd=ring8)
+    p = _collhub(
+        "consume", "hub.simulate", "ring", "--set", "network=ring:8", "--set", "size=1MiB", "-f", "json", cwd=ring8
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["metrics"]["size_bytes"] == 1 << 20
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["-b", "1M", "-e", "1K"], "error: -b/-e/-f/-i: -b (1M) is greater than -e (1K)"),
-    (["-b", "1K", "-e", "1M", "-f", "1"], "error: -b/-e/-f/-i: factor must be an integer > 1, got 1"),
-    (["-b", "1K", "-e", "1M", "-f", "2", "-i", "1K"], "error: give either -f (factor) or -i (step), not both"),
-    (["-b", "1x"], "error: -b/-e/-f/-i: -b: cannot read size '1x'"),
-    (["-f", "4"], "error: -f/-i need a size range"),
-    (["-b", "1K", "--set", "size=1M"], "error: give the size either with --set size=... or with -b/-e, not both"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-b", "1M", "-e", "1K"], "error: -b/-e/-f/-i: -b (1M) is greater than -e (1K)"),
+        (["-b", "1K", "-e", "1M", "-f", "1"], "error: -b/-e/-f/-i: factor must be an integer > 1, got 1"),
+        (["-b", "1K", "-e", "1M", "-f", "2", "-i", "1K"], "error: give either -f (factor) or -i (step), not both"),
+        (["-b", "1x"], "error: -b/-e/-f/-i: -b: cannot read size '1x'"),
+        (["-f", "4"], "error: -f/-i need a size range"),
+        (["-b", "1K", "--set", "size=1M"], "error: give the size either with --set size=... or with -b/-e, not both"),
+    ],
+)
 def test_bad_size_flags_exit_2_with_one_line(ring8: Path, args: list[str], message: str) -> None:
     p = _collhub("consume", "hub.simulate", "ring", "--set", "network=ring:8", *args, cwd=ring8)
     assert p.returncode == 2

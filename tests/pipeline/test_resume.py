@@ -36,8 +36,9 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 def _collhub(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], cwd=tmp, capture_output=True, text=True,
-                          env=_env(tmp), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], cwd=tmp, capture_output=True, text=True, env=_env(tmp), timeout=120
+    )
 
 
 def _same(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -57,9 +58,15 @@ def test_sigint_mid_run_leaves_an_incomplete_run_that_resume_completes(tmp_path:
     (tmp_path / "slow.yaml").write_text(SLOW)
     ref = _collhub(tmp_path, "run", "slow.yaml", "-j", "2", "-o", "ref", "--format", "json")
     assert ref.returncode == 0, ref.stderr
-    p = subprocess.Popen([sys.executable, "-m", "hub.cli", "run", "slow.yaml", "-j", "2", "-o", "out"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
-                         start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", "run", "slow.yaml", "-j", "2", "-o", "out"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path),
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while _log_lines(tmp_path) < 10 and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)

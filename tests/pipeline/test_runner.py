@@ -61,8 +61,11 @@ def test_sweep_rows_order_metrics_and_reuse(tmp_path: Path, tspec: ManagerSpec) 
     # Produced once per distinct interpolated spec: a depends on ranks only (2), b on chunks only (3).
     assert len(log.read_text().splitlines()) == 2 + 3
     first = run.rows[0]
-    assert (first["source"], first["consumer"], first["point"]) == ("a", "fast",
-                                                                    {"size": 1000, "ranks": 4, "chunks": 1})
+    assert (first["source"], first["consumer"], first["point"]) == (
+        "a",
+        "fast",
+        {"size": 1000, "ranks": 4, "chunks": 1},
+    )
     assert [r["consumer"] for r in run.rows[:4]] == ["fast", "slow", "fast", "slow"]
     assert [r["source"] for r in run.rows] == ["a"] * 24 + ["b"] * 24
     # t.cost: time_ns = (ranks - 1) * size / bw.
@@ -94,9 +97,19 @@ def test_run_directory_contents(tmp_path: Path, tspec: ManagerSpec) -> None:
     d = run.run_dir
     assert d == (tmp_path / "run").absolute()
     assert sorted(p.name for p in d.iterdir()) == [
-        "algorithms", "algorithms.jsonl", "artifacts", "pipeline.yaml",
-        "report.json", "report.md", "report.png",  # a size sweep: the answer
-        "results.csv", "results.json", "results.md", "results.png", "rows.jsonl"]
+        "algorithms",
+        "algorithms.jsonl",
+        "artifacts",
+        "pipeline.yaml",
+        "report.json",
+        "report.md",
+        "report.png",  # a size sweep: the answer
+        "results.csv",
+        "results.json",
+        "results.md",
+        "results.png",
+        "rows.jsonl",
+    ]
     assert (d / "pipeline.yaml").read_text() == text
     algs = sorted(p.name for p in (d / "algorithms").iterdir())
     assert len(algs) == 5 and sum(a.startswith("a-") for a in algs) == 2
@@ -149,16 +162,21 @@ def test_failing_step_leaves_no_output(tmp_path: Path, tspec: ManagerSpec, jobs:
     with pytest.raises(StepFailedError) as info:
         run_pipeline_text(text, tmp_path / "out", jobs=jobs, manager_spec=tspec)
     msg = info.value.message
-    assert msg == ("consumer 'c' (t.cost) on source 's' at point size=200 failed: "
-                   "SimulationError: t.cost cannot simulate 200 bytes")
+    assert msg == (
+        "consumer 'c' (t.cost) on source 's' at point size=200 failed: "
+        "SimulationError: t.cost cannot simulate 200 bytes"
+    )
     assert info.value.hint == "pick another size"
     assert list(tmp_path.iterdir()) == []
 
 
 def test_failing_producer_names_the_source(tmp_path: Path, tspec: ManagerSpec) -> None:
     text = "version: 1\nsources:\n  s: {producer: t.line, params: {ranks: 4, fail: true}}\n"
-    with pytest.raises(StepFailedError, match=r"^produce t.line of source 's' failed: AlgorithmError: "
-                                              r"t.line refuses 4 ranks$"):
+    with pytest.raises(
+        StepFailedError,
+        match=r"^produce t.line of source 's' failed: AlgorithmError: "
+        r"t.line refuses 4 ranks$",
+    ):
         run_pipeline_text(text, tmp_path / "out", manager_spec=tspec)
     assert list(tmp_path.iterdir()) == []
 
@@ -218,15 +236,20 @@ def test_observer_hooks(tmp_path: Path, tspec: ManagerSpec, monkeypatch: pytest.
     rec = _Recorder()
     mgr.register(rec, name="recorder")
     monkeypatch.setitem(_env._CACHE, spec, mgr)
-    text = ("version: 1\nsources:\n  s:\n    producer: t.line\n    params: {ranks: 2}\n"
-            "    transforms: [{use: t.tag, params: {label: x}}]\n"
-            "consumers:\n  c: {use: t.cost, params: {size: 10}}\n")
+    text = (
+        "version: 1\nsources:\n  s:\n    producer: t.line\n    params: {ranks: 2}\n"
+        "    transforms: [{use: t.tag, params: {label: x}}]\n"
+        "consumers:\n  c: {use: t.cost, params: {size: 10}}\n"
+    )
     run_pipeline_text(text, tmp_path / "ok", manager_spec=spec)
     assert rec.calls == [
         ("before_run", "ok"),
-        ("before", "produce:t.line"), ("after", "produce:Algorithm"),
-        ("before", "transform:t.tag"), ("after", "transform:Algorithm"),
-        ("before", "consume:t.cost"), ("after", "consume:Result"),
+        ("before", "produce:t.line"),
+        ("after", "produce:Algorithm"),
+        ("before", "transform:t.tag"),
+        ("after", "transform:Algorithm"),
+        ("before", "consume:t.cost"),
+        ("after", "consume:Result"),
         ("after_run", 1),
     ]
     rec.calls.clear()
@@ -236,9 +259,18 @@ def test_observer_hooks(tmp_path: Path, tspec: ManagerSpec, monkeypatch: pytest.
 
 
 def test_run_unit_is_a_plain_function_returning_errors_as_data(tmp_path: Path, tspec: ManagerSpec) -> None:
-    unit = {"kind": "produce", "manager": tspec.as_dict(), "source": "s", "producer": "t.line",
-            "params": {"ranks": 3}, "transforms": [], "point": {}, "spec_key": "k", "run_dir": str(tmp_path),
-            "workdir": "w"}
+    unit = {
+        "kind": "produce",
+        "manager": tspec.as_dict(),
+        "source": "s",
+        "producer": "t.line",
+        "params": {"ranks": 3},
+        "transforms": [],
+        "point": {},
+        "spec_key": "k",
+        "run_dir": str(tmp_path),
+        "workdir": "w",
+    }
     res = run_unit(unit)
     assert res["ok"] and res["info"]["files"] == [f"{res['info']['dir']}/line3.{r}.et" for r in range(3)]
     res = run_unit({**unit, "params": {"ranks": 1}})
@@ -246,12 +278,14 @@ def test_run_unit_is_a_plain_function_returning_errors_as_data(tmp_path: Path, t
     assert res["error"]["type"] == "UsageError" and "ranks" in res["error"]["message"]
 
 
-def test_run_pipeline_from_file_uses_output_relative_to_cwd(tmp_path: Path, tspec: ManagerSpec,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_pipeline_from_file_uses_output_relative_to_cwd(
+    tmp_path: Path, tspec: ManagerSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
     f = tmp_path / "conf" / "p.yaml"
     f.parent.mkdir()
-    f.write_text("version: 1\nvars: {tag: v1}\nsources:\n  s: {producer: t.line, params: {ranks: 2}}\n"
-                 "output: runs/${tag}\n")
+    f.write_text(
+        "version: 1\nvars: {tag: v1}\nsources:\n  s: {producer: t.line, params: {ranks: 2}}\noutput: runs/${tag}\n"
+    )
     monkeypatch.chdir(tmp_path)
     run = run_pipeline(f, manager_spec=tspec, jobs=1)
     assert run.run_dir == tmp_path / "runs" / "v1"

@@ -159,10 +159,10 @@ def test_unknown_variable_in_embedded_string_and_output(tspec: ManagerSpec) -> N
         "version: 1\n"
         "matrix: {n: [4]}\n"
         "sources:\n"
-        "  s: {producer: t.line, params: {ranks: \"${n}\"}}\n"
+        '  s: {producer: t.line, params: {ranks: "${n}"}}\n'
         "consumers:\n"
         "  c: {use: t.cost, params: {size: 8}, description: x}\n"
-        "output: \"runs/${n}-${nope}\"\n"
+        'output: "runs/${n}-${nope}"\n'
     )
     issues = _issues(text, tspec)
     assert {(i.path, i.line, i.column) for i in issues} == {("output", 7, 9)}
@@ -184,7 +184,7 @@ def test_requires_satisfied_and_valid_file_passes(tspec: ManagerSpec, tmp_path: 
     f.write_text(
         'version: 1\nrequires: ["collhub>=0.1", "pydantic>=2"]\nmatrix: {n: [2, 4, 8]}\n'
         'sources:\n  s: {producer: t.line, params: {ranks: "${n}"}}\n'
-        'consumers:\n  c: {use: t.cost, params: {size: 64}}\n'
+        "consumers:\n  c: {use: t.cost, params: {size: 64}}\n"
     )
     vp = validate_pipeline(f, manager_spec=tspec)
     assert [p.as_dict() for p in vp.points] == [{"n": 2}, {"n": 4}, {"n": 8}]
@@ -192,13 +192,7 @@ def test_requires_satisfied_and_valid_file_passes(tspec: ManagerSpec, tmp_path: 
 
 
 def test_workload_and_names(tspec: ManagerSpec) -> None:
-    text = (
-        "version: 1\n"
-        "vars: {n: 4}\n"
-        "matrix: {n: [4], 'bad name': [1]}\n"
-        "sources:\n"
-        "  'x/y': {producer: t.line}\n"
-    )
+    text = "version: 1\nvars: {n: 4}\nmatrix: {n: [4], 'bad name': [1]}\nsources:\n  'x/y': {producer: t.line}\n"
     found = _by_path(_issues(text, tspec))
     assert set(found) == {"matrix.bad name", "sources.x/y"}
     assert found["matrix.bad name"].hint.startswith("use letters, digits and '_'")

@@ -17,15 +17,22 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "fixtures" / "plugins" / "hostile"
 
 
-def run(*args: str, dists: tuple[str, ...], tmp: Path, timeout: float = 60,
-        **env: str) -> subprocess.CompletedProcess[str]:
-    e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HOSTILE), str(REPO)]),
-             COLLHUB_LOAD_PLUGINS=",".join(f"collhub_hostile_{d}" for d in dists),
-             COLLHUB_CACHE_DIR=str(tmp / "cache"), COLLHUB_PLUGIN_IMPORT_TIMEOUT="3", **env)
+def run(
+    *args: str, dists: tuple[str, ...], tmp: Path, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
+    e = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(HOSTILE), str(REPO)]),
+        COLLHUB_LOAD_PLUGINS=",".join(f"collhub_hostile_{d}" for d in dists),
+        COLLHUB_CACHE_DIR=str(tmp / "cache"),
+        COLLHUB_PLUGIN_IMPORT_TIMEOUT="3",
+        **env,
+    )
     e.pop("COLLHUB_DEBUG", None)
     e.pop("COLLHUB_STRICT_PLUGINS", None)
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, env=e,
-                          timeout=timeout, cwd=tmp)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, env=e, timeout=timeout, cwd=tmp
+    )
 
 
 @pytest.mark.parametrize("dist", ["exit", "kbint", "sleep", "print"])
@@ -34,16 +41,31 @@ def test_help_imports_no_plugin_code(dist: str, tmp_path: Path) -> None:
     assert r.returncode == 0 and "Usage: collhub" in r.stdout and "garbage" not in r.stdout
 
 
-@pytest.mark.parametrize(("dist", "said"), [("exit", "called sys.exit(7)"),
-                                            ("kbint", "raised KeyboardInterrupt by itself"),
-                                            ("sleep", "did not finish within 3 s")])
+@pytest.mark.parametrize(
+    ("dist", "said"),
+    [
+        ("exit", "called sys.exit(7)"),
+        ("kbint", "raised KeyboardInterrupt by itself"),
+        ("sleep", "did not finish within 3 s"),
+    ],
+)
 def test_import_time_misbehaviour_is_a_broken_plugin(dist: str, said: str, tmp_path: Path) -> None:
     r = run("plugins", "list", "--format", "json", dists=(dist,), tmp=tmp_path)
     assert r.returncode == 0, r.stderr
     [broken] = json.loads(r.stdout)["broken"]
     assert broken["distribution"] == f"collhub_hostile_{dist}" and said in broken["error"]
-    r = run("produce", "hub.ring", "--set", "ranks=4", "--set", "collective=allreduce", "-o", "x/r", dists=(dist,),
-            tmp=tmp_path)
+    r = run(
+        "produce",
+        "hub.ring",
+        "--set",
+        "ranks=4",
+        "--set",
+        "collective=allreduce",
+        "-o",
+        "x/r",
+        dists=(dist,),
+        tmp=tmp_path,
+    )
     assert r.returncode == 0, r.stderr  # the core still works
 
 
@@ -74,21 +96,44 @@ def test_entry_point_named_hub_cannot_shadow_the_core(tmp_path: Path) -> None:
     r = run("plugins", "list", "--format", "json", dists=("shadow",), tmp=tmp_path)
     [broken] = json.loads(r.stdout)["broken"]
     assert "reserved for collhub's core" in broken["error"]
-    r = run("produce", "hub.ring", "--set", "ranks=4", "--set", "collective=allreduce", "-o", "x/r", dists=("shadow",),
-            tmp=tmp_path)
+    r = run(
+        "produce",
+        "hub.ring",
+        "--set",
+        "ranks=4",
+        "--set",
+        "collective=allreduce",
+        "-o",
+        "x/r",
+        dists=("shadow",),
+        tmp=tmp_path,
+    )
     assert r.returncode == 0 and "shadow" not in r.stderr
 
 
-@pytest.mark.parametrize(("component", "said"), [
-    ("short", "returned an algorithm of 2 ranks, but ranks=4 was asked"),
-    ("wrongcoll", "returned a broadcast algorithm, but collective=allreduce was asked"),
-    ("exits", "called sys.exit(0)"),
-    ("zero", "failed: ZeroDivisionError: division by zero"),
-    ("kbint", "raised KeyboardInterrupt by itself"),
-])
+@pytest.mark.parametrize(
+    ("component", "said"),
+    [
+        ("short", "returned an algorithm of 2 ranks, but ranks=4 was asked"),
+        ("wrongcoll", "returned a broadcast algorithm, but collective=allreduce was asked"),
+        ("exits", "called sys.exit(0)"),
+        ("zero", "failed: ZeroDivisionError: division by zero"),
+        ("kbint", "raised KeyboardInterrupt by itself"),
+    ],
+)
 def test_component_misbehaviour_names_plugin_and_distribution(component: str, said: str, tmp_path: Path) -> None:
-    r = run("produce", f"hz.{component}", "--set", "ranks=4", "-o", "x/r", "--format", "json",
-            dists=("components",), tmp=tmp_path)
+    r = run(
+        "produce",
+        f"hz.{component}",
+        "--set",
+        "ranks=4",
+        "-o",
+        "x/r",
+        "--format",
+        "json",
+        dists=("components",),
+        tmp=tmp_path,
+    )
     assert r.returncode == 4, r.stderr
     first, hint = r.stderr.splitlines()[:2]
     assert first.startswith(f"error: component 'hz.{component}' (plugin hz, distribution collhub_hostile_components")
@@ -148,16 +193,25 @@ def test_plugins_list_cache_follows_edits_and_installs(tmp_path: Path) -> None:
 
     site = tmp_path / "site"
     shutil.copytree(HOSTILE / "collhub_hostile_components", site / "collhub_hostile_components")
-    shutil.copytree(HOSTILE / "collhub_hostile_components-0.1.0.dist-info",
-                    site / "collhub_hostile_components-0.1.0.dist-info")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
-               COLLHUB_LOAD_PLUGINS="collhub_hostile_components",
-               COLLHUB_CACHE_DIR=str(tmp_path / "cache"))
+    shutil.copytree(
+        HOSTILE / "collhub_hostile_components-0.1.0.dist-info", site / "collhub_hostile_components-0.1.0.dist-info"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
+        COLLHUB_LOAD_PLUGINS="collhub_hostile_components",
+        COLLHUB_CACHE_DIR=str(tmp_path / "cache"),
+    )
 
     def summaries() -> dict[str, str]:
-        r = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "list", "--format", "json"],
-                           capture_output=True,
-                           text=True, env=env, timeout=60, cwd=tmp_path)
+        r = subprocess.run(
+            [sys.executable, "-m", "hub.cli", "plugins", "list", "--format", "json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=tmp_path,
+        )
         assert r.returncode == 0, r.stderr
         return {c["id"]: c["summary"] for c in json.loads(r.stdout)["components"]}
 

@@ -19,8 +19,18 @@ from hub.errors import (
 from hub.plugins import ConsumerSpec, PluginApiWarning, ProducerSpec, create_manager, hookimpl
 
 CORE_IDS = {
-    "hub.ring", "hub.direct", "hub.halving_doubling", "hub.double_binary_tree", "hub.hierarchical",
-    "hub.verify", "hub.chunk", "hub.remap", "hub.instances", "hub.inline", "hub.overlap", "hub.stats",
+    "hub.ring",
+    "hub.direct",
+    "hub.halving_doubling",
+    "hub.double_binary_tree",
+    "hub.hierarchical",
+    "hub.verify",
+    "hub.chunk",
+    "hub.remap",
+    "hub.instances",
+    "hub.inline",
+    "hub.overlap",
+    "hub.stats",
     "hub.simulate",
 }
 
@@ -45,8 +55,14 @@ def test_core_registers_contract_components_without_importing_them(use_plugins):
     assert pm.component("hub.hierarchical").collectives == {"allreduce", "allgather", "reducescatter", "alltoall"}
     assert pm.component("hub.simulate").inputs == {"algorithm", "workload"}
     assert pm.component("hub.simulate").factory == "hub.sim:simulate_consumer"
-    assert {c.id for c in pm.components("transform")} == {"hub.verify", "hub.chunk", "hub.remap", "hub.instances",
-                                                              "hub.inline", "hub.overlap"}
+    assert {c.id for c in pm.components("transform")} == {
+        "hub.verify",
+        "hub.chunk",
+        "hub.remap",
+        "hub.instances",
+        "hub.inline",
+        "hub.overlap",
+    }
     assert {c.id for c in pm.components("consumer")} == {"hub.stats", "hub.simulate"}
 
 

@@ -51,8 +51,14 @@ def run_many(cases: Sequence[tuple[Sequence[str], dict[str, str]]], *, jobs: int
     while todo or running:
         while todo and len(running) < jobs:
             i, (args, env) = todo.pop(0)
-            proc = subprocess.Popen([sys.executable, "-m", "hub.cli", *args], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env={**base, **env}, preexec_fn=_limit)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "hub.cli", *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**base, **env},
+                preexec_fn=_limit,
+            )
             running.append((i, proc, time.monotonic()))
         i, proc, start = running.pop(0)
         try:
@@ -91,13 +97,24 @@ sys.stdout.write(json.dumps(results))
 """
 
 
-def run_batch(cases: Sequence[tuple[Sequence[str], dict[str, str]]], *, jobs: int = 2,
-              timeout: float = 120.0) -> list[Ran]:
+def run_batch(
+    cases: Sequence[tuple[Sequence[str], dict[str, str]]], *, jobs: int = 2, timeout: float = 120.0
+) -> list[Ran]:
     """Run every case through ``hub.cli.main`` in ``jobs`` subprocesses, each under :data:`MEMORY_CAP`."""
     base = _base_env()
     shares = [list(range(k, len(cases), jobs)) for k in range(jobs)]
-    procs = [subprocess.Popen([sys.executable, "-c", _DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=base, preexec_fn=_limit) for _ in shares]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _DRIVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=base,
+            preexec_fn=_limit,
+        )
+        for _ in shares
+    ]
     results: dict[int, Ran] = {}
     try:
         for share, proc in zip(shares, procs, strict=False):  # hand every driver its cases first: they run together

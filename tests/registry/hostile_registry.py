@@ -32,14 +32,22 @@ def raw(data: bytes) -> Behaviour:
     return run
 
 
-def answer(body: bytes | str | dict[str, Any] | list[Any], status: str = "200 OK",
-           headers: dict[str, str] | None = None, length: int | None = None) -> Behaviour:
+def answer(
+    body: bytes | str | dict[str, Any] | list[Any],
+    status: str = "200 OK",
+    headers: dict[str, str] | None = None,
+    length: int | None = None,
+) -> Behaviour:
     """A well-formed response; ``length`` overrides (lies in) Content-Length."""
     if isinstance(body, (dict, list)):
         body = json.dumps(body)
     data = body.encode() if isinstance(body, str) else body
-    fields = {"Content-Type": "application/json", "Content-Length": str(len(data) if length is None else length),
-              "Connection": "close", **(headers or {})}
+    fields = {
+        "Content-Type": "application/json",
+        "Content-Length": str(len(data) if length is None else length),
+        "Connection": "close",
+        **(headers or {}),
+    }
     head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
     return raw(head.encode("latin-1") + data)
 
@@ -49,7 +57,7 @@ def drip(data: bytes, interval: float = 0.25) -> Behaviour:
 
     async def run(w: asyncio.StreamWriter) -> None:
         for i in range(len(data)):
-            w.write(data[i:i + 1])
+            w.write(data[i : i + 1])
             await w.drain()
             await asyncio.sleep(interval)
 
@@ -73,8 +81,7 @@ def gzip_bomb(gib: int = 4, headers: dict[str, str] | None = None) -> Behaviour:
     zeros = bytes(1 << 20)
     first = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)
     block = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)
-    fields = {"Content-Type": "application/json", "Content-Encoding": "gzip", "Connection": "close",
-              **(headers or {})}
+    fields = {"Content-Type": "application/json", "Content-Encoding": "gzip", "Connection": "close", **(headers or {})}
     head = ("HTTP/1.1 200 OK\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n").encode()
 
     async def run(w: asyncio.StreamWriter) -> None:
@@ -90,17 +97,28 @@ def gzipped(body: bytes) -> bytes:
     return gzip.compress(body)
 
 
-def plugin_doc(name: str, file_url: str, wheel: bytes, *, size: int | None = None, sha: str | None = None,
-               **version: Any) -> dict[str, Any]:
+def plugin_doc(
+    name: str, file_url: str, wheel: bytes, *, size: int | None = None, sha: str | None = None, **version: Any
+) -> dict[str, Any]:
     """A plugin document written from docs/spec/registry.md (not by the code under test)."""
     filename = name.replace("-", "_") + "-1.0.0-py3-none-any.whl"
     entry = {
-        "requires_hub": "", "api_version": "1.0",
-        "manifest": {"name": name, "plugin": "x", "api_version": "1.0",
-                     "components": [{"kind": "producer", "name": "p"}]},
-        "files": [{"filename": filename, "url": file_url,
-                   "hashes": {"sha256": sha or hashlib.sha256(wheel).hexdigest()},
-                   "size": len(wheel) if size is None else size}],
+        "requires_hub": "",
+        "api_version": "1.0",
+        "manifest": {
+            "name": name,
+            "plugin": "x",
+            "api_version": "1.0",
+            "components": [{"kind": "producer", "name": "p"}],
+        },
+        "files": [
+            {
+                "filename": filename,
+                "url": file_url,
+                "hashes": {"sha256": sha or hashlib.sha256(wheel).hexdigest()},
+                "size": len(wheel) if size is None else size,
+            }
+        ],
     }
     entry.update(version)
     return {"meta": {"api-version": "1.0"}, "name": name, "latest": "1.0.0", "versions": {"1.0.0": entry}}
@@ -127,7 +145,8 @@ class HostileRegistry:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._connection, "127.0.0.1", 0, limit=1 << 16))
+            asyncio.start_server(self._connection, "127.0.0.1", 0, limit=1 << 16)
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
@@ -141,8 +160,14 @@ class HostileRegistry:
             path = head.split(b" ", 2)[1].decode("latin-1").split("?", 1)[0]
             behaviour = self.routes.get(path) or answer("not found\n", "404 Not Found")
             await behaviour(writer)
-        except (TimeoutError, asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError,
-                asyncio.LimitOverrunError, IndexError):
+        except (
+            TimeoutError,
+            asyncio.CancelledError,
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            IndexError,
+        ):
             pass
         finally:
             self._tasks.discard(task)

@@ -29,10 +29,20 @@ def _index(api: str = "1.0", **extra: object) -> dict:
     return {
         "meta": {"api-version": api},
         "plugins": [
-            {"name": "collhub-a", "summary": "ring things", "latest": "1.0", "keywords": ["ring"],
-             "components": [{"id": "a.ring", "kind": "producer", "collectives": ["allreduce"]}], **extra},
-            {"name": "collhub-b", "summary": "replay", "latest": "2.0",
-             "components": [{"id": "b.replay", "kind": "consumer", "collectives": ["alltoall"]}]},
+            {
+                "name": "collhub-a",
+                "summary": "ring things",
+                "latest": "1.0",
+                "keywords": ["ring"],
+                "components": [{"id": "a.ring", "kind": "producer", "collectives": ["allreduce"]}],
+                **extra,
+            },
+            {
+                "name": "collhub-b",
+                "summary": "replay",
+                "latest": "2.0",
+                "components": [{"id": "b.replay", "kind": "consumer", "collectives": ["alltoall"]}],
+            },
         ],
     }
 
@@ -115,12 +125,14 @@ def _plugin_doc(data: bytes, *, size: int | None = None, sha: str | None = None,
                 "api_version": "1.0",
                 "requires_hub": requires_hub,
                 "manifest": manifest,
-                "files": [{
-                    "filename": "collhub_a-1.0-py3-none-any.whl",
-                    "url": "../../files/collhub_a-1.0-py3-none-any.whl",
-                    "hashes": {"sha256": sha or hashlib.sha256(data).hexdigest()},
-                    "size": len(data) if size is None else size,
-                }],
+                "files": [
+                    {
+                        "filename": "collhub_a-1.0-py3-none-any.whl",
+                        "url": "../../files/collhub_a-1.0-py3-none-any.whl",
+                        "hashes": {"sha256": sha or hashlib.sha256(data).hexdigest()},
+                        "size": len(data) if size is None else size,
+                    }
+                ],
             }
         },
     }
@@ -195,14 +207,16 @@ def _make_venv(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def test_install_into_a_fresh_venv_and_refuse_a_tampered_wheel(server: RegistryServer, site: Path,
-                                                               tmp_path: Path) -> None:
+def test_install_into_a_fresh_venv_and_refuse_a_tampered_wheel(
+    server: RegistryServer, site: Path, tmp_path: Path
+) -> None:
     target = _make_venv(tmp_path / "venv")
     with RegistryClient(server.url, cache_dir=tmp_path / "cache") as client:
         plans = client.install(["collhub-sample>=1"], python=str(target))
         assert [(p.name, p.version) for p in plans] == [("collhub-sample", "1.2.0")]
-        out = subprocess.run([str(target), "-c", "import collhub_sample; print(collhub_sample.MARKER)"],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [str(target), "-c", "import collhub_sample; print(collhub_sample.MARKER)"], capture_output=True, text=True
+        )
         assert out.stdout.strip() == "installed", out.stderr
         # Tamper with the served wheel after indexing: nothing may be installed.
         wheel = site / "files" / "collhub_other-0.3.0-py3-none-any.whl"

@@ -22,22 +22,52 @@ from hub.registry import RegistryClient
 BASE = "https://registry.example/"
 GOOD_INDEX: dict[str, Any] = {
     "meta": {"api-version": "1.0"},
-    "plugins": [{"name": "collhub-a", "summary": "s", "latest": "1.0", "keywords": ["k"], "requires_hub": ">=0.1",
-                 "components": [{"id": "a.p", "kind": "producer", "collectives": ["allreduce"]}]}],
+    "plugins": [
+        {
+            "name": "collhub-a",
+            "summary": "s",
+            "latest": "1.0",
+            "keywords": ["k"],
+            "requires_hub": ">=0.1",
+            "components": [{"id": "a.p", "kind": "producer", "collectives": ["allreduce"]}],
+        }
+    ],
 }
 GOOD_PLUGIN: dict[str, Any] = {
-    "meta": {"api-version": "1.0"}, "name": "collhub-a", "latest": "1.0",
-    "versions": {"1.0": {
-        "requires_hub": ">=0.1", "requires_python": ">=3.11", "api_version": "1.0", "yanked": False,
-        "manifest": {"name": "collhub-a", "plugin": "a", "api_version": "1.0", "requires_hub": ">=0.1",
-                     "components": [{"kind": "producer", "name": "p", "collectives": ["allreduce"]}]},
-        "files": [{"filename": "collhub_a-1.0-py3-none-any.whl", "url": "../../files/collhub_a-1.0-py3-none-any.whl",
-                   "hashes": {"sha256": "0" * 64}, "size": 10}],
-    }},
+    "meta": {"api-version": "1.0"},
+    "name": "collhub-a",
+    "latest": "1.0",
+    "versions": {
+        "1.0": {
+            "requires_hub": ">=0.1",
+            "requires_python": ">=3.11",
+            "api_version": "1.0",
+            "yanked": False,
+            "manifest": {
+                "name": "collhub-a",
+                "plugin": "a",
+                "api_version": "1.0",
+                "requires_hub": ">=0.1",
+                "components": [{"kind": "producer", "name": "p", "collectives": ["allreduce"]}],
+            },
+            "files": [
+                {
+                    "filename": "collhub_a-1.0-py3-none-any.whl",
+                    "url": "../../files/collhub_a-1.0-py3-none-any.whl",
+                    "hashes": {"sha256": "0" * 64},
+                    "size": 10,
+                }
+            ],
+        }
+    },
 }
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=12)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
     | st.sampled_from(["1.0", "2.0", "1.x", ">=0.1", ">=>=1", "", "../x", "collhub-a", "producer"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
@@ -86,8 +116,14 @@ def _check(serve: bytes, action: str) -> None:
 
     with tempfile.TemporaryDirectory() as cache, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a newer minor api-version warns; that is allowed
-        client = RegistryClient(BASE, transport=httpx.MockTransport(handler), cache_dir=Path(cache), retries=0,
-                                deadline=10, allowed_origins=[])
+        client = RegistryClient(
+            BASE,
+            transport=httpx.MockTransport(handler),
+            cache_dir=Path(cache),
+            retries=0,
+            deadline=10,
+            allowed_origins=[],
+        )
         try:
             if action == "search":
                 client.search("a")

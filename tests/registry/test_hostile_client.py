@@ -112,16 +112,35 @@ RESOLVE_CASES: list[tuple[str, dict[str, Any] | Behaviour]] = [
     ("api-version-int", {"api_version": 1}),
     ("yanked-string", {"yanked": "maybe"}),
     ("files-not-list", {"files": {"a": 1}}),
-    ("file-other-origin", {"files": [{"filename": WHEEL_NAME, "url": "http://127.0.0.1:1/x.whl",
-                                      "hashes": {"sha256": "0" * 64}, "size": 1}]}),
-    ("file-file-scheme", {"files": [{"filename": WHEEL_NAME, "url": "file:///etc/passwd",
-                                     "hashes": {"sha256": "0" * 64}, "size": 1}]}),
-    ("file-name-traversal", {"files": [{"filename": "../../evil.whl", "url": "../../files/x.whl",
-                                        "hashes": {"sha256": "0" * 64}, "size": 1}]}),
-    ("file-size-negative", {"files": [{"filename": WHEEL_NAME, "url": f"../../files/{WHEEL_NAME}",
-                                       "hashes": {"sha256": "0" * 64}, "size": -1}]}),
-    ("file-no-sha", {"files": [{"filename": WHEEL_NAME, "url": f"../../files/{WHEEL_NAME}",
-                                "hashes": {}, "size": 1}]}),
+    (
+        "file-other-origin",
+        {
+            "files": [
+                {"filename": WHEEL_NAME, "url": "http://127.0.0.1:1/x.whl", "hashes": {"sha256": "0" * 64}, "size": 1}
+            ]
+        },
+    ),
+    (
+        "file-file-scheme",
+        {"files": [{"filename": WHEEL_NAME, "url": "file:///etc/passwd", "hashes": {"sha256": "0" * 64}, "size": 1}]},
+    ),
+    (
+        "file-name-traversal",
+        {
+            "files": [
+                {"filename": "../../evil.whl", "url": "../../files/x.whl", "hashes": {"sha256": "0" * 64}, "size": 1}
+            ]
+        },
+    ),
+    (
+        "file-size-negative",
+        {
+            "files": [
+                {"filename": WHEEL_NAME, "url": f"../../files/{WHEEL_NAME}", "hashes": {"sha256": "0" * 64}, "size": -1}
+            ]
+        },
+    ),
+    ("file-no-sha", {"files": [{"filename": WHEEL_NAME, "url": f"../../files/{WHEEL_NAME}", "hashes": {}, "size": 1}]}),
     ("manifest-missing", {"manifest": None}),
     ("latest-unknown", answer({**plugin_doc(NAME, "x", WHEEL), "latest": "9.9"})),
     ("versions-list", answer({**plugin_doc(NAME, "x", WHEEL), "versions": []})),
@@ -172,8 +191,12 @@ def hostile() -> Iterator[HostileRegistry]:
 
 def _env(tmp: Path, case: str) -> dict[str, str]:
     (tmp / case / "tmp").mkdir(parents=True)
-    return {"COLLHUB_REGISTRY_DEADLINE": DEADLINE, "COLLHUB_CACHE_DIR": str(tmp / case / "cache"),
-            "TMPDIR": str(tmp / case / "tmp"), "COLLHUB_CONFIG": str(tmp / "none.toml")}
+    return {
+        "COLLHUB_REGISTRY_DEADLINE": DEADLINE,
+        "COLLHUB_CACHE_DIR": str(tmp / case / "cache"),
+        "TMPDIR": str(tmp / case / "tmp"),
+        "COLLHUB_CONFIG": str(tmp / "none.toml"),
+    }
 
 
 def _check_all(tmp: Path, cases: list[tuple[str, list[str], dict[str, str]]], rc: int, *, batch: bool = True) -> None:
@@ -193,13 +216,13 @@ def test_hostile_index_answers(hostile: HostileRegistry, tmp_path: Path) -> None
 @pytest.mark.parametrize("case", ["gzip-bomb-4gib"])
 def test_hostile_index_answers_one_process_each(hostile: HostileRegistry, tmp_path: Path, case: str) -> None:
     """The same through the console entry point, one process per case, for a few of them."""
-    _check_all(tmp_path, [(case, ["search", "x", "-r", f"{hostile.url}{case}/"], _env(tmp_path, case))], 5,
-               batch=False)
+    _check_all(tmp_path, [(case, ["search", "x", "-r", f"{hostile.url}{case}/"], _env(tmp_path, case))], 5, batch=False)
 
 
 def test_hostile_plugin_documents(hostile: HostileRegistry, tmp_path: Path) -> None:
-    cases = [(c, ["install", NAME, "--dry-run", "-r", f"{hostile.url}{c}/"], _env(tmp_path, c))
-             for c, _ in RESOLVE_CASES]
+    cases = [
+        (c, ["install", NAME, "--dry-run", "-r", f"{hostile.url}{c}/"], _env(tmp_path, c)) for c, _ in RESOLVE_CASES
+    ]
     _check_all(tmp_path, cases, 5)
 
 
@@ -224,14 +247,17 @@ def test_same_origin_redirect_is_followed_and_gzip_is_read(tmp_path: Path) -> No
         with RegistryClient(f"{srv.url}old/", cache_dir=tmp_path, deadline=5) as client:
             assert [p.name for p in client.index().plugins] == [NAME]
         # another origin is refused unless configured
-        srv.routes["/away/v1/index.json"] = answer("", "302 Found", {"Location": f"http://localhost:{srv.port}/new/v1/index.json"})
+        srv.routes["/away/v1/index.json"] = answer(
+            "", "302 Found", {"Location": f"http://localhost:{srv.port}/new/v1/index.json"}
+        )
         from hub.errors import RegistryFormatError
 
         with RegistryClient(f"{srv.url}away/", cache_dir=tmp_path / "a", deadline=5) as client:
             with pytest.raises(RegistryFormatError, match="leaves the registry's origin"):
                 client.index()
-        with RegistryClient(f"{srv.url}away/", cache_dir=tmp_path / "b", deadline=5,
-                            allowed_origins=[f"http://localhost:{srv.port}"]) as client:
+        with RegistryClient(
+            f"{srv.url}away/", cache_dir=tmp_path / "b", deadline=5, allowed_origins=[f"http://localhost:{srv.port}"]
+        ) as client:
             assert [p.name for p in client.index().plugins] == [NAME]
 
 
@@ -244,8 +270,9 @@ def test_deadline_ends_a_slow_drip_in_time(tmp_path: Path) -> None:
     from hub.registry import RegistryClient
 
     with HostileRegistry() as srv:
-        srv.routes["/v1/index.json"] = drip(_http("200 OK", "Content-Length: 2\r\n" + "X: " + "x" * 500 + "\r\n",
-                                                  b"{}"), 0.2)
+        srv.routes["/v1/index.json"] = drip(
+            _http("200 OK", "Content-Length: 2\r\n" + "X: " + "x" * 500 + "\r\n", b"{}"), 0.2
+        )
         with RegistryClient(srv.url, cache_dir=tmp_path, deadline=1.0, retries=0) as client:
             start = time.monotonic()
             with pytest.raises(RegistryUnavailableError, match="within 1 s") as info:

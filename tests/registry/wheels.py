@@ -31,7 +31,7 @@ def write_plugin_project(
     version: str,
     requires_hub: str = ">=0.1",
     components: str = '[[components]]\nkind = "producer"\nname = "pairs"\nsummary = "Pairwise"\ncollectives = '
-                      '["alltoall"]\n',
+    '["alltoall"]\n',
     manifest_extra: str = "",
     with_manifest: bool = True,
 ) -> Path:

@@ -57,8 +57,17 @@ def test_export_writes_verified_files_whose_ranges_tile_the_study(run_dir: Path,
 
 
 def test_legacy_target_uses_exclusive_bounds_and_xml_files(run_dir: Path, tmp_path: Path) -> None:
-    p = _collhub("report", str(run_dir), "--no-plot", "--export", "msccl", str(tmp_path / "old"),
-                 "--target", "msccl-legacy", cwd=tmp_path)
+    p = _collhub(
+        "report",
+        str(run_dir),
+        "--no-plot",
+        "--export",
+        "msccl",
+        str(tmp_path / "old"),
+        "--target",
+        "msccl-legacy",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     manifest = json.loads((tmp_path / "old" / "export.json").read_text())
     ring = next(s for s in manifest["studies"] if s["key"]["network"] == "ring:8")
@@ -71,12 +80,21 @@ def test_legacy_target_uses_exclusive_bounds_and_xml_files(run_dir: Path, tmp_pa
 
 
 def test_winners_that_cannot_be_exported_are_listed_exit_1(run_dir: Path, tmp_path: Path) -> None:
-    p = _collhub("report", str(run_dir), "--no-plot", "--export", "msccl", str(tmp_path / "none"), cwd=tmp_path,
-                 env={"COLLHUB_DISABLE_PLUGINS": "collhub-mscclang"})
+    p = _collhub(
+        "report",
+        str(run_dir),
+        "--no-plot",
+        "--export",
+        "msccl",
+        str(tmp_path / "none"),
+        cwd=tmp_path,
+        env={"COLLHUB_DISABLE_PLUGINS": "collhub-mscclang"},
+    )
     assert p.returncode == 1
     lines = p.stderr.splitlines()
     assert lines[0].startswith("error: direct (1024..") and lines[0].endswith(
-        "was not exported: mscclang.export is not installed (pip install collhub-mscclang)")
+        "was not exported: mscclang.export is not installed (pip install collhub-mscclang)"
+    )
     assert lines[-1].startswith("hint: ") and "export.json lists every winner, with the reason" in lines[-1]
     assert "Traceback" not in p.stderr
     manifest = json.loads((tmp_path / "none" / "export.json").read_text())

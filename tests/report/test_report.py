@@ -38,8 +38,9 @@ consumers:
 def _collhub(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     e = {k: v for k, v in os.environ.items() if k != "COLLHUB_DEBUG"}
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd, env=e,
-                          timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd, env=e, timeout=180
+    )
 
 
 def _expected(run_dir: Path) -> dict[str, tuple[list[tuple[int, str]], list[tuple[int, int, str, str]]]]:
@@ -91,13 +92,15 @@ def test_report_command_table_and_json(run_dir: Path, tmp_path: Path) -> None:
     p = _collhub("report", str(run_dir), "--format", "json", "--out", str(tmp_path / "o"), "--no-plot", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
-    got = {s["key"]["network"]: [(c["below"], c["at"], c["before"], c["after"]) for c in s["crossovers"]]
-           for s in doc["studies"]}
+    got = {
+        s["key"]["network"]: [(c["below"], c["at"], c["before"], c["after"]) for c in s["crossovers"]]
+        for s in doc["studies"]
+    }
     assert got == {net: cross for net, (_w, cross) in expected.items()}
     assert sorted(x.name for x in (tmp_path / "o").iterdir()) == ["report.json", "report.md"]
     t = _collhub("report", str(run_dir), "--out", str(tmp_path / "t"), "--no-plot", cwd=tmp_path)
     assert t.returncode == 0, t.stderr
-    (below, at, before, after), = expected["ring:8"][1]
+    ((below, at, before, after),) = expected["ring:8"][1]
     from hub._ranges import exact_size
 
     assert f"crossover: {before} up to {exact_size(below)}, {after} from {exact_size(at)}" in t.stdout
@@ -111,23 +114,34 @@ def test_report_bad_input_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "broken" / "results.json").write_text("{not json")
     broken = _collhub("report", str(tmp_path / "broken"), cwd=tmp_path)
     assert broken.returncode == 3 and "not a readable results document" in broken.stderr.splitlines()[0]
-    nosize = run_pipeline_text(STUDY.replace("size: {from: 1KiB, to: 16MiB, factor: 4}", "chunks: [1]")
-                               .replace('size: "${size}"', "size: 1MiB"), tmp_path / "nosize", jobs=1, plot=False)
+    nosize = run_pipeline_text(
+        STUDY.replace("size: {from: 1KiB, to: 16MiB, factor: 4}", "chunks: [1]").replace(
+            'size: "${size}"', "size: 1MiB"
+        ),
+        tmp_path / "nosize",
+        jobs=1,
+        plot=False,
+    )
     assert not (nosize.run_dir / "report.json").exists()  # no size swept: the run writes no report
     p = _collhub("report", str(nosize.run_dir), cwd=tmp_path)
     assert p.returncode == 2
-    assert p.stderr.splitlines() == ["error: the run has no size variable to compare algorithms along",
-                                     "hint: sweep a size, e.g. matrix: {size: {from: 1KiB, to: 1GiB, factor: 2}}"]
+    assert p.stderr.splitlines() == [
+        "error: the run has no size variable to compare algorithms along",
+        "hint: sweep a size, e.g. matrix: {size: {from: 1KiB, to: 1GiB, factor: 2}}",
+    ]
     for res in (missing, broken, p):
         assert "Traceback" not in res.stderr
 
 
 def test_damaged_rows_are_counted_not_fatal(tmp_path: Path) -> None:
-    rows = [{"source": "a", "status": "ok", "metrics": [1], "point": {"size": "1KiB"}},
-            {"source": "b", "status": "ok", "metrics": {"time_us": 2}, "point": "x"},
-            {"source": "a", "status": "ok", "metrics": {"time_us": 1.5}, "point": {"size": "1KiB"}, "algorithm": 5},
-            {"source": "b", "status": "ok", "metrics": {"time_us": 1.0}, "point": {"size": "2KiB"}},
-            {"source": "b", "status": "failed", "metrics": {}, "point": {"size": "1KiB"}}, "junk"]
+    rows = [
+        {"source": "a", "status": "ok", "metrics": [1], "point": {"size": "1KiB"}},
+        {"source": "b", "status": "ok", "metrics": {"time_us": 2}, "point": "x"},
+        {"source": "a", "status": "ok", "metrics": {"time_us": 1.5}, "point": {"size": "1KiB"}, "algorithm": 5},
+        {"source": "b", "status": "ok", "metrics": {"time_us": 1.0}, "point": {"size": "2KiB"}},
+        {"source": "b", "status": "failed", "metrics": {}, "point": {"size": "1KiB"}},
+        "junk",
+    ]
     (tmp_path / "results.json").write_text(json.dumps({"variables": ["size"], "rows": rows}))
     p = _collhub("report", str(tmp_path), "--no-plot", "--format", "json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr

@@ -15,8 +15,9 @@ def pipelined_ring_allreduce(n: int, msg: int, *, comps: bool) -> Algorithm:
         release = None  # what the next SEND waits for
         for k in range(2 * (n - 1)):
             b.send((r + 1) % n, src=(Buffer.INPUT, 0), size=msg, deps=[release] if release is not None else [])
-            recv = b.recv((r - 1) % n, dst=(Buffer.INPUT, 0), size=msg,
-                          deps=[prev_recv] if prev_recv is not None else [])
+            recv = b.recv(
+                (r - 1) % n, dst=(Buffer.INPUT, 0), size=msg, deps=[prev_recv] if prev_recv is not None else []
+            )
             prev_recv = recv
             release = recv
             if comps and k < n - 1:

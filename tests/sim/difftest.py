@@ -54,9 +54,19 @@ def oracle_unavailable() -> str | None:
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 proc = subprocess.run(
-                    [str(exe), "--workload-configuration=workload/all_reduce", "--system-configuration=system.json",
-                     "--network-configuration=network.yml", "--remote-memory-configuration=memory.json",
-                     f"--logging-folder={tmp}"], cwd=EXAMPLE, capture_output=True, text=True, timeout=60)
+                    [
+                        str(exe),
+                        "--workload-configuration=workload/all_reduce",
+                        "--system-configuration=system.json",
+                        "--network-configuration=network.yml",
+                        "--remote-memory-configuration=memory.json",
+                        f"--logging-folder={tmp}",
+                    ],
+                    cwd=EXAMPLE,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return f"ASTRA-sim binary {exe.name} cannot run: {exc}"
             if proc.returncode != 0 or "finished, 90174 cycles" not in proc.stdout:
@@ -98,8 +108,9 @@ def shuffle(alg: Algorithm, rng: random.Random, *, ids: str = "random") -> Algor
         for p in perm:
             pos.extend(new_of[g.deps_of(p)].tolist())
             ptr.append(len(pos))
-        graphs.append(RankGraph.from_columns(n, dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos, dtype=np.int32),
-                                             **cols))
+        graphs.append(
+            RankGraph.from_columns(n, dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos, dtype=np.int32), **cols)
+        )
     return Algorithm(alg.meta, tuple(graphs))
 
 
@@ -161,8 +172,13 @@ def random_algorithm(rng: random.Random, ranks: int, *, messages: int | None = N
 
 # -- cases -----------------------------------------------------------------------------------------
 NETWORKS_1D = ("ring:{n}", "switch:{n}", "fc:{n}")
-ND_SHAPES = {4: (("ring", 2), ("switch", 2)), 8: (("ring", 2), ("fc", 4)), 6: (("switch", 3), ("ring", 2)),
-             12: (("ring", 2), ("switch", 3), ("fc", 2)), 16: (("ring", 4), ("ring", 4))}
+ND_SHAPES = {
+    4: (("ring", 2), ("switch", 2)),
+    8: (("ring", 2), ("fc", 4)),
+    6: (("switch", 3), ("ring", 2)),
+    12: (("ring", 2), ("switch", 3), ("fc", 2)),
+    16: (("ring", 4), ("ring", 4)),
+}
 
 
 def network_for(kind: str, ranks: int, rng: random.Random) -> str:
@@ -170,8 +186,9 @@ def network_for(kind: str, ranks: int, rng: random.Random) -> str:
     bw = rng.choice([12.5, 25, 50, 100, 400])
     lat = rng.choice([0, 1, 250, 500, 500, 1999])
     if kind == "nd":  # per-dimension bandwidth and latency
-        return ",".join(f"{k}:{n}@bw={rng.choice([25, 50, 200])},lat={rng.choice([0, 100, 500])}"
-                        for k, n in ND_SHAPES[ranks])
+        return ",".join(
+            f"{k}:{n}@bw={rng.choice([25, 50, 200])},lat={rng.choice([0, 100, 500])}" for k, n in ND_SHAPES[ranks]
+        )
     return kind.format(n=ranks) + f"@bw={bw},lat={lat}"
 
 
@@ -201,8 +218,9 @@ def _runnable(alg: Algorithm) -> Algorithm:
         return alg.with_meta(collective=Collective.ALLREDUCE)
 
 
-def corpus_algorithms(size: int = 1 << 20, ranks: tuple[int, ...] = (4, 8), *,
-                      max_ir_ranks: int | None = 16) -> Iterator[tuple[str, Algorithm]]:
+def corpus_algorithms(
+    size: int = 1 << 20, ranks: tuple[int, ...] = (4, 8), *, max_ir_ranks: int | None = 16
+) -> Iterator[tuple[str, Algorithm]]:
     """Every built-in algorithm for every collective it implements (also through
     ``hub.chunk``, ``hub.instances`` and with 2 channels where it has them), and every MSCCL-IR
     file of the shared corpus (up to ``max_ir_ranks`` ranks; None: all), bound to ``size`` bytes."""
@@ -236,8 +254,9 @@ def corpus_algorithms(size: int = 1 << 20, ranks: tuple[int, ...] = (4, 8), *,
             yield f"msccl-ir/{path.stem}", _runnable(alg.bind(size))
 
 
-def corpus_cases(rng: random.Random, *, size: int = 1 << 20, shuffled: bool = False,
-                 max_ir_ranks: int | None = 16) -> Iterator[Case]:
+def corpus_cases(
+    rng: random.Random, *, size: int = 1 << 20, shuffled: bool = False, max_ir_ranks: int | None = 16
+) -> Iterator[Case]:
     """Each corpus algorithm on Ring, Switch and FullyConnected in both modes (file order, and
     with ``shuffled`` a shuffled copy too)."""
     for name, alg in corpus_algorithms(size, max_ir_ranks=max_ir_ranks):
@@ -301,8 +320,10 @@ def write_reproducer(case: Case, folder: Path) -> Path:
     from collhub_astrasim._bundle import _dims_for, build_bundle
 
     build_bundle(case.alg, out=folder / "bundle", dims=_dims_for(case.network), backend=case.mode, predict=False)
-    (folder / "case.json").write_text(json.dumps({"name": case.name, "network": case.network, "mode": case.mode,
-                                                 "ranks": case.alg.ranks}, indent=2) + "\n")
+    (folder / "case.json").write_text(
+        json.dumps({"name": case.name, "network": case.network, "mode": case.mode, "ranks": case.alg.ranks}, indent=2)
+        + "\n"
+    )
     return folder
 
 
@@ -325,8 +346,9 @@ def _drop(alg: Algorithm, drop: dict[int, set[int]]) -> Algorithm:
             pos.extend(new_of[d] for d in g.deps_of(p).tolist() if d in new_of)
             ptr.append(len(pos))
         cols = {name: getattr(g, name)[keep] for name in _columns()}
-        graphs.append(RankGraph.from_columns(len(keep), dep_ptr=np.asarray(ptr),
-                                             dep_pos=np.asarray(pos, dtype=np.int32), **cols))
+        graphs.append(
+            RankGraph.from_columns(len(keep), dep_ptr=np.asarray(ptr), dep_pos=np.asarray(pos, dtype=np.int32), **cols)
+        )
     return Algorithm(alg.meta, tuple(graphs))
 
 

@@ -26,15 +26,18 @@ def test_a_built_in_name_and_its_producer_id_build_the_same_algorithm(name: str)
     assert by_name.time_ns != simulate(WL, "ring:8").time_ns  # not silently the default ring
 
 
-@pytest.mark.parametrize(("name", "error", "message"), [
-    ("make", AlgorithmError, "unknown built-in algorithm 'make'"),              # hub.algorithms.make
-    ("build_ring", AlgorithmError, "unknown built-in algorithm 'build_ring'"),  # a function of hub.algorithms
-    ("CATALOG", AlgorithmError, "unknown built-in algorithm"),
-    ("os.system", ComponentNotFoundError, "os.system"),
-    ("hub.algorithms.build_ring", ComponentNotFoundError, "hub.algorithms.build_ring"),
-    ("hub.simulate", UsageError, "'hub.simulate' is a consumer, not a producer"),
-    ("hub.chunk", UsageError, "'hub.chunk' is a transform, not a producer"),
-])
+@pytest.mark.parametrize(
+    ("name", "error", "message"),
+    [
+        ("make", AlgorithmError, "unknown built-in algorithm 'make'"),  # hub.algorithms.make
+        ("build_ring", AlgorithmError, "unknown built-in algorithm 'build_ring'"),  # a function of hub.algorithms
+        ("CATALOG", AlgorithmError, "unknown built-in algorithm"),
+        ("os.system", ComponentNotFoundError, "os.system"),
+        ("hub.algorithms.build_ring", ComponentNotFoundError, "hub.algorithms.build_ring"),
+        ("hub.simulate", UsageError, "'hub.simulate' is a consumer, not a producer"),
+        ("hub.chunk", UsageError, "'hub.chunk' is a transform, not a producer"),
+    ],
+)
 def test_anything_else_is_refused_by_name(name: str, error: type[HubError], message: str) -> None:
     with pytest.raises(error, match=message.replace(".", r"\.").replace("(", r"\(")):
         simulate(WL, "ring:8", algorithm_for={"allreduce": name})

@@ -29,15 +29,28 @@ def test_unaware_below_the_bound_warns_and_aware_does_not() -> None:
     assert fast.warnings == [
         f"time 4441 ns is below the alltoall lower bound {BOUND:.0f} ns ((p-1)M/(p*B_out)) on this network "
         f"(time_over_bound {4441 / BOUND:.3g}): the congestion-unaware model charges no link contention, so "
-        "messages that share a link overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"]
+        "messages that share a link overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"
+    ]
     assert simulate(alg, "ring:8", size=1 << 20, mode="aware").warnings == []
     assert simulate(make("ring", "allreduce", 8), "ring:8", size=1 << 20).warnings == []  # 41181 ns > bound
 
 
 def test_consume_prints_the_warning(tmp_path: Path) -> None:
     write_algorithm(make("direct", "alltoall", 8), tmp_path / "a2a")
-    cmd = [sys.executable, "-m", "hub.cli", "consume", "hub.simulate", str(tmp_path / "a2a"),
-           "--set", "network=ring:8", "--set", "size=1MiB", "--workdir", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hub.cli",
+        "consume",
+        "hub.simulate",
+        str(tmp_path / "a2a"),
+        "--set",
+        "network=ring:8",
+        "--set",
+        "size=1MiB",
+        "--workdir",
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith("warning: time 4441 ns is below the alltoall lower bound 8545 ns")

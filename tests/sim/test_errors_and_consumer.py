@@ -37,8 +37,9 @@ def test_more_ranks_than_npus():
 
 
 def test_size_mismatch_is_named():
-    with pytest.raises(SimulationError,
-                       match="size mismatch: rank 1 node 0 receives 100 B but rank 0 node 0 sends 64 B"):
+    with pytest.raises(
+        SimulationError, match="size mismatch: rank 1 node 0 receives 100 B but rank 0 node 0 sends 64 B"
+    ):
         simulate(_pair(64, 100), "ring:2")
 
 
@@ -59,8 +60,9 @@ def test_deadlock_names_blocked_nodes_and_does_not_hang():
         b.send(1 - r, src=(Buffer.INPUT, 0), size=8, deps=[rv])
         bs.append(b)
     alg = build_algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 1, 1), bs)
-    with pytest.raises(SimulationError,
-                       match=r"deadlock: 4 of 4 nodes never complete; 2 RECV\(s\) wait.*rank 0 node 0"):
+    with pytest.raises(
+        SimulationError, match=r"deadlock: 4 of 4 nodes never complete; 2 RECV\(s\) wait.*rank 0 node 0"
+    ):
         simulate(alg, "ring:2", mode="aware")
 
 
@@ -173,18 +175,21 @@ def test_workload_resources():
     msg = int(500 + 1000 / (50 * 2**30 / 1e9))
     ranks = []
     for r in range(2):
-        ranks.append([
-            WorkloadNode(id=0, name="c1", type=NodeType.COMP, duration_micros=5),
-            WorkloadNode(id=1, name="c2", type=NodeType.COMP, duration_micros=3),  # waits: one GPU COMP at a time
-            WorkloadNode(id=2, name="cpu", type=NodeType.COMP, duration_micros=7, is_cpu_op=True),  # own resource
-            _coll(r, 3),  # overlaps the COMPs (comm resource)
-            _coll(r, 4),  # waits for the first collective: one SEND-or-COLL in flight
-        ])
+        ranks.append(
+            [
+                WorkloadNode(id=0, name="c1", type=NodeType.COMP, duration_micros=5),
+                WorkloadNode(id=1, name="c2", type=NodeType.COMP, duration_micros=3),  # waits: one GPU COMP at a time
+                WorkloadNode(id=2, name="cpu", type=NodeType.COMP, duration_micros=7, is_cpu_op=True),  # own resource
+                _coll(r, 3),  # overlaps the COMPs (comm resource)
+                _coll(r, 4),  # waits for the first collective: one SEND-or-COLL in flight
+            ]
+        )
     res = simulate(Workload(ranks=ranks), "ring:2", algorithm_for={"allreduce": alg})
     assert res.time_ns == max(8000, 7000, 2 * 2 * msg)
     # a dependency chain: COMP then the collective
-    ranks2 = [[WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=5), _coll(r, 1, deps=[0])]
-              for r in range(2)]
+    ranks2 = [
+        [WorkloadNode(id=0, name="c", type=NodeType.COMP, duration_micros=5), _coll(r, 1, deps=[0])] for r in range(2)
+    ]
     assert simulate(Workload(ranks=ranks2), "ring:2", algorithm_for={"allreduce": alg}).time_ns == 5000 + 2 * msg
 
 

@@ -113,8 +113,9 @@ def test_direct_alltoall_fully_connected_aware(n, S, bw, lat):
 def test_unaware_ring_farthest_peer(n):
     m = 131072
     far = n // 2
-    assert simulate(direct_alltoall(n, m), f"ring:{n}",
-                    mode="unaware").time_ns == math.floor(far * 500 + m / bprime(50))
+    assert simulate(direct_alltoall(n, m), f"ring:{n}", mode="unaware").time_ns == math.floor(
+        far * 500 + m / bprime(50)
+    )
 
 
 def test_aware_multihop_uncontended_costs_h_full_hops():

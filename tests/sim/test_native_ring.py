@@ -21,9 +21,15 @@ from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 from tests.transforms.test_inline import DLRM, _compute_and_collective
 
 AR, A2A = COMM_TYPE_OF[Collective.ALLREDUCE], COMM_TYPE_OF[Collective.ALLTOALL]
-BASE: dict[str, Any] = {"all-reduce-implementation": ["ring"], "preferred-dataset-splits": 1, "endpoint-delay": 10,
-                        "local-mem-bw": 1600, "active-chunks-per-dimension": 1, "collective-optimization": "baseline",
-                        "scheduling-policy": "FIFO"}
+BASE: dict[str, Any] = {
+    "all-reduce-implementation": ["ring"],
+    "preferred-dataset-splits": 1,
+    "endpoint-delay": 10,
+    "local-mem-bw": 1600,
+    "active-chunks-per-dimension": 1,
+    "collective-optimization": "baseline",
+    "scheduling-policy": "FIFO",
+}
 
 
 def _real(wl: Workload, net: str, mode: str, system: dict[str, Any], algs: dict[str, str] | None = None) -> list[int]:
@@ -32,8 +38,14 @@ def _real(wl: Workload, net: str, mode: str, system: dict[str, Any], algs: dict[
     from collhub_astrasim._run import run_binary
 
     with tempfile.TemporaryDirectory(prefix="collhub-native-") as tmp:
-        bundle = build_bundle(wl, out=Path(tmp) / "b", dims=_dims_for(net), system=system, predict=False,
-                              algorithm_for={"allreduce": "native:ring", **(algs or {})})
+        bundle = build_bundle(
+            wl,
+            out=Path(tmp) / "b",
+            dims=_dims_for(net),
+            system=system,
+            predict=False,
+            algorithm_for={"allreduce": "native:ring", **(algs or {})},
+        )
         stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), bundle.path, 300)
         report = parse_output(stdout)
         return [report.ranks[r].finish_ns for r in range(wl.rank_count)]
@@ -53,18 +65,24 @@ def _skewed(sizes: list[int], n: int = 8) -> Workload:
     for r in range(n):
         nodes = [WorkloadNode(id=1, name="c", type=NodeType.COMP, duration_micros=1 + 3 * r % 5)]
         for i, s in enumerate(sizes):
-            nodes.append(WorkloadNode(id=10 + i, name=f"ar{i}", type=NodeType.COLL, deps=[nodes[-1].id],
-                                      comm_type=AR, comm_size=s))
+            nodes.append(
+                WorkloadNode(
+                    id=10 + i, name=f"ar{i}", type=NodeType.COLL, deps=[nodes[-1].id], comm_type=AR, comm_size=s
+                )
+            )
         ranks.append(nodes)
     return Workload(ranks=ranks, name="skewed")
 
 
-@pytest.mark.parametrize(("n", "size", "net", "over"), [
-    (4, 1 << 20, "ring:4@bw=50,lat=500", {}),
-    (4, 1 << 20, "ring:4@bw=50,lat=500", {"preferred-dataset-splits": 4, "local-mem-bw": 50}),
-    (8, 1_000_003, "switch:8@bw=100,lat=500", {"preferred-dataset-splits": 3, "endpoint-delay": 7}),
-    (8, 100, "fc:8@bw=100,lat=500", {"preferred-dataset-splits": 4}),  # chunks of 8 B (one per NPU)
-])
+@pytest.mark.parametrize(
+    ("n", "size", "net", "over"),
+    [
+        (4, 1 << 20, "ring:4@bw=50,lat=500", {}),
+        (4, 1 << 20, "ring:4@bw=50,lat=500", {"preferred-dataset-splits": 4, "local-mem-bw": 50}),
+        (8, 1_000_003, "switch:8@bw=100,lat=500", {"preferred-dataset-splits": 3, "endpoint-delay": 7}),
+        (8, 100, "fc:8@bw=100,lat=500", {"preferred-dataset-splits": 4}),  # chunks of 8 B (one per NPU)
+    ],
+)
 def test_single_native_ring_allreduce_equals_real_astrasim(n: int, size: int, net: str, over: dict) -> None:
     _check(Workload.single_collective(Collective.ALLREDUCE, n, size), net, {**BASE, **over})
 
@@ -85,29 +103,40 @@ def test_dlrm8_native_ring_allreduces_equal_real_astrasim() -> None:
         wl = read_workload(DLRM)
     # every node on the GPU (docs/workloads.md); the four all-to-all sizes cannot share one custom
     # ET set and native all-to-all is not reproduced, so they become 1 µs COMPs
-    ranks = [[replace(nd, type=NodeType.COMP, comm_type=None, comm_size=None, duration_micros=1, is_cpu_op=False)
-              if nd.type == NodeType.COLL and nd.comm_type == A2A else replace(nd, is_cpu_op=False) for nd in r]
-             for r in wl.ranks]
+    ranks = [
+        [
+            replace(nd, type=NodeType.COMP, comm_type=None, comm_size=None, duration_micros=1, is_cpu_op=False)
+            if nd.type == NodeType.COLL and nd.comm_type == A2A
+            else replace(nd, is_cpu_op=False)
+            for nd in r
+        ]
+        for r in wl.ranks
+    ]
     plain, _ = runnable_copy(Workload(ranks=ranks, name="dlrm8-native"))
     _check(plain, "switch:8@bw=100,lat=500", {**BASE, "preferred-dataset-splits": 4, "scheduling-policy": "LIFO"})
 
 
 def test_algorithm_for_wins_over_the_native_key() -> None:
     wl = Workload.single_collective(Collective.ALLREDUCE, 4, 1 << 20)
-    assert simulate(wl, "ring:4", system=BASE, algorithm_for={"allreduce": "ring"}).time_ns == \
-        simulate(wl, "ring:4", algorithm_for={"allreduce": "ring"}).time_ns
+    assert (
+        simulate(wl, "ring:4", system=BASE, algorithm_for={"allreduce": "ring"}).time_ns
+        == simulate(wl, "ring:4", algorithm_for={"allreduce": "ring"}).time_ns
+    )
 
 
-@pytest.mark.parametrize(("over", "net", "key"), [
-    ({"all-reduce-implementation": ["direct"]}, "ring:4", "all-reduce-implementation"),
-    ({"all-reduce-implementation": ["halvingDoubling"]}, "ring:4", "all-reduce-implementation"),
-    ({"all-reduce-implementation": ["ring", "ring"]}, "ring:2,ring:2", "all-reduce-implementation"),
-    ({"collective-optimization": "localBWAware"}, "ring:4", "collective-optimization"),
-    ({"active-chunks-per-dimension": 2}, "ring:4", "active-chunks-per-dimension"),
-    ({"model-shared-bus": 1}, "ring:4", "model-shared-bus"),
-    ({"endpoint-delay": 0}, "ring:4", "endpoint-delay"),
-    ({"preferred-dataset-splits": 0}, "ring:4", "preferred-dataset-splits"),
-])
+@pytest.mark.parametrize(
+    ("over", "net", "key"),
+    [
+        ({"all-reduce-implementation": ["direct"]}, "ring:4", "all-reduce-implementation"),
+        ({"all-reduce-implementation": ["halvingDoubling"]}, "ring:4", "all-reduce-implementation"),
+        ({"all-reduce-implementation": ["ring", "ring"]}, "ring:2,ring:2", "all-reduce-implementation"),
+        ({"collective-optimization": "localBWAware"}, "ring:4", "collective-optimization"),
+        ({"active-chunks-per-dimension": 2}, "ring:4", "active-chunks-per-dimension"),
+        ({"model-shared-bus": 1}, "ring:4", "model-shared-bus"),
+        ({"endpoint-delay": 0}, "ring:4", "endpoint-delay"),
+        ({"preferred-dataset-splits": 0}, "ring:4", "preferred-dataset-splits"),
+    ],
+)
 def test_what_is_not_reproduced_is_refused_naming_the_key(over: dict, net: str, key: str) -> None:
     wl = Workload.single_collective(Collective.ALLREDUCE, 4, 1 << 20)
     with pytest.raises(SimulationError) as info:
@@ -120,8 +149,12 @@ def test_native_next_to_workload_sends_and_other_native_collectives_are_refused(
     from hub.transforms import InlineParams, inline_workload
 
     wl = _compute_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
-    wl = Workload(ranks=[nodes + [WorkloadNode(id=20, name="a2a", type=NodeType.COLL, deps=[12], comm_type=A2A,
-                                               comm_size=1 << 14)] for nodes in wl.ranks])
+    wl = Workload(
+        ranks=[
+            nodes + [WorkloadNode(id=20, name="a2a", type=NodeType.COLL, deps=[12], comm_type=A2A, comm_size=1 << 14)]
+            for nodes in wl.ranks
+        ]
+    )
     inl = inline_workload(wl, {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
     with pytest.raises(SimulationError, match="workload with SEND/RECV nodes"):
         simulate(inl, "ring:4", system=BASE)

@@ -67,8 +67,11 @@ def test_random_algorithms_match():
 
 def test_corpus_slice_matches():
     rng = random.Random(3)
-    picked = [c for c in corpus_cases(rng, shuffled=True)
-              if c.name.startswith("msccl-ir/") or c.name.startswith(("ring/", "direct/", "hierarchical/"))]
+    picked = [
+        c
+        for c in corpus_cases(rng, shuffled=True)
+        if c.name.startswith("msccl-ir/") or c.name.startswith(("ring/", "direct/", "hierarchical/"))
+    ]
     rng.shuffle(picked)
     _compare(picked[:90])
 

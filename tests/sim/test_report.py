@@ -36,8 +36,9 @@ def _assert_tracks_nest(events: list[dict[str, Any]]) -> dict[tuple[int, int], l
             s, f = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
             while open_ends and open_ends[-1] <= s:
                 open_ends.pop()
-            assert not open_ends or f <= open_ends[-1], (f"track {key}: {e['name']} [{s}, {f}) overlaps the slice "
-                                                         f"ending at {open_ends[-1]}")
+            assert not open_ends or f <= open_ends[-1], (
+                f"track {key}: {e['name']} [{s}, {f}) overlaps the slice ending at {open_ends[-1]}"
+            )
             open_ends.append(f)
     return tracks
 
@@ -83,10 +84,13 @@ def test_every_track_nests_and_every_send_has_an_arrow(mode: str) -> None:
             f = ends[i]
             assert send["cat"] == "send" and send["args"]["peer"] == f["pid"], name
             # the arrow lands inside a receive from the sender, with the same tag
-            recv = [e for e in tracks[(f["pid"], f["tid"])]
-                    if _ns(e["ts"]) <= _ns(f["ts"]) <= _ns(e["ts"]) + _ns(e["dur"])]
-            assert any(e["cat"] == "recv" and e["args"]["peer"] == s["pid"] and e["args"]["tag"] == send["args"]["tag"]
-                       for e in recv), name
+            recv = [
+                e for e in tracks[(f["pid"], f["tid"])] if _ns(e["ts"]) <= _ns(f["ts"]) <= _ns(e["ts"]) + _ns(e["dur"])
+            ]
+            assert any(
+                e["cat"] == "recv" and e["args"]["peer"] == s["pid"] and e["args"]["tag"] == send["args"]["tag"]
+                for e in recv
+            ), name
 
 
 def test_trace_file_is_chrome_json(tmp_path: Path) -> None:

@@ -45,11 +45,30 @@ def test_dlrm8_notes_native_ring_system_is_refused(shared_data: Path, tmp_path: 
         warnings.simplefilter("ignore")
         wl = read_workload(prefix)
     cfg = tmp_path / "system.json"
-    notes = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
-             "preferred-dataset-splits": 4, "collective-optimization": "localBWAware", "local-mem-bw": 1600}
-    cfg.write_text(json.dumps({**notes, **{k: ["ring"] for k in (
-        "all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
-        "all-to-all-implementation")}}))
+    notes = {
+        "scheduling-policy": "LIFO",
+        "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1,
+        "preferred-dataset-splits": 4,
+        "collective-optimization": "localBWAware",
+        "local-mem-bw": 1600,
+    }
+    cfg.write_text(
+        json.dumps(
+            {
+                **notes,
+                **{
+                    k: ["ring"]
+                    for k in (
+                        "all-reduce-implementation",
+                        "all-gather-implementation",
+                        "reduce-scatter-implementation",
+                        "all-to-all-implementation",
+                    )
+                },
+            }
+        )
+    )
     with pytest.raises(SimulationError, match="system.json key collective-optimization: 'localBWAware'") as info:
         simulate(wl, "switch:8", system=cfg)
     assert "custom path" in (info.value.hint or "")

@@ -26,8 +26,13 @@ GROUPS = {"1": [0, 2], "2": [1, 3]}
 
 def _meta(groups: dict[str, list[int]]) -> WorkloadNode:
     pgs = [{"pg_name": "0", "ranks": []}] + [{"pg_name": k, "ranks": v} for k, v in groups.items()]
-    return WorkloadNode(id=90, name="## process_group:init ##", type=NodeType.METADATA, is_cpu_op=True,
-                        inputs={"values": repr([json.dumps(pgs)]), "shapes": "[[]]", "types": "['String']"})
+    return WorkloadNode(
+        id=90,
+        name="## process_group:init ##",
+        type=NodeType.METADATA,
+        is_cpu_op=True,
+        inputs={"values": repr([json.dumps(pgs)]), "shapes": "[[]]", "types": "['String']"},
+    )
 
 
 def _grouped_workload(meta: bool = True) -> Workload:
@@ -39,8 +44,15 @@ def _grouped_workload(meta: bool = True) -> Workload:
         first = [90] if meta else []
         nodes += [
             WorkloadNode(id=1, name="fwd", type=NodeType.COMP, duration_micros=2 + 3 * r, deps=first),
-            WorkloadNode(id=2, name="ar", type=NodeType.COLL, deps=[1], comm_type=AR, comm_size=3 << 16,
-                         pg_name="1" if r % 2 == 0 else "2"),
+            WorkloadNode(
+                id=2,
+                name="ar",
+                type=NodeType.COLL,
+                deps=[1],
+                comm_type=AR,
+                comm_size=3 << 16,
+                pg_name="1" if r % 2 == 0 else "2",
+            ),
             WorkloadNode(id=3, name="mid", type=NodeType.COMP, deps=[2], duration_micros=4),
             WorkloadNode(id=4, name="a2a", type=NodeType.COLL, deps=[3], comm_type=A2A, comm_size=1 << 16),
             WorkloadNode(id=5, name="bwd", type=NodeType.COMP, deps=[4], duration_micros=1),
@@ -57,8 +69,11 @@ def _real_finish(tmp: Path, net: str, mode: str) -> list[int]:
     from collhub_astrasim._run import run_binary
 
     write_workload(_grouped_workload(meta=False), tmp / "wl", attributes="astrasim")
-    (tmp / "system.json").write_text(dumps_json(system_json(
-        {"all-reduce-implementation-custom": "ar", "all-to-all-implementation-custom": "a2a"}, {}, {})))
+    (tmp / "system.json").write_text(
+        dumps_json(
+            system_json({"all-reduce-implementation-custom": "ar", "all-to-all-implementation-custom": "a2a"}, {}, {})
+        )
+    )
     (tmp / "network.yml").write_text(network_yml(_dims_for(net)))
     (tmp / "memory.json").write_text(dumps_json(memory_json()))
     (tmp / "groups.json").write_text(json.dumps(GROUPS))
@@ -73,8 +88,11 @@ def test_process_groups_equal_real_astrasim(tmp_path: Path) -> None:
     a2a4 = make("direct", collective=Collective.ALLTOALL, ranks=4).bind(1 << 16)
     write_algorithm(ar2, tmp_path / "ar", attributes="astrasim")
     write_algorithm(a2a4, tmp_path / "a2a", attributes="astrasim")
-    system = {"all-reduce-implementation-custom": [str(tmp_path / "ar")],
-              "all-to-all-implementation-custom": [str(tmp_path / "a2a")], "preferred-dataset-splits": 1}
+    system = {
+        "all-reduce-implementation-custom": [str(tmp_path / "ar")],
+        "all-to-all-implementation-custom": [str(tmp_path / "a2a")],
+        "preferred-dataset-splits": 1,
+    }
     wl = _grouped_workload()
     net = "ring:4@bw=50,lat=100"
     ours = {mode: simulate(wl, net, mode=mode, system=system).rank_finish_ns for mode in ("unaware", "aware")}
@@ -128,10 +146,20 @@ def test_cli_reports_bad_collectives_with_exit_3(tmp_path: Path) -> None:
     ranks = [list(nodes) for nodes in _grouped_workload().ranks]
     ranks[2][2] = replace(ranks[2][2], comm_size=None)
     write_workload(Workload(ranks=ranks, name="bad"), tmp_path / "bad")
-    cmd = [sys.executable, "-m", "hub.cli", "consume", "hub.simulate", "bad", "--set", "network=switch:4",
-           "--workdir", str(tmp_path)]
-    proc = subprocess.run(cmd,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""})
+    cmd = [
+        sys.executable,
+        "-m",
+        "hub.cli",
+        "consume",
+        "hub.simulate",
+        "bad",
+        "--set",
+        "network=switch:4",
+        "--workdir",
+        str(tmp_path),
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "COLLHUB_LOAD_PLUGINS": ""}
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "rank 2" in proc.stderr and "node 2" in proc.stderr

@@ -17,8 +17,9 @@ from tests.transforms.test_inline import _compute_and_collective
 
 
 @pytest.mark.parametrize("alg", ["ring", "direct"])
-@pytest.mark.parametrize("coll", [Collective.ALLREDUCE, Collective.ALLTOALL, Collective.REDUCESCATTER,
-                                  Collective.ALLGATHER])
+@pytest.mark.parametrize(
+    "coll", [Collective.ALLREDUCE, Collective.ALLTOALL, Collective.REDUCESCATTER, Collective.ALLGATHER]
+)
 def test_custom_collective_in_a_workload_equals_real_astrasim(coll: Collective, alg: str, tmp_path: Path) -> None:
     if (why := oracle_unavailable()) is not None:
         pytest.skip(why)

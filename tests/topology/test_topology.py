@@ -13,9 +13,21 @@ def test_reads_astrasim_example(astrasim_example):
     assert t.dims == (Dimension("Ring", 8, 50.0, 500.0),) and t.npus == 8
 
 
-@pytest.mark.parametrize("spec, npus", [("ring:8", 8), ("switch:16", 16), ("fc:8", 8), ("fullyconnected:8", 8),
-                                        ("ring:4,switch:8", 32), ("mesh:4x4", 16), ("torus:4x4x4", 64),
-                                        ("hypercube:3", 8), ("dgx1", 8), ("fattree:4x8", 32)])
+@pytest.mark.parametrize(
+    "spec, npus",
+    [
+        ("ring:8", 8),
+        ("switch:16", 16),
+        ("fc:8", 8),
+        ("fullyconnected:8", 8),
+        ("ring:4,switch:8", 32),
+        ("mesh:4x4", 16),
+        ("torus:4x4x4", 64),
+        ("hypercube:3", 8),
+        ("dgx1", 8),
+        ("fattree:4x8", 32),
+    ],
+)
 def test_strings_round_trip(spec, npus):
     t = load_topology(spec)
     assert t.npus == npus
@@ -36,24 +48,36 @@ def test_network_yml_round_trip(tmp_path):
     assert t.coords(47) == (1, 7, 2)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("topology: Ring\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]", "'topology' must be a YAML list"),
-    ("topology: [Ring]\nnpus_count: [8]\nbandwidth: 50\nlatency: [500]", "'bandwidth' must be a YAML list"),
-    ("topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]", "missing key 'latency'"),
-    ("topology: [Ring, Switch]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]", "differ in length"),
-    ("topology: [ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]", "not a building block"),
-    ("topology: [Ring]\nnpus_count: [1]\nbandwidth: [50]\nlatency: [500]", "must be an integer > 1"),
-    ("topology: [Ring\n", "not valid YAML"),
-    ("!!python/object/apply:os.system ['true']", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("topology: Ring\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]", "'topology' must be a YAML list"),
+        ("topology: [Ring]\nnpus_count: [8]\nbandwidth: 50\nlatency: [500]", "'bandwidth' must be a YAML list"),
+        ("topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]", "missing key 'latency'"),
+        ("topology: [Ring, Switch]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]", "differ in length"),
+        ("topology: [ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]", "not a building block"),
+        ("topology: [Ring]\nnpus_count: [1]\nbandwidth: [50]\nlatency: [500]", "must be an integer > 1"),
+        ("topology: [Ring\n", "not valid YAML"),
+        ("!!python/object/apply:os.system ['true']", "not valid YAML"),
+    ],
+)
 def test_network_yml_errors(text, match):
     with pytest.raises(TopologyFormatError, match=match):
         parse_network_yml(text)
 
 
-@pytest.mark.parametrize("spec, match", [("rng:8", "unknown kind 'rng'"), ("ring:8@bww=3", "unknown option"),
-                                         ("ring:1", "at least 2"), ("mesh:4x4,ring:2", "cannot be combined"),
-                                         ("ring:8;spines=2", "fattree only"), ("ring:x", "shape"), ("", "empty")])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ("rng:8", "unknown kind 'rng'"),
+        ("ring:8@bww=3", "unknown option"),
+        ("ring:1", "at least 2"),
+        ("mesh:4x4,ring:2", "cannot be combined"),
+        ("ring:8;spines=2", "fattree only"),
+        ("ring:x", "shape"),
+        ("", "empty"),
+    ],
+)
 def test_string_errors(spec, match):
     with pytest.raises(TopologyFormatError, match=match):
         load_topology(spec)

@@ -43,12 +43,16 @@ def _compute_and_collective(coll: Collective, n: int, size: int) -> Workload:
     independent COMP that competes with the collective's reductions for the GPU."""
     ranks = []
     for r in range(n):
-        ranks.append([
-            WorkloadNode(id=10, name="fwd", type=NodeType.COMP, duration_micros=1 + r),
-            WorkloadNode(id=11, name=coll.value, type=NodeType.COLL, deps=[10], comm_type=_CT[coll], comm_size=size),
-            WorkloadNode(id=12, name="bwd", type=NodeType.COMP, deps=[11], duration_micros=2),
-            WorkloadNode(id=3, name="side", type=NodeType.COMP, deps=[10], duration_micros=1),
-        ])
+        ranks.append(
+            [
+                WorkloadNode(id=10, name="fwd", type=NodeType.COMP, duration_micros=1 + r),
+                WorkloadNode(
+                    id=11, name=coll.value, type=NodeType.COLL, deps=[10], comm_type=_CT[coll], comm_size=size
+                ),
+                WorkloadNode(id=12, name="bwd", type=NodeType.COMP, deps=[11], duration_micros=2),
+                WorkloadNode(id=3, name="side", type=NodeType.COMP, deps=[10], duration_micros=1),
+            ]
+        )
     return Workload(ranks=ranks, name="synthetic")
 
 
@@ -56,8 +60,9 @@ from hub.chakra import COMM_TYPE_OF as _CT  # noqa: E402
 
 
 @pytest.mark.parametrize("alg", ["ring", "direct"])
-@pytest.mark.parametrize("coll", [Collective.ALLREDUCE, Collective.ALLTOALL, Collective.ALLGATHER,
-                                  Collective.REDUCESCATTER])
+@pytest.mark.parametrize(
+    "coll", [Collective.ALLREDUCE, Collective.ALLTOALL, Collective.ALLGATHER, Collective.REDUCESCATTER]
+)
 def test_synthetic_inlined_equals_real_astrasim(coll: Collective, alg: str, tmp_path: Path) -> None:
     wl = inline_workload(_compute_and_collective(coll, 4, 1 << 16), {coll.value: alg})
     assert not any(nd.type == NodeType.COLL for r in wl.ranks for nd in r)
@@ -109,11 +114,13 @@ def test_inlined_workload_round_trips_as_a_plain_et(tmp_path: Path) -> None:
 def test_filter_and_two_instances_get_distinct_tags() -> None:
     ranks = []
     for _r in range(4):
-        ranks.append([
-            WorkloadNode(id=0, name="a", type=NodeType.COLL, comm_type=_CT[Collective.ALLREDUCE], comm_size=4096),
-            WorkloadNode(id=1, name="b", type=NodeType.COLL, comm_type=_CT[Collective.ALLREDUCE], comm_size=4096),
-            WorkloadNode(id=2, name="c", type=NodeType.COLL, comm_type=_CT[Collective.ALLTOALL], comm_size=4096),
-        ])
+        ranks.append(
+            [
+                WorkloadNode(id=0, name="a", type=NodeType.COLL, comm_type=_CT[Collective.ALLREDUCE], comm_size=4096),
+                WorkloadNode(id=1, name="b", type=NodeType.COLL, comm_type=_CT[Collective.ALLREDUCE], comm_size=4096),
+                WorkloadNode(id=2, name="c", type=NodeType.COLL, comm_type=_CT[Collective.ALLTOALL], comm_size=4096),
+            ]
+        )
     wl = Workload(ranks=ranks)
     from hub.transforms import InlineParams
 
@@ -129,15 +136,27 @@ def test_filter_and_two_instances_get_distinct_tags() -> None:
 
 def test_bad_input_reports_every_problem_with_rank_and_node() -> None:
     ar = _CT[Collective.ALLREDUCE]
-    meta = WorkloadNode(id=99, name="## process_group:init ##", type=NodeType.METADATA, inputs={
-        "values": "['[{\"pg_name\": \"7\", \"ranks\": [0, 5]}, {\"pg_name\": \"3\", \"ranks\": [0, 1, 2]}]']",
-        "shapes": "[[]]", "types": "['String']"})
+    meta = WorkloadNode(
+        id=99,
+        name="## process_group:init ##",
+        type=NodeType.METADATA,
+        inputs={
+            "values": '[\'[{"pg_name": "7", "ranks": [0, 5]}, {"pg_name": "3", "ranks": [0, 1, 2]}]\']',
+            "shapes": "[[]]",
+            "types": "['String']",
+        },
+    )
     ranks = [
-        [meta, WorkloadNode(id=1, name="x", type=NodeType.COLL, comm_type=ar, comm_size=64),
-         WorkloadNode(id=2, name="nosize", type=NodeType.COLL, comm_type=ar),
-         WorkloadNode(id=3, name="pg", type=NodeType.COLL, comm_type=ar, comm_size=64, pg_name="7")],
-        [WorkloadNode(id=1, name="x", type=NodeType.COLL, comm_type=ar, comm_size=128),
-         WorkloadNode(id=4, name="g3", type=NodeType.COLL, comm_type=ar, comm_size=64, pg_name="3")],
+        [
+            meta,
+            WorkloadNode(id=1, name="x", type=NodeType.COLL, comm_type=ar, comm_size=64),
+            WorkloadNode(id=2, name="nosize", type=NodeType.COLL, comm_type=ar),
+            WorkloadNode(id=3, name="pg", type=NodeType.COLL, comm_type=ar, comm_size=64, pg_name="7"),
+        ],
+        [
+            WorkloadNode(id=1, name="x", type=NodeType.COLL, comm_type=ar, comm_size=128),
+            WorkloadNode(id=4, name="g3", type=NodeType.COLL, comm_type=ar, comm_size=64, pg_name="3"),
+        ],
         [WorkloadNode(id=1, name="x", type=NodeType.COLL, comm_type=ar, comm_size=64)],
     ]
     with pytest.raises(VerificationError) as info:
@@ -164,16 +183,28 @@ def test_wrong_rank_count_for_a_group_is_reported(tmp_path: Path) -> None:
 def test_process_group_maps_algorithm_ranks_to_members(tmp_path: Path) -> None:
     """A 2-rank all-reduce on group "1" = ranks [1, 3] of a 4-rank workload, next to a 4-rank one."""
     ar = _CT[Collective.ALLREDUCE]
-    meta = WorkloadNode(id=50, name="## process_group:init ##", type=NodeType.METADATA, is_cpu_op=True, inputs={
-        "values": "['[{\"pg_name\": \"0\", \"ranks\": []}, {\"pg_name\": \"1\", \"ranks\": [1, 3]}]']",
-        "shapes": "[[]]", "types": "['String']"})
+    meta = WorkloadNode(
+        id=50,
+        name="## process_group:init ##",
+        type=NodeType.METADATA,
+        is_cpu_op=True,
+        inputs={
+            "values": '[\'[{"pg_name": "0", "ranks": []}, {"pg_name": "1", "ranks": [1, 3]}]\']',
+            "shapes": "[[]]",
+            "types": "['String']",
+        },
+    )
     ranks = []
     for r in range(4):
-        nodes = [replace(meta), WorkloadNode(id=1, name="c", type=NodeType.COMP, duration_micros=1 + r, deps=[50]),
-                 WorkloadNode(id=2, name="all", type=NodeType.COLL, deps=[1], comm_type=ar, comm_size=8192)]
+        nodes = [
+            replace(meta),
+            WorkloadNode(id=1, name="c", type=NodeType.COMP, duration_micros=1 + r, deps=[50]),
+            WorkloadNode(id=2, name="all", type=NodeType.COLL, deps=[1], comm_type=ar, comm_size=8192),
+        ]
         if r in (1, 3):
-            nodes.append(WorkloadNode(id=3, name="sub", type=NodeType.COLL, deps=[2], comm_type=ar, comm_size=4096,
-                                      pg_name="1"))
+            nodes.append(
+                WorkloadNode(id=3, name="sub", type=NodeType.COLL, deps=[2], comm_type=ar, comm_size=4096, pg_name="1")
+            )
         ranks.append(nodes)
     wl = inline_workload(Workload(ranks=ranks), {"allreduce": "ring"})
     sub = [nd for nd in wl.ranks[1] if nd.attrs.get("inlined_from") == 3 and nd.type == NodeType.SEND]

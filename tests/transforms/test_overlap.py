@@ -29,14 +29,17 @@ def _producer_and_collective(coll: Collective, n: int, size: int) -> Workload:
     waits for the gradient (it must wait for all of it) and competes for the GPU."""
     ranks = []
     for r in range(n):
-        ranks.append([
-            WorkloadNode(id=1, name="grad", type=NodeType.COMP, duration_micros=9 + 2 * r),
-            WorkloadNode(id=2, name="step", type=NodeType.COMP, duration_micros=3),
-            WorkloadNode(id=5, name=coll.value, type=NodeType.COLL, deps=[1, 2], comm_type=COMM_TYPE_OF[coll],
-                         comm_size=size),
-            WorkloadNode(id=6, name="opt", type=NodeType.COMP, deps=[5], duration_micros=2),
-            WorkloadNode(id=7, name="side", type=NodeType.COMP, deps=[1], duration_micros=4),
-        ])
+        ranks.append(
+            [
+                WorkloadNode(id=1, name="grad", type=NodeType.COMP, duration_micros=9 + 2 * r),
+                WorkloadNode(id=2, name="step", type=NodeType.COMP, duration_micros=3),
+                WorkloadNode(
+                    id=5, name=coll.value, type=NodeType.COLL, deps=[1, 2], comm_type=COMM_TYPE_OF[coll], comm_size=size
+                ),
+                WorkloadNode(id=6, name="opt", type=NodeType.COMP, deps=[5], duration_micros=2),
+                WorkloadNode(id=7, name="side", type=NodeType.COMP, deps=[1], duration_micros=4),
+            ]
+        )
     return Workload(ranks=ranks, name="overlap-synthetic")
 
 
@@ -58,8 +61,9 @@ def _assert_equals_real(wl: Workload, net: str, tmp: Path) -> None:
         ours = simulate(wl, net, mode=mode)
         real = _real_report(wl, net, mode, tmp)
         assert ours.rank_finish_ns == [real.ranks[r].finish_ns for r in range(wl.rank_count)], mode
-        assert [p["exposed_comm_ns"] for p in ours.per_rank] == [real.ranks[r].exposed_comm_ns
-                                                                  for r in range(wl.rank_count)], mode
+        assert [p["exposed_comm_ns"] for p in ours.per_rank] == [
+            real.ranks[r].exposed_comm_ns for r in range(wl.rank_count)
+        ], mode
 
 
 def test_pieces_keep_the_total_and_copy_i_waits_for_piece_i() -> None:
@@ -72,16 +76,20 @@ def test_pieces_keep_the_total_and_copy_i_waits_for_piece_i() -> None:
         by_id = {nd.id: nd for nd in nodes}
         side = by_id[7]
         assert side.deps == [1]  # waits for the whole gradient (the last piece keeps the id)
-        entries = [nd for nd in nodes if "inlined_pos" in nd.attrs
-                   and not any(d in by_id and "inlined_pos" in by_id[d].attrs for d in nd.deps)]
+        entries = [
+            nd
+            for nd in nodes
+            if "inlined_pos" in nd.attrs and not any(d in by_id and "inlined_pos" in by_id[d].attrs for d in nd.deps)
+        ]
         per_copy = sum(1 for nd in nodes if "inlined_pos" in nd.attrs) // 3
         for nd in entries:
             copy = nd.attrs["inlined_pos"] // per_copy
             assert sorted(nd.deps) == sorted([2, pieces[copy].id]), (r, nd)
 
 
-@pytest.mark.parametrize("coll", [Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER,
-                                  Collective.ALLTOALL])
+@pytest.mark.parametrize(
+    "coll", [Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL]
+)
 def test_synthetic_overlapped_equals_real_astrasim(coll: Collective, tmp_path: Path) -> None:
     wl = overlap_workload(_producer_and_collective(coll, 4, 3 << 16), 3, {coll.value: "ring"})
     assert not any(nd.type == NodeType.COLL for r in wl.ranks for nd in r)
@@ -95,8 +103,10 @@ def test_dlrm8_overlapped_equals_real_astrasim_and_is_faster(tmp_path: Path) -> 
     _assert_equals_real(ov, "switch:8@bw=100,lat=500", tmp_path / "after")
     _assert_equals_real(inline_workload(wl, algs), "switch:8@bw=100,lat=500", tmp_path / "before")
     # (the gain itself is the oracle's number too: both runs above and below are exact)
-    assert simulate(ov, "switch:8@bw=100,lat=500").time_ns < simulate(inline_workload(wl, algs),
-                                                                       "switch:8@bw=100,lat=500").time_ns
+    assert (
+        simulate(ov, "switch:8@bw=100,lat=500").time_ns
+        < simulate(inline_workload(wl, algs), "switch:8@bw=100,lat=500").time_ns
+    )
 
 
 def _instance_algorithms(wl: Workload, k: int) -> list[tuple[int, Algorithm]]:
@@ -127,9 +137,12 @@ def test_a_miswired_overlap_fails_verification() -> None:
     assert verify(extract_inlined(ov, 0, alg)).ok
     # rank 2 sends its second ring step without waiting for the first receive's reduction
     nodes = ov.ranks[2]
-    at = next(i for i, nd in enumerate(nodes) if nd.type == NodeType.SEND and nd.attrs.get("inlined_pos", 0) > 2
-              and any(d for d in nd.deps if d > 7))
-    ov.ranks[2] = nodes[:at] + [replace(nodes[at], deps=[])] + nodes[at + 1:]
+    at = next(
+        i
+        for i, nd in enumerate(nodes)
+        if nd.type == NodeType.SEND and nd.attrs.get("inlined_pos", 0) > 2 and any(d for d in nd.deps if d > 7)
+    )
+    ov.ranks[2] = nodes[:at] + [replace(nodes[at], deps=[])] + nodes[at + 1 :]
     assert not verify(extract_inlined(ov, 0, alg)).ok
 
 
@@ -141,8 +154,9 @@ def test_one_piece_is_plain_inlining() -> None:
 def test_an_algorithm_without_chunk_layout_is_refused_per_node(tmp_path: Path) -> None:
     from hub.chakra import read_algorithm, write_algorithm
 
-    write_algorithm(make("ring", collective=Collective.ALLREDUCE, ranks=4).bind(1 << 16), tmp_path / "r",
-                    attributes="astrasim")
+    write_algorithm(
+        make("ring", collective=Collective.ALLREDUCE, ranks=4).bind(1 << 16), tmp_path / "r", attributes="astrasim"
+    )
     foreign = read_algorithm(tmp_path / "r")
     if foreign.meta.in_chunks > 0:
         pytest.skip("the ASTRA-sim attribute set kept the chunk layout")
@@ -157,7 +171,8 @@ def test_overlap_runs_through_the_plugin_manager() -> None:
     from hub.plugins._spec import RunContext
 
     wl = _producer_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
-    out = create_manager().run_transform("hub.overlap", wl, {"pieces": 2, "algorithm_for": {"allreduce": "direct"}},
-                                         RunContext())
+    out = create_manager().run_transform(
+        "hub.overlap", wl, {"pieces": 2, "algorithm_for": {"allreduce": "direct"}}, RunContext()
+    )
     assert isinstance(out, Workload)
     assert out.ranks == overlap_workload(wl, 2, {"allreduce": "direct"}).ranks

@@ -46,8 +46,11 @@ ALGS = [
 
 
 def _kinds(g) -> tuple[int, int, int]:
-    return (int((g.kind == NodeType.SEND).sum()), int((g.kind == NodeType.RECV).sum()),
-            int((g.kind == NodeType.COMP).sum()))
+    return (
+        int((g.kind == NodeType.SEND).sum()),
+        int((g.kind == NodeType.RECV).sum()),
+        int((g.kind == NodeType.COMP).sum()),
+    )
 
 
 @pytest.mark.parametrize("make", ALGS)
@@ -144,8 +147,9 @@ def test_remap_order_is_checked_by_the_verifier() -> None:
     stripped = out.with_meta(extra=())
     rep = verify(stripped)
     assert not rep.ok and rep.failed_level == "semantics"
-    assert "rank 0: output chunk 0 holds in[2][0], expected in[0][0]" in [str(p).split("] ", 1)[1]
-                                                                         for p in rep.problems]
+    assert "rank 0: output chunk 0 holds in[2][0], expected in[0][0]" in [
+        str(p).split("] ", 1)[1] for p in rep.problems
+    ]
 
 
 def test_params_validation() -> None:
@@ -246,8 +250,9 @@ def test_strict_verify_step_on_the_command_line_is_exit_3(tmp_path: Path) -> Non
     cmd = [sys.executable, "-m", "hub.cli", "transform", "hub.verify", str(tmp_path / "cust"), str(tmp_path / "out")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines()[0] == ("error: ring4: semantics not checked: collective is CUSTOM, there is no "
-                                           "postcondition")
+    assert proc.stderr.splitlines()[0] == (
+        "error: ring4: semantics not checked: collective is CUSTOM, there is no postcondition"
+    )
     assert not list(tmp_path.glob("out*"))  # nothing written
     proc = subprocess.run(cmd + ["--set", "strict=false"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "semantics not checked" in proc.stderr

@@ -48,7 +48,6 @@ from ._readme import bundle_readme, run_sh
 __all__ = ["Bundle", "BundleOptions", "BundleParams", "build_bundle", "consume_bundle", "parse_size", "workload_name"]
 
 
-
 def workload_name(astra_coll: str, ranks: int, size: int) -> str:
     """The node name ASTRA-sim's microbenchmarks use, e.g. ``all_reduce_8npus_1MB`` for 1 MiB."""
     for unit, shift in (("GB", 30), ("MB", 20), ("KB", 10)):
@@ -138,7 +137,7 @@ def _bind(alg: Algorithm, size: int | None) -> Algorithm:
         if not alg.is_bound:
             raise UsageError(
                 f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
-                hint='set size (e.g. --set size=1MiB); ASTRA-sim needs comm_size on every SEND/RECV',
+                hint="set size (e.g. --set size=1MiB); ASTRA-sim needs comm_size on every SEND/RECV",
             )
         return alg
     # Without a chunk model (no buffer sizes, e.g. imported ETs) bind() would give every message
@@ -159,8 +158,9 @@ def _bind(alg: Algorithm, size: int | None) -> Algorithm:
 
 def _native_impls(value: str, ndims: int) -> list[str]:
     impl = value.split(":", 1)[1].strip()
-    if not re.fullmatch(r"ring|oneRing|direct\d*|oneDirect\d*|doubleBinaryTree|halvingDoubling|oneHalvingDoubling",
-                        impl):
+    if not re.fullmatch(
+        r"ring|oneRing|direct\d*|oneDirect\d*|doubleBinaryTree|halvingDoubling|oneHalvingDoubling", impl
+    ):
         raise UsageError(
             f"unknown native ASTRA-sim implementation {impl!r}",
             hint="ring, oneRing, direct, directN, oneDirect, doubleBinaryTree, halvingDoubling, oneHalvingDoubling",
@@ -224,8 +224,9 @@ def build_bundle(
         repairs: dict[str, int] = {}
         if isinstance(obj, Algorithm):
             if algorithm_for:
-                raise UsageError("algorithm_for is only for workload input",
-                                 hint="an algorithm names its own collective")
+                raise UsageError(
+                    "algorithm_for is only for workload input", hint="an algorithm names its own collective"
+                )
             check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
             coll = obj.collective
             key = custom_key(coll, target)  # refuses collectives ASTRA-sim cannot run
@@ -247,7 +248,8 @@ def build_bundle(
                 # custom path ignores the workload size altogether.
                 wl_size = -(-wl_size // npus)
             wl = Workload.single_collective(
-                coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size)))
+                coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size))
+            )
             for rank, nodes in enumerate(wl.ranks):
                 nodes[0].id = rank  # as ASTRA-sim's microbenchmark generator numbers them (ids are per file)
             workload_prefix = f"workload/{astra}"
@@ -282,8 +284,15 @@ def build_bundle(
         (tmp / "network.yml").write_text(yml)
         (tmp / "memory.json").write_text(dumps_json(memory_json()))
         bundle = Bundle(
-            path=out, workload_prefix=workload_prefix, ranks=npus, dims=dims, target=target, backend=backend,
-            implementations=impls, size=bound.meta.size if bound is not None else size, collective=coll,
+            path=out,
+            workload_prefix=workload_prefix,
+            ranks=npus,
+            dims=dims,
+            target=target,
+            backend=backend,
+            implementations=impls,
+            size=bound.meta.size if bound is not None else size,
+            collective=coll,
             algorithm=bound,
             predicted_ns=_predict(bound, dims, backend) if bound is not None and predict else {},
             repairs=repairs,
@@ -399,8 +408,9 @@ def _copy_et_set(src_prefix: Path, ranks: int, dst_prefix: Path) -> None:
     for rank in range(ranks):
         src = src_prefix.with_name(f"{src_prefix.name}.{rank}.et")
         if not src.is_file():
-            raise UsageError(f"custom ET set {src_prefix} has no file for rank {rank} ({src})",
-                             hint=f"it needs {ranks} files")
+            raise UsageError(
+                f"custom ET set {src_prefix} has no file for rank {rank} ({src})", hint=f"it needs {ranks} files"
+            )
         shutil.copyfile(src, dst_prefix.with_name(f"{dst_prefix.name}.{rank}.et"))
 
 
@@ -423,20 +433,33 @@ def consume_bundle(obj: Algorithm | Workload, params: BundleParams, ctx: Any) ->
 
     out = _out_path(params.out, ctx)
     bundle = build_bundle(
-        obj, out=out, dims=_dims_for(params.network),
+        obj,
+        out=out,
+        dims=_dims_for(params.network),
         size=parse_size(params.size) if params.size is not None else None,
-        algorithm_for=params.algorithm_for, target=params.target, backend=params.backend, system=params.system,
-        overwrite=params.overwrite, ctx=ctx, network_label=params.network,
+        algorithm_for=params.algorithm_for,
+        target=params.target,
+        backend=params.backend,
+        system=params.system,
+        overwrite=params.overwrite,
+        ctx=ctx,
+        network_label=params.network,
     )
     return Result(
         component="astrasim.bundle",
         metrics={
-            "ranks": bundle.ranks, "size": bundle.size, "files": len(bundle.files), "target": params.target,
+            "ranks": bundle.ranks,
+            "size": bundle.size,
+            "files": len(bundle.files),
+            "target": params.target,
             **{f"predicted_ns_{k}": v for k, v in bundle.predicted_ns.items() if isinstance(v, int)},
         },
         artifacts={"bundle": _rel(out, ctx), "run_sh": _rel(out / "run.sh", ctx)},
-        details={"implementations": bundle.implementations, "command": ["<binary>", *bundle.args()],
-                 "files": bundle.files},
+        details={
+            "implementations": bundle.implementations,
+            "command": ["<binary>", *bundle.args()],
+            "files": bundle.files,
+        },
     )
 
 
@@ -447,4 +470,3 @@ def _rel(path: Path, ctx: Any) -> str:
         except ValueError:
             pass
     return str(path)
-

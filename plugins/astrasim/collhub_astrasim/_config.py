@@ -159,8 +159,9 @@ def _num(value: float) -> str:
 def network_yml(dims: Sequence[Dim]) -> str:
     """``network.yml`` text: four YAML lists of equal length (a bare scalar fails in ASTRA-sim)."""
     if not dims:
-        raise UsageError("the network has no dimension",
-                         hint="ASTRA-sim needs at least one Ring/FullyConnected/Switch dim")
+        raise UsageError(
+            "the network has no dimension", hint="ASTRA-sim needs at least one Ring/FullyConnected/Switch dim"
+        )
     for i, d in enumerate(dims):
         if d.kind not in _KINDS:
             raise UsageError(f"network dimension {i}: {d.kind!r} is not one of {', '.join(_KINDS)}")

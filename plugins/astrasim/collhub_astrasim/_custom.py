@@ -40,8 +40,9 @@ class CustomParams(BaseModel):
     )
     name: str | None = Field(default=None, description="algorithm name (default: the prefix's file name)")
     size: int | None = Field(
-        default=None, ge=1,
-        description="collective size in bytes the ETs were made for (labels results; sizes stay as written)"
+        default=None,
+        ge=1,
+        description="collective size in bytes the ETs were made for (labels results; sizes stay as written)",
     )
     collective_param_wins: bool = Field(
         default=False, description="use collective even when the files declare a different one"
@@ -164,8 +165,9 @@ def produce_custom(params: CustomParams, ctx: Any) -> Algorithm:
         if Path(f"{candidate}.0.et").is_file():
             prefix = candidate
     if not Path(f"{prefix}.0.et").is_file():
-        raise UsageError(f"no ET set at {prefix} ({prefix}.0.et does not exist)",
-                         hint="path is the prefix without .<rank>.et")
+        raise UsageError(
+            f"no ET set at {prefix} ({prefix}.0.et does not exist)", hint="path is the prefix without .<rank>.et"
+        )
     alg: Algorithm = read_algorithm(prefix)
     if params.ranks is not None and alg.ranks != params.ranks:
         raise AlgorithmError(f"{prefix}: the ET set has {alg.ranks} ranks, not {params.ranks}")

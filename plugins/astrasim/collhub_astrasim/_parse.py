@@ -74,7 +74,12 @@ def bus_factor(collective: Collective, ranks: int) -> float:
     n = ranks
     if collective is Collective.ALLREDUCE:
         return 2 * (n - 1) / n
-    if collective in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL, Collective.GATHER,
-                      Collective.SCATTER):
+    if collective in (
+        Collective.ALLGATHER,
+        Collective.REDUCESCATTER,
+        Collective.ALLTOALL,
+        Collective.GATHER,
+        Collective.SCATTER,
+    ):
         return (n - 1) / n
     return 1.0

@@ -66,8 +66,11 @@ def bundle_readme(bundle: Bundle, system: dict[str, Any]) -> str:
     if bundle.repairs:
         lines += ["", "## Changes made to the workload so that ASTRA-sim runs it", ""]
         lines += [f"* {what}: {count}" for what, count in bundle.repairs.items()]
-        lines += ["", "(ASTRA-sim aborts on a dependency on an absent node and on METADATA nodes; a "
-                  "METADATA node's dependents keep its own dependencies.)"]
+        lines += [
+            "",
+            "(ASTRA-sim aborts on a dependency on an absent node and on METADATA nodes; a "
+            "METADATA node's dependents keep its own dependencies.)",
+        ]
     lines += [
         "",
         "## Files",
@@ -78,7 +81,7 @@ def bundle_readme(bundle: Bundle, system: dict[str, Any]) -> str:
         "(`comm_size` int64 bytes, `comm_src`/`comm_dst`/`comm_tag` int32) and COMP (`duration_micros`) nodes |",
         f"| `{bundle.workload_prefix}.<rank>.et` | per-rank workload ETs |",
         "| `system.json` | system layer settings; the custom key names the algorithm ET prefix (relative path) |",
-        "| `network.yml` | analytical network: bandwidth in GiB/s (ASTRA-sim's \"GB/s\"), latency in ns per hop |",
+        '| `network.yml` | analytical network: bandwidth in GiB/s (ASTRA-sim\'s "GB/s"), latency in ns per hop |',
         "| `memory.json` | no remote memory |",
         "| `collhub-bundle.json` | what collhub wrote, machine-readable |",
         "",
@@ -105,8 +108,11 @@ def bundle_readme(bundle: Bundle, system: dict[str, Any]) -> str:
     ]
     for mode, value in bundle.predicted_ns.items():
         if isinstance(value, int):
-            lines += ["", f"**Expected with the congestion-{mode} binary: `sys[i] finished, {value} cycles`** "
-                      f"(the largest T; {value / 1000:g} us), as predicted by collhub's `hub.simulate`."]
+            lines += [
+                "",
+                f"**Expected with the congestion-{mode} binary: `sys[i] finished, {value} cycles`** "
+                f"(the largest T; {value / 1000:g} us), as predicted by collhub's `hub.simulate`.",
+            ]
         else:
             lines += ["", f"No prediction for the {mode} backend: {value}."]
     if bundle.algorithm is not None:

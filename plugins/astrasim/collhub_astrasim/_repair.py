@@ -52,4 +52,5 @@ def runnable_copy(wl: Workload) -> tuple[Workload, dict[str, int]]:
     changes["METADATA nodes left out"] = meta_nodes
     changes["dependencies on METADATA nodes rewired"] = rewired
     return Workload(ranks=ranks, version=wl.version, name=wl.name, metadata=dict(wl.metadata), dangling=[]), {
-        k: v for k, v in changes.items() if v}
+        k: v for k, v in changes.items() if v
+    }

@@ -44,14 +44,18 @@ class RunParams(BundleOptions):
     backend: Literal["auto", "aware", "unaware", "any"] = Field(  # type: ignore[assignment]
         default="auto",
         description="auto: from the binary's name (..._Congestion_Aware / ..._Congestion_Unaware); aware refuses "
-                    "multi-dim networks",
+        "multi-dim networks",
     )
     binary: str | None = Field(default=None, description=f"ASTRA-sim analytical binary; default ${ENV_BINARY}")
     timeout: float = Field(default=600.0, gt=0, description="seconds before the run is killed")
-    out: str | None = Field(default=None,
-                            description="bundle directory (default: a temporary one, removed after the run)")
-    keep: bool = Field(default=False, description="without out: keep the bundle, in a fresh directory of the run "
-                       "directory (named in the result's artifacts)")
+    out: str | None = Field(
+        default=None, description="bundle directory (default: a temporary one, removed after the run)"
+    )
+    keep: bool = Field(
+        default=False,
+        description="without out: keep the bundle, in a fresh directory of the run "
+        "directory (named in the result's artifacts)",
+    )
 
 
 def resolve_binary(binary: str | None, backend: str = "auto") -> Path:
@@ -125,8 +129,9 @@ def run_binary(binary: Path, args: list[str], cwd: Path, timeout: float) -> tupl
                 [str(binary), *args], cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
             )
         except OSError as exc:
-            raise ExternalToolError(f"cannot start ASTRA-sim binary {binary}: {exc.strerror or exc}",
-                                    hint=_HINT_BINARY) from exc
+            raise ExternalToolError(
+                f"cannot start ASTRA-sim binary {binary}: {exc.strerror or exc}", hint=_HINT_BINARY
+            ) from exc
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -213,8 +218,16 @@ def consume_run(obj: Algorithm | Workload, params: RunParams, ctx: Any) -> Any:
         out = temporary / "bundle"
     try:
         bundle = build_bundle(
-            obj, out=out, dims=_dims_for(params.network), size=size, algorithm_for=params.algorithm_for,
-            target=params.target, backend=backend, system=params.system, overwrite=True, ctx=ctx,
+            obj,
+            out=out,
+            dims=_dims_for(params.network),
+            size=size,
+            algorithm_for=params.algorithm_for,
+            target=params.target,
+            backend=backend,
+            system=params.system,
+            overwrite=True,
+            ctx=ctx,
             network_label=params.network,
         )
         stdout, _, seconds = run_binary(binary, bundle.args(), out, params.timeout)

@@ -67,6 +67,7 @@ def msccl_ring_allreduce(n: int = 8, reduce_micros: int = 7) -> Algorithm:
             if k < n - 2:
                 last = b.send(nxt, src=(Buffer.INPUT, c), deps=[last])
         builders.append(b)
-    meta = AlgorithmMeta(collective=Collective.ALLREDUCE, ranks=n, in_chunks=n, out_chunks=n, inplace=True,
-                         name="msccl_ring")
+    meta = AlgorithmMeta(
+        collective=Collective.ALLREDUCE, ranks=n, in_chunks=n, out_chunks=n, inplace=True, name="msccl_ring"
+    )
     return build_algorithm(meta, builders)

@@ -49,9 +49,11 @@ def test_workload_ets_match_the_shared_example(ring_bundle, example: Path) -> No
         assert len(nodes_o) == len(nodes_t) == 1
         o, t = nodes_o[0], nodes_t[0]
         assert (o.id, o.name, o.type, list(o.data_deps)) == (t.id, t.name, t.type, list(t.data_deps))
-        assert attrs_of(o) == attrs_of(t) == [
-            ("is_cpu_op", "bool_val", False), ("comm_type", "int64_val", 0), ("comm_size", "int64_val", MIB)
-        ]
+        assert (
+            attrs_of(o)
+            == attrs_of(t)
+            == [("is_cpu_op", "bool_val", False), ("comm_type", "int64_val", 0), ("comm_size", "int64_val", MIB)]
+        )
         # and in fact byte for byte
         assert (ring_bundle.path / f"workload/all_reduce.{rank}.et").read_bytes() == (
             example / f"workload/all_reduce.{rank}.et"
@@ -65,7 +67,11 @@ def test_algorithm_ets_have_the_reference_structure_and_wire_types(ring_bundle, 
         assert len(ours) == len(theirs) == 35
         for o, t in zip(ours, theirs, strict=False):
             assert (o.id, o.type, list(o.data_deps), list(o.ctrl_deps), o.duration_micros) == (
-                t.id, t.type, list(t.data_deps), list(t.ctrl_deps), t.duration_micros
+                t.id,
+                t.type,
+                list(t.data_deps),
+                list(t.ctrl_deps),
+                t.duration_micros,
             ), f"rank {rank} node {t.id}"
             # theirs also carries comm_type = NodeType on SEND/RECV, which nothing reads (chakra-et.md §4.3)
             assert attrs_of(o) == [a for a in attrs_of(t) if a[0] != "comm_type"], f"rank {rank} node {t.id}"
@@ -115,8 +121,11 @@ def test_files_run_script_and_readme(ring_bundle) -> None:
 
 @pytest.mark.parametrize(
     ("target", "key"),
-    [("master", "all-reduce-implementation-custom"), ("2024-09", "all-reduce-implementation-chakra"),
-     ("2024-04", "all-reduce-implementation-chakra-experimental")],
+    [
+        ("master", "all-reduce-implementation-custom"),
+        ("2024-09", "all-reduce-implementation-chakra"),
+        ("2024-04", "all-reduce-implementation-chakra-experimental"),
+    ],
 )
 def test_custom_key_per_target(tmp_path: Path, target: str, key: str) -> None:
     b = build_bundle(msccl_ring_allreduce(), out=tmp_path / "b", dims=RING8, size=MIB, target=target)
@@ -192,8 +201,9 @@ def test_export_error_names_rank_and_node(tmp_path: Path) -> None:
 
 def test_workload_with_et_prefix_and_native_mappings(tmp_path: Path, example: Path) -> None:
     wl = Workload.single_collective(Collective.ALLREDUCE, 8, MIB)
-    b = build_bundle(wl, out=tmp_path / "c", dims=RING8,
-                     algorithm_for={"all_reduce": str(example / "algorithm/custom_allreduce")})
+    b = build_bundle(
+        wl, out=tmp_path / "c", dims=RING8, algorithm_for={"all_reduce": str(example / "algorithm/custom_allreduce")}
+    )
     for r in range(8):  # copied byte for byte
         assert (b.path / f"algorithm/custom_allreduce.{r}.et").read_bytes() == (
             example / f"algorithm/custom_allreduce.{r}.et"
@@ -233,8 +243,10 @@ def test_consumer_with_topology_string(tmp_path: Path, example: Path) -> None:
         consume_bundle(msccl_ring_allreduce(), BundleParams(out="b3", network="mesh:4x2", size=MIB), ctx)
 
 
-@pytest.mark.parametrize(("text", "value"), [(1048576, MIB), ("1MiB", MIB), ("1M", MIB), ("1MB", 10**6),
-                                             ("64KiB", 65536), ("3", 3), ("2.2MB", 2_200_000)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [(1048576, MIB), ("1MiB", MIB), ("1M", MIB), ("1MB", 10**6), ("64KiB", 65536), ("3", 3), ("2.2MB", 2_200_000)],
+)
 def test_parse_size(text: object, value: int) -> None:
     assert parse_size(text) == value  # type: ignore[arg-type]
 
@@ -282,8 +294,9 @@ def test_a_users_workload_is_rewritten_byte_for_byte(tmp_path: Path, example: Pa
     from hub.chakra import read_workload
 
     wl = read_workload(example / "workload/all_reduce")
-    b = build_bundle(wl, out=tmp_path / "b", dims=RING8,
-                     algorithm_for={"allreduce": str(example / "algorithm/custom_allreduce")})
+    b = build_bundle(
+        wl, out=tmp_path / "b", dims=RING8, algorithm_for={"allreduce": str(example / "algorithm/custom_allreduce")}
+    )
     for r in range(8):
         ours = (b.path / f"workload/workload.{r}.et").read_bytes()
         assert ours == (example / f"workload/all_reduce.{r}.et").read_bytes()

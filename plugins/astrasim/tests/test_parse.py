@@ -38,8 +38,13 @@ def test_nothing_to_parse() -> None:
 
 @pytest.mark.parametrize(
     ("coll", "n", "factor"),
-    [(Collective.ALLREDUCE, 8, 1.75), (Collective.ALLGATHER, 8, 0.875), (Collective.REDUCESCATTER, 4, 0.75),
-     (Collective.ALLTOALL, 2, 0.5), (Collective.BROADCAST, 8, 1.0)],
+    [
+        (Collective.ALLREDUCE, 8, 1.75),
+        (Collective.ALLGATHER, 8, 0.875),
+        (Collective.REDUCESCATTER, 4, 0.75),
+        (Collective.ALLTOALL, 2, 0.5),
+        (Collective.BROADCAST, 8, 1.0),
+    ],
 )
 def test_bus_factors_follow_nccl_tests(coll: Collective, n: int, factor: float) -> None:
     assert bus_factor(coll, n) == pytest.approx(factor)

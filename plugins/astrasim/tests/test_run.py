@@ -96,8 +96,11 @@ def test_parses_the_report_into_nccl_tests_metrics(tmp_path: Path, standin: Path
     # the binary ran in the bundle with exactly the documented options
     assert (bundle / "standin-cwd.txt").read_text().strip() == str(bundle.resolve())
     assert (bundle / "standin-args.txt").read_text().split() == [
-        "--workload-configuration=workload/all_reduce", "--system-configuration=system.json",
-        "--network-configuration=network.yml", "--remote-memory-configuration=memory.json", "--logging-folder=log",
+        "--workload-configuration=workload/all_reduce",
+        "--system-configuration=system.json",
+        "--network-configuration=network.yml",
+        "--remote-memory-configuration=memory.json",
+        "--logging-folder=log",
     ]
 
 
@@ -125,8 +128,9 @@ def test_without_out_the_bundle_is_temporary(tmp_path: Path, standin: Path, own_
     assert named.artifacts["bundle"] == "mine" and (tmp_path / "run" / "mine" / "run.sh").is_file()
 
 
-def test_a_failed_temporary_run_keeps_its_bundle_and_says_where(tmp_path: Path, standin: Path, own_tmp: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_temporary_run_keeps_its_bundle_and_says_where(
+    tmp_path: Path, standin: Path, own_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STANDIN_MODE", "fail")
     with pytest.raises(ExternalToolError) as info:
         _run(tmp_path, standin)
@@ -180,8 +184,9 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie waiting for init to reap it is dead
 
 
-def test_output_without_finished_lines_is_an_error(tmp_path: Path, standin: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_without_finished_lines_is_an_error(
+    tmp_path: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STANDIN_MODE", "silent")
     with pytest.raises(ExternalToolError, match="reported no 'sys\\[i\\] finished"):
         _run(tmp_path, standin)
@@ -209,8 +214,13 @@ def test_aware_binary_refuses_multi_dim_before_running(tmp_path: Path) -> None:
 
 def test_run_sh_runs_from_its_directory_with_a_relative_binary(tmp_path: Path, standin: Path) -> None:
     b = build_bundle(msccl_ring_allreduce(), out=tmp_path / "bundle", dims=[Dim("Ring", 8, 50, 500)], size=MIB)
-    proc = subprocess.run(["./bundle/run.sh", "bin/AstraSim_Analytical_Congestion_Unaware"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["./bundle/run.sh", "bin/AstraSim_Analytical_Congestion_Unaware"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (b.path / "standin-cwd.txt").read_text().strip() == str(b.path.resolve())
     assert parse_output(proc.stdout).time_ns == 90174

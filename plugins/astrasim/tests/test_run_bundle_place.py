@@ -17,12 +17,22 @@ from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 def _consume(cwd: Path, tmp: Path, *sets: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, TMPDIR=str(tmp))
     env.pop("COLLHUB_ASTRASIM_BIN", None)
-    args = ["consume", "astrasim.run", "ring", "--set", "network=ring:4", "--set", "size=1MiB",
-            "--set", f"binary={BIN / BINARIES['unaware']}"]
+    args = [
+        "consume",
+        "astrasim.run",
+        "ring",
+        "--set",
+        "network=ring:4",
+        "--set",
+        "size=1MiB",
+        "--set",
+        f"binary={BIN / BINARIES['unaware']}",
+    ]
     for s in sets:
         args += ["--set", s]
-    return subprocess.run([sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hub.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 def test_bundles_are_temporary_unless_kept(tmp_path: Path) -> None:

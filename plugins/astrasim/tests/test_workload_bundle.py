@@ -20,8 +20,14 @@ from tests.sim.difftest import BIN, BINARIES, oracle_unavailable  # one check of
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TRACES = SHARED / "data" / "chakra-pytorch"
 #: NOTES.md's system settings for dlrm8 with ASTRA-sim's native ring collectives
-NATIVE = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
-          "preferred-dataset-splits": 4, "collective-optimization": "localBWAware", "local-mem-bw": 1600}
+NATIVE = {
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 4,
+    "collective-optimization": "localBWAware",
+    "local-mem-bw": 1600,
+}
 
 
 def _read(name: str):
@@ -74,8 +80,13 @@ def test_dlrm8_runs_on_real_astrasim_with_native_ring(tmp_path: Path) -> None:
     from collhub_astrasim._bundle import _dims_for, build_bundle
 
     wl = _read("dlrm8/dlrm")
-    bundle = build_bundle(wl, out=tmp_path / "b", dims=_dims_for("switch:8@bw=100,lat=500"),
-                          algorithm_for={"allreduce": "native:ring", "alltoall": "native:ring"}, system=NATIVE)
+    bundle = build_bundle(
+        wl,
+        out=tmp_path / "b",
+        dims=_dims_for("switch:8@bw=100,lat=500"),
+        algorithm_for={"allreduce": "native:ring", "alltoall": "native:ring"},
+        system=NATIVE,
+    )
     assert bundle.repairs == {"dangling dependencies dropped": 16}
     if (why := oracle_unavailable()) is not None:
         pytest.skip(why)
@@ -98,8 +109,11 @@ def test_gloo_collectives_recognized_inlined_equal_real_astrasim(name: str, tmp_
     if name == "ddp2/ddp2":  # 2 DDP buckets x 2 iterations; MLP of 102,928 parameters (float32)
         sizes = sorted(nd.comm_size for nd in rec.ranks[0] if nd.type == NodeType.COLL)
         assert len(sizes) == 4 and sum(sizes) == 2 * 102928 * 4
-    inl = inline_workload(wl, {"allreduce": "ring", "alltoall": "ring", "allgather": "ring", "broadcast": "ring"},
-                          InlineParams(recognize=True))
+    inl = inline_workload(
+        wl,
+        {"allreduce": "ring", "alltoall": "ring", "allgather": "ring", "broadcast": "ring"},
+        InlineParams(recognize=True),
+    )
     assert not any(nd.type == NodeType.COLL for r in inl.ranks for nd in r)
     network = f"switch:{wl.rank_count}@bw=100,lat=500"
     bundle = build_bundle(inl, out=tmp_path / "b", dims=_dims_for(network))

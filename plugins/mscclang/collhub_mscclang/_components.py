@@ -21,11 +21,18 @@ _log = logging.getLogger("collhub.mscclang")
 
 def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
     """Factory of ``mscclang.ir``."""
-    alg = read_msccl_ir(params.path, name=params.name, max_bytes=params.max_bytes, inplace=params.inplace,
-                        root=params.root, names=params.names)
+    alg = read_msccl_ir(
+        params.path,
+        name=params.name,
+        max_bytes=params.max_bytes,
+        inplace=params.inplace,
+        root=params.root,
+        names=params.names,
+    )
     if params.collective is not None and Collective.parse(params.collective) is not alg.collective:
-        raise ImportFormatError(f"the file is a {alg.collective.value}, not a {params.collective}",
-                                path=str(params.path))
+        raise ImportFormatError(
+            f"the file is a {alg.collective.value}, not a {params.collective}", path=str(params.path)
+        )
     if params.ranks is not None and params.ranks != alg.ranks:
         raise ImportFormatError(f"the file has ngpus={alg.ranks}, not ranks={params.ranks}", path=str(params.path))
     if params.verify is not False:
@@ -43,9 +50,13 @@ def _verify_import(alg: Algorithm, params: IRParams) -> None:
         return
     rep = verify(alg, max_problems=1)
     if not rep.ok:
-        _log.warning("warning: %s: fails verification with %d problem(s), first: %s\n"
-                     "hint: `collhub trace verify OUT` lists them; --set verify=true makes this an error",
-                     params.path, rep.problem_count, rep.problems[0])
+        _log.warning(
+            "warning: %s: fails verification with %d problem(s), first: %s\n"
+            "hint: `collhub trace verify OUT` lists them; --set verify=true makes this an error",
+            params.path,
+            rep.problem_count,
+            rep.problems[0],
+        )
 
 
 def produce_program(params: ProgramParams, ctx: Any) -> Algorithm:
@@ -66,9 +77,20 @@ def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
     if out.suffix.lower() != ".xml":
         raise UsageError(f"out={params.out} should end in .xml")
     stats = write_msccl_ir(
-        obj, out, target=params.target, proto=params.proto, min_bytes=params.min_bytes, max_bytes=params.max_bytes,
-        name=params.name, fuse=params.fuse, threadblocks=params.threadblocks, enforce_limits=params.enforce_limits,
+        obj,
+        out,
+        target=params.target,
+        proto=params.proto,
+        min_bytes=params.min_bytes,
+        max_bytes=params.max_bytes,
+        name=params.name,
+        fuse=params.fuse,
+        threadblocks=params.threadblocks,
+        enforce_limits=params.enforce_limits,
         verify=params.verify,
     )
-    return Result(component="mscclang.export", metrics={"target": params.target, **stats.as_metrics()},
-                  artifacts={"xml": str(out)})
+    return Result(
+        component="mscclang.export",
+        metrics={"target": params.target, **stats.as_metrics()},
+        artifacts={"xml": str(out)},
+    )

@@ -69,24 +69,60 @@ class TargetRules:
 
 
 _EXECUTOR_COLLS = frozenset(
-    {Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL,
-     Collective.BROADCAST, Collective.REDUCE, Collective.GATHER, Collective.SCATTER}
+    {
+        Collective.ALLREDUCE,
+        Collective.ALLGATHER,
+        Collective.REDUCESCATTER,
+        Collective.ALLTOALL,
+        Collective.BROADCAST,
+        Collective.REDUCE,
+        Collective.GATHER,
+        Collective.SCATTER,
+    }
 )
 
 TARGETS: dict[str, TargetRules] = {
     "msccl-executor-nccl": TargetRules(
-        "msccl-executor-nccl", max_steps=64, max_tbs=1024, max_channels=32, reducescatter="reducescatter",
-        custom_ok=False, outofplace_attr=True, max_exclusive=False, accepted=_EXECUTOR_COLLS,
+        "msccl-executor-nccl",
+        max_steps=64,
+        max_tbs=1024,
+        max_channels=32,
+        reducescatter="reducescatter",
+        custom_ok=False,
+        outofplace_attr=True,
+        max_exclusive=False,
+        accepted=_EXECUTOR_COLLS,
     ),
     "rccl": TargetRules(
-        "rccl", max_steps=64, max_tbs=64, max_channels=128, reducescatter="reducescatter",
-        custom_ok=False, outofplace_attr=True, max_exclusive=False, accepted=_EXECUTOR_COLLS,
+        "rccl",
+        max_steps=64,
+        max_tbs=64,
+        max_channels=128,
+        reducescatter="reducescatter",
+        custom_ok=False,
+        outofplace_attr=True,
+        max_exclusive=False,
+        accepted=_EXECUTOR_COLLS,
     ),
     "msccl-legacy": TargetRules(
-        "msccl-legacy", max_steps=256, max_tbs=216, max_channels=32, reducescatter="reduce_scatter",
-        custom_ok=True, outofplace_attr=False, max_exclusive=True,
-        accepted=frozenset({Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER,
-                            Collective.ALLTOALL, Collective.BROADCAST, Collective.REDUCE,
-                            Collective.CUSTOM}),
+        "msccl-legacy",
+        max_steps=256,
+        max_tbs=216,
+        max_channels=32,
+        reducescatter="reduce_scatter",
+        custom_ok=True,
+        outofplace_attr=False,
+        max_exclusive=True,
+        accepted=frozenset(
+            {
+                Collective.ALLREDUCE,
+                Collective.ALLGATHER,
+                Collective.REDUCESCATTER,
+                Collective.ALLTOALL,
+                Collective.BROADCAST,
+                Collective.REDUCE,
+                Collective.CUSTOM,
+            }
+        ),
     ),
 }

@@ -84,7 +84,7 @@ def _depths(alg: Algorithm) -> list[np.ndarray]:
         indeg[w] -= c
         frontier = w[indeg[w] == 0]
         level += 1
-    return [depth[offs[r]:offs[r + 1]] for r in range(len(alg.graphs))]
+    return [depth[offs[r] : offs[r + 1]] for r in range(len(alg.graphs))]
 
 
 def _color(intervals: list[tuple[int, int, int]]) -> dict[int, int]:

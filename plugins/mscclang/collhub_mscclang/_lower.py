@@ -53,18 +53,27 @@ _EXPAND: dict[int, list[_Role]] = {
     _R: [_Role(_RECV, _COPY, 2, 0, 2, "")],
     _RCS: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_SEND, _NONE, 1, 2, 0, ".send")],
     _RRC: [_Role(_RECV, _REDUCE, 2, 0, 2, ".recv"), _Role(_COMP, _NONE, 0, 0, 0, ".comp")],
-    _RRCS: [_Role(_RECV, _REDUCE, 2, 0, 2, ".recv"), _Role(_COMP, _NONE, 0, 0, 0, ".comp"),
-            _Role(_SEND, _NONE, 1, 2, 0, ".send")],
+    _RRCS: [
+        _Role(_RECV, _REDUCE, 2, 0, 2, ".recv"),
+        _Role(_COMP, _NONE, 0, 0, 0, ".comp"),
+        _Role(_SEND, _NONE, 1, 2, 0, ".send"),
+    ],
     # rrs stores nothing locally: receive into the tb's temporary, reduce src into it, forward it
-    _RRS: [_Role(_RECV, _COPY, 2, 0, 3, ".recv"), _Role(_COMP, _REDUCE, 0, 1, 3, ".comp"),
-           _Role(_SEND, _NONE, 1, 3, 0, ".send")],
+    _RRS: [
+        _Role(_RECV, _COPY, 2, 0, 3, ".recv"),
+        _Role(_COMP, _REDUCE, 0, 1, 3, ".comp"),
+        _Role(_SEND, _NONE, 1, 3, 0, ".send"),
+    ],
     _CPY: [_Role(_COMP, _COPY, 0, 1, 2, "")],
     _RE: [_Role(_COMP, _REDUCE, 0, 1, 2, "")],
     _NOP: [],
     # dst := received (+) src with src != dst: a copy-receive, then a real local reduction
     _RRC_X: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_COMP, _REDUCE, 0, 1, 2, ".comp")],
-    _RRCS_X: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_COMP, _REDUCE, 0, 1, 2, ".comp"),
-              _Role(_SEND, _NONE, 1, 2, 0, ".send")],
+    _RRCS_X: [
+        _Role(_RECV, _COPY, 2, 0, 2, ".recv"),
+        _Role(_COMP, _REDUCE, 0, 1, 2, ".comp"),
+        _Role(_SEND, _NONE, 1, 2, 0, ".send"),
+    ],
 }
 _NT = 11
 #: the type a step was written as, for messages (the two-node rrc/rrcs forms keep their name)
@@ -84,7 +93,8 @@ _NNODES = np.array([len(_EXPAND[t]) for t in range(_NT)], dtype=np.int64)
 _ROLE_BASE = np.concatenate([[0], np.cumsum(_NNODES)[:-1]])
 _ROLES = [r for t in range(_NT) for r in _EXPAND[t]]  # row _ROLE_BASE[type] + k: k-th node of type
 _ROLE_KIND, _ROLE_OP, _ROLE_PEER, _ROLE_SRC, _ROLE_DST = (
-    np.array([getattr(r, f) for r in _ROLES], dtype=np.int64) for f in ("kind", "op", "peer", "src", "dst"))
+    np.array([getattr(r, f) for r in _ROLES], dtype=np.int64) for f in ("kind", "op", "peer", "src", "dst")
+)
 _ROLE_NAME = [r.suffix for r in _ROLES]
 _TYPE_OF_ROLE = [_CODE_NAME[t] for t in range(_NT) for _ in _EXPAND[t]]
 
@@ -134,8 +144,9 @@ class _Where:
         except (ValueError, OverflowError):
             i = next(i for i, v in enumerate(values) if not _isint(v))
             what = "is out of range (32-bit)" if INT_RE.fullmatch(values[i]) else "is not an integer"
-            raise ImportFormatError(f"{self.at(i)}: attribute {name}={values[i]!r} of <step> {what}",
-                                    path=self.path, line=int(self.line[i])) from None
+            raise ImportFormatError(
+                f"{self.at(i)}: attribute {name}={values[i]!r} of <step> {what}", path=self.path, line=int(self.line[i])
+            ) from None
 
 
 @dataclass
@@ -160,8 +171,9 @@ class _Steps:
     def error(self, i: int, message: str, hint: str | None = None) -> ImportFormatError:
         """``message`` about step ``i``, prefixed with where it is and its type."""
         w = self.where
-        return ImportFormatError(f"{w.at(i)} ({_CODE_NAME[int(self.code[i])]}): {message}", path=w.path,
-                                 line=int(w.line[i]), hint=hint)
+        return ImportFormatError(
+            f"{w.at(i)} ({_CODE_NAME[int(self.code[i])]}): {message}", path=w.path, line=int(w.line[i]), hint=hint
+        )
 
 
 @dataclass
@@ -235,24 +247,44 @@ def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
     raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
     s_given = w.ints("s", raw["s"])
     if (i := _first(s_given != s_of)) is not None:
-        raise ImportFormatError(f"gpu {g.id} tb {int(tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
-                                "expected (s counts the tb's steps in document order, nops included)", path=path,
-                                line=int(w.line[i]))
+        raise ImportFormatError(
+            f"gpu {g.id} tb {int(tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
+            "expected (s counts the tb's steps in document order, nops included)",
+            path=path,
+            line=int(w.line[i]),
+        )
     code = np.fromiter(map(_TYPE_GET, raw["type"]), dtype=np.int64, count=S)
     if (i := _first(code < 0)) is not None:
         t = raw["type"][i]
         if t == "ra":
-            raise ImportFormatError(f"{w.at(i)}: step type 'ra' (residual add) is not supported", path=path,
-                                    line=int(w.line[i]),
-                                    hint="'ra' is parsed by the old microsoft/msccl runtime but never executed")
-        raise ImportFormatError(f"{w.at(i)}: unknown step type {t!r}", path=path, line=int(w.line[i]),
-                                hint="one of: " + ", ".join(TYPE_NAMES))
+            raise ImportFormatError(
+                f"{w.at(i)}: step type 'ra' (residual add) is not supported",
+                path=path,
+                line=int(w.line[i]),
+                hint="'ra' is parsed by the old microsoft/msccl runtime but never executed",
+            )
+        raise ImportFormatError(
+            f"{w.at(i)}: unknown step type {t!r}",
+            path=path,
+            line=int(w.line[i]),
+            hint="one of: " + ", ".join(TYPE_NAMES),
+        )
     src_buf = np.fromiter(map(_BUF_GET, raw["srcbuf"]), dtype=np.int64, count=S)
     dst_buf = np.fromiter(map(_BUF_GET, raw["dstbuf"]), dtype=np.int64, count=S)
     # in the order the attributes are checked (the first bad one is reported)
     ints = {name: w.ints(name, raw[name]) for name in ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")}
-    return _Steps(w, code, src_buf, ints["srcoff"], dst_buf, ints["dstoff"], ints["cnt"], ints["depid"],
-                  ints["deps"], ints["hasdep"])
+    return _Steps(
+        w,
+        code,
+        src_buf,
+        ints["srcoff"],
+        dst_buf,
+        ints["dstoff"],
+        ints["cnt"],
+        ints["depid"],
+        ints["deps"],
+        ints["hasdep"],
+    )
 
 
 def _check_steps(st: _Steps, tbs: _Tbs, in_c: int, out_c: int, s_chunks: int) -> None:
@@ -260,8 +292,9 @@ def _check_steps(st: _Steps, tbs: _Tbs, in_c: int, out_c: int, s_chunks: int) ->
     code, cnt = st.code, st.cnt
     nop = code == _NOP
     if (i := _first(nop & (st.depid < 0))) is not None:
-        raise st.error(i, "nop without a dependency",
-                       hint="a nop exists only to carry one extra dependency (msccl-ir.md §6)")
+        raise st.error(
+            i, "nop without a dependency", hint="a nop exists only to carry one extra dependency (msccl-ir.md §6)"
+        )
     if (i := _first(~nop & (cnt < 1))) is not None:
         raise st.error(i, f"cnt={cnt[i]} must be >= 1")
     if (i := _first(_SEND_T[code] & (tbs.send[st.tb_of] < 0))) is not None:
@@ -274,8 +307,11 @@ def _check_steps(st: _Steps, tbs: _Tbs, in_c: int, out_c: int, s_chunks: int) ->
         if (i := _first(used & (b > 2))) is not None:
             raise st.error(i, f"{nm}buf={_letter(b[i])} is not i, o or s")
         if (i := _first(used & ((off < 0) | (off + cnt > limit[b])))) is not None:
-            raise st.error(i, f"{nm}off={off[i]} cnt={cnt[i]} out of range for buffer '{_letter(b[i])}' "
-                              f"(i: {in_c}, o: {out_c}, s: {s_chunks} chunks)")
+            raise st.error(
+                i,
+                f"{nm}off={off[i]} cnt={cnt[i]} out of range for buffer '{_letter(b[i])}' "
+                f"(i: {in_c}, o: {out_c}, s: {s_chunks} chunks)",
+            )
     # rrc/rrcs with a distinct source get the two-node form; partial overlap has no clear meaning
     sb, so, db, do = st.src_buf, st.src_off, st.dst_buf, st.dst_off
     fused = (code == _RRC) | (code == _RRCS)
@@ -291,8 +327,10 @@ def _register_connections(rd: _Reader, g: _Gpu, st: _Steps) -> None:
     for tid, tb in enumerate(g.tbs):
         lo, hi = tb.start, tb.start + tb.n
         c = st.code[lo:hi]
-        for table, peer, store, key in ((_SEND_T, tb.send, rd.sends, (gid, tb.send, tb.chan)),
-                                        (_RECV_T, tb.recv, rd.recvs, (tb.recv, gid, tb.chan))):
+        for table, peer, store, key in (
+            (_SEND_T, tb.send, rd.sends, (gid, tb.send, tb.chan)),
+            (_RECV_T, tb.recv, rd.recvs, (tb.recv, gid, tb.chan)),
+        ):
             m = table[c]
             if not m.any():
                 continue
@@ -300,8 +338,11 @@ def _register_connections(rd: _Reader, g: _Gpu, st: _Steps) -> None:
                 other = store[key][0].id
                 what = f"send to gpu {peer}" if store is rd.sends else f"receive from gpu {peer}"
                 raise ImportFormatError(
-                    f"gpu {gid}: tb {other} and tb {tid} both {what} on channel {tb.chan}", path=st.where.path,
-                    line=tb.line, hint="one tb per (peer, channel, direction): MSCCL opens one connection each")
+                    f"gpu {gid}: tb {other} and tb {tid} both {what} on channel {tb.chan}",
+                    path=st.where.path,
+                    line=tb.line,
+                    hint="one tb per (peer, channel, direction): MSCCL opens one connection each",
+                )
             store[key] = (tb, st.cnt[lo:hi][m].tolist(), st.where.line[lo:hi][m].tolist())
             (rd.has_send if store is rd.sends else rd.has_recv).add(gid)
 
@@ -336,10 +377,25 @@ def _expand(st: _Steps, tbs: _Tbs, temp_of_tb: np.ndarray, g: _Gpu, in_c: int, o
     bufs = [np.full(len(tbn), _NB), st.src_buf[step_of], st.dst_buf[step_of], np.full(len(tbn), _SCR)]
     offs = [none, st.src_off[step_of], st.dst_off[step_of], temp_of_tb[tbn]]
     src_sel, dst_sel = _ROLE_SRC[role], _ROLE_DST[role]
-    nodes = _Nodes(kind=kind, op=_ROLE_OP[role], peer=peer, tag=np.where(kind == _COMP, 0, chan),
-                   count=st.cnt[step_of], src_buf=np.choose(src_sel, bufs), src_off=np.choose(src_sel, offs),
-                   dst_buf=np.choose(dst_sel, bufs), dst_off=np.choose(dst_sel, offs), tb=tbn, chan=chan,
-                   step_of=step_of, in_step=in_step, role=role, first=first, last=first + nn - 1, copies=C)
+    nodes = _Nodes(
+        kind=kind,
+        op=_ROLE_OP[role],
+        peer=peer,
+        tag=np.where(kind == _COMP, 0, chan),
+        count=st.cnt[step_of],
+        src_buf=np.choose(src_sel, bufs),
+        src_off=np.choose(src_sel, offs),
+        dst_buf=np.choose(dst_sel, bufs),
+        dst_off=np.choose(dst_sel, offs),
+        tb=tbn,
+        chan=chan,
+        step_of=step_of,
+        in_step=in_step,
+        role=role,
+        first=first,
+        last=first + nn - 1,
+        copies=C,
+    )
     if C:
         _prepend_copies(nodes, g, in_c, out_c, st.where.path)
     return nodes
@@ -353,10 +409,22 @@ def _prepend_copies(nodes: _Nodes, g: _Gpu, in_c: int, out_c: int, path: str) ->
     i_off, o_off = cp[:, 0], cp[:, 1]
     bad = (i_off < 0) | (i_off >= in_c) | (o_off < 0) | (o_off >= out_c)
     if (k := _first(bad)) is not None:
-        raise ImportFormatError(f"gpu {g.id} <copy i_off={i_off[k]} o_off={o_off[k]}>: offset out of range "
-                                f"(i: {in_c}, o: {out_c} chunks)", path=path, line=g.copies[k][2])
-    lead = {"kind": _COMP, "op": _COPY, "peer": -1, "tag": 0, "chan": 0, "src_buf": _IN, "dst_buf": _OUT,
-            "count": 1, "tb": -1}
+        raise ImportFormatError(
+            f"gpu {g.id} <copy i_off={i_off[k]} o_off={o_off[k]}>: offset out of range (i: {in_c}, o: {out_c} chunks)",
+            path=path,
+            line=g.copies[k][2],
+        )
+    lead = {
+        "kind": _COMP,
+        "op": _COPY,
+        "peer": -1,
+        "tag": 0,
+        "chan": 0,
+        "src_buf": _IN,
+        "dst_buf": _OUT,
+        "count": 1,
+        "tb": -1,
+    }
     for col, value in lead.items():
         setattr(nodes, col, np.concatenate([np.full(C, value, dtype=np.int64), getattr(nodes, col)]))
     nodes.src_off = np.concatenate([i_off, nodes.src_off])
@@ -403,8 +471,11 @@ def _cross_tb(st: _Steps, tbs: _Tbs, nop: np.ndarray, real: np.ndarray) -> tuple
         raise st.error(i, f"deps={deps[i]} names no step of tb {depid[i]}")
     target = np.clip(tbs.start[dclip] + deps, 0, S - 1)
     if (i := _first(has & nop[target])) is not None:
-        raise st.error(i, f"depends on tb {depid[i]} step {deps[i]}, which is a nop",
-                       hint="a nop never publishes a completion flag; depend on a real step")
+        raise st.error(
+            i,
+            f"depends on tb {depid[i]} step {deps[i]}, which is a nop",
+            hint="a nop never publishes a completion flag; depend on a real step",
+        )
     # Only steps with hasdep=1 publish a completion flag, and flags only grow, so a waiter on
     # a step without hasdep is released by the first later publishing step of that tb (the
     # runtime's real release point); with none, the GPU would wait forever.
@@ -415,9 +486,12 @@ def _cross_tb(st: _Steps, tbs: _Tbs, nop: np.ndarray, real: np.ndarray) -> tuple
         nxt = pub_idx[np.minimum(k, max(pub_idx.size - 1, 0))] if pub_idx.size else target
         ok = (k < pub_idx.size) & (st.tb_of[nxt] == st.tb_of[target]) if pub_idx.size else np.zeros(S, bool)
         if (i := _first(unpub & ~ok)) is not None:
-            raise st.error(i, f"depends on tb {depid[i]} step {deps[i]}, which has hasdep=0, and no later step of "
-                              f"tb {depid[i]} has hasdep=1: the runtime publishes no flag to release it (deadlock)",
-                           hint="set hasdep=1 on every step another threadblock depends on (msccl-ir.md §6)")
+            raise st.error(
+                i,
+                f"depends on tb {depid[i]} step {deps[i]}, which has hasdep=0, and no later step of "
+                f"tb {depid[i]} has hasdep=1: the runtime publishes no flag to release it (deadlock)",
+                hint="set hasdep=1 on every step another threadblock depends on (msccl-ir.md §6)",
+            )
         target = np.where(unpub, nxt, target)
     holder = np.arange(S)
     if nop.any():
@@ -434,14 +508,16 @@ def _cross_tb(st: _Steps, tbs: _Tbs, nop: np.ndarray, real: np.ndarray) -> tuple
 def _names(g: _Gpu, st: _Steps, nodes: _Nodes) -> list[str]:
     """``copy/i0->o1`` and ``tb0/s3/rrcs.recv``: a name per node."""
     names = [f"copy/i{c[0]}->o{c[1]}" for c in g.copies]
-    names += [f"tb{t}/s{s}/{_TYPE_OF_ROLE[r]}{_ROLE_NAME[r]}"
-              for t, s, r in zip(nodes.tb[nodes.copies:].tolist(), st.where.s_of[nodes.step_of].tolist(),
-                                 nodes.role.tolist(), strict=True)]
+    names += [
+        f"tb{t}/s{s}/{_TYPE_OF_ROLE[r]}{_ROLE_NAME[r]}"
+        for t, s, r in zip(
+            nodes.tb[nodes.copies :].tolist(), st.where.s_of[nodes.step_of].tolist(), nodes.role.tolist(), strict=True
+        )
+    ]
     return names
 
 
-def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray,
-              names: list[str] | None) -> RankGraph:
+def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray, names: list[str] | None) -> RankGraph:
     """The rank graph, its nodes re-ordered when a dependency points forward in document order."""
     C, N = nodes.copies, len(nodes.kind)
     extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(C)}
@@ -455,8 +531,9 @@ def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray
         # cross-tb dependencies point forward in document order; try step-major order (all
         # tbs' step 0, then step 1, ...), which fits most schedules, before a general sort
         ntb = len(g.tbs)
-        node_key = np.concatenate([np.full(C, -1, dtype=np.int64),
-                                   st.where.s_of[nodes.step_of] * (ntb + 1) + st.tb_of[nodes.step_of]])
+        node_key = np.concatenate(
+            [np.full(C, -1, dtype=np.int64), st.where.s_of[nodes.step_of] * (ntb + 1) + st.tb_of[nodes.step_of]]
+        )
         perm = np.argsort(node_key, kind="stable")
         inv = np.empty(N, dtype=np.int64)
         inv[perm] = np.arange(N)
@@ -500,5 +577,8 @@ def _topo_order(g: _Gpu, n: int, en: np.ndarray, ed: np.ndarray, names: list[str
         label = names[stuck] if names is not None else f"node {stuck}"
         raise ImportFormatError(
             f"gpu {g.id}: the dependencies between threadblocks form a cycle (through {label})",
-            path=path, line=g.line, hint="such a file deadlocks on the GPU")
+            path=path,
+            line=g.line,
+            hint="such a file deadlocks on the GPU",
+        )
     return np.asarray(out, dtype=np.int64)

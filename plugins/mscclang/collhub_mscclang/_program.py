@@ -24,8 +24,14 @@ from ._reader import read_msccl_ir
 __all__ = ["run_program"]
 
 
-def run_program(path: str | os.PathLike[str], args: list[str] | dict[str, Any] | None = None, *,
-                engine: str = "collhub", name: str | None = None, timeout_s: float = 300.0) -> Algorithm:
+def run_program(
+    path: str | os.PathLike[str],
+    args: list[str] | dict[str, Any] | None = None,
+    *,
+    engine: str = "collhub",
+    name: str | None = None,
+    timeout_s: float = 300.0,
+) -> Algorithm:
     """Run the program at ``path`` and return the algorithm it declares (its last MSCCLProgram)."""
     p = Path(path)
     if not p.is_file():
@@ -60,8 +66,9 @@ def run_program(path: str | os.PathLike[str], args: list[str] | dict[str, Any] |
     done = lang._finished[before:]
     del lang._finished[before:]
     if not done:
-        raise AlgorithmError(f"{p}: the program declared no MSCCLProgram",
-                             hint="use `with MSCCLProgram(name, collective): ...`")
+        raise AlgorithmError(
+            f"{p}: the program declared no MSCCLProgram", hint="use `with MSCCLProgram(name, collective): ...`"
+        )
     alg = done[-1].algorithm
     assert alg is not None
     return alg.with_meta(name=name) if name else alg
@@ -75,7 +82,8 @@ def _msccl_program_error(p: Path, e: ModuleNotFoundError) -> UsageError:
         "collhub's MSCCLang-style language (`from collhub_mscclang.lang import ...`), which is similar to "
         "msccl-tools' MSCCLang but not the same API, and the 'msccl' package is not installed",
         hint="to run it as it is: pip install git+https://github.com/Azure/msccl-tools, then --set engine=msccl; "
-             "or port it to collhub_mscclang.lang (plugins/mscclang/README.md, 'mscclang.program: the language')")
+        "or port it to collhub_mscclang.lang (plugins/mscclang/README.md, 'mscclang.program: the language')",
+    )
 
 
 def _line_in(p: Path, e: BaseException) -> str:
@@ -95,8 +103,10 @@ def msccl_available() -> bool:
 
 def _run_msccl(p: Path, args: list[str] | dict[str, Any] | None, *, name: str | None, timeout_s: float) -> Algorithm:
     if not msccl_available():
-        raise ExternalToolError("engine=msccl needs the 'msccl' package (msccl-tools), which is not installed",
-                                hint="pip install git+https://github.com/Azure/msccl-tools, or use engine=collhub")
+        raise ExternalToolError(
+            "engine=msccl needs the 'msccl' package (msccl-tools), which is not installed",
+            hint="pip install git+https://github.com/Azure/msccl-tools, or use engine=collhub",
+        )
     if isinstance(args, dict):
         argv = [f"--{k}={v}" for k, v in args.items()]
     else:

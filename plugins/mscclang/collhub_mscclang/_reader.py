@@ -119,8 +119,10 @@ class _Reader:
             raise self.fail(f"attribute {key}={v!r} of <{elem}> is not an integer")
         i = int(v)
         if not INT_MIN <= i <= INT_MAX:
-            raise self.fail(f"attribute {key}={v} of <{elem}> is out of range",
-                            hint="MSCCL-IR integers are 32-bit (ids, offsets, counts, sizes in chunks)")
+            raise self.fail(
+                f"attribute {key}={v} of <{elem}> is out of range",
+                hint="MSCCL-IR integers are 32-bit (ids, offsets, counts, sizes in chunks)",
+            )
         return i
 
     # -- element handlers ---------------------------------------------------------------------
@@ -141,8 +143,9 @@ class _Reader:
             if parent != "gpu":
                 raise self.fail("<copy> outside a <gpu>")
             assert self.gpu is not None
-            self.gpu.copies.append((self._int(a, "i_off", "copy"), self._int(a, "o_off", "copy"),
-                                    self.p.CurrentLineNumber))
+            self.gpu.copies.append(
+                (self._int(a, "i_off", "copy"), self._int(a, "o_off", "copy"), self.p.CurrentLineNumber)
+            )
         elif name == "algo":
             if parent is not None:
                 raise self.fail("<algo> must be the document element")
@@ -208,9 +211,10 @@ class _Reader:
         try:
             self.coll = Collective.parse(a["coll"])
         except HubError:
-            raise self.fail(f"unknown collective coll={a['coll']!r}",
-                            hint="allreduce, allgather, reducescatter/reduce_scatter, alltoall, broadcast, reduce, "
-                                 "custom") from None
+            raise self.fail(
+                f"unknown collective coll={a['coll']!r}",
+                hint="allreduce, allgather, reducescatter/reduce_scatter, alltoall, broadcast, reduce, custom",
+            ) from None
         self._int(a, "nchannels", "algo")  # kept in meta.extra as an int
         for k in ("inplace", "outofplace"):
             if k in a and a[k] not in ("0", "1"):
@@ -294,11 +298,13 @@ class _Reader:
                     raise self.fail(
                         f"one tag (with its attributes), comment or processing instruction is longer than "
                         f"{MAX_TOKEN_BYTES} bytes",
-                        hint="MSCCL-IR holds short tags only; is this the right file?")
+                        hint="MSCCL-IR holds short tags only; is this the right file?",
+                    )
             p.Parse(b"", True)
         except expat.ExpatError as e:
-            raise ImportFormatError(f"malformed XML: {expat.ErrorString(e.code)} (column {e.offset})",
-                                    path=str(self.path), line=e.lineno) from None
+            raise ImportFormatError(
+                f"malformed XML: {expat.ErrorString(e.code)} (column {e.offset})", path=str(self.path), line=e.lineno
+            ) from None
         except RecursionError:
             raise self.fail("elements nested too deeply") from None
         except (LookupError, ValueError) as e:
@@ -333,8 +339,11 @@ class _Reader:
         if len(self.graphs) != self.n:
             # lazily: a corrupt ngpus (say 2e9) must not build a list of every missing rank
             missing = list(itertools.islice((g for g in range(self.n) if g not in self.graphs), 8))
-            raise ImportFormatError(f"no <gpu> for rank(s) {missing}", path=str(self.path),
-                                    hint=f"ngpus={self.n} requires gpu ids 0..{self.n - 1}")
+            raise ImportFormatError(
+                f"no <gpu> for rank(s) {missing}",
+                path=str(self.path),
+                hint=f"ngpus={self.n} requires gpu ids 0..{self.n - 1}",
+            )
         self._check_connections()
         a = self.algo
         inplace_attr = a.get("inplace") == "1"
@@ -345,7 +354,9 @@ class _Reader:
         if inplace and not inplace_attr or not inplace and not outofplace:
             raise ImportFormatError(
                 f"the file is not valid {'in-place' if inplace else 'out-of-place'} "
-                f"(inplace={a.get('inplace')} outofplace={a.get('outofplace', '-')})", path=str(self.path))
+                f"(inplace={a.get('inplace')} outofplace={a.get('outofplace', '-')})",
+                path=str(self.path),
+            )
         root = self.root_choice
         if root is None:
             root = 0
@@ -356,9 +367,12 @@ class _Reader:
                 cands = [r for r in range(self.n) if r not in self.has_send]
                 root = cands[0] if len(cands) == 1 else 0
         extra: list[tuple[str, str | int | float | bool]] = [
-            ("msccl.coll", a["coll"]), ("msccl.proto", a["proto"]),
-            ("msccl.nchannels", int(a["nchannels"])), ("msccl.nchunksperloop", self.nchunks),
-            ("msccl.inplace", inplace_attr), ("msccl.outofplace", outofplace),
+            ("msccl.coll", a["coll"]),
+            ("msccl.proto", a["proto"]),
+            ("msccl.nchannels", int(a["nchannels"])),
+            ("msccl.nchunksperloop", self.nchunks),
+            ("msccl.inplace", inplace_attr),
+            ("msccl.outofplace", outofplace),
         ]
         for k in ("minBytes", "maxBytes", "redop"):
             if k in a:
@@ -366,9 +380,16 @@ class _Reader:
         if self.coll is Collective.CUSTOM:
             self.in_chunks, self.out_chunks = self.custom_in, self.custom_out
         meta = AlgorithmMeta(
-            collective=self.coll, ranks=self.n, in_chunks=self.in_chunks, out_chunks=self.out_chunks,
-            scratch_chunks=self.scratch, inplace=inplace, root=root,
-            name=self.name or a.get("name", "") or self.path.stem, producer="mscclang.ir", extra=tuple(extra),
+            collective=self.coll,
+            ranks=self.n,
+            in_chunks=self.in_chunks,
+            out_chunks=self.out_chunks,
+            scratch_chunks=self.scratch,
+            inplace=inplace,
+            root=root,
+            name=self.name or a.get("name", "") or self.path.stem,
+            producer="mscclang.ir",
+            extra=tuple(extra),
         )
         return Algorithm(meta, tuple(self.graphs[r] for r in range(self.n)))
 
@@ -379,31 +400,44 @@ class _Reader:
             if rec is None:
                 raise ImportFormatError(
                     f"gpu {src} tb {stb.id} sends {len(scnt)} message(s) to gpu {dst} on channel {chan}, "
-                    f"but gpu {dst} has no tb receiving from {src} on channel {chan}", path=str(self.path),
-                    line=stb.line)
+                    f"but gpu {dst} has no tb receiving from {src} on channel {chan}",
+                    path=str(self.path),
+                    line=stb.line,
+                )
             rtb, rcnt, rlines = rec
             if scnt != rcnt:
-                k = next((i for i, (x, y) in enumerate(zip(scnt, rcnt, strict=False)) if x != y),
-                         min(len(scnt), len(rcnt)))
+                k = next(
+                    (i for i, (x, y) in enumerate(zip(scnt, rcnt, strict=False)) if x != y), min(len(scnt), len(rcnt))
+                )
                 if k < min(len(scnt), len(rcnt)):
-                    msg = (f"connection {src}->{dst} channel {chan}: transfer {k} has cnt={scnt[k]} at gpu {src} tb "
-                           f"{stb.id} "
-                           f"(line {slines[k]}) but cnt={rcnt[k]} at gpu {dst} tb {rtb.id}")
+                    msg = (
+                        f"connection {src}->{dst} channel {chan}: transfer {k} has cnt={scnt[k]} at gpu {src} tb "
+                        f"{stb.id} "
+                        f"(line {slines[k]}) but cnt={rcnt[k]} at gpu {dst} tb {rtb.id}"
+                    )
                     line = rlines[k]
                 else:
-                    msg = (f"connection {src}->{dst} channel {chan}: gpu {src} tb {stb.id} sends {len(scnt)} "
-                           "message(s) "
-                           f"but gpu {dst} tb {rtb.id} receives {len(rcnt)}")
+                    msg = (
+                        f"connection {src}->{dst} channel {chan}: gpu {src} tb {stb.id} sends {len(scnt)} "
+                        "message(s) "
+                        f"but gpu {dst} tb {rtb.id} receives {len(rcnt)}"
+                    )
                     line = rtb.line
-                raise ImportFormatError(msg, path=str(self.path), line=line,
-                                        hint="MSCCL matches sends and receives by position per (sender, receiver, "
-                                             "channel)")
+                raise ImportFormatError(
+                    msg,
+                    path=str(self.path),
+                    line=line,
+                    hint="MSCCL matches sends and receives by position per (sender, receiver, channel)",
+                )
         for key, (rtb, rcnt, _) in self.recvs.items():
             if key not in self.sends:
                 src, dst, chan = key
                 raise ImportFormatError(
                     f"gpu {dst} tb {rtb.id} receives {len(rcnt)} message(s) from gpu {src} on channel {chan}, "
-                    f"but gpu {src} has no tb sending to {dst} on channel {chan}", path=str(self.path), line=rtb.line)
+                    f"but gpu {src} has no tb sending to {dst} on channel {chan}",
+                    path=str(self.path),
+                    line=rtb.line,
+                )
 
 
 def read_msccl_ir(

@@ -77,8 +77,11 @@ def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)):
         raise ImportFormatError("is not a file, pipe or fifo", path=where)
     if stat.S_ISREG(mode) and st.st_size > max_bytes:
-        raise ImportFormatError(f"file is {st.st_size} bytes, above the limit of {max_bytes} bytes", path=where,
-                                hint="raise the max_bytes parameter if the file is trusted")
+        raise ImportFormatError(
+            f"file is {st.st_size} bytes, above the limit of {max_bytes} bytes",
+            path=where,
+            hint="raise the max_bytes parameter if the file is trusted",
+        )
     try:
         raw = open(path, "rb")  # noqa: SIM115 - closed in the finally below
     except OSError as e:
@@ -98,8 +101,11 @@ def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
             total += len(piece)
             if total > max_bytes:
                 what = "decompressed XML" if compressed else "input"
-                raise ImportFormatError(f"{what} exceeds the limit of {max_bytes} bytes", path=where,
-                                        hint="raise the max_bytes parameter if the file is trusted")
+                raise ImportFormatError(
+                    f"{what} exceeds the limit of {max_bytes} bytes",
+                    path=where,
+                    hint="raise the max_bytes parameter if the file is trusted",
+                )
             yield piece
     except (OSError, EOFError, zlib.error) as e:
         hint = "a truncated or corrupt .gz file?" if compressed else None

@@ -37,8 +37,7 @@ def topo_rank(g: Any) -> np.ndarray | None:
     """Position -> order key when positions are not topological, else None."""
     key = g.topological_rank()
     if key is None:
-        raise ExportError("the algorithm has a dependency cycle; nothing to export",
-                          hint="run hub.verify to locate it")
+        raise ExportError("the algorithm has a dependency cycle; nothing to export", hint="run hub.verify to locate it")
     return None if np.array_equal(key, np.arange(len(g))) else key
 
 
@@ -76,16 +75,28 @@ class _Graph:
         succ_ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(g.dep_pos, minlength=n), out=succ_ptr[1:])
         succ_of = np.repeat(np.arange(n), np.diff(g.dep_ptr))[np.argsort(g.dep_pos, kind="stable")]
-        return cls(g.kind.tolist(), g.count.tolist(), g.op.tolist(), sb, g.src_off.tolist(), db,
-                   g.dst_off.tolist(), g.dep_ptr.tolist(), g.dep_pos.tolist(), tb_of, at, succ_ptr.tolist(),
-                   succ_of.tolist())
+        return cls(
+            g.kind.tolist(),
+            g.count.tolist(),
+            g.op.tolist(),
+            sb,
+            g.src_off.tolist(),
+            db,
+            g.dst_off.tolist(),
+            g.dep_ptr.tolist(),
+            g.dep_pos.tolist(),
+            tb_of,
+            at,
+            succ_ptr.tolist(),
+            succ_of.tolist(),
+        )
 
     def private(self, nodes: tuple[int, ...]) -> bool:
         """Whether no other tb waits for a non-final node of ``nodes``: fusing is worth it only
         then (such a waiter would wait for the whole fused step, forward included)."""
         t = self.tb_of[nodes[0]]
         for v in nodes[:-1]:
-            for w in self.succ_of[self.succ_ptr[v]:self.succ_ptr[v + 1]]:
+            for w in self.succ_of[self.succ_ptr[v] : self.succ_ptr[v + 1]]:
                 if w not in nodes and self.tb_of[w] != t:
                     return False
         return True
@@ -105,8 +116,14 @@ class _Graph:
     def forwards(self, x: int, y: int, a: int) -> bool:
         """Whether ``x`` (-1: none) is a SEND waiting only for ``y`` of exactly what RECV ``a``
         wrote."""
-        return (x >= 0 and self.kind[x] == _SEND and self.only_dep(x, y) and self.src_buf[x] == self.dst_buf[a]
-                and self.src_off[x] == self.dst_off[a] and self.count[x] == self.count[a])
+        return (
+            x >= 0
+            and self.kind[x] == _SEND
+            and self.only_dep(x, y)
+            and self.src_buf[x] == self.dst_buf[a]
+            and self.src_off[x] == self.dst_off[a]
+            and self.count[x] == self.count[a]
+        )
 
 
 def form_steps(
@@ -131,15 +148,14 @@ def form_steps(
             a = nd[i]
             ka = kind[a]
             if ka == _RECV:
-                step = _recv_step(gr, a, nd[i + 1] if i + 1 < L else -1, nd[i + 2] if i + 2 < L else -1, fuse,
-                                  rrs_ok)
+                step = _recv_step(gr, a, nd[i + 1] if i + 1 < L else -1, nd[i + 2] if i + 2 < L else -1, fuse, rrs_ok)
             elif ka == _SEND:
                 step = Step("s", sb[a], so[a], sb[a], so[a], count[a], (a,))
             elif ka == _COMP and op[a] in (_COPY, _REDUCE):
                 step = Step("cpy" if op[a] == _COPY else "re", sb[a], so[a], db[a], do[a], count[a], (a,))
             else:
                 # a cost-only COMP outside an rrc has no MSCCL step: it passes its deps through
-                dropped[a] = gr.dep_pos[gr.dep_ptr[a]:gr.dep_ptr[a + 1]]
+                dropped[a] = gr.dep_pos[gr.dep_ptr[a] : gr.dep_ptr[a + 1]]
                 i += 1
                 continue
             typ, b1, o1, b2, o2, cnt, nodes = step
@@ -171,10 +187,21 @@ def _rrs_temporaries(g: Any, gr: _Graph, tbs: list[Tb]) -> set[int]:
         nd = t.nodes
         for i in range(len(nd) - 2):
             a, b, c = nd[i], nd[i + 1], nd[i + 2]
-            if (kind[a] == _RECV and op[a] == _COPY and db[a] == _SCR and kind[b] == _COMP and op[b] == _REDUCE
-                    and kind[c] == _SEND and gr.only_dep(b, a) and gr.only_dep(c, b)
-                    and db[b] == _SCR and do[b] == do[a] and sb[c] == _SCR and so[c] == do[a]
-                    and count[a] == count[b] == count[c]):
+            if (
+                kind[a] == _RECV
+                and op[a] == _COPY
+                and db[a] == _SCR
+                and kind[b] == _COMP
+                and op[b] == _REDUCE
+                and kind[c] == _SEND
+                and gr.only_dep(b, a)
+                and gr.only_dep(c, b)
+                and db[b] == _SCR
+                and do[b] == do[a]
+                and sb[c] == _SCR
+                and so[c] == do[a]
+                and count[a] == count[b] == count[c]
+            ):
                 cands.append(a)
     if not cands:
         return set()
@@ -206,8 +233,17 @@ def _recv_step(gr: _Graph, a: int, b: int, c: int, fuse: bool, rrs_ok: set[int])
         return Step("rrc", da, oa, da, oa, n_a, (a,))
     if fuse and a in rrs_ok:
         return Step("rrs", sb[b], so[b], sb[b], so[b], n_a, (a, b, c))
-    if (fuse and b >= 0 and kind[b] == _COMP and op[b] == _REDUCE and gr.only_dep(b, a)
-            and db[b] == da and do[b] == oa and count[b] == n_a and (sb[b] != da or abs(so[b] - oa) >= n_a)):
+    if (
+        fuse
+        and b >= 0
+        and kind[b] == _COMP
+        and op[b] == _REDUCE
+        and gr.only_dep(b, a)
+        and db[b] == da
+        and do[b] == oa
+        and count[b] == n_a
+        and (sb[b] != da or abs(so[b] - oa) >= n_a)
+    ):
         # dst := received (+) src with a distinct src: an rrc (rrcs if forwarded)
         if gr.forwards(c, b, a) and gr.private((a, b, c)):
             return Step("rrcs", sb[b], so[b], da, oa, n_a, (a, b, c))

@@ -57,8 +57,9 @@ def channel_map(alg: Algorithm) -> list[list[int]]:
             me = np.full(m.size, r, dtype=np.int64)
             pr = g.peer[m].astype(np.int64)
             src, dst = (me, pr) if side == 0 else (pr, me)
-            sides[side].append(np.stack([src, dst, g.chan[m].astype(np.int64), m.astype(np.int64),
-                                         g.tag[m].astype(np.int64)]))
+            sides[side].append(
+                np.stack([src, dst, g.chan[m].astype(np.int64), m.astype(np.int64), g.tag[m].astype(np.int64)])
+            )
     if ok:
         arr = [np.concatenate(s, axis=1) if s else np.zeros((5, 0), np.int64) for s in sides]
         seqs = []
@@ -88,8 +89,10 @@ def assign(alg: Algorithm, chan_of: list[list[int]], *, mode: str, fuse: bool, s
             return kept
         from hub.errors import ExportError
 
-        raise ExportError("threadblocks=keep: the algorithm's tb column is missing or breaks MSCCL's tb rules",
-                          hint="use threadblocks=auto")
+        raise ExportError(
+            "threadblocks=keep: the algorithm's tb column is missing or breaks MSCCL's tb rules",
+            hint="use threadblocks=auto",
+        )
     return [_auto(g, chan_of[r], fuse, skip[r], alg.ranks) for r, g in enumerate(alg.graphs)]
 
 
@@ -186,8 +189,8 @@ def _auto(g: RankGraph, chans: list[int], fuse: bool, skip: set[int], ranks: int
             for k in np.flatnonzero(ok).tolist():
                 xs, p_send, m_ = xl[k], cl[k], ml[k]
                 a_, b_ = cid[xs], cid[p_send]
-                for v in ((xs, m_) if m_ != xs else (xs,)):
-                    for w in succ[sp_l[v]:sp_l[v + 1]]:
+                for v in (xs, m_) if m_ != xs else (xs,):
+                    for w in succ[sp_l[v] : sp_l[v + 1]]:
                         if w != p_send and w != m_ and cid[w] != a_ and cid[w] != b_ and not harmless[w]:
                             ok[k] = False
             pairs = np.stack([conn_id[x[ok]], conn_id[cand[ok]]], axis=1)
@@ -233,8 +236,9 @@ def _auto(g: RankGraph, chans: list[int], fuse: bool, skip: set[int], ranks: int
     for k, kv in enumerate(uniq_keys.tolist()):
         c, rest = divmod(kv, R1 * R1)
         sp, rp = divmod(rest, R1)
-        tbs.append(Tb(send=sp - 1, recv=rp - 1, chan=c, nodes=nodes_sorted[bounds[k]:bounds[k + 1]],
-                      key=(c, sp - 1, rp - 1)))
+        tbs.append(
+            Tb(send=sp - 1, recv=rp - 1, chan=c, nodes=nodes_sorted[bounds[k] : bounds[k + 1]], key=(c, sp - 1, rp - 1))
+        )
     # MSCCLang numbers tbs sorted by (send, recv, chan)
     tbs.sort(key=lambda t: (t.send, t.recv, t.chan))
     return tbs

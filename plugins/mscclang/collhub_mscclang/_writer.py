@@ -49,8 +49,9 @@ class ExportStats:
         return dict(self.__dict__)
 
 
-def _step_deps(g: Any, r: int, steps_of: list[list[Step]], where: dict[int, tuple[int, int]],
-               dropped: dict[int, list[int]]) -> list[list[list[tuple[int, int]]]]:
+def _step_deps(
+    g: Any, r: int, steps_of: list[list[Step]], where: dict[int, tuple[int, int]], dropped: dict[int, list[int]]
+) -> list[list[list[tuple[int, int]]]]:
     """Cross-tb dependencies of every step as sorted (tb, latest step) pairs, one per other tb
     (a tb runs in order, so waiting for its latest needed step covers the earlier ones)."""
     ptr = g.dep_ptr.tolist()
@@ -87,16 +88,17 @@ def _step_deps(g: Any, r: int, steps_of: list[list[Step]], where: dict[int, tupl
             inside = set(st.nodes)
             best: dict[int, int] = {}
             for p in st.nodes:
-                for d in dpos[ptr[p]:ptr[p + 1]]:
+                for d in dpos[ptr[p] : ptr[p + 1]]:
                     if d in inside:
                         continue
                     w = where.get(d)
-                    for (dt, ds) in ((w,) if w is not None else targets(d)):
+                    for dt, ds in (w,) if w is not None else targets(d):
                         if dt == ti:
                             if ds >= si:
                                 raise ExportError(
                                     f"rank {r}: node {p} depends on a later node of its threadblock",
-                                    hint="the tb's program order contradicts the dependencies; use threadblocks=auto")
+                                    hint="the tb's program order contradicts the dependencies; use threadblocks=auto",
+                                )
                             continue
                         if best.get(dt, -1) < ds:
                             best[dt] = ds
@@ -105,10 +107,20 @@ def _step_deps(g: Any, r: int, steps_of: list[list[Step]], where: dict[int, tupl
     return deps_of
 
 
-def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]],
-              deps_of: list[list[list[tuple[int, int]]]], scratch: int, copies: list[tuple[int, int]],
-              gpu_chunks: tuple[int, int], n: int, rules: TargetRules, enforce_limits: bool,
-              stats: ExportStats) -> int:
+def _emit_gpu(
+    body: list[str],
+    r: int,
+    tbs: list[Tb],
+    steps_of: list[list[Step]],
+    deps_of: list[list[list[tuple[int, int]]]],
+    scratch: int,
+    copies: list[tuple[int, int]],
+    gpu_chunks: tuple[int, int],
+    n: int,
+    rules: TargetRules,
+    enforce_limits: bool,
+    stats: ExportStats,
+) -> int:
     """Append one ``<gpu>`` element's lines; nops carry the extra dependencies. Returns the
     number of channels it uses."""
     target = rules.name
@@ -132,8 +144,10 @@ def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]]
         body.append(f'    <copy i_off="{i_off}" o_off="{o_off}"/>')
     if enforce_limits:
         if len(tbs) > rules.max_tbs:
-            raise ExportError(f"rank {r} needs {len(tbs)} threadblocks; {target} allows {rules.max_tbs}",
-                              hint="use fewer channels/peers, or enforce_limits=false for a parser fixture")
+            raise ExportError(
+                f"rank {r} needs {len(tbs)} threadblocks; {target} allows {rules.max_tbs}",
+                hint="use fewer channels/peers, or enforce_limits=false for a parser fixture",
+            )
         if 2 + n + len(tbs) + total_steps > 4096:
             raise ExportError(f"rank {r} needs {2 + n + len(tbs) + total_steps} XML nodes; runtimes parse at most 4096")
     stats.max_tbs_per_gpu = max(stats.max_tbs_per_gpu, len(tbs))
@@ -144,28 +158,36 @@ def _emit_gpu(body: list[str], r: int, tbs: list[Tb], steps_of: list[list[Step]]
         for si, st in enumerate(steps):
             dl = deps_of[ti][si]
             for dt, ds in dl[:-1]:
-                body.append(f'      <step s="{s}" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" '
-                            f'depid="{dt}" deps="{final[dt][ds]}" hasdep="0"/>')
+                body.append(
+                    f'      <step s="{s}" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" '
+                    f'depid="{dt}" deps="{final[dt][ds]}" hasdep="0"/>'
+                )
                 s += 1
                 stats.nops += 1
             dt, ds = (dl[-1][0], final[dl[-1][0]][dl[-1][1]]) if dl else (-1, -1)
             typ, b1, o1, b2, o2, cnt = st.type, st.src_buf, st.src_off, st.dst_buf, st.dst_off, st.cnt
             if cnt < 1:
-                raise ExportError(f"rank {r}: node {st.nodes[0]} moves {cnt} chunks; MSCCL steps move at least one",
-                                  hint="drop empty transfers before exporting")
+                raise ExportError(
+                    f"rank {r}: node {st.nodes[0]} moves {cnt} chunks; MSCCL steps move at least one",
+                    hint="drop empty transfers before exporting",
+                )
             if enforce_limits and (cnt >= _CNT_LIMIT or max(o1, o2) >= _OFF_LIMIT or dt >= 128):
                 raise ExportError(
                     f"rank {r} tb {ti} step {s}: cnt={cnt}, offsets {o1}/{o2}, depid={dt} exceed the runtime "
-                    f"limits (cnt < {_CNT_LIMIT}, offsets < {_OFF_LIMIT}, depid < 128)")
-            body.append(f'      <step s="{s}" type="{typ}" srcbuf="{BUF_CODE.get(b1, "i")}" srcoff="{o1}" '
-                        f'dstbuf="{BUF_CODE.get(b2, "i")}" dstoff="{o2}" cnt="{cnt}" depid="{dt}" deps="{ds}" '
-                        f'hasdep="{1 if (ti, si) in hasdep else 0}"/>')
+                    f"limits (cnt < {_CNT_LIMIT}, offsets < {_OFF_LIMIT}, depid < 128)"
+                )
+            body.append(
+                f'      <step s="{s}" type="{typ}" srcbuf="{BUF_CODE.get(b1, "i")}" srcoff="{o1}" '
+                f'dstbuf="{BUF_CODE.get(b2, "i")}" dstoff="{o2}" cnt="{cnt}" depid="{dt}" deps="{ds}" '
+                f'hasdep="{1 if (ti, si) in hasdep else 0}"/>'
+            )
             s += 1
         if enforce_limits and s > rules.max_steps:
             raise ExportError(
                 f"rank {r} tb {ti} has {s} steps; {target} allows {rules.max_steps} per threadblock",
                 hint="spread the algorithm over more channels (e.g. hub.instances / a channels option of "
-                     "the producer), target msccl-legacy (256), or enforce_limits=false for a parser fixture")
+                "the producer), target msccl-legacy (256), or enforce_limits=false for a parser fixture",
+            )
         stats.max_steps_per_tb = max(stats.max_steps_per_tb, s)
         stats.steps += s
         body.append("    </tb>")
@@ -201,8 +223,10 @@ def write_msccl_ir(
     m = alg.meta
     coll = m.collective
     if coll not in rules.accepted:
-        raise ExportError(f"{target} does not load coll={coll.value!r} algorithms",
-                          hint="msccl-legacy accepts 'custom'; the executor/RCCL reject it")
+        raise ExportError(
+            f"{target} does not load coll={coll.value!r} algorithms",
+            hint="msccl-legacy accepts 'custom'; the executor/RCCL reject it",
+        )
     extra = dict(m.extra)
     proto = proto or str(extra.get("msccl.proto", "Simple"))
     if proto not in ("Simple", "LL", "LL128"):
@@ -244,8 +268,23 @@ def write_msccl_ir(
                 for t in tbs:
                     t.nodes.sort(key=lambda p: key[p])
             steps_of, where, dropped, scratch = form_steps(alg, r, tbs, fuse, skip[r], alias_out, stats)
-            nchannels = max(nchannels, _emit_gpu(body, r, tbs, steps_of, _step_deps(g, r, steps_of, where, dropped),
-                                                 scratch, copies[r], gpu_chunks, n, rules, enforce_limits, stats))
+            nchannels = max(
+                nchannels,
+                _emit_gpu(
+                    body,
+                    r,
+                    tbs,
+                    steps_of,
+                    _step_deps(g, r, steps_of, where, dropped),
+                    scratch,
+                    copies[r],
+                    gpu_chunks,
+                    n,
+                    rules,
+                    enforce_limits,
+                    stats,
+                ),
+            )
         if enforce_limits and nchannels > rules.max_channels:
             raise ExportError(f"{nchannels} channels needed; {target} allows {rules.max_channels}")
         stats.nchannels = nchannels
@@ -264,8 +303,14 @@ def write_msccl_ir(
     lines: list[str] = []
     nchunks = max(m.in_chunks, m.out_chunks, 1)
     attrs: list[tuple[str, object]] = [
-        ("name", name or m.name or "collhub"), ("proto", proto), ("nchannels", nchannels),
-        ("nchunksperloop", nchunks), ("ngpus", n), ("coll", rules.coll_name(coll)), ("inplace", int(m.inplace))]
+        ("name", name or m.name or "collhub"),
+        ("proto", proto),
+        ("nchannels", nchannels),
+        ("nchunksperloop", nchunks),
+        ("ngpus", n),
+        ("coll", rules.coll_name(coll)),
+        ("inplace", int(m.inplace)),
+    ]
     if rules.outofplace_attr:
         attrs.append(("outofplace", int(not m.inplace)))
     if rules.max_exclusive:  # old runtime: min <= size < max; absent max = 128 MiB, so always write it
@@ -298,9 +343,11 @@ def _reverify(alg: Algorithm) -> Any:
             raise ExportError(f"the written XML does not read back: {e.message}") from None
         rep = run_verify(back)
         if not rep.ok:
-            raise ExportError("the written XML fails verification: " + "; ".join(str(p) for p in rep.problems[:3]),
-                              hint="the threadblock order may contradict the algorithm; try threadblocks=auto or "
-                                   "fuse=false")
+            raise ExportError(
+                "the written XML fails verification: " + "; ".join(str(p) for p in rep.problems[:3]),
+                hint="the threadblock order may contradict the algorithm; try threadblocks=auto or fuse=false",
+            )
+
     return check
 
 
@@ -310,4 +357,3 @@ def _esc(v: str) -> str:
 
 def _atomic_write(path: Path, data: bytes, check: Any = None) -> None:
     write_file(path, data, check=check)  # 0666 minus the umask, like open(); never half-written
-

@@ -146,8 +146,9 @@ class ChunkRef:
     index: int
     size: int = 1
 
-    def copy(self, dst: int, buffer: str | None = None, index: int = -1, sendtb: int = -1, recvtb: int = -1,
-             ch: int = 0) -> ChunkRef:
+    def copy(
+        self, dst: int, buffer: str | None = None, index: int = -1, sendtb: int = -1, recvtb: int = -1, ch: int = 0
+    ) -> ChunkRef:
         """Copy this chunk to (dst, buffer, index); returns the destination reference."""
         buffer = self.buffer if buffer is None else buffer
         index = self.index if index < 0 else index
@@ -158,8 +159,10 @@ class ChunkRef:
     def reduce(self, other: ChunkRef, sendtb: int = -1, recvtb: int = -1, ch: int = 0) -> ChunkRef:
         """Reduce ``other`` into this chunk (``self := self (+) other``); returns ``self``."""
         if not isinstance(other, ChunkRef):
-            raise UsageError("dst.reduce(src): src must be a chunk reference "
-                             "(the old src.reduce(rank, buffer, index) signature is not supported)")
+            raise UsageError(
+                "dst.reduce(src): src must be a chunk reference "
+                "(the old src.reduce(rank, buffer, index) signature is not supported)"
+            )
         if other.size != self.size:
             raise UsageError(f"reduce of {other.size} chunk(s) into {self.size}")
         current_program()._record("reduce", other, self, ch, sendtb, recvtb)
@@ -370,9 +373,16 @@ def _compile(prog: MSCCLProgram) -> Algorithm:
     builders = [RankGraphBuilder(r) for r in range(n)]
     _emit(builders, ops, deps, per_rank, chain)
     meta = AlgorithmMeta(
-        collective=coll.kind, ranks=n, in_chunks=coll.in_chunks * k, out_chunks=coll.out_chunks * k,
-        scratch_chunks=layout.scratch_total * k, inplace=coll.inplace, root=coll.root, name=prog.name,
-        producer="mscclang.program", extra=(("msccl.proto", prog.protocol), ("msccl.instances", k)),
+        collective=coll.kind,
+        ranks=n,
+        in_chunks=coll.in_chunks * k,
+        out_chunks=coll.out_chunks * k,
+        scratch_chunks=layout.scratch_total * k,
+        inplace=coll.inplace,
+        root=coll.root,
+        name=prog.name,
+        producer="mscclang.program",
+        extra=(("msccl.proto", prog.protocol), ("msccl.instances", k)),
     )
     return Algorithm(meta, tuple(b.build() for b in builders))
 
@@ -390,11 +400,15 @@ def _layout(prog: MSCCLProgram) -> tuple[_Layout, int]:
             else:
                 lim = coll.in_chunks if ref.buffer == Buffer.input else coll.out_chunks
                 if ref.index + ref.size > lim:
-                    raise UsageError(f"chunk({ref.rank}, {ref.buffer!r}, {ref.index}, size={ref.size}) is beyond the "
-                                     f"{ref.buffer} buffer of {lim} chunk(s)")
+                    raise UsageError(
+                        f"chunk({ref.rank}, {ref.buffer!r}, {ref.index}, size={ref.size}) is beyond the "
+                        f"{ref.buffer} buffer of {lim} chunk(s)"
+                    )
                 if k > 1 and prog.interleaved_replication and ref.size > 1:
-                    raise UsageError("interleaved replication supports only single-chunk operations on input/output",
-                                     hint="use interleaved_replication=False")
+                    raise UsageError(
+                        "interleaved replication supports only single-chunk operations on input/output",
+                        hint="use interleaved_replication=False",
+                    )
         nchan = max(nchan, op.ch + 1)
     base: dict[str, int] = {}
     total = 0
@@ -404,8 +418,9 @@ def _layout(prog: MSCCLProgram) -> tuple[_Layout, int]:
     return _Layout(coll, k, prog.interleaved_replication, base, total), nchan
 
 
-def _transfers(prog: MSCCLProgram, layout: _Layout,
-               nchan: int) -> tuple[list[_Transfer], list[tuple[list[_NodeRef], list[_NodeRef]]]]:
+def _transfers(
+    prog: MSCCLProgram, layout: _Layout, nchan: int
+) -> tuple[list[_Transfer], list[tuple[list[_NodeRef], list[_NodeRef]]]]:
     """Every op of every instance, placed, with its data dependencies from slot tracking on
     physical slots: per op, the deps of its first node and of its RECV."""
     k = prog.instances
@@ -423,9 +438,21 @@ def _transfers(prog: MSCCLProgram, layout: _Layout,
             dst_slots = [layout.phys(op.dst.rank, db, do + j) for j in range(cnt)]
             red = op.kind == "reduce"
             oi = len(ops)
-            ops.append(_Transfer(op.src.rank, op.dst.rank, sb, so, db, do, cnt, red, nchan * i + op.ch,
-                                 op.sendtb * k + i if op.sendtb >= 0 else -1,
-                                 op.recvtb * k + i if op.recvtb >= 0 else -1))
+            ops.append(
+                _Transfer(
+                    op.src.rank,
+                    op.dst.rank,
+                    sb,
+                    so,
+                    db,
+                    do,
+                    cnt,
+                    red,
+                    nchan * i + op.ch,
+                    op.sendtb * k + i if op.sendtb >= 0 else -1,
+                    op.recvtb * k + i if op.recvtb >= 0 else -1,
+                )
+            )
             if op.src.rank == op.dst.rank:
                 r = op.src.rank
                 reads = src_slots + (dst_slots if red else [])
@@ -443,8 +470,9 @@ def _transfers(prog: MSCCLProgram, layout: _Layout,
     return ops, deps
 
 
-def _schedule(ops: list[_Transfer], deps: list[tuple[list[_NodeRef], list[_NodeRef]]],
-              n: int) -> tuple[list[list[tuple[tuple[int, ...], int, int]]], dict[_NodeRef, _NodeRef]]:
+def _schedule(
+    ops: list[_Transfer], deps: list[tuple[list[_NodeRef], list[_NodeRef]]], n: int
+) -> tuple[list[list[tuple[tuple[int, ...], int, int]]], dict[_NodeRef, _NodeRef]]:
     """MSCCLang-style scheduling: each rank's (key, op, role) nodes in order, and per node the
     previous one on its connection.
 
@@ -488,9 +516,13 @@ def _schedule(ops: list[_Transfer], deps: list[tuple[list[_NodeRef], list[_NodeR
     return per_rank, chain
 
 
-def _emit(builders: list[RankGraphBuilder], ops: list[_Transfer],
-          deps: list[tuple[list[_NodeRef], list[_NodeRef]]],
-          per_rank: list[list[tuple[tuple[int, ...], int, int]]], chain: dict[_NodeRef, _NodeRef]) -> None:
+def _emit(
+    builders: list[RankGraphBuilder],
+    ops: list[_Transfer],
+    deps: list[tuple[list[_NodeRef], list[_NodeRef]]],
+    per_rank: list[list[tuple[tuple[int, ...], int, int]]],
+    chain: dict[_NodeRef, _NodeRef],
+) -> None:
     """Each rank's nodes in schedule order: COMP for a local op; SEND, RECV and (reduce) the
     reduction's cost-only COMP for a transfer."""
     pos: dict[_NodeRef, int] = {}
@@ -499,22 +531,42 @@ def _emit(builders: list[RankGraphBuilder], ops: list[_Transfer],
             t = ops[oi]
             ds, dr = deps[oi]
             if t.src_rank == t.dst_rank:
-                node = bld.comp(Op.REDUCE if t.reduce else Op.COPY, src=(t.src_buf, t.src_off),
-                                dst=(t.dst_buf, t.dst_off), count=t.cnt, deps=sorted({pos[x] for x in ds}),
-                                tb=t.send_tb if t.send_tb >= 0 else t.recv_tb, chan=t.chan)
+                node = bld.comp(
+                    Op.REDUCE if t.reduce else Op.COPY,
+                    src=(t.src_buf, t.src_off),
+                    dst=(t.dst_buf, t.dst_off),
+                    count=t.cnt,
+                    deps=sorted({pos[x] for x in ds}),
+                    tb=t.send_tb if t.send_tb >= 0 else t.recv_tb,
+                    chan=t.chan,
+                )
                 pos[(oi, 0)] = pos[(oi, 2)] = node
             elif role == 0:
                 d = {pos[x] for x in ds}
                 if (oi, 0) in chain:
                     d.add(pos[chain[(oi, 0)]])
-                pos[(oi, 0)] = bld.send(t.dst_rank, src=(t.src_buf, t.src_off), count=t.cnt, tag=t.chan,
-                                        deps=sorted(d), tb=t.send_tb, chan=t.chan)
+                pos[(oi, 0)] = bld.send(
+                    t.dst_rank,
+                    src=(t.src_buf, t.src_off),
+                    count=t.cnt,
+                    tag=t.chan,
+                    deps=sorted(d),
+                    tb=t.send_tb,
+                    chan=t.chan,
+                )
             elif role == 1:
                 d = {pos[x] for x in dr}
                 if (oi, 1) in chain:
                     d.add(pos[chain[(oi, 1)]])
-                pos[(oi, 1)] = pos[(oi, 2)] = bld.recv(t.src_rank, dst=(t.dst_buf, t.dst_off), count=t.cnt,
-                                                       op=Op.REDUCE if t.reduce else Op.COPY, tag=t.chan,
-                                                       deps=sorted(d), tb=t.recv_tb, chan=t.chan)
+                pos[(oi, 1)] = pos[(oi, 2)] = bld.recv(
+                    t.src_rank,
+                    dst=(t.dst_buf, t.dst_off),
+                    count=t.cnt,
+                    op=Op.REDUCE if t.reduce else Op.COPY,
+                    tag=t.chan,
+                    deps=sorted(d),
+                    tb=t.recv_tb,
+                    chan=t.chan,
+                )
             else:  # the reduction's cost; its effect is stated by the RECV(REDUCE)
                 pos[(oi, 2)] = bld.comp(Op.NONE, count=t.cnt, deps=[pos[(oi, 1)]], tb=t.recv_tb, chan=t.chan)

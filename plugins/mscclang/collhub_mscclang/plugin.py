@@ -20,14 +20,19 @@ def collhub_producers() -> list[ProducerSpec]:
     """``mscclang.ir`` (MSCCL-IR XML import) and ``mscclang.program`` (MSCCLang-style programs)."""
     return [
         ProducerSpec(
-            name="ir", summary="Import an MSCCL-IR XML file (MSCCLang, SCCL, TACCL, TE-CCL, RCCL)",
-            factory="collhub_mscclang._components:produce_ir", params="collhub_mscclang._params:IRParams",
-            collectives=_COLLS, capabilities=frozenset({"import", "msccl-ir"}),
+            name="ir",
+            summary="Import an MSCCL-IR XML file (MSCCLang, SCCL, TACCL, TE-CCL, RCCL)",
+            factory="collhub_mscclang._components:produce_ir",
+            params="collhub_mscclang._params:IRParams",
+            collectives=_COLLS,
+            capabilities=frozenset({"import", "msccl-ir"}),
         ),
         ProducerSpec(
-            name="program", summary="Compile an MSCCLang-style Python program to an algorithm",
+            name="program",
+            summary="Compile an MSCCLang-style Python program to an algorithm",
             factory="collhub_mscclang._components:produce_program",
-            params="collhub_mscclang._params:ProgramParams", collectives=_COLLS,
+            params="collhub_mscclang._params:ProgramParams",
+            collectives=_COLLS,
             capabilities=frozenset({"dsl"}),
         ),
     ]
@@ -38,9 +43,11 @@ def collhub_consumers() -> list[ConsumerSpec]:
     """``mscclang.export``: write MSCCL-IR XML for msccl-executor-nccl, RCCL or the old runtime."""
     return [
         ConsumerSpec(
-            name="export", summary="Write MSCCL-IR XML for msccl-executor-nccl, RCCL or microsoft/msccl",
+            name="export",
+            summary="Write MSCCL-IR XML for msccl-executor-nccl, RCCL or microsoft/msccl",
             factory="collhub_mscclang._components:consume_export",
-            params="collhub_mscclang._params:ExportParams", collectives=_COLLS | {"gather", "scatter"},
+            params="collhub_mscclang._params:ExportParams",
+            collectives=_COLLS | {"gather", "scatter"},
             capabilities=frozenset({"export", "msccl-ir"}),
         ),
     ]

@@ -12,8 +12,7 @@ from collhub_mscclang.lang import XML, AllReduce, Buffer, MSCCLProgram, chunk
 
 
 def ring_allreduce(n: int, channels: int = 1, instances: int = 1) -> None:
-    with MSCCLProgram(f"ring_allreduce_n{n}", AllReduce(n, n, inplace=True), instances=instances,
-                      protocol="Simple"):
+    with MSCCLProgram(f"ring_allreduce_n{n}", AllReduce(n, n, inplace=True), instances=instances, protocol="Simple"):
         for r in range(n):
             ch = r % channels
             c = chunk(r, Buffer.input, r)

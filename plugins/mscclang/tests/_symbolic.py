@@ -132,6 +132,7 @@ def run(alg: Algorithm) -> list[str]:
             else:
                 return problems
             if out(r, j) != want:
-                problems.append(f"rank {r} output chunk {j}: has {sorted(out(r, j) or [])[:4]}, wants "
-                                f"{sorted(want)[:4]}")
+                problems.append(
+                    f"rank {r} output chunk {j}: has {sorted(out(r, j) or [])[:4]}, wants {sorted(want)[:4]}"
+                )
     return problems

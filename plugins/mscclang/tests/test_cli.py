@@ -30,8 +30,10 @@ def test_produce_then_consume(msccl_dir: Path, tmp_path: Path) -> None:
 
 def test_bad_file_is_one_line_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.xml"
-    bad.write_text('<algo name="x" proto="Simple" nchannels="1" nchunksperloop="1" ngpus="1" coll="allreduce" '
-                   'inplace="1">\n<gpu id="0"\n')
+    bad.write_text(
+        '<algo name="x" proto="Simple" nchannels="1" nchunksperloop="1" ngpus="1" coll="allreduce" '
+        'inplace="1">\n<gpu id="0"\n'
+    )
     p = run("produce", "mscclang.ir", "--set", f"path={bad}", "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert p.returncode == 3
     assert "Traceback" not in p.stderr
@@ -41,7 +43,16 @@ def test_bad_file_is_one_line_error(tmp_path: Path) -> None:
 
 def test_program_from_the_shell(tmp_path: Path) -> None:
     prog = Path(__file__).resolve().parents[1] / "examples" / "ring_allreduce.py"
-    p = run("produce", "mscclang.program", "--set", f"path={prog}", "--set", 'args=["4"]',
-            "--out", str(tmp_path / "ring4"), cwd=tmp_path)
+    p = run(
+        "produce",
+        "mscclang.program",
+        "--set",
+        f"path={prog}",
+        "--set",
+        'args=["4"]',
+        "--out",
+        str(tmp_path / "ring4"),
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     assert len(list(tmp_path.glob("ring4.*.et"))) == 4

@@ -25,16 +25,21 @@ HEAD = '<algo name="h" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2"
 
 
 def _step(s: int, t: str, off: int) -> str:
-    return (f'<step s="{s}" type="{t}" srcbuf="i" srcoff="{off}" dstbuf="i" dstoff="{off}" cnt="1" '
-            'depid="-1" deps="-1" hasdep="0"/>')
+    return (
+        f'<step s="{s}" type="{t}" srcbuf="i" srcoff="{off}" dstbuf="i" dstoff="{off}" cnt="1" '
+        'depid="-1" deps="-1" hasdep="0"/>'
+    )
 
 
 def _gpu(r: int) -> str:
     # a 2-rank all-reduce: send my chunk, receive-reduce the peer's, then exchange the totals
     peer = 1 - r
     steps = [_step(0, "s", r), _step(1, "rrc", peer), _step(2, "s", peer), _step(3, "r", r)]
-    return (f'<gpu id="{r}" i_chunks="2" o_chunks="0" s_chunks="0"><tb id="0" send="{peer}" recv="{peer}" chan="0">'
-            + "".join(steps) + "</tb></gpu>")
+    return (
+        f'<gpu id="{r}" i_chunks="2" o_chunks="0" s_chunks="0"><tb id="0" send="{peer}" recv="{peer}" chan="0">'
+        + "".join(steps)
+        + "</tb></gpu>"
+    )
 
 
 GOOD = (HEAD + _gpu(0) + _gpu(1) + "</algo>\n").encode()
@@ -140,7 +145,7 @@ def test_parse_time_is_linear_not_quadratic(tmp_path: Path) -> None:
         with path.open("wb") as f:
             f.write(b'<algo name="')
             f.write(b"a" * (mib * MiB))
-            f.write(GOOD[len(b'<algo name="h'):])
+            f.write(GOOD[len(b'<algo name="h') :])
         start = time.monotonic()
         with pytest.raises(ImportFormatError, match="longer than"):
             read_msccl_ir(path)
@@ -227,14 +232,17 @@ def test_gzip_through_a_fifo(tmp_path: Path, fifo: Callable[[Callable[[BinaryIO]
     assert read_msccl_ir(fifo(lambda f: f.write(data))).ranks == 2
 
 
-@pytest.mark.parametrize("prefix, filler, kw, fragment", [
-    (b'<algo name="', b"a", {}, "longer than"),  # one endless attribute
-    (HEAD.encode(), b"<x>" + b"y" * 249 + b"</x>", {"max_bytes": 4 * MiB}, "input exceeds the limit of 4194304"),
-    (HEAD.encode() + b"<!--", b"-<", {}, "longer than"),  # an endless comment
-])
-def test_endless_fifo_is_cut_while_reading(fifo: Callable[[Callable[[BinaryIO], None]], Path], prefix: bytes,
-                                           filler: bytes,
-                                           kw: dict[str, int], fragment: str) -> None:
+@pytest.mark.parametrize(
+    "prefix, filler, kw, fragment",
+    [
+        (b'<algo name="', b"a", {}, "longer than"),  # one endless attribute
+        (HEAD.encode(), b"<x>" + b"y" * 249 + b"</x>", {"max_bytes": 4 * MiB}, "input exceeds the limit of 4194304"),
+        (HEAD.encode() + b"<!--", b"-<", {}, "longer than"),  # an endless comment
+    ],
+)
+def test_endless_fifo_is_cut_while_reading(
+    fifo: Callable[[Callable[[BinaryIO], None]], Path], prefix: bytes, filler: bytes, kw: dict[str, int], fragment: str
+) -> None:
     start = time.monotonic()
     with pytest.raises(ImportFormatError, match=fragment):
         read_msccl_ir(fifo(_endless(prefix, filler)), **kw)
@@ -252,8 +260,12 @@ def test_cli_hostile_inputs_are_clean(tmp_path: Path) -> None:
         cases.append((case, p))
     bomb = tmp_path / "bomb.xml.gz"
     _gzip_bomb(bomb, b"<algo ", b" ", 4)  # 4 GiB of blanks inside one tag
-    cases += [("gzip-bomb-4gib", bomb), ("directory", tmp_path), ("missing", tmp_path / "nope.xml"),
-              ("dev-zero", Path("/dev/zero"))]
+    cases += [
+        ("gzip-bomb-4gib", bomb),
+        ("directory", tmp_path),
+        ("missing", tmp_path / "nope.xml"),
+        ("dev-zero", Path("/dev/zero")),
+    ]
     out = tmp_path / "out"
     runs = [(["produce", "mscclang.ir", "--set", f"path={p}", "--out", str(out / c / "r")], {}) for c, p in cases]
     for (case, _), ran in zip(cases, run_batch(runs), strict=False):
@@ -265,8 +277,22 @@ def test_cli_reads_stdin(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", "path=/dev/stdin",
-                           "--out", str(tmp_path / "r")], input=gzip.compress(GOOD), capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hub.cli",
+            "produce",
+            "mscclang.ir",
+            "--set",
+            "path=/dev/stdin",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        input=gzip.compress(GOOD),
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert len(list(tmp_path.glob("r.*.et"))) == 2
 
@@ -280,8 +306,9 @@ def _read_or_format_error(path: Path, data: bytes) -> None:
         assert "\n" not in exc.message
 
 
-_FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                          HealthCheck.function_scoped_fixture])
+_FUZZ = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @_FUZZ
@@ -290,19 +317,49 @@ def test_fuzz_mutated_files(tmp_path: Path, edits: list[tuple[int, int, bytes]])
     """Bytes cut, replaced or inserted anywhere: an Algorithm or an ImportFormatError, nothing else."""
     data = bytearray(GOOD)
     for pos, cut, new in edits:
-        data[pos:pos + cut] = new
+        data[pos : pos + cut] = new
     _read_or_format_error(tmp_path / "m.xml", bytes(data))
 
 
-_ATTR = st.one_of(st.integers(-2**40, 2**40).map(str), st.text(max_size=8),
-                  st.sampled_from(["", "-1", "0x10", "1e3", " 1", "١", "1_0", "+1", "2147483648", "nan"]))
+_ATTR = st.one_of(
+    st.integers(-(2**40), 2**40).map(str),
+    st.text(max_size=8),
+    st.sampled_from(["", "-1", "0x10", "1e3", " 1", "١", "1_0", "+1", "2147483648", "nan"]),
+)
 
 
 @settings(_FUZZ, max_examples=60)
-@given(st.dictionaries(st.sampled_from(["ngpus", "nchunksperloop", "nchannels", "coll", "inplace", "proto",
-                                        "i_chunks", "s_chunks", "send", "recv", "chan", "s", "type", "srcoff",
-                                        "dstoff", "cnt", "depid", "deps", "hasdep", "srcbuf", "id"]), _ATTR,
-                       max_size=4))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "ngpus",
+                "nchunksperloop",
+                "nchannels",
+                "coll",
+                "inplace",
+                "proto",
+                "i_chunks",
+                "s_chunks",
+                "send",
+                "recv",
+                "chan",
+                "s",
+                "type",
+                "srcoff",
+                "dstoff",
+                "cnt",
+                "depid",
+                "deps",
+                "hasdep",
+                "srcbuf",
+                "id",
+            ]
+        ),
+        _ATTR,
+        max_size=4,
+    )
+)
 def test_fuzz_attribute_values(tmp_path: Path, values: dict[str, str]) -> None:
     """Any value in any attribute (first occurrence): an Algorithm or an ImportFormatError."""
     from xml.sax.saxutils import quoteattr
@@ -313,5 +370,5 @@ def test_fuzz_attribute_values(tmp_path: Path, values: dict[str, str]) -> None:
         at = text.find(marker)
         if at >= 0:
             end = text.index('"', at + len(marker))
-            text = text[:at] + f" {key}={quoteattr(value)}" + text[end + 1:]
+            text = text[:at] + f" {key}={quoteattr(value)}" + text[end + 1 :]
     _read_or_format_error(tmp_path / "a.xml", text.encode())

@@ -43,15 +43,22 @@ def test_ring_program_is_the_mscclang_ring(msccl_dir: Path, tmp_path: Path) -> N
 
     write_msccl_ir(run_program(EXAMPLES / "ring_allreduce.py", ["8"]), tmp_path / "r.xml")
     mine = [(s.get("type"), s.get("srcoff")) for s in ET.parse(tmp_path / "r.xml").iter("step")]
-    ref = [(s.get("type"), s.get("srcoff"))
-           for s in ET.parse(msccl_dir / "mscclang_allreduce_ring_n8_ch1_i1_LL128.xml").iter("step")]
+    ref = [
+        (s.get("type"), s.get("srcoff"))
+        for s in ET.parse(msccl_dir / "mscclang_allreduce_ring_n8_ch1_i1_LL128.xml").iter("step")
+    ]
     # MSCCLang turns rrcs into rrs when the local result is overwritten later; we keep rrcs
     assert mine == [("rrcs" if t == "rrs" else t, o) for t, o in ref]
 
 
 def test_example_prints_xml_as_a_script(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(EXAMPLES / "allgather_recursive_doubling.py"), "4"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "allgather_recursive_doubling.py"), "4"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert proc.stdout.startswith("<algo ") and 'coll="allgather"' in proc.stdout
 
 
@@ -81,9 +88,11 @@ def test_scratch_buffers_are_concatenated() -> None:
 
 def test_errors_point_into_the_program(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("from collhub_mscclang.lang import *\n"
-                   "with MSCCLProgram('x', AllReduce(2, 1)):\n"
-                   "    chunk(0, Buffer.input, 5).copy(1, Buffer.input, 0)\n")
+    bad.write_text(
+        "from collhub_mscclang.lang import *\n"
+        "with MSCCLProgram('x', AllReduce(2, 1)):\n"
+        "    chunk(0, Buffer.input, 5).copy(1, Buffer.input, 0)\n"
+    )
     with pytest.raises(UsageError, match=r"bad\.py:2: .*beyond the input buffer"):
         run_program(bad)
     bug = tmp_path / "bug.py"
@@ -120,7 +129,8 @@ def test_engine_msccl_runs_a_real_msccl_tools_program(tmp_path: Path) -> None:  
         "n = 4\nwith MSCCLProgram('ag', fully_connected(n), AllGather(n, 1, False), 1):\n"
         "    for r in range(n):\n        c = chunk(r, Buffer.input, 0)\n        c.copy(r, Buffer.output, r)\n"
         "        for q in range(n):\n            if q != r:\n                c.copy(q, Buffer.output, r)\n"
-        "    XML()\n")
+        "    XML()\n"
+    )
     from hub.verify import check
 
     check(run_program(prog, engine="msccl"))

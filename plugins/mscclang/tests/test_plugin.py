@@ -51,7 +51,8 @@ def test_program_component_with_dict_args(pm, tmp_path: Path) -> None:  # type: 
         "with MSCCLProgram('direct_ag', AllGather(n, 1)):\n"
         "    for r in range(n):\n"
         "        for q in range(n):\n"
-        "            chunk(r, Buffer.input, 0).copy(q, Buffer.output, r)\n")
+        "            chunk(r, Buffer.input, 0).copy(q, Buffer.output, r)\n"
+    )
     alg = pm.run_producer("mscclang.program", {"path": str(prog), "args": {"n": 4}})
     assert alg.ranks == 4 and alg.meta.producer == "mscclang.program"
     from hub.verify import check
@@ -61,5 +62,9 @@ def test_program_component_with_dict_args(pm, tmp_path: Path) -> None:  # type: 
 
 def test_examples_directory_is_complete() -> None:
     names = {p.name for p in EXAMPLES.glob("*.py")}
-    assert {"ring_allreduce.py", "hierarchical_allreduce.py", "alltoall_two_step.py",
-            "allgather_recursive_doubling.py"} <= names
+    assert {
+        "ring_allreduce.py",
+        "hierarchical_allreduce.py",
+        "alltoall_two_step.py",
+        "allgather_recursive_doubling.py",
+    } <= names

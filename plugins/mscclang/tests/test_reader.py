@@ -105,20 +105,26 @@ def test_broadcast_root_is_inferred(msccl_dir: Path) -> None:
 
 
 # -- malformed input ------------------------------------------------------------------------------
-HEAD = ('<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" '
-        'outofplace="0" minBytes="0" maxBytes="0">\n')
+HEAD = (
+    '<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" '
+    'outofplace="0" minBytes="0" maxBytes="0">\n'
+)
 
 
 def step(s: int, t: str, off: int = 0, cnt: int = 1, depid: int = -1, deps: int = -1, hasdep: int = 0) -> str:
-    return (f'      <step s="{s}" type="{t}" srcbuf="i" srcoff="{off}" dstbuf="i" dstoff="{off}" cnt="{cnt}" '
-            f'depid="{depid}" deps="{deps}" hasdep="{hasdep}"/>\n')
+    return (
+        f'      <step s="{s}" type="{t}" srcbuf="i" srcoff="{off}" dstbuf="i" dstoff="{off}" cnt="{cnt}" '
+        f'depid="{depid}" deps="{deps}" hasdep="{hasdep}"/>\n'
+    )
 
 
 def doc(tb0: str, tb1: str, extra0: str = "") -> str:
-    return (HEAD + '  <gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n'
-            '    <tb id="0" send="1" recv="1" chan="0">\n' + tb0 + '    </tb>\n' + extra0 + '  </gpu>\n'
-            '  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0">\n'
-            '    <tb id="0" send="0" recv="0" chan="0">\n' + tb1 + '    </tb>\n  </gpu>\n</algo>\n')
+    return (
+        HEAD + '  <gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n'
+        '    <tb id="0" send="1" recv="1" chan="0">\n' + tb0 + "    </tb>\n" + extra0 + "  </gpu>\n"
+        '  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0">\n'
+        '    <tb id="0" send="0" recv="0" chan="0">\n' + tb1 + "    </tb>\n  </gpu>\n</algo>\n"
+    )
 
 
 GOOD0 = step(0, "s", 0) + step(1, "r", 1)
@@ -146,16 +152,27 @@ def test_minimal_document_imports(tmp_path: Path) -> None:
         (step(0, "s") + step(1, "r", 1, depid=3, deps=0), GOOD1, "", 5, "depid=3 names no tb"),
         (step(0, "s") + step(1, "r", 1, depid=0, deps=7), GOOD1, "", 5, "deps=7 names no step"),
         # an rrc with a distinct source (lowered in its two-node form) keeps its name in messages
-        (step(0, "s") + step(1, "rrc", 1, depid=3, deps=0).replace('srcoff="1"', 'srcoff="0"'), GOOD1, "", 5,
-         "step 1 (rrc): depid=3 names no tb"),
+        (
+            step(0, "s") + step(1, "rrc", 1, depid=3, deps=0).replace('srcoff="1"', 'srcoff="0"'),
+            GOOD1,
+            "",
+            5,
+            "step 1 (rrc): depid=3 names no tb",
+        ),
         (step(0, "s") + step(1, "r", 0, cnt=2), GOOD1, "", 5, "transfer 0 has cnt=1 at gpu 1 tb 0 (line 11) but cnt=2"),
         (step(0, "s") + step(1, "nop", -1, cnt=0), GOOD1, "", 5, "nop without a dependency"),
-        (GOOD0, step(0, "r") + step(1, "s", 1) + step(2, "s", 0), "", 3,
-         "gpu 1 tb 0 sends 2 message(s) but gpu 0 tb 0 receives 1"),
+        (
+            GOOD0,
+            step(0, "r") + step(1, "s", 1) + step(2, "s", 0),
+            "",
+            3,
+            "gpu 1 tb 0 sends 2 message(s) but gpu 0 tb 0 receives 1",
+        ),
     ],
 )
-def test_errors_name_gpu_tb_step_and_line(tmp_path: Path, tb0: str, tb1: str, extra0: str, line: int,
-                                          fragment: str) -> None:
+def test_errors_name_gpu_tb_step_and_line(
+    tmp_path: Path, tb0: str, tb1: str, extra0: str, line: int, fragment: str
+) -> None:
     p = write(tmp_path, doc(tb0, tb1, extra0))
     with pytest.raises(ImportFormatError) as ei:
         read_msccl_ir(p)
@@ -185,21 +202,25 @@ def test_dependency_on_a_nop_is_refused(tmp_path: Path) -> None:
 
 
 def test_cross_tb_cycle_is_refused(tmp_path: Path) -> None:
-    text = (HEAD + '  <gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n'
-            '    <tb id="0" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 0, depid=1, deps=0,
-                                                                    hasdep=1).replace('dstoff="0"', 'dstoff="1"') +
-            '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n' + step(0, "cpy", 1, depid=0, deps=0,
-                                                                               hasdep=1).replace('dstoff="1"',
-                                                                                                 'dstoff="0"') +
-            '    </tb>\n  </gpu>\n  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0"/>\n</algo>\n')
+    text = (
+        HEAD + '  <gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n'
+        '    <tb id="0" send="-1" recv="-1" chan="0">\n'
+        + step(0, "cpy", 0, depid=1, deps=0, hasdep=1).replace('dstoff="0"', 'dstoff="1"')
+        + '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n'
+        + step(0, "cpy", 1, depid=0, deps=0, hasdep=1).replace('dstoff="1"', 'dstoff="0"')
+        + '    </tb>\n  </gpu>\n  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0"/>\n</algo>\n'
+    )
     with pytest.raises(ImportFormatError, match="form a cycle"):
         read_msccl_ir(write(tmp_path, text))
 
 
 def test_entity_expansion_is_refused(tmp_path: Path) -> None:
-    bomb = ('<?xml version="1.0"?>\n<!DOCTYPE algo [\n <!ENTITY a "aaaaaaaaaa">\n'
-            ' <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">\n <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">\n]>\n'
-            + HEAD.replace('name="t"', 'name="&c;"') + "</algo>\n")
+    bomb = (
+        '<?xml version="1.0"?>\n<!DOCTYPE algo [\n <!ENTITY a "aaaaaaaaaa">\n'
+        ' <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">\n <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">\n]>\n'
+        + HEAD.replace('name="t"', 'name="&c;"')
+        + "</algo>\n"
+    )
     with pytest.raises(ImportFormatError, match="DOCTYPE") as ei:
         read_msccl_ir(write(tmp_path, bomb))
     assert ei.value.line == 2
@@ -240,10 +261,14 @@ def test_reduce_and_custom_collectives(tmp_path: Path) -> None:
     from hub.verify import check
 
     # reduce to rank 1: rank 0 sends its chunk, rank 1 receives and reduces (rrc)
-    body = ('  <gpu id="0" i_chunks="1" o_chunks="1" s_chunks="0">\n    <tb id="0" send="1" recv="-1" chan="0">\n'
-            + step(0, "s") + '    </tb>\n  </gpu>\n'
-            '  <gpu id="1" i_chunks="1" o_chunks="1" s_chunks="0">\n    <tb id="0" send="-1" recv="0" chan="0">\n'
-            + step(0, "rrc") + '    </tb>\n  </gpu>\n</algo>\n')
+    body = (
+        '  <gpu id="0" i_chunks="1" o_chunks="1" s_chunks="0">\n    <tb id="0" send="1" recv="-1" chan="0">\n'
+        + step(0, "s")
+        + "    </tb>\n  </gpu>\n"
+        '  <gpu id="1" i_chunks="1" o_chunks="1" s_chunks="0">\n    <tb id="0" send="-1" recv="0" chan="0">\n'
+        + step(0, "rrc")
+        + "    </tb>\n  </gpu>\n</algo>\n"
+    )
     head = HEAD.replace('nchunksperloop="2"', 'nchunksperloop="1"')
     alg = read_msccl_ir(write(tmp_path, head.replace('coll="allreduce"', 'coll="reduce"') + body))
     assert alg.collective is Collective.REDUCE and alg.meta.root == 1  # the rank that never sends

@@ -22,8 +22,10 @@ def _ring_xml(n: int, k: int, chans: int, *, inplace: bool) -> str:
     k-chunk block, so every step has cnt = k/chans."""
     w = k // chans
     ib, ob = "i", ("i" if inplace else "o")
-    lines = [f'<algo name="hand" proto="LL" nchannels="{chans}" nchunksperloop="{n * k}" ngpus="{n}" '
-             f'coll="allreduce" inplace="{int(inplace)}" outofplace="{int(not inplace)}" minBytes="0" maxBytes="0">']
+    lines = [
+        f'<algo name="hand" proto="LL" nchannels="{chans}" nchunksperloop="{n * k}" ngpus="{n}" '
+        f'coll="allreduce" inplace="{int(inplace)}" outofplace="{int(not inplace)}" minBytes="0" maxBytes="0">'
+    ]
     for r in range(n):
         lines.append(f'  <gpu id="{r}" i_chunks="{n * k}" o_chunks="{0 if inplace else n * k}" s_chunks="0">')
         for c in range(chans):
@@ -39,8 +41,10 @@ def _ring_xml(n: int, k: int, chans: int, *, inplace: bool) -> str:
             steps.append(("r", (r + 2 - n) % n, ob, ob))
             for s, (t, blk, sb, db) in enumerate(steps):
                 off = blk * k + c * w
-                lines.append(f'      <step s="{s}" type="{t}" srcbuf="{sb}" srcoff="{off}" dstbuf="{db}" '
-                             f'dstoff="{off}" cnt="{w}" depid="-1" deps="-1" hasdep="0"/>')
+                lines.append(
+                    f'      <step s="{s}" type="{t}" srcbuf="{sb}" srcoff="{off}" dstbuf="{db}" '
+                    f'dstoff="{off}" cnt="{w}" depid="-1" deps="-1" hasdep="0"/>'
+                )
             lines.append("    </tb>")
         lines.append("  </gpu>")
     lines.append("</algo>\n")
@@ -61,8 +65,10 @@ def test_hand_written_fused_ring_with_cnt_above_one(tmp_path: Path, n: int, k: i
 
 
 def _columns(alg: object) -> list[tuple[list[int], ...]]:
-    return [(g.kind.tolist(), g.peer.tolist(), g.src_off.tolist(), g.dst_off.tolist(), g.count.tolist(),
-             g.dep_pos.tolist()) for g in alg.graphs]  # type: ignore[attr-defined]
+    return [
+        (g.kind.tolist(), g.peer.tolist(), g.src_off.tolist(), g.dst_off.tolist(), g.count.tolist(), g.dep_pos.tolist())
+        for g in alg.graphs
+    ]  # type: ignore[attr-defined]
 
 
 def test_lexical_variants_import_identically(tmp_path: Path) -> None:
@@ -104,38 +110,65 @@ def test_gzip_limits_and_truncation(tmp_path: Path) -> None:
         read_msccl_ir(p)
 
 
-HEAD = ('<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" '
-        'outofplace="0" minBytes="0" maxBytes="0">\n')
+HEAD = (
+    '<algo name="t" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="1" '
+    'outofplace="0" minBytes="0" maxBytes="0">\n'
+)
 
 
 def _two_ranks(tb0: str, extra_tb: str = "") -> str:
-    st = ('<step s="{s}" type="{t}" srcbuf="i" srcoff="{o}" dstbuf="i" dstoff="{o}" cnt="1" depid="-1" deps="-1" '
-          'hasdep="0"/>')
-    return (HEAD + '<gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n<tb id="0" send="1" recv="1" chan="0">\n'
-            + tb0 + "</tb>\n" + extra_tb + '</gpu>\n<gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0">\n'
-            '<tb id="0" send="0" recv="0" chan="0">\n' + st.format(s=0, t="r", o=0) + "\n" + st.format(s=1, t="s", o=1)
-            + "\n</tb>\n</gpu>\n</algo>\n")
+    st = (
+        '<step s="{s}" type="{t}" srcbuf="i" srcoff="{o}" dstbuf="i" dstoff="{o}" cnt="1" depid="-1" deps="-1" '
+        'hasdep="0"/>'
+    )
+    return (
+        HEAD
+        + '<gpu id="0" i_chunks="2" o_chunks="0" s_chunks="0">\n<tb id="0" send="1" recv="1" chan="0">\n'
+        + tb0
+        + "</tb>\n"
+        + extra_tb
+        + '</gpu>\n<gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0">\n'
+        '<tb id="0" send="0" recv="0" chan="0">\n'
+        + st.format(s=0, t="r", o=0)
+        + "\n"
+        + st.format(s=1, t="s", o=1)
+        + "\n</tb>\n</gpu>\n</algo>\n"
+    )
 
 
-GOOD_TB0 = ('<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
-            'hasdep="0"/>\n'
-            '<step s="1" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
-            'hasdep="0"/>\n')
+GOOD_TB0 = (
+    '<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
+    'hasdep="0"/>\n'
+    '<step s="1" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
+    'hasdep="0"/>\n'
+)
 
 
 @pytest.mark.parametrize(
     "old, new, fragment",
     [
-        ('nchunksperloop="2"', 'nchunksperloop="99999999999999999999"',
-         "nchunksperloop=99999999999999999999 of <algo> is out of range"),
+        (
+            'nchunksperloop="2"',
+            'nchunksperloop="99999999999999999999"',
+            "nchunksperloop=99999999999999999999 of <algo> is out of range",
+        ),
         ('nchannels="1"', 'nchannels="x"', "nchannels='x' of <algo> is not an integer"),
         ('s_chunks="0"', 's_chunks="4294967296"', "s_chunks=4294967296 of <gpu> is out of range"),
-        ('srcoff="0" dstbuf="i" dstoff="0" cnt="1"', 'srcoff="0" dstbuf="i" dstoff="0" cnt="100000000000000000000"',
-         "gpu 0 tb 0 step 0: attribute cnt='100000000000000000000' of <step> is out of range"),
-        ('deps="-1" hasdep="0"/>\n<step s="1"', 'deps="99999999999999999999" hasdep="0"/>\n<step s="1"',
-         "attribute deps='99999999999999999999' of <step> is out of range"),
-        ('srcoff="0" dstbuf="i" dstoff="0" cnt="1"', 'srcoff="0" dstbuf="i" dstoff="0" cnt="1_0"',
-         "cnt='1_0' of <step> is not an integer"),
+        (
+            'srcoff="0" dstbuf="i" dstoff="0" cnt="1"',
+            'srcoff="0" dstbuf="i" dstoff="0" cnt="100000000000000000000"',
+            "gpu 0 tb 0 step 0: attribute cnt='100000000000000000000' of <step> is out of range",
+        ),
+        (
+            'deps="-1" hasdep="0"/>\n<step s="1"',
+            'deps="99999999999999999999" hasdep="0"/>\n<step s="1"',
+            "attribute deps='99999999999999999999' of <step> is out of range",
+        ),
+        (
+            'srcoff="0" dstbuf="i" dstoff="0" cnt="1"',
+            'srcoff="0" dstbuf="i" dstoff="0" cnt="1_0"',
+            "cnt='1_0' of <step> is not an integer",
+        ),
         ('<tb id="0" send="1"', '<tb id="\u0661" send="1"', "attribute id='\u0661' of <tb> is not an integer"),
     ],
 )
@@ -149,8 +182,11 @@ def test_hostile_integers_fail_with_one_line(tmp_path: Path, old: str, new: str,
 
 def test_absurd_ngpus_fails_fast(tmp_path: Path) -> None:
     # listing every missing rank of ngpus=2e9 used to exhaust memory
-    text = _two_ranks(GOOD_TB0).replace('ngpus="2"', 'ngpus="2000000000"').replace(
-        'nchunksperloop="2"', 'nchunksperloop="2000000000"')
+    text = (
+        _two_ranks(GOOD_TB0)
+        .replace('ngpus="2"', 'ngpus="2000000000"')
+        .replace('nchunksperloop="2"', 'nchunksperloop="2000000000"')
+    )
     with pytest.raises(ImportFormatError, match=r"no <gpu> for rank\(s\) \[2, 3, 4, 5, 6, 7, 8, 9\]"):
         read_msccl_ir(_w(tmp_path / "t.xml", text))
 
@@ -162,13 +198,16 @@ def _local_tb(steps: str) -> str:
 def test_dependency_on_a_step_without_hasdep_waits_for_the_next_publishing_step(tmp_path: Path) -> None:
     # tb 1: s0 re (hasdep=0), s1 cpy (hasdep=1). tb 0's send waits for tb 1 step 0; the runtime
     # publishes no flag after step 0, so the send is released after step 1 (flags only grow)
-    tb1 = ('<step s="0" type="re" srcbuf="i" srcoff="1" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
-           'hasdep="0"/>\n'
-           '<step s="1" type="cpy" srcbuf="i" srcoff="0" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
-           'hasdep="1"/>\n')
+    tb1 = (
+        '<step s="0" type="re" srcbuf="i" srcoff="1" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
+        'hasdep="0"/>\n'
+        '<step s="1" type="cpy" srcbuf="i" srcoff="0" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
+        'hasdep="1"/>\n'
+    )
     tb0 = GOOD_TB0.replace(
         'type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1"',
-        'type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0"')
+        'type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0"',
+    )
     alg = read_msccl_ir(_w(tmp_path / "t.xml", _two_ranks(tb0, _local_tb(tb1))), names=True)
     g = alg.graphs[0]
     send = g.names.index("tb0/s0/s")
@@ -179,8 +218,15 @@ def test_dependency_on_a_step_without_hasdep_waits_for_the_next_publishing_step(
 
 
 # -- export -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("algo, coll, n", [("ring", "allreduce", 4), ("direct", "allreduce", 3),
-                                           ("halving_doubling", "allreduce", 4), ("hierarchical", "alltoall", 4)])
+@pytest.mark.parametrize(
+    "algo, coll, n",
+    [
+        ("ring", "allreduce", 4),
+        ("direct", "allreduce", 3),
+        ("halving_doubling", "allreduce", 4),
+        ("hierarchical", "alltoall", 4),
+    ],
+)
 def test_export_keeps_concurrent_pieces_on_separate_channels(tmp_path: Path, algo: str, coll: str, n: int) -> None:
     # hub.chunk's pieces are separate FIFOs in the profile; on one MSCCL channel they would share
     # one threadblock and run one after the other (the simulated time used to double)

@@ -42,7 +42,7 @@ def _line_says(path: Path, line: int, gpu: int, tb: int, step: int) -> bool:
     here = lines[-1]
     tb_line = next(x for x in reversed(lines) if "<tb " in x)
     gpu_line = next(x for x in reversed(lines) if "<gpu " in x)
-    return (f'<step s="{step}"' in here and f'<tb id="{tb}"' in tb_line and f'<gpu id="{gpu}"' in gpu_line)
+    return f'<step s="{step}"' in here and f'<tb id="{tb}"' in tb_line and f'<gpu id="{gpu}"' in gpu_line
 
 
 def test_problems_name_their_xml_step_and_are_all_counted(msccl_dir: Path) -> None:
@@ -62,8 +62,9 @@ def test_problems_name_their_xml_step_and_are_all_counted(msccl_dir: Path) -> No
 
 
 def test_cli_verify_counts_lists_and_reports_origins(msccl_dir: Path, tmp_path: Path) -> None:
-    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad",
-               cwd=tmp_path).returncode == 0
+    assert (
+        run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad", cwd=tmp_path).returncode == 0
+    )
     p = run("trace", "verify", "bad", "--max-problems", "3", cwd=tmp_path)
     assert p.returncode == 3 and len(p.stdout.splitlines()) == 3
     assert all(" tb " in line and " step " in line for line in p.stdout.splitlines())
@@ -77,8 +78,17 @@ def test_cli_verify_counts_lists_and_reports_origins(msccl_dir: Path, tmp_path: 
 def test_produce_warns_or_refuses_a_wrong_file(msccl_dir: Path, tmp_path: Path) -> None:
     warned = run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad", cwd=tmp_path)
     assert warned.returncode == 0 and "warning:" in warned.stderr and "verify=true" in warned.stderr
-    refused = run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--set", "verify=true",
-                  "--out", "bad2", cwd=tmp_path)
+    refused = run(
+        "produce",
+        "mscclang.ir",
+        "--set",
+        f"path={msccl_dir / BAD}",
+        "--set",
+        "verify=true",
+        "--out",
+        "bad2",
+        cwd=tmp_path,
+    )
     assert refused.returncode == 3 and not list(tmp_path.glob("bad2*"))
     assert "tb 0 step 5 (re), line 9" in refused.stderr and "Traceback" not in refused.stderr
     good = run("produce", "mscclang.ir", "--set", f"path={msccl_dir / GOOD}", "--out", "good", cwd=tmp_path)
@@ -87,10 +97,16 @@ def test_produce_warns_or_refuses_a_wrong_file(msccl_dir: Path, tmp_path: Path) 
 
 def test_a_reader_that_stops_ends_the_command_quietly(msccl_dir: Path, tmp_path: Path) -> None:
     """`collhub trace verify ... | head -1`: 576 problems are ~70 KB, more than a pipe holds."""
-    assert run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad",
-               cwd=tmp_path).returncode == 0
-    proc = subprocess.Popen([*COLLHUB, "trace", "verify", "bad", "--max-problems", "100000"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert (
+        run("produce", "mscclang.ir", "--set", f"path={msccl_dir / BAD}", "--out", "bad", cwd=tmp_path).returncode == 0
+    )
+    proc = subprocess.Popen(
+        [*COLLHUB, "trace", "verify", "bad", "--max-problems", "100000"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith("[semantics]")
     proc.stdout.close()  # what `head -1` does

@@ -68,8 +68,10 @@ def test_tb_rules_on_hub_ring(tmp_path: Path) -> None:
             conns = set()
             for tb in gpu.iter("tb"):
                 types = {s.get("type") for s in tb.iter("step")}
-                for attr, kinds in (("send", {"s", "rcs", "rrs", "rrcs"}),
-                                    ("recv", {"r", "rcs", "rrc", "rrs", "rrcs"})):
+                for attr, kinds in (
+                    ("send", {"s", "rcs", "rrs", "rrcs"}),
+                    ("recv", {"r", "rcs", "rrc", "rrs", "rrcs"}),
+                ):
                     if types & kinds:
                         assert int(tb.get(attr)) >= 0
                         key = (attr, tb.get(attr), tb.get("chan"))
@@ -92,8 +94,9 @@ def _fan_in() -> Algorithm:
     bs[0].comp(2, src=(2, 2), dst=(0, 0), count=1, deps=[last])
     for q in (1, 2, 3):
         bs[q].send(0, src=(0, 0), count=1, tag=0)
-    meta = AlgorithmMeta(collective=Collective.REDUCE, ranks=n, in_chunks=1, out_chunks=1, scratch_chunks=3,
-                         inplace=True, name="fanin")
+    meta = AlgorithmMeta(
+        collective=Collective.REDUCE, ranks=n, in_chunks=1, out_chunks=1, scratch_chunks=3, inplace=True, name="fanin"
+    )
     return Algorithm(meta, tuple(b.build() for b in bs))
 
 
@@ -128,8 +131,9 @@ def test_nop_chains_and_hasdep(tmp_path: Path) -> None:
         ("msccl-legacy", "reduce_scatter", None, "0", str(1 << 62)),
     ],
 )
-def test_target_spelling_and_size_window(msccl_dir: Path, tmp_path: Path, target: str, coll: str,
-                                         oop: str | None, minb: str, maxb: str) -> None:
+def test_target_spelling_and_size_window(
+    msccl_dir: Path, tmp_path: Path, target: str, coll: str, oop: str | None, minb: str, maxb: str
+) -> None:
     alg = read_msccl_ir(msccl_dir / "mscclang_reducescatter_allpairs_n8_LL.xml")
     out = tmp_path / "rs.xml"
     write_msccl_ir(alg, out, target=target, enforce_limits=False)
@@ -171,8 +175,15 @@ def test_tb_limit_of_rccl(msccl_dir: Path, tmp_path: Path) -> None:
     assert ET.parse(tmp_path / "ok.xml").getroot().get("nchannels") == "32"
 
 
-@pytest.mark.parametrize("name", ["mscclang_allreduce_ring_n8_ch2_i4_Simple.xml", "pregen_teccl_amd32_allgather.xml",
-                                  "mscclang_alltoall_two_step_2x8_Simple.xml", "sccl_allgather_dgx1_steps2.xml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mscclang_allreduce_ring_n8_ch2_i4_Simple.xml",
+        "pregen_teccl_amd32_allgather.xml",
+        "mscclang_alltoall_two_step_2x8_Simple.xml",
+        "sccl_allgather_dgx1_steps2.xml",
+    ],
+)
 def test_round_trip_through_chakra_et_files(msccl_dir: Path, tmp_path: Path, name: str) -> None:
     """XML -> Chakra ET files -> XML -> Chakra ET files: same verdict, same simulated time."""
     from hub.chakra import read_algorithm, write_algorithm
@@ -190,9 +201,17 @@ def test_round_trip_through_chakra_et_files(msccl_dir: Path, tmp_path: Path, nam
 
 
 PRODUCERS = [
-    ("ring", "allreduce"), ("ring", "allgather"), ("ring", "reducescatter"), ("ring", "alltoall"),
-    ("ring", "broadcast"), ("ring", "reduce"), ("direct", "allreduce"), ("direct", "alltoall"),
-    ("halving_doubling", "allreduce"), ("double_binary_tree", "allreduce"), ("double_binary_tree", "broadcast"),
+    ("ring", "allreduce"),
+    ("ring", "allgather"),
+    ("ring", "reducescatter"),
+    ("ring", "alltoall"),
+    ("ring", "broadcast"),
+    ("ring", "reduce"),
+    ("direct", "allreduce"),
+    ("direct", "alltoall"),
+    ("halving_doubling", "allreduce"),
+    ("double_binary_tree", "allreduce"),
+    ("double_binary_tree", "broadcast"),
 ]
 
 
@@ -205,8 +224,15 @@ def test_any_builtin_algorithm_exports(tmp_path: Path, producer: str, coll: str)
     from hub.verify import check
 
     fn = getattr(A, f"produce_{producer}")
-    params = getattr(A, {"ring": "RingParams", "direct": "DirectParams", "halving_doubling": "HalvingDoublingParams",
-                         "double_binary_tree": "DoubleBinaryTreeParams"}[producer])
+    params = getattr(
+        A,
+        {
+            "ring": "RingParams",
+            "direct": "DirectParams",
+            "halving_doubling": "HalvingDoublingParams",
+            "double_binary_tree": "DoubleBinaryTreeParams",
+        }[producer],
+    )
     a = fn(params(collective=coll, ranks=8))
     out = tmp_path / "x.xml"
     write_msccl_ir(a, out)

@@ -39,8 +39,18 @@ class ReplayReport:
 def _job(alg: Algorithm, params: ReplayParams) -> Job:
     sizes = sizes_of(params)
     plan = preflight(alg, sizes, params.dtype, verify=params.preflight)
-    return Job(plan=plan, sizes=sizes, dtype=params.dtype, op=params.op, modes=modes_of(params, alg.meta.inplace),
-               iters=params.iters, warmup=params.warmup, repeat=params.repeat, check=params.check, native=params.native)
+    return Job(
+        plan=plan,
+        sizes=sizes,
+        dtype=params.dtype,
+        op=params.op,
+        modes=modes_of(params, alg.meta.inplace),
+        iters=params.iters,
+        warmup=params.warmup,
+        repeat=params.repeat,
+        check=params.check,
+        native=params.native,
+    )
 
 
 def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | None = None) -> list[ReplayReport]:
@@ -53,16 +63,26 @@ def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | 
 
     p = params if isinstance(params, ReplayParams) else _validated(params or {})
     jobs = [_job(a, p) for a in algorithms]
-    backend, results = replay_jobs(jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout,
-                                    schedule=p.schedule)
+    backend, results = replay_jobs(jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout, schedule=p.schedule)
     world = jobs[0].plan.ranks if jobs else 0
     reports = []
     for alg, job, rows in zip(algorithms, jobs, results, strict=False):
-        title = (f"replay of {job.plan.name} ({alg.meta.producer or 'unknown producer'}), {job.plan.collective}, "
-                 f"{'in-place' if job.plan.inplace else 'out-of-place'} algorithm, {world} ranks on {backend}, "
-                 f"{job.iters} iters, {job.warmup} warm-up")
-        reports.append(ReplayReport(job.plan.name, job.plan.collective, world, backend, job.plan.steps(), rows,
-                                    format_table(title, job.plan.collective, rows)))
+        title = (
+            f"replay of {job.plan.name} ({alg.meta.producer or 'unknown producer'}), {job.plan.collective}, "
+            f"{'in-place' if job.plan.inplace else 'out-of-place'} algorithm, {world} ranks on {backend}, "
+            f"{job.iters} iters, {job.warmup} warm-up"
+        )
+        reports.append(
+            ReplayReport(
+                job.plan.name,
+                job.plan.collective,
+                world,
+                backend,
+                job.plan.steps(),
+                rows,
+                format_table(title, job.plan.collective, rows),
+            )
+        )
     return reports
 
 
@@ -77,8 +97,9 @@ def _validated(values: dict[str, Any]) -> ReplayParams:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err.get("loc", ())) or "params"
-        raise UsageError(f"replay: {where}: {err.get('msg', exc)}",
-                         hint="fields: " + ", ".join(ReplayParams.model_fields)) from None
+        raise UsageError(
+            f"replay: {where}: {err.get('msg', exc)}", hint="fields: " + ", ".join(ReplayParams.model_fields)
+        ) from None
 
 
 def _write(path: Path, text: str) -> None:
@@ -97,8 +118,7 @@ def consume_run(alg: Algorithm, params: ReplayParams, ctx: Any) -> Any:
         primary = "ip" if alg.meta.inplace else "oop"  # the mode the algorithm was built for
     last = rep.rows[-1]
     metrics: dict[str, Any] = metrics_of(last, primary)
-    metrics.update({"ranks": rep.ranks, "backend": rep.backend, "steps": rep.steps,
-                    "wrong_total": rep.wrong()})
+    metrics.update({"ranks": rep.ranks, "backend": rep.backend, "steps": rep.steps, "wrong_total": rep.wrong()})
     artifacts: dict[str, str] = {}
     workdir = Path(getattr(ctx, "workdir", Path.cwd()))
     if workdir.is_dir():
@@ -110,5 +130,9 @@ def consume_run(alg: Algorithm, params: ReplayParams, ctx: Any) -> Any:
         artifacts = {"table": txt.name, "json": js.name}
     if not getattr(ctx, "quiet", True):
         print(rep.table)
-    return Result(component="replay.run", metrics=metrics, artifacts=artifacts,
-                  details={"rows": rep.rows, "table": rep.table, "primary": primary})
+    return Result(
+        component="replay.run",
+        metrics=metrics,
+        artifacts=artifacts,
+        details={"rows": rep.rows, "table": rep.table, "primary": primary},
+    )

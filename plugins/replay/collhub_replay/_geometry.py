@@ -37,8 +37,10 @@ def geometry(plan: Plan, requested: int, dtype: str) -> Geometry:
     ref_units = plan.ranks if _REF_UNITS[plan.collective] < 0 else 1
     unit = requested // (esize * ref_units)
     if unit <= 0:
-        raise UsageError(f"size {requested} B is too small for {plan.collective} of {dtype} over {plan.ranks} ranks",
-                         hint=f"use at least {esize * ref_units} bytes")
+        raise UsageError(
+            f"size {requested} B is too small for {plan.collective} of {dtype} over {plan.ranks} ranks",
+            hint=f"use at least {esize * ref_units} bytes",
+        )
     chunk = -(-unit // plan.chunks_per_unit)
     return Geometry(requested, unit * ref_units * esize, unit * ref_units, unit, chunk, esize)
 

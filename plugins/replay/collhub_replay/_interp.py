@@ -88,9 +88,9 @@ def make_program(torch: Any, rp: RankPlan, mem: Any, chunk: int, op: str, dtype:
     for v in range(n):
         c = rp.cnt[v] * chunk
         if rp.src[v] >= 0:
-            src[v] = mem[rp.src[v] * chunk: rp.src[v] * chunk + c]
+            src[v] = mem[rp.src[v] * chunk : rp.src[v] * chunk + c]
         if rp.dst[v] >= 0:
-            dst[v] = mem[rp.dst[v] * chunk: rp.dst[v] * chunk + c]
+            dst[v] = mem[rp.dst[v] * chunk : rp.dst[v] * chunk + c]
         if rp.kind[v] in (RECV_COPY, RECV_REDUCE) and not empty[v]:
             tmp[v] = dst[v] if rp.direct[v] else torch.empty(c, dtype=dtype, device=device)
     return Program(rp, op, src, dst, tmp, empty)

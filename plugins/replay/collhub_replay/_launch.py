@@ -45,25 +45,31 @@ def pick_backend(requested: str, local_ranks: int) -> str:
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     usable = gpus >= local_ranks and dist.is_nccl_available()
     if requested == "nccl" and not usable:
-        raise UsageError(f"backend=nccl needs one GPU per local rank: {local_ranks} rank(s), {gpus} GPU(s)"
-                         + ("" if dist.is_nccl_available() else ", and this torch has no NCCL"),
-                         hint="use backend=gloo (CPU) or backend=auto")
+        raise UsageError(
+            f"backend=nccl needs one GPU per local rank: {local_ranks} rank(s), {gpus} GPU(s)"
+            + ("" if dist.is_nccl_available() else ", and this torch has no NCCL"),
+            hint="use backend=gloo (CPU) or backend=auto",
+        )
     return "nccl" if usable else "gloo"
 
 
-def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str, timeout: float,
-                schedule: str = "auto") -> tuple[str, list[list[dict[str, Any]]]]:
+def replay_jobs(
+    jobs: list[Job], *, ranks: int | None, backend: str, timeout: float, schedule: str = "auto"
+) -> tuple[str, list[list[dict[str, Any]]]]:
     """Run ``jobs`` on ``ranks`` spawned processes, or in this process of an existing launch;
     return the backend used and each job's rows."""
     if launched():
         world = int(os.environ["WORLD_SIZE"])
         if ranks is not None and ranks != world:
-            raise UsageError(f"ranks={ranks} but this launch has WORLD_SIZE={world}",
-                             hint="drop ranks= inside torchrun, or launch that many processes")
+            raise UsageError(
+                f"ranks={ranks} but this launch has WORLD_SIZE={world}",
+                hint="drop ranks= inside torchrun, or launch that many processes",
+            )
         _check_world(jobs, world)
         local = int(os.environ.get("LOCAL_RANK", "0"))
-        cfg = _config(pick_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), "env://", timeout,
-                      schedule, local)
+        cfg = _config(
+            pick_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), "env://", timeout, schedule, local
+        )
         if os.environ["MASTER_ADDR"] in ("127.0.0.1", "localhost", "::1"):  # single node: pin loopback
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         from ._interp import Hang
@@ -73,7 +79,9 @@ def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str, timeout: fl
         except Hang as exc:
             raise ExternalToolError(
                 f"replay hung: rank {exc.rank} made no progress for {timeout:g} s; waiting: "
-                + "; ".join(exc.waiting[:6]), hint="the other ranks report their own waiting nodes") from None
+                + "; ".join(exc.waiting[:6]),
+                hint="the other ranks report their own waiting nodes",
+            ) from None
     world = ranks if ranks is not None else (jobs[0].plan.ranks if jobs else 0)
     _check_world(jobs, world)
     cfg = _config(pick_backend(backend, world), f"tcp://127.0.0.1:{free_port()}", timeout, schedule)
@@ -82,16 +90,20 @@ def replay_jobs(jobs: list[Job], *, ranks: int | None, backend: str, timeout: fl
 
 def _config(backend: str, init: str, timeout: float, schedule: str, local: int = 0) -> RankConfig:
     if backend == "nccl" and schedule == "dynamic":
-        raise UsageError("schedule=dynamic needs tags and host-side waits, which NCCL does not have",
-                         hint="use schedule=auto (rounds on NCCL) or backend=gloo")
+        raise UsageError(
+            "schedule=dynamic needs tags and host-side waits, which NCCL does not have",
+            hint="use schedule=auto (rounds on NCCL) or backend=gloo",
+        )
     return RankConfig(backend, init, timeout, local, rounds=backend == "nccl" or schedule == "rounds")
 
 
 def _check_world(jobs: list[Job], world: int) -> None:
     for job in jobs:
         if job.plan.ranks != world:
-            raise UsageError(f"{job.plan.name} is a {job.plan.ranks}-rank algorithm but the replay has {world} rank(s)",
-                             hint="produce the algorithm for that many ranks, or set ranks= to match")
+            raise UsageError(
+                f"{job.plan.name} is a {job.plan.ranks}-rank algorithm but the replay has {world} rank(s)",
+                hint="produce the algorithm for that many ranks, or set ranks= to match",
+            )
 
 
 def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, Any]]]:
@@ -99,17 +111,24 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
 
     ctx = mp.get_context("spawn")
     report = ctx.SimpleQueue()
-    procs = [ctx.Process(target=spawned_main, args=(r, world, cfg, jobs, report, os.getpid()), daemon=True)
-             for r in range(world)]
+    procs = [
+        ctx.Process(target=spawned_main, args=(r, world, cfg, jobs, report, os.getpid()), daemon=True)
+        for r in range(world)
+    ]
     rows: list[list[dict[str, Any]]] | None = None
     hangs: dict[int, list[str]] = {}
     errors: dict[int, str] = {}
     ok: set[int] = set()
     # a rank's own watchdog fires after `timeout` without progress; this bounds everything else:
     # rank 0 reports after every size, and each report extends the deadline by one case's allowance
-    window = _STARTUP_S + cfg.timeout * 2 + max(
-        (len(j.modes) + int(j.native)) * (j.iters * j.repeat + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6)
-        for j in jobs)
+    window = (
+        _STARTUP_S
+        + cfg.timeout * 2
+        + max(
+            (len(j.modes) + int(j.native)) * (j.iters * j.repeat + j.warmup + 2) * (0.2 + max(j.sizes) / 20e6)
+            for j in jobs
+        )
+    )
     deadline = time.monotonic() + window
     failed_at: float | None = None
     try:
@@ -145,20 +164,26 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
     finally:
         _reap(procs)
     if hangs:
-        where = "; ".join(f"rank {r}: " + ", ".join(w[:3]) + (" ..." if len(w) > 3 else "") for r,
-                          w in sorted(hangs.items()))
+        where = "; ".join(
+            f"rank {r}: " + ", ".join(w[:3]) + (" ..." if len(w) > 3 else "") for r, w in sorted(hangs.items())
+        )
         raise ExternalToolError(
             f"replay hung: rank(s) {', '.join(map(str, sorted(hangs)))} made no progress for {cfg.timeout:g} s; "
-            f"waiting: {where}", hint="every rank process was stopped; `collhub verify` checks progress")
+            f"waiting: {where}",
+            hint="every rank process was stopped; `collhub verify` checks progress",
+        )
     if errors:
         r = min(errors)
-        raise ExternalToolError(f"replay failed on rank {r}: {errors[r]}",
-                                hint="all rank processes were stopped"
-                                + (f"; {len(errors)} rank(s) failed" if len(errors) > 1 else ""))
+        raise ExternalToolError(
+            f"replay failed on rank {r}: {errors[r]}",
+            hint="all rank processes were stopped" + (f"; {len(errors)} rank(s) failed" if len(errors) > 1 else ""),
+        )
     if rows is None or len(ok) < world:
         missing = sorted(set(range(world)) - ok)
-        raise ExternalToolError(f"replay did not finish: rank(s) {missing} never reported",
-                                hint="raise timeout=, or check the machine's load")
+        raise ExternalToolError(
+            f"replay did not finish: rank(s) {missing} never reported",
+            hint="raise timeout=, or check the machine's load",
+        )
     return rows
 
 
@@ -206,8 +231,9 @@ def _exit_text(code: int) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return f"the process was killed by {name}" + (" (gloo aborts on a message size "
-                                                      "mismatch)" if name == "SIGABRT" else "")
+        return f"the process was killed by {name}" + (
+            " (gloo aborts on a message size mismatch)" if name == "SIGABRT" else ""
+        )
     return f"the process exited with status {code}"
 
 

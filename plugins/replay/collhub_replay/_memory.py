@@ -38,13 +38,14 @@ class Buffers:
     inplace: bool
 
 
-def make_buffers(torch: Any, plan: Plan, rp: RankPlan, geo: Geometry, dtype: Any, device: Any,
-                 inplace: bool) -> Buffers:
+def make_buffers(
+    torch: Any, plan: Plan, rp: RankPlan, geo: Geometry, dtype: Any, device: Any, inplace: bool
+) -> Buffers:
     lay, ce, me = rp.layout, geo.chunk, rp.rank
     per_unit = plan.chunks_per_unit * ce
     mem = torch.zeros(lay.size * ce, dtype=dtype, device=device)
-    in_reg = mem[lay.in_base * ce:(lay.in_base + plan.in_chunks) * ce]
-    out_reg = mem[lay.out_base * ce:(lay.out_base + plan.out_chunks) * ce]
+    in_reg = mem[lay.in_base * ce : (lay.in_base + plan.in_chunks) * ce]
+    out_reg = mem[lay.out_base * ce : (lay.out_base + plan.out_chunks) * ce]
     iu, ou, cnt = plan.in_units, plan.out_units, geo.unit
     pre: list[tuple[Any, Any]] = []
     post: list[tuple[Any, Any]] = []
@@ -57,13 +58,13 @@ def make_buffers(torch: Any, plan: Plan, rp: RankPlan, geo: Geometry, dtype: Any
         send, recv = _units(user, iu, per_unit, cnt), _units(out_reg, ou, per_unit, cnt)
     else:  # out-of-place algorithm, in-place call
         if coll == "allgather":
-            send = _units(out_reg, ou, per_unit, cnt)[me:me + 1]
+            send = _units(out_reg, ou, per_unit, cnt)[me : me + 1]
             recv = _units(out_reg, ou, per_unit, cnt)
-            pre.append((in_reg, out_reg[me * per_unit:(me + 1) * per_unit]))
+            pre.append((in_reg, out_reg[me * per_unit : (me + 1) * per_unit]))
         elif coll == "reducescatter":
             send = _units(in_reg, iu, per_unit, cnt)
-            recv = send[me:me + 1]
-            post.append((in_reg[me * per_unit:(me + 1) * per_unit], out_reg))
+            recv = send[me : me + 1]
+            post.append((in_reg[me * per_unit : (me + 1) * per_unit], out_reg))
         else:
             send = _units(in_reg, iu, per_unit, cnt)
             recv = send
@@ -114,7 +115,7 @@ def expected(torch: Any, plan: Plan, me: int, inputs: list[Any], op: str) -> Any
     if coll == "allgather":
         return torch.cat([inputs[q] for q in range(n)], dim=0)
     if coll == "reducescatter":
-        return reduced([inputs[q][me:me + 1] for q in range(n)])
+        return reduced([inputs[q][me : me + 1] for q in range(n)])
     if coll == "alltoall":
-        return torch.cat([inputs[q][me:me + 1] for q in range(n)], dim=0)
+        return torch.cat([inputs[q][me : me + 1] for q in range(n)], dim=0)
     return None

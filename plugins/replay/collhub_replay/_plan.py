@@ -50,10 +50,16 @@ KIND_NAME = ("COMP", "COMP copy", "COMP reduce", "SEND", "RECV", "RECV reduce")
 _GATHERING = (Collective.ALLGATHER, Collective.GATHER)
 _SCATTERING = (Collective.REDUCESCATTER, Collective.SCATTER)
 #: collectives the replay can check and compare with a native torch.distributed collective
-SUPPORTED = frozenset({
-    Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL,
-    Collective.BROADCAST, Collective.REDUCE,
-})
+SUPPORTED = frozenset(
+    {
+        Collective.ALLREDUCE,
+        Collective.ALLGATHER,
+        Collective.REDUCESCATTER,
+        Collective.ALLTOALL,
+        Collective.BROADCAST,
+        Collective.REDUCE,
+    }
+)
 
 
 def comm_order(alg: Algorithm) -> list[int]:
@@ -180,8 +186,10 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
         elif k == NodeType.COMP:
             kind.append(COMP_COPY if op == Op.COPY else COMP_REDUCE if op == Op.REDUCE else COMP_NOOP)
         else:
-            raise UsageError(f"rank {f} node {int(g.ids[len(kind)])}: node type {int(k)} cannot be replayed",
-                             hint="only COMM_SEND, COMM_RECV and COMP nodes are replayed")
+            raise UsageError(
+                f"rank {f} node {int(g.ids[len(kind)])}: node type {int(k)} cannot be replayed",
+                hint="only COMM_SEND, COMM_RECV and COMP nodes are replayed",
+            )
     src, src_ok = _chunk_ranges(g, lay, "src")
     dst, dst_ok = _chunk_ranges(g, lay, "dst")
     cnt = g.count.astype(np.int64)
@@ -191,8 +199,10 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
         needs_src = k in (SEND, COMP_COPY, COMP_REDUCE) and cnt[v] > 0
         needs_dst = k in (RECV_COPY, RECV_REDUCE, COMP_COPY, COMP_REDUCE) and cnt[v] > 0
         if (needs_src and not src_ok[v]) or (needs_dst and not dst_ok[v]):
-            raise UsageError(f"rank {f} node {int(g.ids[v])}: {KIND_NAME[k]} of {int(cnt[v])} chunk(s) names no buffer",
-                             hint="replay moves real data: every node needs the profile's sbuf/soff or dbuf/doff")
+            raise UsageError(
+                f"rank {f} node {int(g.ids[v])}: {KIND_NAME[k]} of {int(cnt[v])} chunk(s) names no buffer",
+                hint="replay moves real data: every node needs the profile's sbuf/soff or dbuf/doff",
+            )
     deps = [g.deps_of(v).tolist() for v in range(n)]
     topo_rank = g.topological_rank()
     if topo_rank is None:  # the structure pre-flight reports cycles first; keep this total
@@ -208,10 +218,16 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
         return bool((desc[a] >> b) & 1 or (desc[b] >> a) & 1)
 
     # ranges touched by each node: (start, end, writes)
-    reads = [(int(src[v]), int(src[v] + cnt[v])) if kind[v] in (SEND, COMP_COPY, COMP_REDUCE) and cnt[v] > 0 else None
-             for v in range(n)]
-    writes = [(int(dst[v]), int(dst[v] + cnt[v])) if kind[v] in (RECV_COPY, RECV_REDUCE, COMP_COPY, COMP_REDUCE)
-              and cnt[v] > 0 else None for v in range(n)]
+    reads = [
+        (int(src[v]), int(src[v] + cnt[v])) if kind[v] in (SEND, COMP_COPY, COMP_REDUCE) and cnt[v] > 0 else None
+        for v in range(n)
+    ]
+    writes = [
+        (int(dst[v]), int(dst[v] + cnt[v]))
+        if kind[v] in (RECV_COPY, RECV_REDUCE, COMP_COPY, COMP_REDUCE) and cnt[v] > 0
+        else None
+        for v in range(n)
+    ]
     sends = [v for v in range(n) if kind[v] == SEND and reads[v] is not None]
     # implicit write-after-send dependencies (see the module docstring)
     for w in range(n):
@@ -251,9 +267,22 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
             last[key] = v
     recv_post = [v for v in topo if kind[v] in (RECV_COPY, RECV_REDUCE)]
     return RankPlan(
-        rank=proc, file_rank=f, layout=lay, ids=g.ids.tolist(), kind=kind, peer=peer, tag=g.tag.tolist(),
-        cnt=cnt.tolist(), src=src.tolist(), dst=dst.tolist(), deps=deps, succ=succ, conn_prev=conn_prev,
-        direct=direct, msg=[-1] * n, recv_post=recv_post,
+        rank=proc,
+        file_rank=f,
+        layout=lay,
+        ids=g.ids.tolist(),
+        kind=kind,
+        peer=peer,
+        tag=g.tag.tolist(),
+        cnt=cnt.tolist(),
+        src=src.tolist(),
+        dst=dst.tolist(),
+        deps=deps,
+        succ=succ,
+        conn_prev=conn_prev,
+        direct=direct,
+        msg=[-1] * n,
+        recv_post=recv_post,
     )
 
 
@@ -284,12 +313,16 @@ def build_plan(alg: Algorithm) -> Plan:
     acyclic dependencies and matched messages)."""
     meta = alg.meta
     if meta.collective not in SUPPORTED:
-        raise UsageError(f"replay cannot check a {meta.collective.value} algorithm",
-                         hint="supported: " + ", ".join(sorted(c.value for c in SUPPORTED)))
+        raise UsageError(
+            f"replay cannot check a {meta.collective.value} algorithm",
+            hint="supported: " + ", ".join(sorted(c.value for c in SUPPORTED)),
+        )
     if meta.in_chunks <= 0 or meta.out_chunks <= 0:
-        raise UsageError(f"algorithm {meta.name or '?'} has no buffer semantics (in_chunks={meta.in_chunks}, "
-                         f"out_chunks={meta.out_chunks}): there is no data to move",
-                         hint="timing-only imports (astrasim.custom) can be simulated, not replayed")
+        raise UsageError(
+            f"algorithm {meta.name or '?'} has no buffer semantics (in_chunks={meta.in_chunks}, "
+            f"out_chunks={meta.out_chunks}): there is no data to move",
+            hint="timing-only imports (astrasim.custom) can be simulated, not replayed",
+        )
     order = comm_order(alg)
     inv = [0] * alg.ranks
     for q, d in enumerate(order):
@@ -302,7 +335,17 @@ def build_plan(alg: Algorithm) -> Plan:
     messages = _match(plans, topo_of)
     c, iu, ou = unit_shape(alg)
     return Plan(
-        name=meta.name or "algorithm", collective=meta.collective.value, ranks=alg.ranks, root=meta.root,
-        inplace=meta.inplace, chunks_per_unit=c, in_units=iu, out_units=ou, in_chunks=meta.in_chunks,
-        out_chunks=meta.out_chunks, ref_chunks=meta.reference_chunks, messages=messages, ranks_plan=plans,
+        name=meta.name or "algorithm",
+        collective=meta.collective.value,
+        ranks=alg.ranks,
+        root=meta.root,
+        inplace=meta.inplace,
+        chunks_per_unit=c,
+        in_units=iu,
+        out_units=ou,
+        in_chunks=meta.in_chunks,
+        out_chunks=meta.out_chunks,
+        ref_chunks=meta.reference_chunks,
+        messages=messages,
+        ranks_plan=plans,
     )

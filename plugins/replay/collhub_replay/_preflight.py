@@ -28,10 +28,16 @@ def _verify(alg: Algorithm) -> None:
         return
     cls = StructureError if rep.failed_level == "structure" else DeadlockError
     first = rep.problems[0] if rep.problems else None
-    where = f" (rank {first.rank} node {first.node}: {first.message})" if first and first.rank is not None else (
-        f" ({first.message})" if first else "")
-    raise cls(f"pre-flight: {alg.name or 'algorithm'} fails the {rep.failed_level} check{where}; nothing was launched",
-              problems=rep.problems, hint="`collhub verify` lists every finding")
+    where = (
+        f" (rank {first.rank} node {first.node}: {first.message})"
+        if first and first.rank is not None
+        else (f" ({first.message})" if first else "")
+    )
+    raise cls(
+        f"pre-flight: {alg.name or 'algorithm'} fails the {rep.failed_level} check{where}; nothing was launched",
+        problems=rep.problems,
+        hint="`collhub verify` lists every finding",
+    )
 
 
 def _bytes(plan: Plan, sizes: list[int], dtype: str) -> None:
@@ -50,25 +56,40 @@ def _bytes(plan: Plan, sizes: list[int], dtype: str) -> None:
                 if k == SEND:
                     m = rp.msg[v]
                     if m < 0 or m not in recv_of:
-                        problems.append(Problem("structure", f"{rp.describe(v)} has no matching receive", rp.rank,
-                                                rp.ids[v]))
+                        problems.append(
+                            Problem("structure", f"{rp.describe(v)} has no matching receive", rp.rank, rp.ids[v])
+                        )
                         continue
                     q, w = recv_of[m]
                     peer = plan.ranks_plan[q]
                     sent, got = rp.cnt[v] * geo.chunk * geo.esize, peer.cnt[w] * geo.chunk * geo.esize
                     if sent != got:
-                        problems.append(Problem(
-                            "structure", f"{rp.describe(v)} sends {sent} B but rank {q} {peer.describe(w)} "
-                            f"receives {got} B", rp.rank, rp.ids[v]))
+                        problems.append(
+                            Problem(
+                                "structure",
+                                f"{rp.describe(v)} sends {sent} B but rank {q} {peer.describe(w)} receives {got} B",
+                                rp.rank,
+                                rp.ids[v],
+                            )
+                        )
                 for start in (rp.src[v], rp.dst[v]):
                     if start >= 0 and start + rp.cnt[v] > limit:
-                        problems.append(Problem("structure", f"{rp.describe(v)} reaches chunk {start + rp.cnt[v]} "
-                                                f"of a {limit}-chunk memory", rp.rank, rp.ids[v]))
+                        problems.append(
+                            Problem(
+                                "structure",
+                                f"{rp.describe(v)} reaches chunk {start + rp.cnt[v]} of a {limit}-chunk memory",
+                                rp.rank,
+                                rp.ids[v],
+                            )
+                        )
         if problems:
             raise StructureError(
                 f"pre-flight at size {size} B ({dtype}): {problems[0].message}"
-                + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") + "; nothing was launched",
-                problems=problems[:_MAX_LISTED], hint="gloo would abort the process on a size mismatch")
+                + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+                + "; nothing was launched",
+                problems=problems[:_MAX_LISTED],
+                hint="gloo would abort the process on a size mismatch",
+            )
 
 
 def preflight(alg: Algorithm, sizes: list[int], dtype: str, *, verify: bool = True) -> Plan:
@@ -82,7 +103,9 @@ def preflight(alg: Algorithm, sizes: list[int], dtype: str, *, verify: bool = Tr
     if stuck and verify:
         raise DeadlockError(
             f"pre-flight: the replay of {plan.name} would hang: {stuck[0]}"
-            + (f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else "") + "; nothing was launched",
+            + (f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else "")
+            + "; nothing was launched",
             problems=[Problem("progress", s) for s in stuck[:_MAX_LISTED]],
-            hint="a receive waits for a send that can only run after it")
+            hint="a receive waits for a send that can only run after it",
+        )
     return plan

@@ -6,8 +6,16 @@ from typing import Any
 
 __all__ = ["format_table", "metrics_of"]
 
-_TYPE = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
-         "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8"}
+_TYPE = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "half",
+    "bfloat16": "bfloat16",
+    "int32": "int32",
+    "int64": "int64",
+    "int8": "int8",
+    "uint8": "uint8",
+}
 _ROOTED = ("broadcast", "reduce")
 _REDUCING = ("allreduce", "reducescatter", "reduce")
 
@@ -45,8 +53,10 @@ def format_table(title: str, collective: str, rows: list[dict[str, Any]]) -> str
         for key, label in (("oop", "out-of-place"), ("ip", "in-place")):
             for q, chunk, elem in row.get(f"{key}_first_wrong") or []:
                 per = row[f"{key}_wrong_per_rank"]
-                lines.append(f"#   {label} WRONG: {per[q]} element(s) on rank {q}, first in output chunk {chunk} "
-                             f"(element {elem}); wrong per rank: {per}")
+                lines.append(
+                    f"#   {label} WRONG: {per[q]} element(s) on rank {q}, first in output chunk {chunk} "
+                    f"(element {elem}); wrong per rank: {per}"
+                )
             if f"{key}_busbw_GBps" in row:
                 bus.append(row[f"{key}_busbw_GBps"])
             bad += int(row.get(f"{key}_wrong") or 0)
@@ -66,8 +76,16 @@ def metrics_of(row: dict[str, Any], primary: str) -> dict[str, Any]:
     for m in ("time_us", "algbw_GBps", "busbw_GBps", "wrong"):
         out[m] = row.get(f"{primary}_{m}")
     out["time_ns"] = out["time_us"] * 1000.0 if out["time_us"] is not None else None
-    for m in ("native_time_us", "native_algbw_GBps", "native_busbw_GBps", "native_wrong", "native_mismatch",
-              "native_ip_time_us", "native_ip_busbw_GBps", "native_ip_wrong"):
+    for m in (
+        "native_time_us",
+        "native_algbw_GBps",
+        "native_busbw_GBps",
+        "native_wrong",
+        "native_mismatch",
+        "native_ip_time_us",
+        "native_ip_busbw_GBps",
+        "native_ip_wrong",
+    ):
         if m in row:
             out[m] = row[m]
     if out.get("busbw_GBps") and out.get("native_busbw_GBps"):

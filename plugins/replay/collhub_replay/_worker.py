@@ -136,8 +136,15 @@ class _Rank:
             geo = geometry(plan, size, job.dtype)
             inputs = [fill(torch, q, plan.in_units, geo.unit, job.op, dtype, self.device) for q in range(self.world)]
             want = expected(torch, plan, self.rank, inputs, job.op)
-            row: dict[str, Any] = {"size": geo.size, "requested": size, "count": geo.count, "type": job.dtype,
-                                   "redop": job.op, "root": plan.root, "chunk_elems": geo.chunk}
+            row: dict[str, Any] = {
+                "size": geo.size,
+                "requested": size,
+                "count": geo.count,
+                "type": job.dtype,
+                "redop": job.op,
+                "root": plan.root,
+                "chunk_elems": geo.chunk,
+            }
             bodies: dict[str, Any] = {}
             progs: list[Any] = []
             try:
@@ -170,8 +177,18 @@ class _Rank:
                 progress()
         return rows
 
-    def _replay_case(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, dtype: Any, job: Job,
-                     inplace: bool, row: dict[str, Any], key: str) -> tuple[Any, Any, Any]:
+    def _replay_case(
+        self,
+        plan: Plan,
+        geo: Any,
+        inputs: list[Any],
+        want: Any,
+        dtype: Any,
+        job: Job,
+        inplace: bool,
+        row: dict[str, Any],
+        key: str,
+    ) -> tuple[Any, Any, Any]:
         """Buffers and program of one mode, warmed up and checked; (timed body, program, output)."""
         from ._interp import make_program, run_gloo, run_nccl
 
@@ -211,8 +228,18 @@ class _Rank:
             raise
         return once, prog, out
 
-    def _native_case(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, replayed: Any, rop: Any,
-                     dtype: Any, job: Job, row: dict[str, Any]) -> Any:
+    def _native_case(
+        self,
+        plan: Plan,
+        geo: Any,
+        inputs: list[Any],
+        want: Any,
+        replayed: Any,
+        rop: Any,
+        dtype: Any,
+        job: Job,
+        row: dict[str, Any],
+    ) -> Any:
         """The native collective's buffers, warmed up and checked; returns its timed body."""
         torch, dist, coll = self.torch, self.dist, plan.collective
         send = inputs[self.rank].clone()
@@ -236,8 +263,9 @@ class _Rank:
             row["native_mismatch"] = sum(r[1] for r in per_rank)  # replay output != native output
         return once
 
-    def _native_inplace(self, plan: Plan, geo: Any, inputs: list[Any], want: Any, rop: Any, job: Job,
-                        row: dict[str, Any]) -> Any:
+    def _native_inplace(
+        self, plan: Plan, geo: Any, inputs: list[Any], want: Any, rop: Any, job: Job, row: dict[str, Any]
+    ) -> Any:
         """The native collective called in place (one buffer), warmed up and checked."""
         dist, coll = self.dist, plan.collective
         buf = inputs[self.rank].clone().view(-1)
@@ -260,8 +288,9 @@ class _Rank:
         return once
 
 
-def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
-             progress: Any = None) -> list[list[dict[str, Any]]]:
+def run_rank(
+    rank: int, world: int, cfg: RankConfig, jobs: list[Job], progress: Any = None
+) -> list[list[dict[str, Any]]]:
     """Join the group, run every job, leave the group; the rows are the same on every rank.
     ``progress()`` is called after every size (the parent's liveness signal)."""
     import warnings
@@ -274,8 +303,12 @@ def run_rank(rank: int, world: int, cfg: RankConfig, jobs: list[Job],
     torch.set_num_threads(1)  # ranks outnumber cores: intra-op threads only fight each other
     if cfg.backend == "nccl":
         torch.cuda.set_device(cfg.local_rank)
-    kwargs: dict[str, Any] = {"backend": cfg.backend, "rank": rank, "world_size": world,
-                              "timeout": timedelta(seconds=cfg.timeout)}
+    kwargs: dict[str, Any] = {
+        "backend": cfg.backend,
+        "rank": rank,
+        "world_size": world,
+        "timeout": timedelta(seconds=cfg.timeout),
+    }
     if cfg.init_method != "env://":
         kwargs["init_method"] = cfg.init_method
     if cfg.backend == "nccl":

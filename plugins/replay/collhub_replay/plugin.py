@@ -19,7 +19,7 @@ def collhub_consumers() -> list[ConsumerSpec]:
         ConsumerSpec(
             name="run",
             summary="Replay the algorithm on NCCL (GPUs) or gloo (CPUs) via torch.distributed: check #wrong, "
-                    "time it beside the native collective (nccl-tests table)",
+            "time it beside the native collective (nccl-tests table)",
             factory="collhub_replay._consumer:consume_run",
             params="collhub_replay._params:ReplayParams",
             collectives=_CHECKED,

@@ -66,8 +66,9 @@ def test_ranks_die_with_a_killed_parent(tmp_path) -> None:  # type: ignore[no-un
     script = tmp_path / "parent.py"
     script.write_text(_KILLED_PARENT)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
-    parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    parent = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         ranks: list[int] = []
         end = time.monotonic() + 90

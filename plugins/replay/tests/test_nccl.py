@@ -21,8 +21,11 @@ def _gpus() -> int:
     return torch.cuda.device_count()
 
 
-@pytest.mark.skipif(_gpus() < 2, reason="NCCL replay needs >= 2 CUDA GPUs (one per rank); this machine has "
-                    "fewer (a single GPU cannot host two NCCL ranks)")
+@pytest.mark.skipif(
+    _gpus() < 2,
+    reason="NCCL replay needs >= 2 CUDA GPUs (one per rank); this machine has "
+    "fewer (a single GPU cannot host two NCCL ranks)",
+)
 def test_nccl_ring_allreduce_and_alltoall() -> None:
     from collhub_replay import ReplayParams, replay
 
@@ -38,8 +41,12 @@ def test_nccl_round_schedule_runs_on_gloo() -> None:
     NCCL's matching rules) on gloo's CPU transport, so its logic is tested without a GPU."""
     from collhub_replay import ReplayParams, replay
 
-    algs = [make("ring", "allreduce", 3, inplace=False), make("direct", "alltoall", 3),
-            make("ring", "reducescatter", 3), make("double_binary_tree", "allreduce", 3)]
+    algs = [
+        make("ring", "allreduce", 3, inplace=False),
+        make("direct", "alltoall", 3),
+        make("ring", "reducescatter", 3),
+        make("double_binary_tree", "allreduce", 3),
+    ]
     reps = replay(algs, ReplayParams(size=[30004], backend="gloo", schedule="rounds", iters=1))
     for rep in reps:
         for row in rep.rows:

@@ -14,9 +14,15 @@ from hub.algorithms import make
 from hub.errors import UsageError
 
 
-@pytest.mark.parametrize("name,coll,n", [("ring", "allreduce", 4), ("direct", "alltoall", 3),
-                                         ("halving_doubling", "reducescatter", 8), ("double_binary_tree", "allreduce",
-                                                                                    5)])
+@pytest.mark.parametrize(
+    "name,coll,n",
+    [
+        ("ring", "allreduce", 4),
+        ("direct", "alltoall", 3),
+        ("halving_doubling", "reducescatter", 8),
+        ("double_binary_tree", "allreduce", 5),
+    ],
+)
 def test_rounds_put_both_ends_of_every_message_in_the_same_group(name: str, coll: str, n: int) -> None:
     plan = preflight(make(name, coll, n), [1 << 16], "float32")
     seen: dict[int, list[tuple[int, int, bool]]] = {}
@@ -44,9 +50,11 @@ def test_geometry_rounds_like_nccl_tests_and_pads_chunks() -> None:
 
 
 def test_registration_does_not_import_torch() -> None:
-    code = ("import sys, collhub_replay.plugin, collhub_replay._params; "
-            "from hub.plugins import get_manager; get_manager().component('replay.run'); "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys, collhub_replay.plugin, collhub_replay._params; "
+        "from hub.plugins import get_manager; get_manager().component('replay.run'); "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
@@ -55,8 +63,12 @@ def test_registration_does_not_import_torch() -> None:
 def test_manifest_matches_the_registration() -> None:
     from .replay_helpers import REPO
 
-    out = subprocess.run([sys.executable, "-m", "hub.cli", "plugins", "validate", str(REPO / "plugins" / "replay"),
-                          "--imports"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "plugins", "validate", str(REPO / "plugins" / "replay"), "--imports"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "manifest matches" in out.stdout
 
@@ -64,8 +76,11 @@ def test_manifest_matches_the_registration() -> None:
 def test_example_pipeline_validates() -> None:
     from .replay_helpers import REPO
 
-    out = subprocess.run([sys.executable, "-m", "hub.cli", "pipeline", "validate",
-                          str(REPO / "examples" / "replay-vs-sim.yaml")],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "pipeline", "validate", str(REPO / "examples" / "replay-vs-sim.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 source(s) x 2 point(s) x 2 consumer(s) = 12 row(s)" in out.stdout

@@ -62,8 +62,11 @@ def test_world4_every_builtin_and_msccl_ir(world4: tuple[list[Any], list[Any]]) 
     covered = {(a.meta.producer, a.collective.value) for a in algs}
     for name in CATALOG:
         for coll in _MAIN:
-            if coll in CATALOG[name] and name != "double_binary_tree" or (name, coll) == ("double_binary_tree",
-                                                                                          "allreduce"):
+            if (
+                coll in CATALOG[name]
+                and name != "double_binary_tree"
+                or (name, coll) == ("double_binary_tree", "allreduce")
+            ):
                 assert (f"hub.{name}", coll) in covered, (name, coll)
     assert {a.meta.inplace for a in algs} == {True, False}
     for rep in reps:
@@ -89,10 +92,15 @@ def test_world3_uneven() -> None:
         _assert_right(rep)
 
 
-_TYPED = [("ring", "allreduce", "float16", "prod"), ("ring", "allreduce", "bfloat16", "max"),
-          ("direct", "reducescatter", "int32", "min"), ("ring", "allgather", "float64", "sum"),
-          ("halving_doubling", "allreduce", "int64", "sum"), ("double_binary_tree", "broadcast", "float32", "sum"),
-          ("double_binary_tree", "reduce", "float32", "max")]
+_TYPED = [
+    ("ring", "allreduce", "float16", "prod"),
+    ("ring", "allreduce", "bfloat16", "max"),
+    ("direct", "reducescatter", "int32", "min"),
+    ("ring", "allgather", "float64", "sum"),
+    ("halving_doubling", "allreduce", "int64", "sum"),
+    ("double_binary_tree", "broadcast", "float32", "sum"),
+    ("double_binary_tree", "reduce", "float32", "max"),
+]
 
 
 def test_world2_dtypes_ops_rooted_and_a_wrong_algorithm() -> None:
@@ -104,8 +112,12 @@ def test_world2_dtypes_ops_rooted_and_a_wrong_algorithm() -> None:
     base = _params([1000])
     jobs = [_job(a, base) for a in algs]
     for name, coll, dtype, op in _TYPED:  # one spawn for all: jobs carry their own dtype and op
-        jobs.append(_job(make(name, coll, 2, root=1) if coll in ("broadcast", "reduce") else make(name, coll, 2),
-                         base.model_copy(update={"dtype": dtype, "op": op})))
+        jobs.append(
+            _job(
+                make(name, coll, 2, root=1) if coll in ("broadcast", "reduce") else make(name, coll, 2),
+                base.model_copy(update={"dtype": dtype, "op": op}),
+            )
+        )
     backend, results = replay_jobs(jobs, ranks=None, backend="gloo", timeout=60)
     assert backend == "gloo"
     for job, rows in zip(jobs[3:], results[3:], strict=False):
@@ -116,15 +128,24 @@ def test_world2_dtypes_ops_rooted_and_a_wrong_algorithm() -> None:
     from collhub_replay._consumer import ReplayReport
     from collhub_replay._table import format_table
 
-    reps = [ReplayReport(j.plan.name, j.plan.collective, 2, backend, j.plan.steps(), rows,
-                         format_table(j.plan.name, j.plan.collective, rows)) for j, rows in zip(jobs[:3], results[:3],
-                                                                                                strict=False)]
+    reps = [
+        ReplayReport(
+            j.plan.name,
+            j.plan.collective,
+            2,
+            backend,
+            j.plan.steps(),
+            rows,
+            format_table(j.plan.name, j.plan.collective, rows),
+        )
+        for j, rows in zip(jobs[:3], results[:3], strict=False)
+    ]
     _assert_right(reps[0])
     _assert_right(reps[1])
     bad = reps[2].rows[0]
     assert bad["oop_wrong"] > 0 and bad["ip_wrong"] > 0
     assert bad["oop_wrong_per_rank"][1] > 0
-    (rank, chunk, elem), = bad["oop_first_wrong"]
+    ((rank, chunk, elem),) = bad["oop_first_wrong"]
     assert rank in (0, 1) and 0 <= chunk < 2 and elem >= 0
     assert bad["native_wrong"] == 0 and bad["native_mismatch"] > 0
     assert "WRONG" in reps[2].table and f"rank {rank}, first in output chunk {chunk}" in reps[2].table

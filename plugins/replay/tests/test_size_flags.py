@@ -15,12 +15,39 @@ from hub.chakra import write_algorithm
 
 def test_size_flags_sweep_in_one_launch(tmp_path: Path) -> None:
     write_algorithm(make("ring", "allreduce", 2), str(tmp_path / "ring"))
-    cmd = [sys.executable, "-m", "hub.cli", "consume", "replay.run", str(tmp_path / "ring"), "--set", "backend=gloo",
-           "--set", "iters=2", "--set", "native=false", "--set", "inplace=algorithm",
-           "-b", "4K", "-e", "16K", "-f", "2",
-           "--workdir", str(tmp_path / "w"), "--format", "json"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
-                       env={k: v for k, v in os.environ.items() if k != "COLLHUB_DEBUG"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "hub.cli",
+        "consume",
+        "replay.run",
+        str(tmp_path / "ring"),
+        "--set",
+        "backend=gloo",
+        "--set",
+        "iters=2",
+        "--set",
+        "native=false",
+        "--set",
+        "inplace=algorithm",
+        "-b",
+        "4K",
+        "-e",
+        "16K",
+        "-f",
+        "2",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--format",
+        "json",
+    ]
+    p = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={k: v for k, v in os.environ.items() if k != "COLLHUB_DEBUG"},
+    )
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
     assert [row["size"] for row in res["details"]["rows"]] == [4096, 8192, 16384]

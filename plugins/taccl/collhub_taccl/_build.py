@@ -36,14 +36,21 @@ class _Plan:
     """Per-rank node lists, sorted by (phase, time, kind) before they are emitted."""
 
     def __init__(self, ranks: int) -> None:
-        self.events: list[list[tuple[tuple[int, int, int, int], Key, Callable[[RankGraphBuilder, list[int]], int],
-                                     list[Key]]]] = [
-            [] for _ in range(ranks)]
+        self.events: list[
+            list[tuple[tuple[int, int, int, int], Key, Callable[[RankGraphBuilder, list[int]], int], list[Key]]]
+        ] = [[] for _ in range(ranks)]
         self._seq = 0
         self._queues: dict[tuple[int, int], list[tuple[tuple[int, int, int, int], list[Key]]]] = {}
 
-    def add(self, rank: int, when: tuple[int, int, int], key: Key, emit: Callable[[RankGraphBuilder, list[int]], int],
-            deps: list[Key], queue: int | None = None) -> None:
+    def add(
+        self,
+        rank: int,
+        when: tuple[int, int, int],
+        key: Key,
+        emit: Callable[[RankGraphBuilder, list[int]], int],
+        deps: list[Key],
+        queue: int | None = None,
+    ) -> None:
         """``queue``: the first link of a SEND; SENDs on one link keep the schedule's order."""
         self._seq += 1
         deps = list(deps)
@@ -85,9 +92,18 @@ def _recv(peer: int, buf: Buffer, off: int, tag: int, op: Op = Op.COPY) -> Calla
     return lambda b, deps: b.recv(peer, dst=(buf, off), op=op, tag=tag, deps=deps)
 
 
-def _allgather(plan: _Plan, problem: Problem, sched: Schedule, buf: Buffer, *, phase: int, tag0: int,
-               shift: int = 0, start_deps: Callable[[int, int], list[Key]] | None = None,
-               recv_deps: Callable[[int, int], list[Key]] | None = None) -> None:
+def _allgather(
+    plan: _Plan,
+    problem: Problem,
+    sched: Schedule,
+    buf: Buffer,
+    *,
+    phase: int,
+    tag0: int,
+    shift: int = 0,
+    start_deps: Callable[[int, int], list[Key]] | None = None,
+    recv_deps: Callable[[int, int], list[Key]] | None = None,
+) -> None:
     c = problem.chunks_per_rank
     for i, t in enumerate(sched.transfers):
         ch = problem.chunks[t.chunk]
@@ -100,8 +116,9 @@ def _allgather(plan: _Plan, problem: Problem, sched: Schedule, buf: Buffer, *, p
         plan.add(e.dst, (phase, shift + t.end, 0), ("ag", ch.id, e.dst), _recv(e.src, buf, off, tag), rdeps)
 
 
-def _reduce_scatter(plan: _Plan, problem_t: Problem, sched_t: Schedule, *, phase: int, tag0: int,
-                    reduction_comp: bool) -> dict[tuple[int, int], list[Key]]:
+def _reduce_scatter(
+    plan: _Plan, problem_t: Problem, sched_t: Schedule, *, phase: int, tag0: int, reduction_comp: bool
+) -> dict[tuple[int, int], list[Key]]:
     """Reverse ``sched_t`` (an all-gather on the transposed network); returns, per (chunk, rank),
     the keys after which that rank's copy of the chunk is final (reduced) for later phases."""
     c = problem_t.chunks_per_rank
@@ -131,8 +148,14 @@ def _reduce_scatter(plan: _Plan, problem_t: Problem, sched_t: Schedule, *, phase
         e = problem_t.edges[t.edge]
         k, b, a = t.chunk, e.dst, e.src
         ch = problem_t.chunks[k]
-        plan.add(b, (phase, T - t.end, 1), ("rss", k, b), _send(a, Buffer.INPUT, ch.src * c + ch.index, tag0 + i),
-                 ready.get((k, b), []), problem_t.edges[t.edge].resources[0])
+        plan.add(
+            b,
+            (phase, T - t.end, 1),
+            ("rss", k, b),
+            _send(a, Buffer.INPUT, ch.src * c + ch.index, tag0 + i),
+            ready.get((k, b), []),
+            problem_t.edges[t.edge].resources[0],
+        )
     return ready
 
 
@@ -167,8 +190,16 @@ def _alltoall(plan: _Plan, problem: Problem, sched: Schedule) -> int:
     return max(slots)
 
 
-def build(collective: str, problem: Problem, sched: Schedule | None, problem_t: Problem | None,
-          sched_t: Schedule | None, meta: AlgorithmMeta, *, reduction_comp: bool = True) -> Algorithm:
+def build(
+    collective: str,
+    problem: Problem,
+    sched: Schedule | None,
+    problem_t: Problem | None,
+    sched_t: Schedule | None,
+    meta: AlgorithmMeta,
+    *,
+    reduction_comp: bool = True,
+) -> Algorithm:
     """The algorithm of ``collective`` from the schedules (``*_t``: on the transposed network)."""
     p, c = problem.ranks, problem.chunks_per_rank
     plan = _Plan(p)
@@ -179,8 +210,14 @@ def build(collective: str, problem: Problem, sched: Schedule | None, problem_t: 
     elif collective == "alltoall":
         assert sched is not None
         scratch = _alltoall(plan, problem, sched)
-        meta = replace(meta, collective=Collective.ALLTOALL, in_chunks=p * c, out_chunks=p * c, inplace=False,
-                       scratch_chunks=scratch)
+        meta = replace(
+            meta,
+            collective=Collective.ALLTOALL,
+            in_chunks=p * c,
+            out_chunks=p * c,
+            inplace=False,
+            scratch_chunks=scratch,
+        )
     elif collective == "reducescatter":
         assert problem_t is not None and sched_t is not None
         _reduce_scatter(plan, problem_t, sched_t, phase=0, tag0=0, reduction_comp=reduction_comp)
@@ -188,9 +225,16 @@ def build(collective: str, problem: Problem, sched: Schedule | None, problem_t: 
     else:  # allreduce
         assert problem_t is not None and sched_t is not None and sched is not None
         ready = _reduce_scatter(plan, problem_t, sched_t, phase=0, tag0=0, reduction_comp=reduction_comp)
-        _allgather(plan, problem, sched, Buffer.INPUT, phase=1, tag0=len(sched_t.transfers),
-                   start_deps=lambda k, r: ready.get((k, r), []),
-                   # the landing slot still holds this rank's partial until it has sent it
-                   recv_deps=lambda k, r: [("rss", k, r)])
+        _allgather(
+            plan,
+            problem,
+            sched,
+            Buffer.INPUT,
+            phase=1,
+            tag0=len(sched_t.transfers),
+            start_deps=lambda k, r: ready.get((k, r), []),
+            # the landing slot still holds this rank's partial until it has sent it
+            recv_deps=lambda k, r: [("rss", k, r)],
+        )
         meta = replace(meta, collective=Collective.ALLREDUCE, in_chunks=p * c, out_chunks=p * c, inplace=True)
     return build_algorithm(meta, plan.builders())

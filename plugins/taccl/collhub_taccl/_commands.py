@@ -38,6 +38,7 @@ def read_commands(path: str | Path) -> list[TacclRun]:
             continue
         verb, kind, coll, topo, sketch = m.groups()
         collective = "allreduce" if verb == "combine" else _COLL.get(coll, coll.lower())
-        runs.append(TacclRun(label, kind, collective, base / "topo" / Path(topo).name,
-                             base / "sketch" / Path(sketch).name))
+        runs.append(
+            TacclRun(label, kind, collective, base / "topo" / Path(topo).name, base / "sketch" / Path(sketch).name)
+        )
     return runs

@@ -75,15 +75,18 @@ def improve(problem: Problem, prep: Prepared, incumbent: Schedule, *, budget: fl
     name = solver.StatusName(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return CpSatResult(incumbent, name, 0.0, time.perf_counter() - t0)
-    out = [Transfer(k, ei, int(solver.Value(starts[t])), int(solver.Value(starts[t])) + edges[ei].arrive)
-           for t, (k, ei) in enumerate(items)]
+    out = [
+        Transfer(k, ei, int(solver.Value(starts[t])), int(solver.Value(starts[t])) + edges[ei].arrive)
+        for t, (k, ei) in enumerate(items)
+    ]
     sched = timed(problem, Schedule(out, max(x.end for x in out), "milp"))
     best = sched if sched.makespan < incumbent.makespan else incumbent
     return CpSatResult(best, name, float(solver.BestObjectiveBound()), time.perf_counter() - t0)
 
 
-def improve_routes(problem: Problem, dags: list[list[int]], incumbent: Schedule, *, budget: float,
-                   seed: int) -> CpSatResult:
+def improve_routes(
+    problem: Problem, dags: list[list[int]], incumbent: Schedule, *, budget: float, seed: int
+) -> CpSatResult:
     """Route and schedule together inside the shortest-path DAGs (optional intervals), from
     ``incumbent`` (a schedule whose routes lie in the DAGs): what stage 1's relaxed load bound
     cannot see, link serialization, decides the routes here."""
@@ -192,8 +195,15 @@ def _prune(problem: Problem, sched: Schedule) -> Schedule:
     return Schedule(keep, max(t.end for t in keep), sched.origin)
 
 
-def improve_symmetric(problem: Problem, dags: list[list[int]], group: list[tuple[int, ...]],
-                      incumbent: Schedule, *, budget: float, seed: int) -> CpSatResult:
+def improve_symmetric(
+    problem: Problem,
+    dags: list[list[int]],
+    group: list[tuple[int, ...]],
+    incumbent: Schedule,
+    *,
+    budget: float,
+    seed: int,
+) -> CpSatResult:
     """All-gather on a translation-symmetric network: choose rank 0's trees (one per chunk slot)
     and their times; rank r's chunks follow the same trees moved by ``group[r]`` at the same times.
     A link then carries one transfer per tree edge of its translation class, so serialization

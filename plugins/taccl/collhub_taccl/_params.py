@@ -19,25 +19,41 @@ class SynthesizeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     collective: str = Field(description="allgather, alltoall, reducescatter or allreduce (= reducescatter + allgather)")
-    network: str | None = Field(None, description="collhub topology string (ring:8, torus:4x4, dgx1, rail:2x8, "
-                                "fattree:2x4, ...) or an ASTRA-sim network.yml path")
+    network: str | None = Field(
+        None,
+        description="collhub topology string (ring:8, torus:4x4, dgx1, rail:2x8, "
+        "fattree:2x4, ...) or an ASTRA-sim network.yml path",
+    )
     topology: str | None = Field(None, description="TACCL topology profile JSON (with sketch)")
     sketch: str | None = Field(None, description="TACCL communication sketch JSON (with topology)")
-    topology_kind: str | None = Field(None, description="TACCL's <topo>: NDv2 (= DGX1), DGX2, HubAndSpoke, custom; "
-                                      "default: from the profile's name (custom when it has links)")
-    profile_chunk: int | str | None = Field(None, description="chunk size the profile's costs are for "
-                                            "(default: the _1MB/_32KB suffix of its name)")
+    topology_kind: str | None = Field(
+        None,
+        description="TACCL's <topo>: NDv2 (= DGX1), DGX2, HubAndSpoke, custom; "
+        "default: from the profile's name (custom when it has links)",
+    )
+    profile_chunk: int | str | None = Field(
+        None, description="chunk size the profile's costs are for (default: the _1MB/_32KB suffix of its name)"
+    )
     chunks: int = Field(1, ge=1, le=64, description="chunks per rank (times the sketch's input_chunkup)")
-    size: int | str | None = Field(None, description="collective size (nccl-tests' S) the costs are computed for; "
-                                   "default 1MiB, or for TACCL files the size at which a chunk is profile_chunk")
-    time_limit: float = Field(60.0, gt=0, le=86_400, description="seconds for the whole synthesis; the MILP "
-                              "returns its best incumbent when it runs out")
+    size: int | str | None = Field(
+        None,
+        description="collective size (nccl-tests' S) the costs are computed for; "
+        "default 1MiB, or for TACCL files the size at which a chunk is profile_chunk",
+    )
+    time_limit: float = Field(
+        60.0,
+        gt=0,
+        le=86_400,
+        description="seconds for the whole synthesis; the MILP returns its best incumbent when it runs out",
+    )
     seed: int = Field(0, ge=0, description="seed of the greedy tie-breaks, the restarts and HiGHS")
     restarts: int = Field(8, ge=1, le=256, description="stage-2 orderings tried (the first is unperturbed)")
     stage3: Literal["cpsat-routes", "cpsat", "fixed-order"] = Field(
-        "cpsat-routes", description="stage 3 (needs ortools; without it the exact fixed-order timing of stage 2 "
+        "cpsat-routes",
+        description="stage 3 (needs ortools; without it the exact fixed-order timing of stage 2 "
         "stands): cpsat = CP-SAT no-overlap scheduling of the stage-2 routes; cpsat-routes = then also let CP-SAT "
-        "re-route inside the DAGs with the time that is left; fixed-order = no CP-SAT")
+        "re-route inside the DAGs with the time that is left; fixed-order = no CP-SAT",
+    )
     reduction_comp: bool = Field(True, description="a cost-only COMP after each reducing RECV (as hub.ring)")
 
     @field_validator("collective", mode="before")

@@ -97,6 +97,7 @@ class Problem:
     def transposed(self) -> Problem:
         """The same network with every edge reversed (a reduce-scatter is a reversed all-gather
         on it); edge i of the result is the reverse of edge i here."""
+
         def ingress(e: Edge) -> int:  # reversed, the original egress port is the ingress
             outs = [r for r in e.resources if self.resources[r].endswith(":remote-out")]
             return outs[0] if outs else e.resources[0]
@@ -105,10 +106,20 @@ class Problem:
         relay = None
         if self.relay is not None:
             # reversed, the restriction applies to the receiving end of the transposed edge
-            relay = RelayRule(self.relay.gpus_per_node, self.relay.rev_map, self.relay.enforce_ordering,
-                              not self.relay.reversed)
-        return Problem(self.ranks, edges, self.resources, self.chunks, self.collective, self.chunks_per_rank,
-                       self.chunk_bytes, relay, self.symmetries)
+            relay = RelayRule(
+                self.relay.gpus_per_node, self.relay.rev_map, self.relay.enforce_ordering, not self.relay.reversed
+            )
+        return Problem(
+            self.ranks,
+            edges,
+            self.resources,
+            self.chunks,
+            self.collective,
+            self.chunks_per_rank,
+            self.chunk_bytes,
+            relay,
+            self.symmetries,
+        )
 
     def is_symmetric(self) -> bool:
         """Whether every edge has a reverse with the same costs."""
@@ -156,12 +167,14 @@ class Problem:
             if ds[d] < 0:
                 raise ValueError(f"rank {d} cannot be reached from rank {chunk.src}")
         if chunk.dst < 0:
-            return [ei for ei, e in enumerate(self.edges)
-                    if ds[e.src] >= 0 and ds[e.dst] == ds[e.src] + 1 and ok(ei)]
+            return [ei for ei, e in enumerate(self.edges) if ds[e.src] >= 0 and ds[e.dst] == ds[e.src] + 1 and ok(ei)]
         dt = self.hops_to(chunk.dst, ok)
         total = ds[chunk.dst]
-        return [ei for ei, e in enumerate(self.edges)
-                if ds[e.src] >= 0 and dt[e.dst] >= 0 and ds[e.src] + 1 + dt[e.dst] == total and ok(ei)]
+        return [
+            ei
+            for ei, e in enumerate(self.edges)
+            if ds[e.src] >= 0 and dt[e.dst] >= 0 and ds[e.src] + 1 + dt[e.dst] == total and ok(ei)
+        ]
 
 
 def _logical_edges(graph: LinkGraph, chunk_bytes: int, node_size: int | None) -> tuple[list[Edge], list[str]]:

@@ -45,5 +45,7 @@ class Progress:
         def fmt(v: float | None) -> str:
             return "-" if v is None or abs(v) == float("inf") or v > 1e300 else f"{v:,.0f} ns"
 
-        self._live.update(f"[bold]{self.label}[/bold]  {stage}  incumbent {fmt(incumbent)}  bound {fmt(bound)}"
-                          f"  {now - self._t0:.1f} s")
+        self._live.update(
+            f"[bold]{self.label}[/bold]  {stage}  incumbent {fmt(incumbent)}  bound {fmt(bound)}"
+            f"  {now - self._t0:.1f} s"
+        )

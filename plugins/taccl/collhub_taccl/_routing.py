@@ -56,8 +56,10 @@ def _highspy() -> Any:
     except ImportError as exc:
         from hub.errors import PluginError
 
-        raise PluginError(f"taccl.synthesize needs the HiGHS solver (highspy), which cannot be imported: {exc}",
-                          hint="pip install 'highspy>=1.7' (a dependency of collhub-taccl)") from None
+        raise PluginError(
+            f"taccl.synthesize needs the HiGHS solver (highspy), which cannot be imported: {exc}",
+            hint="pip install 'highspy>=1.7' (a dependency of collhub-taccl)",
+        ) from None
     return highspy
 
 
@@ -128,8 +130,9 @@ class _Model:
         self.r_val.append(val)
 
 
-def _formulate(problem: Problem, dags: Sequence[Sequence[int]], switch_terms: Sequence[tuple[str, Sequence[int]]],
-               inf: float) -> tuple[_Model, dict[tuple[int, int], int], dict[tuple[int, int], int], int, int]:
+def _formulate(
+    problem: Problem, dags: Sequence[Sequence[int]], switch_terms: Sequence[tuple[str, Sequence[int]]], inf: float
+) -> tuple[_Model, dict[tuple[int, int], int], dict[tuple[int, int], int], int, int]:
     """The MILP of the module docstring: model, x and t columns, T's column, symmetry ties."""
     m = _Model()
     T = m.col(1.0, 0.0, inf)
@@ -159,8 +162,12 @@ def _formulate(problem: Problem, dags: Sequence[Sequence[int]], switch_terms: Se
             for ei in dag:
                 u = problem.edges[ei].src
                 if u != ch.src:
-                    m.row(0.0, inf, [x[(k, e2)] for e2 in into.get(u, [])] + [x[(k, ei)]],
-                          [1.0] * len(into.get(u, [])) + [-1.0])
+                    m.row(
+                        0.0,
+                        inf,
+                        [x[(k, e2)] for e2 in into.get(u, [])] + [x[(k, ei)]],
+                        [1.0] * len(into.get(u, [])) + [-1.0],
+                    )
         for v in into:
             if long_[v] > short[v]:
                 tvar[(k, v)] = m.col(0.0, float(short[v]), float(long_[v]))
@@ -211,17 +218,32 @@ def _formulate(problem: Problem, dags: Sequence[Sequence[int]], switch_terms: Se
     return m, x, tvar, T, ties
 
 
-def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedule | None, *, time_limit: float,
-                  seed: int, switch_terms: Sequence[tuple[str, Sequence[int]]] = (),
-                  progress: Progress | None = None) -> RoutingResult:
+def solve_routing(
+    problem: Problem,
+    dags: Sequence[Sequence[int]],
+    warm: Schedule | None,
+    *,
+    time_limit: float,
+    seed: int,
+    switch_terms: Sequence[tuple[str, Sequence[int]]] = (),
+    progress: Progress | None = None,
+) -> RoutingResult:
     """Solve the stage-1 MILP; ``warm`` (a schedule inside the DAGs) is the starting incumbent."""
     highspy = _highspy()
     t0 = time.perf_counter()
     m, x, tvar, T, ties = _formulate(problem, dags, switch_terms, highspy.kHighsInf)
     h = _highs()
     ncol = len(m.cost)
-    h.addCols(ncol, np.array(m.cost), np.array(m.lo), np.array(m.hi), 0,
-              np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+    h.addCols(
+        ncol,
+        np.array(m.cost),
+        np.array(m.lo),
+        np.array(m.hi),
+        0,
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0),
+    )
     if m.integer:
         ints = np.array(m.integer, dtype=np.int32)
         h.changeColsIntegrality(len(ints), ints, np.array([highspy.HighsVarType.kInteger] * len(ints)))
@@ -229,16 +251,23 @@ def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedul
     idx = np.array([i for row in m.r_idx for i in row], dtype=np.int32)
     val = np.array([v for row in m.r_val for v in row], dtype=np.float64)
     h.addRows(len(m.r_lo), np.array(m.r_lo), np.array(m.r_hi), len(idx), starts, idx, val)
-    for name, value in (("time_limit", max(float(time_limit), 0.05)), ("mip_rel_gap", 1e-6),
-                        ("random_seed", int(seed) % 2_147_483_647), ("threads", 1), ("presolve", "on")):
+    for name, value in (
+        ("time_limit", max(float(time_limit), 0.05)),
+        ("mip_rel_gap", 1e-6),
+        ("random_seed", int(seed) % 2_147_483_647),
+        ("threads", 1),
+        ("presolve", "on"),
+    ):
         h.setOptionValue(name, value)
     warm_ok = False
     if warm is not None:
         warm_ok = _warm_start(h, problem, warm, x, tvar, T, ncol, m, highspy)
     if progress is not None:
+
         def on_event(e: object) -> None:
             d = e.data_out  # type: ignore[attr-defined]
             progress("stage 1: routing MILP", d.objective_function_value, d.mip_dual_bound)
+
         h.cbMipImprovingSolution.subscribe(on_event)
         h.cbMipInterrupt.subscribe(on_event)
     try:
@@ -253,9 +282,20 @@ def solve_routing(problem: Problem, dags: Sequence[Sequence[int]], warm: Schedul
     if sol is None or len(sol) != ncol:
         raise RuntimeError(f"HiGHS returned no solution ({status})")
     routes = _extract(problem, dags, x, sol)
-    return RoutingResult(routes, status, float(info.objective_function_value), float(info.mip_dual_bound),
-                         float(info.mip_gap), seconds, len(x), len(m.r_lo), limited,
-                         f"HiGHS {highspy.Highs().version()}", warm_ok, [f"{ties} symmetry ties"] if ties else [])
+    return RoutingResult(
+        routes,
+        status,
+        float(info.objective_function_value),
+        float(info.mip_dual_bound),
+        float(info.mip_gap),
+        seconds,
+        len(x),
+        len(m.r_lo),
+        limited,
+        f"HiGHS {highspy.Highs().version()}",
+        warm_ok,
+        [f"{ties} symmetry ties"] if ties else [],
+    )
 
 
 def _symmetry_rows(problem: Problem, dags: Sequence[Sequence[int]], x: dict[tuple[int, int], int], m: _Model) -> int:
@@ -278,8 +318,17 @@ def _symmetry_rows(problem: Problem, dags: Sequence[Sequence[int]], x: dict[tupl
     return n
 
 
-def _warm_start(h: object, problem: Problem, warm: Schedule, x: dict[tuple[int, int], int],
-                tvar: dict[tuple[int, int], int], T: int, ncol: int, m: _Model, highspy: object) -> bool:
+def _warm_start(
+    h: object,
+    problem: Problem,
+    warm: Schedule,
+    x: dict[tuple[int, int], int],
+    tvar: dict[tuple[int, int], int],
+    T: int,
+    ncol: int,
+    m: _Model,
+    highspy: object,
+) -> bool:
     vals = np.zeros(ncol)
     arrival: dict[tuple[int, int], int] = {}
     order = sorted(warm.transfers, key=lambda t: t.start)
@@ -305,8 +354,9 @@ def _warm_start(h: object, problem: Problem, warm: Schedule, x: dict[tuple[int, 
     return str(h.setSolution(sol)).endswith("kOk")  # type: ignore[attr-defined]
 
 
-def _extract(problem: Problem, dags: Sequence[Sequence[int]], x: dict[tuple[int, int], int],
-             sol: np.ndarray) -> list[list[int]]:
+def _extract(
+    problem: Problem, dags: Sequence[Sequence[int]], x: dict[tuple[int, int], int], sol: np.ndarray
+) -> list[list[int]]:
     routes: list[list[int]] = []
     for ch in problem.chunks:
         chosen = {problem.edges[ei].dst: ei for ei in dags[ch.id] if sol[x[(ch.id, ei)]] > 0.5}

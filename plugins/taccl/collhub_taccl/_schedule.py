@@ -98,8 +98,9 @@ def greedy(problem: Problem, dags: Sequence[Sequence[int]] | None, seed: int) ->
     return Schedule(out, _makespan(out), "greedy")
 
 
-def _tree(problem: Problem, routes: Sequence[Sequence[int]]) -> tuple[list[tuple[int, int]], list[int],
-                                                                      list[list[int]]]:
+def _tree(
+    problem: Problem, routes: Sequence[Sequence[int]]
+) -> tuple[list[tuple[int, int]], list[int], list[list[int]]]:
     """Transfers (chunk, edge) of ``routes``, each one's predecessor (-1 at the source) and children."""
     items: list[tuple[int, int]] = []
     into: dict[tuple[int, int], int] = {}
@@ -132,8 +133,14 @@ class Prepared:
         self.rem = rem
 
 
-def list_schedule(problem: Problem, routes: Sequence[Sequence[int]] | Prepared, *, seed: int = 0,
-                  noise: float = 0.0, origin: str = "milp") -> Schedule:
+def list_schedule(
+    problem: Problem,
+    routes: Sequence[Sequence[int]] | Prepared,
+    *,
+    seed: int = 0,
+    noise: float = 0.0,
+    origin: str = "milp",
+) -> Schedule:
     """Stage 2: order the transfers of fixed routes on every resource and time them exactly.
 
     Non-delay list scheduling: among the transfers whose chunk is present, start the one that

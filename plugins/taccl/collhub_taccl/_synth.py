@@ -74,13 +74,21 @@ def _where(net: Network) -> str:
 
 def _unreachable(net: Network, problem: Problem, msg: str, collective: str) -> HubError:
     if net.topology_path and not _connected(problem):
-        return ImportFormatError(f"{msg}: the topology is disconnected", path=net.topology_path,
-                                 hint="every GPU needs links to and from the others (links[dst][src] > 0)")
+        return ImportFormatError(
+            f"{msg}: the topology is disconnected",
+            path=net.topology_path,
+            hint="every GPU needs links to and from the others (links[dst][src] > 0)",
+        )
     if net.path:
-        return ImportFormatError(f"{msg}: the sketch cannot serve {collective}", path=net.path,
-                                 hint="check internode_conn / gpus_to_sender_rev_map: every chunk needs a route")
-    return TopologyFormatError(f"{_where(net)}{msg} (the topology is disconnected for {collective})",
-                               hint="every rank must reach every other rank over the links")
+        return ImportFormatError(
+            f"{msg}: the sketch cannot serve {collective}",
+            path=net.path,
+            hint="check internode_conn / gpus_to_sender_rev_map: every chunk needs a route",
+        )
+    return TopologyFormatError(
+        f"{_where(net)}{msg} (the topology is disconnected for {collective})",
+        hint="every rank must reach every other rank over the links",
+    )
 
 
 def _connected(problem: Problem) -> bool:
@@ -94,15 +102,29 @@ def _check_symmetries(net: Network, problem: Problem) -> None:
             j = problem.edge_of.get((perm[e.src], perm[e.dst]))
             img = problem.edges[j] if j is not None else None
             if img is None or (img.arrive, img.hold, img.remote, len(img.resources)) != (
-                    e.arrive, e.hold, e.remote, len(e.resources)):
-                msg = f"{key}: not a symmetry of the topology: link {e.src}->{e.dst} maps to " \
-                      f"{perm[e.src]}->{perm[e.dst]}, which {'differs' if img else 'does not exist'}"
-                raise ImportFormatError(msg, path=net.path,
-                                        hint="use offsets that map the topology onto itself, or none ([])")
+                e.arrive,
+                e.hold,
+                e.remote,
+                len(e.resources),
+            ):
+                msg = (
+                    f"{key}: not a symmetry of the topology: link {e.src}->{e.dst} maps to "
+                    f"{perm[e.src]}->{perm[e.dst]}, which {'differs' if img else 'does not exist'}"
+                )
+                raise ImportFormatError(
+                    msg, path=net.path, hint="use offsets that map the topology onto itself, or none ([])"
+                )
 
 
-def _solve(problem: Problem, net: Network, budget: float, params: SynthesizeParams, progress: Progress,
-           what: str, group: list[tuple[int, ...]] | None = None) -> Solved:
+def _solve(
+    problem: Problem,
+    net: Network,
+    budget: float,
+    params: SynthesizeParams,
+    progress: Progress,
+    what: str,
+    group: list[tuple[int, ...]] | None = None,
+) -> Solved:
     t0 = time.perf_counter()
     lb, _ = lower_bound(problem, net.node_size)
     try:
@@ -128,19 +150,34 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
 
     use_cpsat = params.stage3 in ("cpsat", "cpsat-routes") and _cpsat.available()
     try:
-        routing = solve_routing(problem, dags, warm, time_limit=(0.75 if use_cpsat else 0.9) * left, seed=params.seed,
-                                switch_terms=switch_terms, progress=progress)
+        routing = solve_routing(
+            problem,
+            dags,
+            warm,
+            time_limit=(0.75 if use_cpsat else 0.9) * left,
+            seed=params.seed,
+            switch_terms=switch_terms,
+            progress=progress,
+        )
     except RuntimeError as exc:  # no incumbent within the limit, or the solver failed: keep the greedy
         stats.update(milp_status=str(exc), time_limited="time limit" in str(exc).lower())
-        print(f"note: taccl.synthesize: stage 1 returned no routing ({exc}); keeping the greedy schedule",
-              file=sys.stderr)
+        print(
+            f"note: taccl.synthesize: stage 1 returned no routing ({exc}); keeping the greedy schedule", file=sys.stderr
+        )
         routing = None
     if routing is not None:
-        stats.update(solver=routing.solver, milp_status=routing.status, milp_objective=round(routing.objective, 3),
-                     milp_bound=round(routing.bound, 3), milp_gap=round(routing.gap, 6),
-                     milp_s=round(routing.seconds, 3),
-                     milp_binaries=routing.binaries, milp_rows=routing.rows, time_limited=routing.time_limited,
-                     warm_start=routing.warm_start)
+        stats.update(
+            solver=routing.solver,
+            milp_status=routing.status,
+            milp_objective=round(routing.objective, 3),
+            milp_bound=round(routing.bound, 3),
+            milp_gap=round(routing.gap, 6),
+            milp_s=round(routing.seconds, 3),
+            milp_binaries=routing.binaries,
+            milp_rows=routing.rows,
+            time_limited=routing.time_limited,
+            warm_start=routing.warm_start,
+        )
         t2 = time.perf_counter()
         best: Schedule | None = None
         prep = Prepared(problem, routing.routes)
@@ -163,8 +200,9 @@ def _solve(problem: Problem, net: Network, budget: float, params: SynthesizePara
             # translation-invariant trees: one rank's chunks decide everything (and fast)
             progress(f"{what}: stage 3 CP-SAT (symmetric)", float(best.makespan), floor)
             # measured: on torus 8x8 the best symmetric schedule of 60 s is found within 2 s
-            sym = _cpsat.improve_symmetric(problem, [list(d) for d in dags], group, best,
-                                           budget=min(0.5 * left, 10.0), seed=params.seed)
+            sym = _cpsat.improve_symmetric(
+                problem, [list(d) for d in dags], group, best, budget=min(0.5 * left, 10.0), seed=params.seed
+            )
             if sym.schedule is not best:
                 best, prep = sym.schedule, Prepared(problem, sym.schedule.routes(len(problem.chunks)))
             stats.update(cpsat_symmetric_status=sym.status, cpsat_symmetric_s=round(sym.seconds, 3))
@@ -221,8 +259,16 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
     chunk_bytes = max(-(-size // (p * c)), 1)
     coll = params.collective
     base = "alltoall" if coll == "alltoall" else "allgather"
-    problem = build_problem(net.graph, base, c, chunk_bytes, node_size=net.node_size, relay=net.relay,
-                            symmetries=net.symmetries, extra_ports=net.extra_ports)
+    problem = build_problem(
+        net.graph,
+        base,
+        c,
+        chunk_bytes,
+        node_size=net.node_size,
+        relay=net.relay,
+        symmetries=net.symmetries,
+        extra_ports=net.extra_ports,
+    )
     _check_symmetries(net, problem)
     group = None
     if net.path is None and net.relay is None:
@@ -251,10 +297,21 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
             lb = lb_rs
             if coll == "allreduce":
                 if mirror_ok:
-                    mirror = [problem.edge_of[(problem_t.edges[t.edge].src, problem_t.edges[t.edge].dst)]
-                              for t in sched_t.transfers]
-                    sched = timed(problem, Schedule([type(t)(t.chunk, ei, t.start, t.end) for t, ei in
-                                                     zip(sched_t.transfers, mirror, strict=False)], 0, sched_t.origin))
+                    mirror = [
+                        problem.edge_of[(problem_t.edges[t.edge].src, problem_t.edges[t.edge].dst)]
+                        for t in sched_t.transfers
+                    ]
+                    sched = timed(
+                        problem,
+                        Schedule(
+                            [
+                                type(t)(t.chunk, ei, t.start, t.end)
+                                for t, ei in zip(sched_t.transfers, mirror, strict=False)
+                            ],
+                            0,
+                            sched_t.origin,
+                        ),
+                    )
                     stats.update({f"ag_{k}": v for k, v in rs.stats.items()})
                     stats["ag_makespan_ns"] = sched.makespan
                 else:
@@ -279,8 +336,14 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
         ("taccl.seed", params.seed),
         *_meta_extra(stats, "taccl."),
     ]
-    meta = AlgorithmMeta(collective=Collective.parse(coll), ranks=p, in_chunks=c, out_chunks=c,
-                         name=f"taccl-{coll}-{p}", producer="taccl.synthesize")
+    meta = AlgorithmMeta(
+        collective=Collective.parse(coll),
+        ranks=p,
+        in_chunks=c,
+        out_chunks=c,
+        name=f"taccl-{coll}-{p}",
+        producer="taccl.synthesize",
+    )
     alg = build(coll, problem, sched, problem_t, sched_t, meta, reduction_comp=params.reduction_comp)
     extra.append(("taccl.total_s", round(time.perf_counter() - t0, 3)))
     from dataclasses import replace
@@ -289,8 +352,11 @@ def synthesize(params: SynthesizeParams, *, progress: bool | None = None) -> Alg
     check(alg)  # every synthesized algorithm is proven correct before it leaves
     if limited:
         gap = next((v for k, v in stats.items() if k.endswith("milp_gap")), None)
-        print(f"note: taccl.synthesize: the routing MILP stopped at the {params.time_limit:g} s time limit; "
-              f"returning the best incumbent (MILP gap {gap if gap is not None else 'unknown'})", file=sys.stderr)
+        print(
+            f"note: taccl.synthesize: the routing MILP stopped at the {params.time_limit:g} s time limit; "
+            f"returning the best incumbent (MILP gap {gap if gap is not None else 'unknown'})",
+            file=sys.stderr,
+        )
     return alg
 
 

@@ -63,13 +63,18 @@ class _File:
         self.path = str(path)
         p = Path(path)
         if not p.is_file():
-            raise ImportFormatError(f"{what} file not found", path=self.path,
-                                    hint=f"give the path of a TACCL {what} JSON file")
+            raise ImportFormatError(
+                f"{what} file not found", path=self.path, hint=f"give the path of a TACCL {what} JSON file"
+            )
         try:
             self.data = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise ImportFormatError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=self.path,
-                                    line=exc.lineno, hint=f"a TACCL {what} is one JSON object") from None
+            raise ImportFormatError(
+                f"malformed JSON: {exc.msg} (column {exc.colno})",
+                path=self.path,
+                line=exc.lineno,
+                hint=f"a TACCL {what} is one JSON object",
+            ) from None
         except UnicodeDecodeError:
             raise ImportFormatError("not a UTF-8 text file", path=self.path, hint=f"a TACCL {what} is JSON") from None
         if not isinstance(self.data, dict):
@@ -78,13 +83,21 @@ class _File:
     def err(self, key: str, msg: str, hint: str | None = None) -> ImportFormatError:
         return ImportFormatError(f"{key}: {msg}", path=self.path, hint=hint)
 
-    def get(self, key: str, kind: type | tuple[type, ...], *, required: bool = True, default: Any = None,
-            src: dict[str, Any] | None = None, name: str | None = None) -> Any:
+    def get(
+        self,
+        key: str,
+        kind: type | tuple[type, ...],
+        *,
+        required: bool = True,
+        default: Any = None,
+        src: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> Any:
         data = self.data if src is None else src
         name = name or key
         if key not in data:
             if required:
-                raise self.err(name, "missing", hint=f"add \"{key}\" (see TACCL's INPUT_GUIDE.md)")
+                raise self.err(name, "missing", hint=f'add "{key}" (see TACCL\'s INPUT_GUIDE.md)')
             return default
         value = data[key]
         if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
@@ -93,8 +106,15 @@ class _File:
             raise self.err(name, f"expected {_tname(kind)}, got {json.dumps(value)[:40]}")
         return value
 
-    def number(self, key: str, *, positive: bool = False, src: dict[str, Any] | None = None, name: str | None = None,
-               required: bool = True) -> float:
+    def number(
+        self,
+        key: str,
+        *,
+        positive: bool = False,
+        src: dict[str, Any] | None = None,
+        name: str | None = None,
+        required: bool = True,
+    ) -> float:
         v = self.get(key, (int, float), src=src, name=name, required=required, default=None)
         if v is None:
             return -1.0
@@ -107,8 +127,14 @@ class _File:
 
 def _tname(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object",
-             bool: "true/false"}
+    names = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        bool: "true/false",
+    }
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
@@ -123,8 +149,11 @@ def _kind(topo: _File, kind: str | None) -> str:
     for k in ("NDv2", "DGX1", "DGX2", "HubAndSpoke"):
         if name.lower().startswith(k.lower()):
             return "NDv2" if k == "DGX1" else k
-    raise topo.err("name", f"cannot tell the topology kind from name {name!r}",
-                   hint="pass topology_kind=NDv2|DGX2|HubAndSpoke|custom (TACCL's <topo> argument)")
+    raise topo.err(
+        "name",
+        f"cannot tell the topology kind from name {name!r}",
+        hint="pass topology_kind=NDv2|DGX2|HubAndSpoke|custom (TACCL's <topo> argument)",
+    )
 
 
 def _matrix(topo: _File, key: str, g: int) -> list[list[float]]:
@@ -171,8 +200,11 @@ def _profile_chunk(topo: _File, given: int | None) -> int:
         return int(given)
     m = _SIZE.search(str(topo.data.get("name", "")))
     if m is None:
-        raise topo.err("name", "cannot tell the chunk size the costs are for",
-                       hint="name it like TACCL's examples (e.g. NDv2_1MB) or pass profile_chunk='1MB'")
+        raise topo.err(
+            "name",
+            "cannot tell the chunk size the costs are for",
+            hint="name it like TACCL's examples (e.g. NDv2_1MB) or pass profile_chunk='1MB'",
+        )
     return int(m.group(1)) * _UNIT[m.group(2).lower()]
 
 
@@ -181,8 +213,9 @@ def _bw(chunk: int, beta_us: float) -> float:
     return chunk / (beta_us * 1e-6) / 2**30
 
 
-def load_taccl(topology: str | Path, sketch: str | Path, *, kind: str | None = None,
-               profile_chunk: int | None = None) -> Network:
+def load_taccl(
+    topology: str | Path, sketch: str | Path, *, kind: str | None = None, profile_chunk: int | None = None
+) -> Network:
     """Read a TACCL topology profile and communication sketch (see the module docstring)."""
     topo = _File(topology, "topology profile")
     sk = _File(sketch, "communication sketch")
@@ -201,8 +234,12 @@ def load_taccl(topology: str | Path, sketch: str | Path, *, kind: str | None = N
     return net
 
 
-def make_graph(p: int, links: dict[tuple[int, int], tuple[float, float]],
-               switches: list[tuple[list[int], float, float]], label: str) -> LinkGraph:
+def make_graph(
+    p: int,
+    links: dict[tuple[int, int], tuple[float, float]],
+    switches: list[tuple[list[int], float, float]],
+    label: str,
+) -> LinkGraph:
     """A link graph: ``links`` (src, dst) -> (GB/s, ns); each switch: member NPUs, port GB/s, ns."""
     out = [Link(s, d, bw, lat) for (s, d), (bw, lat) in sorted(links.items())]
     for i, (members, bw, lat) in enumerate(switches):

@@ -20,7 +20,7 @@ def collhub_producers() -> list[ProducerSpec]:
         ProducerSpec(
             name="synthesize",
             summary="Synthesize a topology-aware algorithm, TACCL-style (routing MILP on HiGHS, ordering, exact "
-                    "timing)",
+            "timing)",
             factory="collhub_taccl._synth:produce_synthesize",
             params="collhub_taccl._params:SynthesizeParams",
             collectives=frozenset({"allgather", "alltoall", "reducescatter", "allreduce"}),

@@ -58,8 +58,9 @@ def test_chunks_per_rank_and_determinism() -> None:
 
 
 def test_time_limit_returns_a_verified_incumbent(capsys: pytest.CaptureFixture[str]) -> None:
-    alg = synthesize(SynthesizeParams(collective="allgather", network="hypercube:6", size="64MiB", time_limit=0.5),
-                     progress=False)
+    alg = synthesize(
+        SynthesizeParams(collective="allgather", network="hypercube:6", size="64MiB", time_limit=0.5), progress=False
+    )
     ex = _extra(alg)
     assert verify(alg).ok
     assert ex["taccl.time_limited"] is True

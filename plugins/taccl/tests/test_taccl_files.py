@@ -47,14 +47,22 @@ def test_switch_sketch_becomes_switch_devices(taccl_dir: Path) -> None:
     assert net.relay is not None and net.relay.enforce_ordering
 
 
-@pytest.mark.parametrize("sketch,collective", [
-    ("sk1-ndv2-n1", "allgather"), ("sk1-ndv2-n1", "allreduce"), ("sk1-ndv2-n2", "allgather"),
-    ("sk1-ndv2-n2", "alltoall"), ("sk3-ndv2-n2", "reducescatter"), ("sk1-dgx2-n1", "allgather"),
-])
+@pytest.mark.parametrize(
+    "sketch,collective",
+    [
+        ("sk1-ndv2-n1", "allgather"),
+        ("sk1-ndv2-n1", "allreduce"),
+        ("sk1-ndv2-n2", "allgather"),
+        ("sk1-ndv2-n2", "alltoall"),
+        ("sk3-ndv2-n2", "reducescatter"),
+        ("sk1-dgx2-n1", "allgather"),
+    ],
+)
 def test_synthesizes_from_taccl_files(taccl_dir: Path, sketch: str, collective: str) -> None:
     sk = taccl_dir / "sketch" / f"{sketch}.json"
-    params = SynthesizeParams(collective=collective, topology=str(_topo_for(taccl_dir, sk)), sketch=str(sk),
-                              time_limit=20)
+    params = SynthesizeParams(
+        collective=collective, topology=str(_topo_for(taccl_dir, sk)), sketch=str(sk), time_limit=20
+    )
     alg = synthesize(params, progress=False)
     assert verify(alg).ok
     ex = dict(alg.meta.extra)

@@ -60,8 +60,18 @@ def reversed_phase(net: Network, s: Schedule) -> Phase:
 
 
 # compact dtypes: a 4096-rank all-gather has 33M nodes (the profile's own dtypes where they exist)
-_DTYPES = {"rank": np.int32, "time": np.float64, "level": np.int32, "kind": np.int8, "peer": np.int32,
-           "tag": np.int32, "buf": np.int8, "off": np.int32, "op": np.int8, "dep": np.int32}
+_DTYPES = {
+    "rank": np.int32,
+    "time": np.float64,
+    "level": np.int32,
+    "kind": np.int8,
+    "peer": np.int32,
+    "tag": np.int32,
+    "buf": np.int8,
+    "off": np.int32,
+    "op": np.int8,
+    "dep": np.int32,
+}
 
 
 class _Nodes:
@@ -99,31 +109,60 @@ def _link_tags(phases: list[Phase]) -> list[np.ndarray]:
     tags[order] = seq
     out, base = [], 0
     for p in phases:
-        out.append(tags[base:base + p.chunk.size])
+        out.append(tags[base : base + p.chunk.size])
         base += p.chunk.size
     return out
 
 
-def _ag_nodes(nodes: _Nodes, p: Phase, tag: np.ndarray, ranks: int, chunks: int, buf: int,
-              owner_ready: np.ndarray | None, overwrite: np.ndarray | None) -> None:
+def _ag_nodes(
+    nodes: _Nodes,
+    p: Phase,
+    tag: np.ndarray,
+    ranks: int,
+    chunks: int,
+    buf: int,
+    owner_ready: np.ndarray | None,
+    overwrite: np.ndarray | None,
+) -> None:
     """All-gather SEND/RECV nodes. ``owner_ready[c]``: node the owner's first SENDs of ``c`` wait
     for (all-reduce); ``overwrite[rank, c]``: node a RECV of ``c`` on ``rank`` must follow."""
     C = ranks * chunks
     recv_dep = -np.ones(p.chunk.size, dtype=np.int64) if overwrite is None else overwrite[p.dst, p.chunk]
-    recv = nodes.add(rank=p.dst, time=p.end, level=0, kind=int(NodeType.RECV), peer=p.src, tag=tag, buf=buf,
-                     off=p.chunk, op=int(Op.COPY), dep=recv_dep)
+    recv = nodes.add(
+        rank=p.dst,
+        time=p.end,
+        level=0,
+        kind=int(NodeType.RECV),
+        peer=p.src,
+        tag=tag,
+        buf=buf,
+        off=p.chunk,
+        op=int(Op.COPY),
+        dep=recv_dep,
+    )
     got = np.full((ranks, C), -1, dtype=np.int64)
     got[p.dst, p.chunk] = recv
     send_dep = got[p.src, p.chunk]
     if owner_ready is not None:
         own = p.src == p.chunk // chunks
         send_dep = np.where(own, owner_ready[p.chunk], send_dep)
-    nodes.add(rank=p.src, time=p.start, level=_SEND_LEVEL, kind=int(NodeType.SEND), peer=p.dst, tag=tag, buf=buf,
-              off=p.chunk, op=int(Op.NONE), dep=send_dep)
+    nodes.add(
+        rank=p.src,
+        time=p.start,
+        level=_SEND_LEVEL,
+        kind=int(NodeType.SEND),
+        peer=p.dst,
+        tag=tag,
+        buf=buf,
+        off=p.chunk,
+        op=int(Op.NONE),
+        dep=send_dep,
+    )
 
 
-def _rs_nodes(nodes: _Nodes, p: Phase, tag: np.ndarray, ranks: int, chunks: int, buf: int,
-              reduction_comp: bool) -> tuple[np.ndarray, np.ndarray]:
+def _rs_nodes(
+    nodes: _Nodes, p: Phase, tag: np.ndarray, ranks: int, chunks: int, buf: int, reduction_comp: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Reduce-scatter nodes; returns (last reduction node per (rank, chunk) or -1, SEND node per
     (rank, chunk) or -1)."""
     C = ranks * chunks
@@ -141,22 +180,59 @@ def _rs_nodes(nodes: _Nodes, p: Phase, tag: np.ndarray, ranks: int, chunks: int,
     for step in range(nchain):
         sel = np.flatnonzero(chain == step)
         r, c = p.dst[sel], p.chunk[sel]
-        rv = nodes.add(rank=r, time=p.end[sel], level=per * step, kind=int(NodeType.RECV), peer=p.src[sel],
-                       tag=tag[sel], buf=buf, off=c, op=int(Op.REDUCE), dep=last[r, c])
+        rv = nodes.add(
+            rank=r,
+            time=p.end[sel],
+            level=per * step,
+            kind=int(NodeType.RECV),
+            peer=p.src[sel],
+            tag=tag[sel],
+            buf=buf,
+            off=c,
+            op=int(Op.REDUCE),
+            dep=last[r, c],
+        )
         if reduction_comp:
-            rv = nodes.add(rank=r, time=p.end[sel], level=per * step + 1, kind=int(NodeType.COMP), peer=-1, tag=0,
-                           buf=-1, off=-1, op=int(Op.NONE), dep=rv)
+            rv = nodes.add(
+                rank=r,
+                time=p.end[sel],
+                level=per * step + 1,
+                kind=int(NodeType.COMP),
+                peer=-1,
+                tag=0,
+                buf=-1,
+                off=-1,
+                op=int(Op.NONE),
+                dep=rv,
+            )
         last[r, c] = rv
-    sends = nodes.add(rank=p.src, time=p.start, level=_SEND_LEVEL, kind=int(NodeType.SEND), peer=p.dst, tag=tag,
-                      buf=buf, off=p.chunk, op=int(Op.NONE), dep=last[p.src, p.chunk])
+    sends = nodes.add(
+        rank=p.src,
+        time=p.start,
+        level=_SEND_LEVEL,
+        kind=int(NodeType.SEND),
+        peer=p.dst,
+        tag=tag,
+        buf=buf,
+        off=p.chunk,
+        op=int(Op.NONE),
+        dep=last[p.src, p.chunk],
+    )
     sent = -np.ones((ranks, C), dtype=np.int64)
     sent[p.src, p.chunk] = sends
     return last, sent
 
 
-def build_algorithm(collective: Collective, ranks: int, chunks: int, phases: list[Phase], *, name: str,
-                    reduction_comp: bool = True, extra: tuple[tuple[str, str | int | float | bool], ...] = ()
-                    ) -> Algorithm:
+def build_algorithm(
+    collective: Collective,
+    ranks: int,
+    chunks: int,
+    phases: list[Phase],
+    *,
+    name: str,
+    reduction_comp: bool = True,
+    extra: tuple[tuple[str, str | int | float | bool], ...] = (),
+) -> Algorithm:
     """The in-place algorithm of ``collective`` from its phases (``[ag]``, ``[rs]`` or ``[rs, ag]``)."""
     C = ranks * chunks
     tags = _link_tags(phases)
@@ -202,10 +278,30 @@ def build_algorithm(collective: Collective, ranks: int, chunks: int, phases: lis
     graphs = []
     for r in range(ranks):
         a, b = int(first[r]), int(first[r + 1])
-        graphs.append(RankGraph.from_columns(
-            b - a, kind=col["kind"][a:b], peer=col["peer"][a:b], tag=col["tag"][a:b], count=count[a:b],
-            src_buf=src_buf[a:b], src_off=src_off[a:b], dst_buf=dst_buf[a:b], dst_off=dst_off[a:b],
-            op=col["op"][a:b], dep_ptr=dep_cum[a:b + 1] - dep_cum[a], dep_pos=dep_vals[dep_cum[a]:dep_cum[b]]))
-    meta = AlgorithmMeta(collective=collective, ranks=ranks, in_chunks=in_c, out_chunks=out_c, inplace=True,
-                         name=name, producer="tacos.synthesize", extra=extra)
+        graphs.append(
+            RankGraph.from_columns(
+                b - a,
+                kind=col["kind"][a:b],
+                peer=col["peer"][a:b],
+                tag=col["tag"][a:b],
+                count=count[a:b],
+                src_buf=src_buf[a:b],
+                src_off=src_off[a:b],
+                dst_buf=dst_buf[a:b],
+                dst_off=dst_off[a:b],
+                op=col["op"][a:b],
+                dep_ptr=dep_cum[a : b + 1] - dep_cum[a],
+                dep_pos=dep_vals[dep_cum[a] : dep_cum[b]],
+            )
+        )
+    meta = AlgorithmMeta(
+        collective=collective,
+        ranks=ranks,
+        in_chunks=in_c,
+        out_chunks=out_c,
+        inplace=True,
+        name=name,
+        producer="tacos.synthesize",
+        extra=extra,
+    )
     return Algorithm(meta, tuple(graphs))

@@ -80,8 +80,9 @@ def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx
 
 
-def _slots(links: np.ndarray, dst: np.ndarray, rng: np.random.Generator,
-           delay: np.ndarray | None = None) -> list[np.ndarray]:
+def _slots(
+    links: np.ndarray, dst: np.ndarray, rng: np.random.Generator, delay: np.ndarray | None = None
+) -> list[np.ndarray]:
     """Shuffle ``links`` and split them into slots with at most one link per destination; with
     ``delay``, a destination's faster links come first (they choose their chunks first)."""
     f = links[rng.permutation(links.size)]
@@ -94,14 +95,22 @@ def _slots(links: np.ndarray, dst: np.ndarray, rng: np.random.Generator,
     slot = np.arange(d.size) - np.repeat(first, sizes)
     order = np.argsort(slot, kind="stable")
     bounds = np.searchsorted(slot[order], np.arange(int(slot.max()) + 2))
-    return [f[order[bounds[s]:bounds[s + 1]]] for s in range(bounds.size - 1)]
+    return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
 
 
 class _State:
     """Mutable matcher state (one all-gather run)."""
 
-    def __init__(self, net: Network, k: int, busy: np.ndarray, delay: np.ndarray, policy: str,
-                 rng: np.random.Generator, slow_rule: bool = True) -> None:
+    def __init__(
+        self,
+        net: Network,
+        k: int,
+        busy: np.ndarray,
+        delay: np.ndarray,
+        policy: str,
+        rng: np.random.Generator,
+        slow_rule: bool = True,
+    ) -> None:
         n = net.npus
         self.policy = policy
         self.net, self.k, self.busy, self.delay = net, k, busy, delay
@@ -275,7 +284,8 @@ class _State:
         else:
             H = lack.astype(np.int16) << np.int16(14)
             S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (
-                claimed.astype(np.int16) << np.int16(14))
+                claimed.astype(np.int16) << np.int16(14)
+            )
         self._S, self._flag = S, flag  # _replace claims chunks too
         self._latest: np.ndarray | None = None  # per event (see _latest_landing)
         for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
@@ -324,7 +334,7 @@ class _State:
         for ln in idle.tolist():
             v, u = int(dst[ln]), int(src[ln])
             arrive = t + self.delay[ln]
-            into = idx[ptr[v]:ptr[v + 1]]
+            into = idx[ptr[v] : ptr[v + 1]]
             sub_l, isl = np.nonzero((self.land_at[into] > arrive + _EPS) & (self.carry[into] >= 0))
             il = into[sub_l]
             if not il.size:
@@ -376,7 +386,7 @@ class _State:
     def _held_at(self, u: int, when: float) -> np.ndarray:
         """The chunks NPU ``u`` had by time ``when`` (its own, plus every transfer landed by then)."""
         out = np.zeros(self.C, dtype=bool)
-        out[self.col_of[u * self.k:(u + 1) * self.k]] = True
+        out[self.col_of[u * self.k : (u + 1) * self.k]] = True
         dead = set(self.dead)
         base = 0
         for chunk, links, start in self.recs:
@@ -440,8 +450,10 @@ def greedy_allgather(
             progress(total - st.remaining, total)
         nxt = st.next_time(t)
         if not np.isfinite(nxt):  # pragma: no cover - connectivity is checked before
-            raise AlgorithmError(f"tacos: the greedy matcher stalled with {st.remaining} deliveries left",
-                                 hint="is every NPU reachable from every other?")
+            raise AlgorithmError(
+                f"tacos: the greedy matcher stalled with {st.remaining} deliveries left",
+                hint="is every NPU reachable from every other?",
+            )
         t = nxt
     if progress is not None:
         progress(total, total)

@@ -30,15 +30,20 @@ def read_link_file(path: str | Path) -> LinkGraph:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TopologyFormatError(f"{p}: not JSON ({exc})", path=str(p)) from None
     if not isinstance(data, dict) or not isinstance(data.get("npus"), int) or not isinstance(data.get("links"), list):
-        raise TopologyFormatError(f"{p}: expected an object with integer 'npus' and a 'links' list",
-                                  hint='e.g. {"npus": 2, "links": [[0, 1, 50, 500], [1, 0, 50, 500]]}')
+        raise TopologyFormatError(
+            f"{p}: expected an object with integer 'npus' and a 'links' list",
+            hint='e.g. {"npus": 2, "links": [[0, 1, 50, 500], [1, 0, 50, 500]]}',
+        )
     links: list[Link] = []
     for i, item in enumerate(data["links"]):
-        if (not isinstance(item, list) or len(item) != 4
-                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in item)
-                or int(item[0]) != item[0] or int(item[1]) != item[1]):
-            raise TopologyFormatError(f"{p}: links[{i}] = {item!r} is not [src, dst, bandwidth, latency]",
-                                      path=str(p))
+        if (
+            not isinstance(item, list)
+            or len(item) != 4
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in item)
+            or int(item[0]) != item[0]
+            or int(item[1]) != item[1]
+        ):
+            raise TopologyFormatError(f"{p}: links[{i}] = {item!r} is not [src, dst, bandwidth, latency]", path=str(p))
         links.append(Link(int(item[0]), int(item[1]), float(item[2]), float(item[3])))
         if data.get("bidirectional"):
             links.append(Link(int(item[1]), int(item[0]), float(item[2]), float(item[3])))

@@ -83,7 +83,7 @@ def _unwind(lg: LinkGraph) -> tuple[np.ndarray, ...]:
     L = np.empty((n, n))
     step = max(1, (1 << 22) // max(S * n, 1))
     for r in range(0, n, step):
-        L[r:r + step] = np.min(US[r:r + step, :, None] + D[None, :, :], axis=1)
+        L[r : r + step] = np.min(US[r : r + step, :, None] + D[None, :, :], axis=1)
     np.fill_diagonal(L, np.inf)
     src, dst = np.nonzero(np.isfinite(L))
     peers_out = np.bincount(src, minlength=n).astype(np.float64)
@@ -101,7 +101,7 @@ def _check_connected(npus: int, src: np.ndarray, dst: np.ndarray, label: str) ->
         order = np.argsort(a, kind="stable")
         starts = np.searchsorted(a[order], np.arange(npus + 1))
         while frontier.size:
-            nxt = np.concatenate([b[order[starts[f]:starts[f + 1]]] for f in frontier.tolist()])
+            nxt = np.concatenate([b[order[starts[f] : starts[f + 1]]] for f in frontier.tolist()])
             nxt = np.unique(nxt[~seen[nxt]]) if nxt.size else nxt
             seen[nxt] = True
             frontier = nxt
@@ -124,8 +124,9 @@ def network_of(topology: Topology) -> Network:
     n = lg.npus
     if n < 2:
         raise TopologyFormatError(f"topology {label!r} has {n} NPU; a collective needs at least 2")
-    arr = np.array([(ln.src, ln.dst, ln.bandwidth, ln.latency) for ln in lg.links
-                    if ln.src < n and ln.dst < n], dtype=np.float64).reshape(-1, 4)
+    arr = np.array(
+        [(ln.src, ln.dst, ln.bandwidth, ln.latency) for ln in lg.links if ln.src < n and ln.dst < n], dtype=np.float64
+    ).reshape(-1, 4)
     src, dst = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
     bw, lat = arr[:, 2], arr[:, 3]
     unwound = 0

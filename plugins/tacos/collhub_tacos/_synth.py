@@ -53,19 +53,31 @@ class Synthesis:
 def _check(params: SynthesizeParams) -> tuple[Collective, Topology]:
     coll = Collective.parse(params.collective)
     if coll not in _COLLECTIVES:
-        raise AlgorithmError(f"tacos.synthesize does not implement {coll.value}",
-                             hint="allgather, reducescatter or allreduce")
+        raise AlgorithmError(
+            f"tacos.synthesize does not implement {coll.value}", hint="allgather, reducescatter or allreduce"
+        )
     if params.chunks <= 0:
-        raise SynthesisInputError(f"tacos.synthesize: chunks must be >= 1 per rank, got {params.chunks}",
-                                  hint="chunks is how many pieces each rank's contribution is cut into")
+        raise SynthesisInputError(
+            f"tacos.synthesize: chunks must be >= 1 per rank, got {params.chunks}",
+            hint="chunks is how many pieces each rank's contribution is cut into",
+        )
     if params.seeds <= 0:
         raise SynthesisInputError(f"tacos.synthesize: seeds must be >= 1, got {params.seeds}")
     return coll, load_any_topology(params.network)
 
 
-def _best(net: Network, k: int, busy: np.ndarray, delay: np.ndarray, seed: int, seeds: int,
-          phase: Callable[[str], Callable[[int, int], None]] | None, label: str, bound: float,
-          policy: str) -> tuple[Schedule, int]:
+def _best(
+    net: Network,
+    k: int,
+    busy: np.ndarray,
+    delay: np.ndarray,
+    seed: int,
+    seeds: int,
+    phase: Callable[[str], Callable[[int, int], None]] | None,
+    label: str,
+    bound: float,
+    policy: str,
+) -> tuple[Schedule, int]:
     """Best of ``seeds`` tries; stops early once a try meets the lower bound (nothing can beat it)."""
     best: Schedule | None = None
     best_seed = seed
@@ -85,8 +97,11 @@ def _best(net: Network, k: int, busy: np.ndarray, delay: np.ndarray, seed: int, 
     return best, best_seed
 
 
-def synthesize_schedule(params: SynthesizeParams, phase: Callable[[str], Callable[[int, int], None]] | None = None,
-                        network: Network | None = None) -> Synthesis:
+def synthesize_schedule(
+    params: SynthesizeParams,
+    phase: Callable[[str], Callable[[int, int], None]] | None = None,
+    network: Network | None = None,
+) -> Synthesis:
     """Run the greedy (best of ``seeds`` tries per phase) and compute the bound; no Algorithm yet.
 
     ``phase``: a progress-bar factory (see :func:`progress_bar`); default: make one here."""
@@ -97,7 +112,8 @@ def synthesize_schedule(params: SynthesizeParams, phase: Callable[[str], Callabl
     if params.ranks is not None and params.ranks != n:
         raise SynthesisInputError(
             f"tacos.synthesize: ranks={params.ranks} but topology {net.label!r} has {n} NPUs",
-            hint=f"drop ranks or pass ranks={n}")
+            hint=f"drop ranks or pass ranks={n}",
+        )
     from hub.sim import parse_size
 
     size = parse_size(params.size) if params.size is not None else n * DEFAULT_PER_RANK
@@ -112,14 +128,16 @@ def synthesize_schedule(params: SynthesizeParams, phase: Callable[[str], Callabl
         if coll in (Collective.REDUCESCATTER, Collective.ALLREDUCE):
             rev = net.reversed()
             bound = ingress_bound(rev, C - k, busy, delay)
-            rs, seed = _best(rev, k, busy, delay, params.seed, params.seeds, phase, "reduce-scatter", bound,
-                             params.policy)
+            rs, seed = _best(
+                rev, k, busy, delay, params.seed, params.seeds, phase, "reduce-scatter", bound, params.policy
+            )
             phases.append(reversed_phase(net, rs))
             events, replaced, cancelled = rs.events, rs.replaced, rs.cancelled
         if coll in (Collective.ALLGATHER, Collective.ALLREDUCE):
             ag_bound = ingress_bound(net, C - k, busy, delay)
-            ag, seed = _best(net, k, busy, delay, params.seed, params.seeds, phase, "all-gather", ag_bound,
-                             params.policy)
+            ag, seed = _best(
+                net, k, busy, delay, params.seed, params.seeds, phase, "all-gather", ag_bound, params.policy
+            )
             offset = phases[0].makespan if phases else 0.0
             phases.append(forward_phase(net, ag, offset))
             if coll == Collective.ALLGATHER:
@@ -131,8 +149,9 @@ def synthesize_schedule(params: SynthesizeParams, phase: Callable[[str], Callabl
                 replaced += ag.replaced
                 cancelled += ag.cancelled
     makespan = sum(p.makespan for p in phases)
-    return Synthesis(coll, net, k, chunk, phases, makespan, bound, seed, time.perf_counter() - t0, events,
-                     replaced, cancelled)
+    return Synthesis(
+        coll, net, k, chunk, phases, makespan, bound, seed, time.perf_counter() - t0, events, replaced, cancelled
+    )
 
 
 def _big(net: Network, k: int) -> bool:
@@ -143,13 +162,15 @@ def _big(net: Network, k: int) -> bool:
 def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
     """Factory of ``tacos.synthesize``: the verified algorithm with its provenance in metadata."""
     net0 = network_of(_check(params)[1])
-    with progress_bar(f"tacos {params.collective} {net0.label}", params.progress, _big(net0, max(params.chunks, 1))
-                      ) as phase:
+    with progress_bar(
+        f"tacos {params.collective} {net0.label}", params.progress, _big(net0, max(params.chunks, 1))
+    ) as phase:
         return _synthesize(params, phase, net0)
 
 
-def _synthesize(params: SynthesizeParams, phase: Callable[[str], Callable[[int, int], None]] | None,
-                net0: Network) -> Algorithm:
+def _synthesize(
+    params: SynthesizeParams, phase: Callable[[str], Callable[[int, int], None]] | None, net0: Network
+) -> Algorithm:
     syn = synthesize_schedule(params, phase, net0)
     step = phase("building the algorithm") if phase else None
     if step:
@@ -176,8 +197,15 @@ def _synthesize(params: SynthesizeParams, phase: Callable[[str], Callable[[int, 
         ("tacos.replaced", syn.replaced),
         ("tacos.cancelled", syn.cancelled),
     ]
-    alg = build_algorithm(syn.collective, net.npus, syn.chunks, syn.phases, name=name,
-                          reduction_comp=params.reduction_comp, extra=tuple(extra_base))
+    alg = build_algorithm(
+        syn.collective,
+        net.npus,
+        syn.chunks,
+        syn.phases,
+        name=name,
+        reduction_comp=params.reduction_comp,
+        extra=tuple(extra_base),
+    )
     build_s = time.perf_counter() - t0
     if step:
         step(1, 1)
@@ -193,8 +221,12 @@ def _synthesize(params: SynthesizeParams, phase: Callable[[str], Callable[[int, 
         if step:
             step(1, 1)
         verify_s = time.perf_counter() - t1
-    timing = (("synthesis_s", round(syn.seconds + build_s, 4)), ("tacos.greedy_s", round(syn.seconds, 4)),
-              ("tacos.verified", bool(params.verify)), ("tacos.verify_s", round(verify_s, 4)))
+    timing = (
+        ("synthesis_s", round(syn.seconds + build_s, 4)),
+        ("tacos.greedy_s", round(syn.seconds, 4)),
+        ("tacos.verified", bool(params.verify)),
+        ("tacos.verify_s", round(verify_s, 4)),
+    )
     from dataclasses import replace
 
     alg = Algorithm(replace(alg.meta, extra=alg.meta.extra + timing), alg.graphs)

@@ -20,9 +20,11 @@ def collhub_producers() -> list[ProducerSpec]:
         ProducerSpec(
             name="synthesize",
             summary="Synthesize all-gather / reduce-scatter / all-reduce for any topology (TACOS greedy link-chunk "
-                    "matching)",
-            factory="collhub_tacos._synth:synthesize", params="collhub_tacos._params:SynthesizeParams",
-            collectives=frozenset({"allgather", "reducescatter", "allreduce"}), min_ranks=2,
+            "matching)",
+            factory="collhub_tacos._synth:synthesize",
+            params="collhub_tacos._params:SynthesizeParams",
+            collectives=frozenset({"allgather", "reducescatter", "allreduce"}),
+            min_ranks=2,
             capabilities=frozenset({"synthesis", "topology-aware", "link-graphs", "heterogeneous"}),
         ),
     ]

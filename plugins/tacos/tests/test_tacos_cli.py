@@ -22,20 +22,23 @@ def produce(cwd: Path, *sets: str) -> subprocess.CompletedProcess[str]:
     return run("produce", "tacos.synthesize", *[a for s in sets for a in ("--set", s)], "--out", "out/alg", cwd=cwd)
 
 
-@pytest.mark.parametrize("sets,needle", [
-    (("collective=allgather", "topology=split.json"), "disconnected: NPU 0 cannot reach NPU 2"),
-    (("collective=allgather", "topology=torus:4x4", "ranks=8"), "ranks=8 but topology"),
-    (("collective=allgather", "topology=torus:4x4@bw=0"), "bw=0 is outside 0.001"),
-    (("collective=allreduce", "topology=torus:4x4@bw=-2"), "bw=-2 is outside 0.001"),
-    (("collective=allgather", "topology=zero.json"), "has bandwidth 0.0; must be > 0"),
-    (("collective=allgather", "topology=torus:4x4", "chunks=0"), "chunks must be >= 1"),
-    (("collective=reducescatter", "topology=torus:4x4", "chunks=-3"), "chunks must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "sets,needle",
+    [
+        (("collective=allgather", "topology=split.json"), "disconnected: NPU 0 cannot reach NPU 2"),
+        (("collective=allgather", "topology=torus:4x4", "ranks=8"), "ranks=8 but topology"),
+        (("collective=allgather", "topology=torus:4x4@bw=0"), "bw=0 is outside 0.001"),
+        (("collective=allreduce", "topology=torus:4x4@bw=-2"), "bw=-2 is outside 0.001"),
+        (("collective=allgather", "topology=zero.json"), "has bandwidth 0.0; must be > 0"),
+        (("collective=allgather", "topology=torus:4x4", "chunks=0"), "chunks must be >= 1"),
+        (("collective=reducescatter", "topology=torus:4x4", "chunks=-3"), "chunks must be >= 1"),
+    ],
+)
 def test_bad_input_exit_3(tmp_path: Path, sets: tuple[str, ...], needle: str) -> None:
-    (tmp_path / "split.json").write_text(json.dumps(
-        {"npus": 4, "bidirectional": True, "links": [[0, 1, 50, 500], [2, 3, 50, 500]]}))
-    (tmp_path / "zero.json").write_text(json.dumps(
-        {"npus": 2, "links": [[0, 1, 50, 500], [1, 0, 0, 500]]}))
+    (tmp_path / "split.json").write_text(
+        json.dumps({"npus": 4, "bidirectional": True, "links": [[0, 1, 50, 500], [2, 3, 50, 500]]})
+    )
+    (tmp_path / "zero.json").write_text(json.dumps({"npus": 2, "links": [[0, 1, 50, 500], [1, 0, 0, 500]]}))
     p = produce(tmp_path, *sets)
     assert p.returncode == 3, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
@@ -52,15 +55,23 @@ def test_produce_show_simulate_export(tmp_path: Path) -> None:
     show = run("trace", "show", "out/alg", "--format", "json", cwd=tmp_path)
     assert show.returncode == 0, show.stderr
     meta = json.loads(show.stdout)["summary"]["metadata"]
-    for key in ("tacos.seed", "tacos.cost_model", "model_makespan_us", "lower_bound_us", "bound_ratio",
-                "synthesis_s"):
+    for key in ("tacos.seed", "tacos.cost_model", "model_makespan_us", "lower_bound_us", "bound_ratio", "synthesis_s"):
         assert key in meta
     assert meta["tacos.seed"] == 3 and meta["tacos.verified"] is True
-    sim = run("consume", "hub.simulate", "out/alg", "--set", "network=torus:4x4", "--set", "mode=aware",
-              "--format", "json", cwd=tmp_path)
+    sim = run(
+        "consume",
+        "hub.simulate",
+        "out/alg",
+        "--set",
+        "network=torus:4x4",
+        "--set",
+        "mode=aware",
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
     assert sim.returncode == 0, sim.stderr
-    exp = run("consume", "mscclang.export", "out/alg", "--set", "out=ar.xml", "--set", "verify=true",
-              cwd=tmp_path)
+    exp = run("consume", "mscclang.export", "out/alg", "--set", "out=ar.xml", "--set", "verify=true", cwd=tmp_path)
     assert exp.returncode == 0, exp.stderr
     assert (tmp_path / "ar.xml").read_text().lstrip().startswith("<algo")
 
@@ -72,9 +83,26 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     import select
 
     master, slave = pty.openpty()
-    p = subprocess.Popen([*COLLHUB, "produce", "tacos.synthesize", "--set", "collective=allgather",
-                          "--set", "topology=torus:16x16", "--set", "progress=true", "--out", "pb/pb"],
-                         stdin=slave, stdout=subprocess.DEVNULL, stderr=slave, cwd=tmp_path, close_fds=True)
+    p = subprocess.Popen(
+        [
+            *COLLHUB,
+            "produce",
+            "tacos.synthesize",
+            "--set",
+            "collective=allgather",
+            "--set",
+            "topology=torus:16x16",
+            "--set",
+            "progress=true",
+            "--out",
+            "pb/pb",
+        ],
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        cwd=tmp_path,
+        close_fds=True,
+    )
     os.close(slave)
     buf = b""
     while True:

@@ -22,16 +22,20 @@ def _extra(alg):  # noqa: ANN001, ANN202
 
 
 @pytest.mark.parametrize("collective", ["allgather", "reducescatter", "allreduce"])
-@pytest.mark.parametrize("topology,chunks,model", [
-    ("torus:4x4", 2, "tacos"),
-    ("mesh:4x4@bw=100/25,lat=500/2000", 2, "pipelined"),  # TACOS's Mesh2DHetero family
-    ("dgx1", 3, "tacos"),
-    ("fattree:2x4", 1, "pipelined"),  # switches unwound into NPU links
-    ("ring:4,switch:2", 2, "tacos"),  # a multi-dimensional ASTRA-sim network
-])
+@pytest.mark.parametrize(
+    "topology,chunks,model",
+    [
+        ("torus:4x4", 2, "tacos"),
+        ("mesh:4x4@bw=100/25,lat=500/2000", 2, "pipelined"),  # TACOS's Mesh2DHetero family
+        ("dgx1", 3, "tacos"),
+        ("fattree:2x4", 1, "pipelined"),  # switches unwound into NPU links
+        ("ring:4,switch:2", 2, "tacos"),  # a multi-dimensional ASTRA-sim network
+    ],
+)
 def test_small_cases_verify(collective: str, topology: str, chunks: int, model: str) -> None:
-    alg = synthesize(SynthesizeParams(collective=collective, topology=topology, chunks=chunks, model=model,
-                                      seeds=1, size="1MiB"))
+    alg = synthesize(
+        SynthesizeParams(collective=collective, topology=topology, chunks=chunks, model=model, seeds=1, size="1MiB")
+    )
     n = load_topology(topology).npus
     assert alg.collective == Collective.parse(collective) and alg.ranks == n
     assert alg.meta.size == 1 << 20 and alg.is_bound
@@ -72,8 +76,10 @@ def test_reproducible_for_a_seed() -> None:
     assert not all(np.array_equal(getattr(a, f), getattr(c, f)) for f in ("chunk", "link"))
     p = SynthesizeParams(collective="allreduce", topology="torus:4x4", chunks=2, seed=5, seeds=1)
     x, y = synthesize(p), synthesize(p)
-    assert all(np.array_equal(g.peer, h.peer) and np.array_equal(g.src_off, h.src_off)
-               for g, h in zip(x.graphs, y.graphs, strict=False))
+    assert all(
+        np.array_equal(g.peer, h.peer) and np.array_equal(g.src_off, h.src_off)
+        for g, h in zip(x.graphs, y.graphs, strict=False)
+    )
 
 
 def test_every_transfer_respects_links_and_causality() -> None:

@@ -18,8 +18,9 @@ ROWS = [
 
 @pytest.mark.parametrize("topology,chunks,theirs,bound", ROWS)
 def test_beats_or_equals_tacos(topology: str, chunks: int, theirs: float, bound: float) -> None:
-    syn = synthesize_schedule(SynthesizeParams(collective="allgather", topology=topology, chunks=chunks,
-                                               model="tacos", seeds=3))
+    syn = synthesize_schedule(
+        SynthesizeParams(collective="allgather", topology=topology, chunks=chunks, model="tacos", seeds=3)
+    )
     assert syn.makespan_us <= theirs + 0.005  # TACOS prints two decimals
     assert syn.bound_us == pytest.approx(bound, abs=0.01)
     assert syn.makespan_us >= syn.bound_us - 1e-6
