@@ -40,7 +40,7 @@ from ..chakra import Buffer, NodeType, Op
 from ._flat import Flat, ragged_arange
 from ._report import ProblemSink
 
-__all__ = ["check_races"]
+__all__ = ["HBGraph", "check_races", "happens_before"]
 
 _SEND, _RECV, _COMP = int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COMP)
 _COPY, _REDUCE = int(Op.COPY), int(Op.REDUCE)
@@ -358,19 +358,29 @@ def _chunk_name(f: Flat, base: np.ndarray, v: int, addr: int, write: bool, M: in
     return f"{_BUF.get(buf, '?')} chunk {addr - r * M - int(base[r, buf])}"
 
 
+#: the HB graph's public name (levels and the static pairing are what :mod:`._flow` needs)
+HBGraph = _Graph
+
+
+def happens_before(f: Flat, order: np.ndarray, ranks: int) -> _Graph:
+    """The HB graph of ``f`` (program order plus the static message pairing), levelled."""
+    return _graph(f, order, ranks)
+
+
 def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int,
-                sink: ProblemSink) -> tuple[list[str], str | None]:
+                sink: ProblemSink, graph: _Graph | None = None) -> tuple[list[str], str | None]:
     """Report every pair of conflicting chunk accesses that happens-before leaves unordered
     (see the module docstring). Return notes on what was assumed (consecutive messages of one
     (src, dst, tag, size) key that are unordered, whose pairing the DAG alone does not fix), and
     why the races could not be checked (None when they were).
 
     ``order`` is each node's position in its rank's issue order, ``base`` the (ranks, 3) buffer
-    base addresses and ``memory`` an upper bound of any rank's flat memory size."""
+    base addresses and ``memory`` an upper bound of any rank's flat memory size; ``graph`` is
+    :func:`happens_before` of the same arguments when the caller already built it."""
     R = int(base.shape[0])
     M = int(memory)
     notes: list[str] = []
-    g = _graph(f, order, R)
+    g = graph if graph is not None else _graph(f, order, R)
     if f.n and int(g.level.min()) < 0:
         stuck = np.flatnonzero(g.level < 0)
         r, i = f.where(int(stuck[0]))
