@@ -186,9 +186,13 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
     rk = r_key[np.lexsort((order[r_idx], r_key))]
     ks, cs = np.unique(sk, return_counts=True)
     kr, cr = np.unique(rk, return_counts=True)
-    sc = dict(zip(ks.tolist(), cs.tolist()))
-    rc = dict(zip(kr.tolist(), cr.tolist()))
-    bad_keys = {k for k in sc.keys() | rc.keys() if sc.get(k, 0) != rc.get(k, 0)}
+    # keys whose SEND and RECV counts differ, in numpy (millions of keys at scale)
+    keys = np.union1d(ks, kr)
+    ns = np.zeros(keys.shape[0], dtype=np.int64)
+    nr = np.zeros(keys.shape[0], dtype=np.int64)
+    ns[np.searchsorted(keys, ks)] = cs
+    nr[np.searchsorted(keys, kr)] = cr
+    bad_keys = set(keys[ns != nr].tolist())
 
     def decode(k: int) -> tuple[int, int, int]:
         src, rest = divmod(k, R * T)
@@ -196,6 +200,8 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
         return src, dst, int(utags[t])
 
     if bad_keys:
+        sc = dict(zip(ks.tolist(), cs.tolist()))
+        rc = dict(zip(kr.tolist(), cr.tolist()))
         s_start = dict(zip(ks.tolist(), (np.cumsum(cs) - cs).tolist()))
         r_start = dict(zip(kr.tolist(), (np.cumsum(cr) - cr).tolist()))
         for k in sorted(bad_keys):
