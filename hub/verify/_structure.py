@@ -90,7 +90,7 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
     orders: list[np.ndarray] = []
     for r, g in enumerate(alg.graphs):
         ids = g.ids
-        if len(g) and np.unique(ids).shape[0] != ids.shape[0]:
+        if len(g) > 1 and not (ids[1:] > ids[:-1]).all() and np.unique(ids).shape[0] != ids.shape[0]:  # sorted: distinct
             uniq, inv, cnt = np.unique(ids, return_inverse=True, return_counts=True)
             for u in np.flatnonzero(cnt > 1).tolist():
                 where = np.flatnonzero(inv == u).tolist()
@@ -167,6 +167,14 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
         sink.add_each(np.flatnonzero(bad).tolist(), bounds_problem)
 
 
+def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_counts=True)`` for a sorted ``a``, without sorting or hashing again."""
+    if not a.shape[0]:
+        return a, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))
+    return a[starts], np.diff(np.append(starts, a.shape[0]))
+
+
 def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink) -> None:
     """Per connection (src, dst, tag): as many sends as receives, and the k-th send and k-th
     receive (in issue order) agree on chunk count and, when both are bound, byte size."""
@@ -184,10 +192,11 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
     r_sorted = r_idx[np.lexsort((order[r_idx], r_key))]
     sk = s_key[np.lexsort((order[s_idx], s_key))]
     rk = r_key[np.lexsort((order[r_idx], r_key))]
-    ks, cs = np.unique(sk, return_counts=True)
-    kr, cr = np.unique(rk, return_counts=True)
+    ks, cs = _runs(sk)
+    kr, cr = _runs(rk)
     # keys whose SEND and RECV counts differ, in numpy (millions of keys at scale)
-    keys = np.union1d(ks, kr)
+    keys = np.sort(np.concatenate([ks, kr]), kind="stable")
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.shape[0] else keys
     ns = np.zeros(keys.shape[0], dtype=np.int64)
     nr = np.zeros(keys.shape[0], dtype=np.int64)
     ns[np.searchsorted(keys, ks)] = cs
