@@ -193,7 +193,7 @@ def _all_pair_queries(acc: _Accesses, groups: np.ndarray) -> tuple[np.ndarray, n
     qj: list[int] = []
     ends = np.searchsorted(acc.group, groups, side="right").tolist()
     write = acc.write
-    for g, e in zip(groups.tolist(), ends):
+    for g, e in zip(groups.tolist(), ends, strict=False):
         if e - g > _ALL_PAIRS_GROUP:
             continue
         if len(qi) > _ALL_PAIRS_TOTAL:
@@ -446,7 +446,7 @@ def _report_data(f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: 
     chunks = np.add.reduceat(new_addr.astype(np.int64), starts) if starts.shape[0] else starts
     room = max(0, sink.limit - len(sink.kept))
     sink.total += max(0, starts.shape[0] - room)  # counted, not formatted
-    for s, nchunks in zip(starts[:room].tolist(), chunks[:room].tolist()):
+    for s, nchunks in zip(starts[:room].tolist(), chunks[:room].tolist(), strict=False):
         i, j = int(ia[s]), int(ib[s])
         u, v = int(acc.node[i]), int(acc.node[j])
         if u > v:

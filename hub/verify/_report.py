@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import Problem, UsageError
 
@@ -52,7 +53,7 @@ class ProblemSink:
             else:
                 self.add(*describe(item))
 
-    def merged(self, other: "ProblemSink") -> "ProblemSink":
+    def merged(self, other: ProblemSink) -> ProblemSink:
         """This sink's problems, then ``other``'s, within this sink's limit."""
         out = ProblemSink(self.level, self.limit)
         out.kept = (self.kept + other.kept)[: self.limit]

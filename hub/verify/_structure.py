@@ -6,7 +6,6 @@ over the nodes of a rank whose positions are not already a topological order).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..chakra import Algorithm, Buffer, NodeType, Op, RankGraph
@@ -90,7 +89,8 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
     orders: list[np.ndarray] = []
     for r, g in enumerate(alg.graphs):
         ids = g.ids
-        if len(g) > 1 and not (ids[1:] > ids[:-1]).all() and np.unique(ids).shape[0] != ids.shape[0]:  # sorted: distinct
+        sorted_ids = len(g) < 2 or bool((ids[1:] > ids[:-1]).all())  # increasing ids are distinct
+        if not sorted_ids and np.unique(ids).shape[0] != ids.shape[0]:
             uniq, inv, cnt = np.unique(ids, return_inverse=True, return_counts=True)
             for u in np.flatnonzero(cnt > 1).tolist():
                 where = np.flatnonzero(inv == u).tolist()
@@ -104,7 +104,8 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
         if order is None:
             cyc = _cycle(g)
             ids_l = [str(int(g.ids[p])) for p in cyc]
-            sink.add("dependency cycle: node " + " -> ".join(ids_l) + " (each depends on the next)", r, int(g.ids[cyc[0]]))
+            sink.add("dependency cycle: node " + " -> ".join(ids_l) + " (each depends on the next)",
+                     r, int(g.ids[cyc[0]]))
             deps_ok = False
             order = np.arange(len(g))
         orders.append(order)
@@ -150,13 +151,16 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
     data_comp = (kind == NodeType.COMP) & ((op == Op.COPY) | (op == Op.REDUCE))
     reads = (kind == NodeType.SEND) | data_comp
     writes = (kind == NodeType.RECV) | data_comp
-    for mask, bufc, offc, role in ((reads, f.src_buf, f.src_off, "source"), (writes, f.dst_buf, f.dst_off, "destination")):
+    sides = ((reads, f.src_buf, f.src_off, "source"), (writes, f.dst_buf, f.dst_off, "destination"))
+    for mask, bufc, offc, role in sides:
         buf = bufc.astype(np.int64)
         off = offc.astype(np.int64)
         valid_buf = (buf >= 0) & (buf <= 2)
         c = cap[np.clip(buf, 0, 2)]
         bad = mask & (~valid_buf | (off < 0) | (off + f.count > c))
-        def bounds_problem(v: int, buf: np.ndarray = buf, off: np.ndarray = off, role: str = role) -> tuple[str, int, int]:
+
+        def bounds_problem(v: int, buf: np.ndarray = buf, off: np.ndarray = off,
+                           role: str = role) -> tuple[str, int, int]:
             b = int(buf[v])
             if b not in _BUF_NAME:
                 return (f"{role} buffer {b} is not input (0), output (1) or scratch (2)", *f.where(v))
@@ -209,10 +213,10 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
         return src, dst, int(utags[t])
 
     if bad_keys:
-        sc = dict(zip(ks.tolist(), cs.tolist()))
-        rc = dict(zip(kr.tolist(), cr.tolist()))
-        s_start = dict(zip(ks.tolist(), (np.cumsum(cs) - cs).tolist()))
-        r_start = dict(zip(kr.tolist(), (np.cumsum(cr) - cr).tolist()))
+        sc = dict(zip(ks.tolist(), cs.tolist(), strict=False))
+        rc = dict(zip(kr.tolist(), cr.tolist(), strict=False))
+        s_start = dict(zip(ks.tolist(), (np.cumsum(cs) - cs).tolist(), strict=False))
+        r_start = dict(zip(kr.tolist(), (np.cumsum(cr) - cr).tolist(), strict=False))
         for k in sorted(bad_keys):
             src, dst, t = decode(k)
             ns, nr = sc.get(k, 0), rc.get(k, 0)
@@ -224,8 +228,10 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
             else:
                 extra = r_sorted[r_start[k] + ns : r_start[k] + nr].tolist()
                 for v in extra:
-                    what = "no message ever sent" if ns == 0 else f"rank {src} sends only {ns} message(s) on this connection"
-                    sink.add(f"unmatched RECV from rank {src} tag {t}: {what}, rank {dst} posts {nr} RECV(s)", *f.where(v))
+                    what = ("no message ever sent" if ns == 0
+                            else f"rank {src} sends only {ns} message(s) on this connection")
+                    sink.add(f"unmatched RECV from rank {src} tag {t}: {what}, rank {dst} posts {nr} RECV(s)",
+                             *f.where(v))
         keep_s = ~np.isin(sk, list(bad_keys))
         keep_r = ~np.isin(rk, list(bad_keys))
         s_sorted, sk = s_sorted[keep_s], sk[keep_s]
