@@ -217,6 +217,18 @@ class _Chains:
 
 
 def _chains(g: _Graph) -> _Chains:
+    par = _chain_parents(g)
+    # a parent lies exactly one level below its child, so a node's position on its chain is its
+    # level minus its head's: only the heads need computing
+    n = par.shape[0]
+    L = int(g.level.max(initial=-1)) + 1
+    top = _heads_by_level(par, g.level, L) if L * 64 <= n else _heads_by_jumping(par)
+    return _Chains(top, g.level - g.level[top])
+
+
+def _chain_parents(g: _Graph) -> np.ndarray:
+    """Each node's chain parent (an HB predecessor one level below; -1 for a chain head), each
+    parent claimed by at most one node, so the chains are disjoint paths."""
     n = g.level.shape[0]
     npred = np.diff(g.pred_ptr)
     has = np.flatnonzero(npred > 0)
@@ -246,9 +258,26 @@ def _chains(g: _Graph) -> _Chains:
             win[1:] = p_s[1:] != p_s[:-1]
             par[c_s[win]] = p_s[win]
             taken[p_s[win]] = True
-    # pointer jumping: after k rounds top is the 2^k-th ancestor (or the head). A parent lies
-    # exactly one level below its child, so the position on the chain is the level difference
-    # to the head, and only the heads need jumping (in int32 when it fits: half the traffic)
+    return par
+
+
+def _heads_by_level(par: np.ndarray, level: np.ndarray, L: int) -> np.ndarray:
+    """Chain heads, one level at a time (parents first): cheap when levels are wide."""
+    n = par.shape[0]
+    top = np.arange(n, dtype=np.int64)
+    lorder = np.argsort(level, kind="stable")
+    lptr = np.searchsorted(level[lorder], np.arange(L + 1)).tolist()
+    for lv in range(1, L):
+        v = lorder[lptr[lv] : lptr[lv + 1]]
+        p = par[v]
+        top[v] = np.where(p >= 0, top[np.maximum(p, 0)], v)
+    return top
+
+
+def _heads_by_jumping(par: np.ndarray) -> np.ndarray:
+    """Chain heads by pointer jumping (after k rounds, the 2^k-th ancestor or the head): for deep
+    and narrow graphs, where one numpy call per level would cost more."""
+    n = par.shape[0]
     it = np.int32 if n < 2**31 else np.int64
     top = np.where(par >= 0, par, np.arange(n, dtype=np.int64)).astype(it)
     m = np.flatnonzero(par >= 0).astype(it)
@@ -257,8 +286,7 @@ def _chains(g: _Graph) -> _Chains:
         up = par[a] >= 0
         top[m] = np.where(up, top[a], a)
         m = m[up]
-    top64 = top.astype(np.int64)
-    return _Chains(top64, g.level - g.level[top64])
+    return top.astype(np.int64)
 
 
 def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
