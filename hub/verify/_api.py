@@ -14,7 +14,7 @@ from ._flow import flow_memory
 from ._layout import has_buffer_semantics
 from ._origin import with_origins
 from ._progress import report_deadlock
-from ._races import HBGraph, check_races, happens_before
+from ._races import check_races, happens_before
 from ._report import DEFAULT_MAX_PROBLEMS, LEVELS, ProblemSink, VerificationReport, parse_level
 from ._semantics import buffer_bases, check_postcondition, initial_memory
 from ._structure import check_structure
@@ -98,12 +98,15 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
 
 class _Races(NamedTuple):
-    """The race analysis' findings, its notes (assumptions), why it was skipped, and the HB graph."""
+    """The race analysis' findings, its notes (assumptions), why it was skipped, and what the
+    numpy data pass needs of the HB graph (levels, the static pairing); the rest of the graph is
+    dropped here, before that pass allocates its own tables."""
 
     sink: ProblemSink
     notes: list[str]
     skipped: str | None
-    graph: HBGraph
+    level: np.ndarray
+    match: np.ndarray
 
 
 def _races(f: Flat, order: np.ndarray, base: np.ndarray, meta: AlgorithmMeta, max_problems: int) -> _Races:
@@ -111,7 +114,7 @@ def _races(f: Flat, order: np.ndarray, base: np.ndarray, meta: AlgorithmMeta, ma
     g = happens_before(f, order, meta.ranks)
     notes, skipped = check_races(f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1,
                                  rsink, graph=g)
-    return _Races(rsink, notes, skipped, g)
+    return _Races(rsink, notes, skipped, g.level, g.match)
 
 
 def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, codec: Codec, races: _Races) -> list[list[int]] | None:
@@ -120,7 +123,7 @@ def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, codec: Codec, r
     sends the caller to the walk (which also names data errors and deadlocks)."""
     if races.sink or races.notes or races.skipped is not None:
         return None
-    return flow_memory(f, meta, base, races.graph.level, races.graph.match, codec)
+    return flow_memory(f, meta, base, races.level, races.match, codec)
 
 
 def _semantics_tail(rep: VerificationReport, meta: AlgorithmMeta, codec: Codec, mem: list[list[int]],

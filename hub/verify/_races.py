@@ -40,7 +40,7 @@ from ..chakra import Buffer, NodeType, Op
 from ._flat import Flat, ragged_arange
 from ._report import ProblemSink
 
-__all__ = ["HBGraph", "check_races", "happens_before"]
+__all__ = ["check_races", "happens_before"]
 
 _SEND, _RECV, _COMP = int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COMP)
 _COPY, _REDUCE = int(Op.COPY), int(Op.REDUCE)
@@ -390,10 +390,6 @@ def _chunk_name(f: Flat, base: np.ndarray, v: int, addr: int, write: bool, M: in
     r = int(f.rank[v])
     buf = int(f.dst_buf[v]) if write else int(f.src_buf[v])
     return f"{_BUF.get(buf, '?')} chunk {addr - r * M - int(base[r, buf])}"
-
-
-#: the HB graph's public name (levels and the static pairing are what :mod:`._flow` needs)
-HBGraph = _Graph
 
 
 def happens_before(f: Flat, order: np.ndarray, ranks: int) -> _Graph:
