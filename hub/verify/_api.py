@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 
-from ..chakra import Algorithm, Collective
+from ..chakra import Algorithm, AlgorithmMeta, Collective
 from ..errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
+from ._flat import Flat
+from ._flow import flow_memory
 from ._layout import has_buffer_semantics
 from ._origin import with_origins
 from ._progress import report_deadlock
-from ._races import check_races
+from ._races import check_races, happens_before
 from ._report import DEFAULT_MAX_PROBLEMS, LEVELS, ProblemSink, VerificationReport, parse_level
-from ._semantics import check_postcondition, initial_memory
+from ._semantics import buffer_bases, check_postcondition, initial_memory
 from ._structure import check_structure
 from ._values import Codec
 from ._walk import walk
@@ -68,14 +73,19 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
     psink = ProblemSink("progress", max_problems)
     dsink = ProblemSink("semantics", max_problems)
-    codec = mem = base = None
+    order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
     if semantic:
         codec = Codec(meta.in_chunks)
+        base = buffer_bases(meta)
+        races = _races(f, order, base, meta, max_problems)
+        fast = _fast_memory(f, meta, base, codec, races)
+        if fast is not None:  # race-free and every data move valid: the walk would agree
+            failed(psink)
+            return _semantics_tail(rep, meta, codec, fast, base, races, dsink, failed)
         mem, base = initial_memory(meta, codec)
         res = walk(f, mem=mem, base=base, codec=codec, sink=dsink)
     else:
         res = walk(f)
-    order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
     if res.completed < f.n:
         report_deadlock(f, res, order, psink)
         if not psink:  # cannot happen with valid structure; keep the report honest anyway
@@ -84,15 +94,47 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
             rep.not_checked["semantics"] = "the algorithm does not run to completion"
     if failed(psink) or not semantic:
         return rep
-    # races first: they say the walk's one schedule does not stand for all of them
+    return _semantics_tail(rep, meta, codec, mem, base, races, dsink, failed)
+
+
+class _Races(NamedTuple):
+    """The race analysis' findings, its notes (assumptions), why it was skipped, and what the
+    numpy data pass needs of the HB graph (levels, the static pairing); the rest of the graph is
+    dropped here, before that pass allocates its own tables."""
+
+    sink: ProblemSink
+    notes: list[str]
+    skipped: str | None
+    level: np.ndarray
+    match: np.ndarray
+
+
+def _races(f: Flat, order: np.ndarray, base: np.ndarray, meta: AlgorithmMeta, max_problems: int) -> _Races:
     rsink = ProblemSink("semantics", max_problems)
-    notes, skipped = check_races(f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1,  # type: ignore[arg-type]
-                                 rsink)
-    rep.notes += notes
-    if skipped:
-        rep.not_checked["races"] = skipped
-    check_postcondition(meta, codec, mem, base, dsink)  # type: ignore[arg-type]
-    failed(rsink.merged(dsink))
+    g = happens_before(f, order, meta.ranks)
+    notes, skipped = check_races(f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1,
+                                 rsink, graph=g)
+    return _Races(rsink, notes, skipped, g.level, g.match)
+
+
+def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, codec: Codec, races: _Races) -> list[list[int]] | None:
+    """The final memories by the level-by-level numpy pass (see :mod:`._flow`), when the race
+    analysis proved that one schedule stands for all and pairs messages as any run does; None
+    sends the caller to the walk (which also names data errors and deadlocks)."""
+    if races.sink or races.notes or races.skipped is not None:
+        return None
+    return flow_memory(f, meta, base, races.level, races.match, codec)
+
+
+def _semantics_tail(rep: VerificationReport, meta: AlgorithmMeta, codec: Codec, mem: list[list[int]],
+                    base: np.ndarray, races: _Races, dsink: ProblemSink,
+                    failed: Callable[[ProblemSink], bool]) -> VerificationReport:
+    """Races first (they say the walk's one schedule does not stand for all), then the data."""
+    rep.notes += races.notes
+    if races.skipped:
+        rep.not_checked["races"] = races.skipped
+    check_postcondition(meta, codec, mem, base, dsink)
+    failed(races.sink.merged(dsink))
     return rep
 
 

@@ -40,7 +40,7 @@ from ..chakra import Buffer, NodeType, Op
 from ._flat import Flat, ragged_arange
 from ._report import ProblemSink
 
-__all__ = ["check_races"]
+__all__ = ["check_races", "happens_before"]
 
 _SEND, _RECV, _COMP = int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COMP)
 _COPY, _REDUCE = int(Op.COPY), int(Op.REDUCE)
@@ -217,6 +217,18 @@ class _Chains:
 
 
 def _chains(g: _Graph) -> _Chains:
+    par = _chain_parents(g)
+    # a parent lies exactly one level below its child, so a node's position on its chain is its
+    # level minus its head's: only the heads need computing
+    n = par.shape[0]
+    L = int(g.level.max(initial=-1)) + 1
+    top = _heads_by_level(par, g.level, L) if L * 64 <= n else _heads_by_jumping(par)
+    return _Chains(top, g.level - g.level[top])
+
+
+def _chain_parents(g: _Graph) -> np.ndarray:
+    """Each node's chain parent (an HB predecessor one level below; -1 for a chain head), each
+    parent claimed by at most one node, so the chains are disjoint paths."""
     n = g.level.shape[0]
     npred = np.diff(g.pred_ptr)
     has = np.flatnonzero(npred > 0)
@@ -246,24 +258,43 @@ def _chains(g: _Graph) -> _Chains:
             win[1:] = p_s[1:] != p_s[:-1]
             par[c_s[win]] = p_s[win]
             taken[p_s[win]] = True
-    # pointer jumping: after k rounds anc is the 2^k-th ancestor, dist the distance to top
-    top = np.where(par >= 0, par, np.arange(n, dtype=np.int64))
-    dist = (par >= 0).astype(np.int64)
-    anc = par.copy()
-    m = np.flatnonzero(anc >= 0)
+    return par
+
+
+def _heads_by_level(par: np.ndarray, level: np.ndarray, L: int) -> np.ndarray:
+    """Chain heads, one level at a time (parents first): cheap when levels are wide."""
+    n = par.shape[0]
+    top = np.arange(n, dtype=np.int64)
+    lorder = np.argsort(level, kind="stable")
+    lptr = np.searchsorted(level[lorder], np.arange(L + 1)).tolist()
+    for lv in range(1, L):
+        v = lorder[lptr[lv] : lptr[lv + 1]]
+        p = par[v]
+        top[v] = np.where(p >= 0, top[np.maximum(p, 0)], v)
+    return top
+
+
+def _heads_by_jumping(par: np.ndarray) -> np.ndarray:
+    """Chain heads by pointer jumping (after k rounds, the 2^k-th ancestor or the head): for deep
+    and narrow graphs, where one numpy call per level would cost more."""
+    n = par.shape[0]
+    it = np.int32 if n < 2**31 else np.int64
+    top = np.where(par >= 0, par, np.arange(n, dtype=np.int64)).astype(it)
+    m = np.flatnonzero(par >= 0).astype(it)
     while m.shape[0]:
-        a = anc[m]
-        dist[m] += dist[a]
-        top[m] = top[a]
-        anc[m] = anc[a]
-        m = m[anc[m] >= 0]
-    return _Chains(top, dist)
+        a = top[m]
+        up = par[a] >= 0
+        top[m] = np.where(up, top[a], a)
+        m = m[up]
+    return top.astype(np.int64)
 
 
 def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     """For each query, whether qa[i] happens before qb[i] (distinct nodes, qa not after qb in
     level order)."""
     n = g.level.shape[0]
+    if n > _MAX_WORK_CELLS:  # even one clock column is beyond the budget
+        raise _TooLarge(f"the happens-before analysis would propagate 1 or more clocks over {n} nodes")
     ok = np.zeros(qa.shape[0], dtype=bool)
     outdeg = np.diff(g.succ_ptr)
     s = qa.copy()
@@ -272,6 +303,9 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
         one = outdeg[s] == 1
         s = np.where(one, g.succ[np.minimum(g.succ_ptr[s], g.succ.shape[0] - 1)], s)
         ok |= one & (s == qb)
+    # on one chain the chain order is HB, so no clock is needed (most conflicting accesses of a
+    # chunk are one rank's, whose nodes share a few chains): at scale this leaves few queries
+    ok |= (ch.top[s] == ch.top[qb]) & (ch.index[s] <= ch.index[qb])
     todo = np.flatnonzero(~ok & (outdeg[s] > 0))  # a sink happens before nothing
     if not todo.shape[0]:
         return ok
@@ -358,19 +392,25 @@ def _chunk_name(f: Flat, base: np.ndarray, v: int, addr: int, write: bool, M: in
     return f"{_BUF.get(buf, '?')} chunk {addr - r * M - int(base[r, buf])}"
 
 
+def happens_before(f: Flat, order: np.ndarray, ranks: int) -> _Graph:
+    """The HB graph of ``f`` (program order plus the static message pairing), levelled."""
+    return _graph(f, order, ranks)
+
+
 def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int,
-                sink: ProblemSink) -> tuple[list[str], str | None]:
+                sink: ProblemSink, graph: _Graph | None = None) -> tuple[list[str], str | None]:
     """Report every pair of conflicting chunk accesses that happens-before leaves unordered
     (see the module docstring). Return notes on what was assumed (consecutive messages of one
     (src, dst, tag, size) key that are unordered, whose pairing the DAG alone does not fix), and
     why the races could not be checked (None when they were).
 
     ``order`` is each node's position in its rank's issue order, ``base`` the (ranks, 3) buffer
-    base addresses and ``memory`` an upper bound of any rank's flat memory size."""
+    base addresses and ``memory`` an upper bound of any rank's flat memory size; ``graph`` is
+    :func:`happens_before` of the same arguments when the caller already built it."""
     R = int(base.shape[0])
     M = int(memory)
     notes: list[str] = []
-    g = _graph(f, order, R)
+    g = graph if graph is not None else _graph(f, order, R)
     if f.n and int(g.level.min()) < 0:
         stuck = np.flatnonzero(g.level < 0)
         r, i = f.where(int(stuck[0]))

@@ -9,7 +9,7 @@ from ._layout import comm_order, comm_rank_of, layout_of
 from ._report import ProblemSink
 from ._values import Codec
 
-__all__ = ["expected_output", "initial_memory", "check_postcondition"]
+__all__ = ["buffer_bases", "check_postcondition", "expected_output", "initial_memory"]
 
 
 def initial_memory(meta: AlgorithmMeta, codec: Codec) -> tuple[list[list[int]], np.ndarray]:
@@ -25,6 +25,15 @@ def initial_memory(meta: AlgorithmMeta, codec: Codec) -> tuple[list[list[int]], 
         mem.append(m)
         base[r] = (lay.in_base, lay.out_base, lay.scratch_base)
     return mem, base
+
+
+def buffer_bases(meta: AlgorithmMeta) -> np.ndarray:
+    """The (ranks, 3) table of buffer base addresses of :func:`initial_memory`, alone."""
+    base = np.zeros((meta.ranks, 3), dtype=np.int64)
+    for r in range(meta.ranks):
+        lay = layout_of(meta, r)
+        base[r] = (lay.in_base, lay.out_base, lay.scratch_base)
+    return base
 
 
 def expected_output(meta: AlgorithmMeta, codec: Codec, r: int) -> list[int] | None:

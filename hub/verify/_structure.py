@@ -89,7 +89,8 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
     orders: list[np.ndarray] = []
     for r, g in enumerate(alg.graphs):
         ids = g.ids
-        if len(g) and np.unique(ids).shape[0] != ids.shape[0]:
+        sorted_ids = len(g) < 2 or bool((ids[1:] > ids[:-1]).all())  # increasing ids are distinct
+        if not sorted_ids and np.unique(ids).shape[0] != ids.shape[0]:
             uniq, inv, cnt = np.unique(ids, return_inverse=True, return_counts=True)
             for u in np.flatnonzero(cnt > 1).tolist():
                 where = np.flatnonzero(inv == u).tolist()
@@ -103,8 +104,8 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
         if order is None:
             cyc = _cycle(g)
             ids_l = [str(int(g.ids[p])) for p in cyc]
-            sink.add("dependency cycle: node " + " -> ".join(ids_l) + " (each depends on the next)", r,
-                     int(g.ids[cyc[0]]))
+            sink.add("dependency cycle: node " + " -> ".join(ids_l) + " (each depends on the next)",
+                     r, int(g.ids[cyc[0]]))
             deps_ok = False
             order = np.arange(len(g))
         orders.append(order)
@@ -150,13 +151,14 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
     data_comp = (kind == NodeType.COMP) & ((op == Op.COPY) | (op == Op.REDUCE))
     reads = (kind == NodeType.SEND) | data_comp
     writes = (kind == NodeType.RECV) | data_comp
-    for mask, bufc, offc, role in ((reads, f.src_buf, f.src_off, "source"),
-                                   (writes, f.dst_buf, f.dst_off, "destination")):
+    sides = ((reads, f.src_buf, f.src_off, "source"), (writes, f.dst_buf, f.dst_off, "destination"))
+    for mask, bufc, offc, role in sides:
         buf = bufc.astype(np.int64)
         off = offc.astype(np.int64)
         valid_buf = (buf >= 0) & (buf <= 2)
         c = cap[np.clip(buf, 0, 2)]
         bad = mask & (~valid_buf | (off < 0) | (off + f.count > c))
+
         def bounds_problem(v: int, buf: np.ndarray = buf, off: np.ndarray = off,
                            role: str = role) -> tuple[str, int, int]:
             b = int(buf[v])
@@ -167,6 +169,14 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
                     f"(it has {int(cap[b])} chunks)", *f.where(v))
 
         sink.add_each(np.flatnonzero(bad).tolist(), bounds_problem)
+
+
+def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_counts=True)`` for a sorted ``a``, without sorting or hashing again."""
+    if not a.shape[0]:
+        return a, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))
+    return a[starts], np.diff(np.append(starts, a.shape[0]))
 
 
 def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink) -> None:
@@ -186,11 +196,16 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
     r_sorted = r_idx[np.lexsort((order[r_idx], r_key))]
     sk = s_key[np.lexsort((order[s_idx], s_key))]
     rk = r_key[np.lexsort((order[r_idx], r_key))]
-    ks, cs = np.unique(sk, return_counts=True)
-    kr, cr = np.unique(rk, return_counts=True)
-    sc = dict(zip(ks.tolist(), cs.tolist(), strict=False))
-    rc = dict(zip(kr.tolist(), cr.tolist(), strict=False))
-    bad_keys = {k for k in sc.keys() | rc.keys() if sc.get(k, 0) != rc.get(k, 0)}
+    ks, cs = _runs(sk)
+    kr, cr = _runs(rk)
+    # keys whose SEND and RECV counts differ, in numpy (millions of keys at scale)
+    keys = np.sort(np.concatenate([ks, kr]), kind="stable")
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.shape[0] else keys
+    ns = np.zeros(keys.shape[0], dtype=np.int64)
+    nr = np.zeros(keys.shape[0], dtype=np.int64)
+    ns[np.searchsorted(keys, ks)] = cs
+    nr[np.searchsorted(keys, kr)] = cr
+    bad_keys = set(keys[ns != nr].tolist())
 
     def decode(k: int) -> tuple[int, int, int]:
         src, rest = divmod(k, R * T)
@@ -198,6 +213,8 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
         return src, dst, int(utags[t])
 
     if bad_keys:
+        sc = dict(zip(ks.tolist(), cs.tolist(), strict=False))
+        rc = dict(zip(kr.tolist(), cr.tolist(), strict=False))
         s_start = dict(zip(ks.tolist(), (np.cumsum(cs) - cs).tolist(), strict=False))
         r_start = dict(zip(kr.tolist(), (np.cumsum(cr) - cr).tolist(), strict=False))
         for k in sorted(bad_keys):
@@ -211,8 +228,8 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
             else:
                 extra = r_sorted[r_start[k] + ns : r_start[k] + nr].tolist()
                 for v in extra:
-                    what = "no message ever sent" if ns == 0 else (f"rank {src} sends only {ns} message(s) on this "
-                                                                   "connection")
+                    what = ("no message ever sent" if ns == 0
+                            else f"rank {src} sends only {ns} message(s) on this connection")
                     sink.add(f"unmatched RECV from rank {src} tag {t}: {what}, rank {dst} posts {nr} RECV(s)",
                              *f.where(v))
         keep_s = ~np.isin(sk, list(bad_keys))

@@ -1,0 +1,52 @@
+"""The two ways hub/verify/_races.py finds chain heads (per level, by pointer jumping) agree.
+
+The race analysis picks one by the graph's shape (wide graphs per level, deep ones by jumping);
+here both run on the same chain covers, of built-ins at sizes that take either path and of
+random algorithms, and the heads are also checked against following the parents one by one.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from test_races import _random_algorithm
+
+from hub.algorithms import make
+from hub.chakra import Algorithm
+from hub.transforms import chunk_algorithm
+from hub.verify import _races
+from hub.verify._report import ProblemSink
+from hub.verify._structure import check_structure
+
+
+def _parents(alg: Algorithm) -> tuple[np.ndarray, np.ndarray]:
+    """(chain parent per node, HB level per node) of ``alg``'s chain cover."""
+    f, orders = check_structure(alg, ProblemSink("structure", 10))
+    assert f is not None
+    g = _races.happens_before(f, np.concatenate(orders), alg.meta.ranks)
+    return _races._chain_parents(g), g.level
+
+
+def _heads_one_by_one(par: np.ndarray) -> np.ndarray:
+    top = np.arange(par.shape[0], dtype=np.int64)
+    for v in range(par.shape[0]):
+        u = v
+        while par[u] >= 0:
+            u = int(par[u])
+        top[v] = u
+    return top
+
+
+_CASES = [lambda: make("ring", "allreduce", 16), lambda: chunk_algorithm(make("ring", "allgather", 8), 3),
+          lambda: make("ring", "allreduce", 3)] + [lambda s=s: _random_algorithm(random.Random(s)) for s in range(20)]
+
+
+@pytest.mark.parametrize("i", range(len(_CASES)))
+def test_heads_per_level_and_by_jumping_agree(i: int) -> None:
+    par, level = _parents(_CASES[i]())
+    L = int(level.max()) + 1
+    want = _heads_one_by_one(par)
+    assert np.array_equal(_races._heads_by_level(par, level, L), want)
+    assert np.array_equal(_races._heads_by_jumping(par), want)
