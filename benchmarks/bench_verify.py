@@ -56,9 +56,21 @@ def ring_allreduce(n: int) -> Algorithm:
         ndeps[:2] = 0
         dep_ptr = np.concatenate([[0], np.cumsum(ndeps)])
         dep_pos = np.repeat(np.arange(1, m - 2, 2), 2)
-        graphs.append(RankGraph.from_columns(
-            m, kind=kind, peer=peer, count=1, src_buf=src_buf, src_off=src_off, dst_buf=dst_buf,
-            dst_off=dst_off, op=op, dep_ptr=dep_ptr, dep_pos=dep_pos))
+        graphs.append(
+            RankGraph.from_columns(
+                m,
+                kind=kind,
+                peer=peer,
+                count=1,
+                src_buf=src_buf,
+                src_off=src_off,
+                dst_buf=dst_buf,
+                dst_off=dst_off,
+                op=op,
+                dep_ptr=dep_ptr,
+                dep_pos=dep_pos,
+            )
+        )
     meta = AlgorithmMeta(Collective.ALLREDUCE, n, n, n, inplace=True, name=f"ring{n}")
     return Algorithm(meta, tuple(graphs))
 
@@ -113,8 +125,9 @@ def _whole_process(n: int, repeat: int = 3) -> float:
         best = float("inf")
         for _ in range(repeat):
             t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "hub.cli", "trace", "verify", str(prefix)],
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "hub.cli", "trace", "verify", str(prefix)], capture_output=True, text=True
+            )
             best = min(best, time.perf_counter() - t)
             assert proc.returncode == 0, proc.stdout + proc.stderr
     return best
@@ -122,8 +135,11 @@ def _whole_process(n: int, repeat: int = 3) -> float:
 
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [64, 128, 256]
-    print(f"{'case':<22}{'nodes':>10}" + "".join(f"{lvl:>12}" for lvl in LEVELS)
-          + f"{'sem. cpu':>10}{'races cpu':>11}{'stats':>10}")
+    print(
+        f"{'case':<22}{'nodes':>10}"
+        + "".join(f"{lvl:>12}" for lvl in LEVELS)
+        + f"{'sem. cpu':>10}{'races cpu':>11}{'stats':>10}"
+    )
     for n in sizes:
         for label, alg in ((f"ring allreduce n={n}", ring_allreduce(n)),):
             assert verify(alg).ok, verify(alg).summary()
@@ -131,8 +147,11 @@ def main(argv: list[str]) -> int:
             cpu = _cpu(partial(verify, alg))
             rcpu = min(_races_cpu(alg) for _ in range(3))
             st = _time(partial(algorithm_stats, alg), repeat=1)
-            print(f"{label:<22}{alg.node_count():>10}" + "".join(f"{t:>11.3f}s" for t in times)
-                  + f"{cpu:>9.3f}s{rcpu:>10.3f}s{st:>9.3f}s")
+            print(
+                f"{label:<22}{alg.node_count():>10}"
+                + "".join(f"{t:>11.3f}s" for t in times)
+                + f"{cpu:>9.3f}s{rcpu:>10.3f}s{st:>9.3f}s"
+            )
     n = sizes[-1] // 2
     alg = chunk_algorithm(ring_allreduce(n), 4)
     times = [_time(lambda lvl=lvl: verify(alg, level=lvl), repeat=1) for lvl in LEVELS]

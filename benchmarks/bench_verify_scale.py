@@ -64,8 +64,10 @@ def case(n: int, d: Path) -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [256, 1024]
-    print(f"{'collhub trace verify, ring allreduce':<38}{'nodes':>9}{'wall s':>8}{'cpu s':>7}{'peak MiB':>9}"
-          f"{'read s':>8}{'verify s':>9}{'verify MiB':>11}{'target':>13}{'ok':>4}")
+    print(
+        f"{'collhub trace verify, ring allreduce':<38}{'nodes':>9}{'wall s':>8}{'cpu s':>7}{'peak MiB':>9}"
+        f"{'read s':>8}{'verify s':>9}{'verify MiB':>11}{'target':>13}{'ok':>4}"
+    )
     ok = True
     for n in sizes:
         with tempfile.TemporaryDirectory() as d:
@@ -73,9 +75,11 @@ def main(argv: list[str]) -> int:
         target = f"{TARGET_S:g}s/{TARGET_MIB:g}M" if n == 1024 else "-"
         good = r["wall"] <= TARGET_S and r["peak"] <= TARGET_MIB if n == 1024 else True
         ok &= good
-        print(f"{'ranks=' + str(n) + ' (all levels, races)':<38}{int(r['nodes']):>9}{r['wall']:>8.2f}{r['cpu']:>7.2f}"
-              f"{r['peak']:>9.0f}{r['read']:>8.2f}{r['verify']:>9.2f}{r['verify_peak']:>11.0f}{target:>13}"
-              f"{'yes' if good else 'no':>4}")
+        print(
+            f"{'ranks=' + str(n) + ' (all levels, races)':<38}{int(r['nodes']):>9}{r['wall']:>8.2f}{r['cpu']:>7.2f}"
+            f"{r['peak']:>9.0f}{r['read']:>8.2f}{r['verify']:>9.2f}{r['verify_peak']:>11.0f}{target:>13}"
+            f"{'yes' if good else 'no':>4}"
+        )
     return 0  # a missed target is a figure to report, not a crash of the benchmark run
 
 

@@ -24,5 +24,15 @@ from ._layout import Layout, comm_order, comm_rank_of, layout_of
 from ._origin import SOURCE_LINE
 from ._report import LEVELS, VerificationReport
 
-__all__ = ["LEVELS", "SOURCE_LINE", "Layout", "Problem", "VerificationReport", "check", "comm_order", "comm_rank_of",
-           "layout_of", "verify"]
+__all__ = [
+    "LEVELS",
+    "SOURCE_LINE",
+    "Layout",
+    "Problem",
+    "VerificationReport",
+    "check",
+    "comm_order",
+    "comm_rank_of",
+    "layout_of",
+    "verify",
+]

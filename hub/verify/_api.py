@@ -45,8 +45,10 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
     checked, and why, is in ``report.not_checked``.
     """
     if not isinstance(alg, Algorithm):
-        raise UsageError(f"verify needs an Algorithm, got {type(alg).__name__}",
-                         hint="workloads (COMM_COLL nodes) have no per-rank program to verify")
+        raise UsageError(
+            f"verify needs an Algorithm, got {type(alg).__name__}",
+            hint="workloads (COMM_COLL nodes) have no per-rank program to verify",
+        )
     top = parse_level(level)
     rep = VerificationReport(algorithm=alg.meta.name, level=LEVELS[top])
     meta = alg.meta
@@ -68,8 +70,9 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
     if top >= 2 and meta.collective == Collective.CUSTOM:
         rep.not_checked["semantics"] = "collective is CUSTOM, there is no postcondition"
     elif top >= 2 and not semantic:
-        rep.not_checked["semantics"] = ("no buffer information "
-                                        f"(in_chunks={meta.in_chunks}, out_chunks={meta.out_chunks})")
+        rep.not_checked["semantics"] = (
+            f"no buffer information (in_chunks={meta.in_chunks}, out_chunks={meta.out_chunks})"
+        )
 
     psink = ProblemSink("progress", max_problems)
     dsink = ProblemSink("semantics", max_problems)
@@ -112,8 +115,9 @@ class _Races(NamedTuple):
 def _races(f: Flat, order: np.ndarray, base: np.ndarray, meta: AlgorithmMeta, max_problems: int) -> _Races:
     rsink = ProblemSink("semantics", max_problems)
     g = happens_before(f, order, meta.ranks)
-    notes, skipped = check_races(f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1,
-                                 rsink, graph=g)
+    notes, skipped = check_races(
+        f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1, rsink, graph=g
+    )
     return _Races(rsink, notes, skipped, g.level, g.match)
 
 
@@ -126,9 +130,16 @@ def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, codec: Codec, r
     return flow_memory(f, meta, base, races.level, races.match, codec)
 
 
-def _semantics_tail(rep: VerificationReport, meta: AlgorithmMeta, codec: Codec, mem: list[list[int]],
-                    base: np.ndarray, races: _Races, dsink: ProblemSink,
-                    failed: Callable[[ProblemSink], bool]) -> VerificationReport:
+def _semantics_tail(
+    rep: VerificationReport,
+    meta: AlgorithmMeta,
+    codec: Codec,
+    mem: list[list[int]],
+    base: np.ndarray,
+    races: _Races,
+    dsink: ProblemSink,
+    failed: Callable[[ProblemSink], bool],
+) -> VerificationReport:
     """Races first (they say the walk's one schedule does not stand for all), then the data."""
     rep.notes += races.notes
     if races.skipped:
@@ -148,9 +159,11 @@ def check(alg: Algorithm, *, level: str = "semantics", strict: bool = False) -> 
     rep = verify(alg, level=level)
     if rep.ok and strict and rep.not_checked:
         lvl, why = next(iter(rep.not_checked.items()))
-        raise SemanticsError(f"{rep.algorithm or 'algorithm'}: {lvl} not checked: {why}",
-                             hint=f"strict verification needs the {lvl} level proven; ask for a lower "
-                                  "level, or set strict: false to accept it unproven")
+        raise SemanticsError(
+            f"{rep.algorithm or 'algorithm'}: {lvl} not checked: {why}",
+            hint=f"strict verification needs the {lvl} level proven; ask for a lower "
+            "level, or set strict: false to accept it unproven",
+        )
     if rep.ok:
         return
     lvl = rep.failed_level or "structure"

@@ -85,8 +85,21 @@ def flatten(alg: Algorithm) -> Flat:
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(dep_pos, minlength=n) if n else np.zeros(0, np.int64), out=succ_ptr[1:])
     return Flat(
-        offsets=offsets, rank=rank, ids=cat("ids"), kind=cat("kind"), peer=cat("peer"), tag=cat("tag"),
-        count=cat("count"), src_buf=cat("src_buf"), src_off=cat("src_off"), dst_buf=cat("dst_buf"),
-        dst_off=cat("dst_off"), op=cat("op"), size=cat("size"), dep_ptr=dep_ptr, dep_pos=dep_pos,
-        succ_ptr=succ_ptr, succ=succ,
+        offsets=offsets,
+        rank=rank,
+        ids=cat("ids"),
+        kind=cat("kind"),
+        peer=cat("peer"),
+        tag=cat("tag"),
+        count=cat("count"),
+        src_buf=cat("src_buf"),
+        src_off=cat("src_off"),
+        dst_buf=cat("dst_buf"),
+        dst_off=cat("dst_off"),
+        op=cat("op"),
+        size=cat("size"),
+        dep_ptr=dep_ptr,
+        dep_pos=dep_pos,
+        succ_ptr=succ_ptr,
+        succ=succ,
     )

@@ -53,8 +53,9 @@ def _slots(f: Flat, v: np.ndarray, buf: np.ndarray, off: np.ndarray, base: np.nd
     return ragged_arange(start, f.count[v].astype(np.int64))
 
 
-def flow_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, level: np.ndarray, match: np.ndarray,
-                codec: Codec) -> list[list[int]] | None:
+def flow_memory(
+    f: Flat, meta: AlgorithmMeta, base: np.ndarray, level: np.ndarray, match: np.ndarray, codec: Codec
+) -> list[list[int]] | None:
     """Per-rank memories after running ``f`` (as :func:`._semantics.initial_memory` lays them
     out, values packed by ``codec``), or None when a data error occurs or the bitsets would
     exceed :data:`MAX_FLOW_BYTES`.
@@ -89,8 +90,17 @@ def flow_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, level: np.ndarra
     return _unpack(st, R, M, codec)
 
 
-def _step(f: Flat, st: _State, v: np.ndarray, base: np.ndarray, M: int, match: np.ndarray, pay_ptr: np.ndarray,
-          pay_index: np.ndarray, pay_mask: np.ndarray) -> bool:
+def _step(
+    f: Flat,
+    st: _State,
+    v: np.ndarray,
+    base: np.ndarray,
+    M: int,
+    match: np.ndarray,
+    pay_ptr: np.ndarray,
+    pay_index: np.ndarray,
+    pay_mask: np.ndarray,
+) -> bool:
     """Run the moving nodes ``v`` of one level; False on a data error."""
     kind = f.kind[v]
     s = v[kind == _SEND]
@@ -136,6 +146,5 @@ def _unpack(st: _State, R: int, M: int, codec: Codec) -> list[list[int]]:
     index = st.index.tolist()
     W = codec.W
     frm = int.from_bytes
-    flat = [(frm(raw[i * width : (i + 1) * width], "little") << W) | x if x >= 0 else 0
-            for i, x in enumerate(index)]
+    flat = [(frm(raw[i * width : (i + 1) * width], "little") << W) | x if x >= 0 else 0 for i, x in enumerate(index)]
     return [flat[r * M : (r + 1) * M] for r in range(R)]

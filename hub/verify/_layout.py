@@ -85,8 +85,10 @@ def shape_problems(meta: AlgorithmMeta) -> list[str]:
     elif c in _SCATTERING:
         need = (f"in_chunks = {n} x out_chunks", i, n * o)
     if need is not None and need[1] != need[2]:
-        out.append(f"{c.value} over {n} ranks needs {need[0]} = {need[2]}, but meta has {need[1]} "
-                   f"(in_chunks={i}, out_chunks={o})")
+        out.append(
+            f"{c.value} over {n} ranks needs {need[0]} = {need[2]}, but meta has {need[1]} "
+            f"(in_chunks={i}, out_chunks={o})"
+        )
     if c == Collective.ALLTOALL and i % n:
         out.append(f"alltoall over {n} ranks needs in_chunks divisible by {n}, got {i}")
     if c in ROOTED and not 0 <= meta.root < n:

@@ -50,15 +50,24 @@ def report_deadlock(f: Flat, res: WalkResult, order: np.ndarray, sink: ProblemSi
         if k < len(cands):
             s = cands[k]
             sr, si = f.where(s)
-            sink.add(f"{what} waits forever: the matching SEND (rank {sr} node {si}) never runs, it "
-                     f"{_blocker(f, res, s)}", r, i)
+            sink.add(
+                f"{what} waits forever: the matching SEND (rank {sr} node {si}) never runs, it {_blocker(f, res, s)}",
+                r,
+                i,
+            )
         else:
-            sink.add(f"{what} waits forever: no message ever sent on this connection"
-                     + (" with this size" if size >= 0 else ""), r, i)
+            sink.add(
+                f"{what} waits forever: no message ever sent on this connection"
+                + (" with this size" if size >= 0 else ""),
+                r,
+                i,
+            )
     stuck = [v for v in range(f.n) if not res.done[v] and not res.issued[v]]
     if stuck:
         ranks = sorted({int(f.rank[v]) for v in stuck})
         first = stuck[0]
         r, i = f.where(first)
-        sink.add(f"{len(stuck)} node(s) on {len(ranks)} rank(s) never run because they depend on "
-                 f"waiting nodes (first: rank {r} node {i} {_blocker(f, res, first)})")
+        sink.add(
+            f"{len(stuck)} node(s) on {len(ranks)} rank(s) never run because they depend on "
+            f"waiting nodes (first: rank {r} node {i} {_blocker(f, res, first)})"
+        )

@@ -92,7 +92,7 @@ def _pairing(f: Flat, order: np.ndarray, R: int) -> tuple[np.ndarray, list[np.nd
     tinv = tinv.reshape(-1).astype(np.int64)
     T = int(tinv.max()) + 1 if tinv.shape[0] else 1
     s_key = (f.rank[s_idx] * R + f.peer[s_idx].astype(np.int64)) * T + tinv[: s_idx.shape[0]]
-    r_key = (f.peer[r_idx].astype(np.int64) * R + f.rank[r_idx]) * T + tinv[s_idx.shape[0]:]
+    r_key = (f.peer[r_idx].astype(np.int64) * R + f.rank[r_idx]) * T + tinv[s_idx.shape[0] :]
     s_sorted = s_idx[np.lexsort((order[s_idx], s_key))]
     r_sorted = r_idx[np.lexsort((order[r_idx], r_key))]
     match = np.full(f.n, -1, dtype=np.int64)
@@ -148,8 +148,10 @@ def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses
     cnt = np.maximum(f.count.astype(np.int64), 0)
     data_comp = (kind == _COMP) & ((op == _COPY) | (op == _REDUCE))
     parts = []
-    for mask, buf, off, w in (((kind == _SEND) | data_comp, f.src_buf, f.src_off, False),
-                              ((kind == _RECV) | data_comp, f.dst_buf, f.dst_off, True)):
+    for mask, buf, off, w in (
+        ((kind == _SEND) | data_comp, f.src_buf, f.src_off, False),
+        ((kind == _RECV) | data_comp, f.dst_buf, f.dst_off, True),
+    ):
         v = np.flatnonzero(mask & (cnt > 0))
         rk = f.rank[v]
         start = rk * M + base[rk, np.clip(buf[v].astype(np.int64), 0, 2)] + off[v].astype(np.int64)
@@ -397,8 +399,9 @@ def happens_before(f: Flat, order: np.ndarray, ranks: int) -> _Graph:
     return _graph(f, order, ranks)
 
 
-def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int,
-                sink: ProblemSink, graph: _Graph | None = None) -> tuple[list[str], str | None]:
+def check_races(
+    f: Flat, order: np.ndarray, base: np.ndarray, memory: int, sink: ProblemSink, graph: _Graph | None = None
+) -> tuple[list[str], str | None]:
     """Report every pair of conflicting chunk accesses that happens-before leaves unordered
     (see the module docstring). Return notes on what was assumed (consecutive messages of one
     (src, dst, tag, size) key that are unordered, whose pairing the DAG alone does not fix), and
@@ -414,8 +417,12 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int,
     if f.n and int(g.level.min()) < 0:
         stuck = np.flatnonzero(g.level < 0)
         r, i = f.where(int(stuck[0]))
-        sink.add(f"{stuck.shape[0]} node(s) lie on a cycle of dependencies and message pairings "
-                 "(the k-th SEND of a connection pairs with its k-th RECV, in issue order)", r, i)
+        sink.add(
+            f"{stuck.shape[0]} node(s) lie on a cycle of dependencies and message pairings "
+            "(the k-th SEND of a connection pairs with its k-th RECV, in issue order)",
+            r,
+            i,
+        )
         return notes, None
     ch = _chains(g)
     acc = _accesses(f, base, g.level, M)
@@ -445,16 +452,19 @@ def check_races(f: Flat, order: np.ndarray, base: np.ndarray, memory: int,
         a, b = int(mq[0, loose[0]]), int(mq[1, loose[0]])
         r, i = f.where(a)
         what = "SEND" if int(f.kind[a]) == _SEND else "RECV"
-        notes.append(f"assumed: {loose.shape[0]} pair(s) of messages on one connection are unordered and were "
-                     f"matched in file order (first: rank {r} {what}s {'to' if what == 'SEND' else 'from'} rank "
-                     f"{int(f.peer[a])} tag {int(f.tag[a])}, nodes {i} and {int(f.ids[b])}); ASTRA-sim "
-                     "matches them in the order they are issued at run time, which the dependencies alone do "
-                     "not fix")
+        notes.append(
+            f"assumed: {loose.shape[0]} pair(s) of messages on one connection are unordered and were "
+            f"matched in file order (first: rank {r} {what}s {'to' if what == 'SEND' else 'from'} rank "
+            f"{int(f.peer[a])} tag {int(f.tag[a])}, nodes {i} and {int(f.ids[b])}); ASTRA-sim "
+            "matches them in the order they are issued at run time, which the dependencies alone do "
+            "not fix"
+        )
     return notes, None
 
 
-def _report_data(f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: np.ndarray, M: int,
-                 sink: ProblemSink) -> None:
+def _report_data(
+    f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: np.ndarray, M: int, sink: ProblemSink
+) -> None:
     """One problem per racing node pair, naming its first chunk and how many chunks race."""
     a, b = acc.node[ia], acc.node[ib]
     lo, hi = np.minimum(a, b), np.maximum(a, b)
@@ -481,7 +491,11 @@ def _report_data(f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: 
         name_v = _chunk_name(f, base, v, addr, bool(acc.write[j]), M)
         alias = "" if name_v == name_u else f" (= {name_v})"
         more = f" (and {nchunks - 1} more chunk{'s' if nchunks > 2 else ''})" if nchunks > 1 else ""
-        sink.add(f"race on {name_u}{alias}{more}: {_what(f, u)} (node {uid}) "
-                 f"{'writes' if acc.write[i] else 'reads'} it and {_what(f, v)} (node {int(f.ids[v])}) "
-                 f"{'writes' if acc.write[j] else 'reads'} it, and no chain of dependencies and "
-                 "messages orders them", r, uid)
+        sink.add(
+            f"race on {name_u}{alias}{more}: {_what(f, u)} (node {uid}) "
+            f"{'writes' if acc.write[i] else 'reads'} it and {_what(f, v)} (node {int(f.ids[v])}) "
+            f"{'writes' if acc.write[j] else 'reads'} it, and no chain of dependencies and "
+            "messages orders them",
+            r,
+            uid,
+        )

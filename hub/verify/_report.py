@@ -25,9 +25,7 @@ def parse_level(level: str) -> int:
     try:
         return LEVELS.index(str(level).strip().lower())
     except ValueError:
-        raise UsageError(
-            f"unknown verification level {level!r}", hint="one of: " + ", ".join(LEVELS)
-        ) from None
+        raise UsageError(f"unknown verification level {level!r}", hint="one of: " + ", ".join(LEVELS)) from None
 
 
 class ProblemSink:

@@ -69,8 +69,9 @@ def expected_output(meta: AlgorithmMeta, codec: Codec, r: int) -> list[int] | No
     return None
 
 
-def check_postcondition(meta: AlgorithmMeta, codec: Codec, mem: list[list[int]], base: np.ndarray,
-                        sink: ProblemSink) -> None:
+def check_postcondition(
+    meta: AlgorithmMeta, codec: Codec, mem: list[list[int]], base: np.ndarray, sink: ProblemSink
+) -> None:
     for r in range(meta.ranks):
         want = expected_output(meta, codec, r)
         if want is None:

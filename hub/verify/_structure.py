@@ -32,8 +32,9 @@ def _deps_valid(r: int, g: RankGraph, sink: ProblemSink) -> bool:
     deps = pos[: ptr[-1]]
     ok = True
     for e in np.flatnonzero((deps < 0) | (deps >= n)).tolist():
-        sink.add(f"depends on position {int(deps[e])}, which does not exist (rank has {n} nodes)",
-                 r, int(g.ids[owner[e]]))
+        sink.add(
+            f"depends on position {int(deps[e])}, which does not exist (rank has {n} nodes)", r, int(g.ids[owner[e]])
+        )
         ok = False
     for e in np.flatnonzero(deps == owner).tolist():
         sink.add("depends on itself", r, int(g.ids[owner[e]]))
@@ -94,8 +95,12 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
             uniq, inv, cnt = np.unique(ids, return_inverse=True, return_counts=True)
             for u in np.flatnonzero(cnt > 1).tolist():
                 where = np.flatnonzero(inv == u).tolist()
-                sink.add(f"node id {int(uniq[u])} is used by {len(where)} nodes (positions "
-                         f"{', '.join(map(str, where[:5]))}{', ...' if len(where) > 5 else ''})", r, int(uniq[u]))
+                sink.add(
+                    f"node id {int(uniq[u])} is used by {len(where)} nodes (positions "
+                    f"{', '.join(map(str, where[:5]))}{', ...' if len(where) > 5 else ''})",
+                    r,
+                    int(uniq[u]),
+                )
         if not _deps_valid(r, g, sink):
             deps_ok = False
             orders.append(np.arange(len(g)))
@@ -104,8 +109,9 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
         if order is None:
             cyc = _cycle(g)
             ids_l = [str(int(g.ids[p])) for p in cyc]
-            sink.add("dependency cycle: node " + " -> ".join(ids_l) + " (each depends on the next)",
-                     r, int(g.ids[cyc[0]]))
+            sink.add(
+                "dependency cycle: node " + " -> ".join(ids_l) + " (each depends on the next)", r, int(g.ids[cyc[0]])
+            )
             deps_ok = False
             order = np.arange(len(g))
         orders.append(order)
@@ -131,13 +137,16 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
 
     sink.add_each(np.flatnonzero(bad_peer).tolist(), peer_problem)
     semantic = has_buffer_semantics(meta)
-    sink.add_each(np.flatnonzero(count < 0).tolist(),
-                  lambda v: (f"negative chunk count {int(count[v])}", *f.where(v)))
+    sink.add_each(np.flatnonzero(count < 0).tolist(), lambda v: (f"negative chunk count {int(count[v])}", *f.where(v)))
     if semantic:
-        sink.add_each(np.flatnonzero(comm & (count == 0)).tolist(),
-                      lambda v: (f"{NodeType(int(kind[v])).name} moves 0 chunks (count must be >= 1)", *f.where(v)))
-        sink.add_each(np.flatnonzero(is_recv & (f.op != Op.COPY) & (f.op != Op.REDUCE)).tolist(),
-                      lambda v: (f"RECV has op {int(f.op[v])}; it must be COPY (1) or REDUCE (2)", *f.where(v)))
+        sink.add_each(
+            np.flatnonzero(comm & (count == 0)).tolist(),
+            lambda v: (f"{NodeType(int(kind[v])).name} moves 0 chunks (count must be >= 1)", *f.where(v)),
+        )
+        sink.add_each(
+            np.flatnonzero(is_recv & (f.op != Op.COPY) & (f.op != Op.REDUCE)).tolist(),
+            lambda v: (f"RECV has op {int(f.op[v])}; it must be COPY (1) or REDUCE (2)", *f.where(v)),
+        )
         _check_bounds(alg, f, sink)
     if not bad_peer.any():
         _check_matching(f, orders, R, sink)
@@ -159,14 +168,18 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
         c = cap[np.clip(buf, 0, 2)]
         bad = mask & (~valid_buf | (off < 0) | (off + f.count > c))
 
-        def bounds_problem(v: int, buf: np.ndarray = buf, off: np.ndarray = off,
-                           role: str = role) -> tuple[str, int, int]:
+        def bounds_problem(
+            v: int, buf: np.ndarray = buf, off: np.ndarray = off, role: str = role
+        ) -> tuple[str, int, int]:
             b = int(buf[v])
             if b not in _BUF_NAME:
                 return (f"{role} buffer {b} is not input (0), output (1) or scratch (2)", *f.where(v))
             o, k = int(off[v]), int(f.count[v])
-            return (f"{role} chunks [{o}, {o + k}) of the {_BUF_NAME[b]} buffer are out of bounds "
-                    f"(it has {int(cap[b])} chunks)", *f.where(v))
+            return (
+                f"{role} chunks [{o}, {o + k}) of the {_BUF_NAME[b]} buffer are out of bounds "
+                f"(it has {int(cap[b])} chunks)",
+                *f.where(v),
+            )
 
         sink.add_each(np.flatnonzero(bad).tolist(), bounds_problem)
 
@@ -223,15 +236,22 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
             if ns > nr:
                 extra = s_sorted[s_start[k] + nr : s_start[k] + ns].tolist()
                 for v in extra:
-                    sink.add(f"unmatched SEND to rank {dst} tag {t}: rank {src} sends {ns} message(s) "
-                             f"on this connection, rank {dst} posts {nr} RECV(s) from rank {src} tag {t}", *f.where(v))
+                    sink.add(
+                        f"unmatched SEND to rank {dst} tag {t}: rank {src} sends {ns} message(s) "
+                        f"on this connection, rank {dst} posts {nr} RECV(s) from rank {src} tag {t}",
+                        *f.where(v),
+                    )
             else:
                 extra = r_sorted[r_start[k] + ns : r_start[k] + nr].tolist()
                 for v in extra:
-                    what = ("no message ever sent" if ns == 0
-                            else f"rank {src} sends only {ns} message(s) on this connection")
-                    sink.add(f"unmatched RECV from rank {src} tag {t}: {what}, rank {dst} posts {nr} RECV(s)",
-                             *f.where(v))
+                    what = (
+                        "no message ever sent"
+                        if ns == 0
+                        else f"rank {src} sends only {ns} message(s) on this connection"
+                    )
+                    sink.add(
+                        f"unmatched RECV from rank {src} tag {t}: {what}, rank {dst} posts {nr} RECV(s)", *f.where(v)
+                    )
         keep_s = ~np.isin(sk, list(bad_keys))
         keep_r = ~np.isin(rk, list(bad_keys))
         s_sorted, sk = s_sorted[keep_s], sk[keep_s]
@@ -248,5 +268,8 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
         s, r = int(s_sorted[i]), int(r_sorted[i])
         src, dst, t = decode(int(sk[i]))
         srank, sid = f.where(s)
-        sink.add(f"RECV from rank {src} tag {t} expects {amount(r, int(rs[i]))} but its matching SEND "
-                 f"(rank {srank} node {sid}) carries {amount(s, int(ss[i]))}", *f.where(r))
+        sink.add(
+            f"RECV from rank {src} tag {t} expects {amount(r, int(rs[i]))} but its matching SEND "
+            f"(rank {srank} node {sid}) carries {amount(s, int(ss[i]))}",
+            *f.where(r),
+        )

@@ -83,8 +83,12 @@ class Codec:
         if src == UNINIT:
             return "reduces an uninitialised chunk"
         if (dst ^ src) & self.LOW:
-            return (f"combines different chunks: {self.describe(dst)} with {self.describe(src)} "
-                    "(a reduction must combine the same chunk index of different ranks)")
+            return (
+                f"combines different chunks: {self.describe(dst)} with {self.describe(src)} "
+                "(a reduction must combine the same chunk index of different ranks)"
+            )
         both = (dst & src) >> self.W
-        return (f"double-counts in[{_ranks_text(both)}][{dst & self.LOW}]: the destination holds "
-                f"{self.describe(dst)} and the incoming value holds {self.describe(src)}")
+        return (
+            f"double-counts in[{_ranks_text(both)}][{dst & self.LOW}]: the destination holds "
+            f"{self.describe(dst)} and the incoming value holds {self.describe(src)}"
+        )

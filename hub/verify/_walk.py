@@ -96,8 +96,11 @@ class _Data:
                 break
             if x == 0:
                 r, i = self.f.where(v)
-                sink.add(f"{NodeType(self.kind[v]).name} reads {_BUF.get(buf, '?')} chunk {off + e}, "
-                         "which is uninitialised", r, i)
+                sink.add(
+                    f"{NodeType(self.kind[v]).name} reads {_BUF.get(buf, '?')} chunk {off + e}, which is uninitialised",
+                    r,
+                    i,
+                )
                 break
         return [x if x > 0 else BAD for x in payload]
 
@@ -114,8 +117,12 @@ class _Data:
                 elif d >= 0 and x >= 0:  # a new error, not an echo of an earlier one
                     r, i = self.f.where(v)
                     buf = int(self.f.dst_buf[v])
-                    sink.add(f"{what} into {_BUF.get(buf, '?')} chunk {int(self.f.dst_off[v]) + e} "
-                             f"{self.codec.combine_error(d, x)}", r, i)
+                    sink.add(
+                        f"{what} into {_BUF.get(buf, '?')} chunk {int(self.f.dst_off[v]) + e} "
+                        f"{self.codec.combine_error(d, x)}",
+                        r,
+                        i,
+                    )
                 m[a + e] = BAD
 
     def snapshot(self, v: int) -> list[int]:
@@ -146,9 +153,13 @@ class _Data:
             # only possible when concurrent messages on one key pair differently from
             # the static (issue-order) pairing that the structure level checked
             r, i = self.f.where(v)
-            self.sink.add(f"RECV of {cnt} chunk(s) from rank {int(self.f.peer[v])} received a message of "
-                          f"{len(payload)} chunk(s): concurrent messages on this connection pair in a "
-                          "different order at run time; give them distinct tags", r, i)
+            self.sink.add(
+                f"RECV of {cnt} chunk(s) from rank {int(self.f.peer[v])} received a message of "
+                f"{len(payload)} chunk(s): concurrent messages on this connection pair in a "
+                "different order at run time; give them distinct tags",
+                r,
+                i,
+            )
             payload = (payload + [BAD] * cnt)[:cnt]
         m = self.mem[self.rank[v]]
         a = self.daddr[v]

@@ -39,8 +39,11 @@ def _heads_one_by_one(par: np.ndarray) -> np.ndarray:
     return top
 
 
-_CASES = [lambda: make("ring", "allreduce", 16), lambda: chunk_algorithm(make("ring", "allgather", 8), 3),
-          lambda: make("ring", "allreduce", 3)] + [lambda s=s: _random_algorithm(random.Random(s)) for s in range(20)]
+_CASES = [
+    lambda: make("ring", "allreduce", 16),
+    lambda: chunk_algorithm(make("ring", "allgather", 8), 3),
+    lambda: make("ring", "allreduce", 3),
+] + [lambda s=s: _random_algorithm(random.Random(s)) for s in range(20)]
 
 
 @pytest.mark.parametrize("i", range(len(_CASES)))

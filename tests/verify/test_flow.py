@@ -40,8 +40,9 @@ def _both(alg: Algorithm, monkeypatch: pytest.MonkeyPatch) -> tuple[Verification
 
 
 @pytest.mark.parametrize(("name", "coll", "n"), _builtin_cases(), ids=lambda v: str(v))
-def test_builtins_take_the_fast_pass_and_agree_with_the_walk(name: str, coll: str, n: int,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_builtins_take_the_fast_pass_and_agree_with_the_walk(
+    name: str, coll: str, n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = make(name, coll, n)
     for alg in (base, chunk_algorithm(base, 2), instances_algorithm(base, 2)):
         fast, slow, taken = _both(alg, monkeypatch)

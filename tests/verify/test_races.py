@@ -25,8 +25,10 @@ IN, OUT, SCR = Buffer.INPUT, Buffer.OUTPUT, Buffer.SCRATCH
 
 
 def _alg(coll: Collective, builders: list[RankGraphBuilder], **meta: object) -> Algorithm:
-    return Algorithm(AlgorithmMeta(collective=coll, ranks=len(builders), **meta),  # type: ignore[arg-type]
-                     tuple(b.build() for b in builders))
+    return Algorithm(
+        AlgorithmMeta(collective=coll, ranks=len(builders), **meta),  # type: ignore[arg-type]
+        tuple(b.build() for b in builders),
+    )
 
 
 def _races(alg: Algorithm) -> list[str]:
@@ -53,8 +55,9 @@ def issue_allreduce(comp_first: bool, *, fixed: bool = False) -> Algorithm:
     return _alg(Collective.ALLREDUCE, [b0, b1], in_chunks=1, out_chunks=1, inplace=True, name="ar2")
 
 
-@pytest.mark.parametrize(("comp_first", "send_id", "recv_id"), [(True, 1, 2), (False, 2, 0)],
-                         ids=["comp-send-recv", "recv-comp-send"])
+@pytest.mark.parametrize(
+    ("comp_first", "send_id", "recv_id"), [(True, 1, 2), (False, 2, 0)], ids=["comp-send-recv", "recv-comp-send"]
+)
 def test_issue_allreduce_race_is_caught_in_both_node_orders(comp_first: bool, send_id: int, recv_id: int) -> None:
     alg = issue_allreduce(comp_first)
     assert verify(alg, level="progress").ok  # it runs; only the data is schedule dependent
@@ -63,8 +66,10 @@ def test_issue_allreduce_race_is_caught_in_both_node_orders(comp_first: bool, se
     first = ei.value.problems[0]
     assert first.rank == 0 and first.node == min(send_id, recv_id)
     a, b = sorted([(send_id, "SEND to rank 1", "reads"), (recv_id, "RECV REDUCE from rank 1", "writes")])
-    assert first.message == (f"race on input chunk 0: {a[1]} (node {a[0]}) {a[2]} it and {b[1]} (node {b[0]}) "
-                             f"{b[2]} it, and no chain of dependencies and messages orders them")
+    assert first.message == (
+        f"race on input chunk 0: {a[1]} (node {a[0]}) {a[2]} it and {b[1]} (node {b[0]}) "
+        f"{b[2]} it, and no chain of dependencies and messages orders them"
+    )
     assert len(_races(alg)) == 1  # rank 1 orders its pair
 
 
@@ -75,14 +80,24 @@ def test_issue_allreduce_with_the_dependency_is_accepted() -> None:
 
 def test_race_is_exit_3_on_the_command_line(tmp_path: Path) -> None:
     write_algorithm(issue_allreduce(False), tmp_path / "ar2")
-    proc = subprocess.run([sys.executable, "-m", "hub.cli", "trace", "verify", str(tmp_path / "ar2")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "trace", "verify", str(tmp_path / "ar2")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("[semantics] rank 0, node 0: race on input chunk 0: RECV REDUCE from rank 1 "
-                                  "(node 0) writes it and SEND to rank 1 (node 2) reads it")
+    assert proc.stdout.startswith(
+        "[semantics] rank 0, node 0: race on input chunk 0: RECV REDUCE from rank 1 "
+        "(node 0) writes it and SEND to rank 1 (node 2) reads it"
+    )
     assert "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "hub.cli", "trace", "verify", str(tmp_path / "ar2"), "-f", "json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "trace", "verify", str(tmp_path / "ar2"), "-f", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 3 and doc["ok"] is False and doc["problems"][0]["level"] == "semantics"
 
@@ -106,9 +121,11 @@ def test_two_unordered_writes_race_even_when_the_sum_is_right() -> None:
             for q in peers:
                 prev = b.recv(q, dst=(OUT, 0), op=Op.REDUCE, deps=[prev])
     alg = _alg(Collective.REDUCESCATTER, bs, in_chunks=3, out_chunks=1)
-    assert _races(alg) == ["[semantics] rank 0, node 1: race on output chunk 0: RECV REDUCE from rank 1 (node 1) "
-                           "writes it and RECV REDUCE from rank 2 (node 2) writes it, and no chain of dependencies "
-                           "and messages orders them"]
+    assert _races(alg) == [
+        "[semantics] rank 0, node 1: race on output chunk 0: RECV REDUCE from rank 1 (node 1) "
+        "writes it and RECV REDUCE from rank 2 (node 2) writes it, and no chain of dependencies "
+        "and messages orders them"
+    ]
     assert verify(alg).problem_count == 1  # the one schedule the walk ran sums correctly
 
 
@@ -121,8 +138,9 @@ def test_every_pair_of_three_unordered_writers_is_named() -> None:
     races = _races(alg)
     pairs = sorted(tuple(int(x) for x in re.findall(r"\(node (\d+)\)", r)) for r in races)
     assert pairs == [(0, 1), (0, 2), (1, 2)]
-    assert all(r.startswith("[semantics] rank 1, node ") and "race on output chunk 0: RECV from rank 0" in r
-               for r in races)
+    assert all(
+        r.startswith("[semantics] rank 1, node ") and "race on output chunk 0: RECV from rank 0" in r for r in races
+    )
 
 
 def test_comp_copy_reads_while_a_recv_writes_its_source() -> None:
@@ -134,8 +152,10 @@ def test_comp_copy_reads_while_a_recv_writes_its_source() -> None:
     b1.recv(0, dst=(OUT, 0))
     b1.comp(Op.COPY, src=(OUT, 0), dst=(SCR, 0), count=1)
     alg = _alg(Collective.BROADCAST, [b0, b1], in_chunks=1, out_chunks=1, scratch_chunks=1)
-    assert _races(alg) == ["[semantics] rank 1, node 0: race on output chunk 0: RECV from rank 0 (node 0) writes "
-                           "it and COMP COPY (node 1) reads it, and no chain of dependencies and messages orders them"]
+    assert _races(alg) == [
+        "[semantics] rank 1, node 0: race on output chunk 0: RECV from rank 0 (node 0) writes "
+        "it and COMP COPY (node 1) reads it, and no chain of dependencies and messages orders them"
+    ]
 
 
 def test_scratch_reuse_and_multi_chunk_races_are_reported_once_per_pair() -> None:
@@ -153,9 +173,11 @@ def test_scratch_reuse_and_multi_chunk_races_are_reported_once_per_pair() -> Non
     b2.recv(1, dst=(SCR, 0), count=2, tag=4)
     b2.recv(0, dst=(OUT, 0), count=2, tag=3)
     alg = _alg(Collective.BROADCAST, [b0, b1, b2], in_chunks=2, out_chunks=2, scratch_chunks=2)
-    assert _races(alg) == ["[semantics] rank 1, node 1: race on scratch chunk 0 (and 1 more chunk): SEND to rank 2 "
-                           "(node 1) reads it and RECV from rank 0 (node 2) writes it, and no chain of "
-                           "dependencies and messages orders them"]
+    assert _races(alg) == [
+        "[semantics] rank 1, node 1: race on scratch chunk 0 (and 1 more chunk): SEND to rank 2 "
+        "(node 1) reads it and RECV from rank 0 (node 2) writes it, and no chain of "
+        "dependencies and messages orders them"
+    ]
 
 
 def test_in_place_aliasing_names_both_buffers() -> None:
@@ -168,8 +190,10 @@ def test_in_place_aliasing_names_both_buffers() -> None:
     b1.send(0, src=(IN, 0))
     b1.recv(0, dst=(OUT, 1))
     alg = _alg(Collective.ALLGATHER, [b0, b1], in_chunks=1, out_chunks=2, inplace=True)
-    assert _races(alg)[0].startswith("[semantics] rank 1, node 0: race on input chunk 0 (= output chunk 1): "
-                                     "SEND to rank 0 (node 0) reads it and RECV from rank 0 (node 1) writes it")
+    assert _races(alg)[0].startswith(
+        "[semantics] rank 1, node 0: race on input chunk 0 (= output chunk 1): "
+        "SEND to rank 0 (node 0) reads it and RECV from rank 0 (node 1) writes it"
+    )
 
 
 def test_order_through_other_ranks_counts() -> None:
@@ -186,8 +210,10 @@ def test_order_through_other_ranks_counts() -> None:
 
     assert verify(build(True)).ok
     races = _races(build(False))
-    assert races and races[0].startswith("[semantics] rank 0, node 0: race on input chunk 0: SEND to rank 1 (node 0) "
-                                         "reads it and RECV from rank 1 (node 1) writes it")
+    assert races and races[0].startswith(
+        "[semantics] rank 0, node 0: race on input chunk 0: SEND to rank 1 (node 0) "
+        "reads it and RECV from rank 1 (node 1) writes it"
+    )
 
 
 def test_unordered_messages_on_one_connection_are_an_assumption_not_a_race() -> None:
@@ -227,8 +253,12 @@ def _builtin_cases() -> list[tuple[str, str, int]]:
 @pytest.mark.parametrize(("name", "coll", "n"), _builtin_cases(), ids=lambda v: str(v))
 def test_builtins_chunked_and_with_instances_have_no_races(name: str, coll: str, n: int) -> None:
     base = make(name, coll, n)
-    for alg in (base, chunk_algorithm(base, 3), instances_algorithm(base, 2),
-                instances_algorithm(chunk_algorithm(base, 2), 2)):
+    for alg in (
+        base,
+        chunk_algorithm(base, 3),
+        instances_algorithm(base, 2),
+        instances_algorithm(chunk_algorithm(base, 2), 2),
+    ):
         rep = verify(alg)
         assert rep.ok and rep.complete, rep.summary()
 
@@ -279,8 +309,9 @@ def _random_algorithm(rng: random.Random) -> Algorithm:
             pending.append((dst, src, tag))
         else:
             r = rng.randrange(R)
-            made[r].append(bs[r].comp(rng.choice([Op.COPY, Op.REDUCE]), src=where(), dst=where(), count=1,
-                                      deps=deps(r)))
+            made[r].append(
+                bs[r].comp(rng.choice([Op.COPY, Op.REDUCE]), src=where(), dst=where(), count=1, deps=deps(r))
+            )
     for dst, src, t in pending:
         bs[dst].recv(src, dst=where(), count=1, tag=t)
     return _alg(Collective.BROADCAST, bs, in_chunks=4, out_chunks=4, scratch_chunks=4)
@@ -321,7 +352,7 @@ def _brute_force_races(alg: Algorithm) -> set[tuple[int, int, int]]:
             reads = k == NodeType.SEND or (k == NodeType.COMP and op in (Op.COPY, Op.REDUCE))
             writes = k == NodeType.RECV or (k == NodeType.COMP and op in (Op.COPY, Op.REDUCE))
             for flag, b, o in ((False, g.src_buf[i], g.src_off[i]), (True, g.dst_buf[i], g.dst_off[i])):
-                if (writes if flag else reads):
+                if writes if flag else reads:
                     for e in range(c):
                         slot = acc.setdefault((r, base[int(b)] + int(o) + e), {})
                         slot[(r, i)] = slot.get((r, i), False) or flag

@@ -70,8 +70,9 @@ def test_wrong_chunk_offset_is_a_semantics_error() -> None:
     # the wrong chunk is also one that rank 1 overwrites at all-gather step 0 (node 8) with no
     # path ordering the two: a race, listed before the data errors of the walk
     assert probs[0].rank == 1 and probs[0].node == 3 and probs[0].level == "semantics"
-    assert probs[0].message.startswith("race on output chunk 1: SEND to rank 2 (node 3) reads it and "
-                                       "RECV from rank 0 (node 8) writes it")
+    assert probs[0].message.startswith(
+        "race on output chunk 1: SEND to rank 2 (node 3) reads it and RECV from rank 0 (node 8) writes it"
+    )
     data = [p for p in probs if not p.message.startswith("race")]
     assert data[0].rank == 2 and data[0].node == 4 and data[0].level == "semantics"
     assert "combines different chunks: in[2][0] with in[1][1]" in data[0].message
@@ -124,8 +125,10 @@ def test_size_and_count_mismatch() -> None:
     rep = verify(alg, level="structure")
     msgs = sorted(p.message for p in rep.problems)
     assert len(msgs) == 2
-    assert ("RECV from rank 0 tag 0 expects 2 chunk(s) / 1024 bytes but its matching SEND (rank 0 node 0) carries 2 "
-            "chunk(s) / 2048 bytes") in msgs[0]
+    assert (
+        "RECV from rank 0 tag 0 expects 2 chunk(s) / 1024 bytes but its matching SEND (rank 0 node 0) carries 2 "
+        "chunk(s) / 2048 bytes"
+    ) in msgs[0]
     assert "RECV from rank 0 tag 1 expects 2 chunk(s)" in msgs[1] and "carries 1 chunk(s)" in msgs[1]
 
 
@@ -150,8 +153,10 @@ def test_deadlock_two_ranks_receive_first() -> None:
         check(alg)
     probs = ei.value.problems
     assert [(p.rank, p.node) for p in probs[:2]] == [(0, 0), (1, 0)]
-    assert probs[0].message == ("RECV from rank 1 tag 0 waits forever: the matching SEND (rank 1 node 1) "
-                                "never runs, it depends on unfinished node 0 (RECV from rank 0 tag 0)")
+    assert probs[0].message == (
+        "RECV from rank 1 tag 0 waits forever: the matching SEND (rank 1 node 1) "
+        "never runs, it depends on unfinished node 0 (RECV from rank 0 tag 0)"
+    )
     assert "2 node(s) on 2 rank(s) never run" in probs[2].message
     assert verify(alg, level="progress").levels_checked == ["structure", "progress"]
 
@@ -183,8 +188,11 @@ def test_eager_sends_do_not_deadlock() -> None:
 def test_dependency_cycle_names_the_cycle() -> None:
     # 3 COMP nodes on rank 0: 0 -> 1 -> 2 -> 0 (node i depends on node i+1 mod 3)
     g0 = RankGraph.from_columns(
-        3, kind=np.full(3, NodeType.COMP), ids=np.array([10, 11, 12]),
-        dep_ptr=np.array([0, 1, 2, 3]), dep_pos=np.array([1, 2, 0]),
+        3,
+        kind=np.full(3, NodeType.COMP),
+        ids=np.array([10, 11, 12]),
+        dep_ptr=np.array([0, 1, 2, 3]),
+        dep_pos=np.array([1, 2, 0]),
     )
     g1 = RankGraph.from_columns(0)
     alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 2, 0, 0), (g0, g1))
@@ -197,8 +205,9 @@ def test_dependency_cycle_names_the_cycle() -> None:
 
 
 def test_invalid_dependency_position_and_duplicate_ids() -> None:
-    g0 = RankGraph.from_columns(2, kind=np.full(2, NodeType.COMP), ids=np.array([4, 4]),
-                                dep_ptr=np.array([0, 0, 1]), dep_pos=np.array([9]))
+    g0 = RankGraph.from_columns(
+        2, kind=np.full(2, NodeType.COMP), ids=np.array([4, 4]), dep_ptr=np.array([0, 0, 1]), dep_pos=np.array([9])
+    )
     alg = Algorithm(AlgorithmMeta(Collective.CUSTOM, 1, 0, 0), (g0,))
     msgs = [p.message for p in verify(alg).problems]
     assert "node id 4 is used by 2 nodes (positions 0, 1)" in msgs
@@ -219,8 +228,9 @@ def test_double_counted_reduction() -> None:
         check(alg)
     p = ei.value.problems[0]
     assert (p.rank, p.node) == (0, 2)
-    assert ("double-counts in[0][0]: the destination holds in[0][0] and the incoming value holds "
-            "in[0][0]+in[1][0]") in p.message
+    assert (
+        "double-counts in[0][0]: the destination holds in[0][0] and the incoming value holds in[0][0]+in[1][0]"
+    ) in p.message
 
 
 def test_uninitialised_read() -> None:
@@ -241,8 +251,13 @@ def test_missing_output_names_expected_value() -> None:
     alg = h.direct_allgather(3)
     g = alg.graphs[2]
     keep = np.arange(1, len(g))
-    g2 = RankGraph.from_columns(len(keep), **{c: getattr(g, c)[keep] for c in
-                                ("kind", "peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "op")})
+    g2 = RankGraph.from_columns(
+        len(keep),
+        **{
+            c: getattr(g, c)[keep]
+            for c in ("kind", "peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "op")
+        },
+    )
     bad = Algorithm(alg.meta, (alg.graphs[0], alg.graphs[1], g2))
     [p] = verify(bad).problems
     assert str(p) == "[semantics] rank 2: output chunk 2 holds nothing (uninitialised), expected in[2][0]"
@@ -254,10 +269,17 @@ def test_reduce_postcondition_message_lists_contributors() -> None:
     graphs = []
     for g in full.graphs:
         n = 6  # 3 RS steps x (send, recv)
-        graphs.append(RankGraph.from_columns(
-            n, dep_ptr=g.dep_ptr[: n + 1], dep_pos=g.dep_pos[: g.dep_ptr[n]],
-            **{c: getattr(g, c)[:n] for c in ("kind", "peer", "tag", "count", "src_buf", "src_off", "dst_buf",
-                                              "dst_off", "op")}))
+        graphs.append(
+            RankGraph.from_columns(
+                n,
+                dep_ptr=g.dep_ptr[: n + 1],
+                dep_pos=g.dep_pos[: g.dep_ptr[n]],
+                **{
+                    c: getattr(g, c)[:n]
+                    for c in ("kind", "peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "op")
+                },
+            )
+        )
     rep = verify(Algorithm(full.meta, tuple(graphs)))
     msgs = {(p.rank, p.message) for p in rep.problems}
     # rank 0 reduced into chunks 3, 2, 1 in turn; chunk 1 is complete, chunk 0 untouched
@@ -292,12 +314,14 @@ def test_foreign_without_buffers_and_custom_say_semantics_were_not_checked() -> 
     alg = _alg(Collective.ALLREDUCE, b, in_chunks=0, out_chunks=0, name="sizes-only")
     rep = verify(alg)
     assert rep.ok and not rep.complete and rep.levels_checked == ["structure", "progress"]
-    assert rep.summary() == ("sizes-only: ok (structure, progress; semantics not checked: "
-                             "no buffer information (in_chunks=0, out_chunks=0))")
+    assert rep.summary() == (
+        "sizes-only: ok (structure, progress; semantics not checked: no buffer information (in_chunks=0, out_chunks=0))"
+    )
     custom = h.ring_allreduce(3).with_meta(collective=Collective.CUSTOM)
     rep = verify(custom)
-    assert rep.ok and rep.summary() == ("ring3: ok (structure, progress; semantics not checked: "
-                                        "collective is CUSTOM, there is no postcondition)")
+    assert rep.ok and rep.summary() == (
+        "ring3: ok (structure, progress; semantics not checked: collective is CUSTOM, there is no postcondition)"
+    )
     assert rep.to_dict()["not_checked"] == {"semantics": "collective is CUSTOM, there is no postcondition"}
     check(custom)  # not strict: an unproven level is not an error
     with pytest.raises(SemanticsError, match="semantics not checked: collective is CUSTOM") as ei:
@@ -311,8 +335,9 @@ def test_foreign_without_buffers_and_custom_say_semantics_were_not_checked() -> 
 def test_meta_shape_mismatch() -> None:
     alg = h.direct_allgather(3).with_meta(out_chunks=4)
     msgs = [p.message for p in verify(alg, level="structure").problems]
-    assert ("allgather over 3 ranks needs out_chunks = 3 x in_chunks = 3, but meta has 4 (in_chunks=1, "
-            "out_chunks=4)") in msgs
+    assert (
+        "allgather over 3 ranks needs out_chunks = 3 x in_chunks = 3, but meta has 4 (in_chunks=1, out_chunks=4)"
+    ) in msgs
 
 
 def test_concurrent_messages_pairing_differently_at_run_time() -> None:
@@ -329,8 +354,9 @@ def test_concurrent_messages_pairing_differently_at_run_time() -> None:
     assert verify(alg, level="progress").ok  # statically matched, and it runs
     probs = verify(alg).problems
     # both RECVs of rank 1 write output chunk 0 unordered: a race, reported first
-    assert probs[0].message.startswith("race on output chunk 0: RECV from rank 0 (node 0) writes it and "
-                                       "RECV from rank 0 (node 1) writes it")
+    assert probs[0].message.startswith(
+        "race on output chunk 0: RECV from rank 0 (node 0) writes it and RECV from rank 0 (node 1) writes it"
+    )
     p = probs[1]
     assert (p.rank, p.node) == (1, 0)
     assert "RECV of 2 chunk(s) from rank 0 received a message of 1 chunk(s)" in p.message
