@@ -77,6 +77,7 @@ RESERVED_COMMANDS = frozenset(
         "install",
         "uninstall",
         "registry",
+        "report",
         "help",
         "version",
     }
