@@ -44,13 +44,10 @@ demo: install
 test: install-dev browser astrasim-deps lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-# ruff (lint; `ruff format --check` once FORMAT_CHECK=1) and mypy, configured in pyproject.toml.
-# FORMAT_CHECK stays 0 until the tree has had its one `ruff format` pass (after the merge of the
-# parallel branches: formatting before it would conflict with every one of them).
-FORMAT_CHECK ?= 0
+# ruff (lint and format check) and mypy, configured in pyproject.toml; `ruff format .` fixes layout.
 lint: install-dev
 	$(BIN)/ruff check --quiet .
-	$(if $(filter 1,$(FORMAT_CHECK)),$(BIN)/ruff format --check --quiet .)
+	$(BIN)/ruff format --check --quiet .
 	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 
 # Headless Chromium for the registry page test (Debian package; best effort: the test skips

@@ -11,7 +11,6 @@ import random
 
 import numpy as np
 import pytest
-from test_races import _random_algorithm
 
 from hub.algorithms import make
 from hub.chakra import Algorithm
@@ -19,6 +18,8 @@ from hub.transforms import chunk_algorithm
 from hub.verify import _races
 from hub.verify._report import ProblemSink
 from hub.verify._structure import check_structure
+
+from .test_races import _random_algorithm
 
 
 def _parents(alg: Algorithm) -> tuple[np.ndarray, np.ndarray]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import random
 
 import pytest
-import verify_handmade as h
-from test_races import _builtin_cases, _random_algorithm
 
 from hub.algorithms import make
 from hub.chakra import Algorithm
 from hub.transforms import chunk_algorithm, instances_algorithm
 from hub.verify import VerificationReport, _api, verify
+
+from . import verify_handmade as h
+from .test_races import _builtin_cases, _random_algorithm
 
 
 def _both(alg: Algorithm, monkeypatch: pytest.MonkeyPatch) -> tuple[VerificationReport, VerificationReport, bool]:
