@@ -55,11 +55,22 @@ class Interrupts:
                     self._old[sig] = signal.signal(sig, self._handle)
                 except (ValueError, OSError):  # pragma: no cover - an embedded interpreter
                     pass
+        # Nested inside another Interrupts (the CLI's around the whole command) that already
+        # caught a signal whose exception got lost (e.g. swallowed while a plugin loaded): this
+        # one is stopping too, so check() stops the run at its first safe point.
+        outer = getattr(self._old.get(signal.SIGINT), "__self__", None)
+        if isinstance(outer, Interrupts) and outer.stopping:
+            self.stopping = True
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        if self.stopping and EXIT_AFTER_INTERRUPT:
-            return  # the process is about to exit 130: keep swallowing
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
+        # Left by an interrupt, whether this instance caught it or an inner one did: in the real
+        # collhub process, which exits 130 next, keep swallowing. Restoring the default handlers
+        # here would let a second signal kill the process while it reports the first.
+        interrupted = self.stopping or (exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
+        if interrupted and EXIT_AFTER_INTERRUPT:
+            self.stopping = True
+            return
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old.clear()
