@@ -5,40 +5,28 @@ It adds ``collhub registry build|serve|check`` through the ``collhub_commands`` 
 mechanism any third-party plugin uses (see :mod:`collhub_registry.plugin`). The index models
 and the wheel reader it builds on are shared with the client and live in :mod:`hub.registry`.
 
-Names are resolved lazily (PEP 562): every ``collhub`` command loads the entry point
-``collhub_registry.plugin``, which imports this package, and must not pay for the builder
-(packaging, the index models, httpx through :mod:`hub.registry`) or the server.
+Names are resolved on first use (PEP 562, as ``docs/plugins.md`` asks of plugins): every
+``collhub`` command loads the entry point ``collhub_registry.plugin``, which imports this
+package, and must not pay for the builder (packaging, the index models) or the server.
 """
 
 from __future__ import annotations
 
 import typing as _typing
-from importlib import import_module as _import_module
 
-#: public name -> the private module defining it
-_LAZY: dict[str, str] = {
-    "BuildReport": "._builder",
-    "build_site": "._builder",
-    "RegistryServer": "._server",
-    "make_server": "._server",
-}
+from hub.plugins import lazy_namespace as _lazy_namespace
 
-__all__ = ["BuildReport", "RegistryServer", "build_site", "make_server"]
+__all__, __getattr__, __dir__ = _lazy_namespace(
+    __name__,
+    {
+        "BuildReport": "._builder",
+        "build_site": "._builder",
+        "RegistryServer": "._server",
+        "make_server": "._server",
+    },
+    globals(),
+)
 
-
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(module, __name__), name)
-    globals()[name] = value  # resolved once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
-
-if _typing.TYPE_CHECKING:
-    from ._builder import BuildReport, build_site
-    from ._server import RegistryServer, make_server
+if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from ._builder import BuildReport as BuildReport, build_site as build_site
+    from ._server import RegistryServer as RegistryServer, make_server as make_server
