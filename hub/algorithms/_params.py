@@ -33,7 +33,8 @@ MAX_RANKS = 1024
 class AlgorithmParams(BaseModel):
     """Fields every built-in producer takes."""
 
-    model_config = ConfigDict(extra="forbid")
+    # validators are built on first use, not at import: one run validates one producer's params
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     collective: str = Field(
         description="Collective to implement, e.g. allreduce, all_gather, reduce_scatter, alltoall."
@@ -68,6 +69,8 @@ class AlgorithmParams(BaseModel):
 
 
 class _Reducing(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     reduction_comp: bool = Field(
         True,
         description="Emit a cost-only COMP node (op NONE, count = chunks, duration unset) after each "
@@ -76,6 +79,8 @@ class _Reducing(BaseModel):
 
 
 class _Rooted(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     root: int = Field(0, ge=0, description="Root rank of broadcast, reduce, gather and scatter.")
 
 

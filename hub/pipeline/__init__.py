@@ -13,19 +13,51 @@ See ``docs/pipeline.md`` for the file format.
 from __future__ import annotations
 
 import typing as _typing
+from importlib import import_module as _import_module
 
-from ._env import ManagerSpec
-from ._loader import LoadedFile, load_file, load_text
-from ._matrix import Point, expand, interpolate
-from ._model import ConsumerStep, Pipeline, SourceSpec, TransformStep, json_schema
-from ._plot import Panel, PlotLayout, plot_layout, plot_results
-from ._runner import RunResult, default_jobs, execute
-from ._units import Step, run_unit
-from ._validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
+#: public name -> the private module defining it, imported on first use (PEP 562): ``collhub
+#: produce`` needs only the YAML loader, not the runner, the plots or the report behind them
+_LAZY: dict[str, str] = {
+    "ManagerSpec": "._env",
+    "LoadedFile": "._loader",
+    "load_file": "._loader",
+    "load_text": "._loader",
+    "Point": "._matrix",
+    "expand": "._matrix",
+    "interpolate": "._matrix",
+    "ConsumerStep": "._model",
+    "Pipeline": "._model",
+    "SourceSpec": "._model",
+    "TransformStep": "._model",
+    "json_schema": "._model",
+    "Panel": "._plot",
+    "PlotLayout": "._plot",
+    "plot_layout": "._plot",
+    "plot_results": "._plot",
+    "RunResult": "._runner",
+    "default_jobs": "._runner",
+    "execute": "._runner",
+    "Step": "._units",
+    "run_unit": "._units",
+    "KNOWN_PLUGINS": "._validate",
+    "ValidatedPipeline": "._validate",
+    "validate_file": "._validate",
+    "validate_loaded": "._validate",
+    "validate_text": "._validate",
+}
 
-if _typing.TYPE_CHECKING:  # annotations only: every public name of this module is in __all__
+if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from pathlib import Path
     from typing import Any
+
+    from ._env import ManagerSpec
+    from ._loader import LoadedFile, load_file, load_text
+    from ._matrix import Point, expand, interpolate
+    from ._model import ConsumerStep, Pipeline, SourceSpec, TransformStep, json_schema
+    from ._plot import Panel, PlotLayout, plot_layout, plot_results
+    from ._runner import RunResult, default_jobs, execute
+    from ._units import Step, run_unit
+    from ._validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
 
 __all__ = [
     "KNOWN_PLUGINS",
@@ -63,6 +95,8 @@ __all__ = [
 
 def load_pipeline(path: str | Path) -> Pipeline:
     """Parse a pipeline file and check its structure (pass 1 only; no plugins are loaded)."""
+    from ._loader import load_file
+    from ._model import Pipeline
     from ._validate import _raise, _structure_issues
 
     loaded = load_file(path)
@@ -74,6 +108,8 @@ def load_pipeline(path: str | Path) -> Pipeline:
 
 def validate_pipeline(path: str | Path, *, manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
     """Both validation passes; raises :class:`hub.errors.PipelineValidationError` listing every issue."""
+    from ._validate import validate_file
+
     return validate_file(path, manager_spec=manager_spec)
 
 
@@ -93,6 +129,9 @@ def run_pipeline(
     (relative to the current directory) or ``runs/<name>``; ``jobs`` to the CPU count;
     ``plot`` draws ``results.png`` when matplotlib is installed and the results have a numeric x;
     ``resume`` (``True`` or ``"strict"``) completes an earlier run directory at ``out_dir``."""
+    from ._runner import execute
+    from ._validate import validate_file
+
     vp = validate_file(path, manager_spec=manager_spec)
     return execute(
         vp,
@@ -109,7 +148,23 @@ def run_pipeline(
 
 def run_pipeline_text(text: str, out_dir: str | Path, jobs: int = 1, **options: Any) -> RunResult:
     """Validate and run pipeline ``text`` (for tests and notebooks); options as for :func:`run_pipeline`."""
+    from ._runner import execute
+    from ._validate import validate_text
+
     manager_spec = options.pop("manager_spec", None)
     vp = validate_text(text, "<pipeline>", manager_spec=manager_spec)
     options.setdefault("progress", False)
     return execute(vp, out_dir, jobs=jobs, manager_spec=manager_spec, **options)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module, __name__), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -21,10 +21,9 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urljoin
 
-import httpx
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -38,7 +37,6 @@ from ..errors import (
     RegistryUnavailableError,
     UsageError,
 )
-from ._fetch import Fetcher, origin
 from ._models import (
     API_VERSION,
     FileEntry,
@@ -50,9 +48,13 @@ from ._models import (
     valid_name,
 )
 
+if TYPE_CHECKING:  # httpx (and _fetch, built on it) is imported by RegistryClient only: every
+    # other user of hub.registry (manifests, the site builder, an unknown component's hint) skips it
+    import httpx
+
 __all__ = ["InstallPlan", "RegistryClient", "default_registry_url", "prune_unknown"]
 
-DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)  # per network operation
+DEFAULT_TIMEOUT = (10.0, 5.0)  # seconds per network operation, and to connect (an httpx.Timeout)
 DEFAULT_DEADLINE = 60.0  # seconds for one whole request (retries and redirects included)
 MAX_DOWNLOAD_BYTES = 200 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024  # one index document, decompressed
@@ -196,7 +198,7 @@ class RegistryClient:
         *,
         transport: httpx.BaseTransport | None = None,
         cache_dir: Path | None = None,
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        timeout: httpx.Timeout | float | None = None,
         retries: int = 2,
         offline: bool = False,
         verify: bool = True,
@@ -205,6 +207,12 @@ class RegistryClient:
         deadline: float | None = None,
         allowed_origins: Iterable[str] | None = None,
     ) -> None:
+        import httpx
+
+        from ._fetch import Fetcher, origin
+
+        if timeout is None:
+            timeout = httpx.Timeout(DEFAULT_TIMEOUT[0], connect=DEFAULT_TIMEOUT[1])
         base = url or default_registry_url()
         if not base:
             raise UsageError(

@@ -1,0 +1,70 @@
+"""What ``collhub produce`` imports: start-up is kept short by not importing what it does not use.
+
+Checked by module presence in ``sys.modules`` after a real command in a fresh interpreter, never by
+timing (timings belong to ``benchmarks/``). Every installed plugin is loaded, as a user's
+``collhub`` does, so a plugin whose registration imports its heavy code shows up here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: modules `produce` has no use for: the registry client's HTTP stack, the registry site builder
+#: (imported when the collhub-registry plugin loads, if its package imports it eagerly), plots,
+#: and the pipeline runner behind the YAML loader `--set` uses
+NOT_ON_PRODUCE_PATH = ("httpx", "collhub_registry._builder", "matplotlib", "hub.pipeline._runner")
+
+
+def _modules_after(argv: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    code = (
+        "import json, sys\nfrom hub.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "print('MODULES', json.dumps(sorted(sys.modules)), 'EXIT', code, file=sys.stderr)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLLHUB_CACHE_DIR=str(tmp_path / "cache"))
+    for name in ("COLLHUB_LOAD_PLUGINS", "COLLHUB_DISABLE_PLUGINS", "COLLHUB_DEBUG"):
+        env.pop(name, None)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    line = next((x for x in p.stderr.splitlines() if x.startswith("MODULES ")), None)
+    assert line is not None, p.stderr
+    modules, _, code_text = line.removeprefix("MODULES ").rpartition(" EXIT ")
+    assert code_text == "0", p.stdout + p.stderr
+    return p, json.loads(modules)
+
+
+def test_produce_two_ranks_imports_no_http_registry_builder_plots_or_runner(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    p, modules = _modules_after(
+        ["produce", "hub.ring", "-s", "ranks=2", "-s", "collective=allgather", "--out", str(out)], tmp_path
+    )
+    # the command really ran: both rank files exist
+    assert (tmp_path / "r.0.et").is_file() and (tmp_path / "r.1.et").is_file(), p.stdout + p.stderr
+    # and it went through the paths that must stay light: the plugin manager and the --set loader
+    assert "hub.plugins._manager" in modules and "hub.pipeline._loader" in modules
+    imported = [m for m in NOT_ON_PRODUCE_PATH if m in modules]
+    assert not imported, f"`collhub produce` imported {imported}"
+
+
+def test_lazy_names_still_resolve() -> None:
+    # the deferred packages keep their public names: each resolves to its defining module's object
+    code = (
+        "import hub.pipeline as p, hub.registry as r, collhub_registry as c\n"
+        "from hub.pipeline._runner import execute\nfrom hub.registry._client import RegistryClient\n"
+        "from collhub_registry._builder import build_site\n"
+        "assert p.execute is execute and r.RegistryClient is RegistryClient and c.build_site is build_site\n"
+        "print('OK')"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert p.stdout.strip() == "OK", p.stderr
