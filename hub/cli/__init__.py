@@ -56,10 +56,13 @@ def _spellings(argv: list[str]) -> list[str]:
 
 
 def _leave(code: object) -> None:
-    """After a run that killed its workers, exit without joining the pool's threads (they may
-    wait forever on a message a killed worker left half-written); everything is cleaned up."""
+    """After an interrupt (exit 130), or a run that killed its workers, exit without finalizing
+    the interpreter: everything is cleaned up by then, and finalizing would join threads that may
+    wait forever (on a message a killed worker left half-written) or still be inside compiled
+    code with the GIL released (the ET encoder's), which crashes a finalizing interpreter."""
     runner = _sys.modules.get("hub.pipeline._interrupt")
-    if runner is None or not getattr(runner, "WORKERS_KILLED", False):
+    killed = runner is not None and getattr(runner, "WORKERS_KILLED", False)
+    if code != 130 and not killed:
         return
     for stream in (_sys.stdout, _sys.stderr):
         try:
