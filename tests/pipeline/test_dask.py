@@ -382,35 +382,23 @@ def _assert_kept_incomplete(tmp_path: Path) -> None:
     assert (tmp_path / "r" / "INCOMPLETE").is_file() and not (tmp_path / "r" / "results.json").exists()
 
 
-def test_interrupt_stops_the_local_cluster_and_leaves_nothing_running(tmp_path: Path) -> None:
-    f, mark = _pipeline(tmp_path, seconds=5)
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hub.cli",
-            "run",
-            str(f),
-            "--out",
-            str(tmp_path / "r"),
-            "--executor",
-            "dask",
-            "--jobs",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=_env(),
-    )
+def _interrupt_once_started(tmp_path: Path, f: Path, mark: Path, *executor_args: str) -> tuple[int, str]:
+    """``collhub run`` on Dask, SIGINT as soon as a unit has started: (exit code, stderr)."""
+    cmd = [sys.executable, "-m", "hub.cli", "run", str(f), "--out", str(tmp_path / "r"), *executor_args]
+    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
     deadline = time.monotonic() + START_TIMEOUT
     while not list(mark.iterdir()):
         assert time.monotonic() < deadline and run.poll() is None
         time.sleep(0.02)
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)
-    assert run.returncode == 130, err
+    return run.returncode, err
+
+
+def test_interrupt_stops_the_local_cluster_and_leaves_nothing_running(tmp_path: Path) -> None:
+    f, mark = _pipeline(tmp_path, seconds=5)
+    rc, err = _interrupt_once_started(tmp_path, f, mark, "--executor", "dask", "--jobs", "1")
+    assert rc == 130, err
     assert "error: interrupted" in err.splitlines() and "Traceback" not in err, err
     _assert_kept_incomplete(tmp_path)
     for pid in {int(p.name.split("-")[0]) for p in mark.iterdir()}:  # the local cluster's workers are gone
@@ -420,35 +408,10 @@ def test_interrupt_stops_the_local_cluster_and_leaves_nothing_running(tmp_path: 
 
 def test_interrupt_on_a_cluster_waits_for_running_units_then_cleans_up(cluster: Cluster, tmp_path: Path) -> None:
     # Dask cannot stop a running task: the run cancels the rest, waits for the running ones to
-    # end (they write into the temporary directory), and only then removes that directory.
+    # end (they write into the run's directory), and only then marks that directory incomplete.
     f, mark = _pipeline(tmp_path, seconds=2)
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hub.cli",
-            "run",
-            str(f),
-            "--out",
-            str(tmp_path / "r"),
-            "--executor",
-            "dask",
-            "--scheduler",
-            cluster.address,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=_env(),
-    )
-    deadline = time.monotonic() + START_TIMEOUT
-    while not list(mark.iterdir()):
-        assert time.monotonic() < deadline and run.poll() is None
-        time.sleep(0.02)
-    run.send_signal(signal.SIGINT)
-    _, err = run.communicate(timeout=60)
-    assert run.returncode == 130 and err.splitlines()[0] == "error: interrupted", err
+    rc, err = _interrupt_once_started(tmp_path, f, mark, "--executor", "dask", "--scheduler", cluster.address)
+    assert rc == 130 and err.splitlines()[0] == "error: interrupted", err
     started = len(list(mark.iterdir()))
     time.sleep(2.5)  # longer than a unit: nothing of this run may still be going
     _assert_kept_incomplete(tmp_path)
