@@ -17,18 +17,10 @@ import pytest
 from hub.errors import UsageError
 from hub.pipeline import ManagerSpec, run_pipeline_text
 
+from .test_hostile import _SLOW
+
 REPO = Path(__file__).resolve().parents[2]
-SLOW = """version: 1
-name: slow
-matrix:
-  ranks: [4, 8, 16, 32, 6, 12, 24, 10, 20, 14]
-  size: [1KiB, 64KiB, 1MiB, 4MiB]
-sources:
-  ring: {producer: hub.ring, params: {collective: allreduce, ranks: "${ranks}"}}
-  direct: {producer: hub.direct, params: {collective: allreduce, ranks: "${ranks}"}}
-consumers:
-  sim: {use: hub.simulate, params: {network: "ring:${ranks}", size: "${size}"}}
-"""
+SLOW = _SLOW  # the interrupt tests' sweep: long enough to stop part-way
 
 
 def _env(tmp: Path) -> dict[str, str]:
