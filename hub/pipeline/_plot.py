@@ -14,15 +14,14 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import os
 import sys
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .._units import parse_size
+from ..atomic import output_path
 from ..errors import FormatError, UsageError
 
 __all__ = ["Panel", "PlotLayout", "auto_plot", "format_bytes", "load_document", "plot_layout", "plot_results"]
@@ -540,16 +539,8 @@ def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
         fig.suptitle(layout.title, fontsize=12)
         order = [s for s in layout.series if s in handles] + ([_WARNED] if _WARNED in handles else [])
         fig.legend([handles[s] for s in order], order, loc=loc, ncols=legend_cols, frameon=False)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # A plain open() under a unique name (not mkstemp, which makes the file 0600): the PNG gets
-        # the same permissions as the run's other files.
-        tmp = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-        try:
+        with output_path(target) as tmp:  # whole or absent, with the run's file mode
             fig.savefig(tmp, format="png", dpi=dpi, facecolor="white")
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
 
 def _legend_plan(series: Sequence[str], width: float) -> tuple[str, int, float, float]:

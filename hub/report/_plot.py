@@ -9,10 +9,9 @@ the object API and the Agg canvas, so the caller's pyplot state is left alone.
 from __future__ import annotations
 
 import math
-import os
-import uuid
 from pathlib import Path
 
+from ..atomic import output_path
 from ..errors import UsageError
 from ._answer import Answer
 
@@ -99,12 +98,6 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
     if len(ans.studies) > n:
         title += f" (the first {n} of {len(ans.studies)} studies; report.json and report.md have all)"
     fig.suptitle(title, fontsize=11)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    with output_path(target) as tmp:  # whole or absent, with the run's file mode
         fig.savefig(tmp, format="png", dpi=dpi, facecolor="white")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target
