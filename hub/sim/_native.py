@@ -1,43 +1,49 @@
-"""ASTRA-sim's native ``ring`` all-reduce on a 1-D network, node for node (system.json path).
+"""ASTRA-sim's native collectives on a 1-D network, node for node (system.json path).
 
 Rules, read in ASTRA-sim 518bd51 and checked against its binaries:
 
+* **What is reproduced** (``docs/simulator.md`` has the table): ``ring`` for all four collectives,
+  ``direct`` for all-gather, reduce-scatter and all-to-all, ``halvingDoubling`` for all-reduce,
+  all-gather and reduce-scatter, ``doubleBinaryTree`` for all four (ASTRA-sim runs its all-reduce
+  tree for each), on a 1-D Ring, Switch or FullyConnected network; ``oneRing``,
+  ``oneDirect[N]`` and ``oneHalvingDoubling`` are the same algorithms on one dimension. Each
+  algorithm's per-rank message schedule is its own module (``_native_ring``, ``_native_direct``,
+  ``_native_hd``, ``_native_dbt``; shared rules in ``_native_ops``).
 * **Chunks** (``Sys::determine_chunk_size``, ``Sys::generate_collective``): the collective of S
-  bytes is cut into chunks of ``c = S // preferred-dataset-splits`` bytes (at least one byte per
-  NPU: if ``c < npus``, ``c = npus``), ``ceil(S' / c)`` of them, each of ``c`` bytes (S' = S, or
-  ``splits * npus`` after that correction). Each chunk is one stream.
+  bytes is cut into chunks of ``c = S // preferred-dataset-splits`` bytes, ``ceil(S' / c)`` of
+  them, each of ``c`` bytes; except in an all-gather, ``c`` is at least one byte per NPU (if
+  ``c < npus``, ``c = npus`` and ``S' = splits * npus``; else ``S' = S``). Each chunk is one stream.
 * **One stream at a time** per NPU with ``active-chunks-per-dimension`` 1 (``SchedulerUnit``:
   a stream is initialised when the previous one is removed, at the same tick).
-* **The ring** (``Ring.cc``): ``2(n-1)`` messages of ``c // n`` bytes to the next NPU, each sent
-  when the previous packet is processed; a packet is processed after a memory-bus transfer of
-  ``endpoint-delay`` ns (``MemBus``, a non-local dimension without ``model-shared-bus``) and, for
-  the first ``n-1`` received packets (the reduce-scatter half), a reduction of
-  ``3 * trunc(bytes / local-mem-bw)`` ns (``PacketBundle::call``: two reads and a write, each
-  truncated). The stream's first packet passes the bus too, so ``2n-1`` bus transfers per chunk.
-  A receive is posted with its send; the stream ends when its last packet is processed, not
-  when its last send arrives.
 * The collective (the workload's COMM_COLL) ends when its last stream ends
-  (``DataSet::notify_stream_finished``).
+  (``DataSet::notify_stream_finished``); the rank's finish is its COMM_COLL's end, not the
+  arrival of its last send (``hub.sim._breakdown.workload_finish``).
 
-* The rank's finish is its COMM_COLL's end, not the arrival of its last send
-  (``hub.sim._breakdown.workload_finish``).
-
-Everything else native (other collectives and implementations, multi-dimensional networks,
+Everything else native is refused naming the key (:func:`native_collectives`): ``direct``
+all-reduce and a ``directN`` window below ``n-1`` (their steps follow the order events happen
+in, see ``_native_direct``), halving-doubling all-to-all (ASTRA-sim exits) or on a non-power-of-two
+number of NPUs, a double binary tree on a non-power-of-two number, multi-dimensional networks,
 ``localBWAware``, more active chunks, a process group, a shared-bus model, a workload that also
-has workload-level SEND/RECV nodes) is refused naming the key (:func:`native_collectives`).
+has workload-level SEND/RECV nodes.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..chakra import Collective, NodeType, Workload
 from ..errors import SimulationError
+from ._native_dbt import dbt_schedule
+from ._native_direct import direct_schedule
+from ._native_hd import hd_schedule
+from ._native_ops import Schedule
+from ._native_ring import ring_schedule
 
-__all__ = ["NativeRing", "native_collectives", "ring_allreduce_steps"]
+__all__ = ["NativeRing", "chunking", "native_collectives", "native_schedule"]
 
 _STEMS = {
     Collective.ALLREDUCE: "all-reduce",
@@ -45,26 +51,77 @@ _STEMS = {
     Collective.REDUCESCATTER: "reduce-scatter",
     Collective.ALLTOALL: "all-to-all",
 }
+#: the names CollectiveImplLookup knows -> the algorithm (the ``one`` variants are the same on one
+#: dimension); ``direct``/``oneDirect`` may carry a window: a number, of which stoi reads 5 digits
+_NAMES = {
+    "ring": "ring",
+    "oneRing": "ring",
+    "direct": "direct",
+    "oneDirect": "direct",
+    "halvingDoubling": "halvingDoubling",
+    "oneHalvingDoubling": "halvingDoubling",
+    "doubleBinaryTree": "doubleBinaryTree",
+}
+_WINDOW = re.compile(r"(direct|oneDirect)(\d+)")
 
 
 @dataclass(frozen=True)
 class NativeRing:
-    """The system.json settings a native ring all-reduce depends on."""
+    """The system.json settings a native collective depends on, and its implementation
+    (``ring``, ``direct``, ``halvingDoubling`` or ``doubleBinaryTree``)."""
 
     splits: int
     endpoint_delay: int
     local_mem_bw: float  # GB/s (decimal)
+    impl: str = "ring"
 
 
 def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> SimulationError:
     stem = _STEMS.get(coll, "all-reduce")
     sep = "" if why.startswith(":") else " "
     return SimulationError(
-        f"system.json key {key}{sep}{why}; hub.simulate reproduces ASTRA-sim's native collectives only for a "
-        "ring all-reduce on a 1-D network (baseline, one active chunk, no process group, no shared bus)",
+        f"system.json key {key}{sep}{why}; hub.simulate reproduces ASTRA-sim's native collectives only on a "
+        "1-D network (baseline, one active chunk, no process group, no shared bus; docs/simulator.md)",
         hint=f'use the custom path: "{stem}-implementation-custom": ["<ET prefix>"] (e.g. written by collhub '
         f"produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}",
     )
+
+
+def _implementation(key: str, impl: Any, coll: Collective, n: int) -> str:
+    """The algorithm ``impl`` (the key's one-entry list) names, if hub.simulate reproduces it for
+    ``coll`` on ``n`` NPUs; else the refusal, saying why."""
+    name = impl[0] if isinstance(impl, list) and len(impl) == 1 else None
+    win = _WINDOW.fullmatch(name) if isinstance(name, str) else None
+    algo = _NAMES.get(win.group(1) if win else name) if isinstance(name, str) else None
+    if algo is None:
+        why = "one entry per network dimension" if not isinstance(impl, list) or len(impl) != 1 else "a name it knows"
+        raise _refuse(key, f": {impl!r} is not ASTRA-sim's native implementation list ({why})", coll)
+    pow2 = n & (n - 1) == 0
+    if algo == "direct":
+        if coll is Collective.ALLREDUCE:
+            raise _refuse(
+                key,
+                f"asks for ASTRA-sim's native {impl!r} all-reduce, whose second half waits for an order of "
+                "events no dependency graph states; hub.simulate does not reproduce it",
+                coll,
+            )
+        if win and int(win.group(2)[:5]) < n - 1:
+            raise _refuse(
+                key,
+                f"asks for ASTRA-sim's native {impl!r} with a window below n-1 = {n - 1}, whose packets go to "
+                "peers in the order receipts arrive; hub.simulate does not reproduce it",
+                coll,
+            )
+    elif algo == "halvingDoubling":
+        if coll is Collective.ALLTOALL:
+            raise _refuse(key, f"asks for ASTRA-sim's native {impl!r} all-to-all, which ASTRA-sim exits on", coll)
+        if not pow2:
+            raise _refuse(key, f"asks for ASTRA-sim's native {impl!r} on {n} NPUs, not a power of two", coll)
+    elif algo == "doubleBinaryTree" and not pow2:
+        raise _refuse(
+            key, f"asks for ASTRA-sim's native {impl!r} on {n} NPUs, not a power of two (ASTRA-sim crashes)", coll
+        )
+    return algo
 
 
 def native_collectives(
@@ -82,11 +139,10 @@ def native_collectives(
         if coll not in used or coll in skip or has_custom(cfg, stem) or not cfg.get(key):
             continue
         impl = cfg[key]
-        if coll is not Collective.ALLREDUCE or impl != ["ring"]:
-            raise _refuse(key, f"asks for ASTRA-sim's native {impl!r}, which hub.simulate does not reproduce yet", coll)
         if dims != 1:
             where = f"a {dims}-dimensional network" if dims else "a topology that is not a dimensional network"
-            raise _refuse(key, f"asks for a native collective on {where}")
+            raise _refuse(key, f"asks for a native collective on {where}", coll)
+        algo = _implementation(key, impl, coll, wl.rank_count)
         if cfg.get("collective-optimization", "baseline") != "baseline":
             raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (only baseline)")
         if cfg.get("active-chunks-per-dimension", 1) != 1:
@@ -112,15 +168,31 @@ def native_collectives(
         )
         if groups:
             raise _refuse(key, f"asks for a native collective in process group {groups[0]!r}")
-        out[coll] = _settings(cfg)
+        settings = replace(_settings(cfg), impl=algo)
+        if coll is Collective.ALLGATHER:
+            small = min(
+                (n.comm_size for nodes in wl.ranks for n in nodes if n.collective is coll and n.comm_size is not None),
+                default=settings.splits,
+            )
+            if small < settings.splits:
+                # (ASTRA-sim's all-gather chunks have no minimum size: chunks of 0 bytes, and then a
+                # division by zero)
+                raise _refuse(
+                    "preferred-dataset-splits",
+                    f": {settings.splits} splits of a {small}-byte all-gather leave chunks of 0 bytes",
+                    coll,
+                )
+        out[coll] = settings
     others = sorted(c.value for c in used if c is not None and c not in out and c is not Collective.BROADCAST)
     if out and others:
         # (ASTRA-sim 518bd51 itself never finishes such a workload: the custom collective's
         # hardware resource is never released, "Hardware Resource ... has unreleased nodes")
+        first = next(iter(out))
         raise _refuse(
-            "all-reduce-implementation",
-            f"asks for a native all-reduce next to {others[0]} served by "
+            f"{_STEMS[first]}-implementation",
+            f"asks for a native {_STEMS[first]} next to {others[0]} served by "
             "another (custom) implementation, a mix ASTRA-sim 518bd51 itself never finishes",
+            first,
         )
     return out
 
@@ -136,22 +208,25 @@ def _settings(cfg: Mapping[str, Any]) -> NativeRing:
     return NativeRing(splits, delay, float(bw))
 
 
-def _reduce_ns(nbytes: int, bw_GBps: float) -> int:
-    # the same double arithmetic as PacketBundle::call: three truncated terms
-    one = int(float(nbytes) / (bw_GBps * 1e9) * 1e9)
-    return 3 * one
-
-
-def ring_allreduce_steps(ring: NativeRing, size: int, npus: int) -> tuple[int, int, int, list[int]]:
-    """``(chunks, message bytes, endpoint delay, processing ns after receive k)`` of a native ring
-    all-reduce of ``size`` bytes over ``npus`` NPUs (module doc)."""
+def chunking(ring: NativeRing, coll: Collective, size: int, npus: int) -> tuple[int, int]:
+    """``(chunks, chunk bytes)`` of a native collective of ``size`` bytes over ``npus`` NPUs
+    (module doc)."""
     chunk = size // ring.splits
     total = size
-    if npus > chunk:
+    if coll is not Collective.ALLGATHER and npus > chunk:
         chunk = npus
         total = ring.splits * chunk
-    chunks = math.ceil(total / chunk)
-    msg = chunk // npus
-    red = _reduce_ns(msg, ring.local_mem_bw)
-    after = [ring.endpoint_delay + (red if k < npus - 1 else 0) for k in range(2 * (npus - 1))]
-    return chunks, msg, ring.endpoint_delay, after
+    return math.ceil(total / chunk), chunk
+
+
+def native_schedule(ring: NativeRing, coll: Collective, n: int, pos: int, chunk: int, chunk_no: int) -> Schedule:
+    """What position ``pos`` of ``n`` does for one chunk of ``chunk`` bytes, its ``chunk_no``-th of
+    this collective kind (which of the double binary trees it uses)."""
+    d, bw = ring.endpoint_delay, ring.local_mem_bw
+    if ring.impl == "ring":
+        return ring_schedule(coll, n, pos, chunk, d, bw)
+    if ring.impl == "direct":
+        return direct_schedule(coll, n, pos, chunk, d, bw)
+    if ring.impl == "halvingDoubling":
+        return hd_schedule(coll, n, pos, chunk, d, bw)
+    return dbt_schedule(n, pos, chunk, chunk_no, d, bw)

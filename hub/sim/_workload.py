@@ -31,7 +31,7 @@ import numpy as np
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import SimulationError
-from ._native import NativeRing, ring_allreduce_steps
+from ._native import NativeRing, chunking, native_schedule
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
 
 __all__ = ["program_from_workload"]
@@ -53,6 +53,7 @@ class _Served:
     npus: tuple[int, ...]
     native: NativeRing | None = None
     size: int = 0
+    chunk0: int = 0  # native: chunks of this collective kind the rank ran before (double binary tree)
 
 
 @dataclass
@@ -136,11 +137,16 @@ def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> 
 
     out: dict[tuple[int, int], _Served] = {}
     planned = plan_collectives(wl, choose, action="simulate", refusal_is_problem=False)
+    ran: dict[tuple[int, Collective], int] = {}  # (rank, kind) -> native chunks so far, in file order
     for k, (inst, alg) in enumerate(planned, start=1):
         order = sorted(inst.group)
+        nat = native.get(inst.coll)
+        chunks = chunking(nat, inst.coll, inst.size, len(inst.group))[0] if nat is not None else 0
         for r, node in inst.nodes.items():
+            before = ran.get((r, inst.coll), 0)
+            ran[(r, inst.coll)] = before + chunks
             out[(r, node.id)] = _Served(
-                k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group, native.get(inst.coll), inst.size
+                k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group, nat, inst.size, before
             )
     return out
 
@@ -211,7 +217,8 @@ def _add_collective(
     k = sv.instance
     b.labels[k] = sv.label
     if sv.native is not None:
-        return _add_native_ring(b, r, node.id, sv)
+        assert node.collective is not None
+        return _add_native(b, r, node.id, node.collective, sv)
     if sv.alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
         d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
         g = b.add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
@@ -255,31 +262,28 @@ def _add_collective(
     return s, e
 
 
-def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[int, int]:
-    """ASTRA-sim's native ring all-reduce on rank ``r`` (``hub.sim._native``): per chunk, in turn,
-    a bus transfer, then 2(n-1) times: send to the next NPU and post the receive from the previous
-    one; once received, the bus transfer (and reduction) before the next send. END waits for the
-    last chunk's last processing only (a stream ends when its last packet is processed)."""
+def _add_native(b: _Builder, r: int, node_id: int, coll: Collective, sv: _Served) -> tuple[int, int]:
+    """ASTRA-sim's native collective on rank ``r`` (``hub.sim._native``): its chunks one after
+    another, each the algorithm's schedule for this rank (``hub.sim._native_ops``); END waits for
+    the last chunk's end."""
     assert sv.native is not None
     k = sv.instance
     n = len(sv.npus)
-    chunks, msg, delay, after = ring_allreduce_steps(sv.native, sv.size, n)
-    nxt, prv = sv.npus[(sv.graph_pos + 1) % n], sv.npus[(sv.graph_pos - 1) % n]
+    chunks, chunk = chunking(sv.native, coll, sv.size, n)
     s = b.add(K_START, r, node_id=node_id, instance=k, a=RES_COMM)
-    last = s
+    last: tuple[int, ...] = (s,)
     for c in range(chunks):
-        bus = b.add(K_COMP, r, d=delay, node_id=node_id, instance=k)
-        b.edges.append((last, bus))
-        last = bus
-        for step, d in enumerate(after):
-            tag = c * len(after) + step  # (messages of one chunk and step pair in order anyway)
-            snd = b.add(K_SEND, r, p=nxt, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
-            rcv = b.add(K_RECV, r, p=prv, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
-            proc = b.add(K_COMP, r, d=d, node_id=node_id, instance=k)
-            b.edges.extend(((last, snd), (last, rcv), (rcv, proc)))
-            last = proc
+        ops, ends = native_schedule(sv.native, coll, n, sv.graph_pos, chunk, sv.chunk0 + c)
+        base = len(b.kind)
+        for op in ops:  # (one tag per chunk, as ASTRA-sim's stream id: messages pair in order)
+            comm = op.kind in (K_SEND, K_RECV)
+            peer, sz = (sv.npus[op.peer], op.size) if comm else (-1, -1)
+            b.add(op.kind, r, p=peer, tag=c + (k << 32), sz=sz, d=op.dur, node_id=node_id, instance=k)
+        for i, op in enumerate(ops):
+            b.edges.extend((d, base + i) for d in (tuple(base + j for j in op.deps) if op.deps else last))
+        last = tuple(base + e for e in ends)
     e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
-    b.edges.append((last, e))
+    b.edges.extend((x, e) for x in last)
     return s, e
 
 

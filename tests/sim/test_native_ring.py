@@ -128,7 +128,7 @@ def test_algorithm_for_wins_over_the_native_key() -> None:
     ("over", "net", "key"),
     [
         ({"all-reduce-implementation": ["direct"]}, "ring:4", "all-reduce-implementation"),
-        ({"all-reduce-implementation": ["halvingDoubling"]}, "ring:4", "all-reduce-implementation"),
+        ({"all-reduce-implementation": ["halvingDoubling"]}, "ring:3", "all-reduce-implementation"),
         ({"all-reduce-implementation": ["ring", "ring"]}, "ring:2,ring:2", "all-reduce-implementation"),
         ({"collective-optimization": "localBWAware"}, "ring:4", "collective-optimization"),
         ({"active-chunks-per-dimension": 2}, "ring:4", "active-chunks-per-dimension"),
@@ -138,7 +138,7 @@ def test_algorithm_for_wins_over_the_native_key() -> None:
     ],
 )
 def test_what_is_not_reproduced_is_refused_naming_the_key(over: dict, net: str, key: str) -> None:
-    wl = Workload.single_collective(Collective.ALLREDUCE, 4, 1 << 20)
+    wl = Workload.single_collective(Collective.ALLREDUCE, 3 if net == "ring:3" else 4, 1 << 20)
     with pytest.raises(SimulationError) as info:
         simulate(wl, net, system={**BASE, **over})
     assert info.value.message.startswith(f"system.json key {key}")
@@ -161,5 +161,5 @@ def test_native_next_to_workload_sends_and_other_native_collectives_are_refused(
     with pytest.raises(SimulationError, match="next to alltoall served by another"):
         simulate(wl, "ring:4", system=BASE, algorithm_for={"alltoall": "direct"})
     with pytest.raises(SimulationError, match="system.json key all-to-all-implementation") as info:
-        simulate(wl, "ring:4", system={**BASE, "all-to-all-implementation": ["ring"]})
+        simulate(wl, "ring:4", system={**BASE, "all-to-all-implementation": ["halvingDoubling"]})
     assert '"all-to-all-implementation-custom"' in (info.value.hint or "")

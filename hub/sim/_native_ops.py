@@ -1,0 +1,100 @@
+"""What one rank does for one chunk of an ASTRA-sim native collective, as data.
+
+A native algorithm's schedule (``_native_ring``, ``_native_hd``, ``_native_direct``,
+``_native_dbt``) is a pure function of the settings, the collective, the group size, the rank's
+position and the chunk's bytes; it returns a :data:`Schedule`: a small DAG of :class:`Op` (bus
+transfers and reductions as timed COMPs, SENDs, RECVs, joins) and the ops whose completion ends
+the chunk (ASTRA-sim's stream ``exit()``). ``hub.sim._workload`` turns it into program nodes.
+
+Rules shared by every algorithm (ASTRA-sim 518bd51, ``PacketBundle``/``MemBus`` on a
+non-local dimension without ``model-shared-bus``):
+
+* every packet passes the memory bus once: ``endpoint-delay`` ns, whichever way it goes;
+* a packet that needs processing (a reduction) then takes ``3 * trunc(bytes / local-mem-bw)``
+  ns more (two reads and a write, each truncated to whole ns), ``bytes`` being the packet's own
+  message size;
+* a SEND is issued with the RECV the same step posts, SEND first (``ready()``); ops that become
+  ready together are issued in list order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._program import K_COMP, K_NOP, K_RECV, K_SEND
+
+__all__ = ["Op", "Packet", "Schedule", "chain", "reduce_ns", "round_flags"]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One engine node of a chunk: ``peer`` is a position in the group; ``deps`` index earlier ops
+    of the same chunk (empty: the chunk's start)."""
+
+    kind: int
+    peer: int = -1
+    size: int = 0
+    dur: int = 0
+    deps: tuple[int, ...] = ()
+
+
+#: (ops, indices of the ops whose completion ends the chunk)
+Schedule = tuple[tuple[Op, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Packet:
+    """One packet of a one-at-a-time algorithm (``parallel_reduce`` 1): after its bus transfer
+    (and reduction, when ``processed``) it is sent ``size`` bytes to ``dest`` and a receive from
+    ``src`` is posted; the last packet is never sent (its processing ends the chunk)."""
+
+    size: int
+    dest: int
+    src: int
+    processed: bool
+
+
+def reduce_ns(nbytes: int, bw_GBps: float) -> int:
+    """The reduction of ``nbytes`` (PacketBundle::call: the same double arithmetic, three
+    truncated terms)."""
+    one = int(float(nbytes) / (bw_GBps * 1e9) * 1e9)
+    return 3 * one
+
+
+def round_flags(count: int, zero: int, nonzero: int, reduce_first: bool, reduce_all: bool) -> list[bool]:
+    """Which of ``count`` packets are processed. Packets come in rounds of ``zero`` packets bound
+    for the memory (never processed) then ``nonzero`` bound for the NPU; a nonzero packet is
+    processed in a reduce-scatter (``reduce_all``) and, in an all-reduce (``reduce_first``), in
+    odd rounds only (``insert_packet``'s toggle flips at each round's start)."""
+    out: list[bool] = []
+    z = nz = 0
+    toggle = False
+    for _ in range(count):
+        if z == 0 and nz == 0:
+            z, nz, toggle = zero, nonzero, not toggle
+        if z > 0:
+            z -= 1
+            out.append(False)
+        else:
+            nz -= 1
+            out.append(reduce_all or (reduce_first and toggle))
+    return out
+
+
+def chain(packets: Sequence[Packet], delay: int, bw_GBps: float) -> Schedule:
+    """The DAG of a one-at-a-time algorithm: packet i's bus (and reduction), then its SEND and
+    RECV; packet i+1's bus starts when that RECV completes; the last packet's bus ends the chunk."""
+    ops: list[Op] = []
+    after: tuple[int, ...] = ()
+    for i, p in enumerate(packets):
+        d = delay + (reduce_ns(p.size, bw_GBps) if p.processed else 0)
+        ops.append(Op(K_COMP, dur=d, deps=after))
+        bus = len(ops) - 1
+        if i == len(packets) - 1:
+            return tuple(ops), (bus,)
+        ops.append(Op(K_SEND, peer=p.dest, size=p.size, deps=(bus,)))
+        ops.append(Op(K_RECV, peer=p.src, size=p.size, deps=(bus,)))
+        after = (len(ops) - 1,)
+    ops.append(Op(K_NOP, deps=after))
+    return tuple(ops), (len(ops) - 1,)
