@@ -101,15 +101,15 @@ def _implementation(key: str, impl: Any, coll: Collective, n: int) -> str:
         if coll is Collective.ALLREDUCE:
             raise _refuse(
                 key,
-                f"asks for ASTRA-sim's native {impl!r} all-reduce, whose second half waits for an order of "
-                "events no dependency graph states; hub.simulate does not reproduce it",
+                f"asks for ASTRA-sim's native {impl!r} all-reduce, whose second half waits on an order of "
+                "events that no dependency graph states",
                 coll,
             )
         if win and int(win.group(2)[:5]) < n - 1:
             raise _refuse(
                 key,
                 f"asks for ASTRA-sim's native {impl!r} with a window below n-1 = {n - 1}, whose packets go to "
-                "peers in the order receipts arrive; hub.simulate does not reproduce it",
+                "peers in the order receipts happen to arrive",
                 coll,
             )
     elif algo == "halvingDoubling":

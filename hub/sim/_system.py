@@ -3,8 +3,9 @@
 ASTRA-sim picks, per workload COMM_COLL node: the ``per-node-custom-implementation`` entry, else
 the collective's ``*-implementation-custom`` key (one ET prefix), else the native per-dimension
 list (``*-implementation``: ``ring``, ``direct``, ``halvingDoubling``, ...). hub.simulate
-reproduces the custom path exactly, and of the native implementations the ring all-reduce on a
-1-D network (``hub.sim._native``, with its chunking by ``preferred-dataset-splits`` and its
+reproduces the custom path exactly, and of the native implementations those on a 1-D network
+that ``hub.sim._native`` lists (ring for every collective, direct, halvingDoubling,
+doubleBinaryTree; with their chunking by ``preferred-dataset-splits`` and their
 ``endpoint-delay`` and ``local-mem-bw`` costs); a system.json that would run any other native
 implementation is refused, naming the key.
 """
@@ -58,9 +59,9 @@ def serve_from_system(
     explicit: frozenset[Collective] = frozenset(),
 ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
     """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
-        -> the native implementation hub.simulate reproduces (``hub.sim._native``: ring all-reduce on
-        a 1-D network); any other native implementation the workload would use is refused. Collectives
-    in ``explicit`` are served by the caller's ``algorithm_for``."""
+    -> the native implementation hub.simulate reproduces (``hub.sim._native``, 1-D networks); any
+    other native implementation the workload would use is refused. Collectives in ``explicit`` are
+    served by the caller's ``algorithm_for``."""
     from ._native import native_collectives
 
     cfg, _base = load_system(system)
