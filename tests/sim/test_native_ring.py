@@ -1,5 +1,6 @@
 """ASTRA-sim's native ring all-reduce (system.json ``all-reduce-implementation: ["ring"]``) in
-hub.simulate, against the real binaries on both backends; everything else native is refused.
+hub.simulate, against the real binaries on both backends, and the refusals of settings it does not
+reproduce (the other algorithms and collectives: test_native_algorithms.py).
 
 The oracle runs the astrasim plugin's bundle with ``native:ring`` and the same system settings.
 """
