@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -81,6 +82,9 @@ _CODE_NAME = (*TYPE_NAMES, "rrc", "rrcs")
 # C-level look-ups for map(): unknown keys give -1 (step type) / 9 (buffer)
 _TYPE_GET = defaultdict(lambda: -1, TYPE_CODE).__getitem__
 _BUF_GET = defaultdict(lambda: 9, {"i": 0, "o": 1, "s": 2}).__getitem__
+# the same for the fast path's bytes
+_TYPE_GET_B = defaultdict(lambda: -1, {t.encode(): c for t, c in TYPE_CODE.items()}).__getitem__
+_BUF_GET_B = defaultdict(lambda: 9, {b"i": 0, b"o": 1, b"s": 2}).__getitem__
 #: attributes of a <step>, in the order of the reader's rows (_reader._STEP_ATTRS)
 _ATTR = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 
@@ -240,12 +244,20 @@ def lower_gpu(rd: _Reader, g: _Gpu) -> tuple[RankGraph, int]:
 
 def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
     """Parse the raw attribute strings of every step: integers, step types, buffers."""
-    S = len(g.rows)
+    S = sum(t.n for t in g.tbs)
     tb_of = np.repeat(np.arange(len(g.tbs)), tbs.length)
     s_of = np.arange(S) - tbs.start[tb_of] if S else np.zeros(0, dtype=np.int64)
-    w = _Where(g.id, path, tb_of, s_of, np.array(g.lines, dtype=np.int64))
-    raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
-    s_given = w.ints("s", raw["s"])
+    w = _Where(g.id, path, tb_of, s_of, np.asarray(g.lines, dtype=np.int64))
+    if g.cols is not None:  # the fast path (_scan) read the integers and words already
+        ints, (types, srcbufs, dstbufs) = g.cols, g.words
+        type_get: Callable[[Any], int] = _TYPE_GET_B
+        buf_get: Callable[[Any], int] = _BUF_GET_B
+    else:
+        raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
+        types, srcbufs, dstbufs = raw["type"], raw["srcbuf"], raw["dstbuf"]
+        type_get, buf_get = _TYPE_GET, _BUF_GET
+        ints = {"s": w.ints("s", raw["s"])}
+    s_given = ints["s"]
     if (i := _first(s_given != s_of)) is not None:
         raise ImportFormatError(
             f"gpu {g.id} tb {int(tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
@@ -253,9 +265,9 @@ def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
             path=path,
             line=int(w.line[i]),
         )
-    code = np.fromiter(map(_TYPE_GET, raw["type"]), dtype=np.int64, count=S)
+    code = np.fromiter(map(type_get, types), dtype=np.int64, count=S)
     if (i := _first(code < 0)) is not None:
-        t = raw["type"][i]
+        t = types[i] if isinstance(types[i], str) else types[i].decode()
         if t == "ra":
             raise ImportFormatError(
                 f"{w.at(i)}: step type 'ra' (residual add) is not supported",
@@ -269,10 +281,11 @@ def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
             line=int(w.line[i]),
             hint="one of: " + ", ".join(TYPE_NAMES),
         )
-    src_buf = np.fromiter(map(_BUF_GET, raw["srcbuf"]), dtype=np.int64, count=S)
-    dst_buf = np.fromiter(map(_BUF_GET, raw["dstbuf"]), dtype=np.int64, count=S)
-    # in the order the attributes are checked (the first bad one is reported)
-    ints = {name: w.ints(name, raw[name]) for name in ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")}
+    src_buf = np.fromiter(map(buf_get, srcbufs), dtype=np.int64, count=S)
+    dst_buf = np.fromiter(map(buf_get, dstbufs), dtype=np.int64, count=S)
+    if g.cols is None:
+        # in the order the attributes are checked (the first bad one is reported)
+        ints.update((name, w.ints(name, raw[name])) for name in ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"))
     return _Steps(
         w,
         code,

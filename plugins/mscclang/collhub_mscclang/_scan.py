@@ -1,0 +1,197 @@
+"""The reader's fast path: a whole file in memory, in a canonical subset of XML, read with a few
+C-level scans (``bytes.translate``, one regex match per threadblock, numpy) instead of one expat
+callback per element.
+
+The subset is what msccl-tools and ``mscclang.export`` write: ASCII, an optional plain XML
+declaration, comments only before the root, double-quoted attributes without ``&``, tabs or
+newlines in values, and steps in the writers' attribute order with single spaces. Inside it,
+every ``<`` starts a tag and the tags are matched by the regexes below; the counts prove that
+nothing was skipped, so the scan reads exactly what expat would. Anything else (and any refusal)
+makes :func:`scan` return False, and the caller reads the file with the general expat path,
+which alone reports errors: messages and their order are the same on both paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hub.errors import ImportFormatError
+
+from ._ir import INT_MAX, INT_MIN
+
+if TYPE_CHECKING:
+    from hub.chakra import Algorithm
+
+    from ._reader import _Gpu, _Reader
+
+__all__ = ["MAX_FAST_BYTES", "scan"]
+
+MAX_FAST_BYTES = 64 << 20  # above this the streaming path keeps memory at one <gpu>
+
+# bytes that may appear anywhere in the subset: printable ASCII but '&', and tab/newline ('\r'
+# changes expat's line count, '&' starts a reference)
+_ALLOWED = bytes([9, 10, *(c for c in range(0x20, 0x7F) if c != 0x26)])
+_DECL = re.compile(
+    rb'<\?xml version="1\.0"(?: encoding="(?i:utf-8|utf8|us-ascii|ascii|iso-8859-1|latin-1|latin1)")?'
+    rb'(?: standalone="(?:yes|no)")?[ \t\n]*\?>'
+)
+_PROLOG_COMMENTS = re.compile(rb"(?:[ \t\n]*<!--(?:[^-]|-[^-])*-->)*[ \t\n]*")
+_NAME = rb"[A-Za-z_][A-Za-z0-9_.-]*"
+# any tag but a step's: the start (or empty-element) tag with its attributes, or an end tag
+_TAG = re.compile(rb"<(?!step[ \t\n/>])(/?)(" + _NAME + rb")((?:[ \t\n]+" + _NAME + rb'="[^"<>\t\n]*")*)[ \t\n]*(/?)>')
+_ATTR = re.compile(rb"(" + _NAME + rb')="([^"]*)"')
+# possessive quantifiers: the subset never needs backtracking, and the match is ~2x faster without
+_INT = rb"-?+[0-9]{1,10}+"
+_STEP = (
+    rb'<step s="' + _INT + rb'" type="[a-z]{1,4}+" srcbuf="[A-Za-z]{0,16}+" srcoff="' + _INT + rb'" '
+    rb'dstbuf="[A-Za-z]{0,16}+" dstoff="' + _INT + rb'" cnt="' + _INT + rb'" depid="' + _INT + rb'" '
+    rb'deps="' + _INT + rb'" hasdep="' + _INT + rb'"/>'
+)
+_STEPS = re.compile(rb"(?:[ \t\n]*+" + _STEP + rb")*+[ \t\n]*+")
+_WORDS = re.compile(rb'type="([a-z]{1,4})" srcbuf="([A-Za-z]{0,16})" srcoff="-?[0-9]+" dstbuf="([A-Za-z]{0,16})"')
+#: the numbers of a step, in document order (the columns of _lower's integer attributes)
+_NUMBERS = ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")
+# translate table: digits and '-' stay, everything else becomes a blank
+_DIGITS = bytes(c if c in b"0123456789-" else 0x20 for c in range(256))
+
+
+class _Outside(Exception):
+    """The file is outside the subset: read it with the general path."""
+
+
+def scan(rd: _Reader, data: bytes, max_token: int) -> Algorithm | None:
+    """The algorithm in ``data``, read into ``rd``. None: not read, use the general path with a
+    fresh reader (``rd`` is then in an undefined state)."""
+    try:
+        _scan(rd, data, max_token)
+        return rd._finish()
+    except (_Outside, ImportFormatError):
+        return None
+
+
+def _scan(rd: _Reader, data: bytes, max_token: int) -> None:
+    if data.translate(None, _ALLOWED) or b"]]>" in data:
+        raise _Outside
+    pos = 0
+    if data.startswith(b"<?"):
+        m = _DECL.match(data)
+        if m is None:
+            raise _Outside
+        pos = m.end()
+    m = _PROLOG_COMMENTS.match(data, pos)
+    assert m is not None  # it matches the empty string
+    if m.end() - pos > max_token:
+        raise _Outside  # (a long comment would be refused by the general path)
+    body = m.end()
+    buf = np.frombuffer(data, dtype=np.uint8)
+    lt = np.flatnonzero(buf[body:] == 0x3C) + body  # every '<' of the body starts a tag
+    after = buf[np.minimum(lt + 1, len(buf) - 1)]
+    if np.any((after == 0x21) | (after == 0x3F)):
+        raise _Outside  # a comment, CDATA section, DOCTYPE or processing instruction in the body
+    newlines = np.flatnonzero(buf == 0x0A)
+    line_of_lt = np.searchsorted(newlines, lt) + 1
+    tags = [(m.start(), m.end(), m.groups()) for m in _TAG.finditer(data, body)]
+    if not tags or tags[0][0] != body or data[tags[-1][1] :].strip(b" \t\n"):
+        raise _Outside  # text before or after the root element
+    if any(b - a > max_token for a, b, _ in tags):
+        raise _Outside
+    tag_k = np.searchsorted(lt, [t[0] for t in tags]).tolist()  # each tag's '<' among all of them
+    _walk(rd, data, tags, tag_k, lt, line_of_lt)
+
+
+def _attrs(raw: bytes) -> dict[str, str]:
+    pairs = _ATTR.findall(raw)
+    a = {k.decode(): v.decode() for k, v in pairs}
+    if len(a) != len(pairs):
+        raise _Outside  # a repeated attribute: malformed, expat says where
+    return a
+
+
+def _walk(
+    rd: _Reader, data: bytes, tags: list[tuple[int, int, tuple[bytes, ...]]], tag_k: list[int], lt, line_of_lt
+) -> None:
+    """The element structure: algo > gpu > (tb > step*, copy); anything else is outside."""
+    depth = 0  # 0 before algo, 1 in algo, 2 in a gpu, 3 in a tb
+    steps_seen = g_steps = 0
+    n = len(tags)
+    i = 0
+    done = False
+    while i < n:
+        start, end, (close, name, raw, empty) = tags[i]
+        line = int(line_of_lt[tag_k[i]])
+        rd.at_line = line
+        if done:
+            raise _Outside  # a second root element
+        if close:
+            expect = {1: b"algo", 2: b"gpu"}.get(depth)
+            if name != expect or empty:
+                raise _Outside
+            depth -= 1
+            if depth == 1:
+                g = rd.gpu
+                assert g is not None
+                _finish_gpu(rd, g, data)
+            elif depth == 0:
+                done = True
+        elif depth == 0 and name == b"algo" and not empty:
+            rd._algo(_attrs(raw))
+            depth = 1
+        elif depth == 1 and name == b"gpu" and not empty:
+            rd._gpu(_attrs(raw))
+            g_steps = 0
+            depth = 2
+        elif depth == 2 and name == b"copy" and empty:
+            rd._copy(_attrs(raw))
+        elif depth == 2 and name == b"tb":
+            g = rd.gpu
+            assert g is not None
+            rd._tb(_attrs(raw))
+            tb = g.tbs[-1]
+            count = 0
+            if not empty:
+                # the tb's content: steps only, up to its end tag (the next non-step tag)
+                if i + 1 >= n or tags[i + 1][2][:2] != (b"/", b"tb") or tags[i + 1][2][3]:
+                    raise _Outside
+                hi = tags[i + 1][0]
+                if not _STEPS.fullmatch(data, end, hi):
+                    raise _Outside
+                k0 = tag_k[i] + 1
+                count = tag_k[i + 1] - k0
+                g.spans.append((end, hi))
+                g.lines.append(line_of_lt[k0 : k0 + count])
+                i += 1
+            tb.start, tb.n = g_steps, count
+            g_steps += count
+            steps_seen += count
+        else:
+            raise _Outside  # unknown, misplaced or empty-where-content-expected element
+        i += 1
+    if not done:
+        raise _Outside
+    if steps_seen + n != len(lt):
+        raise _Outside  # a '<' that no regex read
+
+
+def _finish_gpu(rd: _Reader, g: _Gpu, data: bytes) -> None:
+    """The gpu's step columns from its tbs' text, then the shared lowering."""
+    text = b" ".join(data[a:b] for a, b in g.spans)
+    S = sum(t.n for t in g.tbs)
+    nums = np.fromstring(text.translate(_DIGITS), dtype=np.int64, sep=" ")
+    if nums.size != S * len(_NUMBERS):
+        raise _Outside
+    if S and (int(nums.min()) < INT_MIN or int(nums.max()) > INT_MAX):
+        raise _Outside  # the general path names the attribute
+    cols = nums.reshape(S, len(_NUMBERS))
+    words = _WORDS.findall(text)
+    if len(words) != S:
+        raise _Outside
+    types, srcbufs, dstbufs = zip(*words, strict=True) if S else ((), (), ())
+    g.cols = {name: cols[:, k] for k, name in enumerate(_NUMBERS)}
+    g.words = (types, srcbufs, dstbufs)
+    g.lines = np.concatenate(g.lines) if g.lines else np.zeros(0, np.int64)  # type: ignore[assignment]
+    rd.at_line = g.line
+    rd._finish_gpu(g)
+    rd.gpu = None
