@@ -467,7 +467,13 @@ def read_msccl_ir(
     ``inplace`` flag); ``root`` overrides the inferred root of broadcast/reduce.
     Raises :class:`~hub.errors.ImportFormatError` naming the file, line, gpu, tb and step.
     """
-    p = Path(path)
+    return _read(Path(path), name=name, max_bytes=max_bytes, inplace=inplace, root=root, names=names, fast=True)
+
+
+def _read(
+    p: Path, *, name: str | None, max_bytes: int, inplace: bool | None, root: int | None, names: bool | None, fast: bool
+) -> Algorithm:
+    """read_msccl_ir; ``fast=False`` reads with the general path only (tests compare the two)."""
     if names is None:  # names cost time and ET bytes; keep them for files a person reads
         names = _source.is_regular(p) and p.stat().st_size <= NAMES_AUTO_BYTES
 
@@ -477,7 +483,7 @@ def read_msccl_ir(
         return rd
 
     try:
-        data = _source.whole(p, max_bytes, MAX_FAST_BYTES)
+        data = _source.whole(p, max_bytes, MAX_FAST_BYTES) if fast else None
         if data is not None:
             alg = scan(reader(), data, MAX_TOKEN_BYTES)
             if alg is not None:
