@@ -5,11 +5,15 @@ Run alone: python benchmarks/bench_mscclang.py
 2. a 256-rank fused ring all-reduce (~130k steps, ~16 MB XML): import, export: target <= 2 s
 3. whole-process `collhub produce mscclang.ir` on an unfused (s/r/rrc) 128-rank ring all-reduce
    exported from hub.ring: the reference converter took 4.7 s and wrote ~1 GB (chakra-et.md §6);
-   target >= 10x faster, >= 20x smaller.
+   target >= 10x faster, >= 20x smaller. The process is run 4 times (the first also writes the
+   bytecode caches a user's installation has); the best CPU of the other 3 is the figure, with its
+   wall time and peak RSS (``os.wait4``: that process alone). The machine may be shared: compare
+   CPU seconds.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -35,6 +39,25 @@ def cpu(fn) -> float:
     t = time.process_time()
     fn()
     return time.process_time() - t
+
+
+def process(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak MiB) of one whole process; its stderr is the error on failure."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = proc.stderr.read() if proc.stderr else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(err.decode(errors="replace"))
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def best_process(cmd: list[str], repeat: int = 3) -> tuple[float, float, float]:
+    """The run with the least CPU of ``repeat``, after one that writes the bytecode caches."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    process(cmd, env)
+    return min((process(cmd, env) for _ in range(repeat)), key=lambda r: r[1])
 
 
 def main() -> None:
@@ -83,31 +106,29 @@ def main() -> None:
         x128 = tmp / "ring128_unfused.xml"
         st128 = write_msccl_ir(ring128, x128, fuse=False, enforce_limits=False)
         prefix = tmp / "out" / "ring128"
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hub.cli", "--help"], capture_output=True, check=True)
-        t_floor = time.perf_counter() - t
-        t = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", f"path={x128}", "--out", str(prefix)],
-            capture_output=True,
-            text=True,
-        )
-        t_cli = time.perf_counter() - t
-        if proc.returncode != 0:
-            raise SystemExit(proc.stderr)
+        floor = best_process([sys.executable, "-m", "hub.cli", "--help"])
+        cmd = [sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", f"path={x128}", "--out", str(prefix)]
+        w_cli, t_cli, mib_cli = best_process(cmd)
         size = sum(p.stat().st_size for p in prefix.parent.glob("ring128.*"))
         rows.append(
             ("128-rank unfused ring XML", f"{x128.stat().st_size / 1e6:.1f} MB", "", f"{st128.steps} steps (s/r/rrc)")
         )
         rows.append(
             (
-                "collhub produce mscclang.ir (process)",
+                "collhub produce mscclang.ir (process, CPU)",
                 f"{t_cli:.2f} s",
                 f"<= {REF_SECONDS / 10:.2f} s",
-                f"{REF_SECONDS / t_cli:.1f}x faster than 4.7 s",
+                f"{REF_SECONDS / t_cli:.1f}x faster than 4.7 s (wall {w_cli:.2f} s, peak {mib_cli:.0f} MiB)",
             )
         )
-        rows.append(("  (floor: python -m hub.cli --help)", f"{t_floor:.2f} s", "", ""))
+        rows.append(
+            (
+                "  (floor: python -m hub.cli --help)",
+                f"{floor[1]:.2f} s",
+                "",
+                f"wall {floor[0]:.2f} s, peak {floor[2]:.0f} MiB",
+            )
+        )
         rows.append(
             (
                 "  ET output size",

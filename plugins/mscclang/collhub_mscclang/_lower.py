@@ -18,7 +18,6 @@ import numpy as np
 
 from hub.chakra import Buffer, NodeType, Op, RankGraph
 from hub.errors import ImportFormatError
-from hub.verify import SOURCE_LINE as LINE_ATTR
 
 from ._ir import INT_MAX, INT_MIN, INT_RE
 
@@ -535,6 +534,8 @@ def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray
     C, N = nodes.copies, len(nodes.kind)
     extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(C)}
     if names is not None:
+        from hub.verify import SOURCE_LINE as LINE_ATTR  # only here: hub.verify is a large import
+
         # the XML line of each node's <copy>/<step>, with the names (same cost rationale), so a
         # verification problem can point at the line to fix (hub.verify's origins read it)
         extra = {p: (*v, (LINE_ATTR, c[2])) for (p, v), c in zip(extra.items(), g.copies, strict=True)}
