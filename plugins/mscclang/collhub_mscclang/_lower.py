@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -81,9 +80,6 @@ _CODE_NAME = (*TYPE_NAMES, "rrc", "rrcs")
 # C-level look-ups for map(): unknown keys give -1 (step type) / 9 (buffer)
 _TYPE_GET = defaultdict(lambda: -1, TYPE_CODE).__getitem__
 _BUF_GET = defaultdict(lambda: 9, {"i": 0, "o": 1, "s": 2}).__getitem__
-# the same for the fast path's bytes
-_TYPE_GET_B = defaultdict(lambda: -1, {t.encode(): c for t, c in TYPE_CODE.items()}).__getitem__
-_BUF_GET_B = defaultdict(lambda: 9, {b"i": 0, b"o": 1, b"s": 2}).__getitem__
 #: attributes of a <step>, in the order of the reader's rows (_reader._STEP_ATTRS)
 _ATTR = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 
@@ -247,26 +243,42 @@ def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
     tb_of = np.repeat(np.arange(len(g.tbs)), tbs.length)
     s_of = np.arange(S) - tbs.start[tb_of] if S else np.zeros(0, dtype=np.int64)
     w = _Where(g.id, path, tb_of, s_of, np.asarray(g.lines, dtype=np.int64))
-    if g.cols is not None:  # the fast path (_scan) read the integers and words already
-        ints, (types, srcbufs, dstbufs) = g.cols, g.words
-        type_get: Callable[[Any], int] = _TYPE_GET_B
-        buf_get: Callable[[Any], int] = _BUF_GET_B
+    if g.cols is not None:  # the fast path (_scan) read the columns already
+        ints = g.cols
+        code, src_buf, dst_buf = g.words
+        if (i := _first(ints["s"] != s_of)) is not None or (i := _first(code < 0)) is not None:
+            raise ImportFormatError(f"{w.at(i)}: refused", path=path)  # the general path says why
     else:
-        raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
-        types, srcbufs, dstbufs = raw["type"], raw["srcbuf"], raw["dstbuf"]
-        type_get, buf_get = _TYPE_GET, _BUF_GET
-        ints = {"s": w.ints("s", raw["s"])}
-    s_given = ints["s"]
+        code, src_buf, dst_buf, ints = _parse_rows(path, g, w, s_of)
+    return _Steps(
+        w,
+        code,
+        src_buf,
+        ints["srcoff"],
+        dst_buf,
+        ints["dstoff"],
+        ints["cnt"],
+        ints["depid"],
+        ints["deps"],
+        ints["hasdep"],
+    )
+
+
+def _parse_rows(path: str, g: _Gpu, w: _Where, s_of: np.ndarray) -> tuple[Any, Any, Any, dict[str, np.ndarray]]:
+    """The general path's step rows (attribute strings) as columns, checked in document order."""
+    S = len(s_of)
+    raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
+    s_given = w.ints("s", raw["s"])
     if (i := _first(s_given != s_of)) is not None:
         raise ImportFormatError(
-            f"gpu {g.id} tb {int(tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
+            f"gpu {g.id} tb {int(w.tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
             "expected (s counts the tb's steps in document order, nops included)",
             path=path,
             line=int(w.line[i]),
         )
-    code = np.fromiter(map(type_get, types), dtype=np.int64, count=S)
+    code = np.fromiter(map(_TYPE_GET, raw["type"]), dtype=np.int64, count=S)
     if (i := _first(code < 0)) is not None:
-        t = types[i] if isinstance(types[i], str) else types[i].decode()
+        t = raw["type"][i]
         if t == "ra":
             raise ImportFormatError(
                 f"{w.at(i)}: step type 'ra' (residual add) is not supported",
@@ -280,23 +292,12 @@ def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
             line=int(w.line[i]),
             hint="one of: " + ", ".join(TYPE_NAMES),
         )
-    src_buf = np.fromiter(map(buf_get, srcbufs), dtype=np.int64, count=S)
-    dst_buf = np.fromiter(map(buf_get, dstbufs), dtype=np.int64, count=S)
-    if g.cols is None:
-        # in the order the attributes are checked (the first bad one is reported)
-        ints.update((name, w.ints(name, raw[name])) for name in ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"))
-    return _Steps(
-        w,
-        code,
-        src_buf,
-        ints["srcoff"],
-        dst_buf,
-        ints["dstoff"],
-        ints["cnt"],
-        ints["depid"],
-        ints["deps"],
-        ints["hasdep"],
-    )
+    src_buf = np.fromiter(map(_BUF_GET, raw["srcbuf"]), dtype=np.int64, count=S)
+    dst_buf = np.fromiter(map(_BUF_GET, raw["dstbuf"]), dtype=np.int64, count=S)
+    # in the order the attributes are checked (the first bad one is reported)
+    names = ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")
+    ints = {"s": s_given, **{name: w.ints(name, raw[name]) for name in names}}
+    return code, src_buf, dst_buf, ints
 
 
 def _check_steps(st: _Steps, tbs: _Tbs, in_c: int, out_c: int, s_chunks: int) -> None:

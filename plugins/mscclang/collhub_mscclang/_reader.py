@@ -69,7 +69,7 @@ class _Gpu:
         # fast path (_scan): each tb's step text, the steps' integer columns and their words
         self.spans: list[tuple[int, int]] = []
         self.cols: dict[str, Any] | None = None
-        self.words: tuple[tuple[bytes, ...], ...] = ()
+        self.words: tuple[Any, ...] = ()  # step type, srcbuf and dstbuf codes
 
 
 class _Reader:

@@ -14,13 +14,14 @@ which alone reports errors: messages and their order are the same on both paths.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from hub.errors import ImportFormatError
 
 from ._ir import INT_MAX, INT_MIN
+from ._lower import TYPE_CODE
 
 if TYPE_CHECKING:
     from hub.chakra import Algorithm
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_FAST_BYTES", "scan"]
 
 MAX_FAST_BYTES = 64 << 20  # above this the streaming path keeps memory at one <gpu>
+_BATCH_STEPS = 1 << 14  # steps whose columns are read at once (bounds the temporaries to a few MB)
 
 # bytes that may appear anywhere in the subset: printable ASCII but '&', and tab/newline ('\r'
 # changes expat's line count, '&' starts a reference)
@@ -51,11 +53,14 @@ _STEP = (
     rb'deps="' + _INT + rb'" hasdep="' + _INT + rb'"/>'
 )
 _STEPS = re.compile(rb"(?:[ \t\n]*+" + _STEP + rb")*+[ \t\n]*+")
-_WORDS = re.compile(rb'type="([a-z]{1,4})" srcbuf="([A-Za-z]{0,16})" srcoff="-?[0-9]+" dstbuf="([A-Za-z]{0,16})"')
 #: the numbers of a step, in document order (the columns of _lower's integer attributes)
 _NUMBERS = ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")
-# translate table: digits and '-' stay, everything else becomes a blank
-_DIGITS = bytes(c if c in b"0123456789-" else 0x20 for c in range(256))
+
+
+class _Doc(NamedTuple):
+    data: bytes
+    buf: np.ndarray  # the file's bytes, as an array
+    quotes: np.ndarray  # the position of every '"'
 
 
 class _Outside(Exception):
@@ -99,7 +104,8 @@ def _scan(rd: _Reader, data: bytes, max_token: int) -> None:
     if any(b - a > max_token for a, b, _ in tags):
         raise _Outside
     tag_k = np.searchsorted(lt, [t[0] for t in tags]).tolist()  # each tag's '<' among all of them
-    _walk(rd, data, tags, tag_k, lt, line_of_lt)
+    doc = _Doc(data, buf, np.flatnonzero(buf == 0x22))
+    _walk(rd, data, doc, tags, tag_k, lt, line_of_lt)
 
 
 def _attrs(raw: bytes) -> dict[str, str]:
@@ -111,11 +117,19 @@ def _attrs(raw: bytes) -> dict[str, str]:
 
 
 def _walk(
-    rd: _Reader, data: bytes, tags: list[tuple[int, int, tuple[bytes, ...]]], tag_k: list[int], lt, line_of_lt
+    rd: _Reader,
+    data: bytes,
+    doc: _Doc,
+    tags: list[tuple[int, int, tuple[bytes, ...]]],
+    tag_k: list[int],
+    lt,
+    line_of_lt,
 ) -> None:
     """The element structure: algo > gpu > (tb > step*, copy); anything else is outside."""
     depth = 0  # 0 before algo, 1 in algo, 2 in a gpu, 3 in a tb
     steps_seen = g_steps = 0
+    pending: list[_Gpu] = []  # closed gpus not lowered yet (their columns are read in batches)
+    seen: set[int] = set()
     n = len(tags)
     i = 0
     done = False
@@ -133,7 +147,11 @@ def _walk(
             if depth == 1:
                 g = rd.gpu
                 assert g is not None
-                _finish_gpu(rd, g, data)
+                pending.append(g)
+                rd.gpu = None
+                if sum(sum(t.n for t in p.tbs) for p in pending) >= _BATCH_STEPS:
+                    _lower_batch(rd, pending, doc)
+                    pending.clear()
             elif depth == 0:
                 done = True
         elif depth == 0 and name == b"algo" and not empty:
@@ -141,6 +159,10 @@ def _walk(
             depth = 1
         elif depth == 1 and name == b"gpu" and not empty:
             rd._gpu(_attrs(raw))
+            assert rd.gpu is not None
+            if rd.gpu.id in seen:
+                raise _Outside  # a repeated gpu id (caught when lowering on the general path)
+            seen.add(rd.gpu.id)
             g_steps = 0
             depth = 2
         elif depth == 2 and name == b"copy" and empty:
@@ -171,27 +193,75 @@ def _walk(
         i += 1
     if not done:
         raise _Outside
+    _lower_batch(rd, pending, doc)
     if steps_seen + n != len(lt):
         raise _Outside  # a '<' that no regex read
 
 
-def _finish_gpu(rd: _Reader, g: _Gpu, data: bytes) -> None:
-    """The gpu's step columns from its tbs' text, then the shared lowering."""
-    text = b" ".join(data[a:b] for a, b in g.spans)
-    S = sum(t.n for t in g.tbs)
-    nums = np.fromstring(text.translate(_DIGITS), dtype=np.int64, sep=" ")
+def _lower_batch(rd: _Reader, gpus: list[_Gpu], doc: _Doc) -> None:
+    """The gpus' step columns from the quotes of their steps (20 per step: each value sits
+    between a known pair), read for the whole batch at once; then the shared lowering, gpu by gpu."""
+    counts = [sum(t.n for t in g.tbs) for g in gpus]
+    S = sum(counts)
+    spans = [sp for g in gpus for sp in g.spans]
+    bounds = np.searchsorted(doc.quotes, np.array(spans, dtype=np.int64).reshape(-1))
+    lo, hi = bounds[0::2], bounds[1::2]
+    if int((hi - lo).sum()) != 20 * S:
+        raise _Outside
+    skip = lo - np.concatenate([[0], np.cumsum(hi - lo)[:-1]])  # ragged ranges lo..hi, concatenated
+    q = doc.quotes[np.repeat(skip, hi - lo) + np.arange(20 * S)].reshape(S, 20)
+    start, end = q[:, 0::2] + 1, q[:, 1::2]  # each step's 10 values, in the subset's order
+    # the integers: the only digits and '-' of the steps' text (fromstring parses in C; a numpy
+    # digit-by-digit parse over the quote positions was 2x slower)
+    text = b" ".join(doc.data[a:b] for a, b in spans).translate(_DIGITS)
+    nums = np.fromstring(text, dtype=np.int64, sep=" ")
     if nums.size != S * len(_NUMBERS):
         raise _Outside
     if S and (int(nums.min()) < INT_MIN or int(nums.max()) > INT_MAX):
         raise _Outside  # the general path names the attribute
-    cols = nums.reshape(S, len(_NUMBERS))
-    words = _WORDS.findall(text)
-    if len(words) != S:
-        raise _Outside
-    types, srcbufs, dstbufs = zip(*words, strict=True) if S else ((), (), ())
-    g.cols = {name: cols[:, k] for k, name in enumerate(_NUMBERS)}
-    g.words = (types, srcbufs, dstbufs)
-    g.lines = np.concatenate(g.lines) if g.lines else np.zeros(0, np.int64)  # type: ignore[assignment]
-    rd.at_line = g.line
-    rd._finish_gpu(g)
-    rd.gpu = None
+    nums = nums.reshape(S, len(_NUMBERS))
+    words = [_word_codes(doc.buf, start[:, k], end[:, k], table) for k, table in _WORD_SLOTS]
+    at = 0
+    for g, c in zip(gpus, counts, strict=True):
+        g.cols = {name: nums[at : at + c, k] for k, name in enumerate(_NUMBERS)}
+        g.words = tuple(w[at : at + c] for w in words)
+        g.lines = np.concatenate(g.lines) if g.lines else np.zeros(0, np.int64)  # type: ignore[assignment]
+        at += c
+        rd.at_line = g.line
+        rd._finish_gpu(g)
+
+
+def _word_codes(buf: np.ndarray, start: np.ndarray, end: np.ndarray, table: tuple[np.ndarray, np.ndarray, int]):
+    """The code of each word ``buf[start:end]`` (at most 16 letters) in ``table``, else its default."""
+    return _lookup(_word_key(buf, start, end - start), table)
+
+
+def _word_key(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    j = np.arange(4)
+    chars = buf[np.minimum(start[:, None] + j, len(buf) - 1)].astype(np.int64)
+    chars = np.where(j < length[:, None], chars, 0)
+    return ((chars[:, 0] << 24 | chars[:, 1] << 16 | chars[:, 2] << 8 | chars[:, 3]) << 5) | np.minimum(length, 31)
+
+
+def _lookup(keys: np.ndarray, table: tuple[np.ndarray, np.ndarray, int]) -> np.ndarray:
+    known, codes, default = table
+    at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+    return np.where(known[at] == keys, codes[at], default)
+
+
+def _table(words: dict[bytes, int], default: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Sorted keys (as _word_key makes them) and codes of ``words``."""
+    data = b"".join(words)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    lengths = np.array([len(w) for w in words], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    keys = _word_key(buf, starts, lengths)
+    order = np.argsort(keys)
+    return keys[order], np.array(list(words.values()), dtype=np.int64)[order], default
+
+
+# translate table: digits and '-' stay, everything else becomes a blank
+_DIGITS = bytes(c if c in b"0123456789-" else 0x20 for c in range(256))
+_TYPES = _table({t.encode(): c for t, c in TYPE_CODE.items()}, -1)
+_BUFS = _table({b"i": 0, b"o": 1, b"s": 2}, 9)
+_WORD_SLOTS = ((1, _TYPES), (2, _BUFS), (4, _BUFS))  # type, srcbuf, dstbuf
