@@ -100,12 +100,29 @@ def test_files_outside_the_subset_take_the_general_path(tmp_path: Path, case: st
     assert _digest(read_msccl_ir(path, names=False)) == _digest(read_msccl_ir(SMALL, names=False))
 
 
-def test_a_refused_canonical_file_is_reported_by_the_general_path(tmp_path: Path) -> None:
+def _refusals() -> list[tuple[str, bytes, str]]:
+    text = SMALL.read_bytes()
+    gpu1 = re.search(rb"<gpu id=\"1\".*?</gpu>", text, re.S)
+    assert gpu1 is not None
+    return [
+        ("ra", text.replace(b'type="rrs"', b'type="ra"', 1), "'ra' \\(residual add\\) is not supported"),
+        ("unknown-type", text.replace(b'type="rrs"', b'type="put"', 1), "unknown step type 'put'"),
+        ("repeated-gpu", text.replace(gpu1.group(), gpu1.group().replace(b'id="1"', b'id="0"', 1)), "appears twice"),
+        ("int32-overflow", text.replace(b'cnt="1"', b'cnt="2147483648"', 1), "out of range"),
+        ("s-out-of-order", text.replace(b'<step s="1"', b'<step s="2"', 1), "s=1 expected"),
+        ("unmatched-cnt", text.replace(b'cnt="1"', b'cnt="2"', 1), "cnt"),
+    ]
+
+
+@pytest.mark.parametrize("case, data, message", _refusals(), ids=[c for c, _, _ in _refusals()])
+def test_a_refused_canonical_file_is_reported_by_the_general_path(
+    tmp_path: Path, case: str, data: bytes, message: str
+) -> None:
     """The fast path never words an error: a bad file in the subset gets the general message."""
-    path = tmp_path / "bad.xml"
-    path.write_bytes(SMALL.read_bytes().replace(b'type="rrs"', b'type="ra"', 1))
+    path = tmp_path / f"{case}.xml"
+    path.write_bytes(data)
     assert _fast(path, True) is None
-    with pytest.raises(ImportFormatError, match="'ra' \\(residual add\\) is not supported") as exc:
+    with pytest.raises(ImportFormatError, match=message) as exc:
         read_msccl_ir(path)
     assert _outcome(read_msccl_ir, path) == _outcome(lambda p: _general(p, None), path)
     assert exc.value.line is not None and exc.value.line > 1
@@ -140,3 +157,16 @@ def test_fuzz_both_paths_agree(
     path = tmp_path / "m.xml"
     path.write_bytes(bytes(buf))
     assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 100])
+def test_columns_read_in_batches_of_gpus_are_the_same(
+    monkeypatch: pytest.MonkeyPatch, msccl_dir: Path, batch: int
+) -> None:
+    """The fast path reads step columns for several gpus at once; any batch size gives one result."""
+    import collhub_mscclang._scan as scan_module
+
+    monkeypatch.setattr(scan_module, "_BATCH_STEPS", batch)
+    for name in ("mscclang_allreduce_allpairs_n8_i2_LL.xml", "pregen_teccl_amd32_allgather.xml"):
+        fast = _fast(msccl_dir / name, True)
+        assert fast is not None and _digest(fast) == _digest(_general(msccl_dir / name, True)), name
