@@ -40,12 +40,15 @@ _DECL = re.compile(
     rb'<\?xml version="1\.0"(?: encoding="(?i:utf-8|utf8|us-ascii|ascii|iso-8859-1|latin-1|latin1)")?'
     rb'(?: standalone="(?:yes|no)")?[ \t\n]*\?>'
 )
-_PROLOG_COMMENTS = re.compile(rb"(?:[ \t\n]*<!--(?:[^-]|-[^-])*-->)*[ \t\n]*")
-_NAME = rb"[A-Za-z_][A-Za-z0-9_.-]*"
+# possessive quantifiers throughout: the subset never needs backtracking (so no input makes a
+# match slow), and the step match is ~2x faster without
+_PROLOG_COMMENTS = re.compile(rb"(?:[ \t\n]*+<!--(?:[^-]|-[^-])*+-->)*+[ \t\n]*+")
+_NAME = rb"[A-Za-z_][A-Za-z0-9_.-]*+"
 # any tag but a step's: the start (or empty-element) tag with its attributes, or an end tag
-_TAG = re.compile(rb"<(?!step[ \t\n/>])(/?)(" + _NAME + rb")((?:[ \t\n]+" + _NAME + rb'="[^"<>\t\n]*")*)[ \t\n]*(/?)>')
+_TAG = re.compile(
+    rb"<(?!step[ \t\n/>])(/?)(" + _NAME + rb")((?:[ \t\n]++" + _NAME + rb'="[^"<>\t\n]*+")*+)[ \t\n]*+(/?)>'
+)
 _ATTR = re.compile(rb"(" + _NAME + rb')="([^"]*)"')
-# possessive quantifiers: the subset never needs backtracking, and the match is ~2x faster without
 _INT = rb"-?+[0-9]{1,10}+"
 _STEP = (
     rb'<step s="' + _INT + rb'" type="[a-z]{1,4}+" srcbuf="[A-Za-z]{0,16}+" srcoff="' + _INT + rb'" '
@@ -60,7 +63,6 @@ _NUMBERS = ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")
 class _Doc(NamedTuple):
     data: bytes
     buf: np.ndarray  # the file's bytes, as an array
-    quotes: np.ndarray  # the position of every '"'
 
 
 class _Outside(Exception):
@@ -104,7 +106,7 @@ def _scan(rd: _Reader, data: bytes, max_token: int) -> None:
     if any(b - a > max_token for a, b, _ in tags):
         raise _Outside
     tag_k = np.searchsorted(lt, [t[0] for t in tags]).tolist()  # each tag's '<' among all of them
-    doc = _Doc(data, buf, np.flatnonzero(buf == 0x22))
+    doc = _Doc(data, buf)
     _walk(rd, data, doc, tags, tag_k, lt, line_of_lt)
 
 
@@ -204,15 +206,19 @@ def _lower_batch(rd: _Reader, gpus: list[_Gpu], doc: _Doc) -> None:
     counts = [sum(t.n for t in g.tbs) for g in gpus]
     S = sum(counts)
     spans = [sp for g in gpus for sp in g.spans]
-    bounds = np.searchsorted(doc.quotes, np.array(spans, dtype=np.int64).reshape(-1))
+    if not S:  # (fromstring reads blanks alone as [0])
+        return _lower_each(rd, gpus, counts, np.zeros((0, len(_NUMBERS)), np.int64), [np.zeros(0, np.int64)] * 3)
+    base = spans[0][0]  # the batch's quotes only: the temporaries stay within the batch's bytes
+    quotes = np.flatnonzero(doc.buf[base : spans[-1][1]] == 0x22) + base
+    bounds = np.searchsorted(quotes, np.array(spans, dtype=np.int64).reshape(-1))
     lo, hi = bounds[0::2], bounds[1::2]
     if int((hi - lo).sum()) != 20 * S:
         raise _Outside
     skip = lo - np.concatenate([[0], np.cumsum(hi - lo)[:-1]])  # ragged ranges lo..hi, concatenated
-    q = doc.quotes[np.repeat(skip, hi - lo) + np.arange(20 * S)].reshape(S, 20)
+    q = quotes[np.repeat(skip, hi - lo) + np.arange(20 * S)].reshape(S, 20)
     start, end = q[:, 0::2] + 1, q[:, 1::2]  # each step's 10 values, in the subset's order
-    # the integers: the only digits and '-' of the steps' text (fromstring parses in C; a numpy
-    # digit-by-digit parse over the quote positions was 2x slower)
+    # the integers: the only digits and '-' of the steps' text, 7 per step, each '-?[0-9]{1,10}'
+    # between blanks (fromstring parses in C; a numpy digit-by-digit parse was 2x slower)
     text = b" ".join(doc.data[a:b] for a, b in spans).translate(_DIGITS)
     nums = np.fromstring(text, dtype=np.int64, sep=" ")
     if nums.size != S * len(_NUMBERS):
@@ -221,6 +227,11 @@ def _lower_batch(rd: _Reader, gpus: list[_Gpu], doc: _Doc) -> None:
         raise _Outside  # the general path names the attribute
     nums = nums.reshape(S, len(_NUMBERS))
     words = [_word_codes(doc.buf, start[:, k], end[:, k], table) for k, table in _WORD_SLOTS]
+    _lower_each(rd, gpus, counts, nums, words)
+
+
+def _lower_each(rd: _Reader, gpus: list[_Gpu], counts: list[int], nums: np.ndarray, words: list[np.ndarray]) -> None:
+    """Hand each gpu its rows of the batch's columns, and lower it."""
     at = 0
     for g, c in zip(gpus, counts, strict=True):
         g.cols = {name: nums[at : at + c, k] for k, name in enumerate(_NUMBERS)}

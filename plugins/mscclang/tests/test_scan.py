@@ -170,3 +170,29 @@ def test_columns_read_in_batches_of_gpus_are_the_same(
     for name in ("mscclang_allreduce_allpairs_n8_i2_LL.xml", "pregen_teccl_amd32_allgather.xml"):
         fast = _fast(msccl_dir / name, True)
         assert fast is not None and _digest(fast) == _digest(_general(msccl_dir / name, True)), name
+
+
+_ONE = b'<algo name="one" proto="Simple" nchannels="1" nchunksperloop="1" ngpus="1" coll="allreduce" inplace="1">'
+_GPU = b'<gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">'
+_TB = b'<tb id="0" send="-1" recv="-1" chan="0"'
+
+
+_GPU = b'<gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">'
+_TB = b'<tb id="0" send="-1" recv="-1" chan="0"'
+
+
+@pytest.mark.parametrize(
+    "case, data",
+    [
+        ("no-tb", _ONE + _GPU + b"</gpu></algo>"),
+        ("empty-tb", _ONE + _GPU + _TB + b"/></gpu></algo>"),
+        ("blank-tb", _ONE + _GPU + b"\n" + _TB + b">\n </tb>\n</gpu>\n</algo>\n"),
+        ("no-gpu", _ONE + b"</algo>"),
+    ],
+)
+def test_gpus_and_tbs_without_steps(tmp_path: Path, case: str, data: bytes) -> None:
+    path = tmp_path / f"{case}.xml"
+    path.write_bytes(data)
+    fast = _fast(path, True)
+    assert (fast is None) == (case == "no-gpu")  # a missing gpu is refused, so worded by the general path
+    assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
