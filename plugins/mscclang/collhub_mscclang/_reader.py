@@ -2,7 +2,10 @@
 
 The file is fed to expat in 1 MiB pieces; only the ``<gpu>`` being read is held as Python
 objects, and it is lowered to a columnar rank graph as soon as ``</gpu>`` closes. Any DOCTYPE is
-refused before its internal subset is read, so entity-expansion bombs never expand.
+refused before its internal subset is read, so entity-expansion bombs never expand. A regular
+file of at most 64 MiB is first offered whole to the fast path (:mod:`._scan`), which reads the
+canonical subset of XML the writers produce without a Python call per element; anything else,
+and every refusal, is read here (so this path words every error).
 
 Lowering (see README "Step mapping"): every threadblock is a chain in program order, and a
 cross-tb dependency (``depid``/``deps``, including those carried by a preceding nop run) becomes
