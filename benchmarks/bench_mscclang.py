@@ -5,11 +5,15 @@ Run alone: python benchmarks/bench_mscclang.py
 2. a 256-rank fused ring all-reduce (~130k steps, ~16 MB XML): import, export: target <= 2 s
 3. whole-process `collhub produce mscclang.ir` on an unfused (s/r/rrc) 128-rank ring all-reduce
    exported from hub.ring: the reference converter took 4.7 s and wrote ~1 GB (chakra-et.md §6);
-   target >= 10x faster, >= 20x smaller.
+   target >= 10x faster, >= 20x smaller. The process is run 4 times (the first also writes the
+   bytecode caches a user's installation has); the best CPU of the other 3 is the figure, with its
+   wall time and peak RSS (``os.wait4``: that process alone). The machine may be shared: compare
+   CPU seconds.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -35,6 +39,33 @@ def cpu(fn) -> float:
     t = time.process_time()
     fn()
     return time.process_time() - t
+
+
+# A small launcher times the child: a forked child starts with its parent's peak RSS, and this
+# benchmark's own process holds a few hundred MiB by then.
+_LAUNCH = (
+    "import os, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "_, status, u = os.wait4(p.pid, 0)\n"
+    "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))\n"
+)
+
+
+def process(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak MiB) of one whole process; its stderr is the error on failure."""
+    ran = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, *cmd], capture_output=True, text=True, env=env)
+    wall, cpu_s, mib, code = ran.stdout.split()
+    if ran.returncode or int(code):
+        raise SystemExit(ran.stderr)
+    return float(wall), float(cpu_s), float(mib)
+
+
+def best_process(cmd: list[str], repeat: int = 3) -> tuple[float, float, float]:
+    """The run with the least CPU of ``repeat``, after one that writes the bytecode caches."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    process(cmd, env)
+    return min((process(cmd, env) for _ in range(repeat)), key=lambda r: r[1])
 
 
 def main() -> None:
@@ -83,31 +114,38 @@ def main() -> None:
         x128 = tmp / "ring128_unfused.xml"
         st128 = write_msccl_ir(ring128, x128, fuse=False, enforce_limits=False)
         prefix = tmp / "out" / "ring128"
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hub.cli", "--help"], capture_output=True, check=True)
-        t_floor = time.perf_counter() - t
-        t = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", f"path={x128}", "--out", str(prefix)],
-            capture_output=True,
-            text=True,
-        )
-        t_cli = time.perf_counter() - t
-        if proc.returncode != 0:
-            raise SystemExit(proc.stderr)
+        floor = best_process([sys.executable, "-m", "hub.cli", "--help"])
+        cmd = [sys.executable, "-m", "hub.cli", "produce", "mscclang.ir", "--set", f"path={x128}", "--out", str(prefix)]
+        w_cli, t_cli, mib_cli = best_process(cmd)
+        w_nv, t_nv, mib_nv = best_process([*cmd, "--set", "verify=false"])  # the import's own share
         size = sum(p.stat().st_size for p in prefix.parent.glob("ring128.*"))
         rows.append(
             ("128-rank unfused ring XML", f"{x128.stat().st_size / 1e6:.1f} MB", "", f"{st128.steps} steps (s/r/rrc)")
         )
         rows.append(
             (
-                "collhub produce mscclang.ir (process)",
+                "collhub produce mscclang.ir (process, CPU)",
                 f"{t_cli:.2f} s",
                 f"<= {REF_SECONDS / 10:.2f} s",
-                f"{REF_SECONDS / t_cli:.1f}x faster than 4.7 s",
+                f"{REF_SECONDS / t_cli:.1f}x faster than 4.7 s (wall {w_cli:.2f} s, peak {mib_cli:.0f} MiB)",
             )
         )
-        rows.append(("  (floor: python -m hub.cli --help)", f"{t_floor:.2f} s", "", ""))
+        rows.append(
+            (
+                "  (the same, --set verify=false)",
+                f"{t_nv:.2f} s",
+                "",
+                f"{REF_SECONDS / t_nv:.1f}x (wall {w_nv:.2f} s, peak {mib_nv:.0f} MiB)",
+            )
+        )
+        rows.append(
+            (
+                "  (floor: python -m hub.cli --help)",
+                f"{floor[1]:.2f} s",
+                "",
+                f"wall {floor[0]:.2f} s, peak {floor[2]:.0f} MiB",
+            )
+        )
         rows.append(
             (
                 "  ET output size",

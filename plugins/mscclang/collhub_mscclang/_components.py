@@ -12,7 +12,6 @@ from hub.errors import ExportError, ImportFormatError, UsageError
 
 from ._params import ExportParams, IRParams, ProgramParams
 from ._reader import read_msccl_ir
-from ._writer import write_msccl_ir
 
 __all__ = ["consume_export", "produce_ir", "produce_program"]
 
@@ -68,6 +67,8 @@ def produce_program(params: ProgramParams, ctx: Any) -> Algorithm:
 
 def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
     """Factory of ``mscclang.export``."""
+    from ._writer import write_msccl_ir  # not on the import command's path
+
     if not isinstance(obj, Algorithm):
         raise ExportError("mscclang.export takes an algorithm, not a workload")
     check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")  # values it relies on

@@ -17,7 +17,6 @@ import numpy as np
 
 from hub.chakra import Buffer, NodeType, Op, RankGraph
 from hub.errors import ImportFormatError
-from hub.verify import SOURCE_LINE as LINE_ATTR
 
 from ._ir import INT_MAX, INT_MIN, INT_RE
 
@@ -240,15 +239,39 @@ def lower_gpu(rd: _Reader, g: _Gpu) -> tuple[RankGraph, int]:
 
 def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
     """Parse the raw attribute strings of every step: integers, step types, buffers."""
-    S = len(g.rows)
+    S = sum(t.n for t in g.tbs)
     tb_of = np.repeat(np.arange(len(g.tbs)), tbs.length)
     s_of = np.arange(S) - tbs.start[tb_of] if S else np.zeros(0, dtype=np.int64)
-    w = _Where(g.id, path, tb_of, s_of, np.array(g.lines, dtype=np.int64))
+    w = _Where(g.id, path, tb_of, s_of, np.asarray(g.lines, dtype=np.int64))
+    if g.cols is not None:  # the fast path (_scan) read the columns already
+        ints = g.cols
+        code, src_buf, dst_buf = g.words
+        if (i := _first(ints["s"] != s_of)) is not None or (i := _first(code < 0)) is not None:
+            raise ImportFormatError(f"{w.at(i)}: refused", path=path)  # the general path says why
+    else:
+        code, src_buf, dst_buf, ints = _parse_rows(path, g, w, s_of)
+    return _Steps(
+        w,
+        code,
+        src_buf,
+        ints["srcoff"],
+        dst_buf,
+        ints["dstoff"],
+        ints["cnt"],
+        ints["depid"],
+        ints["deps"],
+        ints["hasdep"],
+    )
+
+
+def _parse_rows(path: str, g: _Gpu, w: _Where, s_of: np.ndarray) -> tuple[Any, Any, Any, dict[str, np.ndarray]]:
+    """The general path's step rows (attribute strings) as columns, checked in document order."""
+    S = len(s_of)
     raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
     s_given = w.ints("s", raw["s"])
     if (i := _first(s_given != s_of)) is not None:
         raise ImportFormatError(
-            f"gpu {g.id} tb {int(tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
+            f"gpu {g.id} tb {int(w.tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
             "expected (s counts the tb's steps in document order, nops included)",
             path=path,
             line=int(w.line[i]),
@@ -272,19 +295,9 @@ def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
     src_buf = np.fromiter(map(_BUF_GET, raw["srcbuf"]), dtype=np.int64, count=S)
     dst_buf = np.fromiter(map(_BUF_GET, raw["dstbuf"]), dtype=np.int64, count=S)
     # in the order the attributes are checked (the first bad one is reported)
-    ints = {name: w.ints(name, raw[name]) for name in ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")}
-    return _Steps(
-        w,
-        code,
-        src_buf,
-        ints["srcoff"],
-        dst_buf,
-        ints["dstoff"],
-        ints["cnt"],
-        ints["depid"],
-        ints["deps"],
-        ints["hasdep"],
-    )
+    names = ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")
+    ints = {"s": s_given, **{name: w.ints(name, raw[name]) for name in names}}
+    return code, src_buf, dst_buf, ints
 
 
 def _check_steps(st: _Steps, tbs: _Tbs, in_c: int, out_c: int, s_chunks: int) -> None:
@@ -522,6 +535,8 @@ def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray
     C, N = nodes.copies, len(nodes.kind)
     extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(C)}
     if names is not None:
+        from hub.verify import SOURCE_LINE as LINE_ATTR  # only here: hub.verify is a large import
+
         # the XML line of each node's <copy>/<step>, with the names (same cost rationale), so a
         # verification problem can point at the line to fix (hub.verify's origins read it)
         extra = {p: (*v, (LINE_ATTR, c[2])) for (p, v), c in zip(extra.items(), g.copies, strict=True)}

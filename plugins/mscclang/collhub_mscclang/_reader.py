@@ -2,7 +2,10 @@
 
 The file is fed to expat in 1 MiB pieces; only the ``<gpu>`` being read is held as Python
 objects, and it is lowered to a columnar rank graph as soon as ``</gpu>`` closes. Any DOCTYPE is
-refused before its internal subset is read, so entity-expansion bombs never expand.
+refused before its internal subset is read, so entity-expansion bombs never expand. A regular
+file of at most 64 MiB is first offered whole to the fast path (:mod:`._scan`), which reads the
+canonical subset of XML the writers produce without a Python call per element; anything else,
+and every refusal, is read here (so this path words every error).
 
 Lowering (see README "Step mapping"): every threadblock is a chain in program order, and a
 cross-tb dependency (``depid``/``deps``, including those carried by a preceding nop run) becomes
@@ -15,6 +18,7 @@ import codecs
 import itertools
 import operator
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -25,6 +29,7 @@ from hub.errors import HubError, ImportFormatError
 from . import _source
 from ._ir import INT_MAX, INT_MIN, INT_RE as _INT_RE
 from ._lower import lower_gpu
+from ._scan import MAX_FAST_BYTES, scan
 
 __all__ = ["DEFAULT_MAX_BYTES", "read_msccl_ir"]
 
@@ -52,7 +57,10 @@ class _Tb:
 
 
 class _Gpu:
-    __slots__ = ("id", "i_chunks", "o_chunks", "s_chunks", "line", "tbs", "copies", "rows", "lines")
+    __slots__ = (
+        *("id", "i_chunks", "o_chunks", "s_chunks", "line", "tbs", "copies", "rows", "lines"),
+        *("spans", "cols", "words"),
+    )
 
     def __init__(self, gid: int, i: int, o: int, s: int, line: int) -> None:
         self.id, self.i_chunks, self.o_chunks, self.s_chunks, self.line = gid, i, o, s, line
@@ -60,7 +68,11 @@ class _Gpu:
         self.copies: list[tuple[int, int, int]] = []  # (i_off, o_off, line)
         # one row of raw attribute strings per step (see _GET_STEP), and its line
         self.rows: list[tuple[str, ...]] = []
-        self.lines: list[int] = []
+        self.lines: list[Any] = []  # general path: ints; fast path: one array per tb, then one array
+        # fast path (_scan): each tb's step text, the steps' integer columns and their words
+        self.spans: list[tuple[int, int]] = []
+        self.cols: dict[str, Any] | None = None
+        self.words: tuple[Any, ...] = ()  # step type, srcbuf and dstbuf codes
 
 
 class _Reader:
@@ -94,12 +106,16 @@ class _Reader:
         self.has_recv: set[int] = set()
         self.has_send: set[int] = set()
         self.tdepth = 0
+        self.at_line: int | None = None  # the fast path's current line (expat's otherwise)
 
     # -- errors ---------------------------------------------------------------------------------
     def fail(self, msg: str, line: int | None = None, hint: str | None = None) -> ImportFormatError:
         if line is None:
-            line = self.p.CurrentLineNumber
+            line = self._line()
         return ImportFormatError(msg, path=str(self.path), line=line, hint=hint)
+
+    def _line(self) -> int:
+        return self.p.CurrentLineNumber if self.at_line is None else self.at_line
 
     def _doctype(self, name: str, *_: Any) -> None:
         raise self.fail(
@@ -142,10 +158,7 @@ class _Reader:
         elif name == "copy":
             if parent != "gpu":
                 raise self.fail("<copy> outside a <gpu>")
-            assert self.gpu is not None
-            self.gpu.copies.append(
-                (self._int(a, "i_off", "copy"), self._int(a, "o_off", "copy"), self.p.CurrentLineNumber)
-            )
+            self._copy(a)
         elif name == "algo":
             if parent is not None:
                 raise self.fail("<algo> must be the document element")
@@ -245,7 +258,11 @@ class _Reader:
         if min(vals) < 0:
             raise self.fail(f"gpu {gid}: negative buffer size")
         i_chunks, o_chunks, s_chunks = vals
-        self.gpu = _Gpu(gid, i_chunks, o_chunks, s_chunks, self.p.CurrentLineNumber)
+        self.gpu = _Gpu(gid, i_chunks, o_chunks, s_chunks, self._line())
+
+    def _copy(self, a: dict[str, str]) -> None:
+        assert self.gpu is not None
+        self.gpu.copies.append((self._int(a, "i_off", "copy"), self._int(a, "o_off", "copy"), self._line()))
 
     def _tb(self, a: dict[str, str]) -> None:
         g = self.gpu
@@ -258,7 +275,7 @@ class _Reader:
                 raise self.fail(f"gpu {g.id} tb {tid}: {what}={peer} is not -1 or another rank in 0..{self.n - 1}")
         if chan < 0:
             raise self.fail(f"gpu {g.id} tb {tid}: chan={chan} must be >= 0")
-        self.tb = _Tb(tid, send, recv, chan, self.p.CurrentLineNumber, len(g.rows))
+        self.tb = _Tb(tid, send, recv, chan, self._line(), len(g.rows))
         self.rows_append = g.rows.append
         self.lines_append = g.lines.append
         g.tbs.append(self.tb)
@@ -280,12 +297,11 @@ class _Reader:
         self.scratch = max(self.scratch, temp_end)
         self.custom_in = max(self.custom_in, g.i_chunks)
         self.custom_out = max(self.custom_out, g.o_chunks)
-        g.rows.clear()
-        g.lines.clear()
+        g.rows, g.lines, g.spans, g.cols, g.words = [], [], [], None, ()
 
-    def run(self) -> Algorithm:
+    def run(self, pieces: Iterator[bytes]) -> Algorithm:
+        """Parse the file from its ``pieces`` (of at most _source.PIECE bytes each)."""
         p = self.p
-        pieces = _source.pieces(self.path, self.max_bytes)
         try:
             fed = 0
             for piece in pieces:
@@ -313,8 +329,6 @@ class _Reader:
             # pyexpat's handler for encodings expat lacks (the declaration was checked, but keep
             # any codec failure a format error)
             raise self.fail(f"cannot decode the input: {e}", hint=_ENCODING_HINT) from None
-        finally:
-            pieces.close()
         return self._finish()
 
     def _xml_decl(self, version: str | None, encoding: str | None, standalone: int) -> None:
@@ -456,15 +470,34 @@ def read_msccl_ir(
     ``inplace`` flag); ``root`` overrides the inferred root of broadcast/reduce.
     Raises :class:`~hub.errors.ImportFormatError` naming the file, line, gpu, tb and step.
     """
-    p = Path(path)
+    return _read(Path(path), name=name, max_bytes=max_bytes, inplace=inplace, root=root, names=names, fast=True)
+
+
+def _read(
+    p: Path, *, name: str | None, max_bytes: int, inplace: bool | None, root: int | None, names: bool | None, fast: bool
+) -> Algorithm:
+    """read_msccl_ir; ``fast=False`` reads with the general path only (tests compare the two)."""
     if names is None:  # names cost time and ET bytes; keep them for files a person reads
         names = _source.is_regular(p) and p.stat().st_size <= NAMES_AUTO_BYTES
-    rd = _Reader(p, max_bytes=max_bytes, names=names)
-    rd.name = name
-    rd.inplace_choice = inplace
-    rd.root_choice = root
+
+    def reader() -> _Reader:
+        rd = _Reader(p, max_bytes=max_bytes, names=names)
+        rd.name, rd.inplace_choice, rd.root_choice = name, inplace, root
+        return rd
+
     try:
-        return rd.run()
+        data = _source.whole(p, max_bytes, MAX_FAST_BYTES) if fast else None
+        if data is not None:
+            alg = scan(reader(), data, MAX_TOKEN_BYTES)
+            if alg is not None:
+                return alg
+            # outside the fast path's subset, or refused: the general path says why
+            return reader().run(data[k : k + _source.PIECE] for k in range(0, len(data), _source.PIECE))
+        pieces = _source.pieces(p, max_bytes)
+        try:
+            return reader().run(pieces)
+        finally:
+            pieces.close()
     except ImportFormatError as exc:
         if exc.hint is None:  # every refusal tells the user where to look
             exc.hint = _FORMAT_HINT

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hub.errors import ImportFormatError
 
-__all__ = ["PIECE", "is_regular", "pieces"]
+__all__ = ["PIECE", "is_regular", "pieces", "whole"]
 
 PIECE = 1 << 20  # bytes handed to expat per call
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -113,3 +113,31 @@ def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
         raise ImportFormatError(f"cannot read: {detail}", path=where, hint=hint) from None
     finally:
         raw.close()
+
+
+def whole(path: Path, max_bytes: int, limit: int) -> bytes | None:
+    """The whole XML of a regular file (gzip or not) when it is at most ``limit`` bytes, else None.
+
+    None also when it cannot be read: the streaming read then reports that where it happens (a
+    parse error ahead of a corrupt gzip tail is reported first, as when streaming).
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        return None
+    out: list[bytes] = []
+    total = 0
+    it = pieces(path, max_bytes)
+    try:
+        for piece in it:
+            total += len(piece)
+            if total > limit:
+                return None
+            out.append(piece)
+    except ImportFormatError:
+        return None
+    finally:
+        it.close()
+    return b"".join(out)

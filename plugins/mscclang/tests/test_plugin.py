@@ -68,3 +68,20 @@ def test_examples_directory_is_complete() -> None:
         "alltoall_two_step.py",
         "allgather_recursive_doubling.py",
     } <= names
+
+
+def test_import_without_verification_loads_neither_the_writer_nor_the_verifier(msccl_dir: Path) -> None:
+    """The import command's start-up is part of its time: the export side and hub.verify (for
+    verify=false, and files without names) stay unimported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from collhub_mscclang._components import produce_ir; "
+        "from collhub_mscclang._params import IRParams; "
+        f"produce_ir(IRParams(path={str(msccl_dir / 'mscclang_allreduce_ring_n64_ch1_i1_LL128.xml')!r}, "
+        "names=False, verify=False), None); "
+        "print(sorted(m for m in sys.modules if m.startswith(('hub.verify', 'collhub_mscclang._writer'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
