@@ -6,7 +6,10 @@ resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload l
 SEND moves its data eagerly and completes when the data arrives; a RECV completes on arrival,
 or by an event at the same time if its data is already there; messages pair by (tag, src, dst,
 size) FIFO per key; COMP nodes take their duration, and those of one NPU ending at the same time
-complete together, at the place of the first one's event.
+complete together, at the place of the first one's event. A node may need fewer completions
+than it has predecessors (``Program.quorum``: the k-th to finish, in event order, releases it) and
+may be gated (``Program.arm``: released by the first counted completion after its arming
+predecessor has finished); ASTRA-sim's native ``direct`` needs both (``_native_direct``).
 
 Time is an integer number of ns. Events run in (time, scheduling order), as in ASTRA-sim's event
 queue (a FIFO list per distinct time). The nodes one completion releases are issued in the order
@@ -153,8 +156,10 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         fin,
         cause,
         rank_finish,
+        lay.arm,
     )
-    if bool(lay.indeg.any()) or posted or arrived or waiting:
+    # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
+    if bool((lay.indeg > 0).any()) or posted or arrived or waiting:
         back = lay.perm.tolist()
         _diagnose(
             prog,
