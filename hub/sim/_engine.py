@@ -9,7 +9,9 @@ size) FIFO per key; COMP nodes take their duration, and those of one NPU ending 
 complete together, at the place of the first one's event. A node may need fewer completions
 than it has predecessors (``Program.quorum``: the k-th to finish, in event order, releases it) and
 may be gated (``Program.arm``: released by the first counted completion after its arming
-predecessor has finished); ASTRA-sim's native ``direct`` needs both (``_native_direct``).
+predecessor has finished); a sequencer (``Program.seq``) releases its successors a group at a
+time, one group per predecessor to finish, in event order. ASTRA-sim's native ``direct`` needs
+them (``_native_direct``).
 
 Time is an integer number of ns. Events run in (time, scheduling order), as in ASTRA-sim's event
 queue (a FIFO list per distinct time). The nodes one completion releases are issued in the order
@@ -157,6 +159,7 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         cause,
         rank_finish,
         lay.arm,
+        lay.seqw,
     )
     # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
     if bool((lay.indeg > 0).any()) or posted or arrived or waiting:

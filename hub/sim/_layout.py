@@ -55,6 +55,7 @@ class Layout:
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
     rel: np.ndarray | None  # int8 resource class freed at completion
     arm: np.ndarray | None = None  # int32 arming engine node per engine node (-1: none), None if no gated node
+    seqw: np.ndarray | None = None  # int32 successors per tick of each sequencer (0: not one), None if none
 
     def to_program(self, values: Any, *, nodes: bool = False) -> array:
         """An engine-ordered per-node column as a program-ordered ``array('q')``; ``nodes``: the
@@ -150,6 +151,10 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     if prog.arm:
         arm = np.full(n + 1, -1, dtype=np.int32)
         arm[inv[list(prog.arm)]] = inv[list(prog.arm.values())]
+    seqw = None
+    if prog.seq:
+        seqw = np.zeros(n + 1, dtype=np.int32)
+        seqw[inv[list(prog.seq)]] = list(prog.seq.values())
     return Layout(
         perm=perm,
         inv=inv,
@@ -169,4 +174,5 @@ def layout(prog: Program, delays: Any = None) -> Layout:
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
         rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
         arm=arm,
+        seqw=seqw,
     )

@@ -13,23 +13,22 @@ Rules (ASTRA-sim 518bd51), per chunk of ``c`` bytes on ``n`` NPUs, window ``p = 
   processed (a reduction of the message) in a reduce-scatter, and in an all-reduce's odd rounds.
   The processing is a second event, registered when the bus transfer ends.
 * **Send i** (packet ``i``, FIFO) is issued at the ``(i+1)``-th packet to finish (bus, and
-  processing if any) *in event order*, which need not be packet ``i``'s own: a quorum join over
-  the packets (``Op.need``). Packet ``p+m-1`` starts at the ``m``-th receipt, from whichever
-  peer it comes: a quorum join over the receives.
+  processing if any) *in event order*, which need not be packet ``i``'s own; packet ``p+m-1``
+  starts at the ``m``-th receipt, from whichever peer it comes.
 * **All-reduce, second half** (``AllToAll::run``): once ``n-1`` sends are out, a finishing
   packet sends nothing until all ``n-1`` first-half receipts are in; the first packet to finish
   after that sends every packet the waiting ones left (at most ``p``), later ones one each.
-  So send ``i >= n-1`` is issued at the first packet to finish that is both the ``(i+1)``-th or
-  later and after the last first-half receipt: a quorum join gated by that receipt (``Op.arm``).
+  So send ``i >= n-1`` is issued at the later of the ``(i+1)``-th finish and the first finish
+  after the last first-half receipt.
 * The stream ends (``exit()``) when every packet has finished.
 
-Which packet finishes ``k``-th and which receipt comes ``m``-th depend on event order, not on a
-dependency graph: the engine counts them (``hub._native._sim``'s quorum and gated joins). The
-first ``p`` packets start together with equal bus times, so they finish first and in order: send
-``i < p`` waits on packet ``i`` alone. A packet can finish no earlier than the ``(j-2p+3)``-th
-(its receipt needs that many sends), so each quorum lists only the candidates that can be
-``k``-th. Without an all-reduce and with ``p = n-1``, every send leaves at stream start and the
-later packets are alike, so packet ``p+m`` simply follows the ``m``-th receive node.
+Which packet finishes ``k``-th and which receipt comes ``m``-th depend on event order, which no
+dependency graph states; the engine counts them (``hub/_native/_sim.c``): a **sequencer** over
+the packets' finishes releases send ``i``'s SEND and RECV at the ``(i+1)``-th (``Op.seq`` 2), one over the
+receives starts packet ``p+m-1`` at the ``m``-th (``Op.seq`` 1), and a **gated join** (``Op.arm``:
+armed by the join of the first-half receives, then released by the next finish) is the first
+finish after the last first-half receipt, which the second-half sends also wait for. Each
+packet and send adds a bounded number of edges: the schedule is linear in the packets.
 """
 
 from __future__ import annotations
@@ -63,41 +62,31 @@ def direct_schedule(
     count = p + sends
     flags = round_flags(count, p, p, ar, coll is Collective.REDUCESCATTER)
     red = reduce_ns(msg, bw_GBps)
-    slack = 2 * p  # a superset of the module doc's bound, for both halves of an all-reduce
-    # op layout: [bus_j, (proc_j)] per packet, then SEND_i, RECV_i per send, then the gate and end
+    # op layout: [bus_j, (proc_j)] per packet; SEND_i, RECV_i per send; the two sequencers; (an
+    # all-reduce's last first-half receipt and first finish after it); the end
     ops: list[Op] = []
     bus: list[int] = []
     final: list[int] = []
     for j in range(count):
         bus.append(len(ops))
-        ops.append(Op(K_COMP, dur=delay))  # deps filled below (they name later ops)
+        ops.append(Op(K_COMP, dur=delay))  # (packets after the first p: filled in below)
         if flags[j]:
             ops.append(Op(K_COMP, dur=red, deps=(len(ops) - 1,)))
         final.append(len(ops) - 1)
-    send0 = len(ops)
-    recv = [send0 + 2 * i + 1 for i in range(sends)]
-    gate = send0 + 2 * sends if ar else -1
+    sent, received = len(ops) + 2 * sends, len(ops) + 2 * sends + 1
+    after = received + 2 if ar else -1  # the first finish after the last first-half receipt
     for i in range(sends):
         j = i % (n - 1)
-        deps: tuple[int, ...]
-        if i < p:
-            deps, need = (final[i],), 0
-        else:
-            deps, need = tuple(final[: min(count, i + 1 + slack)]), i + 1
-        arm = gate if ar and i >= n - 1 else -1
-        ops.append(Op(K_SEND, peer=(pos + 1 + j) % n, size=msg, deps=deps, need=need, arm=arm))
-        ops.append(Op(K_RECV, peer=(pos - 1 - j) % n, size=msg, deps=deps, need=need, arm=arm))
-    alike = not ar and p == n - 1 and len(set(flags[p:])) <= 1
-    for m in range(1, count - p + 1):  # packet p+m-1 starts at the m-th receipt
-        j = p + m - 1
-        if alike:
-            ops[bus[j]] = Op(K_COMP, dur=delay, deps=(recv[m - 1],))
-            continue
-        # (an all-reduce's second-half receives are posted after every first-half receipt)
-        lo, hi = (0, n - 1) if ar and m <= n - 1 else ((n - 1, sends) if ar else (0, sends))
-        cand = tuple(recv[lo : min(hi, lo + m + slack)])
-        ops[bus[j]] = Op(K_COMP, dur=delay, deps=cand, need=m - (lo if ar else 0))
+        deps = (sent, after) if ar and i >= n - 1 else (sent,)
+        ops.append(Op(K_SEND, peer=(pos + 1 + j) % n, size=msg, deps=deps))
+        ops.append(Op(K_RECV, peer=(pos - 1 - j) % n, size=msg, deps=deps))
+    recv = [sent - 2 * sends + 2 * i + 1 for i in range(sends)]
+    ops.append(Op(K_NOP, deps=tuple(final), seq=2))  # sent: finish k issues SEND/RECV k
+    ops.append(Op(K_NOP, deps=tuple(recv), seq=1))  # received: receipt m starts packet p+m
+    for j in range(p, count):
+        ops[bus[j]] = Op(K_COMP, dur=delay, deps=(received,))
     if ar:
         ops.append(Op(K_NOP, deps=tuple(recv[: n - 1])))
+        ops.append(Op(K_NOP, deps=tuple(final), need=1, arm=after - 1))
     ops.append(Op(K_NOP, deps=tuple(final)))
     return tuple(ops), (len(ops) - 1,)

@@ -32,7 +32,9 @@ class Op:
     """One engine node of a chunk: ``peer`` is a position in the group; ``deps`` index ops of the
     same chunk (empty: the chunk's start). ``need`` > 0 makes it a quorum join: released by the
     ``need``-th of ``deps`` to finish, in event order; ``arm`` (an op index) gates it: released by
-    the first such completion at which ``arm`` has finished too (``hub.sim._program.Program.arm``)."""
+    the first such completion at which ``arm`` has finished too (``hub.sim._program.Program.arm``);
+    ``seq`` = w > 0 makes a no-op a sequencer: the k-th of its ``deps`` to finish releases the k-th
+    w of the ops that depend on it (in op order; ``Program.seq``)."""
 
     kind: int
     peer: int = -1
@@ -41,6 +43,7 @@ class Op:
     deps: tuple[int, ...] = ()
     need: int = 0
     arm: int = -1
+    seq: int = 0
 
 
 #: (ops, indices of the ops whose completion ends the chunk)

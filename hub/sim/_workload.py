@@ -73,6 +73,7 @@ class _Builder:
     edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
     quorum: dict[int, int] = field(default_factory=dict)  # Program.quorum
     arm: dict[int, int] = field(default_factory=dict)  # Program.arm
+    seq: dict[int, int] = field(default_factory=dict)  # Program.seq
     labels: dict[int, str] = field(default_factory=dict)
 
     def add(
@@ -288,6 +289,8 @@ def _add_native(b: _Builder, r: int, node_id: int, coll: Collective, sv: _Served
             if op.arm >= 0:
                 b.edges.append((base + op.arm, base + i))
                 b.arm[base + i] = base + op.arm
+            if op.seq:
+                b.seq[base + i] = op.seq
         last = tuple(base + e for e in ends)
     e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
     b.edges.extend((x, e) for x in last)
@@ -330,6 +333,7 @@ def _finish(b: _Builder, nr: int) -> Program:
         labels=b.labels,
         quorum=b.quorum,
         arm=b.arm,
+        seq=b.seq,
         messages=int(sends.sum()),
         bytes=int(sarr[sends].sum()),
     )
