@@ -33,6 +33,8 @@ packet and send adds a bounded number of edges: the schedule is linear in the pa
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..chakra import Collective
 from ._native_ops import Op, Schedule, reduce_ns, round_flags
 from ._program import K_COMP, K_NOP, K_RECV, K_SEND
@@ -51,6 +53,7 @@ def _sends(coll: Collective, n: int, chunk: int) -> tuple[int, int]:
     raise ValueError(f"no native direct {coll.value}")  # (refused before)
 
 
+@lru_cache(maxsize=16)  # (pure: the chunks of one rank's collective share it; small, as n can be large)
 def direct_schedule(
     coll: Collective, n: int, pos: int, chunk: int, delay: int, bw_GBps: float, window: int | None = None
 ) -> Schedule:
@@ -64,27 +67,26 @@ def direct_schedule(
     red = reduce_ns(msg, bw_GBps)
     # op layout: [bus_j, (proc_j)] per packet; SEND_i, RECV_i per send; the two sequencers; (an
     # all-reduce's last first-half receipt and first finish after it); the end
+    sent = count + sum(flags) + 2 * sends
+    received = sent + 1
+    after = received + 2 if ar else -1  # the first finish after the last first-half receipt
     ops: list[Op] = []
-    bus: list[int] = []
     final: list[int] = []
+    first = Op(K_COMP, dur=delay)
+    later = Op(K_COMP, dur=delay, deps=(received,))
     for j in range(count):
-        bus.append(len(ops))
-        ops.append(Op(K_COMP, dur=delay))  # (packets after the first p: filled in below)
+        ops.append(first if j < p else later)
         if flags[j]:
             ops.append(Op(K_COMP, dur=red, deps=(len(ops) - 1,)))
         final.append(len(ops) - 1)
-    sent, received = len(ops) + 2 * sends, len(ops) + 2 * sends + 1
-    after = received + 2 if ar else -1  # the first finish after the last first-half receipt
     for i in range(sends):
         j = i % (n - 1)
         deps = (sent, after) if ar and i >= n - 1 else (sent,)
         ops.append(Op(K_SEND, peer=(pos + 1 + j) % n, size=msg, deps=deps))
         ops.append(Op(K_RECV, peer=(pos - 1 - j) % n, size=msg, deps=deps))
-    recv = [sent - 2 * sends + 2 * i + 1 for i in range(sends)]
+    recv = list(range(sent - 2 * sends + 1, sent, 2))
     ops.append(Op(K_NOP, deps=tuple(final), seq=2))  # sent: finish k issues SEND/RECV k
     ops.append(Op(K_NOP, deps=tuple(recv), seq=1))  # received: receipt m starts packet p+m
-    for j in range(p, count):
-        ops[bus[j]] = Op(K_COMP, dur=delay, deps=(received,))
     if ar:
         ops.append(Op(K_NOP, deps=tuple(recv[: n - 1])))
         ops.append(Op(K_NOP, deps=tuple(final), need=1, arm=after - 1))
