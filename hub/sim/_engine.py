@@ -132,6 +132,7 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
     res: tuple[np.ndarray, ...] | None = None
     if lay.acq is not None and lay.rel is not None:
         res = (lay.acq, lay.rel, _workload_level(prog, lay))
+    arm, seqw = _counted_joins(prog, lay)
     start = np.full(n + 1, -1, dtype=np.int64)
     fin = np.full(n + 1, -1, dtype=np.int64)
     cause = np.full(n + 1, -1, dtype=np.int32)
@@ -158,8 +159,8 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         fin,
         cause,
         rank_finish,
-        lay.arm,
-        lay.seqw,
+        arm,
+        seqw,
     )
     # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
     if bool((lay.indeg > 0).any()) or posted or arrived or waiting:
@@ -181,6 +182,22 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         _lay=lay,
         _cols=(start, fin, cause),
     )
+
+
+def _counted_joins(prog: Program, lay: Layout) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The engine's view of ``prog.quorum`` (written into ``lay.indeg``: the completions that
+    release the node), ``prog.arm`` (arming engine node per engine node, -1: none) and
+    ``prog.seq`` (successors per tick, 0: not a sequencer); None where a program has none."""
+    if prog.quorum:  # (quorum and gated nodes always have predecessors: never roots)
+        lay.indeg[lay.inv[list(prog.quorum)]] = list(prog.quorum.values())
+    arm = seqw = None
+    if prog.arm:
+        arm = np.full(prog.n + 1, -1, dtype=np.int32)
+        arm[lay.inv[list(prog.arm)]] = lay.inv[list(prog.arm.values())]
+    if prog.seq:
+        seqw = np.zeros(prog.n + 1, dtype=np.int32)
+        seqw[lay.inv[list(prog.seq)]] = list(prog.seq.values())
+    return arm, seqw
 
 
 def _workload_level(prog: Program, lay: Layout) -> np.ndarray:

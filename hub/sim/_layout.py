@@ -54,8 +54,6 @@ class Layout:
     feeder: bool  # successor and root lists are in the feeder's order (see _feeder.py)
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
     rel: np.ndarray | None  # int8 resource class freed at completion
-    arm: np.ndarray | None = None  # int32 arming engine node per engine node (-1: none), None if no gated node
-    seqw: np.ndarray | None = None  # int32 successors per tick of each sequencer (0: not one), None if none
 
     def to_program(self, values: Any, *, nodes: bool = False) -> array:
         """An engine-ordered per-node column as a program-ordered ``array('q')``; ``nodes``: the
@@ -122,9 +120,6 @@ def layout(prog: Program, delays: Any = None) -> Layout:
         indeg = np.asarray(prog.indeg)
         roots_p = np.flatnonzero(indeg == 0)
         free0 = []
-    if prog.quorum:  # (quorum and gated nodes always have predecessors: never roots)
-        indeg = np.array(indeg, dtype=np.int64)
-        indeg[list(prog.quorum)] = list(prog.quorum.values())
     roots = inv[roots_p]  # ranks ascending, each in its free set's order
     indeg_e = _append(indeg[perm], 0, np.int32)
     indeg_e[roots] = 1  # they wait for the virtual start node
@@ -147,14 +142,6 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     dur_e = _append(np.frombuffer(prog.dur, dtype=np.int64)[perm], 0, np.int64)
     dur_e[kind_e != K_COMP] = 0
     res = prog.acq is not None and prog.rel is not None
-    arm = None
-    if prog.arm:
-        arm = np.full(n + 1, -1, dtype=np.int32)
-        arm[inv[list(prog.arm)]] = inv[list(prog.arm.values())]
-    seqw = None
-    if prog.seq:
-        seqw = np.zeros(n + 1, dtype=np.int32)
-        seqw[inv[list(prog.seq)]] = list(prog.seq.values())
     return Layout(
         perm=perm,
         inv=inv,
@@ -173,6 +160,4 @@ def layout(prog: Program, delays: Any = None) -> Layout:
         feeder=feeder,
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
         rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
-        arm=arm,
-        seqw=seqw,
     )
