@@ -99,7 +99,8 @@ def _implementation(key: str, impl: Any, coll: Collective, n: int) -> tuple[str,
     pow2 = n & (n - 1) == 0
     window = int(win.group(2)[:5]) if win else None  # (stoi of at most 5 digits, as CollectiveImplLookup)
     if algo == "direct" and window == 0:
-        raise _refuse(key, f"asks for ASTRA-sim's native {impl!r}: a window of 0 sends nothing (it never ends)", coll)
+        why = "a window of 0 sends nothing (ASTRA-sim never finishes the collective)"
+        raise _refuse(key, f"asks for ASTRA-sim's native {impl!r}: {why}", coll)
     if algo == "halvingDoubling":
         if coll is Collective.ALLTOALL:
             raise _refuse(key, f"asks for ASTRA-sim's native {impl!r} all-to-all, which ASTRA-sim exits on", coll)
