@@ -282,13 +282,14 @@ static int complete(St *s, int32_t c, int64_t t) {
         s->wq_head[key] = s->wq_tail[key] = -1;
     }
     Py_ssize_t freed = 0;
+    const int counted = s->seqw || s->arm; /* (programs without counted joins keep the plain loop) */
     for (int64_t x = s->succ_ptr[c]; x < s->succ_ptr[c + 1]; x++) {
         int32_t g = s->succ_idx[x];
-        if (s->seqw && s->seqw[g] > 0) {
+        if (counted && s->seqw && s->seqw[g] > 0) {
             if (tick(s, g, c, t, &freed)) return -1;
             continue;
         }
-        if (counts(s, g, c)) {
+        if (counted ? counts(s, g, c) : --s->indeg[g] == 0) {
             s->cause[g] = c;
             if (ready_push(s, g)) return -1;
             freed++;
