@@ -41,6 +41,11 @@ typedef struct {
     const int64_t *ids; /* the feeder's hash key of engine node e: ids[perm[e]] (program order) */
     int32_t *indeg;
     PyObject *reorder_cb;
+    /* gated joins (quorum nodes armed by one predecessor; see gate()) and sequencers (tick()) */
+    const int32_t *arm;
+    uint8_t *armed; /* 0 not armed, 1 armed, 2 released */
+    const int32_t *seqw; /* > 0: a sequencer releasing this many successors per tick */
+    int64_t *seqcur;     /* per sequencer: successors released so far */
     /* aware */
     int aware;
     const int32_t *route_of, *rlinks;
@@ -220,6 +225,50 @@ static int reorder(St *s, Py_ssize_t m0, int32_t r) {
     return 0;
 }
 
+/* -- quorum and gated joins ------------------------------------------------------------------
+ * A node's indeg is the number of predecessor completions that release it, which may be fewer
+ * than its predecessors (a quorum: "the k-th of these to finish", in event order); the later
+ * ones count it below zero and release nothing. A gated node (arm[g] >= 0) also has one arming
+ * predecessor, which counts nothing: g is released at the first completion of one of its other
+ * predecessors that finds both the quorum reached and the gate armed (ASTRA-sim's direct
+ * all-reduce: its second half starts at the first bus transfer to end after its last receipt). */
+static inline int gate(St *s, int32_t g, int32_t c) {
+    if (s->arm[g] == c) {
+        if (!s->armed[g]) s->armed[g] = 1;
+        return 0;
+    }
+    if (--s->indeg[g] > 0 || s->armed[g] != 1) return 0;
+    s->armed[g] = 2;
+    return 1;
+}
+
+/* does completion c (a predecessor of g) release g? */
+static inline int counts(St *s, int32_t g, int32_t c) {
+    return s->arm && s->arm[g] >= 0 ? gate(s, g, c) : --s->indeg[g] == 0;
+}
+
+/* -- sequencers -------------------------------------------------------------------------------
+ * A sequencer (seqw[q] = w > 0) counts its predecessors' completions in event order; the k-th
+ * releases its k-th group of w successors (in successor-list order), as if that completion were
+ * their own predecessor (their cause is c). ASTRA-sim's direct issues its i-th send at the i-th
+ * packet to finish and starts a packet at each receipt, whichever they are: one sequencer each
+ * keeps that linear in the packets. The sequencer itself is done at its last tick; its
+ * successors are never sequencers. */
+static int tick(St *s, int32_t q, int32_t c, int64_t t, Py_ssize_t *freed) {
+    int64_t lo = s->succ_ptr[q] + s->seqcur[q], hi = s->succ_ptr[q + 1];
+    if (hi - lo > s->seqw[q]) hi = lo + s->seqw[q];
+    s->seqcur[q] += hi - lo;
+    for (int64_t x = lo; x < hi; x++) {
+        int32_t g = s->succ_idx[x];
+        if (!counts(s, g, c)) continue;
+        s->cause[g] = c;
+        if (ready_push(s, g)) return -1;
+        (*freed)++;
+    }
+    if (--s->indeg[q] == 0) s->start[q] = s->fin[q] = t;
+    return 0;
+}
+
 /* -- completion of one node at time t ------------------------------------------------------ */
 static int complete(St *s, int32_t c, int64_t t) {
     s->fin[c] = t;
@@ -233,9 +282,14 @@ static int complete(St *s, int32_t c, int64_t t) {
         s->wq_head[key] = s->wq_tail[key] = -1;
     }
     Py_ssize_t freed = 0;
+    const int counted = s->seqw || s->arm; /* (programs without counted joins keep the plain loop) */
     for (int64_t x = s->succ_ptr[c]; x < s->succ_ptr[c + 1]; x++) {
         int32_t g = s->succ_idx[x];
-        if (--s->indeg[g] == 0) {
+        if (counted && s->seqw && s->seqw[g] > 0) {
+            if (tick(s, g, c, t, &freed)) return -1;
+            continue;
+        }
+        if (counted ? counts(s, g, c) : --s->indeg[g] == 0) {
             s->cause[g] = c;
             if (ready_push(s, g)) return -1;
             freed++;
@@ -457,19 +511,22 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
-"    aware, res, start, fin, cause, rank_finish) -> (last, posted, arrived, waiting)\n\n"
+"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None) -> (last, posted, arrived, waiting)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
-"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev). Writes start/fin/cause/rank_finish and\n"
-"indeg; posted/arrived: the non-empty message queues (engine nodes), waiting: nodes held for a resource.");
+"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev); arm: None or the arming predecessor per\n"
+"node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
+"(0: not one). indeg may be below a node's predecessor count (a quorum). Writes\n"
+"start/fin/cause/rank_finish and indeg (> 0: never released); posted/arrived: the non-empty message\n"
+"queues (engine nodes), waiting: nodes held for a resource.");
 
 static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     int n, nranks, feeder;
     Py_ssize_t nchan;
-    PyObject *cb, *o[10], *aware, *res, *out[4];
-    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
+    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None;
+    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
                           &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &aware, &res, &out[0], &out[1], &out[2],
-                          &out[3]))
+                          &out[3], &arm, &seqw))
         return NULL;
     if (n < 0 || n >= INT32_MAX - 1 || nranks < 1 || nchan < 0) {
         PyErr_SetString(PyExc_ValueError, "node, rank or channel count out of range");
@@ -522,6 +579,14 @@ static PyObject *run(PyObject *self, PyObject *args) {
             !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")))
             goto done;
     }
+    if (arm != Py_None) {
+        if (!(s.arm = get_buf(&bs, arm, 4, n1, 0, "arm"))) goto done;
+        if (!(s.armed = calloc((size_t)n1, 1))) { PyErr_NoMemory(); goto done; }
+    }
+    if (seqw != Py_None) {
+        if (!(s.seqw = get_buf(&bs, seqw, 4, n1, 0, "seqw"))) goto done;
+        if (!(s.seqcur = calloc((size_t)n1, sizeof(int64_t)))) { PyErr_NoMemory(); goto done; }
+    }
     /* state: -1 = empty (0xff bytes) */
     size_t q = (size_t)(nchan ? nchan : 1) * sizeof(int32_t);
     s.qnext = malloc((size_t)n1 * sizeof(int32_t));
@@ -551,6 +616,9 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
+    if (s.arm) /* a gated node never released reads as one still waiting (indeg > 0) */
+        for (Py_ssize_t g = 0; g < n1; g++)
+            if (s.arm[g] >= 0 && s.armed[g] != 2 && s.indeg[g] < 1) s.indeg[g] = 1;
     Py_ssize_t waiting = 0;
     if (s.use_res)
         for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * 4; k++)
@@ -565,7 +633,7 @@ done:
     free(s.qnext); free(s.ph); free(s.pt); free(s.ah); free(s.at);
     free(s.lbusy); free(s.lq_head); free(s.lq_tail); free(s.mhop);
     free(s.busy); free(s.wq_head); free(s.wq_tail); free(s.wnext); free(rankpos);
-    free(s.ready); free(s.heap); free(s.bt);
+    free(s.ready); free(s.heap); free(s.bt); free(s.armed); free(s.seqcur);
     return ret;
 }
 

@@ -6,7 +6,12 @@ resource, and are issued per NPU in ascending node id, as ASTRA-sim's workload l
 SEND moves its data eagerly and completes when the data arrives; a RECV completes on arrival,
 or by an event at the same time if its data is already there; messages pair by (tag, src, dst,
 size) FIFO per key; COMP nodes take their duration, and those of one NPU ending at the same time
-complete together, at the place of the first one's event.
+complete together, at the place of the first one's event. A node may need fewer completions
+than it has predecessors (``Program.quorum``: the k-th to finish, in event order, releases it) and
+may be gated (``Program.arm``: released by the first counted completion after its arming
+predecessor has finished); a sequencer (``Program.seq``) releases its successors a group at a
+time, one group per predecessor to finish, in event order. ASTRA-sim's native ``direct`` needs
+them (``_native_direct``).
 
 Time is an integer number of ns. Events run in (time, scheduling order), as in ASTRA-sim's event
 queue (a FIFO list per distinct time). The nodes one completion releases are issued in the order
@@ -127,6 +132,7 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
     res: tuple[np.ndarray, ...] | None = None
     if lay.acq is not None and lay.rel is not None:
         res = (lay.acq, lay.rel, _workload_level(prog, lay))
+    arm, seqw = _counted_joins(prog, lay)
     start = np.full(n + 1, -1, dtype=np.int64)
     fin = np.full(n + 1, -1, dtype=np.int64)
     cause = np.full(n + 1, -1, dtype=np.int32)
@@ -153,8 +159,11 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         fin,
         cause,
         rank_finish,
+        arm,
+        seqw,
     )
-    if bool(lay.indeg.any()) or posted or arrived or waiting:
+    # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
+    if bool((lay.indeg > 0).any()) or posted or arrived or waiting:
         back = lay.perm.tolist()
         _diagnose(
             prog,
@@ -173,6 +182,22 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         _lay=lay,
         _cols=(start, fin, cause),
     )
+
+
+def _counted_joins(prog: Program, lay: Layout) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The engine's view of ``prog.quorum`` (written into ``lay.indeg``: the completions that
+    release the node), ``prog.arm`` (arming engine node per engine node, -1: none) and
+    ``prog.seq`` (successors per tick, 0: not a sequencer); None where a program has none."""
+    if prog.quorum:  # (quorum and gated nodes always have predecessors: never roots)
+        lay.indeg[lay.inv[list(prog.quorum)]] = list(prog.quorum.values())
+    arm = seqw = None
+    if prog.arm:
+        arm = np.full(prog.n + 1, -1, dtype=np.int32)
+        arm[lay.inv[list(prog.arm)]] = lay.inv[list(prog.arm.values())]
+    if prog.seq:
+        seqw = np.zeros(prog.n + 1, dtype=np.int32)
+        seqw[lay.inv[list(prog.seq)]] = list(prog.seq.values())
+    return arm, seqw
 
 
 def _workload_level(prog: Program, lay: Layout) -> np.ndarray:

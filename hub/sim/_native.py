@@ -3,7 +3,7 @@
 Rules, read in ASTRA-sim 518bd51 and checked against its binaries:
 
 * **What is reproduced** (``docs/simulator.md`` has the table): ``ring`` for all four collectives,
-  ``direct`` for all-gather, reduce-scatter and all-to-all, ``halvingDoubling`` for all-reduce,
+  ``direct`` and ``directN`` (any window N >= 1) for all four, ``halvingDoubling`` for all-reduce,
   all-gather and reduce-scatter, ``doubleBinaryTree`` for all four (ASTRA-sim runs its all-reduce
   tree for each), on a 1-D Ring, Switch or FullyConnected network; ``oneRing``,
   ``oneDirect[N]`` and ``oneHalvingDoubling`` are the same algorithms on one dimension. Each
@@ -19,9 +19,8 @@ Rules, read in ASTRA-sim 518bd51 and checked against its binaries:
   (``DataSet::notify_stream_finished``); the rank's finish is its COMM_COLL's end, not the
   arrival of its last send (``hub.sim._breakdown.workload_finish``).
 
-Everything else native is refused naming the key (:func:`native_collectives`): ``direct``
-all-reduce and a ``directN`` window below ``n-1`` (their steps follow the order events happen
-in, see ``_native_direct``), halving-doubling all-to-all (ASTRA-sim exits) or on a non-power-of-two
+Everything else native is refused naming the key (:func:`native_collectives`): a ``directN``
+window of 0 (ASTRA-sim sends nothing), halving-doubling all-to-all (ASTRA-sim exits) or on a non-power-of-two
 number of NPUs, a double binary tree on a non-power-of-two number, multi-dimensional networks,
 ``localBWAware``, more active chunks, a process group, a shared-bus model, a workload that also
 has workload-level SEND/RECV nodes.
@@ -74,6 +73,7 @@ class NativeRing:
     endpoint_delay: int
     local_mem_bw: float  # GB/s (decimal)
     impl: str = "ring"
+    window: int | None = None  # directN's N (None: n-1)
 
 
 def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> SimulationError:
@@ -87,9 +87,9 @@ def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> Simu
     )
 
 
-def _implementation(key: str, impl: Any, coll: Collective, n: int) -> str:
-    """The algorithm ``impl`` (the key's one-entry list) names, if hub.simulate reproduces it for
-    ``coll`` on ``n`` NPUs; else the refusal, saying why."""
+def _implementation(key: str, impl: Any, coll: Collective, n: int) -> tuple[str, int | None]:
+    """The algorithm ``impl`` (the key's one-entry list) names and its window (directN), if
+    hub.simulate reproduces it for ``coll`` on ``n`` NPUs; else the refusal, saying why."""
     name = impl[0] if isinstance(impl, list) and len(impl) == 1 else None
     win = _WINDOW.fullmatch(name) if isinstance(name, str) else None
     algo = _NAMES.get(win.group(1) if win else name) if isinstance(name, str) else None
@@ -97,22 +97,11 @@ def _implementation(key: str, impl: Any, coll: Collective, n: int) -> str:
         why = "one entry per network dimension" if not isinstance(impl, list) or len(impl) != 1 else "a name it knows"
         raise _refuse(key, f": {impl!r} is not ASTRA-sim's native implementation list ({why})", coll)
     pow2 = n & (n - 1) == 0
-    if algo == "direct":
-        if coll is Collective.ALLREDUCE:
-            raise _refuse(
-                key,
-                f"asks for ASTRA-sim's native {impl!r} all-reduce, whose second half waits on an order of "
-                "events that no dependency graph states",
-                coll,
-            )
-        if win and int(win.group(2)[:5]) < n - 1:
-            raise _refuse(
-                key,
-                f"asks for ASTRA-sim's native {impl!r} with a window below n-1 = {n - 1}, whose packets go to "
-                "peers in the order receipts happen to arrive",
-                coll,
-            )
-    elif algo == "halvingDoubling":
+    window = int(win.group(2)[:5]) if win else None  # (stoi of at most 5 digits, as CollectiveImplLookup)
+    if algo == "direct" and window == 0:
+        why = "a window of 0 sends nothing (ASTRA-sim never finishes the collective)"
+        raise _refuse(key, f"asks for ASTRA-sim's native {impl!r}: {why}", coll)
+    if algo == "halvingDoubling":
         if coll is Collective.ALLTOALL:
             raise _refuse(key, f"asks for ASTRA-sim's native {impl!r} all-to-all, which ASTRA-sim exits on", coll)
         if not pow2:
@@ -121,7 +110,7 @@ def _implementation(key: str, impl: Any, coll: Collective, n: int) -> str:
         raise _refuse(
             key, f"asks for ASTRA-sim's native {impl!r} on {n} NPUs, not a power of two (ASTRA-sim crashes)", coll
         )
-    return algo
+    return algo, window
 
 
 def native_collectives(
@@ -142,7 +131,7 @@ def native_collectives(
         if dims != 1:
             where = f"a {dims}-dimensional network" if dims else "a topology that is not a dimensional network"
             raise _refuse(key, f"asks for a native collective on {where}", coll)
-        algo = _implementation(key, impl, coll, wl.rank_count)
+        algo, window = _implementation(key, impl, coll, wl.rank_count)
         if cfg.get("collective-optimization", "baseline") != "baseline":
             raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (only baseline)")
         if cfg.get("active-chunks-per-dimension", 1) != 1:
@@ -168,7 +157,7 @@ def native_collectives(
         )
         if groups:
             raise _refuse(key, f"asks for a native collective in process group {groups[0]!r}")
-        settings = replace(_settings(cfg), impl=algo)
+        settings = replace(_settings(cfg), impl=algo, window=window)
         if coll is Collective.ALLGATHER:
             small = min(
                 (n.comm_size for nodes in wl.ranks for n in nodes if n.collective is coll and n.comm_size is not None),
@@ -226,7 +215,7 @@ def native_schedule(ring: NativeRing, coll: Collective, n: int, pos: int, chunk:
     if ring.impl == "ring":
         return ring_schedule(coll, n, pos, chunk, d, bw)
     if ring.impl == "direct":
-        return direct_schedule(coll, n, pos, chunk, d, bw)
+        return direct_schedule(coll, n, pos, chunk, d, bw, ring.window)
     if ring.impl == "halvingDoubling":
         return hd_schedule(coll, n, pos, chunk, d, bw)
     return dbt_schedule(n, pos, chunk, chunk_no, d, bw)

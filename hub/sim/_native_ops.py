@@ -29,14 +29,21 @@ __all__ = ["Op", "Packet", "Schedule", "chain", "reduce_ns", "round_flags"]
 
 @dataclass(frozen=True)
 class Op:
-    """One engine node of a chunk: ``peer`` is a position in the group; ``deps`` index earlier ops
-    of the same chunk (empty: the chunk's start)."""
+    """One engine node of a chunk: ``peer`` is a position in the group; ``deps`` index ops of the
+    same chunk (empty: the chunk's start). ``need`` > 0 makes it a quorum join: released by the
+    ``need``-th of ``deps`` to finish, in event order; ``arm`` (an op index) gates it: released by
+    the first such completion at which ``arm`` has finished too (``hub.sim._program.Program.arm``);
+    ``seq`` = w > 0 makes a no-op a sequencer: the k-th of its ``deps`` to finish releases the k-th
+    w of the ops that depend on it (in op order; ``Program.seq``)."""
 
     kind: int
     peer: int = -1
     size: int = 0
     dur: int = 0
     deps: tuple[int, ...] = ()
+    need: int = 0
+    arm: int = -1
+    seq: int = 0
 
 
 #: (ops, indices of the ops whose completion ends the chunk)

@@ -69,6 +69,14 @@ class Program:
     # ascending, which is all the order matters for when parents precede their children
     dep_ptr: Any = None
     dep_idx: Any = None
+    # quorum joins: node -> how many of its predecessors' completions release it (fewer than its
+    # predecessors: "the k-th of them to finish"); gated joins: node -> its arming predecessor
+    # (hub._native._sim's gate(): released at the first counted completion once armed);
+    # sequencers: node -> w, its k-th predecessor to finish releases its k-th w successors
+    # (tick(); in successor-list order, which is node order in a workload)
+    quorum: dict[int, int] = field(default_factory=dict)
+    arm: dict[int, int] = field(default_factory=dict)
+    seq: dict[int, int] = field(default_factory=dict)
     _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
 
     def kind_array(self) -> np.ndarray:

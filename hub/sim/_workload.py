@@ -71,6 +71,9 @@ class _Builder:
     acq: list[int] = field(default_factory=list)
     rel: list[int] = field(default_factory=list)
     edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
+    quorum: dict[int, int] = field(default_factory=dict)  # Program.quorum
+    arm: dict[int, int] = field(default_factory=dict)  # Program.arm
+    seq: dict[int, int] = field(default_factory=dict)  # Program.seq
     labels: dict[int, str] = field(default_factory=dict)
 
     def add(
@@ -281,6 +284,13 @@ def _add_native(b: _Builder, r: int, node_id: int, coll: Collective, sv: _Served
             b.add(op.kind, r, p=peer, tag=c + (k << 32), sz=sz, d=op.dur, node_id=node_id, instance=k)
         for i, op in enumerate(ops):
             b.edges.extend((d, base + i) for d in (tuple(base + j for j in op.deps) if op.deps else last))
+            if op.need or op.arm >= 0:
+                b.quorum[base + i] = op.need or len(op.deps)
+            if op.arm >= 0:
+                b.edges.append((base + op.arm, base + i))
+                b.arm[base + i] = base + op.arm
+            if op.seq:
+                b.seq[base + i] = op.seq
         last = tuple(base + e for e in ends)
     e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
     b.edges.extend((x, e) for x in last)
@@ -321,6 +331,9 @@ def _finish(b: _Builder, nr: int) -> Program:
         acq=b.acq,
         rel=b.rel,
         labels=b.labels,
+        quorum=b.quorum,
+        arm=b.arm,
+        seq=b.seq,
         messages=int(sends.sum()),
         bytes=int(sarr[sends].sum()),
     )

@@ -128,7 +128,7 @@ def test_algorithm_for_wins_over_the_native_key() -> None:
 @pytest.mark.parametrize(
     ("over", "net", "key"),
     [
-        ({"all-reduce-implementation": ["direct"]}, "ring:4", "all-reduce-implementation"),
+        ({"all-reduce-implementation": ["direct0"]}, "ring:4", "all-reduce-implementation"),
         ({"all-reduce-implementation": ["halvingDoubling"]}, "ring:3", "all-reduce-implementation"),
         ({"all-reduce-implementation": ["ring", "ring"]}, "ring:2,ring:2", "all-reduce-implementation"),
         ({"collective-optimization": "localBWAware"}, "ring:4", "collective-optimization"),

@@ -21,8 +21,9 @@ def test_custom_key_of_astrasim_example(astrasim_example: Path) -> None:
         assert r.time_ns == 90174
 
 
-# (native ring, direct and doubleBinaryTree all-to-all are reproduced: tests/sim/test_native_algorithms.py)
-@pytest.mark.parametrize("impl", [["halvingDoubling"], ["oneHalvingDoubling"], ["direct2"], ["ring", "ring"]])
+# (native ring, direct, directN (N >= 1) and doubleBinaryTree all-to-all are reproduced:
+# tests/sim/test_native_algorithms.py)
+@pytest.mark.parametrize("impl", [["halvingDoubling"], ["oneHalvingDoubling"], ["direct0"], ["ring", "ring"]])
 def test_native_implementation_is_refused_naming_the_key(impl: list[str]) -> None:
     wl = Workload.single_collective(Collective.ALLTOALL, 4, 4096)
     with pytest.raises(SimulationError) as info:
