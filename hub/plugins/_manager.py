@@ -194,11 +194,7 @@ class PluginManager:
                 )
                 continue
             try:
-                module = (
-                    guarded(cand.entry_point.load, what=f"{where}: import", hint=hint, timeout=_import_timeout())
-                    if cand.entry_point is not None
-                    else None
-                )
+                module = guarded(cand.load, what=f"{where}: import", hint=hint, timeout=_import_timeout())
             except PluginError as exc:
                 cause = exc.__cause__ or exc
                 text = exc.message.split(": import ", 1)[-1].removeprefix("failed: ")
