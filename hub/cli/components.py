@@ -13,6 +13,7 @@ import typer
 
 from ..errors import UsageError
 from ._errors import debug_enabled
+from ._scalars import NOT_PLAIN, plain_value
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
@@ -23,27 +24,15 @@ _SET_HELP = "A parameter as key=value (value parsed as YAML: 8, true, [0, 1], ri
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
     """Turn ``["ranks=8", "topology.dims=[4, 2]"]`` into a params mapping (YAML-typed values)."""
-    from ..errors import PipelineValidationError
-    from ..pipeline._loader import load_value
-
     params: dict[str, Any] = {}
     for pos, item in enumerate(items, start=1):
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set #{pos} {item!r} is not key=value", hint="write e.g. --set ranks=8")
-        try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
-            value = load_value(raw, f"--set {key}") if raw.strip() else ""
-        except PipelineValidationError as exc:
-            issue = exc.issues[0] if exc.issues else None
-            detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
-            shown = raw if len(raw) <= 60 else raw[:60] + "..."
-            raise UsageError(
-                f"--set {key}: value {shown!r} is not valid YAML ({detail})",
-                hint=exc.hint
-                if exc.hint and "limit" in exc.hint
-                else "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'",
-            ) from None
+        value = plain_value(raw)  # 8, allreduce, ring:8: what YAML reads them as, without YAML
+        if value is NOT_PLAIN:
+            value = _yaml_value(key, raw)
         node = params
         parts = key.split(".")
         for part in parts[:-1]:
@@ -55,6 +44,25 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set {key} given twice")
         node[parts[-1]] = value
     return params
+
+
+def _yaml_value(key: str, raw: str) -> Any:
+    """One ``--set`` value through the pipeline's YAML loader, with its limits."""
+    from ..errors import PipelineValidationError
+    from ..pipeline._loader import load_value
+
+    try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
+        return load_value(raw, f"--set {key}") if raw.strip() else ""
+    except PipelineValidationError as exc:
+        issue = exc.issues[0] if exc.issues else None
+        detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
+        shown = raw if len(raw) <= 60 else raw[:60] + "..."
+        raise UsageError(
+            f"--set {key}: value {shown!r} is not valid YAML ({detail})",
+            hint=exc.hint
+            if exc.hint and "limit" in exc.hint
+            else "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'",
+        ) from None
 
 
 def _ctx(workdir: Path | None = None) -> Any:
