@@ -4,8 +4,7 @@ it answers must be exactly what the loader reads (same type, same value); the re
 from __future__ import annotations
 
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from hub.cli._scalars import NOT_PLAIN, plain_value
 from hub.cli.components import parse_sets
