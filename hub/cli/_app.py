@@ -5,7 +5,7 @@ in its own module, listed in :data:`COMMANDS` with a static one-line help, and i
 when invoked. Command groups from plugins (hook ``collhub_commands``) are listed from a small
 cache keyed by the installed entry points. ``--help`` never imports plugin code: a plugin that
 exits, sleeps or raises at import cannot hang or end it. The cache is written by any command
-that loaded the plugins anyway (``plugins list``, ``produce``, ``run``, ...); until then help
+that loaded the plugins anyway (``plugins list``, ``run``, ...); until then help
 says how to index the plugins' commands.
 
 Adding a core command: add a :class:`Lazy` row to :data:`COMMANDS`; ``attr`` names either a

@@ -109,9 +109,10 @@ def produce(
 
     Example: collhub produce hub.ring --set collective=allreduce --set ranks=8 --out out/ring
     """
-    from ..plugins import get_manager
+    from ..plugins import manager_for
 
-    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+    manager = manager_for(component)
+    obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, obj, _write(obj, out_prefix), fmt)
 
 
@@ -128,9 +129,9 @@ def transform(
     Example: collhub transform hub.chunk out/ring out/ring4 --set pieces=4
     """
     from ..chakra import Algorithm, read_trace
-    from ..plugins import get_manager
+    from ..plugins import manager_for
 
-    manager = get_manager()
+    manager = manager_for(component)
     manager.component(component)  # unknown id fails before any file is read
     obj = read_trace(in_prefix)
     if not isinstance(obj, Algorithm):
@@ -183,13 +184,13 @@ def consume(
     Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB -f 2
     """
     from ..chakra import Algorithm, read_trace
-    from ..plugins import get_manager
+    from ..plugins import manager_for
 
     if factor is not None and factor.lower() in ("table", "json"):
         fmt, factor = OutputFormat(factor.lower()), None
     params = parse_sets(sets)
     sizes = _size_sweep(params, min_bytes, max_bytes, factor, step)
-    manager = get_manager()
+    manager = manager_for(component)
     spec = manager.component(component)
     obj = read_trace(prefix)
     kind = "algorithm" if isinstance(obj, Algorithm) else "workload"

@@ -25,6 +25,7 @@ _LAZY: dict[str, str] = {
     "PluginManager": "._manager",
     "create_manager": "._manager",
     "get_manager": "._manager",
+    "manager_for": "._manager",
     "PLUGIN_API_VERSION": "._spec",
     "ComponentSpec": "._spec",
     "ConsumerSpec": "._spec",
@@ -41,7 +42,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._guard import PluginTimeout
     from ._lazy import lazy_namespace
     from ._loader import ENTRY_POINT_GROUP, BrokenPlugin, PluginApiWarning
-    from ._manager import PluginInfo, PluginManager, create_manager, get_manager
+    from ._manager import PluginInfo, PluginManager, create_manager, get_manager, manager_for
     from ._spec import (
         PLUGIN_API_VERSION,
         ComponentSpec,
@@ -73,6 +74,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "lazy_namespace",
+    "manager_for",
     "resolve_ref",
 ]
 
