@@ -222,13 +222,13 @@ def _size_sweep(
     params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None, step: str | None
 ) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
-    from .._ranges import range_values
-    from ..pipeline._limits import limit
-
     if min_bytes is None and max_bytes is None:
         if factor is not None or step is not None:
             raise UsageError("-f/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G -f 2")
         return None
+    from .._ranges import range_values  # only for a sweep: a plain consume needs neither
+    from ..pipeline._limits import limit
+
     if "size" in params:
         raise UsageError("give the size either with --set size=... or with -b/-e, not both")
     if factor is not None and step is not None:
