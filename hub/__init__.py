@@ -2,7 +2,7 @@
 
 The public API. Names are resolved lazily (PEP 562) so that ``import hub`` and
 ``collhub --help`` stay fast: numpy, pydantic and pluggy load only when a name that needs them
-is first used.
+is first used, and ``importlib.metadata`` only when ``__version__`` is.
 """
 
 from __future__ import annotations
@@ -10,15 +10,9 @@ from __future__ import annotations
 # private aliases: every public name of this module is in __all__ (tests/test_exports.py)
 import typing as _typing
 from importlib import import_module as _import_module
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError, version as _dist_version
 
 from . import errors
 from .errors import HubError
-
-try:
-    __version__ = _dist_version("collhub")
-except _PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -47,6 +41,9 @@ __all__ = sorted([*_LAZY, "HubError", "__version__", "errors"])
 
 
 def __getattr__(name: str) -> _typing.Any:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hub' has no attribute {name!r}")
@@ -55,11 +52,22 @@ def __getattr__(name: str) -> _typing.Any:
     return value
 
 
+def _version() -> str:
+    # importlib.metadata costs ~30 ms to import: only when someone asks for the version
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("collhub")
+    except PackageNotFoundError:  # running from a source tree without installation
+        return "0.0.0+unknown"
+
+
 def __dir__() -> list[str]:
     return __all__
 
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    __version__: str
     from ._ranges import range_values
     from ._result import Result
     from ._units import parse_size

@@ -63,6 +63,10 @@ def _leave(code: object) -> None:
     runner = _sys.modules.get("hub.pipeline._interrupt")
     killed = runner is not None and getattr(runner, "WORKERS_KILLED", False)
     if code != 130 and not killed:
+        if _CLI_PROCESS:  # not when main() runs inside another program, which goes on afterwards
+            from ._exit import fast_exit
+
+            fast_exit(code)  # returns unless ending now loses nothing (see hub.cli._exit)
         return
     for stream in (_sys.stdout, _sys.stderr):
         try:

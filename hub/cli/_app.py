@@ -5,7 +5,7 @@ in its own module, listed in :data:`COMMANDS` with a static one-line help, and i
 when invoked. Command groups from plugins (hook ``collhub_commands``) are listed from a small
 cache keyed by the installed entry points. ``--help`` never imports plugin code: a plugin that
 exits, sleeps or raises at import cannot hang or end it. The cache is written by any command
-that loaded the plugins anyway (``plugins list``, ``produce``, ``run``, ...); until then help
+that loaded the plugins anyway (``plugins list``, ``run``, ...); until then help
 says how to index the plugins' commands.
 
 Adding a core command: add a :class:`Lazy` row to :data:`COMMANDS`; ``attr`` names either a
@@ -18,7 +18,6 @@ install when one is missing.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -71,16 +70,11 @@ _OPTIONAL_HELP: dict[str, str] = {"registry": "Build, serve and check a plugin r
 
 
 def _installed_optional_commands() -> list[tuple[str, str]]:
-    from importlib.metadata import PackageNotFoundError, distribution
+    # the distributions come from the entry-point index: no metadata scan, no plugin import
+    from ..plugins._index import entry_rows
 
-    rows = []
-    for name, dist in OPTIONAL_COMMANDS.items():
-        try:
-            distribution(dist)
-        except PackageNotFoundError:
-            continue
-        rows.append((name, _OPTIONAL_HELP.get(name, f"from {dist}")))
-    return rows
+    installed = {_norm(row.dist) for row in entry_rows("collhub")[0]}
+    return [(n, _OPTIONAL_HELP.get(n, f"from {d}")) for n, d in OPTIONAL_COMMANDS.items() if _norm(d) in installed]
 
 
 def _module_exists(name: str) -> bool:
@@ -112,36 +106,27 @@ def _to_click(obj: Any, name: str) -> Any:
 
 # --------------------------------------------------------------------------- plugin commands
 def _cache_file() -> Path:
-    base = os.environ.get("COLLHUB_CACHE_DIR")
-    if base:
-        return Path(base) / "commands-v1.json"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "collhub" / "commands-v1.json"
+    from ..plugins._index import cache_dir
+
+    return cache_dir() / "commands-v1.json"
 
 
 def _fingerprint() -> tuple[str, bool]:
-    """A key over the installed ``collhub`` entry points and loading env; and whether any is third-party."""
-    from importlib.metadata import entry_points
+    """A key over the installed ``collhub`` entry points, the stamp of the environment they were
+    read from (see :mod:`hub.plugins._index`) and the loading env; and whether any is third-party."""
+    from ..plugins._index import entry_rows
 
     allow_raw = os.environ.get("COLLHUB_LOAD_PLUGINS")
     block_raw = os.environ.get("COLLHUB_DISABLE_PLUGINS", "")
     allow = None if allow_raw is None else {_norm(x) for x in allow_raw.split(",") if x.strip()}
     block = {_norm(x) for x in block_raw.split(",") if x.strip()}
-    parts = [allow_raw or "\0", block_raw]
-    third_party = False
-    for ep in entry_points(group="collhub"):
-        dist = ep.dist
-        path = getattr(dist, "_path", None)
-        try:
-            mtime = str(os.stat(path).st_mtime_ns) if path else ""
-        except OSError:
-            mtime = ""
-        dname = dist.name if dist is not None else ""
-        norm = _norm(dname)
-        if norm != "collhub" and norm not in block and (allow is None or norm in allow):
-            third_party = True
-        parts.append(f"{dname}|{dist.version if dist else ''}|{ep.name}|{ep.value}|{path}|{mtime}")
-    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest(), third_party
+    rows, stamp = entry_rows("collhub")
+    third_party = any(
+        _norm(r.dist) != "collhub" and _norm(r.dist) not in block and (allow is None or _norm(r.dist) in allow)
+        for r in rows
+    )
+    # the key itself, not a digest of it: equality is all a reader checks (and hashlib costs an import)
+    return json.dumps([allow_raw, block_raw, sorted(rows), stamp], separators=(",", ":")), third_party
 
 
 def _norm(name: str) -> str:

@@ -73,13 +73,14 @@ def probe() -> dict[str, Any]:
 def _cache_key(fingerprint: str) -> str:
     import hashlib
     from importlib.machinery import PathFinder
-    from importlib.metadata import entry_points
+
+    from ..plugins._index import entry_rows
 
     parts = [fingerprint, sys.version]
     for entry in sys.path:
         parts.append(f"{entry}:{_mtime(entry)}")
-    for ep in entry_points(group="collhub"):
-        top = ep.value.split(":", 1)[0].split(".", 1)[0]
+    for row in entry_rows("collhub")[0]:
+        top = row.value.split(":", 1)[0].split(".", 1)[0]
         # PathFinder only looks for the files: it executes nothing of the package.
         spec = PathFinder.find_spec(top)
         roots = list(spec.submodule_search_locations or []) if spec is not None else []

@@ -14,6 +14,7 @@ import typer
 from ..errors import UsageError
 from ._errors import debug_enabled
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+from ._scalars import NOT_PLAIN, plain_value
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
 
@@ -23,27 +24,15 @@ _SET_HELP = "A parameter as key=value (value parsed as YAML: 8, true, [0, 1], ri
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
     """Turn ``["ranks=8", "topology.dims=[4, 2]"]`` into a params mapping (YAML-typed values)."""
-    from ..errors import PipelineValidationError
-    from ..pipeline._loader import load_value
-
     params: dict[str, Any] = {}
     for pos, item in enumerate(items, start=1):
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set #{pos} {item!r} is not key=value", hint="write e.g. --set ranks=8")
-        try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
-            value = load_value(raw, f"--set {key}") if raw.strip() else ""
-        except PipelineValidationError as exc:
-            issue = exc.issues[0] if exc.issues else None
-            detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
-            shown = raw if len(raw) <= 60 else raw[:60] + "..."
-            raise UsageError(
-                f"--set {key}: value {shown!r} is not valid YAML ({detail})",
-                hint=exc.hint
-                if exc.hint and "limit" in exc.hint
-                else "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'",
-            ) from None
+        value = plain_value(raw)  # 8, allreduce, ring:8: what YAML reads them as, without YAML
+        if value is NOT_PLAIN:
+            value = _yaml_value(key, raw)
         node = params
         parts = key.split(".")
         for part in parts[:-1]:
@@ -55,6 +44,25 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set {key} given twice")
         node[parts[-1]] = value
     return params
+
+
+def _yaml_value(key: str, raw: str) -> Any:
+    """One ``--set`` value through the pipeline's YAML loader, with its limits."""
+    from ..errors import PipelineValidationError
+    from ..pipeline._loader import load_value
+
+    try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
+        return load_value(raw, f"--set {key}") if raw.strip() else ""
+    except PipelineValidationError as exc:
+        issue = exc.issues[0] if exc.issues else None
+        detail = issue.message.removeprefix("YAML error: ") if issue else exc.message
+        shown = raw if len(raw) <= 60 else raw[:60] + "..."
+        raise UsageError(
+            f"--set {key}: value {shown!r} is not valid YAML ({detail})",
+            hint=exc.hint
+            if exc.hint and "limit" in exc.hint
+            else "quote strings containing ':' or '#', e.g. --set 'name=\"a:b\"'",
+        ) from None
 
 
 def _ctx(workdir: Path | None = None) -> Any:
@@ -101,9 +109,10 @@ def produce(
 
     Example: collhub produce hub.ring --set collective=allreduce --set ranks=8 --out out/ring
     """
-    from ..plugins import get_manager
+    from ..plugins import manager_for
 
-    obj = get_manager().run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+    manager = manager_for(component)
+    obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, obj, _write(obj, out_prefix), fmt)
 
 
@@ -120,9 +129,9 @@ def transform(
     Example: collhub transform hub.chunk out/ring out/ring4 --set pieces=4
     """
     from ..chakra import Algorithm, read_trace
-    from ..plugins import get_manager
+    from ..plugins import manager_for
 
-    manager = get_manager()
+    manager = manager_for(component)
     manager.component(component)  # unknown id fails before any file is read
     obj = read_trace(in_prefix)
     if not isinstance(obj, Algorithm):
@@ -175,13 +184,13 @@ def consume(
     Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB -f 2
     """
     from ..chakra import Algorithm, read_trace
-    from ..plugins import get_manager
+    from ..plugins import manager_for
 
     if factor is not None and factor.lower() in ("table", "json"):
         fmt, factor = OutputFormat(factor.lower()), None
     params = parse_sets(sets)
     sizes = _size_sweep(params, min_bytes, max_bytes, factor, step)
-    manager = get_manager()
+    manager = manager_for(component)
     spec = manager.component(component)
     obj = read_trace(prefix)
     kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
@@ -213,13 +222,13 @@ def _size_sweep(
     params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None, step: str | None
 ) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
-    from .._ranges import range_values
-    from ..pipeline._limits import limit
-
     if min_bytes is None and max_bytes is None:
         if factor is not None or step is not None:
             raise UsageError("-f/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G -f 2")
         return None
+    from .._ranges import range_values  # only for a sweep: a plain consume needs neither
+    from ..pipeline._limits import limit
+
     if "size" in params:
         raise UsageError("give the size either with --set size=... or with -b/-e, not both")
     if factor is not None and step is not None:

@@ -10,10 +10,13 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IncompatiblePluginError
+from ._index import entry_rows, load_value
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "CORE_DISTRIBUTION",
@@ -85,6 +88,12 @@ class Candidate:
     def label(self) -> str:
         return f"{self.name} = {self.value}"
 
+    def load(self) -> Any:
+        """Import the entry point's object (``EntryPoint.load`` when one was given)."""
+        if self.entry_point is not None:
+            return self.entry_point.load()
+        return load_value(self.value)
+
 
 def normalize_name(name: str) -> str:
     """PEP 503 normalisation: lowercase, runs of ``-_.`` become ``-``."""
@@ -107,23 +116,22 @@ def discover(group: str = ENTRY_POINT_GROUP) -> tuple[list[Candidate], list[Cand
     """Return ``(to_load, skipped)`` entry points of ``group``, core first, then by name.
 
     ``COLLHUB_LOAD_PLUGINS`` (comma-separated distribution names) loads only those third-party
-    distributions (empty: none); ``COLLHUB_DISABLE_PLUGINS`` never loads those listed.
+    distributions (empty: none); ``COLLHUB_DISABLE_PLUGINS`` never loads those listed. The entry
+    points come from the index (:mod:`._index`): the metadata is scanned again only once it changed.
     """
     allow = _env_list(ENV_LOAD)
     block = _env_list(ENV_DISABLE) or set()
     seen: set[tuple[str, str, str]] = set()
     load: list[Candidate] = []
     skipped: list[Candidate] = []
-    for ep in entry_points(group=group):
-        dist = ep.dist
-        dist_name = dist.name if dist is not None else "<unknown>"
-        version = dist.version if dist is not None else "?"
+    for row in entry_rows(group)[0]:
+        dist_name, version = row.dist, row.version
         # The same distribution may be visible twice on sys.path (editable + build dir).
-        key = (normalize_name(dist_name), ep.name, ep.value)
+        key = (normalize_name(dist_name), row.name, row.value)
         if key in seen:
             continue
         seen.add(key)
-        cand = Candidate(ep.name, ep.value, dist_name, version, ep)
+        cand = Candidate(row.name, row.value, dist_name, version)
         norm = normalize_name(dist_name)
         if norm != CORE_DISTRIBUTION and (norm in block or (allow is not None and norm not in allow)):
             skipped.append(cand)

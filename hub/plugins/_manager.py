@@ -20,6 +20,7 @@ import re
 import reprlib
 import threading
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,7 @@ from ._spec import PLUGIN_API_VERSION, ComponentSpec, ConsumerSpec, ProducerSpec
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["PluginInfo", "PluginManager", "create_manager", "get_manager"]
+__all__ = ["PluginInfo", "PluginManager", "create_manager", "get_manager", "manager_for"]
 
 #: registration hook -> the descriptor class it must return
 REGISTRATION_HOOKS: dict[str, type[ComponentSpec]] = {
@@ -168,13 +169,17 @@ class PluginManager:
         """The underlying pluggy manager (for advanced use and tracing)."""
         return self._pm
 
-    def load_entrypoints(self, progress: Any = None) -> None:
+    def load_entrypoints(self, progress: Any = None, *, names: Collection[str] | None = None) -> None:
         """Load every allowed entry point of group ``collhub``, each in isolation.
 
         ``progress(candidate)`` is called before each one is imported (the listing probe of
-        :mod:`hub.cli._probe` uses it to tell which plugin killed it)."""
+        :mod:`hub.cli._probe` uses it to tell which plugin killed it). With ``names``, only the
+        entry points of those names (the plugin names, the prefixes of component ids) are loaded:
+        see :func:`manager_for`."""
         to_load, self._skipped = discover()
         for cand in to_load:
+            if names is not None and cand.name not in names:
+                continue
             if progress is not None:
                 progress(cand)
             where = f"plugin {cand.name!r} from {cand.distribution} {cand.version}"
@@ -194,11 +199,7 @@ class PluginManager:
                 )
                 continue
             try:
-                module = (
-                    guarded(cand.entry_point.load, what=f"{where}: import", hint=hint, timeout=_import_timeout())
-                    if cand.entry_point is not None
-                    else None
-                )
+                module = guarded(cand.load, what=f"{where}: import", hint=hint, timeout=_import_timeout())
             except PluginError as exc:
                 cause = exc.__cause__ or exc
                 text = exc.message.split(": import ", 1)[-1].removeprefix("failed: ")
@@ -647,6 +648,33 @@ def get_manager() -> PluginManager:
             if _GLOBAL is None:
                 _GLOBAL = create_manager(autoload=True)
     return _GLOBAL
+
+
+def manager_for(component_id: str) -> PluginManager:
+    """A manager that can run ``component_id``: only the entry points named like its plugin
+    (the part before the first dot) are loaded, so one command does not import every installed
+    plugin's registration module.
+
+    That is enough to resolve the id exactly as a full load would: an id is always
+    ``<entry-point name>.<name>``, so no other entry point can provide it or clash with it, and
+    a third-party entry point named ``hub`` is among those loaded (and refused) for a ``hub.*``
+    id. Anything but a clean resolution (an unknown id, a conflict, a broken provider), strict
+    mode, or a process-wide manager loaded already, gives :func:`get_manager`'s full one, so
+    errors, "did you mean" and hints are the same as ever. Observer hooks are not run by a single
+    component's call; :func:`get_manager` is what the pipeline runner uses.
+    """
+    prefix = component_id.split(".", 1)[0]
+    if _GLOBAL is not None or strict_mode() or not prefix:
+        return get_manager()
+    manager = PluginManager()
+    manager.load_entrypoints(names={prefix})
+    try:
+        manager.component(component_id)
+    except PluginError:
+        return get_manager()
+    if manager.broken():
+        return get_manager()
+    return manager
 
 
 def _reset_global_manager() -> None:

@@ -17,8 +17,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: modules `produce` has no use for: the registry client's HTTP stack, the registry site builder
 #: (imported when the collhub-registry plugin loads, if its package imports it eagerly), plots,
-#: and the pipeline runner behind the YAML loader `--set` uses
-NOT_ON_PRODUCE_PATH = ("httpx", "collhub_registry._builder", "matplotlib", "hub.pipeline._runner")
+#: the pipeline runner, and PyYAML with the pipeline loader (plain --set values need neither)
+NOT_ON_PRODUCE_PATH = (
+    "httpx",
+    "collhub_registry._builder",
+    "matplotlib",
+    "hub.pipeline._runner",
+    "yaml",
+    "hub.pipeline._loader",
+)
+#: what `--help` never imports once the entry-point index is warm: importlib.metadata (the scan of
+#: every distribution's metadata), the plugin manager and its dependencies, numpy, YAML
+NOT_ON_WARM_HELP_PATH = ("importlib.metadata", "hub.plugins._manager", "pluggy", "pydantic", "numpy", "yaml")
 
 
 def _modules_after(argv: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
@@ -45,10 +55,25 @@ def test_produce_two_ranks_imports_no_http_registry_builder_plots_or_runner(tmp_
     )
     # the command really ran: both rank files exist
     assert (tmp_path / "r.0.et").is_file() and (tmp_path / "r.1.et").is_file(), p.stdout + p.stderr
-    # and it went through the paths that must stay light: the plugin manager and the --set loader
-    assert "hub.plugins._manager" in modules and "hub.pipeline._loader" in modules
+    # and it went through the paths that must stay light: the plugin manager and the --set parser
+    assert "hub.plugins._manager" in modules and "hub.cli._scalars" in modules
     imported = [m for m in NOT_ON_PRODUCE_PATH if m in modules]
     assert not imported, f"`collhub produce` imported {imported}"
+
+
+def test_a_yaml_set_value_still_goes_through_the_loader(tmp_path: Path) -> None:
+    argv = ["produce", "hub.ring", "-s", "ranks=2", "-s", "collective=allgather", "-s", "inplace=yes"]
+    _, modules = _modules_after([*argv, "--out", str(tmp_path / "r")], tmp_path)
+    assert "hub.pipeline._loader" in modules and "hub.pipeline._runner" not in modules
+
+
+def test_warm_help_reads_the_entry_point_index_only(tmp_path: Path) -> None:
+    _modules_after(["--help"], tmp_path)  # the cold start writes the index
+    assert list((tmp_path / "cache").glob("entry-points-v1-*.json"))
+    _, modules = _modules_after(["--help"], tmp_path)
+    assert "hub.plugins._index" in modules
+    imported = [m for m in NOT_ON_WARM_HELP_PATH if m in modules]
+    assert not imported, f"`collhub --help` imported {imported}"
 
 
 def test_lazy_names_still_resolve() -> None:
