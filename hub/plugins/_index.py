@@ -103,8 +103,15 @@ def _cacheable() -> bool:
     from importlib.machinery import PathFinder
 
     # another finder that provides distributions (a zipapp's, a custom importer's) may change
-    # what it reports without touching anything the stamp looks at
-    return all(f is PathFinder or not hasattr(f, "find_distributions") for f in sys.meta_path)
+    # what it reports without touching anything the stamp looks at; the importlib_metadata
+    # backport's finder (installed on sys.meta_path by importing it, e.g. through dask) reads the
+    # same sys.path dist-info directories the stamp covers, so it is as safe as PathFinder
+    return all(f is PathFinder or not hasattr(f, "find_distributions") or _reads_sys_path(f) for f in sys.meta_path)
+
+
+def _reads_sys_path(finder: object) -> bool:
+    cls = type(finder)
+    return cls.__module__ == "importlib_metadata" and cls.__name__ == "MetadataPathFinder"
 
 
 def _cache_file() -> Path:

@@ -188,3 +188,16 @@ def test_pip_install_upgrade_and_uninstall_show_at_once(tmp_path: Path) -> None:
     pip("uninstall", "-y", "collhub-idx")
     assert "idx" not in _listed(python, cache)
     assert "unknown component 'idx.pairs'" in produce()
+
+
+def test_the_importlib_metadata_backport_keeps_the_cache(cache: Path) -> None:
+    # importing dask puts importlib_metadata's MetadataPathFinder on sys.meta_path; it reads the
+    # same sys.path directories, so the index must still answer from its cache
+    importlib_metadata = pytest.importorskip("importlib_metadata")
+    finder = importlib_metadata.MetadataPathFinder()
+    sys.meta_path.append(finder)
+    try:
+        _index.entry_rows("collhub")
+        assert list(cache.glob("entry-points-v1-*.json"))
+    finally:
+        sys.meta_path.remove(finder)
