@@ -16,7 +16,7 @@ from hub.chakra import (
     RankGraph,
     TypedValue,
     _ranks,
-    _reader,
+    _stream,
     read_algorithm,
     write_algorithm,
 )
@@ -27,9 +27,15 @@ from hub.errors import TraceFormatError
 from .conftest import assert_same_graphs, ring_allreduce
 
 
-def _all_slow(data, starts, ends, st, name_pos, name_len):
-    """The fast path declining every node: the general decoder takes them all."""
-    return b"", np.arange(starts.size, dtype=np.int64).tobytes(), False
+def _all_slow(b):
+    """The compiled pass declining every node: the general decoder takes them all."""
+    b.dep_ptr[:] = 0
+    return (
+        bytearray(),
+        bytearray(np.arange(b.starts.size, dtype=np.int64).tobytes()),
+        bytearray(),
+        bytearray(b.counts.size),
+    )
 
 
 def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -103,7 +109,7 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
 
 
 def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_BYTES", 3000)  # several decode batches
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 3000)  # several decode batches
     alg = ring_allreduce(9).bind(900)
     paths = write_algorithm(alg, tmp_path / "m")
     assert_same_graphs(alg, read_algorithm(tmp_path / "m"))
@@ -116,7 +122,7 @@ def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_error_rank_in_later_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_BYTES", 2000)
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 2000)
     write_algorithm(ring_allreduce(5).bind(500), tmp_path / "e")
     # replace rank 3's last node by one that depends on a missing id
     path = tmp_path / "e.3.et"
