@@ -435,7 +435,8 @@ static Py_ssize_t frame_one(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, 
 
 static PyObject *frame_files(PyObject *self, PyObject *args) {
     PyObject *data_o, *bases_o, *sizes_o;
-    if (!PyArg_ParseTuple(args, "OOO", &data_o, &bases_o, &sizes_o)) {
+    int every = 1; /* 0: only each file's first message (its GlobalMetadata) */
+    if (!PyArg_ParseTuple(args, "OOO|p", &data_o, &bases_o, &sizes_o, &every)) {
         return NULL;
     }
     Py_buffer v[3];
@@ -478,8 +479,9 @@ static PyObject *frame_files(PyObject *self, PyObject *args) {
         result = Py_BuildValue("(OOOn)", Py_None, Py_None, Py_None, bad);
         goto done;
     }
-    starts = PyByteArray_FromStringAndSize(NULL, total * 8);
-    ends = PyByteArray_FromStringAndSize(NULL, total * 8);
+    Py_ssize_t kept = every ? total : nf;
+    starts = PyByteArray_FromStringAndSize(NULL, kept * 8);
+    ends = PyByteArray_FromStringAndSize(NULL, kept * 8);
     if (starts == NULL || ends == NULL) {
         goto done;
     }
@@ -487,7 +489,17 @@ static PyObject *frame_files(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t at = 0;
     for (Py_ssize_t f = 0; f < nf; f++) {
-        at += frame_one(buf, bases[f], bases[f] + sizes[f], st + at, en + at);
+        if (every) {
+            at += frame_one(buf, bases[f], bases[f] + sizes[f], st + at, en + at);
+        } else if (cnt[f] == 0) {
+            st[f] = en[f] = bases[f];
+        } else { /* framed above: the first length is sound */
+            Py_ssize_t pos = bases[f];
+            uint64_t len = 0;
+            get_varint(buf, &pos, bases[f] + sizes[f], &len);
+            st[f] = pos;
+            en[f] = pos + (Py_ssize_t)len;
+        }
     }
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("(OOOn)", starts, ends, counts, (Py_ssize_t)-1);
@@ -510,7 +522,7 @@ done:
 typedef struct {
     const uint8_t *buf;
     Py_ssize_t len;                /* bytes in buf */
-    const int64_t *starts, *ends, *counts;
+    const int64_t *bases, *sizes, *counts; /* each file's span in buf, its node count */
     Py_ssize_t n, n_ranks;
     int64_t *ids, *size, *duration;
     int8_t *kind, *src_buf, *dst_buf, *op;
@@ -520,11 +532,12 @@ typedef struct {
     Py_ssize_t n_deps, cap_deps;
     int64_t *names;                /* (node, start, length) triples, grown with realloc */
     Py_ssize_t n_names, cap_names;
-    int64_t *slow;
+    int64_t *slow;                 /* (node, start, end) triples */
     Py_ssize_t n_slow;
     uint8_t *clean;
     int guess;                     /* the known attribute expected next (writers keep one order) */
     int out_of_memory;
+    int misframed;                 /* a file does not hold its count of messages (it changed) */
 } DecodeJob;
 
 /* each column's value before any attribute is seen: the KNOWN default of the attribute stored there */
@@ -641,9 +654,8 @@ static int decode_attr(DecodeJob *job, Py_ssize_t a, Py_ssize_t b, int *k_out, i
 /* Decode node i into the columns; 0 when the general path must take it (its dependencies and
  * name are then taken back by the caller). Absent fields are proto3 zeros, absent attributes
  * their KNOWN default. *id_out is the node's id. */
-static int decode_node(DecodeJob *job, Py_ssize_t i, uint64_t *id_out) {
+static int decode_node(DecodeJob *job, Py_ssize_t i, Py_ssize_t pos, Py_ssize_t end, uint64_t *id_out) {
     const uint8_t *buf = job->buf;
-    Py_ssize_t pos = job->starts[i], end = job->ends[i];
     uint64_t id = 0, kind = 0, duration = 0;
     int64_t col[N_COLUMNS], peer_of[2] = {-1, -1}; /* comm_src, comm_dst */
     uint32_t seen = 0;
@@ -727,26 +739,53 @@ static int decode_node(DecodeJob *job, Py_ssize_t i, uint64_t *id_out) {
     return 1;
 }
 
+/* The length-delimited message at *pos (< end): its body [*a, *b); 0 when it does not fit. */
+static inline int next_message(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t *a, Py_ssize_t *b) {
+    uint64_t len;
+    if (!get_varint(buf, pos, end, &len) || len > (uint64_t)(end - *pos)) {
+        return 0;
+    }
+    *a = *pos;
+    *b = *pos + (Py_ssize_t)len;
+    *pos = *b;
+    return 1;
+}
+
 static void decode_all(DecodeJob *job) {
     Py_ssize_t i = 0;
-    for (Py_ssize_t r = 0; r < job->n_ranks && !job->out_of_memory; r++) {
+    for (Py_ssize_t r = 0; r < job->n_ranks && !job->out_of_memory && !job->misframed; r++) {
         int64_t nr = job->counts[r];
         int64_t *ptr = job->dep_ptr + i + r;
-        Py_ssize_t dep0 = job->n_deps;
+        Py_ssize_t dep0 = job->n_deps, pos = job->bases[r], end = pos + job->sizes[r], a, b;
         int clean = 1;
         ptr[0] = 0;
+        if (!next_message(job->buf, &pos, end, &a, &b)) { /* the GlobalMetadata, decoded apart */
+            job->misframed = 1;
+            return;
+        }
         for (int64_t loc = 0; loc < nr; loc++, i++) {
+            if (!next_message(job->buf, &pos, end, &a, &b)) {
+                job->misframed = 1;
+                return;
+            }
             Py_ssize_t mark = job->n_deps, name_mark = job->n_names;
             uint64_t id;
-            if (decode_node(job, i, &id)) {
+            if (decode_node(job, i, a, b, &id)) {
                 clean &= id == (uint64_t)loc;
             } else {
                 job->n_deps = mark;
                 job->n_names = name_mark;
-                job->slow[job->n_slow++] = i;
+                int64_t *t = job->slow + 3 * job->n_slow++;
+                t[0] = i;
+                t[1] = a;
+                t[2] = b;
                 clean = 0;
             }
             ptr[loc + 1] = job->n_deps - dep0;
+        }
+        if (pos != end) {
+            job->misframed = 1;
+            return;
         }
         for (Py_ssize_t d = dep0; clean && d < job->n_deps; d++) {
             clean = job->deps[d] < (uint64_t)nr;
@@ -760,9 +799,9 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOO!O", &o[0], &o[1], &o[2], &o[3], &PyTuple_Type, &columns, &dep_ptr_o)) {
         return NULL;
     }
-    /* data, starts, ends, counts, then the columns, then dep_ptr */
+    /* data, bases, sizes, counts, then the columns, then dep_ptr */
     static const Py_ssize_t itemsize[4] = {1, 8, 8, 8};
-    static const char *what[4] = {"data", "starts", "ends", "counts"};
+    static const char *what[4] = {"data", "bases", "sizes", "counts"};
     Py_buffer v[4 + N_COLUMNS + 1];
     memset(v, 0, sizeof v);
     Py_buffer *cols = v + 4, *ptr_v = v + 4 + N_COLUMNS;
@@ -778,8 +817,15 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "decode_batch: one buffer per RankGraph column expected");
         goto done;
     }
-    job.n = v[1].len / 8;
     job.n_ranks = v[3].len / 8;
+    job.counts = (const int64_t *)v[3].buf;
+    for (Py_ssize_t r = 0; r < job.n_ranks; r++) {
+        if (job.counts[r] < 0) {
+            PyErr_SetString(PyExc_ValueError, "decode_batch: a negative node count");
+            goto done;
+        }
+        job.n += job.counts[r];
+    }
     for (int c = 0; c < N_COLUMNS; c++) {
         if (get_buffer(PyTuple_GET_ITEM(columns, c), &cols[c], column_itemsize[c], 1, "column") < 0) {
             goto done;
@@ -794,24 +840,15 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
     }
     job.buf = (const uint8_t *)v[0].buf;
     job.len = v[0].len;
-    job.starts = (const int64_t *)v[1].buf;
-    job.ends = (const int64_t *)v[2].buf;
-    job.counts = (const int64_t *)v[3].buf;
-    int64_t total = 0;
-    for (Py_ssize_t r = 0; r < job.n_ranks; r++) {
-        if (job.counts[r] < 0) {
-            total = -1;
-            break;
-        }
-        total += job.counts[r];
-    }
-    if (v[2].len != v[1].len || total != job.n || ptr_v->len / 8 != job.n + job.n_ranks) {
-        PyErr_SetString(PyExc_ValueError, "decode_batch: starts, ends, counts and dep_ptr do not agree");
+    job.bases = (const int64_t *)v[1].buf;
+    job.sizes = (const int64_t *)v[2].buf;
+    if (v[1].len != v[3].len || v[2].len != v[3].len || ptr_v->len / 8 != job.n + job.n_ranks) {
+        PyErr_SetString(PyExc_ValueError, "decode_batch: bases, sizes, counts and dep_ptr do not agree");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < job.n; i++) {
-        if (job.starts[i] < 0 || job.ends[i] < job.starts[i] || job.ends[i] > v[0].len) {
-            PyErr_SetString(PyExc_ValueError, "decode_batch: a node span lies outside the data");
+    for (Py_ssize_t r = 0; r < job.n_ranks; r++) {
+        if (job.bases[r] < 0 || job.sizes[r] < 0 || job.bases[r] + job.sizes[r] > v[0].len) {
+            PyErr_SetString(PyExc_ValueError, "decode_batch: a file span lies outside the data");
             goto done;
         }
     }
@@ -843,7 +880,7 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
     job.tb = (int32_t *)cols[C_TB].buf;
     job.chan = (int32_t *)cols[C_CHAN].buf;
     job.dep_ptr = (int64_t *)ptr_v->buf;
-    slow = PyByteArray_FromStringAndSize(NULL, job.n * 8);
+    slow = PyByteArray_FromStringAndSize(NULL, job.n * 24);
     clean = PyByteArray_FromStringAndSize(NULL, job.n_ranks);
     if (slow == NULL || clean == NULL) {
         goto done;
@@ -857,7 +894,11 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (PyByteArray_Resize(slow, job.n_slow * 8) < 0) {
+    if (job.misframed) {
+        PyErr_SetString(PyExc_ValueError, "decode_batch: a file does not hold the messages it was framed with");
+        goto done;
+    }
+    if (PyByteArray_Resize(slow, job.n_slow * 24) < 0) {
         goto done;
     }
     deps = PyByteArray_FromStringAndSize((const char *)job.deps, job.n_deps * 8);
@@ -1053,10 +1094,11 @@ static PyMethodDef methods[] = {
     {"encode_rank", encode_rank, METH_VARARGS,
      "encode_rank(astrasim, rank, columns, dep_ptr, dep_pos, names, names_off, extra, extra_off) -> bytes"},
     {"frame_files", frame_files, METH_VARARGS,
-     "frame_files(data, bases, sizes) -> (starts, ends, counts, bad file or -1), int64 bytearrays"},
+     "frame_files(data, bases, sizes, every=True) -> (starts, ends, counts, bad file or -1), int64 bytearrays;"
+     " every=False: only each file's first message"},
     {"decode_batch", decode_batch, METH_VARARGS,
-     "decode_batch(data, starts, ends, counts, columns, dep_ptr) -> (dependency ids, slow node indices,"
-     " name spans, clean ranks): node messages of consecutive ranks into the batch's RankGraph columns"},
+     "decode_batch(data, bases, sizes, counts, columns, dep_ptr) -> (dependency ids, slow (node, start, end),"
+     " name spans, clean ranks): the nodes of framed rank files into the batch's RankGraph columns"},
     {"decode_metadata", decode_metadata, METH_VARARGS,
      "decode_metadata(data, starts, ends) -> [(version, ((name, field, value), ...)) or None]"},
     {NULL, NULL, 0, NULL},

@@ -23,12 +23,12 @@ def encode_rank(
     extra_off: Buffer | None,
 ) -> bytes: ...
 def frame_files(
-    data: Buffer, bases: Buffer, sizes: Buffer
+    data: Buffer, bases: Buffer, sizes: Buffer, every: bool = True
 ) -> tuple[bytearray | None, bytearray | None, bytearray | None, int]: ...
 def decode_batch(
     data: Buffer,
-    starts: Buffer,
-    ends: Buffer,
+    bases: Buffer,
+    sizes: Buffer,
     counts: Buffer,
     columns: tuple[Buffer, ...],
     dep_ptr: Buffer,

@@ -30,7 +30,7 @@ from ._model import _COLUMNS, COLUMN_NAMES, NodeType, RankGraph
 from ._validate import ATTR_RANGES, attr_hint
 from ._wire import TypedValue, WireError
 
-__all__ = ["KNOWN", "NodeError", "decode_columns", "decode_ranks", "frame_files"]
+__all__ = ["KNOWN", "Arena", "NodeError", "decode_columns", "decode_ranks", "frame_files"]
 
 
 class NodeError(Exception):
@@ -74,13 +74,14 @@ _codec.configure(
 
 # -- framing -----------------------------------------------------------------------------------
 def frame_files(
-    data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray
+    data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray, *, every: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Message spans of many delimited streams (files laid end to end in ``data``) at once:
     (starts, ends, counts per file, -1) or, when a file is malformed, (empty, empty, empty, its
-    index); :func:`._wire.frame` then says precisely what is wrong with it."""
+    index); :func:`._wire.frame` then says precisely what is wrong with it. Without ``every``, the
+    spans are only each file's first message (its GlobalMetadata)."""
     starts, ends, counts, bad = _codec.frame_files(
-        data, np.ascontiguousarray(bases, np.int64), np.ascontiguousarray(sizes, np.int64)
+        data, np.ascontiguousarray(bases, np.int64), np.ascontiguousarray(sizes, np.int64), every
     )
     if bad >= 0 or starts is None or ends is None or counts is None:
         z = np.zeros(0, np.int64)
@@ -94,14 +95,40 @@ _BLOCK_ORDER = sorted(COLUMN_NAMES, key=lambda c: -_DTYPES[c].itemsize)
 _NODE_BYTES = sum(dt.itemsize for dt in _DTYPES.values())
 
 
-class _Batch:
-    """One batch of ranks: what the compiled pass filled, and the node spans for the general one."""
+class Arena:
+    """The memory of the graphs of one read, handed out from large blocks.
 
-    def __init__(self, data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray) -> None:
-        n, ranks = int(starts.size), int(counts.size)
-        self.data, self.starts, self.ends, self.counts = data, starts, ends, counts
+    A fresh allocation per batch costs a page fault every 4 KiB as it is first written; blocks
+    of several MiB are backed by huge pages where the kernel offers them (numpy advises it for
+    large arrays), a few hundred times fewer faults. A block lives as long as a graph in it.
+    """
+
+    def __init__(self, block_bytes: int = 16 << 20) -> None:
+        self._block_bytes = block_bytes
+        self._block = np.empty(0, np.uint8)
+        self._at = 0
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` uninitialized bytes (uint8), 64-byte aligned within their block."""
+        nbytes = (nbytes + 63) & ~63
+        if self._at + nbytes > self._block.size:
+            self._block = np.empty(max(self._block_bytes, nbytes), np.uint8)
+            self._at = 0
+        out = self._block[self._at : self._at + nbytes]
+        self._at += nbytes
+        return out
+
+
+class _Batch:
+    """One batch of rank files (laid end to end in ``data``) and the columns their nodes go to."""
+
+    def __init__(
+        self, data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray, counts: np.ndarray, arena: Arena
+    ) -> None:
+        n, ranks = int(counts.sum()), int(counts.size)
+        self.data, self.bases, self.sizes, self.counts = data, bases, sizes, counts
         # one allocation for every column and the CSR indexes (dep_ptr: n_r + 1 entries per rank)
-        block = np.empty(n * _NODE_BYTES + (n + ranks) * 8, np.uint8)
+        block = arena.take(n * _NODE_BYTES + (n + ranks) * 8)
         self.dep_ptr = block[: (n + ranks) * 8].view(np.int64)
         at = (n + ranks) * 8
         self.cols: dict[str, np.ndarray] = {}
@@ -113,22 +140,32 @@ class _Batch:
 
 
 def decode_ranks(
-    data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, counts: Sequence[int] | np.ndarray
+    data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray, counts: Sequence[int] | np.ndarray
 ) -> list[RankGraph]:
-    """Decode node messages data[starts[i]:ends[i]]; ``counts[r]`` consecutive ones per rank."""
-    return decode_columns(data, starts, ends, counts)[0]
+    """Decode the nodes of the rank files data[bases[r]:bases[r] + sizes[r]] (framed: ``counts[r]``
+    nodes each, after the GlobalMetadata, which is decoded apart)."""
+    return decode_columns(data, bases, sizes, counts, Arena(0))[0]
 
 
 def decode_columns(
-    data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, counts: Sequence[int] | np.ndarray
+    data: bytes | bytearray,
+    bases: np.ndarray,
+    sizes: np.ndarray,
+    counts: Sequence[int] | np.ndarray,
+    arena: Arena,
 ) -> tuple[list[RankGraph], dict[str, np.ndarray]]:
-    """:func:`decode_ranks`, and the batch's columns of which every graph's columns are slices."""
+    """:func:`decode_ranks` with the graphs' memory from ``arena``, and the batch's columns (every
+    graph's columns are slices of them)."""
     b = _Batch(
-        data, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), np.asarray(counts, np.int64)
+        data,
+        np.ascontiguousarray(bases, np.int64),
+        np.ascontiguousarray(sizes, np.int64),
+        np.ascontiguousarray(counts, np.int64),
+        arena,
     )
     deps_b, slow_b, names_b, clean_b = _fast_decode(b)
     deps = np.frombuffer(deps_b, np.uint64)
-    slow = np.frombuffer(slow_b, np.int64)
+    slow = np.frombuffer(slow_b, np.int64).reshape(-1, 3)
     named = np.frombuffer(names_b, np.int64).reshape(-1, 3)
     clean = np.frombuffer(clean_b, np.uint8)
     ranks = b.counts.size
@@ -136,8 +173,9 @@ def decode_columns(
     # each rank's dependency count is the last entry of its dep_ptr; their sums place it in deps
     dep_base = np.concatenate(([0], np.cumsum(b.dep_ptr[base[1:] + np.arange(ranks)])))
     # positions = ids in a clean rank (ids are positions there, and in range)
-    pos = deps.astype(np.int32)
-    slow_cut = np.searchsorted(slow, base)
+    pos = arena.take(deps.size * 4).view(np.int32)[: deps.size]
+    np.copyto(pos, deps, casting="unsafe")
+    slow_cut = np.searchsorted(slow[:, 0], base)
     name_cut = np.searchsorted(named[:, 0], base)
     graphs = []
     for r in range(ranks):
@@ -157,9 +195,10 @@ def decode_columns(
 
 
 def _fast_decode(b: _Batch) -> tuple[bytearray, bytearray, bytearray, bytearray]:
-    """The compiled pass over every node: (dependency ids, slow nodes, name spans, clean ranks)."""
+    """The compiled pass over every node: (dependency ids, slow (node, start, end), name spans,
+    clean ranks)."""
     return _codec.decode_batch(
-        b.data, b.starts, b.ends, b.counts, tuple(b.cols[name] for name in COLUMN_NAMES), b.dep_ptr
+        b.data, b.bases, b.sizes, b.counts, tuple(b.cols[name] for name in COLUMN_NAMES), b.dep_ptr
     )
 
 
@@ -183,19 +222,20 @@ def _names(b: _Batch, named: np.ndarray, a: int, e: int, r: int) -> list[str] | 
 def _general_rank(
     b: _Batch, r: int, ptr: np.ndarray, fast_deps: np.ndarray, slow: np.ndarray, names: list[str] | None
 ) -> RankGraph:
-    """Rank r's graph when some node was slow, ids are not positions or a dependency is out of
-    range: the slow nodes are decoded by the general decoder, then ids become positions."""
+    """Rank r's graph when some node was slow (``slow``: its (node, start, end) triples), ids are
+    not positions or a dependency is out of range: the slow nodes are decoded by the general
+    decoder, then ids become positions."""
     a, e = int(b.node_base[r]), int(b.node_base[r + 1])
     n = e - a
     cols = {name: col[a:e] for name, col in b.cols.items()}
     per_node = np.diff(ptr)
     extra: dict[int, tuple[tuple[str, Any], ...]] = {}
     slow_deps: list[list[int]] = []
-    for i in slow.tolist():
+    for i, start, end in slow.tolist():
         try:
-            nd = decode_node(b.data, int(b.starts[i]), int(b.ends[i]))
+            nd = decode_node(b.data, start, end)
         except WireError as exc:
-            raise _malformed(i - a, exc, int(b.starts[i]), r) from None
+            raise _malformed(i - a, exc, start, r) from None
         try:
             foreign = _general_node(nd, i - a, cols)
         except NodeError as exc:
@@ -212,7 +252,7 @@ def _general_rank(
     if slow.size:  # merge the two dependency streams back into node order
         fast_counts = np.diff(ptr)
         fast_node = np.repeat(np.arange(n), fast_counts)
-        slow_node = np.repeat(slow - a, [len(d) for d in slow_deps])
+        slow_node = np.repeat(slow[:, 0] - a, [len(d) for d in slow_deps])
         order = np.argsort(np.concatenate((fast_node, slow_node)), kind="stable")
         flat = np.array([d for ds in slow_deps for d in ds], np.uint64)
         dep_ids = np.concatenate((fast_deps, flat))[order]

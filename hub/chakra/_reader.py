@@ -10,20 +10,21 @@ The nodes are decoded by :mod:`._ranks`; workloads are read by :mod:`._workload_
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from ..errors import TraceFormatError
 from . import _profile as P
 from ._decode import decode_node
 from ._fileset import rank_path
 from ._load import load
-from ._meta import frame_file, metadata, read_global_metadata
+from ._meta import first_metadata, frame_file, read_global_metadata
 from ._model import Algorithm, NodeType
 from ._stream import RankStream, iter_ranks
 from ._wire import WireError
 from ._workload import Workload
 from ._workload_io import read_workload
 
-__all__ = ["iter_ranks", "read_algorithm", "read_global_metadata", "read_trace", "read_workload"]
+__all__ = ["iter_ranks", "read_algorithm", "read_global_metadata", "read_trace", "read_workload", "trace_kind"]
 
 
 def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
@@ -43,14 +44,19 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
     Profile metadata means an algorithm; otherwise rank 0's nodes decide: any COMM_COLL_NODE
     means a workload, else any SEND/RECV means an algorithm, else a workload.
     """
+    return read_algorithm(prefix) if trace_kind(prefix) == "algorithm" else read_workload(prefix)
+
+
+def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload"]:
+    """What :func:`read_trace` would read: ``"algorithm"`` or ``"workload"`` (from rank 0's file)."""
     first = rank_path(prefix, 0)
+    _v, typed = first_metadata(first)  # only the first message: the rest is framed if needed
+    if P.META.PROFILE in typed:
+        return "algorithm"
+    if P.META.WORKLOAD in typed:
+        return "workload"
     data = load(first, 0)
     starts, ends = frame_file(data, first, 0)
-    _v, attrs = metadata(data, starts[0], ends[0], first, 0)
-    if P.META.PROFILE in attrs:
-        return read_algorithm(prefix)
-    if P.META.WORKLOAD in attrs:
-        return read_workload(prefix)
     kinds = set()
     for s, e in zip(starts[1:], ends[1:], strict=True):
         try:
@@ -63,7 +69,7 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
                 hint="the file is truncated or corrupt",
             ) from None
     if NodeType.COLL in kinds:
-        return read_workload(prefix)
+        return "workload"
     if kinds & {NodeType.SEND, NodeType.RECV}:
-        return read_algorithm(prefix)
-    return read_workload(prefix)
+        return "algorithm"
+    return "workload"

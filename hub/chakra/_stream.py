@@ -24,14 +24,14 @@ from ._fileset import rank_files_and_metadata
 from ._load import load_batches
 from ._meta import SetMetadata, batch_metadata, check_file_meta, frame_file, meta_from_attrs
 from ._model import AlgorithmMeta, RankGraph
-from ._ranks import NodeError, decode_columns, frame_files
+from ._ranks import Arena, NodeError, decode_columns, frame_files
 from ._validate import batch_total, check_meta, check_rank
 
 __all__ = ["RankStream", "iter_ranks"]
 
 #: bytes of rank files read and decoded per pass: bounds the temporary per-batch state (the
 #: file bytes and about 40 bytes a node) while amortizing the per-pass cost
-_BATCH_BYTES = 16 << 20
+_BATCH_BYTES = 4 << 20
 
 
 class RankStream:
@@ -67,17 +67,15 @@ class RankStream:
     def _graphs(self) -> Iterator[RankGraph]:
         paths, meta = self.paths, self.meta
         files = SetMetadata(paths)
+        # the graphs' memory in blocks of a few batches: few page faults, little held by a stream
+        arena = Arena(4 * self._batch_bytes)
         total = 0.0
         for data, bases, sizes, r0 in load_batches(paths, self._batch_bytes):
-            starts, ends, counts = _frames(data, bases, sizes, paths, r0)
-            first = np.concatenate(([0], np.cumsum(counts)))[:-1]
-            for k, attrs in enumerate(batch_metadata(data, starts[first], ends[first], paths, r0)):
+            meta_starts, meta_ends, counts = _frames(data, bases, sizes, paths, r0)
+            for k, attrs in enumerate(batch_metadata(data, meta_starts, meta_ends, paths, r0)):
                 files.check(attrs, r0 + k)
-            # drop each file's GlobalMetadata span and decode the nodes
-            is_node = np.ones(starts.size, bool)
-            is_node[first] = False
             try:
-                graphs, cols = decode_columns(data, starts[is_node], ends[is_node], counts - 1)
+                graphs, cols = decode_columns(data, bases, sizes, counts - 1, arena)
             except NodeError as exc:
                 rank = r0 + exc.rank
                 raise TraceFormatError(
@@ -108,8 +106,9 @@ def iter_ranks(prefix: str | os.PathLike[str]) -> RankStream:
 def _frames(
     data: bytearray, bases: np.ndarray, sizes: np.ndarray, paths: list[Path], r0: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Message spans of the files of ranks r0.. laid end to end in ``data``: (starts, ends, counts)."""
-    starts, ends, counts, bad = frame_files(data, bases, sizes)
+    """The files of ranks r0.. laid end to end in ``data``, framed: the span of each one's first
+    message (starts, ends) and its count of messages."""
+    starts, ends, counts, bad = frame_files(data, bases, sizes, every=False)
     if bad >= 0:  # the general framer says precisely what is wrong
         frame_file(bytes(data[int(bases[bad]) : int(bases[bad] + sizes[bad])]), paths[r0 + bad], r0 + bad)
         raise AssertionError("the compiled and the general framer disagree")  # pragma: no cover

@@ -1,0 +1,93 @@
+"""hub.chakra.iter_ranks: a set read rank by rank, the same graphs as read_algorithm, checked
+the same way, and never more than about one batch of graphs held by the reader."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hub.chakra import Algorithm, RankStream, _stream, iter_ranks, read_algorithm, write_algorithm
+from hub.chakra._decode import decode_node
+from hub.chakra._wire import delimit, encode_node, encode_varint, frame
+from hub.errors import TraceFormatError
+
+from .conftest import assert_same_graphs, ring_allreduce
+
+
+def test_stream_gives_the_graphs_of_read_algorithm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alg = ring_allreduce(7, names=True).bind(7000)
+    write_algorithm(alg, tmp_path / "s")
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 2500)  # several batches
+    stream = iter_ranks(tmp_path / "s")
+    assert isinstance(stream, RankStream)
+    assert stream.meta == alg.meta and len(stream) == 7  # known before any node is read
+    assert_same_graphs(alg, Algorithm(stream.meta, tuple(stream)))
+    with pytest.raises(RuntimeError, match="iterated once"):
+        iter(stream)
+
+
+def test_astrasim_example_streams_like_it_reads(astrasim_example: Path) -> None:
+    prefix = astrasim_example / "algorithm" / "custom_allreduce"
+    stream = iter_ranks(prefix)
+    assert_same_graphs(read_algorithm(prefix), Algorithm(stream.meta, tuple(stream)))
+
+
+def _break_last_node(path: Path) -> None:
+    """Replace the last node of a rank file by one that depends on a missing id."""
+    data = path.read_bytes()
+    starts, _ends = frame(data)
+    last = decode_node(data, starts[-1], len(data))
+    last["data_deps"] = [777]
+    attrs = last.pop("attrs")
+    body = encode_node(**{k: v for k, v in last.items() if v is not None}, attrs=attrs)
+    cut = starts[-1] - len(encode_varint(len(data) - starts[-1]))
+    path.write_bytes(data[:cut] + delimit(body))
+
+
+def test_bad_rank_raises_when_it_is_reached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alg = ring_allreduce(6).bind(600)
+    write_algorithm(alg, tmp_path / "b")
+    _break_last_node(tmp_path / "b.4.et")
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 1)  # one file per batch
+    seen = []
+    with pytest.raises(TraceFormatError) as info:
+        for g in iter_ranks(tmp_path / "b"):
+            seen.append(len(g))
+    assert seen == [len(g) for g in alg.graphs[:4]]
+    assert info.value.rank == 4 and "node id 777" in str(info.value)
+
+
+def test_implausible_metadata_is_refused_before_any_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_algorithm(ring_allreduce(4).bind(400), tmp_path / "m")
+    monkeypatch.setenv("COLLHUB_MAX_CHUNK_SLOTS", "8")  # 4 ranks x 8 chunks: over the limit
+    with pytest.raises(TraceFormatError, match="chunk slots exceed the limit"):
+        iter_ranks(tmp_path / "m")
+
+
+def test_stream_holds_about_one_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting the nodes of a set as they stream by keeps a fraction of the whole model."""
+    alg = ring_allreduce(128, comp=False).bind(128 << 10)
+    write_algorithm(alg, tmp_path / "big")
+    model = alg.nbytes()
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 64 << 10)
+    tracemalloc.start()
+    try:
+        nodes = 0
+        for g in iter_ranks(tmp_path / "big"):
+            nodes += int(np.count_nonzero(g.kind >= 0))
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert nodes == alg.node_count()
+    # one batch of files, its per-batch state and a block of graphs' memory (four batches' worth)
+    assert peak < model / 4, (peak, model)
+    tracemalloc.start()
+    try:
+        held = read_algorithm(tmp_path / "big")
+        _now, full_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held.node_count() == nodes and full_peak >= model
