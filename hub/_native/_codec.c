@@ -610,6 +610,10 @@ static int push_name(DecodeJob *job, Py_ssize_t i, Py_ssize_t a, Py_ssize_t b) {
 
 /* A feeder converts any integer oneof to the column's integer (as hub.chakra's general path does). */
 static inline int int_of_field(uint64_t field, uint64_t raw, int64_t *out) {
+    if (field == 7) { /* int32_val, what writers use for all but comm_size: no jump table */
+        *out = (int32_t)(uint32_t)raw;
+        return 1;
+    }
     switch (field) {
     case 7: *out = (int32_t)(uint32_t)raw; return 1;                        /* int32_val */
     case 9: case 13: *out = (int64_t)raw; return 1;                         /* int64_val, uint64_val */
@@ -637,18 +641,22 @@ static int decode_attr(DecodeJob *job, Py_ssize_t a, Py_ssize_t b, int *k_out, i
         || !int_of_field(key >> 3, raw, value)) {
         return 0;
     }
-    int fast = name_at + 16 <= job->len;
-    for (int j = 0, k = job->guess; j < n_known; j++, k = k + 1 == n_known ? 0 : k + 1) {
-        if (is_name(buf, name_at, name_len, k, fast)) {
-            if (*value < known_lo[k] || *value > known_hi[k]) {
-                return 0; /* out of range: the general path reports it */
-            }
-            job->guess = k + 1 == n_known ? 0 : k + 1;
-            *k_out = k;
-            return 1;
+    int fast = name_at + 16 <= job->len, nk = n_known, k = job->guess;
+    if (!is_name(buf, name_at, name_len, k, fast)) { /* writers keep one order: rarely a miss */
+        int j = 1;
+        for (k = k + 1 == nk ? 0 : k + 1; j < nk && !is_name(buf, name_at, name_len, k, fast); j++) {
+            k = k + 1 == nk ? 0 : k + 1;
+        }
+        if (j == nk) {
+            return 0;
         }
     }
-    return 0;
+    if (*value < known_lo[k] || *value > known_hi[k]) {
+        return 0; /* out of range: the general path reports it */
+    }
+    job->guess = k + 1 == nk ? 0 : k + 1;
+    *k_out = k;
+    return 1;
 }
 
 /* Decode node i into the columns; 0 when the general path must take it (its dependencies and

@@ -18,6 +18,7 @@ Problems raise :class:`NodeError` with the rank and node id; :mod:`._reader` add
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,25 +99,42 @@ _NODE_BYTES = sum(dt.itemsize for dt in _DTYPES.values())
 class Arena:
     """The memory of the graphs of one read, handed out from large blocks.
 
-    A fresh allocation per batch costs a page fault every 4 KiB as it is first written; blocks
-    of several MiB are backed by huge pages where the kernel offers them (numpy advises it for
-    large arrays), a few hundred times fewer faults. A block lives as long as a graph in it.
+    A fresh allocation per batch costs a page fault every 4 KiB as it is first written, and the
+    kernel zeroes every fresh page; blocks of several MiB are backed by huge pages where the kernel
+    offers them (numpy advises it for large arrays), a few hundred times fewer faults. A block
+    lives as long as a graph in it; a block whose graphs are all gone (a stream's consumer let
+    them go) is written again instead of a fresh one, so a stream touches no new memory.
     """
 
     def __init__(self, block_bytes: int = 16 << 20) -> None:
         self._block_bytes = block_bytes
         self._block = np.empty(0, np.uint8)
         self._at = 0
+        self._retired: list[np.ndarray] = []  # the last blocks handed out, perhaps free again
 
     def take(self, nbytes: int) -> np.ndarray:
         """``nbytes`` uninitialized bytes (uint8), 64-byte aligned within their block."""
         nbytes = (nbytes + 63) & ~63
         if self._at + nbytes > self._block.size:
-            self._block = np.empty(max(self._block_bytes, nbytes), np.uint8)
+            self._block = self._reusable(max(self._block_bytes, nbytes))
             self._at = 0
         out = self._block[self._at : self._at + nbytes]
         self._at += nbytes
         return out
+
+    def _reusable(self, size: int) -> np.ndarray:
+        """A retired block of ``size`` bytes that nothing else refers to (every view of a block, a
+        graph's columns included, refers to it), else a new one."""
+        if self._block.size:
+            self._retired.append(self._block)
+        self._block = np.empty(0, np.uint8)
+        for k in range(len(self._retired)):
+            # references: this list and getrefcount's argument (CPython counts them exactly);
+            # any view of the block (a graph's column) would be one more
+            if self._retired[k].size >= size and sys.getrefcount(self._retired[k]) <= 2:
+                return self._retired.pop(k)
+        del self._retired[:-2]  # keep only the newest: older ones are held by someone
+        return np.empty(size, np.uint8)
 
 
 class _Batch:

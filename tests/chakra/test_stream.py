@@ -4,6 +4,7 @@ the same way, and never more than about one batch of graphs held by the reader."
 from __future__ import annotations
 
 import tracemalloc
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from hub.chakra import Algorithm, RankStream, _stream, iter_ranks, read_algorithm, write_algorithm
 from hub.chakra._decode import decode_node
+from hub.chakra._ranks import Arena
 from hub.chakra._wire import delimit, encode_node, encode_varint, frame
 from hub.errors import TraceFormatError
 
@@ -91,3 +93,16 @@ def test_stream_holds_about_one_batch(tmp_path: Path, monkeypatch: pytest.Monkey
     finally:
         tracemalloc.stop()
     assert held.node_count() == nodes and full_peak >= model
+
+
+def test_arena_reuses_a_block_only_when_nothing_refers_to_it() -> None:
+    arena = Arena(1 << 12)
+    first = arena.take(3000)
+    block = weakref.ref(first.base)
+    held = arena.take(3000)  # does not fit: a second block; the first is retired but still viewed
+    assert held.base is not block()
+    third = arena.take(3000)  # a third block: the first is still referred to by ``first``
+    assert third.base is not block() and block() is not None
+    del first
+    again = arena.take(3000)  # now nothing refers to the first block: it is written again
+    assert again.base is block() and again.size == 3008  # 64-byte multiples
