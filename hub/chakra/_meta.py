@@ -276,19 +276,24 @@ class SetMetadata:
     def __init__(self, paths: list[Path]) -> None:
         self.paths = paths
         self.first: dict[str, TypedValue] = {}
-        #: rank 0's attribute tuples without ``rank``: a file stating exactly these is checked
-        self._same: tuple[tuple[str, int, Any], ...] | None = None
+        #: rank 0's attribute tuples before and after its one ``rank`` attribute: a file stating
+        #: exactly these around its own rank is checked (rank 0's were); None: check in full
+        self._around: tuple[int, tuple[tuple[str, int, Any], ...], tuple[tuple[str, int, Any], ...]] | None = None
 
     def check(self, attrs: tuple[tuple[str, int, Any], ...] | dict[str, TypedValue], rank: int) -> None:
-        if isinstance(attrs, tuple) and self._same is not None:
-            rest = tuple(a for a in attrs if a[0] != P.META.RANK)
-            stated = [a for a in attrs if a[0] == P.META.RANK]
-            # the same attributes as rank 0's (already checked), and the right (or no) rank
-            if rest == self._same and (not stated or (stated[-1][1] in _INT_FIELDS and stated[-1][2] == rank)):
-                return
+        around = self._around
+        if around is not None and isinstance(attrs, tuple) and len(attrs) > around[0]:
+            j, head, tail = around
+            mine = attrs[j]
+            # the same attributes as rank 0's, and this file's rank (as an integer) where its was
+            if mine[0] == P.META.RANK and mine[1] in _INT_FIELDS and mine[2] == rank:
+                if attrs[:j] == head and attrs[j + 1 :] == tail:
+                    return
         self.first = check_file_meta(typed_of(attrs), self.first, self.paths, rank)
         if rank == 0 and isinstance(attrs, tuple):
-            self._same = tuple(a for a in attrs if a[0] != P.META.RANK)
+            at = [j for j, a in enumerate(attrs) if a[0] == P.META.RANK]
+            if len(at) == 1:
+                self._around = (at[0], attrs[: at[0]], attrs[at[0] + 1 :])
 
 
 #: the integer oneof fields (not bool): a ``rank`` in one of these is the file's rank

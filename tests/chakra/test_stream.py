@@ -106,3 +106,15 @@ def test_arena_reuses_a_block_only_when_nothing_refers_to_it() -> None:
     del first
     again = arena.take(3000)  # now nothing refers to the first block: it is written again
     assert again.base is block() and again.size == 3008  # 64-byte multiples
+
+
+def test_a_file_from_another_set_is_named(tmp_path: Path) -> None:
+    """Rank files agree with rank 0's GlobalMetadata (checked file by file, most by comparing the
+    compiled pass's attributes with rank 0's): one from a set of another size is refused."""
+    write_algorithm(ring_allreduce(4).bind(400), tmp_path / "a")
+    write_algorithm(ring_allreduce(4).bind(800), tmp_path / "b")
+    (tmp_path / "a.2.et").write_bytes((tmp_path / "b.2.et").read_bytes())
+    with pytest.raises(TraceFormatError) as info:
+        read_algorithm(tmp_path / "a")
+    assert info.value.rank == 2 and "a.2.et" in str(info.value)
+    assert "GlobalMetadata attribute size is 800 here but 400 in rank 0's file" in str(info.value)
