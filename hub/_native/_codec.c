@@ -512,7 +512,8 @@ done:
 }
 
 /* -- decoding -------------------------------------------------------------------------------- */
-/* decode_batch: the node messages of consecutive rank files -> the final RankGraph columns of the
+/* decode_batch: the node messages of consecutive rank files (framed by frame_files first; each
+ * file's GlobalMetadata is skipped, decode_metadata takes it) -> the final RankGraph columns of the
  * batch (flat, node order), each rank's CSR dependency index, its dependency ids, the spans of
  * node names, the nodes left to the general path ("slow") and, per rank, whether it is "clean":
  * every node fast, ids equal to positions and every dependency naming a node of the rank, so
@@ -802,6 +803,42 @@ static void decode_all(DecodeJob *job) {
     }
 }
 
+/* The tables the decoder derives from configure(): each column's default, the padded names. */
+static int prepare_tables(void) {
+    for (int c = 0; c < N_COLUMNS; c++) {
+        column_default[c] = 0;
+    }
+    for (int k = 0; k < n_known; k++) {
+        if (k != A_SRC && k != A_DST) {
+            if (known_column[k] < 0) {
+                PyErr_SetString(PyExc_ValueError, "decode_batch: a known attribute has no column");
+                return -1;
+            }
+            column_default[known_column[k]] = known_default[k];
+        }
+    }
+    prepare_names();
+    return 0;
+}
+
+static void job_columns(DecodeJob *job, const Py_buffer *cols, const Py_buffer *ptr_v) {
+    job->ids = (int64_t *)cols[C_IDS].buf;
+    job->kind = (int8_t *)cols[C_KIND].buf;
+    job->peer = (int32_t *)cols[C_PEER].buf;
+    job->tag = (int32_t *)cols[C_TAG].buf;
+    job->count = (int32_t *)cols[C_COUNT].buf;
+    job->src_buf = (int8_t *)cols[C_SRC_BUF].buf;
+    job->src_off = (int32_t *)cols[C_SRC_OFF].buf;
+    job->dst_buf = (int8_t *)cols[C_DST_BUF].buf;
+    job->dst_off = (int32_t *)cols[C_DST_OFF].buf;
+    job->op = (int8_t *)cols[C_OP].buf;
+    job->size = (int64_t *)cols[C_SIZE].buf;
+    job->duration = (int64_t *)cols[C_DURATION].buf;
+    job->tb = (int32_t *)cols[C_TB].buf;
+    job->chan = (int32_t *)cols[C_CHAN].buf;
+    job->dep_ptr = (int64_t *)ptr_v->buf;
+}
+
 static PyObject *decode_batch(PyObject *self, PyObject *args) {
     PyObject *o[4], *columns, *dep_ptr_o;
     if (!PyArg_ParseTuple(args, "OOOOO!O", &o[0], &o[1], &o[2], &o[3], &PyTuple_Type, &columns, &dep_ptr_o)) {
@@ -860,34 +897,10 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    for (int c = 0; c < N_COLUMNS; c++) {
-        column_default[c] = 0;
+    if (prepare_tables() < 0) {
+        goto done;
     }
-    for (int k = 0; k < n_known; k++) {
-        if (k != A_SRC && k != A_DST) {
-            if (known_column[k] < 0) {
-                PyErr_SetString(PyExc_ValueError, "decode_batch: a known attribute has no column");
-                goto done;
-            }
-            column_default[known_column[k]] = known_default[k];
-        }
-    }
-    prepare_names();
-    job.ids = (int64_t *)cols[C_IDS].buf;
-    job.kind = (int8_t *)cols[C_KIND].buf;
-    job.peer = (int32_t *)cols[C_PEER].buf;
-    job.tag = (int32_t *)cols[C_TAG].buf;
-    job.count = (int32_t *)cols[C_COUNT].buf;
-    job.src_buf = (int8_t *)cols[C_SRC_BUF].buf;
-    job.src_off = (int32_t *)cols[C_SRC_OFF].buf;
-    job.dst_buf = (int8_t *)cols[C_DST_BUF].buf;
-    job.dst_off = (int32_t *)cols[C_DST_OFF].buf;
-    job.op = (int8_t *)cols[C_OP].buf;
-    job.size = (int64_t *)cols[C_SIZE].buf;
-    job.duration = (int64_t *)cols[C_DURATION].buf;
-    job.tb = (int32_t *)cols[C_TB].buf;
-    job.chan = (int32_t *)cols[C_CHAN].buf;
-    job.dep_ptr = (int64_t *)ptr_v->buf;
+    job_columns(&job, cols, ptr_v);
     slow = PyByteArray_FromStringAndSize(NULL, job.n * 24);
     clean = PyByteArray_FromStringAndSize(NULL, job.n_ranks);
     if (slow == NULL || clean == NULL) {
