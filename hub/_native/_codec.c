@@ -536,6 +536,9 @@ typedef struct {
     int64_t *slow;                 /* (node, start, end) triples */
     Py_ssize_t n_slow;
     uint8_t *clean;
+    uint32_t *same;                /* per rank: bit c = column c equals the previous rank's (bit 14
+                                    * dep_ptr, 15 the dependencies), both ranks clean */
+    uint8_t *colbase[N_COLUMNS];
     int guess;                     /* the known attribute expected next (writers keep one order) */
     int out_of_memory;
     int misframed;                 /* a file does not hold its count of messages (it changed) */
@@ -760,8 +763,26 @@ static inline int next_message(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t e
     return 1;
 }
 
+/* Which columns of the rank at nodes a.. (nr of them) hold the same bytes as the previous rank's
+ * (regular algorithms repeat most columns on every rank: Python shares them, frozen). */
+static uint32_t same_as_previous(const DecodeJob *job, Py_ssize_t a, int64_t nr, Py_ssize_t r, Py_ssize_t dep0,
+                                 Py_ssize_t prev_dep0) {
+    uint32_t same = 0;
+    for (int c = 0; c < N_COLUMNS; c++) {
+        size_t w = (size_t)column_itemsize[c];
+        const uint8_t *col = job->colbase[c];
+        same |= (uint32_t)(memcmp(col + (size_t)a * w, col + (size_t)(a - nr) * w, (size_t)nr * w) == 0) << c;
+    }
+    const int64_t *ptr = job->dep_ptr + a + r, *prev = ptr - (nr + 1);
+    same |= (uint32_t)(memcmp(ptr, prev, (size_t)(nr + 1) * 8) == 0) << N_COLUMNS;
+    Py_ssize_t k = job->n_deps - dep0;
+    same |= (uint32_t)(dep0 - prev_dep0 == k && memcmp(job->deps + dep0, job->deps + prev_dep0, (size_t)k * 8) == 0)
+            << (N_COLUMNS + 1);
+    return same;
+}
+
 static void decode_all(DecodeJob *job) {
-    Py_ssize_t i = 0;
+    Py_ssize_t i = 0, prev_dep0 = 0;
     for (Py_ssize_t r = 0; r < job->n_ranks && !job->out_of_memory && !job->misframed; r++) {
         int64_t nr = job->counts[r];
         int64_t *ptr = job->dep_ptr + i + r;
@@ -800,6 +821,10 @@ static void decode_all(DecodeJob *job) {
             clean = job->deps[d] < (uint64_t)nr;
         }
         job->clean[r] = (uint8_t)clean;
+        job->same[r] = clean && r > 0 && job->clean[r - 1] && job->counts[r - 1] == nr
+                           ? same_as_previous(job, i - nr, nr, r, dep0, prev_dep0)
+                           : 0;
+        prev_dep0 = dep0;
     }
 }
 
@@ -837,6 +862,9 @@ static void job_columns(DecodeJob *job, const Py_buffer *cols, const Py_buffer *
     job->tb = (int32_t *)cols[C_TB].buf;
     job->chan = (int32_t *)cols[C_CHAN].buf;
     job->dep_ptr = (int64_t *)ptr_v->buf;
+    for (int c = 0; c < N_COLUMNS; c++) {
+        job->colbase[c] = (uint8_t *)cols[c].buf;
+    }
 }
 
 static PyObject *decode_batch(PyObject *self, PyObject *args) {
@@ -850,7 +878,7 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
     Py_buffer v[4 + N_COLUMNS + 1];
     memset(v, 0, sizeof v);
     Py_buffer *cols = v + 4, *ptr_v = v + 4 + N_COLUMNS;
-    PyObject *result = NULL, *deps = NULL, *slow = NULL, *names = NULL, *clean = NULL;
+    PyObject *result = NULL, *deps = NULL, *slow = NULL, *names = NULL, *clean = NULL, *same = NULL;
     DecodeJob job;
     memset(&job, 0, sizeof job);
     for (int k = 0; k < 4; k++) {
@@ -903,11 +931,13 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
     job_columns(&job, cols, ptr_v);
     slow = PyByteArray_FromStringAndSize(NULL, job.n * 24);
     clean = PyByteArray_FromStringAndSize(NULL, job.n_ranks);
-    if (slow == NULL || clean == NULL) {
+    same = PyByteArray_FromStringAndSize(NULL, job.n_ranks * 4);
+    if (slow == NULL || clean == NULL || same == NULL) {
         goto done;
     }
     job.slow = (int64_t *)PyByteArray_AS_STRING(slow);
     job.clean = (uint8_t *)PyByteArray_AS_STRING(clean);
+    job.same = (uint32_t *)PyByteArray_AS_STRING(same);
     Py_BEGIN_ALLOW_THREADS
     decode_all(&job);
     Py_END_ALLOW_THREADS
@@ -927,7 +957,7 @@ static PyObject *decode_batch(PyObject *self, PyObject *args) {
     if (deps == NULL || names == NULL) {
         goto done;
     }
-    result = Py_BuildValue("(OOOO)", deps, slow, names, clean);
+    result = Py_BuildValue("(OOOOO)", deps, slow, names, clean, same);
 done:
     free(job.deps);
     free(job.names);
@@ -935,6 +965,7 @@ done:
     Py_XDECREF(slow);
     Py_XDECREF(names);
     Py_XDECREF(clean);
+    Py_XDECREF(same);
     release_all(v, 4 + N_COLUMNS + 1);
     return result;
 }
@@ -1119,7 +1150,8 @@ static PyMethodDef methods[] = {
      " every=False: only each file's first message"},
     {"decode_batch", decode_batch, METH_VARARGS,
      "decode_batch(data, bases, sizes, counts, columns, dep_ptr) -> (dependency ids, slow (node, start, end),"
-     " name spans, clean ranks): the nodes of framed rank files into the batch's RankGraph columns"},
+     " name spans, clean ranks, columns the same as the previous rank's): the nodes of framed rank files"
+     " into the batch's RankGraph columns"},
     {"decode_metadata", decode_metadata, METH_VARARGS,
      "decode_metadata(data, starts, ends) -> [(version, ((name, field, value), ...)) or None]"},
     {NULL, NULL, 0, NULL},

@@ -31,7 +31,7 @@ from ._model import _COLUMNS, COLUMN_NAMES, NodeType, RankGraph
 from ._validate import ATTR_RANGES, attr_hint
 from ._wire import TypedValue, WireError
 
-__all__ = ["KNOWN", "Arena", "NodeError", "decode_columns", "decode_ranks", "frame_files"]
+__all__ = ["KNOWN", "Arena", "NodeError", "Scratch", "decode_columns", "decode_ranks", "frame_files"]
 
 
 class NodeError(Exception):
@@ -137,16 +137,29 @@ class Arena:
         return np.empty(size, np.uint8)
 
 
+class Scratch:
+    """One buffer for the compiled pass's output, reused by every batch of a read: each rank's
+    columns are then copied into the :class:`Arena` or shared with the previous rank's."""
+
+    def __init__(self) -> None:
+        self._buf = np.empty(0, np.uint8)
+
+    def take(self, nbytes: int) -> np.ndarray:
+        if self._buf.size < nbytes:
+            self._buf = np.empty(max(nbytes, 2 * self._buf.size), np.uint8)
+        return self._buf[:nbytes]
+
+
 class _Batch:
     """One batch of rank files (laid end to end in ``data``) and the columns their nodes go to."""
 
     def __init__(
-        self, data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray, counts: np.ndarray, arena: Arena
+        self, data: bytes | bytearray, bases: np.ndarray, sizes: np.ndarray, counts: np.ndarray, scratch: Scratch
     ) -> None:
         n, ranks = int(counts.sum()), int(counts.size)
         self.data, self.bases, self.sizes, self.counts = data, bases, sizes, counts
-        # one allocation for every column and the CSR indexes (dep_ptr: n_r + 1 entries per rank)
-        block = arena.take(n * _NODE_BYTES + (n + ranks) * 8)
+        # one block for every column and the CSR indexes (dep_ptr: n_r + 1 entries per rank)
+        block = scratch.take(n * _NODE_BYTES + (n + ranks) * 8)
         self.dep_ptr = block[: (n + ranks) * 8].view(np.int64)
         at = (n + ranks) * 8
         self.cols: dict[str, np.ndarray] = {}
@@ -162,7 +175,12 @@ def decode_ranks(
 ) -> list[RankGraph]:
     """Decode the nodes of the rank files data[bases[r]:bases[r] + sizes[r]] (framed: ``counts[r]``
     nodes each, after the GlobalMetadata, which is decoded apart)."""
-    return decode_columns(data, bases, sizes, counts, Arena(0))[0]
+    return decode_columns(data, bases, sizes, counts, Arena(0), Scratch())[0]
+
+
+#: the bits of the compiled pass's "same as the previous rank" mask: one per column, then these
+_SAME_DEP_PTR = 1 << len(COLUMN_NAMES)
+_SAME_DEPS = 1 << (len(COLUMN_NAMES) + 1)
 
 
 def decode_columns(
@@ -171,28 +189,31 @@ def decode_columns(
     sizes: np.ndarray,
     counts: Sequence[int] | np.ndarray,
     arena: Arena,
+    scratch: Scratch,
+    prev: RankGraph | None = None,
 ) -> tuple[list[RankGraph], dict[str, np.ndarray]]:
-    """:func:`decode_ranks` with the graphs' memory from ``arena``, and the batch's columns (every
-    graph's columns are slices of them)."""
+    """:func:`decode_ranks` with the graphs' memory from ``arena``, and the batch's columns in
+    ``scratch`` (valid until the next batch). A column of a rank that holds what the previous
+    rank's holds (in a regular algorithm most do: ids, types, sizes, dependencies) is that same
+    array, frozen, as producers share theirs; the others are copied out. ``prev`` is the rank
+    before the batch's first (the last of the previous batch)."""
     b = _Batch(
         data,
         np.ascontiguousarray(bases, np.int64),
         np.ascontiguousarray(sizes, np.int64),
         np.ascontiguousarray(counts, np.int64),
-        arena,
+        scratch,
     )
-    deps_b, slow_b, names_b, clean_b = _fast_decode(b)
+    deps_b, slow_b, names_b, clean_b, same_b = _fast_decode(b)
     deps = np.frombuffer(deps_b, np.uint64)
     slow = np.frombuffer(slow_b, np.int64).reshape(-1, 3)
     named = np.frombuffer(names_b, np.int64).reshape(-1, 3)
     clean = np.frombuffer(clean_b, np.uint8)
+    same = np.frombuffer(same_b, np.uint32).tolist()
     ranks = b.counts.size
     base = b.node_base
     # each rank's dependency count is the last entry of its dep_ptr; their sums place it in deps
     dep_base = np.concatenate(([0], np.cumsum(b.dep_ptr[base[1:] + np.arange(ranks)])))
-    # positions = ids in a clean rank (ids are positions there, and in range)
-    pos = arena.take(deps.size * 4).view(np.int32)[: deps.size]
-    np.copyto(pos, deps, casting="unsafe")
     slow_cut = np.searchsorted(slow[:, 0], base)
     name_cut = np.searchsorted(named[:, 0], base)
     graphs = []
@@ -202,19 +223,69 @@ def decode_columns(
         ptr = b.dep_ptr[a + r : e + r + 1]
         names = _names(b, named[name_cut[r] : name_cut[r + 1]], a, e, r)
         if clean[r]:
-            g = RankGraph.__new__(RankGraph)
-            for name, col in b.cols.items():
-                setattr(g, name, col[a:e])
-            g.dep_ptr, g.dep_pos, g.names, g.extra = ptr, pos[da:db], names, {}
+            bits = same[r] if r else _same_as(prev, b, a, e, ptr, deps[da:db])
+            g = _clean_rank(b, a, e, ptr, deps[da:db], bits if prev is not None else 0, prev, arena)
+            g.names = names
+            prev = g
         else:
             g = _general_rank(b, r, ptr, deps[da:db], slow[slow_cut[r] : slow_cut[r + 1]], names)
+            prev = None
         graphs.append(g)
     return graphs, b.cols
 
 
-def _fast_decode(b: _Batch) -> tuple[bytearray, bytearray, bytearray, bytearray]:
+def _clean_rank(
+    b: _Batch,
+    a: int,
+    e: int,
+    ptr: np.ndarray,
+    deps: np.ndarray,
+    same: int,
+    prev: RankGraph | None,
+    arena: Arena,
+) -> RankGraph:
+    """The graph of a clean rank (nodes a..e of the batch): each column shared with ``prev`` where
+    ``same`` says it is equal, else copied into ``arena``; positions are the ids (clean)."""
+    g = RankGraph.__new__(RankGraph)
+    for c, name in enumerate(COLUMN_NAMES):
+        setattr(g, name, _frozen(getattr(prev, name)) if same >> c & 1 else _copy(arena, b.cols[name][a:e]))
+    g.dep_ptr = _frozen(prev.dep_ptr) if same & _SAME_DEP_PTR and prev is not None else _copy(arena, ptr)
+    if same & _SAME_DEPS and prev is not None:
+        g.dep_pos = _frozen(prev.dep_pos)
+    else:
+        g.dep_pos = arena.take(deps.size * 4).view(np.int32)[: deps.size]
+        np.copyto(g.dep_pos, deps, casting="unsafe")
+    g.extra = {}
+    return g
+
+
+def _same_as(prev: RankGraph | None, b: _Batch, a: int, e: int, ptr: np.ndarray, deps: np.ndarray) -> int:
+    """The compiled pass's "same as the previous rank" mask for a batch's first rank (nodes a..e),
+    whose previous rank is the last of the batch before."""
+    if prev is None or len(prev) != e - a:
+        return 0
+    bits = 0
+    for c, name in enumerate(COLUMN_NAMES):
+        bits |= int(np.array_equal(getattr(prev, name), b.cols[name][a:e])) << c
+    bits |= _SAME_DEP_PTR if np.array_equal(prev.dep_ptr, ptr) else 0
+    return bits | (_SAME_DEPS if np.array_equal(prev.dep_pos, deps) else 0)
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    """``arr``, read-only: it is shared by ranks (never a writable column shared)."""
+    arr.flags.writeable = False
+    return arr
+
+
+def _copy(arena: Arena, src: np.ndarray) -> np.ndarray:
+    out = arena.take(src.nbytes).view(src.dtype)[: src.size]
+    out[...] = src
+    return out
+
+
+def _fast_decode(b: _Batch) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray]:
     """The compiled pass over every node: (dependency ids, slow (node, start, end), name spans,
-    clean ranks)."""
+    clean ranks, columns equal to the previous rank's)."""
     return _codec.decode_batch(
         b.data, b.bases, b.sizes, b.counts, tuple(b.cols[name] for name in COLUMN_NAMES), b.dep_ptr
     )
@@ -276,7 +347,9 @@ def _general_rank(
         dep_ids = np.concatenate((fast_deps, flat))[order]
     dep_ptr = np.concatenate(([0], np.cumsum(per_node)))
     dep_pos = _positions(cols["ids"], dep_ids.view(np.int64), dep_ptr, r)
-    return RankGraph.from_columns(n, dep_ptr=dep_ptr, dep_pos=dep_pos, names=names, extra=extra, **cols)
+    # (copies: the batch's columns are overwritten by the next batch)
+    columns = {name: col.copy() for name, col in cols.items()}
+    return RankGraph.from_columns(n, dep_ptr=dep_ptr, dep_pos=dep_pos, names=names, extra=extra, **columns)
 
 
 def _positions(ids: np.ndarray, dep_ids: np.ndarray, dep_ptr: np.ndarray, r: int) -> np.ndarray:

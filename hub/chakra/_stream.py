@@ -24,7 +24,7 @@ from ._fileset import rank_files_and_metadata
 from ._load import load_batches
 from ._meta import SetMetadata, batch_metadata, check_file_meta, frame_file, meta_from_attrs
 from ._model import AlgorithmMeta, RankGraph
-from ._ranks import Arena, NodeError, decode_columns, frame_files
+from ._ranks import Arena, NodeError, Scratch, decode_columns, frame_files
 from ._validate import batch_total, check_meta, check_rank
 
 __all__ = ["RankStream", "iter_ranks"]
@@ -68,14 +68,15 @@ class RankStream:
         paths, meta = self.paths, self.meta
         files = SetMetadata(paths)
         # the graphs' memory in blocks of a few batches: few page faults, little held by a stream
-        arena = Arena(4 * self._batch_bytes)
+        arena, scratch = Arena(4 * self._batch_bytes), Scratch()
+        last: RankGraph | None = None  # the rank before a batch: its columns may be shared
         total = 0.0
         for data, bases, sizes, r0 in load_batches(paths, self._batch_bytes):
             meta_starts, meta_ends, counts = _frames(data, bases, sizes, paths, r0)
             for k, attrs in enumerate(batch_metadata(data, meta_starts, meta_ends, paths, r0)):
                 files.check(attrs, r0 + k)
             try:
-                graphs, cols = decode_columns(data, bases, sizes, counts - 1, arena)
+                graphs, cols = decode_columns(data, bases, sizes, counts - 1, arena, scratch, last)
             except NodeError as exc:
                 rank = r0 + exc.rank
                 raise TraceFormatError(
@@ -91,6 +92,7 @@ class RankStream:
                     total = check_rank(meta, g, r0 + k, total, paths=paths, ranges=False)
             else:
                 total = batch
+            last = graphs[-1] if graphs else None
             yield from graphs
 
 

@@ -39,7 +39,13 @@ def _all_slow(b):
         starts, ends = frame(bytes(b.data[base : base + size]))
         slow += [(base + s, base + e) for s, e in zip(starts[1:], ends[1:], strict=True)]
     triples = np.array([(i, s, e) for i, (s, e) in enumerate(slow)], np.int64).reshape(-1, 3)
-    return bytearray(), bytearray(triples.tobytes()), bytearray(), bytearray(b.counts.size)
+    return (
+        bytearray(),
+        bytearray(triples.tobytes()),
+        bytearray(),
+        bytearray(b.counts.size),
+        bytearray(4 * b.counts.size),
+    )
 
 
 def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -12,6 +12,7 @@ import pytest
 
 from hub.chakra import Algorithm, RankStream, _stream, iter_ranks, read_algorithm, write_algorithm
 from hub.chakra._decode import decode_node
+from hub.chakra._model import COLUMN_NAMES
 from hub.chakra._ranks import Arena
 from hub.chakra._wire import delimit, encode_node, encode_varint, frame
 from hub.errors import TraceFormatError
@@ -86,13 +87,32 @@ def test_stream_holds_about_one_batch(tmp_path: Path, monkeypatch: pytest.Monkey
     assert nodes == alg.node_count()
     # one batch of files, its per-batch state and a block of graphs' memory (four batches' worth)
     assert peak < model / 4, (peak, model)
-    tracemalloc.start()
-    try:
-        held = read_algorithm(tmp_path / "big")
-        _now, full_peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert held.node_count() == nodes and full_peak >= model
+
+
+def test_regular_ranks_share_frozen_columns_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column holding what the previous rank's holds is that array, read-only (as producers
+    share dependencies); a column that differs is the rank's own, writable; never a writable one
+    shared. Across batches too."""
+    alg = ring_allreduce(8).bind(8 << 10)
+    write_algorithm(alg, tmp_path / "r")
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 6000)  # a few ranks per batch
+    back = read_algorithm(tmp_path / "r")
+    assert_same_graphs(alg, back)
+    columns = (*COLUMN_NAMES, "dep_ptr", "dep_pos")
+    owners: dict[int, list[tuple[int, str]]] = {}
+    for r, g in enumerate(back.graphs):
+        for name in columns:
+            owners.setdefault(id(getattr(g, name)), []).append((r, name))
+    shared = [users for users in owners.values() if len(users) > 1]
+    assert shared, "a ring's ranks have equal kinds, sizes and dependencies"
+    for users in shared:
+        r, name = users[0]
+        assert not getattr(back.graphs[r], name).flags.writeable, users
+    g0, g1 = back.graphs[0], back.graphs[1]
+    assert g0.kind is g1.kind and g0.dep_pos is back.graphs[7].dep_pos  # rank 7 is in a later batch
+    assert g0.peer is not g1.peer and g0.peer.flags.writeable
+    g0.peer[0] = 5
+    assert int(g1.peer[0]) != 5 or int(alg.graphs[1].peer[0]) == 5
 
 
 def test_arena_reuses_a_block_only_when_nothing_refers_to_it() -> None:
