@@ -118,6 +118,7 @@ def row_read(s: Scale) -> list[Row]:
     prefix = s.workdir / "produce" / "ring"
     code = f"from hub.chakra import read_algorithm; read_algorithm({str(prefix)!r})"
     wall, cpu, peak, _out = run_process([sys.executable, "-c", code])
+    s.facts["read_peak_mib"] = peak
     nodes = s.facts["nodes"]
     before = nodes / READ_BEFORE_NODES_PER_S
     return [
@@ -128,6 +129,30 @@ def row_read(s: Scale) -> list[Row]:
             peak,
             before / wall,
             f"before: {READ_BEFORE_NODES_PER_S / 1e6:.1f}M nodes/s = {before:.1f} s (recorded)",
+        )
+    ]
+
+
+def row_stream(s: Scale) -> list[Row]:
+    """Stream the same set rank by rank (``iter_ranks``: count its nodes and messages) in a fresh
+    process: the peak memory of a consumer that does not hold every graph."""
+    prefix = s.workdir / "produce" / "ring"
+    code = (
+        "from hub.chakra import NodeType, iter_ranks\n"
+        f"n = m = 0\nfor g in iter_ranks({str(prefix)!r}):\n"
+        "    n += len(g); m += int((g.kind == NodeType.SEND).sum())\nprint(n, m)"
+    )
+    wall, cpu, peak, out = run_process([sys.executable, "-c", code])
+    nodes = int(out.split()[0])
+    assert nodes == int(s.facts["nodes"]), out
+    return [
+        Row(
+            f"stream (iter_ranks) {s.ranks} ranks",
+            wall,
+            cpu,
+            peak,
+            s.facts.get("read_peak_mib", peak) / peak,
+            "peak vs read_algorithm's (the row above)",
         )
     ]
 
@@ -178,7 +203,13 @@ def _sim_rows(fn: Callable[[Path], list[Any]]) -> Callable[[Scale], list[Row]]:
     return rows
 
 
-ROWS: list[Callable[[Scale], list[Row]]] = [row_produce, row_read, row_rates, *(_sim_rows(fn) for fn in scale_sim.ROWS)]
+ROWS: list[Callable[[Scale], list[Row]]] = [
+    row_produce,
+    row_read,
+    row_stream,
+    row_rates,
+    *(_sim_rows(fn) for fn in scale_sim.ROWS),
+]
 
 
 def _fmt(v: float | None, spec: str) -> str:

@@ -23,18 +23,16 @@ def encode_rank(
     extra_off: Buffer | None,
 ) -> bytes: ...
 def frame_files(
-    data: Buffer, bases: Buffer, sizes: Buffer
+    data: Buffer, bases: Buffer, sizes: Buffer, every: bool = True
 ) -> tuple[bytearray | None, bytearray | None, bytearray | None, int]: ...
-def decode_nodes(
+def decode_batch(
     data: Buffer,
-    starts: Buffer,
-    ends: Buffer,
-    ids: Buffer,
-    kind: Buffer,
-    duration: Buffer,
-    colmat: Buffer,
-    seen: Buffer,
-    per_node: Buffer,
-    name_pos: Buffer,
-    name_len: Buffer,
-) -> tuple[bytearray, bytearray, bool]: ...
+    bases: Buffer,
+    sizes: Buffer,
+    counts: Buffer,
+    columns: tuple[Buffer, ...],
+    dep_ptr: Buffer,
+) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray]: ...
+def decode_metadata(
+    data: Buffer, starts: Buffer, ends: Buffer
+) -> list[tuple[str, tuple[tuple[str, int, Any], ...]] | None]: ...

@@ -17,7 +17,8 @@ from ._model import (
     chunk_bytes,
     reference_chunks,
 )
-from ._reader import read_algorithm, read_trace
+from ._reader import iter_ranks, read_algorithm, read_trace
+from ._stream import RankStream
 from ._summary import summarize
 from ._validate import check_algorithm
 from ._wire import TypedValue
@@ -37,6 +38,7 @@ __all__ = [
     "Op",
     "RankGraph",
     "RankGraphBuilder",
+    "RankStream",
     "TypedValue",
     "Workload",
     "WorkloadNode",
@@ -46,6 +48,7 @@ __all__ = [
     "check_algorithm",
     "chunk_bytes",
     "collective_of_comm_type",
+    "iter_ranks",
     "read_algorithm",
     "read_global_metadata",
     "read_trace",

@@ -15,8 +15,17 @@ from pathlib import Path
 from ..errors import TraceFormatError, UsageError
 from . import _profile as P
 from ._meta import first_metadata, is_int_value
+from ._wire import TypedValue
 
-__all__ = ["check_prefix", "present_ranks", "rank_files", "rank_path", "stale_rank_files", "write_files_atomically"]
+__all__ = [
+    "check_prefix",
+    "present_ranks",
+    "rank_files",
+    "rank_files_and_metadata",
+    "rank_path",
+    "stale_rank_files",
+    "write_files_atomically",
+]
 
 
 def rank_path(prefix: str | os.PathLike[str], rank: int) -> Path:
@@ -76,6 +85,11 @@ def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
 
     When rank 0's GlobalMetadata declares ``ranks``, exactly that many files must be present
     (checked against one directory listing before anything is allocated by the claim)."""
+    return rank_files_and_metadata(prefix)[0]
+
+
+def rank_files_and_metadata(prefix: str | os.PathLike[str]) -> tuple[list[Path], dict[str, TypedValue]]:
+    """:func:`rank_files` and rank 0's typed GlobalMetadata attributes, read once."""
     first = rank_path(prefix, 0)
     if not first.exists() and not first.is_symlink():
         raise TraceFormatError(
@@ -84,7 +98,7 @@ def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
             rank=0,
             hint=f"expected files {first.name.removesuffix('.0.et')}.<rank>.et",
         )
-    _v, typed, _d, _s, _e = first_metadata(first)
+    _v, typed = first_metadata(first)
     present = present_ranks(prefix)
     contiguous = next((i for i, r in enumerate(present) if r != i), len(present))
     declared = typed.get(P.META.RANKS)
@@ -119,7 +133,7 @@ def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
                 rank=0,
                 hint="the set mixes outputs: remove the extra rank files or rewrite the whole set",
             )
-        return [rank_path(prefix, r) for r in range(count)]
+        return [rank_path(prefix, r) for r in range(count)], typed
     if present and present[-1] >= contiguous:
         missing = rank_path(prefix, contiguous)
         raise TraceFormatError(
@@ -128,4 +142,4 @@ def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
             rank=contiguous,
             hint="rank files must be numbered 0..N-1 without gaps",
         )
-    return [rank_path(prefix, r) for r in range(max(contiguous, 1))]
+    return [rank_path(prefix, r) for r in range(max(contiguous, 1))], typed

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from ._model import Algorithm, NodeType
+from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph
+from ._stream import RankStream
 from ._workload import Workload
 
-__all__ = ["summarize"]
+__all__ = ["algorithm_summary", "summarize"]
 
 
 def _bytes(n: int) -> str:
@@ -33,16 +36,52 @@ def _kind_counts(kind: np.ndarray) -> Counter[int]:
     return Counter({lo + int(k): int(c) for k, c in enumerate(bins.tolist()) if c})
 
 
-def summarize(obj: Algorithm | Workload) -> str:
-    """Collective, ranks, node counts by type, messages, bytes, dependencies, per-rank min/max."""
+def summarize(obj: Algorithm | Workload | RankStream) -> str:
+    """Collective, ranks, node counts by type, messages, bytes, dependencies, per-rank min/max.
+
+    A :class:`RankStream` (:func:`hub.chakra.iter_ranks`) is summarized rank by rank, without
+    holding every graph: the same text as for the algorithm it reads.
+    """
     if isinstance(obj, Workload):
         return _summarize_workload(obj)
-    m = obj.meta
+    if isinstance(obj, RankStream):
+        return _summarize_algorithm(obj.meta, obj)
+    return _summarize_algorithm(obj.meta, obj.graphs)
+
+
+def algorithm_summary(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> dict[str, Any]:
+    """:meth:`Algorithm.summary` of ``m`` and its graphs, taken one at a time (a stream's too)."""
+    kinds = {t: 0 for t in ("send", "recv", "comp")}
+    nodes = 0
+    for g in graphs:
+        nodes += len(g)
+        kinds["send"] += int(np.count_nonzero(g.kind == NodeType.SEND))
+        kinds["recv"] += int(np.count_nonzero(g.kind == NodeType.RECV))
+        kinds["comp"] += int(np.count_nonzero(g.kind == NodeType.COMP))
+    return {
+        "name": m.name,
+        "producer": m.producer,
+        "collective": str(m.collective),
+        "ranks": m.ranks,
+        "in_chunks": m.in_chunks,
+        "out_chunks": m.out_chunks,
+        "scratch_chunks": m.scratch_chunks,
+        "inplace": m.inplace,
+        "root": m.root,
+        "size": m.size,
+        "nodes": nodes,
+        **kinds,
+        # producer provenance (GlobalMetadata attributes beyond the profile's own)
+        **({"metadata": dict(m.extra)} if m.extra else {}),
+    }
+
+
+def _summarize_algorithm(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> str:
     per_nodes, per_msgs, per_bytes, per_deps = [], [], [], []
     counts: dict[str, int] = {}
     kind_counts: Counter[int] = Counter()
     unbound = 0
-    for g in obj.graphs:
+    for g in graphs:
         send = g.kind == NodeType.SEND
         comm = send | (g.kind == NodeType.RECV)
         per_nodes.append(len(g))

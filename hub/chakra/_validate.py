@@ -30,7 +30,10 @@ from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph, chunk_bytes
 __all__ = [
     "ATTR_RANGES",
     "INT32_MAX",
+    "batch_total",
     "check_algorithm",
+    "check_meta",
+    "check_rank",
     "limit",
     "meta_problem",
 ]
@@ -113,12 +116,11 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
     return None
 
 
-def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, int, str] | None:
+def _node_problem(meta: AlgorithmMeta, g: RankGraph, rank: int, ranges: bool = True) -> tuple[str, int, str] | None:
     """(message, node id, hint) of the first implausible node of ``rank``, or None; ``ranges``
     False skips what the decoder already checked on the wire values (ATTR_RANGES, node kinds,
     dependency positions)."""
-    g = alg.graphs[rank]
-    n = alg.ranks
+    n = meta.ranks
     kind = g.kind
     if len(g) == 0:
         return None
@@ -141,7 +143,6 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
     size = g.size
     sized = comm & (size >= 0)
     if sized.any():
-        meta = alg.meta
         zero = sized & (size == 0) & (g.count != 0)
         if meta.size and zero.any():  # a zero-byte message of a collective of size > 0
             p = int(np.argmax(zero))
@@ -168,6 +169,37 @@ def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, 
     return None
 
 
+def batch_total(
+    meta: AlgorithmMeta, cols: dict[str, np.ndarray], counts: np.ndarray, r0: int, total: float
+) -> float | None:
+    """What :func:`check_rank` (``ranges=False``) finds for ranks r0.. at once, from their columns
+    laid end to end (``counts[r]`` nodes each): the new byte total when every rank passes, else
+    None (then :func:`check_rank`, rank by rank, says precisely what is wrong). One pass per
+    column for a whole batch of ranks instead of a few per rank."""
+    kind, size, count = cols["kind"], cols["size"], cols["count"]
+    if kind.size == 0:
+        return total
+    n = meta.ranks
+    comm = (kind == NodeType.SEND) | (kind == NodeType.RECV)
+    peer = cols["peer"].astype(np.int64)
+    rank_of = np.repeat(np.arange(r0, r0 + counts.size, dtype=np.int64), counts)
+    if (comm & ((peer.view(np.uint64) >= n) | (peer == rank_of))).any():
+        return None
+    sized = comm & (size >= 0)
+    if meta.size and (sized & (size == 0) & (count != 0)).any():
+        return None
+    if meta.size is not None:
+        per_chunk = max(chunk_bytes(int(meta.size), meta.reference_chunks), 1)
+        chunked = meta.in_chunks > 0 or meta.out_chunks > 0
+        limit = np.maximum(count, 1).astype(np.int64) * per_chunk if chunked else per_chunk
+        if (comm & (size > limit)).any():
+            return None
+    sent = np.where(comm & (size > 0), size, 0).astype(np.float64)
+    new = total + float(np.sum(sent))
+    # near int64's limit the exact rank-by-rank sum decides where it is crossed
+    return new if new < 0.99 * float(INT64_MAX) else None
+
+
 def _column_problem(g: RankGraph) -> tuple[str, int, str] | None:
     """The first node kind, dependency index or attribute column outside its range."""
     kind = g.kind
@@ -192,9 +224,8 @@ def _column_problem(g: RankGraph) -> tuple[str, int, str] | None:
     return None
 
 
-def _bytes_of(alg: Algorithm, rank: int) -> float:
+def _bytes_of(g: RankGraph) -> float:
     """The bytes a rank's messages carry, as a float (exact enough to see int64 overflow)."""
-    g = alg.graphs[rank]
     comm = (g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)
     return float(np.sum(g.size[comm & (g.size > 0)], dtype=np.float64))
 
@@ -206,26 +237,47 @@ def check_algorithm(
     the file (``paths[rank]`` when given), rank, node and attribute; ``what`` names the algorithm
     when there are no files (a consumer's input). ``ranges=False`` (the reader, whose decoder
     checked them on the wire values) skips the per-column range checks."""
-    label = what or None  # stands where the file would be named
-    where0 = str(paths[0]) if paths else label
-    bad = meta_problem(alg.meta)
-    if bad is not None:
-        raise TraceFormatError(
-            f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0, rank=0 if paths else None, hint=bad[1]
-        )
+    check_meta(alg.meta, paths=paths, what=what)
     if len(alg.graphs) != alg.ranks:
+        where0 = str(paths[0]) if paths else (what or None)
         raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
     total = 0.0
     for rank in range(alg.ranks):
-        found = _node_problem(alg, rank, ranges)
-        total += _bytes_of(alg, rank)
-        if found is None and total >= float(INT64_MAX):
-            g = alg.graphs[rank]
-            found = (
-                "the comm_size values add up past int64 (summed over ranks 0..this one)",
-                int(g.ids[0]),
-                "message sizes are implausible",
-            )
-        if found is not None:
-            message, node, hint = found
-            raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node, hint=hint)
+        total = check_rank(alg.meta, alg.graphs[rank], rank, total, paths=paths, what=what, ranges=ranges)
+
+
+def check_meta(meta: AlgorithmMeta, *, paths: Sequence[object] | None = None, what: str = "") -> None:
+    """The GlobalMetadata part of :func:`check_algorithm`."""
+    bad = meta_problem(meta)
+    if bad is not None:
+        where0 = str(paths[0]) if paths else (what or None)
+        raise TraceFormatError(
+            f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0, rank=0 if paths else None, hint=bad[1]
+        )
+
+
+def check_rank(
+    meta: AlgorithmMeta,
+    g: RankGraph,
+    rank: int,
+    total: float,
+    *,
+    paths: Sequence[object] | None = None,
+    what: str = "",
+    ranges: bool = True,
+) -> float:
+    """The part of :func:`check_algorithm` for one rank (ranks are checked in order, one at a time
+    when they are streamed); ``total`` is the bytes of ranks 0..rank-1, and the result adds this one's."""
+    found = _node_problem(meta, g, rank, ranges)
+    total += _bytes_of(g)
+    if found is None and total >= float(INT64_MAX):
+        found = (
+            "the comm_size values add up past int64 (summed over ranks 0..this one)",
+            int(g.ids[0]),
+            "message sizes are implausible",
+        )
+    if found is not None:
+        message, node, hint = found
+        where = str(paths[rank]) if paths else (what or None)
+        raise TraceFormatError(message, path=where, rank=rank, node=node, hint=hint)
+    return total

@@ -34,9 +34,19 @@ def show(
     """
     import warnings
 
-    from ..chakra import Algorithm, DanglingDependencyWarning, read_trace, summarize
+    from ..chakra import Algorithm, DanglingDependencyWarning, iter_ranks, read_trace, summarize
+    from ..chakra._reader import trace_kind
+    from ..chakra._summary import algorithm_summary
     from ..chakra._workload_summary import workload_summary
 
+    if graph is None and rank is None and graph_out is None and trace_kind(prefix) == "algorithm":
+        # an algorithm's summary is counted rank by rank: no need to hold every graph at once
+        stream = iter_ranks(prefix)
+        if fmt == OutputFormat.json:
+            emit_json({"prefix": prefix, "kind": "algorithm", "summary": algorithm_summary(stream.meta, stream)})
+        else:
+            out(summarize(stream))
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DanglingDependencyWarning)
         obj = read_trace(prefix)

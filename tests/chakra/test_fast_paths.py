@@ -1,5 +1,6 @@
 """The compiled fast paths agree with the general ones: the node decoder (``hub._native._codec``)
-vs the general message decoder, compiled vs general framing, batching, long names and extras."""
+vs the general message decoder, compiled vs general framing and GlobalMetadata decoding,
+batching, long names and extras."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hub._native import _codec
 from hub.chakra import (
     Algorithm,
     AlgorithmMeta,
@@ -16,20 +18,34 @@ from hub.chakra import (
     RankGraph,
     TypedValue,
     _ranks,
-    _reader,
+    _stream,
     read_algorithm,
     write_algorithm,
 )
-from hub.chakra._decode import decode_node
-from hub.chakra._wire import delimit, encode_node, encode_varint, frame
+from hub.chakra._decode import decode_global_metadata, decode_node
+from hub.chakra._meta import batch_metadata, typed_of
+from hub.chakra._wire import delimit, encode_global_metadata, encode_node, encode_varint, frame
 from hub.errors import TraceFormatError
 
 from .conftest import assert_same_graphs, ring_allreduce
 
 
-def _all_slow(data, starts, ends, st, name_pos, name_len):
-    """The fast path declining every node: the general decoder takes them all."""
-    return b"", np.arange(starts.size, dtype=np.int64).tobytes(), False
+def _all_slow(b):
+    """The compiled pass declining every node: the general decoder takes them all (the spans of
+    the nodes from the general framer)."""
+    b.dep_ptr[:] = 0
+    slow = []
+    for base, size in zip(b.bases.tolist(), b.sizes.tolist(), strict=True):
+        starts, ends = frame(bytes(b.data[base : base + size]))
+        slow += [(base + s, base + e) for s, e in zip(starts[1:], ends[1:], strict=True)]
+    triples = np.array([(i, s, e) for i, (s, e) in enumerate(slow)], np.int64).reshape(-1, 3)
+    return (
+        bytearray(),
+        bytearray(triples.tobytes()),
+        bytearray(),
+        bytearray(b.counts.size),
+        bytearray(4 * b.counts.size),
+    )
 
 
 def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -103,7 +119,7 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
 
 
 def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_BYTES", 3000)  # several decode batches
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 3000)  # several decode batches
     alg = ring_allreduce(9).bind(900)
     paths = write_algorithm(alg, tmp_path / "m")
     assert_same_graphs(alg, read_algorithm(tmp_path / "m"))
@@ -116,7 +132,7 @@ def test_many_files_framed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_error_rank_in_later_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_reader, "_BATCH_BYTES", 2000)
+    monkeypatch.setattr(_stream, "_BATCH_BYTES", 2000)
     write_algorithm(ring_allreduce(5).bind(500), tmp_path / "e")
     # replace rank 3's last node by one that depends on a missing id
     path = tmp_path / "e.3.et"
@@ -147,3 +163,71 @@ def test_astrasim_example_via_general_decoder_matches(astrasim_example: Path, mo
     a = read_algorithm(prefix)
     monkeypatch.setattr(_ranks, "_fast_decode", _all_slow)
     assert_same_graphs(a, read_algorithm(prefix))
+
+
+_METADATA_CASES = [
+    # (version, attributes): the compiled pass takes the usual kinds, the general decoder the rest
+    ("0.0.4", []),
+    (
+        "",
+        [
+            ("schema", TypedValue("string_val", "1.0.2-chakra.0.0.4")),
+            ("input_file", TypedValue("string_val", "é" * 300)),
+        ],
+    ),
+    (
+        "0.0.4",
+        [
+            ("ranks", TypedValue("int32_val", -5)),
+            ("size", TypedValue("int64_val", -(1 << 40))),
+            ("u32", TypedValue("uint32_val", (1 << 32) - 1)),
+            ("u64", TypedValue("uint64_val", (1 << 64) - 1)),
+            ("s32", TypedValue("sint32_val", -7)),
+            ("s64", TypedValue("sint64_val", -(1 << 50))),
+            ("inplace", TypedValue("bool_val", True)),
+            ("rank", TypedValue("int32_val", 3)),
+            ("rank", TypedValue("int32_val", 4)),  # the last of a name wins
+        ],
+    ),
+    ("v", [("weights", TypedValue("double_list", [0.5])), ("ranks", TypedValue("int32_val", 2))]),
+    ("v", [("x", TypedValue("double_val", 1.5))]),
+    ("v", [("blob", TypedValue("bytes_val", b"\x00\xff"))]),
+]
+
+
+@pytest.mark.parametrize("version, attrs", _METADATA_CASES)
+def test_compiled_and_general_metadata_decoders_agree(version: str, attrs: list) -> None:
+    body = encode_global_metadata(version, attrs)
+    data = bytearray(b"pad" + body)
+    starts, ends = np.array([3], np.int64), np.array([3 + len(body)], np.int64)
+    [got] = _codec.decode_metadata(data, starts, ends)
+    want_version, want = decode_global_metadata(data, 3, len(data))
+    typed = {name: tv for name, tv in want if tv is not None}
+    if got is not None:  # the compiled pass took it: the same version and typed values
+        assert got[0] == want_version
+        assert typed_of(got[1]) == typed
+        assert all(
+            type(a.value) is type(b.value) for a, b in zip(typed_of(got[1]).values(), typed.values(), strict=True)
+        )
+    else:  # only messages with values of other kinds are left to the general decoder
+        assert any(tv.field.endswith("_list") or tv.field in ("double_val", "bytes_val") for tv in typed.values())
+    assert batch_metadata(data, starts, ends, [Path("x")], 0)[0] in (got[1] if got else None, typed)
+
+
+def test_metadata_with_bad_utf8_is_reported_by_the_general_decoder() -> None:
+    body = b"\x12\x06\x0a\x02\xff\xfe\x38\x01"  # attribute name 0xff 0xfe: not UTF-8
+    data = bytearray(body)
+    starts, ends = np.array([0], np.int64), np.array([len(body)], np.int64)
+    assert _codec.decode_metadata(data, starts, ends) == [None]
+    with pytest.raises(TraceFormatError, match="not valid UTF-8") as info:
+        batch_metadata(data, starts, ends, [Path("a.0.et"), Path("a.1.et")], 1)
+    assert info.value.rank == 1 and "a.1.et" in str(info.value)
+
+
+def test_astrasim_example_metadata_takes_the_compiled_pass(astrasim_example: Path) -> None:
+    data = (astrasim_example / "algorithm" / "custom_allreduce.0.et").read_bytes()
+    starts, ends = frame(data)
+    [got] = _codec.decode_metadata(data, np.array(starts[:1], np.int64), np.array(ends[:1], np.int64))
+    version, want = decode_global_metadata(data, starts[0], ends[0])
+    assert got is not None and got[0] == version
+    assert typed_of(got[1]) == {name: tv for name, tv in want if tv is not None}
