@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._native import load_verify
 from ..chakra import Algorithm
 
-__all__ = ["Flat", "flatten", "ragged_arange"]
+if TYPE_CHECKING:
+    from ._pairing import Pairing
+
+__all__ = ["Flat", "csr", "flatten", "ragged_arange"]
 
 
 def ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -20,6 +25,17 @@ def ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     ends = np.cumsum(lengths)
     shift = np.asarray(starts, dtype=np.int64) - (ends - lengths)
     return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
+
+
+def csr(owner: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (owner[i], other[i]) grouped by owner, each group in input order: (ptr, others).
+
+    A counting sort in C (``hub._native._verify.csr``), O(n + edges); a stable argsort of 5M
+    owners cost about half a second."""
+    ptr = np.empty(n + 1, dtype=np.int64)
+    out = np.empty(other.shape[0], dtype=np.int64)
+    load_verify().csr(np.ascontiguousarray(owner, np.int64), np.ascontiguousarray(other, np.int64), n, ptr, out)
+    return ptr, out
 
 
 @dataclass
@@ -47,6 +63,8 @@ class Flat:
     dep_pos: np.ndarray
     succ_ptr: np.ndarray
     succ: np.ndarray
+    #: the static message pairing, set by the structure level (the later levels reuse it)
+    pairing: Pairing | None = None
 
     @property
     def n(self) -> int:
@@ -79,11 +97,7 @@ def flatten(alg: Algorithm) -> Flat:
         )
     else:
         dep_pos = np.zeros(0, dtype=np.int64)
-    owner = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    order = np.argsort(dep_pos, kind="stable")
-    succ = owner[order]
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dep_pos, minlength=n) if n else np.zeros(0, np.int64), out=succ_ptr[1:])
+    succ_ptr, succ = csr(dep_pos, np.repeat(np.arange(n, dtype=np.int64), ndeps), n)
     return Flat(
         offsets=offsets,
         rank=rank,

@@ -36,8 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._native import load_verify
 from ..chakra import Buffer, NodeType, Op
-from ._flat import Flat, ragged_arange
+from ._flat import Flat, csr, ragged_arange
+from ._pairing import pairing
 from ._report import ProblemSink
 
 __all__ = ["check_races", "happens_before"]
@@ -76,58 +78,19 @@ class _Graph:
     pairs: list[np.ndarray]  # consecutive (2, k) SEND pairs and RECV pairs of one key
 
 
-def _csr(owner: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(owner, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, other[order]
-
-
-def _pairing(f: Flat, order: np.ndarray, R: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Static FIFO pairing per (src, dst, tag) in issue order, and the consecutive SEND pairs
-    and RECV pairs of one (src, dst, tag, size) key, whose order decides that pairing."""
-    s_idx = np.flatnonzero(f.kind == _SEND)
-    r_idx = np.flatnonzero(f.kind == _RECV)
-    _, tinv = np.unique(np.concatenate([f.tag[s_idx], f.tag[r_idx]]).astype(np.int64), return_inverse=True)
-    tinv = tinv.reshape(-1).astype(np.int64)
-    T = int(tinv.max()) + 1 if tinv.shape[0] else 1
-    s_key = (f.rank[s_idx] * R + f.peer[s_idx].astype(np.int64)) * T + tinv[: s_idx.shape[0]]
-    r_key = (f.peer[r_idx].astype(np.int64) * R + f.rank[r_idx]) * T + tinv[s_idx.shape[0] :]
-    s_sorted = s_idx[np.lexsort((order[s_idx], s_key))]
-    r_sorted = r_idx[np.lexsort((order[r_idx], r_key))]
-    match = np.full(f.n, -1, dtype=np.int64)
-    match[r_sorted] = s_sorted  # counts per key are equal once the structure level passed
-    pairs: list[np.ndarray] = []
-    for idx, key in ((s_idx, s_key), (r_idx, r_key)):
-        _, z = np.unique(f.size[idx], return_inverse=True)
-        k2 = key * (int(z.max()) + 1 if z.shape[0] else 1) + z.reshape(-1)
-        o = np.lexsort((order[idx], k2))
-        srt, ks = idx[o], k2[o]
-        same = np.flatnonzero(ks[1:] == ks[:-1])
-        pairs.append(np.stack([srt[same], srt[same + 1]]))
-    return match, pairs
-
-
 def _graph(f: Flat, order: np.ndarray, R: int) -> _Graph:
     n = f.n
-    match, pairs = _pairing(f, order, R)
+    p = f.pairing if f.pairing is not None else pairing(f, order)
+    match, pairs = p.match, p.pairs
     recvs = np.flatnonzero(match >= 0)
     owner = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), np.diff(f.dep_ptr)), recvs])
     other = np.concatenate([f.dep_pos.astype(np.int64), match[recvs]])
-    pred_ptr, pred = _csr(owner, other, n)
-    succ_ptr, succ = _csr(other, owner, n)
-    # Kahn by frontiers: the frontier number is the longest-path level
-    indeg = np.diff(pred_ptr).copy()
-    level = np.full(n, -1, dtype=np.int64)
-    front = np.flatnonzero(indeg == 0)
-    lv = 0
-    while front.shape[0]:
-        level[front] = lv
-        nxt = succ[ragged_arange(succ_ptr[front], succ_ptr[front + 1] - succ_ptr[front])]
-        np.subtract.at(indeg, nxt, 1)
-        ready = nxt[indeg[nxt] == 0]
-        front = np.unique(ready)  # a node can be ready through several edges of this round
-        lv += 1
+    pred_ptr, pred = csr(owner, other, n)
+    succ_ptr, succ = csr(other, owner, n)
+    del owner, other
+    # Kahn in C: longest-path levels, -1 behind a cycle (one numpy round per level cost seconds)
+    level = np.empty(n, dtype=np.int64)
+    load_verify().levels(pred_ptr, succ_ptr, succ, level)
     return _Graph(pred_ptr, pred, succ_ptr, succ, level, match, pairs)
 
 
@@ -230,36 +193,17 @@ def _chains(g: _Graph) -> _Chains:
 
 def _chain_parents(g: _Graph) -> np.ndarray:
     """Each node's chain parent (an HB predecessor one level below; -1 for a chain head), each
-    parent claimed by at most one node, so the chains are disjoint paths."""
+    parent claimed by at most one node, so the chains are disjoint paths.
+
+    A greedy matching in rounds (in C, ``hub._native._verify.chain_parents``): each unmatched node
+    claims its first free predecessor one level below (which keeps chains dense), and each parent
+    takes one claimant, the one with most HB successors (an inner node continues the chain better
+    than a leaf), then the lowest index. Rounds let the losers try their other candidates (pieces
+    of a chunked step all wait for all pieces). Any such matching gives exact clocks; this one
+    keeps the number of clock columns low."""
     n = g.level.shape[0]
-    npred = np.diff(g.pred_ptr)
-    has = np.flatnonzero(npred > 0)
     par = np.full(n, -1, dtype=np.int64)
-    if has.shape[0]:
-        own = np.repeat(np.arange(n, dtype=np.int64), npred)
-        lvp = g.level[g.pred]
-        mx = np.full(n, -1, dtype=np.int64)
-        mx[has] = np.maximum.reduceat(lvp, g.pred_ptr[has])
-        cand = np.flatnonzero(lvp == mx[own])  # preds one level below: keep chains dense
-        cl, pr = own[cand], g.pred[cand]
-        # a greedy matching in rounds: each unmatched node claims its first free candidate, and
-        # each parent takes one claimant, the one with most HB successors (an inner node
-        # continues the chain better than a leaf), then the lowest index. Rounds let the losers
-        # try their other candidates (pieces of a chunked step all wait for all pieces).
-        outdeg = np.diff(g.succ_ptr)
-        taken = np.zeros(n, dtype=bool)
-        for _ in range(_MATCH_ROUNDS):
-            m = np.flatnonzero((par[cl] < 0) & ~taken[pr])
-            if not m.shape[0]:
-                break
-            claimant, first = np.unique(cl[m], return_index=True)
-            claimed = pr[m[first]]
-            o = np.lexsort((claimant, -outdeg[claimant], claimed))
-            c_s, p_s = claimant[o], claimed[o]
-            win = np.ones(c_s.shape[0], dtype=bool)
-            win[1:] = p_s[1:] != p_s[:-1]
-            par[c_s[win]] = p_s[win]
-            taken[p_s[win]] = True
+    load_verify().chain_parents(g.pred_ptr, g.pred, g.succ_ptr, g.level, _MATCH_ROUNDS, par)
     return par
 
 
@@ -449,7 +393,12 @@ def check_races(
         _report_data(f, base, acc, ia, ib, M, sink)
     loose = np.flatnonzero(~ok[nd:])
     if loose.shape[0]:
-        a, b = int(mq[0, loose[0]]), int(mq[1, loose[0]])
+        # name the first by (SENDs first, src, dst, tag, size, issue order)
+        la = mq[0, loose]
+        is_send = f.kind[la] == _SEND
+        src, dst = np.where(is_send, f.rank[la], f.peer[la]), np.where(is_send, f.peer[la], f.rank[la])
+        first = loose[np.lexsort((order[la], f.size[la], f.tag[la], dst, src, ~is_send))[0]]
+        a, b = int(mq[0, first]), int(mq[1, first])
         r, i = f.where(a)
         what = "SEND" if int(f.kind[a]) == _SEND else "RECV"
         notes.append(
