@@ -8,6 +8,7 @@
  *   csr          a stable counting sort of edges by owner (CSR adjacency);
  *   levels       longest-path levels of a DAG (Kahn), -1 on nodes behind a cycle;
  *   chain_parents the greedy chain matching of hub/verify/_races.py, in rounds;
+ *   chain_heads  the head of each node's chain;
  *   pairing      the static message pairing per (src, dst, tag) and the FIFO keys, by hashing;
  *   walk         one execution under ASTRA-sim's custom-collective semantics (eager SENDs, FIFO
  *                RECVs per key, lowest ready index first) that also moves symbolic chunk values
@@ -196,6 +197,50 @@ done:
     free(claim);
     free(best);
     free(taken);
+    release(&bs);
+    return ret;
+}
+
+/* -- chain heads ------------------------------------------------------------------------------- */
+PyDoc_STRVAR(chain_heads_doc,
+"chain_heads(par, top)\n\n"
+"The head of each node's chain (follow par, int64, -1 at a head) written to top (int64), O(n):\n"
+"each path is followed once up to a node whose head is known.");
+
+static PyObject *chain_heads(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2];
+    Bufs bs = {.nv = 0};
+    PyObject *ret = NULL;
+    int64_t *path = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &o[0], &o[1])) return NULL;
+    const int64_t *par = get_buf(&bs, o[0], 8, -1, 0, "par");
+    if (!par) goto done;
+    Py_ssize_t n = buf_items(&bs);
+    int64_t *top = get_buf(&bs, o[1], 8, n, 1, "top");
+    if (!top) goto done;
+    for (Py_ssize_t v = 0; v < n; v++) {
+        if (par[v] >= n) { PyErr_SetString(PyExc_ValueError, "parent out of range"); goto done; }
+        top[v] = -1;
+    }
+    path = malloc((size_t)(n > 0 ? n : 1) * 8);
+    if (!path) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        Py_ssize_t k = 0;
+        int64_t u = v;
+        while (top[u] < 0 && par[u] >= 0) {
+            if (k >= n) { PyErr_SetString(PyExc_ValueError, "parents form a cycle"); goto done; }
+            path[k++] = u;
+            u = par[u];
+        }
+        int64_t h = top[u] >= 0 ? top[u] : u;
+        top[u] = h;
+        while (k) top[path[--k]] = h;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    free(path);
     release(&bs);
     return ret;
 }
@@ -603,6 +648,7 @@ static PyMethodDef methods[] = {
     {"csr", csr, METH_VARARGS, csr_doc},
     {"levels", levels, METH_VARARGS, levels_doc},
     {"chain_parents", chain_parents, METH_VARARGS, chain_parents_doc},
+    {"chain_heads", chain_heads, METH_VARARGS, chain_heads_doc},
     {"pairing", pairing, METH_VARARGS, pairing_doc},
     {"walk", walk, METH_VARARGS, walk_doc},
     {NULL, NULL, 0, NULL},

@@ -101,33 +101,35 @@ def check_postcondition(
 def check_postcondition_slots(
     meta: AlgorithmMeta, codec: Codec, mem: Slots, base: np.ndarray, sink: ProblemSink
 ) -> None:
-    """:func:`check_postcondition` on the C walk's memories, in numpy; a rank that differs is
-    unpacked to the walk's values and worded exactly as there."""
+    """:func:`check_postcondition` on the C walk's memories, all ranks at once in numpy; a rank
+    that differs is unpacked to the walk's values and worded exactly as there."""
     R, out, M = meta.ranks, meta.out_chunks, mem.M
+    wants = [(r, expected_sources(meta, r)) for r in range(R)]
+    ranks = [r for r, w in wants if w is not None]
+    if not ranks or not out:
+        return
+    idx = np.concatenate([w[0] for _, w in wants if w is not None])
+    who = np.concatenate([w[1] for _, w in wants if w is not None])
+    rk = np.asarray(ranks, dtype=np.int64)
+    slot = np.repeat(rk * M + base[rk, 1], out) + np.tile(np.arange(out, dtype=np.int64), rk.shape[0])
+    bad = mem.index[slot] != idx
+    one = np.uint64(1) << (np.maximum(who, 0) & 63).astype(np.uint64)
+    for k in range(mem.mask.shape[1]):  # one bitset word at a time: the expected word of each chunk
+        lo = 64 * k
+        full = np.uint64((1 << min(64, R - lo)) - 1) if R > lo else np.uint64(0)  # all ranks' bits
+        want = np.where(who < 0, full, np.where((who >> 6) == k, one, np.uint64(0)))
+        bad |= mem.mask[slot, k] != want
+    if not bad.any():
+        return
     words = mem.mask.shape[1]
-    full = np.zeros(words, dtype=np.uint64)  # the bitset of all ranks
-    full[: R >> 6] = np.uint64(0xFFFFFFFFFFFFFFFF)
-    if R & 63:
-        full[R >> 6] = np.uint64((1 << (R & 63)) - 1)
-    rows = np.arange(out)
-    for r in range(R):
-        want = expected_sources(meta, r)
-        if want is None:
-            continue
-        idx, who = want
+    width, W, frm = words * 8, codec.W, int.from_bytes
+    for i in np.unique(np.flatnonzero(bad) // out).tolist():
+        r = ranks[i]
         s = r * M + int(base[r, 1])
-        got_idx, got_mask = mem.index[s : s + out], mem.mask[s : s + out]
-        e_mask = np.zeros((out, words), dtype=np.uint64)
-        e_mask[who < 0] = full
-        one = who >= 0
-        e_mask[rows[one], who[one] >> 6] = np.uint64(1) << (who[one] & 63).astype(np.uint64)
-        if np.array_equal(got_idx, idx) and np.array_equal(got_mask, e_mask):
-            continue
-        raw = got_mask.tobytes()
-        width, W, frm = words * 8, codec.W, int.from_bytes
+        raw = mem.mask[s : s + out].tobytes()
         got = [
-            (frm(raw[i * width : (i + 1) * width], "little") << W) | x if x >= 0 else 0
-            for i, x in enumerate(got_idx.tolist())
+            (frm(raw[j * width : (j + 1) * width], "little") << W) | x if x >= 0 else 0
+            for j, x in enumerate(mem.index[s : s + out].tolist())
         ]
         _report_rank(meta, codec, r, got, expected_output(meta, codec, r) or [], sink)
 
