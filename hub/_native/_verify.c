@@ -402,7 +402,8 @@ typedef struct {
     /* data (NULL index: control only) */
     const int8_t *op;
     const int32_t *cnt;
-    const int64_t *saddr, *daddr, *lo, *hi; /* lo/hi: each node's rank memory [lo, hi) */
+    const int64_t *saddr, *daddr, *rank; /* addresses within the rank's memory of M slots */
+    int64_t M;
     int32_t *index;
     uint64_t *mask;
     Py_ssize_t words;
@@ -443,8 +444,11 @@ static void release_succ(W *w, int64_t v) {
         if (--w->indeg[w->succ[k]] == 0) heap_push(w, w->succ[k]);
 }
 
-/* the slots [a, a + c) lie inside the memory of node v's rank */
-static inline int inside(const W *w, int64_t v, int64_t a, int64_t c) { return a >= w->lo[v] && a + c <= w->hi[v]; }
+/* the addresses [a, a + c) lie inside node v's rank memory */
+static inline int inside(const W *w, int64_t a, int64_t c) { return a >= 0 && c >= 0 && a + c <= w->M; }
+
+/* the global slot of address a of node v's rank */
+static inline int64_t slot(const W *w, int64_t v, int64_t a) { return w->rank[v] * w->M + a; }
 
 /* copy c values from slots [a, a + c) into (idx, msk); 0 if one is uninitialised */
 static int gather(const W *w, int64_t a, int64_t c, int32_t *idx, uint64_t *msk) {
@@ -480,7 +484,8 @@ static int put(const W *w, int op, int64_t a, int64_t c, const int32_t *idx, con
 /* SEND v's snapshot of its source chunks (masks, then indexes); NULL sets *bad or memory error */
 static void *snapshot(W *w, int64_t v, int *bad) {
     int64_t c = w->cnt[v], a = w->saddr[v];
-    if (c < 0 || !inside(w, v, a, c)) { *bad = 1; return NULL; }
+    if (!inside(w, a, c)) { *bad = 1; return NULL; }
+    a = slot(w, v, a);
     void *p = malloc((size_t)c * (8 * (size_t)w->words + 4) + 1);
     if (!p) return NULL;
     if (!gather(w, a, c, (int32_t *)((uint64_t *)p + c * w->words), (uint64_t *)p)) { free(p); *bad = 1; return NULL; }
@@ -491,8 +496,8 @@ static int receive(W *w, int64_t v, int64_t s) {
     int64_t c = w->cnt[v], a = w->daddr[v];
     void *p = w->pay[s];
     w->pay[s] = NULL;
-    int ok = c == w->cnt[s] && inside(w, v, a, c) && (w->op[v] == OP_COPY || w->op[v] == OP_REDUCE) &&
-             put(w, w->op[v], a, c, (int32_t *)((uint64_t *)p + c * w->words), (uint64_t *)p);
+    int ok = c == w->cnt[s] && inside(w, a, c) && (w->op[v] == OP_COPY || w->op[v] == OP_REDUCE) &&
+             put(w, w->op[v], slot(w, v, a), c, (int32_t *)((uint64_t *)p + c * w->words), (uint64_t *)p);
     free(p);
     return ok;
 }
@@ -500,7 +505,9 @@ static int receive(W *w, int64_t v, int64_t s) {
 static int comp(W *w, int64_t v) {
     int64_t c = w->cnt[v], a = w->saddr[v], d = w->daddr[v];
     int op = w->op[v];
-    if ((op != OP_COPY && op != OP_REDUCE) || !inside(w, v, a, c) || !inside(w, v, d, c)) return 0;
+    if ((op != OP_COPY && op != OP_REDUCE) || !inside(w, a, c) || !inside(w, d, c)) return 0;
+    a = slot(w, v, a);
+    d = slot(w, v, d);
     uint64_t *msk = malloc((size_t)c * (8 * (size_t)w->words + 4) + 1);
     if (!msk) return -1;
     int32_t *idx = (int32_t *)(msk + c * w->words);
@@ -563,9 +570,9 @@ static Py_ssize_t run_walk(W *w, int *status) {
 PyDoc_STRVAR(walk_doc,
 "walk(kind, key, nkeys, dep_ptr, succ_ptr, succ, data) -> (completed, status)\n\n"
 "One execution of hub/verify/_walk.py's walk. kind int8, key int64 (pairing's), dep_ptr/succ_ptr/succ\n"
-"int64. data: None (control only) or (op int8, cnt int32, saddr, daddr, lo, hi int64 per node, index\n"
-"int32 per slot, mask uint64 per slot x words, words): slots are global (rank memory [lo, hi)), updated\n"
-"in place. status 0: ran (completed < n: a deadlock); 1: a data error or an unusual node stopped it.");
+"int64. data: None (control only) or (op int8, cnt int32, saddr, daddr, rank int64 per node, M, index\n"
+"int32 per slot, mask uint64 per slot x words, words): addresses are within the node's rank memory, whose\n"
+"address a is slot rank * M + a; index and mask are updated in place. status 0: ran (completed < n: a deadlock); 1: a data error or an unusual node stopped it.");
 
 static PyObject *walk(PyObject *self, PyObject *args) {
     (void)self;
@@ -592,22 +599,23 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         }
     }
     if (data != Py_None) {
-        PyObject *d[8];
-        if (!PyArg_ParseTuple(data, "OOOOOOOOn", &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &d[6], &d[7], &w.words))
+        PyObject *d[7];
+        long long M;
+        if (!PyArg_ParseTuple(data, "OOOOOLOOn", &d[0], &d[1], &d[2], &d[3], &d[4], &M, &d[5], &d[6], &w.words))
             goto done;
+        w.M = M;
         w.op = get_buf(&bs, d[0], 1, n, 0, "op");
         w.cnt = w.op ? get_buf(&bs, d[1], 4, n, 0, "cnt") : NULL;
         w.saddr = w.cnt ? get_buf(&bs, d[2], 8, n, 0, "saddr") : NULL;
         w.daddr = w.saddr ? get_buf(&bs, d[3], 8, n, 0, "daddr") : NULL;
-        w.lo = w.daddr ? get_buf(&bs, d[4], 8, n, 0, "lo") : NULL;
-        w.hi = w.lo ? get_buf(&bs, d[5], 8, n, 0, "hi") : NULL;
-        w.index = w.hi ? get_buf(&bs, d[6], 4, -1, 1, "index") : NULL;
+        w.rank = w.daddr ? get_buf(&bs, d[4], 8, n, 0, "rank") : NULL;
+        w.index = w.rank ? get_buf(&bs, d[5], 4, -1, 1, "index") : NULL;
         if (!w.index) goto done;
         Py_ssize_t slots = buf_items(&bs);
-        w.mask = get_buf(&bs, d[7], 8, slots * w.words, 1, "mask");
+        w.mask = get_buf(&bs, d[6], 8, slots * w.words, 1, "mask");
         if (!w.mask) goto done;
         for (Py_ssize_t v = 0; v < n; v++)
-            if (w.lo[v] < 0 || w.hi[v] > slots || w.lo[v] > w.hi[v]) {
+            if (w.rank[v] < 0 || (w.rank[v] + 1) * w.M > slots) {
                 PyErr_SetString(PyExc_ValueError, "rank memory out of range");
                 goto done;
             }

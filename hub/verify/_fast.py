@@ -53,9 +53,7 @@ def _keys(f: Flat) -> tuple[np.ndarray, int]:
 
 def _run(f: Flat, data: tuple | None) -> tuple[int, int]:
     key, nkeys = _keys(f)
-    return load_verify().walk(
-        np.ascontiguousarray(f.kind, np.int8), key, nkeys, f.dep_ptr, f.succ_ptr, f.succ, data
-    )
+    return load_verify().walk(np.ascontiguousarray(f.kind, np.int8), key, nkeys, f.dep_ptr, f.succ_ptr, f.succ, data)
 
 
 def completes(f: Flat) -> bool:
@@ -80,18 +78,14 @@ def fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray) -> Slots | None:
         a = r * M + int(base[r, 0])
         index[a : a + k] = np.arange(k, dtype=np.int32)
         mask[a : a + k, r >> 6] = np.uint64(1) << np.uint64(r & 63)
-    rank = f.rank
-    lo = rank * M
-    sb = np.clip(f.src_buf.astype(np.int64), 0, 2)
-    saddr = lo + base[rank, sb] + f.src_off
-    del sb
-    db = np.clip(f.dst_buf.astype(np.int64), 0, 2)
-    daddr = lo + base[rank, db] + f.dst_off
-    del db
-    hi = lo + M
+    rank = np.ascontiguousarray(f.rank, np.int64)
+    saddr = base[rank, np.clip(f.src_buf, 0, 2)]  # flat address in the rank's memory
+    saddr += f.src_off
+    daddr = base[rank, np.clip(f.dst_buf, 0, 2)]
+    daddr += f.dst_off
     cnt = np.ascontiguousarray(f.count, np.int32)
     op = np.ascontiguousarray(f.op, np.int8)
-    done, status = _run(f, (op, cnt, saddr, daddr, lo, hi, index, mask.reshape(-1), words))
+    done, status = _run(f, (op, cnt, saddr, daddr, rank, M, index, mask.reshape(-1), words))
     if status or done != f.n:
         return None
     return Slots(index, mask, M)

@@ -43,7 +43,8 @@ class Flat:
     """Global columns of an algorithm whose dependency positions are valid.
 
     ``offsets[r]`` is the global index of rank r's first node. ``succ_ptr``/``succ`` list each
-    node's successors (reverse dependencies), ``indeg`` its dependency count.
+    node's successors (reverse dependencies); they are built on first use (the walks need them,
+    the race analysis builds its own graph), which keeps them out of the race analysis' peak.
     """
 
     offsets: np.ndarray
@@ -61,10 +62,23 @@ class Flat:
     size: np.ndarray
     dep_ptr: np.ndarray
     dep_pos: np.ndarray
-    succ_ptr: np.ndarray
-    succ: np.ndarray
     #: the static message pairing, set by the structure level (the later levels reuse it)
     pairing: Pairing | None = None
+    _succ: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _successors(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._succ is None:
+            owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.dep_ptr))
+            self._succ = csr(self.dep_pos, owner, self.n)
+        return self._succ
+
+    @property
+    def succ_ptr(self) -> np.ndarray:
+        return self._successors()[0]
+
+    @property
+    def succ(self) -> np.ndarray:
+        return self._successors()[1]
 
     @property
     def n(self) -> int:
@@ -97,7 +111,6 @@ def flatten(alg: Algorithm) -> Flat:
         )
     else:
         dep_pos = np.zeros(0, dtype=np.int64)
-    succ_ptr, succ = csr(dep_pos, np.repeat(np.arange(n, dtype=np.int64), ndeps), n)
     return Flat(
         offsets=offsets,
         rank=rank,
@@ -114,6 +127,4 @@ def flatten(alg: Algorithm) -> Flat:
         size=cat("size"),
         dep_ptr=dep_ptr,
         dep_pos=dep_pos,
-        succ_ptr=succ_ptr,
-        succ=succ,
     )

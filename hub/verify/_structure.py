@@ -163,26 +163,26 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
     writes = (kind == NodeType.RECV) | data_comp
     sides = ((reads, f.src_buf, f.src_off, "source"), (writes, f.dst_buf, f.dst_off, "destination"))
     for mask, bufc, offc, role in sides:
-        buf = bufc.astype(np.int64)
-        off = offc.astype(np.int64)
-        valid_buf = (buf >= 0) & (buf <= 2)
+        v = np.flatnonzero(mask)  # only the nodes that access this side (most nodes at scale)
+        buf = bufc[v].astype(np.int64)
+        off = offc[v].astype(np.int64)
         c = cap[np.clip(buf, 0, 2)]
-        bad = mask & (~valid_buf | (off < 0) | (off + f.count > c))
+        bad = v[(buf < 0) | (buf > 2) | (off < 0) | (off + f.count[v] > c)]
 
         def bounds_problem(
-            v: int, buf: np.ndarray = buf, off: np.ndarray = off, role: str = role
+            v: int, bufc: np.ndarray = bufc, offc: np.ndarray = offc, role: str = role
         ) -> tuple[str, int, int]:
-            b = int(buf[v])
+            b = int(bufc[v])
             if b not in _BUF_NAME:
                 return (f"{role} buffer {b} is not input (0), output (1) or scratch (2)", *f.where(v))
-            o, k = int(off[v]), int(f.count[v])
+            o, k = int(offc[v]), int(f.count[v])
             return (
                 f"{role} chunks [{o}, {o + k}) of the {_BUF_NAME[b]} buffer are out of bounds "
                 f"(it has {int(cap[b])} chunks)",
                 *f.where(v),
             )
 
-        sink.add_each(np.flatnonzero(bad).tolist(), bounds_problem)
+        sink.add_each(bad.tolist(), bounds_problem)
 
 
 def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink) -> None:
@@ -191,24 +191,30 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
     pairing (:mod:`._pairing`) is kept on ``f`` for the later levels."""
     order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
     p = f.pairing = pairing(f, order)
+    side = p.side
     is_send = f.kind == NodeType.SEND
     s_idx, r_idx = np.flatnonzero(is_send), np.flatnonzero(f.kind == NodeType.RECV)
     ns = np.bincount(p.conn[s_idx], minlength=p.nconn)
     nr = np.bincount(p.conn[r_idx], minlength=p.nconn)
     bad = ns != nr
-    src = np.where(is_send, f.rank, f.peer)  # of a message node
-    dst = np.where(is_send, f.peer, f.rank)
 
-    def by_connection(v: np.ndarray) -> list[int]:
-        """Message nodes v in (src, dst, tag, issue) order, as the problems are listed."""
-        return v[np.lexsort((p.side[v], f.tag[v], dst[v], src[v]))].tolist()
+    def src_dst(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sends = is_send[v]
+        return np.where(sends, f.rank[v], f.peer[v]), np.where(sends, f.peer[v], f.rank[v])
+
+    def by_connection(v: np.ndarray) -> list[tuple[int, int, int]]:
+        """(node, src, dst) of message nodes v in (src, dst, tag, issue) order, as the problems
+        are listed."""
+        src, dst = src_dst(v)
+        o = np.lexsort((side[v], f.tag[v], dst, src))
+        return list(zip(v[o].tolist(), src[o].tolist(), dst[o].tolist(), strict=True))
 
     if bad.any():
         c_of = p.conn
-        extra_s = s_idx[p.side[s_idx] >= nr[c_of[s_idx]]]
-        extra_r = r_idx[p.side[r_idx] >= ns[c_of[r_idx]]]
-        for v in by_connection(np.concatenate([extra_s, extra_r])):
-            c, a, b, t = int(c_of[v]), int(src[v]), int(dst[v]), int(f.tag[v])
+        extra_s = s_idx[side[s_idx] >= nr[c_of[s_idx]]]
+        extra_r = r_idx[side[r_idx] >= ns[c_of[r_idx]]]
+        for v, a, b in by_connection(np.concatenate([extra_s, extra_r])):
+            c, t = int(c_of[v]), int(f.tag[v])
             cs, cr = int(ns[c]), int(nr[c])
             if is_send[v]:
                 sink.add(
@@ -219,7 +225,9 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
             else:
                 what = "no message ever sent" if cs == 0 else f"rank {a} sends only {cs} message(s) on this connection"
                 sink.add(f"unmatched RECV from rank {a} tag {t}: {what}, rank {b} posts {cr} RECV(s)", *f.where(v))
-    rr = r_idx[~bad[p.conn[r_idx]]]
+    rr = r_idx[~bad[p.conn[r_idx]]] if bad.any() else r_idx
+    p.conn = p.side = np.zeros(0, np.int64)  # the later levels need the match and the keys only
+    del s_idx, ns, nr
     sm = p.match[rr]
     ss, rs = f.size[sm], f.size[rr]
     # sizes must agree when bound; a half-bound pair would never pair in ASTRA-sim either
@@ -231,11 +239,11 @@ def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink
         size = int(f.size[v])
         return f"{int(f.count[v])} chunk(s) / " + (f"{size} bytes" if size >= 0 else "unbound size")
 
-    for r in by_connection(rr[wrong]):
+    for r, a, _ in by_connection(rr[wrong]):
         s = int(p.match[r])
         srank, sid = f.where(s)
         sink.add(
-            f"RECV from rank {int(src[r])} tag {int(f.tag[r])} expects {amount(r)} but its matching SEND "
+            f"RECV from rank {a} tag {int(f.tag[r])} expects {amount(r)} but its matching SEND "
             f"(rank {srank} node {sid}) carries {amount(s)}",
             *f.where(r),
         )
