@@ -54,8 +54,8 @@ static void release(Bufs *bs) {
 /* -- csr ---------------------------------------------------------------------------------------- */
 PyDoc_STRVAR(csr_doc,
 "csr(owner, other, n, ptr, out)\n\n"
-"Edges (owner[i], other[i]) (int64) grouped by owner, each group in input order: ptr (int64, n + 1)\n"
-"and out (int64, len(other)) are written (what a stable argsort of owner would give).");
+"Edges (owner[i], other[i]) (int32 node indices) grouped by owner, each group in input order: ptr\n"
+"(int64, n + 1) and out (int32, len(other)) are written (what a stable argsort of owner would give).");
 
 static PyObject *csr(PyObject *self, PyObject *args) {
     (void)self;
@@ -64,12 +64,12 @@ static PyObject *csr(PyObject *self, PyObject *args) {
     Bufs bs = {.nv = 0};
     PyObject *ret = NULL;
     if (!PyArg_ParseTuple(args, "OOnOO", &o[0], &o[1], &n, &o[2], &o[3])) return NULL;
-    const int64_t *owner = get_buf(&bs, o[0], 8, -1, 0, "owner");
+    const int32_t *owner = get_buf(&bs, o[0], 4, -1, 0, "owner");
     if (!owner) goto done;
     Py_ssize_t e = buf_items(&bs);
-    const int64_t *other = get_buf(&bs, o[1], 8, e, 0, "other");
+    const int32_t *other = get_buf(&bs, o[1], 4, e, 0, "other");
     int64_t *ptr = other ? get_buf(&bs, o[2], 8, n + 1, 1, "ptr") : NULL;
-    int64_t *out = ptr ? get_buf(&bs, o[3], 8, e, 1, "out") : NULL;
+    int32_t *out = ptr ? get_buf(&bs, o[3], 4, e, 1, "out") : NULL;
     if (!out) goto done;
     memset(ptr, 0, (size_t)(n + 1) * 8);
     for (Py_ssize_t i = 0; i < e; i++) {
@@ -92,6 +92,7 @@ done:
 /* -- levels ------------------------------------------------------------------------------------- */
 PyDoc_STRVAR(levels_doc,
 "levels(pred_ptr, succ_ptr, succ, level) -> int\n\n"
+"(pointers int64, succ int32, level int64.) "
 "Longest-path level of each node (roots 0) written to level (int64); nodes on or behind a cycle\n"
 "keep -1. Returns the number of levelled nodes.");
 
@@ -106,7 +107,7 @@ static PyObject *levels(PyObject *self, PyObject *args) {
     if (!pred_ptr) goto done;
     Py_ssize_t n = buf_items(&bs) - 1;
     const int64_t *succ_ptr = get_buf(&bs, o[1], 8, n + 1, 0, "succ_ptr");
-    const int64_t *succ = succ_ptr ? get_buf(&bs, o[2], 8, succ_ptr[n], 0, "succ") : NULL;
+    const int32_t *succ = succ_ptr ? get_buf(&bs, o[2], 4, succ_ptr[n], 0, "succ") : NULL;
     int64_t *level = succ ? get_buf(&bs, o[3], 8, n, 1, "level") : NULL;
     if (!level) goto done;
     indeg = malloc((size_t)(n > 0 ? n : 1) * 8);
@@ -139,6 +140,7 @@ done:
 /* -- chain parents ------------------------------------------------------------------------------ */
 PyDoc_STRVAR(chain_parents_doc,
 "chain_parents(pred_ptr, pred, succ_ptr, level, rounds, par)\n\n"
+"(pointers int64, pred int32, level and par int64.) "
 "The greedy chain matching of hub/verify/_races.py: in each of at most `rounds` rounds every node\n"
 "without a parent claims its first predecessor one level below that no node has taken yet, and\n"
 "each claimed node takes one claimant, the one with most successors, then the lowest index.\n"
@@ -156,7 +158,7 @@ static PyObject *chain_parents(PyObject *self, PyObject *args) {
     const int64_t *pred_ptr = get_buf(&bs, o[0], 8, -1, 0, "pred_ptr");
     if (!pred_ptr) goto done;
     Py_ssize_t n = buf_items(&bs) - 1;
-    const int64_t *pred = get_buf(&bs, o[1], 8, pred_ptr[n], 0, "pred");
+    const int32_t *pred = get_buf(&bs, o[1], 4, pred_ptr[n], 0, "pred");
     const int64_t *succ_ptr = pred ? get_buf(&bs, o[2], 8, n + 1, 0, "succ_ptr") : NULL;
     const int64_t *level = succ_ptr ? get_buf(&bs, o[3], 8, n, 0, "level") : NULL;
     int64_t *par = level ? get_buf(&bs, o[4], 8, n, 1, "par") : NULL;
@@ -251,56 +253,64 @@ static inline uint64_t mix(uint64_t h, uint64_t x) {
     return h * 0xff51afd7ed558ccdULL;
 }
 
-typedef struct { /* ids of distinct tuples (src, dst, tag, size), open addressing, grown at half load */
-    int64_t *slot; /* id, -1 empty */
-    int64_t (*tup)[4];
-    uint64_t *hash;
+typedef struct { /* one distinct tuple (src, dst, tag, size) and its id, inline: one cache line a probe */
+    int64_t size;
+    int32_t src, dst, tag, id; /* id -1: an empty slot */
+} Entry;
+
+typedef struct { /* dense ids of distinct tuples, open addressing, grown at half load */
+    Entry *e;
     size_t cap;
-    int64_t n, room;
+    int32_t n;
 } Ids;
+
+static inline size_t entry_hash(int64_t a, int64_t b, int64_t c, int64_t d) {
+    return (size_t)mix(mix(mix(mix(0, (uint64_t)a), (uint64_t)b), (uint64_t)c), (uint64_t)d);
+}
 
 static int ids_grow(Ids *t) {
     size_t cap = t->cap ? 2 * t->cap : 1024;
-    int64_t *slot = malloc(cap * 8);
-    if (!slot) return -1;
-    memset(slot, 0xff, cap * 8);
-    for (int64_t i = 0; i < t->n; i++) {
-        size_t j = (size_t)(t->hash[i] & (cap - 1));
-        while (slot[j] >= 0) j = (j + 1) & (cap - 1);
-        slot[j] = i;
+    Entry *e = malloc(cap * sizeof(Entry));
+    if (!e) return -1;
+    for (size_t j = 0; j < cap; j++) e[j].id = -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        Entry x = t->e[i];
+        if (x.id < 0) continue;
+        size_t j = entry_hash(x.src, x.dst, x.tag, x.size) & (cap - 1);
+        while (e[j].id >= 0) j = (j + 1) & (cap - 1);
+        e[j] = x;
     }
-    free(t->slot);
-    t->slot = slot;
+    free(t->e);
+    t->e = e;
     t->cap = cap;
-    if (t->n + (int64_t)cap / 2 > t->room) {
-        int64_t room = t->n + (int64_t)cap / 2;
-        void *a = realloc(t->tup, (size_t)room * sizeof *t->tup), *b = a ? realloc(t->hash, (size_t)room * 8) : NULL;
-        if (a) t->tup = a;
-        if (!b) return -1;
-        t->hash = b;
-        t->room = room;
-    }
     return 0;
 }
 
-static int64_t ids_of(Ids *t, int64_t a, int64_t b, int64_t c, int64_t d) {
+/* the id of (a, b, c, d), a new one if unseen; -1 on a memory error */
+static int32_t ids_of(Ids *t, int32_t a, int32_t b, int32_t c, int64_t d) {
     if ((size_t)(t->n + 1) * 2 > t->cap && ids_grow(t)) return -1;
-    uint64_t h = mix(mix(mix(mix(0, (uint64_t)a), (uint64_t)b), (uint64_t)c), (uint64_t)d);
-    size_t j = (size_t)(h & (t->cap - 1));
+    size_t j = entry_hash(a, b, c, d) & (t->cap - 1);
     for (;;) {
-        int64_t u = t->slot[j];
-        if (u < 0) break;
-        if (t->hash[u] == h && t->tup[u][0] == a && t->tup[u][1] == b && t->tup[u][2] == c && t->tup[u][3] == d)
-            return u;
+        Entry *x = &t->e[j];
+        if (x->id < 0) break;
+        if (x->src == a && x->dst == b && x->tag == c && x->size == d) return x->id;
         j = (j + 1) & (t->cap - 1);
     }
-    t->slot[j] = t->n;
-    t->tup[t->n][0] = a, t->tup[t->n][1] = b, t->tup[t->n][2] = c, t->tup[t->n][3] = d;
-    t->hash[t->n] = h;
+    Entry *x = &t->e[j];
+    x->src = a, x->dst = b, x->tag = c, x->size = d, x->id = t->n;
     return t->n++;
 }
 
-static void ids_free(Ids *t) { free(t->slot); free(t->tup); free(t->hash); }
+static void ids_free(Ids *t) { free(t->e); }
+
+static int grow_i32(int32_t **a, int32_t *cap) {
+    int32_t c = *cap ? 2 * *cap : 1024;
+    int32_t *p = realloc(*a, (size_t)c * 4);
+    if (!p) return -1;
+    *a = p;
+    *cap = c;
+    return 0;
+}
 
 PyDoc_STRVAR(pairing_doc,
 "pairing(kind, rank, peer, tag, size, seq, conn, side, key, match, spairs, rpairs) -> (nconn, nkeys, ns, nr)\n\n"
@@ -317,6 +327,8 @@ static PyObject *pairing(PyObject *self, PyObject *args) {
     Bufs bs = {.nv = 0};
     PyObject *ret = NULL;
     Ids conns = {0}, keys = {0};
+    int32_t *kconn = NULL; /* the connection of each key */
+    int32_t kcap = 0;
     int64_t *cnt = NULL, *last = NULL, *off = NULL, *slist = NULL;
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9],
                           &o[10], &o[11]))
@@ -346,10 +358,16 @@ static PyObject *pairing(PyObject *self, PyObject *args) {
     for (Py_ssize_t v = 0; v < n; v++) {
         int k = kind[v];
         if (k != K_SEND && k != K_RECV) continue;
-        int64_t src = k == K_SEND ? rank[v] : peer[v], dst = k == K_SEND ? peer[v] : rank[v];
-        conn[v] = ids_of(&conns, src, dst, tag[v], 0);
-        key[v] = ids_of(&keys, src, dst, tag[v], size[v]);
-        if (conn[v] < 0 || key[v] < 0) { PyErr_NoMemory(); goto done; }
+        int32_t src = (int32_t)(k == K_SEND ? rank[v] : peer[v]), dst = (int32_t)(k == K_SEND ? peer[v] : rank[v]);
+        int32_t id = ids_of(&keys, src, dst, tag[v], size[v]);
+        if (id < 0) { PyErr_NoMemory(); goto done; }
+        if (id == keys.n - 1) { /* a new key: its connection, once per key */
+            int32_t c = ids_of(&conns, src, dst, tag[v], 0);
+            if (c < 0 || (id >= kcap && grow_i32(&kconn, &kcap))) { PyErr_NoMemory(); goto done; }
+            kconn[id] = c;
+        }
+        key[v] = id;
+        conn[v] = kconn[id];
     }
     int64_t C = conns.n, K = keys.n;
     cnt = calloc((size_t)(2 * C + 1), 8);       /* SENDs, RECVs so far per connection */
@@ -388,6 +406,7 @@ static PyObject *pairing(PyObject *self, PyObject *args) {
 done:
     ids_free(&conns);
     ids_free(&keys);
+    free(kconn);
     free(cnt); free(last); free(off); free(slist);
     release(&bs);
     return ret;
@@ -398,7 +417,8 @@ typedef struct {
     /* structure */
     Py_ssize_t n;
     const int8_t *kind;
-    const int64_t *key, *succ_ptr, *succ;
+    const int64_t *key, *succ_ptr;
+    const int32_t *succ;
     /* data (NULL index: control only) */
     const int8_t *op;
     const int32_t *cnt;
@@ -569,8 +589,8 @@ static Py_ssize_t run_walk(W *w, int *status) {
 
 PyDoc_STRVAR(walk_doc,
 "walk(kind, key, nkeys, dep_ptr, succ_ptr, succ, data) -> (completed, status)\n\n"
-"One execution of hub/verify/_walk.py's walk. kind int8, key int64 (pairing's), dep_ptr/succ_ptr/succ\n"
-"int64. data: None (control only) or (op int8, cnt int32, saddr, daddr, rank int64 per node, M, index\n"
+"One execution of hub/verify/_walk.py's walk. kind int8, key int64 (pairing's), dep_ptr/succ_ptr\n"
+"int64, succ int32. data: None (control only) or (op int8, cnt int32, saddr, daddr, rank int64 per node, M, index\n"
 "int32 per slot, mask uint64 per slot x words, words): addresses are within the node's rank memory, whose\n"
 "address a is slot rank * M + a; index and mask are updated in place. status 0: ran (completed < n: a deadlock); 1: a data error or an unusual node stopped it.");
 
@@ -589,7 +609,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.key = get_buf(&bs, o[1], 8, n, 0, "key");
     const int64_t *dep_ptr = w.key ? get_buf(&bs, o[2], 8, n + 1, 0, "dep_ptr") : NULL;
     w.succ_ptr = dep_ptr ? get_buf(&bs, o[3], 8, n + 1, 0, "succ_ptr") : NULL;
-    w.succ = w.succ_ptr ? get_buf(&bs, o[4], 8, w.succ_ptr[n], 0, "succ") : NULL;
+    w.succ = w.succ_ptr ? get_buf(&bs, o[4], 4, w.succ_ptr[n], 0, "succ") : NULL;
     if (!w.succ) goto done;
     for (Py_ssize_t v = 0; v < n; v++) {
         int k = w.kind[v];

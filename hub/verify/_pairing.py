@@ -61,4 +61,5 @@ def pairing(f: Flat, order: np.ndarray) -> Pairing:
         sp,
         rp,
     )
-    return Pairing(conn, side, key, int(nconn), int(nkeys), match, [sp[:, :ks], rp[:, :kr]])
+    # copies: the pairs are few on most algorithms, and a view would keep both full tables alive
+    return Pairing(conn, side, key, int(nconn), int(nkeys), match, [sp[:, :ks].copy(), rp[:, :kr].copy()])

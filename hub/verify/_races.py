@@ -83,8 +83,8 @@ def _graph(f: Flat, order: np.ndarray, R: int) -> _Graph:
     p = f.pairing if f.pairing is not None else pairing(f, order)
     match, pairs = p.match, p.pairs
     recvs = np.flatnonzero(match >= 0)
-    owner = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), np.diff(f.dep_ptr)), recvs])
-    other = np.concatenate([f.dep_pos.astype(np.int64), match[recvs]])
+    owner = np.concatenate([np.repeat(np.arange(n, dtype=np.int32), np.diff(f.dep_ptr)), recvs.astype(np.int32)])
+    other = np.concatenate([f.dep_pos.astype(np.int32), match[recvs].astype(np.int32)])
     pred_ptr, pred = csr(owner, other, n)
     succ_ptr, succ = csr(other, owner, n)
     del owner, other
@@ -110,7 +110,7 @@ def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses
     kind, op = f.kind, f.op
     cnt = np.maximum(f.count.astype(np.int64), 0)
     data_comp = (kind == _COMP) & ((op == _COPY) | (op == _REDUCE))
-    parts = []
+    sides = []  # per side: (nodes, first address, chunk count, writes)
     for mask, buf, off, w in (
         ((kind == _SEND) | data_comp, f.src_buf, f.src_off, False),
         ((kind == _RECV) | data_comp, f.dst_buf, f.dst_off, True),
@@ -118,16 +118,13 @@ def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses
         v = np.flatnonzero(mask & (cnt > 0))
         rk = f.rank[v]
         start = rk * M + base[rk, np.clip(buf[v].astype(np.int64), 0, 2)] + off[v].astype(np.int64)
-        parts.append((np.repeat(v, cnt[v]), ragged_arange(start, cnt[v]), np.full(int(cnt[v].sum()), w)))
-    node = np.concatenate([p[0] for p in parts])
-    addr = np.concatenate([p[1] for p in parts])
-    write = np.concatenate([p[2] for p in parts]).astype(bool)
-    del parts
-    node, addr, write = _sorted(node, addr, write, level, f.n)
+        sides.append((v, start, cnt[v], w))
+    del cnt, data_comp
+    node, addr, write = _sorted(sides, level, f.n)
     keep = np.ones(node.shape[0], dtype=bool)
     keep[1:] = (addr[1:] != addr[:-1]) | (node[1:] != node[:-1])  # the write sorts first
     node, addr, write = node[keep], addr[keep], write[keep]
-    idx = np.arange(node.shape[0], dtype=np.int64)
+    idx = np.arange(node.shape[0], dtype=_index_type(node.shape[0]))
     new = np.ones(node.shape[0], dtype=bool)
     new[1:] = addr[1:] != addr[:-1]
     group = np.maximum.accumulate(np.where(new, idx, 0)) if idx.shape[0] else idx
@@ -135,26 +132,41 @@ def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses
 
 
 def _sorted(
-    node: np.ndarray, addr: np.ndarray, write: np.ndarray, level: np.ndarray, n: int
+    sides: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]], level: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The accesses sorted by (address, level, node, write first). The four fit one int64 key
-    whenever their bit widths sum to at most 63 (a 1024-rank ring needs 58), and one sort of that
-    key costs a fraction of a four-key lexsort and of its index arrays."""
-    if not node.shape[0]:
-        return node, addr, write
-    wa, wl, wn = (max(int(x), 1).bit_length() for x in (addr.max(), level.max(), n - 1))
+    """The accesses of ``sides`` (per side: nodes, first address, chunk count, whether they
+    write) one per chunk, sorted by (address, level, node, write first). The four fit one int64
+    key whenever their bit widths sum to at most 63 (a 1024-rank ring needs 58); one sort of that
+    key, built side by side, costs a fraction of a four-key lexsort and of its index arrays."""
+    top = max((int((s + c).max()) for _, s, c, _ in sides if s.shape[0]), default=0)
+    wa, wl, wn = (max(x, 1).bit_length() for x in (top, int(level.max(initial=0)), n - 1))
     if wa + wl + wn + 1 > 63:
+        node = np.concatenate([np.repeat(v, c) for v, _, c, _ in sides])
+        addr = np.concatenate([ragged_arange(s, c) for _, s, c, _ in sides])
+        write = np.concatenate([np.full(int(c.sum()), w) for _, _, c, w in sides])
         o = np.lexsort((~write, node, level[node], addr))
         return node[o], addr[o], write[o]
-    key = addr << (wl + wn + 1)
-    key |= level[node] << (wn + 1)
-    key |= node << 1
-    key |= ~write  # a write (0) sorts before a read (1) of the same node
-    del node, addr, write
+    keys = []
+    while sides:
+        v, start, c, w = sides.pop(0)  # each side's tables go as soon as its keys are built
+        nodes = np.repeat(v, c)
+        key = ragged_arange(start, c)
+        del v, start, c
+        key <<= wl + wn + 1
+        key |= level[nodes] << (wn + 1)
+        key |= nodes << 1
+        del nodes
+        if not w:
+            key |= 1  # a write (0) sorts before a read (1) of the same node
+        keys.append(key)
+        del key
+    key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    del keys
     key.sort()
     write = (key & 1) == 0
-    node = (key >> 1) & ((1 << wn) - 1)
-    addr = key >> (wl + wn + 1)
+    it = _index_type(max(n, 1 << wa))
+    node = ((key >> 1) & ((1 << wn) - 1)).astype(it)
+    addr = (key >> (wl + wn + 1)).astype(it)
     return node, addr, write
 
 
@@ -164,14 +176,28 @@ def _neighbour_queries(acc: _Accesses) -> tuple[np.ndarray, np.ndarray]:
     A = acc.node.shape[0]
     if A == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    idx = np.arange(A, dtype=np.int64)
-    starts = np.flatnonzero(acc.group == idx)
-    end = np.repeat(np.append(starts[1:], A), np.diff(np.append(starts, A)))  # group's end
-    pw = np.concatenate([[-1], np.maximum.accumulate(np.where(acc.write, idx, -1))[:-1]])
-    nw = np.concatenate([np.minimum.accumulate(np.where(acc.write, idx, A)[::-1])[::-1][1:], [A]])
-    a1 = np.flatnonzero(pw >= acc.group)
-    a2 = np.flatnonzero(~acc.write & (nw < end))
-    return np.concatenate([pw[a1], a2]), np.concatenate([a1, nw[a2]])
+    it = _index_type(A + 1)  # access indices (and A) in 32 bits when they fit: half the memory
+    idx = np.arange(A, dtype=it)
+    starts = np.flatnonzero(acc.group == idx).astype(it)
+    end = np.repeat(np.append(starts[1:], it(A)), np.diff(np.append(starts, it(A))))  # group's end
+    del starts
+    pw = np.empty(A, dtype=it)  # the previous write before each access (-1: none)
+    pw[0] = -1
+    pw[1:] = np.maximum.accumulate(np.where(acc.write, idx, it(-1)))[:-1]
+    a1 = np.flatnonzero(pw >= acc.group).astype(it)
+    qi1 = pw[a1]
+    del pw
+    nw = np.empty(A, dtype=it)  # the next write after each access (A: none)
+    nw[-1] = A
+    nw[:-1] = np.minimum.accumulate(np.where(acc.write, idx, it(A))[::-1])[::-1][1:]
+    del idx
+    a2 = np.flatnonzero(~acc.write & (nw < end)).astype(it)
+    return np.concatenate([qi1, a2]), np.concatenate([a1, nw[a2]])
+
+
+def _index_type(n: int) -> type[np.signedinteger]:
+    """int32 for indices below 2^31, else int64."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _all_pair_queries(acc: _Accesses, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -374,8 +400,8 @@ def check_races(
     ia, ib = _neighbour_queries(acc)
     pairs = g.pairs
     mq = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
-    qa = np.concatenate([acc.node[ia], mq[0]])
-    qb = np.concatenate([acc.node[ib], mq[1]])
+    qa = np.concatenate([acc.node[ia], mq[0].astype(acc.node.dtype)])
+    qb = np.concatenate([acc.node[ib], mq[1].astype(acc.node.dtype)])
     try:
         ok = _ordered(g, ch, qa, qb)
     except _TooLarge as e:
@@ -416,7 +442,7 @@ def _report_data(
     f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: np.ndarray, M: int, sink: ProblemSink
 ) -> None:
     """One problem per racing node pair, naming its first chunk and how many chunks race."""
-    a, b = acc.node[ia], acc.node[ib]
+    a, b = acc.node[ia].astype(np.int64), acc.node[ib].astype(np.int64)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     key = lo * f.n + hi
     o = np.lexsort((acc.addr[ia], key))
