@@ -9,6 +9,7 @@
  *   levels       longest-path levels of a DAG (Kahn), -1 on nodes behind a cycle;
  *   chain_parents the greedy chain matching of hub/verify/_races.py, in rounds;
  *   chain_heads  the head of each node's chain;
+ *   reach        happens-before queries by a bounded search (the clocks answer the rest);
  *   pairing      the static message pairing per (src, dst, tag) and the FIFO keys, by hashing;
  *   walk         one execution under ASTRA-sim's custom-collective semantics (eager SENDs, FIFO
  *                RECVs per key, lowest ready index first) that also moves symbolic chunk values
@@ -243,6 +244,77 @@ static PyObject *chain_heads(PyObject *self, PyObject *args) {
     Py_INCREF(ret);
 done:
     free(path);
+    release(&bs);
+    return ret;
+}
+
+/* -- reachability by bounded search ---------------------------------------------------------- */
+PyDoc_STRVAR(reach_doc,
+"reach(succ_ptr, succ, level, top, index, qa, qb, budget, out)\n\n"
+"For each query i, whether node qa[i] happens before node qb[i], by a depth-first search along the\n"
+"successors (succ_ptr int64, succ int32) that skips nodes at or above qb's level (levels strictly\n"
+"grow along edges) and stops on reaching qb or a node of qb's chain at or before it (top/index:\n"
+"the chain cover; a chain is ordered). level, top, index, qa, qb int64. out (int8): 1 reached,\n"
+"0 unreachable, -1 undecided (more than budget nodes visited; the caller uses its clocks).");
+
+static PyObject *reach(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8];
+    Py_ssize_t budget;
+    Bufs bs = {.nv = 0};
+    PyObject *ret = NULL;
+    uint32_t *mark = NULL;
+    int32_t *stack = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOnO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &budget, &o[7]))
+        return NULL;
+    const int64_t *succ_ptr = get_buf(&bs, o[0], 8, -1, 0, "succ_ptr");
+    if (!succ_ptr) goto done;
+    Py_ssize_t n = buf_items(&bs) - 1;
+    const int32_t *succ = get_buf(&bs, o[1], 4, succ_ptr[n], 0, "succ");
+    const int64_t *level = succ ? get_buf(&bs, o[2], 8, n, 0, "level") : NULL;
+    const int64_t *top = level ? get_buf(&bs, o[3], 8, n, 0, "top") : NULL;
+    const int64_t *index = top ? get_buf(&bs, o[4], 8, n, 0, "index") : NULL;
+    const int64_t *qa = index ? get_buf(&bs, o[5], 8, -1, 0, "qa") : NULL;
+    Py_ssize_t q = qa ? buf_items(&bs) : 0;
+    const int64_t *qb = qa ? get_buf(&bs, o[6], 8, q, 0, "qb") : NULL;
+    int8_t *out = qb ? get_buf(&bs, o[7], 1, q, 1, "out") : NULL;
+    if (!out) goto done;
+    for (Py_ssize_t i = 0; i < q; i++)
+        if (qa[i] < 0 || qa[i] >= n || qb[i] < 0 || qb[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "query out of range");
+            goto done;
+        }
+    mark = calloc((size_t)(n > 0 ? n : 1), 4);
+    stack = malloc((size_t)(n > 0 ? n : 1) * 4);
+    if (!mark || !stack) { PyErr_NoMemory(); goto done; }
+    uint32_t stamp = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < q; i++) {
+        if (++stamp == 0) { memset(mark, 0, (size_t)n * 4); stamp = 1; }
+        int64_t b = qb[i], lb = level[b], tb = top[b], ib = index[b];
+        Py_ssize_t sp = 0, seen = 0;
+        int8_t res = 0;
+        stack[sp++] = (int32_t)qa[i];
+        mark[qa[i]] = stamp;
+        while (sp && !res) {
+            int32_t x = stack[--sp];
+            for (int64_t k = succ_ptr[x]; k < succ_ptr[x + 1]; k++) {
+                int32_t y = succ[k];
+                if (y == b || (top[y] == tb && index[y] <= ib)) { res = 1; break; }
+                if (level[y] >= lb || mark[y] == stamp) continue;
+                if (++seen > budget) { res = -1; break; }
+                mark[y] = stamp;
+                stack[sp++] = y;
+            }
+        }
+        out[i] = res;
+    }
+    Py_END_ALLOW_THREADS
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    free(mark);
+    free(stack);
     release(&bs);
     return ret;
 }
@@ -677,6 +749,7 @@ static PyMethodDef methods[] = {
     {"levels", levels, METH_VARARGS, levels_doc},
     {"chain_parents", chain_parents, METH_VARARGS, chain_parents_doc},
     {"chain_heads", chain_heads, METH_VARARGS, chain_heads_doc},
+    {"reach", reach, METH_VARARGS, reach_doc},
     {"pairing", pairing, METH_VARARGS, pairing_doc},
     {"walk", walk, METH_VARARGS, walk_doc},
     {NULL, NULL, 0, NULL},

@@ -53,6 +53,8 @@ _BLOCK_CELLS = 1 << 26
 #: most clock cells (columns x nodes) one analysis may propagate, about a minute of numpy at
 #: worst; beyond it the races are reported as not checked rather than hanging on hostile input
 _MAX_WORK_CELLS = 1 << 33
+#: nodes one bounded search may visit before its query goes to the clocks
+_REACH_BUDGET = 64
 #: rounds of the greedy chain matching (each round matches at least one claimant per parent)
 _MATCH_ROUNDS = 8
 #: a group of accesses to one chunk is checked pair by pair (every race named) up to this size,
@@ -280,6 +282,25 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     # chunk are one rank's, whose nodes share a few chains): at scale this leaves few queries
     ok |= (ch.top[s] == ch.top[qb]) & (ch.index[s] <= ch.index[qb])
     todo = np.flatnonzero(~ok & (outdeg[s] > 0))  # a sink happens before nothing
+    if not todo.shape[0]:
+        return ok
+    # most remaining queries are decided by a short search (consecutive messages of one key are
+    # close in levels: the search stays below the target's level); the clocks take the rest
+    found = np.empty(todo.shape[0], dtype=np.int8)
+    load_verify().reach(
+        g.succ_ptr,
+        g.succ,
+        g.level,
+        ch.top,
+        ch.index,
+        s[todo].astype(np.int64),
+        qb[todo].astype(np.int64),
+        _REACH_BUDGET,
+        found,
+    )
+    ok[todo[found == 1]] = True
+    todo = todo[found < 0]
+    del found
     if not todo.shape[0]:
         return ok
     roots, col = np.unique(ch.top[s[todo]], return_inverse=True)

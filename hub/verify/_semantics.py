@@ -113,15 +113,25 @@ def check_postcondition_slots(
     rk = np.asarray(ranks, dtype=np.int64)
     slot = np.repeat(rk * M + base[rk, 1], out) + np.tile(np.arange(out, dtype=np.int64), rk.shape[0])
     bad = mem.index[slot] != idx
-    one = np.uint64(1) << (np.maximum(who, 0) & 63).astype(np.uint64)
-    for k in range(mem.mask.shape[1]):  # one bitset word at a time: the expected word of each chunk
-        lo = 64 * k
-        full = np.uint64((1 << min(64, R - lo)) - 1) if R > lo else np.uint64(0)  # all ranks' bits
-        want = np.where(who < 0, full, np.where((who >> 6) == k, one, np.uint64(0)))
-        bad |= mem.mask[slot, k] != want
+    words = mem.mask.shape[1]
+    contiguous = slot.shape[0] == mem.index.shape[0] and bool((slot == np.arange(slot.shape[0])).all())
+    rows = mem.mask if contiguous else mem.mask[slot]  # whole rows, read in order
+    full = np.zeros(words, dtype=np.uint64)  # the bitset of all ranks
+    full[: R >> 6] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if R & 63:
+        full[R >> 6] = np.uint64((1 << (R & 63)) - 1)
+    every = who < 0
+    if every.all():
+        bad |= ~(rows == full).all(axis=1)
+    else:
+        bad[every] |= ~(rows[every] == full).all(axis=1)
+        one = np.flatnonzero(~every)
+        want = np.zeros((one.shape[0], words), dtype=np.uint64)  # one contributor: one bit
+        want[np.arange(one.shape[0]), who[one] >> 6] = np.uint64(1) << (who[one] & 63).astype(np.uint64)
+        bad[one] |= ~(rows[one] == want).all(axis=1)
+    del rows
     if not bad.any():
         return
-    words = mem.mask.shape[1]
     width, W, frm = words * 8, codec.W, int.from_bytes
     for i in np.unique(np.flatnonzero(bad) // out).tolist():
         r = ranks[i]
