@@ -254,7 +254,7 @@ PyDoc_STRVAR(reach_doc,
 "For each query i, whether node qa[i] happens before node qb[i], by a depth-first search along the\n"
 "successors (succ_ptr int64, succ int32) that skips nodes at or above qb's level (levels strictly\n"
 "grow along edges) and stops on reaching qb or a node of qb's chain at or before it (top/index:\n"
-"the chain cover; a chain is ordered). level, top, index, qa, qb int64. out (int8): 1 reached,\n"
+"the chain cover; a chain is ordered). level, qa, qb int64, top, index int32. out (int8): 1 reached,\n"
 "0 unreachable, -1 undecided (more than budget nodes visited; the caller uses its clocks).");
 
 static PyObject *reach(PyObject *self, PyObject *args) {
@@ -272,8 +272,8 @@ static PyObject *reach(PyObject *self, PyObject *args) {
     Py_ssize_t n = buf_items(&bs) - 1;
     const int32_t *succ = get_buf(&bs, o[1], 4, succ_ptr[n], 0, "succ");
     const int64_t *level = succ ? get_buf(&bs, o[2], 8, n, 0, "level") : NULL;
-    const int64_t *top = level ? get_buf(&bs, o[3], 8, n, 0, "top") : NULL;
-    const int64_t *index = top ? get_buf(&bs, o[4], 8, n, 0, "index") : NULL;
+    const int32_t *top = level ? get_buf(&bs, o[3], 4, n, 0, "top") : NULL;
+    const int32_t *index = top ? get_buf(&bs, o[4], 4, n, 0, "index") : NULL;
     const int64_t *qa = index ? get_buf(&bs, o[5], 8, -1, 0, "qa") : NULL;
     Py_ssize_t q = qa ? buf_items(&bs) : 0;
     const int64_t *qb = qa ? get_buf(&bs, o[6], 8, q, 0, "qb") : NULL;
@@ -489,7 +489,8 @@ typedef struct {
     /* structure */
     Py_ssize_t n;
     const int8_t *kind;
-    const int64_t *key, *succ_ptr;
+    const int32_t *key;
+    const int64_t *succ_ptr;
     const int32_t *succ;
     /* data (NULL index: control only) */
     const int8_t *op;
@@ -661,7 +662,7 @@ static Py_ssize_t run_walk(W *w, int *status) {
 
 PyDoc_STRVAR(walk_doc,
 "walk(kind, key, nkeys, dep_ptr, succ_ptr, succ, data) -> (completed, status)\n\n"
-"One execution of hub/verify/_walk.py's walk. kind int8, key int64 (pairing's), dep_ptr/succ_ptr\n"
+"One execution of hub/verify/_walk.py's walk. kind int8, key int32 (pairing's), dep_ptr/succ_ptr\n"
 "int64, succ int32. data: None (control only) or (op int8, cnt int32, saddr, daddr, rank int64 per node, M, index\n"
 "int32 per slot, mask uint64 per slot x words, words): addresses are within the node's rank memory, whose\n"
 "address a is slot rank * M + a; index and mask are updated in place. status 0: ran (completed < n: a deadlock); 1: a data error or an unusual node stopped it.");
@@ -678,7 +679,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.kind = get_buf(&bs, o[0], 1, -1, 0, "kind");
     if (!w.kind) goto done;
     Py_ssize_t n = w.n = buf_items(&bs);
-    w.key = get_buf(&bs, o[1], 8, n, 0, "key");
+    w.key = get_buf(&bs, o[1], 4, n, 0, "key");
     const int64_t *dep_ptr = w.key ? get_buf(&bs, o[2], 8, n + 1, 0, "dep_ptr") : NULL;
     w.succ_ptr = dep_ptr ? get_buf(&bs, o[3], 8, n + 1, 0, "succ_ptr") : NULL;
     w.succ = w.succ_ptr ? get_buf(&bs, o[4], 4, w.succ_ptr[n], 0, "succ") : NULL;

@@ -61,5 +61,8 @@ def pairing(f: Flat, order: np.ndarray) -> Pairing:
         sp,
         rp,
     )
-    # copies: the pairs are few on most algorithms, and a view would keep both full tables alive
-    return Pairing(conn, side, key, int(nconn), int(nkeys), match, [sp[:, :ks].copy(), rp[:, :kr].copy()])
+    # the later levels keep the match and the keys: int32 halves them; the pairs are copied, as
+    # they are few on most algorithms and a view would keep both full tables alive
+    key32, match32 = key.astype(np.int32), match.astype(np.int32)
+    del key, match
+    return Pairing(conn, side, key32, int(nconn), int(nkeys), match32, [sp[:, :ks].copy(), rp[:, :kr].copy()])

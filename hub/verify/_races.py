@@ -238,7 +238,9 @@ def _chains(g: _Graph) -> _Chains:
     # a parent lies exactly one level below its child, so a node's position on its chain is its
     # level minus its head's: only the heads need computing
     top = _heads(par)
-    return _Chains(top, g.level - g.level[top])
+    del par
+    index = (g.level - g.level[top]).astype(np.int32)  # node indices and chain positions: int32
+    return _Chains(top.astype(np.int32), index)
 
 
 def _chain_parents(g: _Graph) -> np.ndarray:
