@@ -14,6 +14,8 @@ EXTENSIONS: list[Extension] = [
     Extension("hub._native._codec", ["hub/_native/_codec.c"], extra_compile_args=["-O2", "-std=c99"]),
     # the event loop of hub.simulate (hub/sim/_engine.py)
     Extension("hub._native._sim", ["hub/_native/_sim.c"], extra_compile_args=["-O2"]),
+    # the verifier's per-node loops: adjacency, levels, chain cover, the data walk (hub/verify/)
+    Extension("hub._native._verify", ["hub/_native/_verify.c"], extra_compile_args=["-O2", "-std=c99"]),
 ]
 
 setup(ext_modules=EXTENSIONS)

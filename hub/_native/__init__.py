@@ -7,18 +7,20 @@ Each extension has one concern and is the only implementation of its routines:
   ``hub/chakra/_ranks.py``); callers import it directly (``from hub._native import _codec``).
 * ``hub._native._sim``: the event loop of ``hub.simulate`` (``hub/_native/_sim.c``; its caller and
   the semantics: ``hub/sim/_engine.py``). Load it with :func:`load_sim`.
+* ``hub._native._verify``: the verifier's per-node loops (adjacency, levels, chain cover, the data
+  walk; callers in ``hub/verify/``). Load it with :func:`load_verify`.
 """
 
 from __future__ import annotations
 
 from types import ModuleType as _ModuleType
 
-from ..errors import SimulationError as _SimulationError
+from ..errors import HubError as _HubError, SimulationError as _SimulationError
 
 #: The extension modules this package holds (keep in step with ``setup.py``'s EXTENSIONS).
-EXTENSIONS: tuple[str, ...] = ("hub._native._codec", "hub._native._sim")
+EXTENSIONS: tuple[str, ...] = ("hub._native._codec", "hub._native._sim", "hub._native._verify")
 
-__all__ = ["EXTENSIONS", "load_sim"]
+__all__ = ["EXTENSIONS", "load_sim", "load_verify"]
 
 
 def load_sim() -> _ModuleType:
@@ -31,3 +33,15 @@ def load_sim() -> _ModuleType:
             hint="reinstall collhub from its source folder with a C compiler present: pip install -e .",
         ) from None
     return _sim
+
+
+def load_verify() -> _ModuleType:
+    """The verifier's compiled loops, or a one-line error saying how to build them."""
+    try:
+        from . import _verify
+    except ImportError as exc:
+        raise _HubError(
+            f"the verifier's compiled loops (hub._native._verify) are not built: {exc}",
+            hint="reinstall collhub from its source folder with a C compiler present: pip install -e .",
+        ) from None
+    return _verify

@@ -9,14 +9,14 @@ import numpy as np
 
 from ..chakra import Algorithm, AlgorithmMeta, Collective
 from ..errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
+from ._fast import Slots, completes, fast_memory
 from ._flat import Flat
-from ._flow import flow_memory
 from ._layout import has_buffer_semantics
 from ._origin import with_origins
 from ._progress import report_deadlock
-from ._races import check_races, happens_before
+from ._races import check_races
 from ._report import DEFAULT_MAX_PROBLEMS, LEVELS, ProblemSink, VerificationReport, parse_level
-from ._semantics import buffer_bases, check_postcondition, initial_memory
+from ._semantics import buffer_bases, check_postcondition, check_postcondition_slots, initial_memory
 from ._structure import check_structure
 from ._values import Codec
 from ._walk import walk
@@ -81,12 +81,15 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
         codec = Codec(meta.in_chunks)
         base = buffer_bases(meta)
         races = _races(f, order, base, meta, max_problems)
-        fast = _fast_memory(f, meta, base, codec, races)
-        if fast is not None:  # race-free and every data move valid: the walk would agree
+        fast = _fast_memory(f, meta, base)
+        if fast is not None:  # the C walk ran to completion without a data error
             failed(psink)
             return _semantics_tail(rep, meta, codec, fast, base, races, dsink, failed)
         mem, base = initial_memory(meta, codec)
         res = walk(f, mem=mem, base=base, codec=codec, sink=dsink)
+    elif completes(f):  # the C walk without data: no deadlock, nothing to word
+        failed(psink)
+        return rep
     else:
         res = walk(f)
     if res.completed < f.n:
@@ -101,40 +104,33 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
 
 class _Races(NamedTuple):
-    """The race analysis' findings, its notes (assumptions), why it was skipped, and what the
-    numpy data pass needs of the HB graph (levels, the static pairing); the rest of the graph is
-    dropped here, before that pass allocates its own tables."""
+    """The race analysis' findings, its notes (assumptions) and why it was skipped; the graph
+    itself is dropped here, before the data walk allocates its memories."""
 
     sink: ProblemSink
     notes: list[str]
     skipped: str | None
-    level: np.ndarray
-    match: np.ndarray
 
 
 def _races(f: Flat, order: np.ndarray, base: np.ndarray, meta: AlgorithmMeta, max_problems: int) -> _Races:
     rsink = ProblemSink("semantics", max_problems)
-    g = happens_before(f, order, meta.ranks)
-    notes, skipped = check_races(
-        f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1, rsink, graph=g
-    )
-    return _Races(rsink, notes, skipped, g.level, g.match)
+    notes, skipped = check_races(f, order, base, meta.in_chunks + meta.out_chunks + meta.scratch_chunks + 1, rsink)
+    return _Races(rsink, notes, skipped)
 
 
-def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, codec: Codec, races: _Races) -> list[list[int]] | None:
-    """The final memories by the level-by-level numpy pass (see :mod:`._flow`), when the race
-    analysis proved that one schedule stands for all and pairs messages as any run does; None
-    sends the caller to the walk (which also names data errors and deadlocks)."""
-    if races.sink or races.notes or races.skipped is not None:
-        return None
-    return flow_memory(f, meta, base, races.level, races.match, codec)
+def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray) -> Slots | None:
+    """The final memories by the C walk (see :mod:`._fast`), which runs the Python walk's schedule
+    step for step; None sends the caller to the Python walk, which names data errors and
+    deadlocks. Every schedule that the races allow computes the same memory, so this holds with
+    or without races and assumed pairings (those are reported beside it, as before)."""
+    return fast_memory(f, meta, base)
 
 
 def _semantics_tail(
     rep: VerificationReport,
     meta: AlgorithmMeta,
     codec: Codec,
-    mem: list[list[int]],
+    mem: list[list[int]] | Slots,
     base: np.ndarray,
     races: _Races,
     dsink: ProblemSink,
@@ -144,7 +140,10 @@ def _semantics_tail(
     rep.notes += races.notes
     if races.skipped:
         rep.not_checked["races"] = races.skipped
-    check_postcondition(meta, codec, mem, base, dsink)
+    if isinstance(mem, Slots):
+        check_postcondition_slots(meta, codec, mem, base, dsink)
+    else:
+        check_postcondition(meta, codec, mem, base, dsink)
     failed(races.sink.merged(dsink))
     return rep
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..chakra import Algorithm
+from .._native import load_verify
+from ..chakra import Algorithm, RankGraph
+from ..errors import UsageError
 
-__all__ = ["Flat", "flatten", "ragged_arange"]
+if TYPE_CHECKING:
+    from ._pairing import Pairing
+
+__all__ = ["Flat", "NodeIds", "csr", "flatten", "ragged_arange"]
 
 
 def ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -22,17 +28,46 @@ def ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
 
 
+def csr(owner: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (owner[i], other[i]) grouped by owner, each group in input order: (ptr, others),
+    with node indices as int32 (half the memory of int64; an algorithm of 2^31 nodes would not
+    fit in memory anyway).
+
+    A counting sort in C (``hub._native._verify.csr``), O(n + edges); a stable argsort of 5M
+    owners cost about half a second."""
+    if n >= 2**31:
+        raise UsageError(f"an algorithm of {n} nodes is beyond the verifier's limit of 2^31 nodes")
+    ptr = np.empty(n + 1, dtype=np.int64)
+    out = np.empty(other.shape[0], dtype=np.int32)
+    load_verify().csr(np.ascontiguousarray(owner, np.int32), np.ascontiguousarray(other, np.int32), n, ptr, out)
+    return ptr, out
+
+
+class NodeIds:
+    """The Chakra node id of each global index, read from the rank graphs on demand (problems
+    name a few nodes; a concatenated copy would cost 8 bytes a node)."""
+
+    def __init__(self, graphs: tuple[RankGraph, ...] | list[RankGraph], offsets: np.ndarray) -> None:
+        self._ids = [g.ids for g in graphs]
+        self._offsets = offsets
+
+    def __getitem__(self, v: int) -> int:
+        r = int(np.searchsorted(self._offsets, v, side="right")) - 1
+        return int(self._ids[r][v - int(self._offsets[r])])
+
+
 @dataclass
 class Flat:
     """Global columns of an algorithm whose dependency positions are valid.
 
     ``offsets[r]`` is the global index of rank r's first node. ``succ_ptr``/``succ`` list each
-    node's successors (reverse dependencies), ``indeg`` its dependency count.
+    node's successors (reverse dependencies); they are built on first use (the walks need them,
+    the race analysis builds its own graph), which keeps them out of the race analysis' peak.
     """
 
     offsets: np.ndarray
     rank: np.ndarray
-    ids: np.ndarray
+    ids: NodeIds
     kind: np.ndarray
     peer: np.ndarray
     tag: np.ndarray
@@ -45,8 +80,23 @@ class Flat:
     size: np.ndarray
     dep_ptr: np.ndarray
     dep_pos: np.ndarray
-    succ_ptr: np.ndarray
-    succ: np.ndarray
+    #: the static message pairing, set by the structure level (the later levels reuse it)
+    pairing: Pairing | None = None
+    _succ: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _successors(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._succ is None:
+            owner = np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.dep_ptr))
+            self._succ = csr(self.dep_pos, owner, self.n)
+        return self._succ
+
+    @property
+    def succ_ptr(self) -> np.ndarray:
+        return self._successors()[0]
+
+    @property
+    def succ(self) -> np.ndarray:
+        return self._successors()[1]
 
     @property
     def n(self) -> int:
@@ -74,20 +124,16 @@ def flatten(alg: Algorithm) -> Flat:
     dep_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(ndeps, out=dep_ptr[1:])
     if graphs:
+        it = np.int32 if n < 2**31 else np.int64  # positions are int32 in a rank graph
         dep_pos = np.concatenate(
-            [g.dep_pos[g.dep_ptr[0] : g.dep_ptr[-1]].astype(np.int64) + offsets[r] for r, g in enumerate(graphs)]
+            [g.dep_pos[g.dep_ptr[0] : g.dep_ptr[-1]].astype(it) + int(offsets[r]) for r, g in enumerate(graphs)]
         )
     else:
         dep_pos = np.zeros(0, dtype=np.int64)
-    owner = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    order = np.argsort(dep_pos, kind="stable")
-    succ = owner[order]
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dep_pos, minlength=n) if n else np.zeros(0, np.int64), out=succ_ptr[1:])
     return Flat(
         offsets=offsets,
         rank=rank,
-        ids=cat("ids"),
+        ids=NodeIds(graphs, offsets),
         kind=cat("kind"),
         peer=cat("peer"),
         tag=cat("tag"),
@@ -100,6 +146,4 @@ def flatten(alg: Algorithm) -> Flat:
         size=cat("size"),
         dep_ptr=dep_ptr,
         dep_pos=dep_pos,
-        succ_ptr=succ_ptr,
-        succ=succ,
     )

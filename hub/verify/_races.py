@@ -36,8 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._native import load_verify
 from ..chakra import Buffer, NodeType, Op
-from ._flat import Flat, ragged_arange
+from ._flat import Flat, csr, ragged_arange
+from ._pairing import pairing
 from ._report import ProblemSink
 
 __all__ = ["check_races", "happens_before"]
@@ -51,6 +53,8 @@ _BLOCK_CELLS = 1 << 26
 #: most clock cells (columns x nodes) one analysis may propagate, about a minute of numpy at
 #: worst; beyond it the races are reported as not checked rather than hanging on hostile input
 _MAX_WORK_CELLS = 1 << 33
+#: nodes one bounded search may visit before its query goes to the clocks
+_REACH_BUDGET = 64
 #: rounds of the greedy chain matching (each round matches at least one claimant per parent)
 _MATCH_ROUNDS = 8
 #: a group of accesses to one chunk is checked pair by pair (every race named) up to this size,
@@ -76,58 +80,19 @@ class _Graph:
     pairs: list[np.ndarray]  # consecutive (2, k) SEND pairs and RECV pairs of one key
 
 
-def _csr(owner: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(owner, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, other[order]
-
-
-def _pairing(f: Flat, order: np.ndarray, R: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Static FIFO pairing per (src, dst, tag) in issue order, and the consecutive SEND pairs
-    and RECV pairs of one (src, dst, tag, size) key, whose order decides that pairing."""
-    s_idx = np.flatnonzero(f.kind == _SEND)
-    r_idx = np.flatnonzero(f.kind == _RECV)
-    _, tinv = np.unique(np.concatenate([f.tag[s_idx], f.tag[r_idx]]).astype(np.int64), return_inverse=True)
-    tinv = tinv.reshape(-1).astype(np.int64)
-    T = int(tinv.max()) + 1 if tinv.shape[0] else 1
-    s_key = (f.rank[s_idx] * R + f.peer[s_idx].astype(np.int64)) * T + tinv[: s_idx.shape[0]]
-    r_key = (f.peer[r_idx].astype(np.int64) * R + f.rank[r_idx]) * T + tinv[s_idx.shape[0] :]
-    s_sorted = s_idx[np.lexsort((order[s_idx], s_key))]
-    r_sorted = r_idx[np.lexsort((order[r_idx], r_key))]
-    match = np.full(f.n, -1, dtype=np.int64)
-    match[r_sorted] = s_sorted  # counts per key are equal once the structure level passed
-    pairs: list[np.ndarray] = []
-    for idx, key in ((s_idx, s_key), (r_idx, r_key)):
-        _, z = np.unique(f.size[idx], return_inverse=True)
-        k2 = key * (int(z.max()) + 1 if z.shape[0] else 1) + z.reshape(-1)
-        o = np.lexsort((order[idx], k2))
-        srt, ks = idx[o], k2[o]
-        same = np.flatnonzero(ks[1:] == ks[:-1])
-        pairs.append(np.stack([srt[same], srt[same + 1]]))
-    return match, pairs
-
-
 def _graph(f: Flat, order: np.ndarray, R: int) -> _Graph:
     n = f.n
-    match, pairs = _pairing(f, order, R)
+    p = f.pairing if f.pairing is not None else pairing(f, order)
+    match, pairs = p.match, p.pairs
     recvs = np.flatnonzero(match >= 0)
-    owner = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), np.diff(f.dep_ptr)), recvs])
-    other = np.concatenate([f.dep_pos.astype(np.int64), match[recvs]])
-    pred_ptr, pred = _csr(owner, other, n)
-    succ_ptr, succ = _csr(other, owner, n)
-    # Kahn by frontiers: the frontier number is the longest-path level
-    indeg = np.diff(pred_ptr).copy()
-    level = np.full(n, -1, dtype=np.int64)
-    front = np.flatnonzero(indeg == 0)
-    lv = 0
-    while front.shape[0]:
-        level[front] = lv
-        nxt = succ[ragged_arange(succ_ptr[front], succ_ptr[front + 1] - succ_ptr[front])]
-        np.subtract.at(indeg, nxt, 1)
-        ready = nxt[indeg[nxt] == 0]
-        front = np.unique(ready)  # a node can be ready through several edges of this round
-        lv += 1
+    owner = np.concatenate([np.repeat(np.arange(n, dtype=np.int32), np.diff(f.dep_ptr)), recvs.astype(np.int32)])
+    other = np.concatenate([f.dep_pos.astype(np.int32), match[recvs].astype(np.int32)])
+    pred_ptr, pred = csr(owner, other, n)
+    succ_ptr, succ = csr(other, owner, n)
+    del owner, other
+    # Kahn in C: longest-path levels, -1 behind a cycle (one numpy round per level cost seconds)
+    level = np.empty(n, dtype=np.int64)
+    load_verify().levels(pred_ptr, succ_ptr, succ, level)
     return _Graph(pred_ptr, pred, succ_ptr, succ, level, match, pairs)
 
 
@@ -147,7 +112,7 @@ def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses
     kind, op = f.kind, f.op
     cnt = np.maximum(f.count.astype(np.int64), 0)
     data_comp = (kind == _COMP) & ((op == _COPY) | (op == _REDUCE))
-    parts = []
+    sides = []  # per side: (nodes, first address, chunk count, writes)
     for mask, buf, off, w in (
         ((kind == _SEND) | data_comp, f.src_buf, f.src_off, False),
         ((kind == _RECV) | data_comp, f.dst_buf, f.dst_off, True),
@@ -155,20 +120,56 @@ def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses
         v = np.flatnonzero(mask & (cnt > 0))
         rk = f.rank[v]
         start = rk * M + base[rk, np.clip(buf[v].astype(np.int64), 0, 2)] + off[v].astype(np.int64)
-        parts.append((np.repeat(v, cnt[v]), ragged_arange(start, cnt[v]), np.full(int(cnt[v].sum()), w)))
-    node = np.concatenate([p[0] for p in parts])
-    addr = np.concatenate([p[1] for p in parts])
-    write = np.concatenate([p[2] for p in parts]).astype(bool)
-    o = np.lexsort((~write, node, level[node], addr))
-    node, addr, write = node[o], addr[o], write[o]
+        sides.append((v, start, cnt[v], w))
+    del cnt, data_comp
+    node, addr, write = _sorted(sides, level, f.n)
     keep = np.ones(node.shape[0], dtype=bool)
     keep[1:] = (addr[1:] != addr[:-1]) | (node[1:] != node[:-1])  # the write sorts first
     node, addr, write = node[keep], addr[keep], write[keep]
-    idx = np.arange(node.shape[0], dtype=np.int64)
+    idx = np.arange(node.shape[0], dtype=_index_type(node.shape[0]))
     new = np.ones(node.shape[0], dtype=bool)
     new[1:] = addr[1:] != addr[:-1]
     group = np.maximum.accumulate(np.where(new, idx, 0)) if idx.shape[0] else idx
     return _Accesses(node, addr, write, group)
+
+
+def _sorted(
+    sides: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]], level: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The accesses of ``sides`` (per side: nodes, first address, chunk count, whether they
+    write) one per chunk, sorted by (address, level, node, write first). The four fit one int64
+    key whenever their bit widths sum to at most 63 (a 1024-rank ring needs 58); one sort of that
+    key, built side by side, costs a fraction of a four-key lexsort and of its index arrays."""
+    top = max((int((s + c).max()) for _, s, c, _ in sides if s.shape[0]), default=0)
+    wa, wl, wn = (max(x, 1).bit_length() for x in (top, int(level.max(initial=0)), n - 1))
+    if wa + wl + wn + 1 > 63:
+        node = np.concatenate([np.repeat(v, c) for v, _, c, _ in sides])
+        addr = np.concatenate([ragged_arange(s, c) for _, s, c, _ in sides])
+        write = np.concatenate([np.full(int(c.sum()), w) for _, _, c, w in sides])
+        o = np.lexsort((~write, node, level[node], addr))
+        return node[o], addr[o], write[o]
+    keys = []
+    while sides:
+        v, start, c, w = sides.pop(0)  # each side's tables go as soon as its keys are built
+        nodes = np.repeat(v, c)
+        key = ragged_arange(start, c)
+        del v, start, c
+        key <<= wl + wn + 1
+        key |= level[nodes] << (wn + 1)
+        key |= nodes << 1
+        del nodes
+        if not w:
+            key |= 1  # a write (0) sorts before a read (1) of the same node
+        keys.append(key)
+        del key
+    key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    del keys
+    key.sort()
+    write = (key & 1) == 0
+    it = _index_type(max(n, 1 << wa))
+    node = ((key >> 1) & ((1 << wn) - 1)).astype(it)
+    addr = (key >> (wl + wn + 1)).astype(it)
+    return node, addr, write
 
 
 def _neighbour_queries(acc: _Accesses) -> tuple[np.ndarray, np.ndarray]:
@@ -177,14 +178,28 @@ def _neighbour_queries(acc: _Accesses) -> tuple[np.ndarray, np.ndarray]:
     A = acc.node.shape[0]
     if A == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    idx = np.arange(A, dtype=np.int64)
-    starts = np.flatnonzero(acc.group == idx)
-    end = np.repeat(np.append(starts[1:], A), np.diff(np.append(starts, A)))  # group's end
-    pw = np.concatenate([[-1], np.maximum.accumulate(np.where(acc.write, idx, -1))[:-1]])
-    nw = np.concatenate([np.minimum.accumulate(np.where(acc.write, idx, A)[::-1])[::-1][1:], [A]])
-    a1 = np.flatnonzero(pw >= acc.group)
-    a2 = np.flatnonzero(~acc.write & (nw < end))
-    return np.concatenate([pw[a1], a2]), np.concatenate([a1, nw[a2]])
+    it = _index_type(A + 1)  # access indices (and A) in 32 bits when they fit: half the memory
+    idx = np.arange(A, dtype=it)
+    starts = np.flatnonzero(acc.group == idx).astype(it)
+    end = np.repeat(np.append(starts[1:], it(A)), np.diff(np.append(starts, it(A))))  # group's end
+    del starts
+    pw = np.empty(A, dtype=it)  # the previous write before each access (-1: none)
+    pw[0] = -1
+    pw[1:] = np.maximum.accumulate(np.where(acc.write, idx, it(-1)))[:-1]
+    a1 = np.flatnonzero(pw >= acc.group).astype(it)
+    qi1 = pw[a1]
+    del pw
+    nw = np.empty(A, dtype=it)  # the next write after each access (A: none)
+    nw[-1] = A
+    nw[:-1] = np.minimum.accumulate(np.where(acc.write, idx, it(A))[::-1])[::-1][1:]
+    del idx
+    a2 = np.flatnonzero(~acc.write & (nw < end)).astype(it)
+    return np.concatenate([qi1, a2]), np.concatenate([a1, nw[a2]])
+
+
+def _index_type(n: int) -> type[np.signedinteger]:
+    """int32 for indices below 2^31, else int64."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _all_pair_queries(acc: _Accesses, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -222,73 +237,33 @@ def _chains(g: _Graph) -> _Chains:
     par = _chain_parents(g)
     # a parent lies exactly one level below its child, so a node's position on its chain is its
     # level minus its head's: only the heads need computing
-    n = par.shape[0]
-    L = int(g.level.max(initial=-1)) + 1
-    top = _heads_by_level(par, g.level, L) if L * 64 <= n else _heads_by_jumping(par)
-    return _Chains(top, g.level - g.level[top])
+    top = _heads(par)
+    del par
+    index = (g.level - g.level[top]).astype(np.int32)  # node indices and chain positions: int32
+    return _Chains(top.astype(np.int32), index)
 
 
 def _chain_parents(g: _Graph) -> np.ndarray:
     """Each node's chain parent (an HB predecessor one level below; -1 for a chain head), each
-    parent claimed by at most one node, so the chains are disjoint paths."""
+    parent claimed by at most one node, so the chains are disjoint paths.
+
+    A greedy matching in rounds (in C, ``hub._native._verify.chain_parents``): each unmatched node
+    claims its first free predecessor one level below (which keeps chains dense), and each parent
+    takes one claimant, the one with most HB successors (an inner node continues the chain better
+    than a leaf), then the lowest index. Rounds let the losers try their other candidates (pieces
+    of a chunked step all wait for all pieces). Any such matching gives exact clocks; this one
+    keeps the number of clock columns low."""
     n = g.level.shape[0]
-    npred = np.diff(g.pred_ptr)
-    has = np.flatnonzero(npred > 0)
     par = np.full(n, -1, dtype=np.int64)
-    if has.shape[0]:
-        own = np.repeat(np.arange(n, dtype=np.int64), npred)
-        lvp = g.level[g.pred]
-        mx = np.full(n, -1, dtype=np.int64)
-        mx[has] = np.maximum.reduceat(lvp, g.pred_ptr[has])
-        cand = np.flatnonzero(lvp == mx[own])  # preds one level below: keep chains dense
-        cl, pr = own[cand], g.pred[cand]
-        # a greedy matching in rounds: each unmatched node claims its first free candidate, and
-        # each parent takes one claimant, the one with most HB successors (an inner node
-        # continues the chain better than a leaf), then the lowest index. Rounds let the losers
-        # try their other candidates (pieces of a chunked step all wait for all pieces).
-        outdeg = np.diff(g.succ_ptr)
-        taken = np.zeros(n, dtype=bool)
-        for _ in range(_MATCH_ROUNDS):
-            m = np.flatnonzero((par[cl] < 0) & ~taken[pr])
-            if not m.shape[0]:
-                break
-            claimant, first = np.unique(cl[m], return_index=True)
-            claimed = pr[m[first]]
-            o = np.lexsort((claimant, -outdeg[claimant], claimed))
-            c_s, p_s = claimant[o], claimed[o]
-            win = np.ones(c_s.shape[0], dtype=bool)
-            win[1:] = p_s[1:] != p_s[:-1]
-            par[c_s[win]] = p_s[win]
-            taken[p_s[win]] = True
+    load_verify().chain_parents(g.pred_ptr, g.pred, g.succ_ptr, g.level, _MATCH_ROUNDS, par)
     return par
 
 
-def _heads_by_level(par: np.ndarray, level: np.ndarray, L: int) -> np.ndarray:
-    """Chain heads, one level at a time (parents first): cheap when levels are wide."""
-    n = par.shape[0]
-    top = np.arange(n, dtype=np.int64)
-    lorder = np.argsort(level, kind="stable")
-    lptr = np.searchsorted(level[lorder], np.arange(L + 1)).tolist()
-    for lv in range(1, L):
-        v = lorder[lptr[lv] : lptr[lv + 1]]
-        p = par[v]
-        top[v] = np.where(p >= 0, top[np.maximum(p, 0)], v)
+def _heads(par: np.ndarray) -> np.ndarray:
+    """The head of each node's chain (in C, ``hub._native._verify.chain_heads``, O(n))."""
+    top = np.empty(par.shape[0], dtype=np.int64)
+    load_verify().chain_heads(par, top)
     return top
-
-
-def _heads_by_jumping(par: np.ndarray) -> np.ndarray:
-    """Chain heads by pointer jumping (after k rounds, the 2^k-th ancestor or the head): for deep
-    and narrow graphs, where one numpy call per level would cost more."""
-    n = par.shape[0]
-    it = np.int32 if n < 2**31 else np.int64
-    top = np.where(par >= 0, par, np.arange(n, dtype=np.int64)).astype(it)
-    m = np.flatnonzero(par >= 0).astype(it)
-    while m.shape[0]:
-        a = top[m]
-        up = par[a] >= 0
-        top[m] = np.where(up, top[a], a)
-        m = m[up]
-    return top.astype(np.int64)
 
 
 def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
@@ -309,6 +284,25 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     # chunk are one rank's, whose nodes share a few chains): at scale this leaves few queries
     ok |= (ch.top[s] == ch.top[qb]) & (ch.index[s] <= ch.index[qb])
     todo = np.flatnonzero(~ok & (outdeg[s] > 0))  # a sink happens before nothing
+    if not todo.shape[0]:
+        return ok
+    # most remaining queries are decided by a short search (consecutive messages of one key are
+    # close in levels: the search stays below the target's level); the clocks take the rest
+    found = np.empty(todo.shape[0], dtype=np.int8)
+    load_verify().reach(
+        g.succ_ptr,
+        g.succ,
+        g.level,
+        ch.top,
+        ch.index,
+        s[todo].astype(np.int64),
+        qb[todo].astype(np.int64),
+        _REACH_BUDGET,
+        found,
+    )
+    ok[todo[found == 1]] = True
+    todo = todo[found < 0]
+    del found
     if not todo.shape[0]:
         return ok
     roots, col = np.unique(ch.top[s[todo]], return_inverse=True)
@@ -429,8 +423,8 @@ def check_races(
     ia, ib = _neighbour_queries(acc)
     pairs = g.pairs
     mq = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
-    qa = np.concatenate([acc.node[ia], mq[0]])
-    qb = np.concatenate([acc.node[ib], mq[1]])
+    qa = np.concatenate([acc.node[ia], mq[0].astype(acc.node.dtype)])
+    qb = np.concatenate([acc.node[ib], mq[1].astype(acc.node.dtype)])
     try:
         ok = _ordered(g, ch, qa, qb)
     except _TooLarge as e:
@@ -449,7 +443,12 @@ def check_races(
         _report_data(f, base, acc, ia, ib, M, sink)
     loose = np.flatnonzero(~ok[nd:])
     if loose.shape[0]:
-        a, b = int(mq[0, loose[0]]), int(mq[1, loose[0]])
+        # name the first by (SENDs first, src, dst, tag, size, issue order)
+        la = mq[0, loose]
+        is_send = f.kind[la] == _SEND
+        src, dst = np.where(is_send, f.rank[la], f.peer[la]), np.where(is_send, f.peer[la], f.rank[la])
+        first = loose[np.lexsort((order[la], f.size[la], f.tag[la], dst, src, ~is_send))[0]]
+        a, b = int(mq[0, first]), int(mq[1, first])
         r, i = f.where(a)
         what = "SEND" if int(f.kind[a]) == _SEND else "RECV"
         notes.append(
@@ -466,7 +465,7 @@ def _report_data(
     f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: np.ndarray, M: int, sink: ProblemSink
 ) -> None:
     """One problem per racing node pair, naming its first chunk and how many chunks race."""
-    a, b = acc.node[ia], acc.node[ib]
+    a, b = acc.node[ia].astype(np.int64), acc.node[ib].astype(np.int64)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     key = lo * f.n + hi
     o = np.lexsort((acc.addr[ia], key))

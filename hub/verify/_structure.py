@@ -11,6 +11,7 @@ import numpy as np
 from ..chakra import Algorithm, Buffer, NodeType, Op, RankGraph
 from ._flat import Flat, flatten
 from ._layout import has_buffer_semantics, shape_problems
+from ._pairing import pairing
 from ._report import ProblemSink
 
 __all__ = ["check_structure", "issue_order"]
@@ -162,114 +163,87 @@ def _check_bounds(alg: Algorithm, f: Flat, sink: ProblemSink) -> None:
     writes = (kind == NodeType.RECV) | data_comp
     sides = ((reads, f.src_buf, f.src_off, "source"), (writes, f.dst_buf, f.dst_off, "destination"))
     for mask, bufc, offc, role in sides:
-        buf = bufc.astype(np.int64)
-        off = offc.astype(np.int64)
-        valid_buf = (buf >= 0) & (buf <= 2)
+        v = np.flatnonzero(mask)  # only the nodes that access this side (most nodes at scale)
+        buf = bufc[v].astype(np.int64)
+        off = offc[v].astype(np.int64)
         c = cap[np.clip(buf, 0, 2)]
-        bad = mask & (~valid_buf | (off < 0) | (off + f.count > c))
+        bad = v[(buf < 0) | (buf > 2) | (off < 0) | (off + f.count[v] > c)]
 
         def bounds_problem(
-            v: int, buf: np.ndarray = buf, off: np.ndarray = off, role: str = role
+            v: int, bufc: np.ndarray = bufc, offc: np.ndarray = offc, role: str = role
         ) -> tuple[str, int, int]:
-            b = int(buf[v])
+            b = int(bufc[v])
             if b not in _BUF_NAME:
                 return (f"{role} buffer {b} is not input (0), output (1) or scratch (2)", *f.where(v))
-            o, k = int(off[v]), int(f.count[v])
+            o, k = int(offc[v]), int(f.count[v])
             return (
                 f"{role} chunks [{o}, {o + k}) of the {_BUF_NAME[b]} buffer are out of bounds "
                 f"(it has {int(cap[b])} chunks)",
                 *f.where(v),
             )
 
-        sink.add_each(np.flatnonzero(bad).tolist(), bounds_problem)
-
-
-def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(a, return_counts=True)`` for a sorted ``a``, without sorting or hashing again."""
-    if not a.shape[0]:
-        return a, np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))
-    return a[starts], np.diff(np.append(starts, a.shape[0]))
+        sink.add_each(bad.tolist(), bounds_problem)
 
 
 def _check_matching(f: Flat, orders: list[np.ndarray], R: int, sink: ProblemSink) -> None:
     """Per connection (src, dst, tag): as many sends as receives, and the k-th send and k-th
-    receive (in issue order) agree on chunk count and, when both are bound, byte size."""
-    is_send = f.kind == NodeType.SEND
-    is_recv = f.kind == NodeType.RECV
+    receive (in issue order) agree on chunk count and, when both are bound, byte size. The
+    pairing (:mod:`._pairing`) is kept on ``f`` for the later levels."""
     order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
-    s_idx = np.flatnonzero(is_send)
-    r_idx = np.flatnonzero(is_recv)
-    tags = np.concatenate([f.tag[s_idx], f.tag[r_idx]]).astype(np.int64)
-    utags, tinv = np.unique(tags, return_inverse=True)
-    T = max(int(utags.shape[0]), 1)
-    s_key = (f.rank[s_idx] * R + f.peer[s_idx]) * T + tinv[: s_idx.shape[0]]
-    r_key = (f.peer[r_idx].astype(np.int64) * R + f.rank[r_idx]) * T + tinv[s_idx.shape[0] :]
-    s_sorted = s_idx[np.lexsort((order[s_idx], s_key))]
-    r_sorted = r_idx[np.lexsort((order[r_idx], r_key))]
-    sk = s_key[np.lexsort((order[s_idx], s_key))]
-    rk = r_key[np.lexsort((order[r_idx], r_key))]
-    ks, cs = _runs(sk)
-    kr, cr = _runs(rk)
-    # keys whose SEND and RECV counts differ, in numpy (millions of keys at scale)
-    keys = np.sort(np.concatenate([ks, kr]), kind="stable")
-    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.shape[0] else keys
-    ns = np.zeros(keys.shape[0], dtype=np.int64)
-    nr = np.zeros(keys.shape[0], dtype=np.int64)
-    ns[np.searchsorted(keys, ks)] = cs
-    nr[np.searchsorted(keys, kr)] = cr
-    bad_keys = set(keys[ns != nr].tolist())
+    p = f.pairing = pairing(f, order)
+    side = p.side
+    is_send = f.kind == NodeType.SEND
+    s_idx, r_idx = np.flatnonzero(is_send), np.flatnonzero(f.kind == NodeType.RECV)
+    ns = np.bincount(p.conn[s_idx], minlength=p.nconn)
+    nr = np.bincount(p.conn[r_idx], minlength=p.nconn)
+    bad = ns != nr
 
-    def decode(k: int) -> tuple[int, int, int]:
-        src, rest = divmod(k, R * T)
-        dst, t = divmod(rest, T)
-        return src, dst, int(utags[t])
+    def src_dst(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sends = is_send[v]
+        return np.where(sends, f.rank[v], f.peer[v]), np.where(sends, f.peer[v], f.rank[v])
 
-    if bad_keys:
-        sc = dict(zip(ks.tolist(), cs.tolist(), strict=False))
-        rc = dict(zip(kr.tolist(), cr.tolist(), strict=False))
-        s_start = dict(zip(ks.tolist(), (np.cumsum(cs) - cs).tolist(), strict=False))
-        r_start = dict(zip(kr.tolist(), (np.cumsum(cr) - cr).tolist(), strict=False))
-        for k in sorted(bad_keys):
-            src, dst, t = decode(k)
-            ns, nr = sc.get(k, 0), rc.get(k, 0)
-            if ns > nr:
-                extra = s_sorted[s_start[k] + nr : s_start[k] + ns].tolist()
-                for v in extra:
-                    sink.add(
-                        f"unmatched SEND to rank {dst} tag {t}: rank {src} sends {ns} message(s) "
-                        f"on this connection, rank {dst} posts {nr} RECV(s) from rank {src} tag {t}",
-                        *f.where(v),
-                    )
+    def by_connection(v: np.ndarray) -> list[tuple[int, int, int]]:
+        """(node, src, dst) of message nodes v in (src, dst, tag, issue) order, as the problems
+        are listed."""
+        src, dst = src_dst(v)
+        o = np.lexsort((side[v], f.tag[v], dst, src))
+        return list(zip(v[o].tolist(), src[o].tolist(), dst[o].tolist(), strict=True))
+
+    if bad.any():
+        c_of = p.conn
+        extra_s = s_idx[side[s_idx] >= nr[c_of[s_idx]]]
+        extra_r = r_idx[side[r_idx] >= ns[c_of[r_idx]]]
+        for v, a, b in by_connection(np.concatenate([extra_s, extra_r])):
+            c, t = int(c_of[v]), int(f.tag[v])
+            cs, cr = int(ns[c]), int(nr[c])
+            if is_send[v]:
+                sink.add(
+                    f"unmatched SEND to rank {b} tag {t}: rank {a} sends {cs} message(s) "
+                    f"on this connection, rank {b} posts {cr} RECV(s) from rank {a} tag {t}",
+                    *f.where(v),
+                )
             else:
-                extra = r_sorted[r_start[k] + ns : r_start[k] + nr].tolist()
-                for v in extra:
-                    what = (
-                        "no message ever sent"
-                        if ns == 0
-                        else f"rank {src} sends only {ns} message(s) on this connection"
-                    )
-                    sink.add(
-                        f"unmatched RECV from rank {src} tag {t}: {what}, rank {dst} posts {nr} RECV(s)", *f.where(v)
-                    )
-        keep_s = ~np.isin(sk, list(bad_keys))
-        keep_r = ~np.isin(rk, list(bad_keys))
-        s_sorted, sk = s_sorted[keep_s], sk[keep_s]
-        r_sorted, rk = r_sorted[keep_r], rk[keep_r]
-    cnt_bad = f.count[s_sorted] != f.count[r_sorted]
-    ss, rs = f.size[s_sorted], f.size[r_sorted]
+                what = "no message ever sent" if cs == 0 else f"rank {a} sends only {cs} message(s) on this connection"
+                sink.add(f"unmatched RECV from rank {a} tag {t}: {what}, rank {b} posts {cr} RECV(s)", *f.where(v))
+    rr = r_idx[~bad[p.conn[r_idx]]] if bad.any() else r_idx
+    p.conn = p.side = np.zeros(0, np.int64)  # the later levels need the match and the keys only
+    del s_idx, ns, nr
+    sm = p.match[rr]
+    ss, rs = f.size[sm], f.size[rr]
     # sizes must agree when bound; a half-bound pair would never pair in ASTRA-sim either
-    size_bad = ((ss >= 0) | (rs >= 0)) & (ss != rs)
+    wrong = (f.count[sm] != f.count[rr]) | (((ss >= 0) | (rs >= 0)) & (ss != rs))
+    if not wrong.any():
+        return
 
-    def amount(v: int, size: int) -> str:
+    def amount(v: int) -> str:
+        size = int(f.size[v])
         return f"{int(f.count[v])} chunk(s) / " + (f"{size} bytes" if size >= 0 else "unbound size")
 
-    for i in np.flatnonzero(cnt_bad | size_bad).tolist():
-        s, r = int(s_sorted[i]), int(r_sorted[i])
-        src, dst, t = decode(int(sk[i]))
+    for r, a, _ in by_connection(rr[wrong]):
+        s = int(p.match[r])
         srank, sid = f.where(s)
         sink.add(
-            f"RECV from rank {src} tag {t} expects {amount(r, int(rs[i]))} but its matching SEND "
-            f"(rank {srank} node {sid}) carries {amount(s, int(ss[i]))}",
+            f"RECV from rank {a} tag {int(f.tag[r])} expects {amount(r)} but its matching SEND "
+            f"(rank {srank} node {sid}) carries {amount(s)}",
             *f.where(r),
         )

@@ -380,3 +380,40 @@ def test_random_algorithms_report_exactly_the_brute_force_races(seed: int) -> No
             a, b = (int(x) for x in re.findall(r"\(node (\d+)\)", p.message))
             got.add((p.rank, min(a, b), max(a, b)))
     assert got == _brute_force_races(alg)
+
+
+@pytest.mark.parametrize("budget", [0, 1])
+@pytest.mark.parametrize("seed", range(100))
+def test_the_clocks_decide_as_the_bounded_search_does(seed: int, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries go to a bounded search first and to the vector clocks when it gives up; with no
+    search (budget 0) the clocks decide every query, with budget 1 both share them, and the
+    report must not change."""
+    from hub.verify import _races
+
+    alg = _random_algorithm(random.Random(seed))
+    searched = verify(alg, max_problems=10_000)
+    monkeypatch.setattr(_races, "_REACH_BUDGET", budget)
+    assert verify(alg, max_problems=10_000) == searched
+
+
+def test_unordered_consecutive_messages_are_counted_alike_by_search_and_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a ring all-reduce whose steps share one tag: step s + 1's SEND waits for step s's RECV, not
+    # for step s's SEND, so every two consecutive SENDs (and RECVs) of a rank are unordered
+    from hub.verify import _races
+
+    n = 5
+    bs = [RankGraphBuilder(r) for r in range(n)]
+    for r, b in enumerate(bs):
+        prev: list[int] = []
+        for s in range(2 * (n - 1)):
+            red = s < n - 1
+            send_at = (r - s) % n if red else (r + 1 - (s - n + 1)) % n
+            recv_at = (r - s - 1) % n if red else (r - (s - n + 1)) % n
+            b.send((r + 1) % n, src=(IN, send_at), deps=prev)
+            x = b.recv((r - 1) % n, dst=(IN, recv_at), op=Op.REDUCE if red else Op.COPY, deps=prev)
+            prev = [x]
+    alg = _alg(Collective.ALLREDUCE, bs, in_chunks=n, out_chunks=n, inplace=True)
+    searched = verify(alg)
+    assert searched.ok and searched.notes and "pair(s) of messages on one connection" in searched.notes[0]
+    monkeypatch.setattr(_races, "_REACH_BUDGET", 0)
+    assert verify(alg) == searched
