@@ -264,18 +264,19 @@ def ring_phase(vb: VecBuilder, lanes: Sequence[Lane], kind: str, *, reduction_co
     m = lanes[0].size
     assert all(lane.size == m for lane in lanes)
     reduce = kind == "rs"
+    # every step's segments and offsets at once: row k of a (steps, ranks) matrix per lane
+    steps = np.arange(m - 1)[:, None]
+    first = 1 if reduce else 0
+    sends = [_rows(lane.off((lane.pos - steps - first) % m), m - 1) for lane in lanes]
+    recvs = [_rows(lane.off((lane.pos - steps - first - 1) % m), m - 1) for lane in lanes]
     for k in range(m - 1):
-        for lane in lanes:
-            if reduce:
-                s_seg, r_seg = (lane.pos - k - 1) % m, (lane.pos - k - 2) % m
-            else:
-                s_seg, r_seg = (lane.pos - k) % m, (lane.pos - k - 1) % m
+        for lane, s_off, r_off in zip(lanes, sends, recvs, strict=True):
             tag = vb.new_tag()
-            vb.send(lane.nxt, lane.buf, lane.off(s_seg), lane.count, tag, deps=lane.ready, chan=lane.chan)
+            vb.send(lane.nxt, lane.buf, s_off[k], lane.count, tag, deps=lane.ready, chan=lane.chan)
             rv = vb.recv(
                 lane.prv,
                 lane.buf,
-                lane.off(r_seg),
+                r_off[k],
                 lane.count,
                 tag,
                 op=Op.REDUCE if reduce else Op.COPY,
@@ -284,3 +285,11 @@ def ring_phase(vb: VecBuilder, lanes: Sequence[Lane], kind: str, *, reduction_co
             )
             lane.after = [rv]
             lane.ready = [vb.cost(lane.count, deps=[rv], chan=lane.chan)] if reduce and reduction_comp else [rv]
+
+
+def _rows(offsets: Value, steps: int) -> Sequence[Value]:
+    """Per step, the offsets a lane's ``off`` gave for the whole (steps, ranks) segment matrix
+    (a scalar offset stays one scalar for every step)."""
+    if isinstance(offsets, np.ndarray) and offsets.ndim == 2:
+        return list(offsets)
+    return [offsets] * steps
