@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,6 +101,7 @@ def write_files(
     *,
     stale: Sequence[Path] = (),
     check: Callable[[Path, Path], None] | None = None,
+    threads: int = 1,
 ) -> list[Path]:
     """Write every file to a temporary name in its directory, then rename them all into place.
 
@@ -107,29 +109,26 @@ def write_files(
     after the renames, so the set on disk is the new one and nothing else. On any failure the
     temporary files are removed, and so are final files this call created: a failed write never
     leaves a partial set. ``check(tmp, final)`` may inspect each finished temporary file before
-    anything is renamed (raise to abort). Chunks are bytes-like (numpy arrays included) or str.
+    anything is renamed (raise to abort). Chunks are bytes-like (numpy arrays included) or str;
+    a file's chunks are taken from its iterable while that file is written, a few at a time
+    (a producer may reuse a buffer from one file to the next, not within one file).
+
+    With ``threads`` > 1 the temporary files are written by that many threads (each file by
+    one; iterables that release the GIL, such as the compiled encoder, then run in parallel);
+    the renames stay in this thread, in order, after every file is complete.
     """
-    temps: list[tuple[Path, Path]] = []
-    placed: list[Path] = []
     paths = [Path(p) for p, _ in contents]
+    temps: list[Path | None] = [None] * len(paths)
+    placed: list[Path] = []
     existed = {path: path.exists() for path in paths}
-    mode = file_mode()
     try:
         for path in paths:
             _check_file_target(path)
         for path in sorted(set(paths), key=lambda p: str(p.parent)):
             _mkparent(path)
-        for path, (_p, data) in zip(paths, contents, strict=False):
-            fd, tmp = _temp_file(path, mode)
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                for chunk in _chunks(data):
-                    piece = chunk.encode("utf-8") if isinstance(chunk, str) else chunk
-                    fh.write(memoryview(piece))  # type: ignore[arg-type]
-            if check is not None:
-                check(tmp, path)
-        for tmp, path in temps:
-            os.replace(tmp, path)
+        _write_temps(contents, temps, check, threads)
+        for tmp, path in zip(temps, paths, strict=True):
+            os.replace(tmp, path)  # type: ignore[arg-type]
             placed.append(path)
         for old in stale:
             try:
@@ -149,8 +148,99 @@ def write_files(
     return paths
 
 
-def _cleanup(temps: list[tuple[Path, Path]], placed: list[Path], existed: dict[Path, bool]) -> None:
-    for tmp, _ in temps:
+def _write_temps(
+    contents: Sequence[tuple[Path, Data]],
+    temps: list[Path | None],
+    check: Callable[[Path, Path], None] | None,
+    threads: int,
+) -> None:
+    """Write file i of ``contents`` to a new temporary file, recorded in ``temps[i]`` as soon
+    as it exists (so that a failure anywhere removes it), in ``threads`` threads."""
+    stop = threading.Event()  # set on the first failure: the other threads start no new file
+
+    def run(first: int, last: int) -> None:
+        for i in range(first, last):
+            if stop.is_set():
+                return
+            path, data = contents[i]
+            path = Path(path)
+            fd, tmp = _open_temp(path)
+            temps[i] = tmp
+            try:
+                _write_all(fd, _chunks(data))
+            finally:
+                os.close(fd)
+            if check is not None:
+                check(tmp, path)
+
+    n = len(contents)
+    if threads <= 1 or n < 2:
+        run(0, n)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    # contiguous groups, a few per thread: few tasks, yet a slow group does not hold the rest
+    groups = min(n, 8 * threads)
+    bounds = [n * k // groups for k in range(groups + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(run, a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b]
+        try:
+            for fut in futures:
+                fut.result()
+        except BaseException:
+            stop.set()  # leaving the block waits for the running files; the caller cleans up
+            raise
+
+
+def _open_temp(path: Path) -> tuple[int, Path]:
+    """A new, exclusive temporary file next to ``path``, created with mode 0666 so that the
+    kernel applies the umask exactly as ``open()`` does (no chmod afterwards, unlike mkstemp)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits collided
+            continue
+
+
+#: buffers per writev call (below every platform's IOV_MAX)
+_IOV_BATCH = 64
+
+
+def _write_all(fd: int, chunks: Iterable[object]) -> None:
+    """Write every chunk to ``fd``: a few chunks per ``writev`` call, partial writes resumed."""
+    pending: list[memoryview] = []
+    for chunk in chunks:
+        piece = chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+        view = memoryview(piece).cast("B")  # type: ignore[arg-type]
+        if view.nbytes:
+            pending.append(view)
+        if len(pending) >= _IOV_BATCH:
+            _writev(fd, pending)
+            pending = []
+    _writev(fd, pending)
+
+
+def _writev(fd: int, views: list[memoryview]) -> None:
+    if not hasattr(os, "writev"):  # pragma: no cover - Windows
+        for view in views:
+            while view.nbytes:
+                view = view[os.write(fd, view) :]
+        return
+    while views:
+        done = os.writev(fd, views)
+        while views and done >= views[0].nbytes:
+            done -= views[0].nbytes
+            views.pop(0)
+        if views and done:
+            views[0] = views[0][done:]
+
+
+def _cleanup(temps: list[Path | None], placed: list[Path], existed: dict[Path, bool]) -> None:
+    for tmp in temps:
+        if tmp is None:
+            continue
         try:
             tmp.unlink()
         except OSError:

@@ -2,7 +2,8 @@
  * hub._native._codec: the per-node work of the Chakra ET codec (hub/chakra), compiled.
  *
  * Four routines, each the only implementation of its job:
- *   encode_rank     one rank graph's columns -> its delimited Node messages (bytes)
+ *   encode_rank     one rank graph's columns -> its delimited Node messages (bytes, or into a
+ *                   caller's reusable buffer: a writer then touches no fresh memory per file)
  *   frame_files     many delimited streams laid end to end -> the span of every message
  *   decode_batch    node spans of consecutive ranks -> their RankGraph columns and dependencies
  *   decode_metadata GlobalMetadata spans -> (version, attributes) of the usual kinds
@@ -281,8 +282,9 @@ static PyObject *encode_rank(PyObject *self, PyObject *args) {
     int astrasim;
     long long rank;
     PyObject *columns, *dep_ptr_o, *dep_pos_o, *names_o, *names_off_o, *extra_o, *extra_off_o;
-    if (!PyArg_ParseTuple(args, "pLO!OOOOOO", &astrasim, &rank, &PyTuple_Type, &columns, &dep_ptr_o, &dep_pos_o,
-                          &names_o, &names_off_o, &extra_o, &extra_off_o)) {
+    PyObject *out_o = Py_None;
+    if (!PyArg_ParseTuple(args, "pLO!OOOOOO|O", &astrasim, &rank, &PyTuple_Type, &columns, &dep_ptr_o, &dep_pos_o,
+                          &names_o, &names_off_o, &extra_o, &extra_off_o, &out_o)) {
         return NULL;
     }
     if (n_known < A_FIRST_SEMANTIC) {
@@ -298,6 +300,8 @@ static PyObject *encode_rank(PyObject *self, PyObject *args) {
     /* views: 14 columns, dep_ptr, dep_pos, names, names_off, extra, extra_off */
     Py_buffer more[6];
     memset(more, 0, sizeof more);
+    Py_buffer target; /* the caller's out buffer, when given */
+    memset(&target, 0, sizeof target);
     PyObject *result = NULL;
     job.astrasim = astrasim;
     job.rank = rank;
@@ -366,11 +370,24 @@ static PyObject *encode_rank(PyObject *self, PyObject *args) {
         per_node += 4 + known_len[k] + 1 + 10;
     }
     Py_ssize_t bound = job.n * per_node + n_deps * 10 + more[2].len + more[4].len;
-    result = PyBytes_FromStringAndSize(NULL, bound);
-    if (result == NULL) {
-        goto done;
+    uint8_t *out;
+    if (out_o != Py_None) {
+        /* into the caller's buffer: too small, and the answer is -(the size it needs) */
+        if (get_buffer(out_o, &target, 1, 1, "out") < 0) {
+            goto done;
+        }
+        if (target.len < bound) {
+            result = PyLong_FromSsize_t(-bound);
+            goto done;
+        }
+        out = (uint8_t *)target.buf;
+    } else {
+        result = PyBytes_FromStringAndSize(NULL, bound);
+        if (result == NULL) {
+            goto done;
+        }
+        out = (uint8_t *)PyBytes_AS_STRING(result);
     }
-    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(result);
     uint8_t *end;
     Py_BEGIN_ALLOW_THREADS
     end = encode_nodes(&job, out);
@@ -380,8 +397,15 @@ static PyObject *encode_rank(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "encode_rank: a dependency position is out of range");
         goto done;
     }
-    _PyBytes_Resize(&result, (Py_ssize_t)(end - out));
+    if (target.obj) {
+        result = PyLong_FromSsize_t((Py_ssize_t)(end - out));
+    } else {
+        _PyBytes_Resize(&result, (Py_ssize_t)(end - out));
+    }
 done:
+    if (target.obj) {
+        PyBuffer_Release(&target);
+    }
     release_all(job.cols, N_COLUMNS);
     release_all(more, 6);
     return result;
@@ -1144,7 +1168,8 @@ static PyMethodDef methods[] = {
      "configure(names, defaults, columns, lo, hi): the known node attributes (bytes), their defaults,"
      " their RankGraph column and the values the decoder accepts"},
     {"encode_rank", encode_rank, METH_VARARGS,
-     "encode_rank(astrasim, rank, columns, dep_ptr, dep_pos, names, names_off, extra, extra_off) -> bytes"},
+     "encode_rank(astrasim, rank, columns, dep_ptr, dep_pos, names, names_off, extra, extra_off, out=None) -> bytes, "
+     "or with a writable out buffer the bytes written into it (-(size needed) when it is too small)"},
     {"frame_files", frame_files, METH_VARARGS,
      "frame_files(data, bases, sizes, every=True) -> (starts, ends, counts, bad file or -1), int64 bytearrays;"
      " every=False: only each file's first message"},

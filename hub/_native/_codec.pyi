@@ -21,7 +21,8 @@ def encode_rank(
     names_off: Buffer | None,
     extra: Buffer | None,
     extra_off: Buffer | None,
-) -> bytes: ...
+    out: Buffer | None = None,
+) -> bytes | int: ...
 def frame_files(
     data: Buffer, bases: Buffer, sizes: Buffer, every: bool = True
 ) -> tuple[bytearray | None, bytearray | None, bytearray | None, int]: ...

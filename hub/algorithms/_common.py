@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph
+from ..chakra._model import _COLUMNS
 from ..errors import AlgorithmError
 
 __all__ = [
@@ -33,6 +34,10 @@ __all__ = [
 ]
 
 Value = int | np.ndarray
+
+#: template nodes per transposed block: 16 int32 of a rank fill one cache line (numpy's plain
+#: transposing copy of a (5000, 1024) int32 matrix is about 4x slower than blocks of 16)
+_BLOCK = 16
 
 # column -> (dtype, default); the subset of RankGraph columns a template sets
 _FIELDS: dict[str, tuple[Any, int]] = {
@@ -169,35 +174,47 @@ class VecBuilder:
             chan=chan,
         )
 
-    def _matrix(self, name: str) -> np.ndarray:
-        """The (ranks, nodes) matrix of one column."""
+    def _column(self, name: str) -> np.ndarray:
+        """One column for all ranks: a (nodes,) array when every template value is a scalar (the
+        same on every rank), else the (ranks, nodes) matrix, rank-major so each row is contiguous."""
         dtype, _default = _FIELDS[name]
         vals = self._vals[name]
         m, n = len(vals), self.n
         is_arr = np.fromiter((isinstance(v, np.ndarray) for v in vals), dtype=bool, count=m)
         scalars = np.fromiter((0 if a else v for v, a in zip(vals, is_arr, strict=False)), dtype=np.int64, count=m)
         if not is_arr.any():
-            return np.broadcast_to(scalars.astype(dtype), (n, m))
-        # fill node-major (contiguous rows per node), then transpose once to rank-major
-        mat = np.empty((m, n), dtype=dtype)
-        mat[~is_arr] = scalars[~is_arr, None]
-        for j in np.flatnonzero(is_arr).tolist():
-            mat[j] = vals[j]
-        return np.ascontiguousarray(mat.T)
+            return scalars.astype(dtype)
+        # rank-major, in blocks of template nodes: a small node-major block (cache-resident, reused)
+        # is filled one row per node, then written transposed; no (nodes, ranks) temporary
+        out = np.empty((n, m), dtype=dtype)
+        block = np.empty((_BLOCK, n), dtype=dtype)
+        for j0 in range(0, m, _BLOCK):
+            j1 = min(j0 + _BLOCK, m)
+            for i, v in enumerate(vals[j0:j1]):
+                block[i] = v
+            out[:, j0:j1] = block[: j1 - j0].T
+        return out
 
     def build(self, meta: AlgorithmMeta) -> Algorithm:
         m = len(self)
-        mats = {name: self._matrix(name) for name in _FIELDS}
-        dep_ptr = np.asarray(self._dep_ptr, dtype=np.int64)
-        dep_pos = np.asarray(self._deps, dtype=np.int32)
-        # shared by every rank: read-only so that no caller can change one rank's deps by accident
-        dep_ptr.flags.writeable = False
-        dep_pos.flags.writeable = False
-        ids = np.arange(m, dtype=np.int64)
-        graphs = []
-        for rank in range(self.n):
-            cols = {name: mat[rank] if mat.strides[0] else mat[rank].copy() for name, mat in mats.items()}
-            graphs.append(RankGraph.from_columns(m, ids=ids.copy(), dep_ptr=dep_ptr, dep_pos=dep_pos, **cols))
+        cols = {name: self._column(name) for name in _FIELDS}
+        shared: dict[str, Any] = {name: col for name, col in cols.items() if col.ndim == 1}
+        per_rank = {name: col for name, col in cols.items() if col.ndim == 2}
+        # what does not depend on the rank (dependencies, ids, rank-invariant columns and the
+        # columns a template never sets) is one read-only array that every rank shares: no copy
+        # per rank, and no caller can change one rank's graph through another's by accident
+        shared["dep_ptr"] = np.asarray(self._dep_ptr, dtype=np.int64)
+        shared["dep_pos"] = np.asarray(self._deps, dtype=np.int32)
+        shared["ids"] = np.arange(m, dtype=np.int64)
+        for name, dtype, default in _COLUMNS:
+            if name not in cols and name not in shared:
+                shared[name] = np.full(m, default, dtype=dtype)
+        for arr in shared.values():
+            arr.flags.writeable = False
+        graphs = [
+            RankGraph.from_columns(m, **shared, **{name: mat[rank] for name, mat in per_rank.items()})
+            for rank in range(self.n)
+        ]
         return Algorithm(meta, tuple(graphs))
 
 
@@ -247,18 +264,19 @@ def ring_phase(vb: VecBuilder, lanes: Sequence[Lane], kind: str, *, reduction_co
     m = lanes[0].size
     assert all(lane.size == m for lane in lanes)
     reduce = kind == "rs"
+    # every step's segments and offsets at once: row k of a (steps, ranks) matrix per lane
+    steps = np.arange(m - 1)[:, None]
+    first = 1 if reduce else 0
+    sends = [_rows(lane.off((lane.pos - steps - first) % m), m - 1) for lane in lanes]
+    recvs = [_rows(lane.off((lane.pos - steps - first - 1) % m), m - 1) for lane in lanes]
     for k in range(m - 1):
-        for lane in lanes:
-            if reduce:
-                s_seg, r_seg = (lane.pos - k - 1) % m, (lane.pos - k - 2) % m
-            else:
-                s_seg, r_seg = (lane.pos - k) % m, (lane.pos - k - 1) % m
+        for lane, s_off, r_off in zip(lanes, sends, recvs, strict=True):
             tag = vb.new_tag()
-            vb.send(lane.nxt, lane.buf, lane.off(s_seg), lane.count, tag, deps=lane.ready, chan=lane.chan)
+            vb.send(lane.nxt, lane.buf, s_off[k], lane.count, tag, deps=lane.ready, chan=lane.chan)
             rv = vb.recv(
                 lane.prv,
                 lane.buf,
-                lane.off(r_seg),
+                r_off[k],
                 lane.count,
                 tag,
                 op=Op.REDUCE if reduce else Op.COPY,
@@ -267,3 +285,11 @@ def ring_phase(vb: VecBuilder, lanes: Sequence[Lane], kind: str, *, reduction_co
             )
             lane.after = [rv]
             lane.ready = [vb.cost(lane.count, deps=[rv], chan=lane.chan)] if reduce and reduction_comp else [rv]
+
+
+def _rows(offsets: Value, steps: int) -> Sequence[Value]:
+    """Per step, the offsets a lane's ``off`` gave for the whole (steps, ranks) segment matrix
+    (a scalar offset stays one scalar for every step)."""
+    if isinstance(offsets, np.ndarray) and offsets.ndim == 2:
+        return list(offsets)
+    return [offsets] * steps

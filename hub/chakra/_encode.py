@@ -12,6 +12,7 @@ The encoder releases the GIL, so ranks encode in parallel threads (:mod:`._write
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ._attrsets import Attributes, check_attributes
 from ._model import _COLUMNS, RankGraph
 from ._wire import encode_node
 
-__all__ = ["encode_rank", "encode_ranks"]
+__all__ = ["encode_rank", "encode_rank_into", "encode_ranks"]
 
 
 def _blob(parts: dict[int, bytes], n: int) -> tuple[bytes, np.ndarray]:
@@ -33,11 +34,8 @@ def _blob(parts: dict[int, bytes], n: int) -> tuple[bytes, np.ndarray]:
     return b"".join(parts[k] for k in keys), np.concatenate(([0], np.cumsum(lens)))
 
 
-def encode_rank(g: RankGraph, rank: int, *, attributes: Attributes = "profile") -> bytes:
-    """The delimited Node messages of one rank graph.
-
-    ``attributes`` selects the node attribute set, see :func:`hub.chakra.write_algorithm`.
-    """
+def _args(g: RankGraph, rank: int, attributes: Attributes) -> tuple[Any, ...]:
+    """The compiled encoder's arguments for one rank graph (see :func:`encode_rank`)."""
     check_attributes(attributes)
     n = len(g)
     if n and int(g.ids.min()) < 0:
@@ -51,7 +49,7 @@ def encode_rank(g: RankGraph, rank: int, *, attributes: Attributes = "profile") 
         extra, extra_off = _blob(
             {int(pos): b"".join(encode_node(attrs=[a]) for a in attrs) for pos, attrs in g.extra.items()}, n
         )
-    data: bytes = _codec.encode_rank(
+    return (
         attributes == "astrasim",
         rank,
         cols,
@@ -62,7 +60,34 @@ def encode_rank(g: RankGraph, rank: int, *, attributes: Attributes = "profile") 
         extra,
         extra_off,
     )
+
+
+def encode_rank(g: RankGraph, rank: int, *, attributes: Attributes = "profile") -> bytes:
+    """The delimited Node messages of one rank graph.
+
+    ``attributes`` selects the node attribute set, see :func:`hub.chakra.write_algorithm`.
+    """
+    data = _codec.encode_rank(*_args(g, rank, attributes))
+    assert isinstance(data, bytes)  # without an out buffer the encoder returns the bytes
     return data
+
+
+def encode_rank_into(
+    g: RankGraph, rank: int, out: bytearray, *, attributes: Attributes = "profile"
+) -> tuple[memoryview, bytearray]:
+    """:func:`encode_rank` into ``out``: (a view of the bytes, the buffer that holds them).
+
+    The buffer is ``out`` itself when it is large enough, else a new, larger one (``out`` is
+    left as it is: views of it stay valid). A writer that passes the buffer it got back to the
+    next call allocates, and so faults in, fresh memory only a few times per set, not per file.
+    """
+    args = _args(g, rank, attributes)
+    written = _codec.encode_rank(*(*args, out))
+    if isinstance(written, int) and written < 0:  # too small: -written bytes are needed; grow geometrically
+        out = bytearray(max(-written, 2 * len(out)))
+        written = _codec.encode_rank(*(*args, out))
+    assert isinstance(written, int)
+    return memoryview(out)[:written], out
 
 
 def encode_ranks(

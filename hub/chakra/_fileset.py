@@ -34,13 +34,14 @@ def rank_path(prefix: str | os.PathLike[str], rank: int) -> Path:
 
 
 def write_files_atomically(
-    contents: Sequence[tuple[Path, Iterable[bytes]]], *, stale: Sequence[Path] = ()
+    contents: Sequence[tuple[Path, Iterable[bytes | memoryview]]], *, stale: Sequence[Path] = (), threads: int = 1
 ) -> list[Path]:
     """Write a set of files all or nothing (see :func:`hub.atomic.write_files`); each file's
-    chunks are taken from its iterable when that file is written (a writer may encode lazily)."""
+    chunks are taken from its iterable when that file is written (a writer may encode lazily),
+    by ``threads`` threads."""
     from ..atomic import write_files
 
-    return write_files(contents, stale=stale)
+    return write_files(contents, stale=stale, threads=threads)
 
 
 def check_prefix(prefix: str | os.PathLike[str]) -> Path:

@@ -8,16 +8,15 @@ committed all or nothing by :mod:`._fileset`. Workloads are written by :mod:`._w
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from ..errors import ExportError
 from . import _profile as P
 from ._attrsets import Attributes, astrasim_metadata_attrs, astrasim_problem, check_attributes, metadata_attrs
-from ._encode import encode_ranks
+from ._encode import encode_rank_into
 from ._fileset import check_prefix, rank_path, stale_rank_files, write_files_atomically
 from ._model import Algorithm
 from ._wire import TypedValue, delimit, encode_global_metadata
@@ -25,9 +24,9 @@ from ._wire import TypedValue, delimit, encode_global_metadata
 __all__ = ["BATCH_NODES", "MAX_THREADS", "write_algorithm"]
 
 
-#: nodes per unit of work handed to a thread: enough to amortize the per-task cost
+#: a second thread pays off from this many nodes on (below, thread start-up costs more)
 BATCH_NODES = 16384
-#: at most this many threads encode batches (memory bandwidth bounds the gain beyond)
+#: at most this many threads encode and write (memory bandwidth bounds the gain beyond)
 MAX_THREADS = 4
 
 
@@ -65,24 +64,21 @@ def write_algorithm(
                 hint="ASTRA-sim's custom-collective ETs need bound SEND/RECV/COMP nodes between distinct ranks",
             )
     meta_attrs = astrasim_metadata_attrs if attributes == "astrasim" else metadata_attrs
-    # ranks are encoded in batches of about BATCH_NODES nodes, a few batches ahead of the writes
-    batches: list[list[int]] = []
-    batch: list[int] = []
-    for rank in range(len(alg.graphs) + 1):
-        if batch and (rank == len(alg.graphs) or sum(len(alg.graphs[r]) for r in batch) >= BATCH_NODES):
-            batches.append(batch)
-            batch = []
-        batch.append(rank)
-
-    def encode(ranks: list[int]) -> list[bytes]:
-        return encode_ranks([alg.graphs[r] for r in ranks], ranks, attributes=attributes)
-
     metas = _metadata_messages(meta_attrs(alg.meta, 0), len(alg.graphs))
-    workers = min(_cpus(), MAX_THREADS, len(batches))
-    with ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
-        ahead = _Ahead(encode, batches, pool, window=2 * workers)
-        contents = [(rank_path(prefix, r), _RankFile(ahead, r, metas[r])) for r in range(len(alg.graphs))]
-        return write_files_atomically(contents, stale=stale_rank_files(prefix, len(alg.graphs)))
+    # each rank is encoded by the thread that writes its file, just before the write, into that
+    # thread's reusable buffer: memory stays at one buffer per thread, and encoding (compiled,
+    # without the GIL) overlaps the other thread's write
+    buffers = threading.local()
+
+    def body(rank: int) -> memoryview:
+        view, buffers.out = encode_rank_into(
+            alg.graphs[rank], rank, getattr(buffers, "out", bytearray()), attributes=attributes
+        )
+        return view
+
+    threads = min(_cpus(), MAX_THREADS, max(1, alg.node_count() // BATCH_NODES))
+    contents = [(rank_path(prefix, r), _RankFile(body, r, metas[r])) for r in range(len(alg.graphs))]
+    return write_files_atomically(contents, stale=stale_rank_files(prefix, len(alg.graphs)), threads=threads)
 
 
 def _metadata_messages(attrs0: list[tuple[str, Any]], ranks: int) -> list[bytes]:
@@ -97,58 +93,17 @@ def _metadata_messages(attrs0: list[tuple[str, Any]], ranks: int) -> list[bytes]
     ]
 
 
-class _Ahead:
-    """Encoded batches of ranks, computed in order a few batches ahead of the one asked for (in
-    the pool's threads: the compiled encoder releases the GIL); a batch is dropped once its last
-    rank was taken, so a set costs memory for the batches in flight, not for all files."""
-
-    def __init__(
-        self,
-        encode: Callable[[list[int]], list[bytes]],
-        batches: list[list[int]],
-        pool: ThreadPoolExecutor | None,
-        window: int,
-    ) -> None:
-        self.encode = encode
-        self.batches = batches
-        self.pool = pool
-        self.window = window
-        self.batch_of = {r: (b, k) for b, ranks in enumerate(batches) for k, r in enumerate(ranks)}
-        self.pending: dict[int, Future[list[bytes]]] = {}
-        self.submitted = 0
-
-    def body(self, rank: int) -> bytes:
-        b, k = self.batch_of[rank]
-        if self.pool is None:
-            if b not in self.pending:
-                self.pending = {b: _done(self.encode(self.batches[b]))}
-        else:
-            while self.submitted < min(b + self.window, len(self.batches)):
-                self.pending[self.submitted] = self.pool.submit(self.encode, self.batches[self.submitted])
-                self.submitted += 1
-        bodies = self.pending[b].result()  # re-raises the encoder's failure
-        if k == len(bodies) - 1:
-            del self.pending[b]
-        return bodies[k]
-
-
-def _done(value: list[bytes]) -> Future[list[bytes]]:
-    fut: Future[list[bytes]] = Future()
-    fut.set_result(value)
-    return fut
-
-
 class _RankFile:
     """The chunks of one rank file, encoded when the atomic writer comes to write them."""
 
-    def __init__(self, ahead: _Ahead, rank: int, meta: bytes) -> None:
-        self.ahead = ahead
+    def __init__(self, body: Callable[[int], memoryview], rank: int, meta: bytes) -> None:
+        self.body = body
         self.rank = rank
         self.meta = meta
 
-    def __iter__(self) -> Iterator[bytes]:
+    def __iter__(self) -> Iterator[bytes | memoryview]:
         yield self.meta
-        yield self.ahead.body(self.rank)
+        yield self.body(self.rank)
 
 
 def _cpus() -> int:

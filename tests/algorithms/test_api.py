@@ -102,8 +102,11 @@ def test_hierarchical_default_local_size() -> None:
 def test_graphs_do_not_share_writable_columns() -> None:
     alg = A.ring("allreduce", 4)
     g0, g1 = alg.graphs[0], alg.graphs[1]
-    before = int(g1.tag[0])
-    g0.tag[0] = 999
-    assert int(g1.tag[0]) == before
-    with pytest.raises(ValueError):  # dependencies are shared between ranks and frozen
-        g0.dep_pos[0] = 1
+    before = int(g1.peer[0])  # peers differ per rank: each rank has its own writable row
+    g0.peer[0] = 999
+    assert int(g1.peer[0]) == before
+    # what is the same on every rank (tags here, dependencies) is one array shared and frozen
+    for shared in (g0.tag, g0.ids, g0.size, g0.dep_pos):
+        with pytest.raises(ValueError):
+            shared[0] = 1
+    assert int(g1.tag[0]) == int(g0.tag[0])

@@ -30,39 +30,43 @@ def test_failure_in_rename_midway_leaves_nothing(tmp_path: Path, monkeypatch: py
     assert list(tmp_path.iterdir()) == []
 
 
-def test_failure_while_encoding_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_failure_while_encoding_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
     calls = []
-    real = _writer.encode_ranks
+    real = _writer.encode_rank_into
 
-    def boom(graphs, ranks, **kwargs):
-        calls.append(ranks)
+    def boom(g, rank, out, **kwargs):
+        calls.append(rank)
         if len(calls) == 2:
             raise RuntimeError("simulated crash")
-        return real(graphs, ranks, **kwargs)
+        return real(g, rank, out, **kwargs)
 
-    monkeypatch.setattr(_writer, "BATCH_NODES", 10)  # several batches
-    monkeypatch.setattr(_writer, "encode_ranks", boom)
+    monkeypatch.setattr(_writer, "_cpus", lambda: threads)
+    monkeypatch.setattr(_writer, "BATCH_NODES", 10)  # a second thread even for a small set
+    monkeypatch.setattr(_writer, "encode_rank_into", boom)
     with pytest.raises(RuntimeError):
-        write_algorithm(ring_allreduce(4).bind(64), tmp_path / "ring")
+        write_algorithm(ring_allreduce(8).bind(64), tmp_path / "ring")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_failure_while_writing_keeps_old_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    old = write_algorithm(ring_allreduce(4).bind(64), tmp_path / "ring")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_failure_while_writing_keeps_old_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    old = write_algorithm(ring_allreduce(8).bind(64), tmp_path / "ring")
     before = {p: p.read_bytes() for p in old}
-    real_fdopen = os.fdopen
-    opened = []
+    real_writev = os.writev
+    written = []
 
-    def failing_fdopen(fd, *args, **kwargs):
-        opened.append(fd)
-        if len(opened) == 3:
-            os.close(fd)
+    def failing_writev(fd, buffers):
+        written.append(fd)
+        if len(written) == 3:
             raise OSError(5, "Input/output error")
-        return real_fdopen(fd, *args, **kwargs)
+        return real_writev(fd, buffers)
 
-    monkeypatch.setattr(_writer.os, "fdopen", failing_fdopen)
+    monkeypatch.setattr(_writer, "_cpus", lambda: threads)
+    monkeypatch.setattr(_writer, "BATCH_NODES", 10)
+    monkeypatch.setattr(_writer.os, "writev", failing_writev)
     with pytest.raises(UsageError, match="Input/output error"):
-        write_algorithm(ring_allreduce(4).bind(128), tmp_path / "ring")
+        write_algorithm(ring_allreduce(8).bind(128), tmp_path / "ring")
     assert sorted(tmp_path.iterdir()) == sorted(before)
     assert {p: p.read_bytes() for p in old} == before
 
@@ -90,3 +94,29 @@ def test_unwritable_directory(tmp_path: Path) -> None:
         assert list(d.iterdir()) == []
     finally:
         d.chmod(0o700)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_file_holds_its_rank_encoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """Threads and reused buffers change nothing on disk: each file is the rank's own bytes."""
+    from hub.chakra._encode import encode_rank
+
+    monkeypatch.setattr(_writer, "_cpus", lambda: threads)
+    monkeypatch.setattr(_writer, "BATCH_NODES", 10)
+    alg = ring_allreduce(16).bind(1 << 20)
+    paths = write_algorithm(alg, tmp_path / "ring")
+    for rank, path in enumerate(paths):
+        assert path.read_bytes().endswith(encode_rank(alg.graphs[rank], rank))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporaries left
+
+
+def test_encode_into_grows_a_new_buffer_and_keeps_the_old() -> None:
+    from hub.chakra._encode import encode_rank, encode_rank_into
+
+    alg = ring_allreduce(8).bind(64)
+    small = bytearray(16)
+    view, buf = encode_rank_into(alg.graphs[0], 0, small)
+    assert buf is not small and len(small) == 16  # too small: a new buffer, the old one untouched
+    assert bytes(view) == encode_rank(alg.graphs[0], 0)
+    view1, buf1 = encode_rank_into(alg.graphs[1], 1, buf)
+    assert buf1 is buf and bytes(view1) == encode_rank(alg.graphs[1], 1)  # large enough: reused
