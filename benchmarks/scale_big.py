@@ -1,0 +1,214 @@
+"""The big rows of the scale table (issue #19, "4096-rank" and "Larger machines"): whole processes.
+
+    python benchmarks/bench_scale.py --big           # the scale table with these rows (10-30 minutes)
+    python benchmarks/scale_big.py [--ring N] [--hier N] [--tacos TOPO] [--only ROW ...]
+
+Not run by ``make bench`` or CI: they need minutes and several GiB. On a shared machine run them
+one at a time, niced and under a memory cap (``ulimit -v``); a step that dies of the cap prints
+FAILED with the signal instead of a figure.
+
+* ring all-reduce on ``--ring`` ranks (default 4096, ~84M nodes): ``collhub produce hub.ring``,
+  ``collhub trace show`` (streamed rank by rank) against the whole-set read it replaced
+  (``read_algorithm`` + ``summarize``, measured in the same run), and ``collhub consume
+  hub.simulate`` unaware on the bench_sim ring of 64 MiB (checked against the closed form);
+* hierarchical all-reduce on ``--hier`` ranks (default 8192, 8 per node): produce, ``trace
+  verify`` (all levels), simulate unaware on ``ring:8,ring:N/8``;
+* TACOS-style all-gather on ``--tacos`` (default ``torus:64x64``, 4096 NPUs): ``produce
+  tacos.synthesize`` (greedy + build + hub.verify), ``trace verify``, simulate unaware.
+
+The reference of every row is the issue's memory budget, 24 GiB (ratio = 24 GiB / peak); the
+node rate and, where one exists, the same-run reference are in the note.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from scale_sim import SIZE, Row, _collhub, _write_ring, timed_process  # noqa: E402
+
+BUDGET_MIB = 24 * 1024.0
+
+
+@dataclass
+class Big:
+    """The sizes of the big rows and a work directory."""
+
+    ring: int = 4096
+    hier: int = 8192
+    tacos: str = "torus:64x64"
+    work: Path = Path(".")
+
+
+def _row(name: str, fig: tuple[float, float, float, str], note: str, ref: str = "24 GiB budget") -> Row:
+    wall, cpu, mib, _out = fig
+    return Row(name, wall, cpu, mib, ref, BUDGET_MIB / mib, mib <= BUDGET_MIB, note)
+
+
+def _nodes(text: str) -> int:
+    return int(json.loads(text)["summary"]["nodes"])
+
+
+def _show(prefix: Path) -> tuple[float, float, float, str]:
+    return timed_process([_collhub(), "trace", "show", str(prefix), "-f", "json"])
+
+
+def ring_rows(b: Big) -> list[Row]:
+    """produce hub.ring, trace show (vs the whole-set read), simulate unaware (bench_sim ring)."""
+    n = b.ring
+    prefix = b.work / "ring" / "ring"
+    prefix.parent.mkdir()
+    made = timed_process(
+        [_collhub(), "produce", "hub.ring", "-s", f"ranks={n}", "-s", f"max_ranks={n}"]
+        + ["-s", "collective=allreduce", "--out", str(prefix)]
+    )
+    shown = _show(prefix)
+    nodes = _nodes(shown[3])
+    whole = timed_process(
+        [sys.executable, "-c", "import sys; from hub.chakra import read_algorithm, summarize; "
+         "print(summarize(read_algorithm(sys.argv[1])))", str(prefix)]
+    )  # fmt: skip
+    rows = [
+        _row(f"produce hub.ring {n}", made, f"{nodes:,} nodes, {nodes / made[1] / 1e6:.1f}M nodes/s CPU"),
+        Row(
+            f"trace show {n} (streamed)",
+            shown[0],
+            shown[1],
+            shown[2],
+            f"whole-set read {whole[1]:.1f} s / {whole[2]:.0f} MiB",
+            whole[2] / shown[2],
+            shown[2] <= BUDGET_MIB,
+            f"ratio = peak of the whole-set read / ours; {nodes / shown[1] / 1e6:.1f}M nodes/s CPU",
+        ),
+    ]
+    shutil.rmtree(prefix.parent)
+    rows.append(_simulate_ring(b, n))
+    return rows
+
+
+def _simulate_ring(b: Big, n: int) -> Row:
+    from bench_sim import expected_ns
+
+    prefix = b.work / "simring" / "ring"
+    prefix.parent.mkdir()
+    _write_ring(n, prefix)
+    fig = _sim(prefix, f"ring:{n}", None)
+    ns = int(json.loads(fig[3])["metrics"]["time_ns"])
+    exact = ns == expected_ns(n, SIZE)
+    shutil.rmtree(prefix.parent)
+    row = _row(f"simulate {n} ring unaware", fig, f"{ns} ns{'' if exact else ' NOT the closed form'}")
+    row.ok = bool(row.ok) and exact
+    return row
+
+
+def _sim(prefix: Path, network: str, size: str | None) -> tuple[float, float, float, str]:
+    extra = ["-s", f"size={size}"] if size else []
+    return timed_process(
+        [_collhub(), "consume", "hub.simulate", str(prefix), "-s", f"network={network}", "-s", "mode=unaware"]
+        + [*extra, "-f", "json"]
+    )
+
+
+def _verify(prefix: Path) -> tuple[float, float, float, str]:
+    return timed_process([_collhub(), "trace", "verify", str(prefix), "-f", "json"])
+
+
+def _verified(fig: tuple[float, float, float, str]) -> str:
+    r = json.loads(fig[3])
+    return f"ok, levels {'/'.join(r['levels_checked'])}" if r["ok"] else f"NOT ok: {r['problem_count']} problems"
+
+
+def hier_rows(b: Big) -> list[Row]:
+    """produce hub.hierarchical (8 ranks per node), trace verify, simulate unaware."""
+    n = b.hier
+    prefix = b.work / "hier" / "h"
+    prefix.parent.mkdir()
+    made = timed_process(
+        [_collhub(), "produce", "hub.hierarchical", "-s", f"ranks={n}", "-s", f"max_ranks={n}"]
+        + ["-s", "local_size=8", "-s", "collective=allreduce", "-f", "json", "--out", str(prefix)]
+    )
+    nodes = _nodes(_show(prefix)[3])
+    checked = _verify(prefix)
+    sim = _sim(prefix, f"ring:8,ring:{n // 8}", "64MiB")
+    ns = int(json.loads(sim[3])["metrics"]["time_ns"])
+    shutil.rmtree(prefix.parent)
+    return [
+        _row(f"produce hub.hierarchical {n}", made, f"{nodes:,} nodes, {nodes / made[1] / 1e6:.1f}M nodes/s CPU"),
+        _row(f"trace verify hierarchical {n}", checked, _verified(checked)),
+        _row(f"simulate hierarchical {n}", sim, f"unaware, ring:8,ring:{n // 8}, 64 MiB: {ns} ns"),
+    ]
+
+
+def tacos_rows(b: Big) -> list[Row]:
+    """produce tacos.synthesize all-gather (verified inside), trace verify, simulate unaware."""
+    topo = b.tacos
+    prefix = b.work / "tacos" / "t"
+    prefix.parent.mkdir()
+    made = timed_process(
+        [_collhub(), "produce", "tacos.synthesize", "-s", "collective=allgather", "-s", f"network={topo}"]
+        + ["-s", "seeds=1", "-s", "progress=false", "-f", "json", "--out", str(prefix)]
+    )
+    shown = json.loads(_show(prefix)[3])["summary"]
+    extra = shown.get("metadata", {})
+    checked = _verify(prefix)
+    sim = _sim(prefix, topo, "64MiB")
+    ns = int(json.loads(sim[3])["metrics"]["time_ns"])
+    shutil.rmtree(prefix.parent)
+    return [
+        _row(
+            f"produce tacos all-gather {topo.split(':')[-1]}",
+            made,
+            f"{shown['nodes']:,} nodes; greedy {extra.get('tacos.greedy_s')} s, verify {extra.get('tacos.verify_s')} s"
+            f", {extra.get('tacos.events')} events, bound ratio {extra.get('bound_ratio')}",
+        ),
+        _row(f"trace verify tacos {topo.split(':')[-1]}", checked, _verified(checked)),
+        _row(f"simulate tacos {topo.split(':')[-1]}", sim, f"unaware, 64 MiB: {ns} ns"),
+    ]
+
+
+ROWS: dict[str, Callable[[Big], list[Row]]] = {"ring": ring_rows, "hier": hier_rows, "tacos": tacos_rows}
+
+
+def run(b: Big, only: list[str] | None = None) -> list[Row]:
+    """The big rows (those of ``only``, default all); a failing group prints FAILED, not a figure."""
+    rows: list[Row] = []
+    for name, fn in ROWS.items():
+        if only and name not in only:
+            continue
+        with tempfile.TemporaryDirectory(prefix=f"bench-big-{name}-") as tmp:
+            try:
+                rows.extend(fn(Big(b.ring, b.hier, b.tacos, Path(tmp))))
+            except Exception as exc:  # one group that does not fit must not hide the others
+                rows.append(
+                    Row(f"{name}: FAILED", float("nan"), float("nan"), float("nan"), str(exc)[-200:], 0.0, False)
+                )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ring", type=int, default=4096)
+    ap.add_argument("--hier", type=int, default=8192)
+    ap.add_argument("--tacos", default="torus:64x64")
+    ap.add_argument("--only", nargs="*", choices=list(ROWS))
+    a = ap.parse_args(argv)
+    rows = run(Big(a.ring, a.hier, a.tacos), a.only)
+    print(f"{'row':<34} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'ratio':>7}  {'reference':<34} note")
+    for r in rows:
+        print(f"{r.name:<34} {r.wall:>8.1f} {r.cpu:>8.1f} {r.mib:>9.0f} {r.ratio:>6.1f}x  {r.reference:<34} {r.note}")
+    return 0 if all(r.ok is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
