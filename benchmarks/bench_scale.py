@@ -57,6 +57,7 @@ class Scale:
     big_hier: int = 8192
     big_tacos: str = "torus:64x64"
     big_only: list[str] = field(default_factory=list)
+    big_level: str = "semantics"
 
 
 def run_process(argv: list[str]) -> tuple[float, float, float, str]:
@@ -173,7 +174,7 @@ def row_big(s: Scale) -> list[Row]:
     """``--big``: the 4096-rank ring, 8192-rank hierarchical and 4096-NPU TACOS rows (scale_big.py)."""
     import scale_big
 
-    big = scale_big.Big(s.big_ring, s.big_hier, s.big_tacos)
+    big = scale_big.Big(s.big_ring, s.big_hier, s.big_tacos, s.workdir, s.big_level)
     out = []
     for r in scale_big.run(big, s.big_only or None):
         verdict = "" if r.ok is None else (" (fits)" if r.ok else " (does NOT fit)")
@@ -195,19 +196,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-hier", type=int, default=8192, metavar="N", help="ranks of the big hierarchical rows")
     ap.add_argument("--big-tacos", default="torus:64x64", metavar="TOPO", help="network of the big TACOS rows")
     ap.add_argument("--big-only", nargs="*", default=[], help="big rows: only these groups (ring, hier, tacos)")
+    ap.add_argument("--big-level", default="semantics", help="deepest level of the big verify rows")
     ap.add_argument("--only-big", action="store_true", help="the big rows alone (not the 1024-rank table)")
     args = ap.parse_args(argv)
     collhub = Path(sys.executable).parent / "collhub"
     workdir = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     rows: list[Row] = []
     try:
-        state = Scale(args.ranks, workdir, collhub, {}, args.big_ring, args.big_hier, args.big_tacos, args.big_only)
+        state = Scale(
+            args.ranks,
+            workdir,
+            collhub,
+            {},
+            args.big_ring,
+            args.big_hier,
+            args.big_tacos,
+            args.big_only,
+            args.big_level,
+        )
         fns = [] if args.only_big else list(ROWS)
         for fn in fns + ([row_big] if args.big or args.only_big else []):
             rows.extend(fn(state))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"Scale: ring all-reduce, {args.ranks} ranks, {os.cpu_count()} CPUs (whole processes, files on disk)")
+    what = "the big rows (scale_big.py)" if args.only_big else f"ring all-reduce, {args.ranks} ranks"
+    print(f"Scale: {what}, {os.cpu_count()} CPUs (whole processes, files on disk)")
     print(f"{'step':<52}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'ratio':>9}  reference")
     for r in rows:
         print(

@@ -11,10 +11,12 @@ FAILED with the signal instead of a figure.
   ``collhub trace show`` (streamed rank by rank) against the whole-set read it replaced
   (``read_algorithm`` + ``summarize``, measured in the same run), and ``collhub consume
   hub.simulate`` unaware on the bench_sim ring of 64 MiB (checked against the closed form);
-* hierarchical all-reduce on ``--hier`` ranks (default 8192, 8 per node): produce, ``trace
-  verify`` (all levels), simulate unaware on ``ring:8,ring:N/8``;
-* TACOS-style all-gather on ``--tacos`` (default ``torus:64x64``, 4096 NPUs): ``produce
-  tacos.synthesize`` (greedy + build + hub.verify), ``trace verify``, simulate unaware.
+* hierarchical all-reduce on ``--hier`` ranks (default 8192, 8 per node, ``fused=true``: 42M
+  nodes; unfused it would be 335M): produce, ``trace verify`` (all levels), simulate unaware on
+  ``ring:8,ring:N/8``;
+* TACOS-style all-gather on ``--tacos`` (default ``torus:64x64``, 4096 NPUs, 33.5M nodes):
+  ``produce tacos.synthesize`` (greedy + build + write, ``verify=false``), ``trace verify`` of
+  the written files (all levels), simulate unaware.
 
 The reference of every row is the issue's memory budget, 24 GiB (ratio = 24 GiB / peak); the
 node rate and, where one exists, the same-run reference are in the note.
@@ -47,6 +49,9 @@ class Big:
     hier: int = 8192
     tacos: str = "torus:64x64"
     work: Path = Path(".")
+    #: deepest verify level of the verify rows (semantics includes the race check, whose
+    #: memory is ~0.8-0.9 KB per node at 1-3M nodes: more than the budget at 33-42M)
+    level: str = "semantics"
 
 
 def _row(name: str, fig: tuple[float, float, float, str], note: str, ref: str = "24 GiB budget") -> Row:
@@ -118,8 +123,8 @@ def _sim(prefix: Path, network: str, size: str | None) -> tuple[float, float, fl
     )
 
 
-def _verify(prefix: Path) -> tuple[float, float, float, str]:
-    return timed_process([_collhub(), "trace", "verify", str(prefix), "-f", "json"])
+def _verify(prefix: Path, level: str) -> tuple[float, float, float, str]:
+    return timed_process([_collhub(), "trace", "verify", str(prefix), "--level", level, "-f", "json"])
 
 
 def _verified(fig: tuple[float, float, float, str]) -> str:
@@ -128,16 +133,16 @@ def _verified(fig: tuple[float, float, float, str]) -> str:
 
 
 def hier_rows(b: Big) -> list[Row]:
-    """produce hub.hierarchical (8 ranks per node), trace verify, simulate unaware."""
+    """produce hub.hierarchical (8 ranks per node, fused: ~5(N+L) nodes per rank), trace verify, simulate."""
     n = b.hier
     prefix = b.work / "hier" / "h"
     prefix.parent.mkdir()
     made = timed_process(
         [_collhub(), "produce", "hub.hierarchical", "-s", f"ranks={n}", "-s", f"max_ranks={n}"]
-        + ["-s", "local_size=8", "-s", "collective=allreduce", "-f", "json", "--out", str(prefix)]
+        + ["-s", "local_size=8", "-s", "fused=true", "-s", "collective=allreduce", "-f", "json", "--out", str(prefix)]
     )
     nodes = _nodes(_show(prefix)[3])
-    checked = _verify(prefix)
+    checked = _verify(prefix, b.level)
     sim = _sim(prefix, f"ring:8,ring:{n // 8}", "64MiB")
     ns = int(json.loads(sim[3])["metrics"]["time_ns"])
     shutil.rmtree(prefix.parent)
@@ -149,17 +154,18 @@ def hier_rows(b: Big) -> list[Row]:
 
 
 def tacos_rows(b: Big) -> list[Row]:
-    """produce tacos.synthesize all-gather (verified inside), trace verify, simulate unaware."""
+    """produce tacos.synthesize all-gather (greedy + build + write; verify=false: the next row
+    verifies the written files, all levels), trace verify, simulate unaware."""
     topo = b.tacos
     prefix = b.work / "tacos" / "t"
     prefix.parent.mkdir()
     made = timed_process(
         [_collhub(), "produce", "tacos.synthesize", "-s", "collective=allgather", "-s", f"network={topo}"]
-        + ["-s", "seeds=1", "-s", "progress=false", "-f", "json", "--out", str(prefix)]
+        + ["-s", "seeds=1", "-s", "progress=false", "-s", "verify=false", "-f", "json", "--out", str(prefix)]
     )
     shown = json.loads(_show(prefix)[3])["summary"]
     extra = shown.get("metadata", {})
-    checked = _verify(prefix)
+    checked = _verify(prefix, b.level)
     sim = _sim(prefix, topo, "64MiB")
     ns = int(json.loads(sim[3])["metrics"]["time_ns"])
     shutil.rmtree(prefix.parent)
@@ -167,8 +173,8 @@ def tacos_rows(b: Big) -> list[Row]:
         _row(
             f"produce tacos all-gather {topo.split(':')[-1]}",
             made,
-            f"{shown['nodes']:,} nodes; greedy {extra.get('tacos.greedy_s')} s, verify {extra.get('tacos.verify_s')} s"
-            f", {extra.get('tacos.events')} events, bound ratio {extra.get('bound_ratio')}",
+            f"{shown['nodes']:,} nodes; greedy {extra.get('tacos.greedy_s')} s, {extra.get('tacos.events')} events"
+            f", bound ratio {extra.get('bound_ratio')}",
         ),
         _row(f"trace verify tacos {topo.split(':')[-1]}", checked, _verified(checked)),
         _row(f"simulate tacos {topo.split(':')[-1]}", sim, f"unaware, 64 MiB: {ns} ns"),
@@ -178,20 +184,31 @@ def tacos_rows(b: Big) -> list[Row]:
 ROWS: dict[str, Callable[[Big], list[Row]]] = {"ring": ring_rows, "hier": hier_rows, "tacos": tacos_rows}
 
 
-def run(b: Big, only: list[str] | None = None) -> list[Row]:
-    """The big rows (those of ``only``, default all); a failing group prints FAILED, not a figure."""
+def run(b: Big, only: list[str] | None = None, show: Callable[[Row], None] | None = None) -> list[Row]:
+    """The big rows (those of ``only``, default all), each also handed to ``show`` as soon as its
+    group is done; a failing group gives one FAILED row (its reason) instead of its figures."""
     rows: list[Row] = []
     for name, fn in ROWS.items():
         if only and name not in only:
             continue
         with tempfile.TemporaryDirectory(prefix=f"bench-big-{name}-") as tmp:
             try:
-                rows.extend(fn(Big(b.ring, b.hier, b.tacos, Path(tmp))))
+                got = fn(Big(b.ring, b.hier, b.tacos, Path(tmp), b.level))
             except Exception as exc:  # one group that does not fit must not hide the others
-                rows.append(
-                    Row(f"{name}: FAILED", float("nan"), float("nan"), float("nan"), str(exc)[-200:], 0.0, False)
-                )
+                nan = float("nan")
+                got = [Row(f"{name}: FAILED", nan, nan, nan, str(exc)[-200:], 0.0, False)]
+        for r in got:
+            if show is not None:
+                show(r)
+        rows.extend(got)
     return rows
+
+
+def _print(r: Row) -> None:
+    print(
+        f"{r.name:<34} {r.wall:>8.1f} {r.cpu:>8.1f} {r.mib:>9.0f} {r.ratio:>6.1f}x  {r.reference:<34} {r.note}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,12 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ring", type=int, default=4096)
     ap.add_argument("--hier", type=int, default=8192)
     ap.add_argument("--tacos", default="torus:64x64")
+    ap.add_argument("--level", default="semantics", choices=["structure", "progress", "semantics"])
     ap.add_argument("--only", nargs="*", choices=list(ROWS))
     a = ap.parse_args(argv)
-    rows = run(Big(a.ring, a.hier, a.tacos), a.only)
-    print(f"{'row':<34} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'ratio':>7}  {'reference':<34} note")
-    for r in rows:
-        print(f"{r.name:<34} {r.wall:>8.1f} {r.cpu:>8.1f} {r.mib:>9.0f} {r.ratio:>6.1f}x  {r.reference:<34} {r.note}")
+    print(f"{'row':<34} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'ratio':>7}  {'reference':<34} note", flush=True)
+    rows = run(Big(a.ring, a.hier, a.tacos, Path("."), a.level), a.only, _print)
     return 0 if all(r.ok is not False for r in rows) else 1
 
 
