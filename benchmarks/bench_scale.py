@@ -58,6 +58,7 @@ class Scale:
     big_tacos: str = "torus:64x64"
     big_only: list[str] = field(default_factory=list)
     big_level: str = "semantics"
+    big_local: int = 8
 
 
 def run_process(argv: list[str]) -> tuple[float, float, float, str]:
@@ -174,7 +175,7 @@ def row_big(s: Scale) -> list[Row]:
     """``--big``: the 4096-rank ring, 8192-rank hierarchical and 4096-NPU TACOS rows (scale_big.py)."""
     import scale_big
 
-    big = scale_big.Big(s.big_ring, s.big_hier, s.big_tacos, s.workdir, s.big_level)
+    big = scale_big.Big(s.big_ring, s.big_hier, s.big_tacos, s.workdir, s.big_level, s.big_local)
     out = []
     for r in scale_big.run(big, s.big_only or None):
         verdict = "" if r.ok is None else (" (fits)" if r.ok else " (does NOT fit)")
@@ -197,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-tacos", default="torus:64x64", metavar="TOPO", help="network of the big TACOS rows")
     ap.add_argument("--big-only", nargs="*", default=[], help="big rows: only these groups (ring, hier, tacos)")
     ap.add_argument("--big-level", default="semantics", help="deepest level of the big verify rows")
+    ap.add_argument("--big-local", type=int, default=8, metavar="L", help="ranks per node of the big hierarchical rows")
     ap.add_argument("--only-big", action="store_true", help="the big rows alone (not the 1024-rank table)")
     args = ap.parse_args(argv)
     collhub = Path(sys.executable).parent / "collhub"

@@ -11,12 +11,17 @@ FAILED with the signal instead of a figure.
   ``collhub trace show`` (streamed rank by rank) against the whole-set read it replaced
   (``read_algorithm`` + ``summarize``, measured in the same run), and ``collhub consume
   hub.simulate`` unaware on the bench_sim ring of 64 MiB (checked against the closed form);
-* hierarchical all-reduce on ``--hier`` ranks (default 8192, 8 per node, ``fused=true``: 42M
-  nodes; unfused it would be 335M): produce, ``trace verify`` (all levels), simulate unaware on
-  ``ring:8,ring:N/8``;
+* hierarchical all-reduce on ``--hier`` ranks (default 8192, ``--local`` 8 per node,
+  ``fused=true``: 42M nodes; unfused it would be 335M; 64 per node: 7.8M): produce, ``trace
+  verify`` (to ``--level``), simulate unaware on ``ring:L,ring:N/L``;
 * TACOS-style all-gather on ``--tacos`` (default ``torus:64x64``, 4096 NPUs, 33.5M nodes):
   ``produce tacos.synthesize`` (greedy + build + write, ``verify=false``), ``trace verify`` of
-  the written files (all levels), simulate unaware.
+  the written files (to ``--level``), simulate unaware.
+
+Verification memory grows faster than the rest (measured, Dec 2026: ~400 bytes a node whole
+process to level progress, ~880 with semantics, at 2.7M nodes), so at 33-42M nodes only
+``--level structure`` fits a 14 GB cap; ``--local 64`` gives an 8192-rank all-reduce small
+enough (7.8M nodes) to verify at every level.
 
 The reference of every row is the issue's memory budget, 24 GiB (ratio = 24 GiB / peak); the
 node rate and, where one exists, the same-run reference are in the note.
@@ -52,6 +57,7 @@ class Big:
     #: deepest verify level of the verify rows (semantics includes the race check, whose
     #: memory is ~0.8-0.9 KB per node at 1-3M nodes: more than the budget at 33-42M)
     level: str = "semantics"
+    local: int = 8  # ranks per node of the hierarchical rows
 
 
 def _row(name: str, fig: tuple[float, float, float, str], note: str, ref: str = "24 GiB budget") -> Row:
@@ -133,23 +139,26 @@ def _verified(fig: tuple[float, float, float, str]) -> str:
 
 
 def hier_rows(b: Big) -> list[Row]:
-    """produce hub.hierarchical (8 ranks per node, fused: ~5(N+L) nodes per rank), trace verify, simulate."""
+    """produce hub.hierarchical (``local`` ranks per node, fused: ~5(N+L) nodes per rank), trace
+    verify, simulate unaware on ``ring:L,ring:N``."""
     n = b.hier
     prefix = b.work / "hier" / "h"
     prefix.parent.mkdir()
     made = timed_process(
         [_collhub(), "produce", "hub.hierarchical", "-s", f"ranks={n}", "-s", f"max_ranks={n}"]
-        + ["-s", "local_size=8", "-s", "fused=true", "-s", "collective=allreduce", "-f", "json", "--out", str(prefix)]
+        + ["-s", f"local_size={b.local}", "-s", "fused=true", "-s", "collective=allreduce", "-f", "json"]
+        + ["--out", str(prefix)]
     )
     nodes = _nodes(_show(prefix)[3])
     checked = _verify(prefix, b.level)
-    sim = _sim(prefix, f"ring:8,ring:{n // 8}", "64MiB")
+    net = f"ring:{b.local},ring:{n // b.local}"
+    sim = _sim(prefix, net, "64MiB")
     ns = int(json.loads(sim[3])["metrics"]["time_ns"])
     shutil.rmtree(prefix.parent)
     return [
-        _row(f"produce hub.hierarchical {n}", made, f"{nodes:,} nodes, {nodes / made[1] / 1e6:.1f}M nodes/s CPU"),
-        _row(f"trace verify hierarchical {n}", checked, _verified(checked)),
-        _row(f"simulate hierarchical {n}", sim, f"unaware, ring:8,ring:{n // 8}, 64 MiB: {ns} ns"),
+        _row(f"produce hierarchical {n}/{b.local}", made, f"{nodes:,} nodes, {nodes / made[1] / 1e6:.1f}M nodes/s CPU"),
+        _row(f"trace verify hierarchical {n}/{b.local}", checked, _verified(checked)),
+        _row(f"simulate hierarchical {n}/{b.local}", sim, f"unaware, {net}, 64 MiB: {ns} ns"),
     ]
 
 
@@ -193,7 +202,7 @@ def run(b: Big, only: list[str] | None = None, show: Callable[[Row], None] | Non
             continue
         with tempfile.TemporaryDirectory(prefix=f"bench-big-{name}-") as tmp:
             try:
-                got = fn(Big(b.ring, b.hier, b.tacos, Path(tmp), b.level))
+                got = fn(Big(b.ring, b.hier, b.tacos, Path(tmp), b.level, b.local))
             except Exception as exc:  # one group that does not fit must not hide the others
                 nan = float("nan")
                 got = [Row(f"{name}: FAILED", nan, nan, nan, str(exc)[-200:], 0.0, False)]
@@ -219,10 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hier", type=int, default=8192)
     ap.add_argument("--tacos", default="torus:64x64")
     ap.add_argument("--level", default="semantics", choices=["structure", "progress", "semantics"])
+    ap.add_argument("--local", type=int, default=8, help="ranks per node of the hierarchical rows")
     ap.add_argument("--only", nargs="*", choices=list(ROWS))
     a = ap.parse_args(argv)
     print(f"{'row':<34} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'ratio':>7}  {'reference':<34} note", flush=True)
-    rows = run(Big(a.ring, a.hier, a.tacos, Path("."), a.level), a.only, _print)
+    rows = run(Big(a.ring, a.hier, a.tacos, Path("."), a.level, a.local), a.only, _print)
     return 0 if all(r.ok is not False for r in rows) else 1
 
 
