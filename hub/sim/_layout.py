@@ -146,11 +146,12 @@ def layout(prog: Program, delays: Any = None) -> Layout:
             gather = np.repeat(sp[:-1][perm[b:e]] - new_sp[b:e], cnt[b:e])
             gather += np.arange(lo, hi, dtype=np.int64)
             new_si[lo:hi] = inv[si[gather]]
-    del cnt
+    del cnt, sp, si, indeg  # the feeder's program-ordered copies: the engine's are built
     new_si[nedges:] = roots
 
     kind_e = _append(kinds[perm], K_NOP, np.int8)
-    dur_e = _append(np.frombuffer(prog.dur, dtype=np.int64)[perm], 0, np.int64)
+    dur_e = np.zeros(n + 1, dtype=np.int64)
+    np.take(np.frombuffer(prog.dur, dtype=np.int64), perm, out=dur_e[:n])
     dur_e[kind_e != K_COMP] = 0
     res = prog.acq is not None and prog.rel is not None
     return Layout(
