@@ -19,9 +19,9 @@ FAILED with the signal instead of a figure.
   the written files (to ``--level``), simulate unaware.
 
 Verification memory grows faster than the rest (measured, Dec 2026: ~400 bytes a node whole
-process to level progress, ~880 with semantics, at 2.7M nodes), so at 33-42M nodes only
-``--level structure`` fits a 14 GB cap; ``--local 64`` gives an 8192-rank all-reduce small
-enough (7.8M nodes) to verify at every level.
+process to level progress, ~880 with semantics at 2.7M nodes; the race check of the 7.8M-node
+8192/64 all-reduce needs more than 14 GB), so under a 14 GB cap the 33-42M-node rows verify to
+``--level structure`` and ``--local 64`` (7.8M nodes) to ``--level progress``.
 
 The reference of every row is the issue's memory budget, 24 GiB (ratio = 24 GiB / peak); the
 node rate and, where one exists, the same-run reference are in the note.
