@@ -602,12 +602,28 @@ class Algorithm:
         return h.hexdigest()[:16]
 
     def summary(self) -> dict[str, Any]:
-        from ._summary import RankTally  # (it imports this module)
-
-        tally = RankTally()
+        kinds = {t: 0 for t in ("send", "recv", "comp")}
         for g in self.graphs:
-            tally.add(g)
-        return tally.summary(self.meta)
+            kinds["send"] += int(np.count_nonzero(g.kind == NodeType.SEND))
+            kinds["recv"] += int(np.count_nonzero(g.kind == NodeType.RECV))
+            kinds["comp"] += int(np.count_nonzero(g.kind == NodeType.COMP))
+        m = self.meta
+        return {
+            "name": m.name,
+            "producer": m.producer,
+            "collective": str(m.collective),
+            "ranks": m.ranks,
+            "in_chunks": m.in_chunks,
+            "out_chunks": m.out_chunks,
+            "scratch_chunks": m.scratch_chunks,
+            "inplace": m.inplace,
+            "root": m.root,
+            "size": m.size,
+            "nodes": self.node_count(),
+            **kinds,
+            # producer provenance (GlobalMetadata attributes beyond the profile's own)
+            **({"metadata": dict(m.extra)} if m.extra else {}),
+        }
 
 
 def build_algorithm(meta: AlgorithmMeta, builders: Sequence[RankGraphBuilder]) -> Algorithm:

@@ -10,7 +10,6 @@ The nodes are decoded by :mod:`._ranks`; workloads are read by :mod:`._workload_
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,12 @@ from ._load import load, load_batches
 from ._meta import frame_file, is_int_value, metadata, read_global_metadata, typed_metadata
 from ._model import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraph
 from ._ranks import NodeError, decode_ranks, frame_files
-from ._validate import check_algorithm, check_meta, check_rank
+from ._validate import check_algorithm
 from ._wire import TypedValue, WireError
 from ._workload import Workload
 from ._workload_io import read_workload
 
-__all__ = ["read_algorithm", "read_global_metadata", "read_trace", "read_workload", "stream_algorithm", "trace_kind"]
+__all__ = ["read_algorithm", "read_global_metadata", "read_trace", "read_workload"]
 
 
 #: Metadata attributes of foreign writers that are a copy of the source input: not kept.
@@ -181,48 +180,6 @@ def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
     paths = rank_files(prefix)
     meta_typed: dict[str, TypedValue] = {}
     graphs: list[RankGraph] = []
-    for _r0, batch, typed in _decoded_batches(paths):
-        graphs.extend(batch)
-        meta_typed = typed
-    meta = _meta_from_attrs({k: tv.value for k, tv in meta_typed.items()}, len(paths), paths[0])
-    if P.META.PROFILE not in meta_typed:
-        _check_no_profile_nodes(graphs, paths)
-    alg = Algorithm(meta, tuple(graphs))
-    check_algorithm(alg, paths=paths, ranges=False)  # the decoder checked the ranges of the wire values
-    return alg
-
-
-def stream_algorithm(prefix: str | os.PathLike[str], visit: Callable[[int, RankGraph], None]) -> AlgorithmMeta:
-    """Read ``<prefix>.<rank>.et`` like :func:`read_algorithm`, but hand each rank's graph to
-    ``visit(rank, graph)`` (in rank order) as its batch is decoded and checked, and keep none:
-    the memory is one batch's, whatever the number of ranks. Returns the set's metadata.
-
-    The checks are :func:`read_algorithm`'s; only their order differs (a bad metadata value is
-    reported before a later rank's bad node, not after it)."""
-    paths = rank_files(prefix)
-    meta: AlgorithmMeta | None = None
-    profile = False
-    total = 0.0
-    for r0, batch, meta_typed in _decoded_batches(paths):
-        if meta is None:
-            meta = _meta_from_attrs({k: tv.value for k, tv in meta_typed.items()}, len(paths), paths[0])
-            check_meta(meta, str(paths[0]), in_file=True)
-            profile = P.META.PROFILE in meta_typed
-        for k, g in enumerate(batch):
-            rank = r0 + k
-            if not profile:
-                _check_no_profile_nodes([g], paths, rank)
-            total = check_rank(meta, rank, g, total, path=str(paths[rank]), ranges=False)
-            visit(rank, g)
-        batch.clear()  # the graphs go as soon as the visitor is done with them
-    assert meta is not None  # rank_files never returns an empty set
-    return meta
-
-
-def _decoded_batches(paths: list[Path]) -> Iterator[tuple[int, list[RankGraph], dict[str, TypedValue]]]:
-    """(first rank, its batch's graphs, rank 0's typed GlobalMetadata) per batch of rank files,
-    each file's metadata checked against rank 0's on the way."""
-    meta_typed: dict[str, TypedValue] = {}
     for data, bases, sizes, r0 in load_batches(paths, _BATCH_BYTES):
         starts, ends, counts = _frames(data, bases, sizes, paths, r0)
         first = np.concatenate(([0], np.cumsum(counts)))[:-1]
@@ -234,11 +191,16 @@ def _decoded_batches(paths: list[Path]) -> Iterator[tuple[int, list[RankGraph], 
         is_node = np.ones(starts.size, bool)
         is_node[first] = False
         try:
-            batch = decode_ranks(data, starts[is_node], ends[is_node], counts - 1)
+            graphs.extend(decode_ranks(data, starts[is_node], ends[is_node], counts - 1))
         except NodeError as exc:
             rank = r0 + exc.rank
             raise TraceFormatError(str(exc), path=str(paths[rank]), rank=rank, node=exc.node, hint=exc.hint) from None
-        yield r0, batch, meta_typed
+    meta = _meta_from_attrs({k: tv.value for k, tv in meta_typed.items()}, len(paths), paths[0])
+    if P.META.PROFILE not in meta_typed:
+        _check_no_profile_nodes(graphs, paths)
+    alg = Algorithm(meta, tuple(graphs))
+    check_algorithm(alg, paths=paths, ranges=False)  # the decoder checked the ranges of the wire values
+    return alg
 
 
 def _check_file_meta(
@@ -262,12 +224,10 @@ def _check_file_meta(
     return first
 
 
-def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path], first: int = 0) -> None:
+def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path]) -> None:
     """Nodes with the profile's buffer semantics need the profile's GlobalMetadata: without it
-    (a zero-length or damaged first message) the set would silently read as ``custom``.
-    ``graphs``/``paths`` are those of ranks ``first``, ``first + 1``, ..."""
-    for k, g in enumerate(graphs):
-        rank = first + k
+    (a zero-length or damaged first message) the set would silently read as ``custom``."""
+    for rank, g in enumerate(graphs):
         has = (g.src_buf >= 0) | (g.dst_buf >= 0)
         if has.any():
             p = int(np.argmax(has))
@@ -281,12 +241,7 @@ def _check_no_profile_nodes(graphs: list[RankGraph], paths: list[Path], first: i
 
 
 def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
-    """Read an algorithm or a workload, whichever the files hold (:func:`trace_kind`)."""
-    return read_algorithm(prefix) if trace_kind(prefix) == "algorithm" else read_workload(prefix)
-
-
-def trace_kind(prefix: str | os.PathLike[str]) -> str:
-    """``"algorithm"`` or ``"workload"``: what rank 0's file says the set holds.
+    """Read an algorithm or a workload, whichever the files hold.
 
     Profile metadata means an algorithm; otherwise rank 0's nodes decide: any COMM_COLL_NODE
     means a workload, else any SEND/RECV means an algorithm, else a workload.
@@ -296,9 +251,9 @@ def trace_kind(prefix: str | os.PathLike[str]) -> str:
     starts, ends = frame_file(data, first, 0)
     _v, attrs = metadata(data, starts[0], ends[0], first, 0)
     if P.META.PROFILE in attrs:
-        return "algorithm"
+        return read_algorithm(prefix)
     if P.META.WORKLOAD in attrs:
-        return "workload"
+        return read_workload(prefix)
     kinds = set()
     for s, e in zip(starts[1:], ends[1:], strict=True):
         try:
@@ -311,7 +266,7 @@ def trace_kind(prefix: str | os.PathLike[str]) -> str:
                 hint="the file is truncated or corrupt",
             ) from None
     if NodeType.COLL in kinds:
-        return "workload"
+        return read_workload(prefix)
     if kinds & {NodeType.SEND, NodeType.RECV}:
-        return "algorithm"
-    return "workload"
+        return read_algorithm(prefix)
+    return read_workload(prefix)

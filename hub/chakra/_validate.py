@@ -31,8 +31,6 @@ __all__ = [
     "ATTR_RANGES",
     "INT32_MAX",
     "check_algorithm",
-    "check_meta",
-    "check_rank",
     "limit",
     "meta_problem",
 ]
@@ -115,11 +113,12 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
     return None
 
 
-def _node_problem(meta: AlgorithmMeta, rank: int, g: RankGraph, ranges: bool = True) -> tuple[str, int, str] | None:
-    """(message, node id, hint) of the first implausible node of ``rank`` (graph ``g``), or None;
-    ``ranges`` False skips what the decoder already checked on the wire values (ATTR_RANGES, node
-    kinds, dependency positions)."""
-    n = meta.ranks
+def _node_problem(alg: Algorithm, rank: int, ranges: bool = True) -> tuple[str, int, str] | None:
+    """(message, node id, hint) of the first implausible node of ``rank``, or None; ``ranges``
+    False skips what the decoder already checked on the wire values (ATTR_RANGES, node kinds,
+    dependency positions)."""
+    g = alg.graphs[rank]
+    n = alg.ranks
     kind = g.kind
     if len(g) == 0:
         return None
@@ -142,6 +141,7 @@ def _node_problem(meta: AlgorithmMeta, rank: int, g: RankGraph, ranges: bool = T
     size = g.size
     sized = comm & (size >= 0)
     if sized.any():
+        meta = alg.meta
         zero = sized & (size == 0) & (g.count != 0)
         if meta.size and zero.any():  # a zero-byte message of a collective of size > 0
             p = int(np.argmax(zero))
@@ -192,8 +192,9 @@ def _column_problem(g: RankGraph) -> tuple[str, int, str] | None:
     return None
 
 
-def _bytes_of(g: RankGraph) -> float:
+def _bytes_of(alg: Algorithm, rank: int) -> float:
     """The bytes a rank's messages carry, as a float (exact enough to see int64 overflow)."""
+    g = alg.graphs[rank]
     comm = (g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)
     return float(np.sum(g.size[comm & (g.size > 0)], dtype=np.float64))
 
@@ -207,39 +208,24 @@ def check_algorithm(
     checked them on the wire values) skips the per-column range checks."""
     label = what or None  # stands where the file would be named
     where0 = str(paths[0]) if paths else label
-    check_meta(alg.meta, where0, in_file=bool(paths))
+    bad = meta_problem(alg.meta)
+    if bad is not None:
+        raise TraceFormatError(
+            f"GlobalMetadata: {bad[0]}" if paths else bad[0], path=where0, rank=0 if paths else None, hint=bad[1]
+        )
     if len(alg.graphs) != alg.ranks:
         raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
     total = 0.0
     for rank in range(alg.ranks):
-        where = str(paths[rank]) if paths else label
-        total = check_rank(alg.meta, rank, alg.graphs[rank], total, path=where, ranges=ranges)
-
-
-def check_meta(meta: AlgorithmMeta, where: str | None, *, in_file: bool) -> None:
-    """:func:`check_algorithm`'s check of the metadata; ``in_file``: ``where`` is rank 0's file."""
-    bad = meta_problem(meta)
-    if bad is not None:
-        raise TraceFormatError(
-            f"GlobalMetadata: {bad[0]}" if in_file else bad[0], path=where, rank=0 if in_file else None, hint=bad[1]
-        )
-
-
-def check_rank(
-    meta: AlgorithmMeta, rank: int, g: RankGraph, total: float, *, path: str | None, ranges: bool = True
-) -> float:
-    """:func:`check_algorithm`'s checks of one rank's graph (``meta`` already checked), so that a
-    reader streaming rank by rank runs the same ones; ``total`` is the bytes of the ranks before
-    this one (int64 overflow of the sum is refused). Returns the total including this rank."""
-    found = _node_problem(meta, rank, g, ranges)
-    total += _bytes_of(g)
-    if found is None and total >= float(INT64_MAX):
-        found = (
-            "the comm_size values add up past int64 (summed over ranks 0..this one)",
-            int(g.ids[0]),
-            "message sizes are implausible",
-        )
-    if found is not None:
-        message, node, hint = found
-        raise TraceFormatError(message, path=path, rank=rank, node=node, hint=hint)
-    return total
+        found = _node_problem(alg, rank, ranges)
+        total += _bytes_of(alg, rank)
+        if found is None and total >= float(INT64_MAX):
+            g = alg.graphs[rank]
+            found = (
+                "the comm_size values add up past int64 (summed over ranks 0..this one)",
+                int(g.ids[0]),
+                "message sizes are implausible",
+            )
+        if found is not None:
+            message, node, hint = found
+            raise TraceFormatError(message, path=str(paths[rank]) if paths else label, rank=rank, node=node, hint=hint)

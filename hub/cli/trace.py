@@ -35,14 +35,8 @@ def show(
     import warnings
 
     from ..chakra import Algorithm, DanglingDependencyWarning, read_trace, summarize
-    from ..chakra._reader import trace_kind
     from ..chakra._workload_summary import workload_summary
 
-    if graph is None and (rank is not None or graph_out is not None):
-        raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
-    if graph is None and trace_kind(prefix) == "algorithm":
-        _show_streamed(prefix, fmt)
-        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DanglingDependencyWarning)
         obj = read_trace(prefix)
@@ -51,6 +45,8 @@ def show(
     if graph is not None:
         show_graph(obj, graph, rank, graph_out)
         return
+    if rank is not None or graph_out is not None:
+        raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
         if kind == "workload":
@@ -60,19 +56,6 @@ def show(
         emit_json({"prefix": prefix, "kind": kind, "summary": summary})
     else:
         out(summarize(obj))
-
-
-def _show_streamed(prefix: str, fmt: OutputFormat) -> None:
-    """An algorithm's summary, read rank by rank: memory of one batch of files, not of the set."""
-    from ..chakra._reader import stream_algorithm
-    from ..chakra._summary import RankTally
-
-    tally = RankTally()
-    meta = stream_algorithm(prefix, lambda _rank, g: tally.add(g))
-    if fmt == OutputFormat.json:
-        emit_json({"prefix": prefix, "kind": "algorithm", "summary": tally.summary(meta)})
-    else:
-        out(tally.text(meta))
 
 
 @app.command("verify")
