@@ -1,6 +1,7 @@
 """Scale: the 1024-rank ring all-reduce end to end, as a user runs it (whole processes, files on disk).
 
-Run alone: ``python benchmarks/bench_scale.py [--ranks 1024]``. Prints one table: step, wall
+Run alone: ``python benchmarks/bench_scale.py [--ranks 1024] [--big]`` (``--big``: also the
+4096/8192-rank rows of ``scale_big.py``; minutes and several GiB, never run by CI). Prints one table: step, wall
 time, CPU time, peak memory (max RSS of the process that ran the step) and the ratio against
 the step's reference. Whole-process rows run ``collhub`` (or ``python -c``) as a subprocess;
 the node-rate rows run in this process against MLCommons' ``encodeMessage``/``decodeMessage``
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -53,28 +53,18 @@ class Scale:
     workdir: Path
     collhub: Path
     facts: dict[str, float] = field(default_factory=dict)
+    big_ring: int = 4096
+    big_hier: int = 8192
+    big_tacos: str = "torus:64x64"
+    big_only: list[str] = field(default_factory=list)
+    big_level: str = "semantics"
+    big_local: int = 8
 
 
 def run_process(argv: list[str]) -> tuple[float, float, float, str]:
-    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone.
-
-    A fresh Python runs it and reports its child's rusage, so each row's figures are its own
-    (this process's RUSAGE_CHILDREN would accumulate CPU and keep the maximum RSS of all rows)."""
-    code = (
-        "import resource, subprocess, sys, time\n"
-        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-        "w = time.perf_counter() - t\n"
-        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-        "sys.stderr.write(p.stderr); sys.stdout.write(p.stdout)\n"
-        "print(f'@@ {w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}')\n"
-        "sys.exit(p.returncode)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@ ")][-1]
-    wall, cpu, rss = (float(x) for x in line.split()[1:])
-    return wall, cpu, rss / 1024, proc.stdout
+    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone
+    (:func:`scale_sim.timed_process`: its own rusage, not the maximum over every row's child)."""
+    return scale_sim.timed_process(argv)
 
 
 def row_produce(s: Scale) -> list[Row]:
@@ -212,6 +202,18 @@ ROWS: list[Callable[[Scale], list[Row]]] = [
 ]
 
 
+def row_big(s: Scale) -> list[Row]:
+    """``--big``: the 4096-rank ring, 8192-rank hierarchical and 4096-NPU TACOS rows (scale_big.py)."""
+    import scale_big
+
+    big = scale_big.Big(s.big_ring, s.big_hier, s.big_tacos, s.workdir, s.big_level, s.big_local)
+    out = []
+    for r in scale_big.run(big, s.big_only or None):
+        verdict = "" if r.ok is None else (" (fits)" if r.ok else " (does NOT fit)")
+        out.append(Row(r.name, r.wall, r.cpu, r.mib, r.ratio, f"{r.reference}{verdict} {r.note}".strip()))
+    return out
+
+
 def _fmt(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
@@ -219,17 +221,39 @@ def _fmt(v: float | None, spec: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=1024, help="ring size (default 1024: about 4.2M nodes)")
+    ap.add_argument(
+        "--big", action="store_true", help="also the big rows (scale_big.py: 4096/8192 ranks; minutes, GiBs)"
+    )
+    ap.add_argument("--big-ring", type=int, default=4096, metavar="N", help="ranks of the big ring rows")
+    ap.add_argument("--big-hier", type=int, default=8192, metavar="N", help="ranks of the big hierarchical rows")
+    ap.add_argument("--big-tacos", default="torus:64x64", metavar="TOPO", help="network of the big TACOS rows")
+    ap.add_argument("--big-only", nargs="*", default=[], help="big rows: only these groups (ring, hier, tacos)")
+    ap.add_argument("--big-level", default="semantics", help="deepest level of the big verify rows")
+    ap.add_argument("--big-local", type=int, default=8, metavar="L", help="ranks per node of the big hierarchical rows")
+    ap.add_argument("--only-big", action="store_true", help="the big rows alone (not the 1024-rank table)")
     args = ap.parse_args(argv)
     collhub = Path(sys.executable).parent / "collhub"
     workdir = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     rows: list[Row] = []
     try:
-        state = Scale(args.ranks, workdir, collhub)
-        for fn in ROWS:
+        state = Scale(
+            args.ranks,
+            workdir,
+            collhub,
+            {},
+            args.big_ring,
+            args.big_hier,
+            args.big_tacos,
+            args.big_only,
+            args.big_level,
+        )
+        fns = [] if args.only_big else list(ROWS)
+        for fn in fns + ([row_big] if args.big or args.only_big else []):
             rows.extend(fn(state))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"Scale: ring all-reduce, {args.ranks} ranks, {os.cpu_count()} CPUs (whole processes, files on disk)")
+    what = "the big rows (scale_big.py)" if args.only_big else f"ring all-reduce, {args.ranks} ranks"
+    print(f"Scale: {what}, {os.cpu_count()} CPUs (whole processes, files on disk)")
     print(f"{'step':<52}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'ratio':>9}  reference")
     for r in rows:
         print(

@@ -1,10 +1,10 @@
 """The hub.simulate rows of the scale benchmark (issue #19): whole processes from files on disk.
 
     python benchmarks/bench_scale.py               # the whole scale table, these rows included
-    python benchmarks/scale_sim.py [--big]         # these rows alone (--big: also 4096 ranks unaware, ~10 GB)
+    python benchmarks/scale_sim.py                 # these rows alone (4096 ranks and more: scale_big.py)
 
 Rows are functions in ``ROWS``; each writes its inputs to a temporary folder, times whole
-processes (``os.wait4``: wall, user + system CPU, peak RSS of that process alone) and returns
+processes (:func:`timed_process`: wall, user + system CPU, peak RSS of that process alone) and returns
 ``Row`` objects with the figure, its reference and the ratio. The machine may be shared, so CPU
 seconds are the figure to compare; wall seconds are printed beside them.
 
@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,20 +51,35 @@ class Row:
     note: str = ""
 
 
-def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak MiB, stdout) of one whole process."""
-    with tempfile.TemporaryFile() as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        code = os.waitstatus_to_exitcode(status)
+#: the launcher of every timed process: a fresh, small Python whose one child is the command, so
+#: that child's peak RSS is its own (Linux keeps a forking parent's RSS in a child's ru_maxrss
+#: across exec: a child forked straight from this benchmark would report at least our size)
+_LAUNCH = """
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[2:], cwd=os.environ.get("BENCH_CWD") or None)
+_, status, u = os.wait4(p.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{time.perf_counter() - t0} {u.ru_utime + u.ru_stime} {u.ru_maxrss} {status}")
+"""
+
+
+def timed_process(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
+    """(wall s, user + system CPU s, peak RSS MiB, stdout) of one whole process, measured alone."""
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r", suffix=".rusage") as fig:
+        env = {**os.environ, "BENCH_CWD": str(cwd or "")}
+        proc = subprocess.run(
+            [sys.executable, "-c", _LAUNCH, fig.name, *cmd], stdout=out, stderr=subprocess.PIPE, env=env
+        )
+        err = proc.stderr.decode(errors="replace")
+        wall, cpu, rss, status = fig.read().split()
+        code = os.waitstatus_to_exitcode(int(status))
         out.seek(0)
         text = out.read().decode(errors="replace")
     if code:
-        raise RuntimeError(f"{Path(cmd[0]).name} exited with {code}: {err.strip().splitlines()[-1:] or ''}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
+        why = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
+        raise RuntimeError(f"{Path(cmd[0]).name} {why}: {err.strip().splitlines()[-1:] or ''}")
+    return float(wall), float(cpu), float(rss) / 1024, text
 
 
 def _collhub() -> str:
@@ -83,7 +97,7 @@ def _write_ring(n: int, prefix: Path) -> None:
 
 
 def _simulate(prefix: Path, n: int, mode: str) -> tuple[float, float, float, int]:
-    wall, cpu, mib, text = _timed(
+    wall, cpu, mib, text = timed_process(
         [
             _collhub(),
             "consume",
@@ -149,7 +163,7 @@ def simulate_1024_split(tmp: Path) -> list[Row]:
     prefix = tmp / "ring1024" / "ring"
     prefix.parent.mkdir()
     _write_ring(n, prefix)
-    _, _, mib, text = _timed([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
+    _, _, mib, text = timed_process([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
     r = json.loads(text)
     return [
         Row(
@@ -182,7 +196,7 @@ def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
     rows = []
     for mode in ("aware", "unaware"):
         wall, cpu, mib, ns = _simulate(prefix, n, mode)
-        twall, tcpu, tmib, text = _timed([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
+        twall, tcpu, tmib, text = timed_process([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
         same = parse_output(text).time_ns == ns
         rows.append(
             Row(
@@ -199,36 +213,11 @@ def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
     return rows
 
 
-def simulate_4096_unaware(tmp: Path) -> list[Row]:
-    from bench_sim import expected_ns
-
-    n = 4096
-    prefix = tmp / "ring4096" / "ring"
-    prefix.parent.mkdir()
-    t0 = time.perf_counter()
-    _write_ring(n, prefix)
-    made = time.perf_counter() - t0
-    wall, cpu, mib, ns = _simulate(prefix, n, "unaware")
-    exact = ns == expected_ns(n, SIZE)
-    return [
-        Row(
-            f"simulate {n} ring unaware",
-            wall,
-            cpu,
-            mib,
-            "24 GiB",
-            24 * 1024 / mib,
-            exact and mib <= 24 * 1024,
-            f"{ns} ns; ETs written in {made:.0f} s",
-        )
-    ]
-
-
 ROWS: list[Callable[[Path], list[Row]]] = [simulate_1024, simulate_1024_split, simulate_256_vs_astrasim]
 
 
 def main(argv: list[str]) -> int:
-    rows_fns = ROWS + ([simulate_4096_unaware] if "--big" in argv else [])
+    rows_fns = ROWS
     print(f"{'row':<28} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8} {'ratio':>7}  {'reference':<28} {'ok':>3}  note")
     failed = False
     for fn in rows_fns:

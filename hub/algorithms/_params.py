@@ -133,6 +133,12 @@ class HierarchicalParams(AlgorithmParams, _Reducing):
         description="Ranks per node (must divide ranks). Default: the largest divisor of ranks "
         "that is at most 8 and smaller than ranks (1 if ranks is prime).",
     )
+    fused: bool = Field(
+        False,
+        description="allreduce only: each intra-node step moves a whole 1/local_size of the data in one "
+        "message (one lane) instead of one message per node block; about 5(N+L) nodes per rank instead "
+        "of 5n, which is what makes thousands of ranks fit in memory.",
+    )
 
 
 def validated(model: type[AlgorithmParams], **values: object) -> AlgorithmParams:

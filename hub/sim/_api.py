@@ -277,7 +277,7 @@ def simulate(
     else:
         raise UsageError(f"cannot simulate a {type(obj).__name__}", hint="give an Algorithm or a Workload")
     delays, net = _model(prog, topo, mode)
-    st = run_engine(prog, delays=delays, net=net)
+    st = run_engine(prog, delays=delays, net=net, release_deps=True)  # prog is this call's own
     links: list[dict[str, Any]] = []
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):

@@ -90,14 +90,22 @@ class EngineState:
         return out
 
 
-def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = None) -> EngineState:
+def run_engine(
+    prog: Program, *, delays: Any = None, net: AwareNetwork | None = None, release_deps: bool = False
+) -> EngineState:
     """Run ``prog`` under the unaware model (``delays``: message delay in ns per SEND node, in
-    program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
+    program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages.
+
+    ``release_deps``: the program's own dependency columns (``succ_ptr``, ``succ_idx``,
+    ``indeg``) are dropped once the layout holds its engine-ordered copy, so the walk does not
+    carry both (16 bytes a node: a GiB at 4096 ranks); the program can then not be run again."""
     from .._native import load_sim
 
     _sim = load_sim()  # the compiled event loop (built by setup.py)
 
     lay = layout(prog, delays)
+    if release_deps:
+        prog.succ_ptr = prog.succ_idx = prog.indeg = None
     n = prog.n
     if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
         raise SimulationError(

@@ -397,15 +397,21 @@ def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np
     """(succ_ptr, succ_idx, parents per node, parent per edge) with repeated (parent, child) pairs
     removed: the feeder keeps dependencies in sets. Children stay ascending (file order) per parent."""
     cnt = np.diff(sp)
-    parent = np.repeat(np.arange(n, dtype=np.int64), cnt)
-    key = parent * n + si
-    if si.size > 1 and bool(np.any(key[1:] == key[:-1])):
-        keep = np.ones(si.size, dtype=bool)
-        keep[1:] = key[1:] != key[:-1]
-        parent, si = parent[keep], si[keep]
-        sp = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(parent, minlength=n), out=sp[1:])
-    indeg = np.bincount(si, minlength=n).astype(np.int64)
+    # int32 node ids (the engine's), and repeats found pairwise without an int64 key: at tens of
+    # millions of edges these temporaries were the peak of a whole simulation (issue #19)
+    parent = np.repeat(np.arange(n, dtype=np.int32), cnt)
+    del cnt
+    if si.size > 1:
+        same = si[1:] == si[:-1]
+        same &= parent[1:] == parent[:-1]
+        if bool(same.any()):
+            keep = np.ones(si.size, dtype=bool)
+            np.logical_not(same, out=keep[1:])
+            del same
+            parent, si = parent[keep], si[keep]
+            sp = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(parent, minlength=n), out=sp[1:])
+    indeg = np.bincount(si, minlength=n).astype(np.int32)
     return sp, si, indeg, parent
 
 
@@ -473,7 +479,7 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     the free set's order), per-rank free-set state (buckets, next resize))."""
     n = prog.n
     sp, si, indeg, parent_of = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n)
-    ids = np.frombuffer(prog.local_id, dtype=np.int64).astype(np.uint64)
+    ids = np.frombuffer(prog.local_id, dtype=np.int64).view(np.uint64)  # astype's values, without a copy
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)

@@ -85,6 +85,10 @@ def _position_major(rank: np.ndarray, nranks: int) -> np.ndarray:
     return np.argsort(pos * nranks + rank, kind="stable")
 
 
+#: engine nodes per block of the successor renumbering
+_BLOCK = 1 << 20
+
+
 def _append(a: np.ndarray, value: int, dtype: Any) -> np.ndarray:
     """``a`` as ``dtype`` with one more element (the start node's) at the end."""
     out = np.empty(a.size + 1, dtype=dtype)
@@ -110,6 +114,7 @@ def layout(prog: Program, delays: Any = None) -> Layout:
     if delays is not None and nchan:
         sends = np.flatnonzero(kinds == K_SEND)
         chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)
+    chan = chan.astype(np.int32)  # held to the end: narrowed now (channel ids < node count < 2^31)
     # the feeder's view: distinct parents, children in child-set order, roots in issue order
     feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
     if feeder:
@@ -126,20 +131,27 @@ def layout(prog: Program, delays: Any = None) -> Layout:
 
     # successors: engine node e's list is its program node's list, renumbered, same order;
     # the start node's list (last) is the roots
-    cnt = np.diff(sp)[perm]
+    cnt = np.diff(sp).astype(np.int32)[perm]  # successors per node: int32 like the node ids
     new_sp = np.zeros(n + 2, dtype=np.int64)
     np.cumsum(cnt, out=new_sp[1:-1])
     nedges = int(new_sp[n])
     new_sp[n + 1] = nedges + roots.size
     new_si = np.empty(nedges + roots.size, dtype=np.int32)
-    if nedges:
-        gather = np.repeat(sp[:-1][perm] - new_sp[:-2], cnt)
-        gather += np.arange(nedges, dtype=np.int64)
-        new_si[:nedges] = inv[si[gather]]
+    # a block of engine nodes at a time: the int64 gather index then costs a block, not 16 bytes
+    # an edge on top of everything else (it was the peak of a whole simulation; issue #19)
+    for b in range(0, n, _BLOCK):
+        e = min(b + _BLOCK, n)
+        lo, hi = int(new_sp[b]), int(new_sp[e])
+        if hi > lo:
+            gather = np.repeat(sp[:-1][perm[b:e]] - new_sp[b:e], cnt[b:e])
+            gather += np.arange(lo, hi, dtype=np.int64)
+            new_si[lo:hi] = inv[si[gather]]
+    del cnt, sp, si, indeg  # the feeder's program-ordered copies: the engine's are built
     new_si[nedges:] = roots
 
     kind_e = _append(kinds[perm], K_NOP, np.int8)
-    dur_e = _append(np.frombuffer(prog.dur, dtype=np.int64)[perm], 0, np.int64)
+    dur_e = np.zeros(n + 1, dtype=np.int64)
+    np.take(np.frombuffer(prog.dur, dtype=np.int64), perm, out=dur_e[:n])
     dur_e[kind_e != K_COMP] = 0
     res = prog.acq is not None and prog.rel is not None
     return Layout(
