@@ -18,6 +18,9 @@
 
 enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
 enum { EV_NODE = -1, EV_FREE = -2 }; /* Ev.b; b >= 0: a message finished hop b (aware) */
+/* resource classes per NPU: 1-3 the workload's (one node each), 4.. the native collectives'
+ * per-dimension queues (active-chunks-per-dimension streams each; hub/sim/_native_streams.py) */
+enum { NCLS = 16 };
 
 typedef struct {
     int64_t t;
@@ -49,10 +52,11 @@ typedef struct {
     int64_t *lbytes, *lbusyt;
     uint8_t *lbusy;
     int32_t *lq_head, *lq_tail, *mhop;
-    /* workload resources */
+    /* workload resources: per NPU NCLS classes, class c holds at most cap[c] nodes at once */
     int use_res;
     const int8_t *acq, *rel, *wlev;
-    uint8_t *busy;
+    const int32_t *cap;
+    int32_t *busy;
     int32_t *wq_head, *wq_tail, *wnext;
     /* outputs */
     int64_t *start, *fin, *rank_finish;
@@ -225,9 +229,9 @@ static int complete(St *s, int32_t c, int64_t t) {
     s->fin[c] = t;
     s->last = c;
     if (c < s->n) s->rank_finish[s->rank[c]] = t; /* times never decrease: the last one is the max */
-    if (s->use_res && s->rel[c]) { /* free the NPU resource; its waiting nodes compete again */
-        int32_t key = s->rank[c] * 4 + s->rel[c];
-        s->busy[key] = 0;
+    if (s->use_res && s->rel[c]) { /* free one slot of the NPU resource; its waiting nodes compete again */
+        int32_t key = s->rank[c] * NCLS + s->rel[c];
+        s->busy[key]--;
         for (int32_t g = s->wq_head[key]; g >= 0; g = s->wnext[g])
             if (ready_push(s, g)) return -1;
         s->wq_head[key] = s->wq_tail[key] = -1;
@@ -362,15 +366,15 @@ static int walk(St *s, int32_t *rankpos) {
         for (Py_ssize_t i = 0; i < s->nready; i++) {
             int32_t g = s->ready[i];
             if (s->use_res && s->acq[g]) {
-                int32_t key = s->rank[g] * 4 + s->acq[g];
-                if (s->busy[key]) {
+                int32_t key = s->rank[g] * NCLS + s->acq[g];
+                if (s->busy[key] >= s->cap[s->acq[g]]) { /* waits, in arrival order */
                     s->wnext[g] = -1;
                     if (s->wq_head[key] < 0) s->wq_head[key] = g;
                     else s->wnext[s->wq_tail[key]] = g;
                     s->wq_tail[key] = g;
                     continue;
                 }
-                s->busy[key] = 1;
+                s->busy[key]++;
             }
             s->start[g] = t;
             int8_t kg = s->kind[g];
@@ -459,7 +463,7 @@ PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
 "    aware, res, start, fin, cause, rank_finish) -> (last, posted, arrived, waiting)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
-"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev). Writes start/fin/cause/rank_finish and\n"
+"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap). Writes start/fin/cause/rank_finish and\n"
 "indeg; posted/arrived: the non-empty message queues (engine nodes), waiting: nodes held for a resource.");
 
 static PyObject *run(PyObject *self, PyObject *args) {
@@ -515,11 +519,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
             goto done;
     }
     if (res != Py_None) {
-        PyObject *a[3];
-        if (!PyArg_ParseTuple(res, "OOO", &a[0], &a[1], &a[2])) goto done;
+        PyObject *a[4];
+        if (!PyArg_ParseTuple(res, "OOOO", &a[0], &a[1], &a[2], &a[3])) goto done;
         s.use_res = 1;
         if (!(s.acq = get_buf(&bs, a[0], 1, n1, 0, "acq")) || !(s.rel = get_buf(&bs, a[1], 1, n1, 0, "rel")) ||
-            !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")))
+            !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")) || !(s.cap = get_buf(&bs, a[3], 4, NCLS, 0, "cap")))
             goto done;
     }
     /* state: -1 = empty (0xff bytes) */
@@ -537,8 +541,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         memset(s.lq_head, 0xff, lq);
     }
     if (s.use_res) {
-        size_t nk = (size_t)nranks * 4;
-        s.busy = calloc(nk, 1);
+        size_t nk = (size_t)nranks * NCLS;
+        s.busy = calloc(nk, sizeof(int32_t));
         s.wq_head = malloc(nk * sizeof(int32_t)); s.wq_tail = malloc(nk * sizeof(int32_t));
         s.wnext = malloc((size_t)n1 * sizeof(int32_t));
         rankpos = malloc((size_t)nranks * sizeof(int32_t));
@@ -553,7 +557,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     Py_ssize_t waiting = 0;
     if (s.use_res)
-        for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * 4; k++)
+        for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * NCLS; k++)
             for (int32_t g = s.wq_head[k]; g >= 0; g = s.wnext[g]) waiting++;
     PyObject *posted = queues(s.ph, s.qnext, nchan);
     PyObject *arrived = posted ? queues(s.ah, s.qnext, nchan) : NULL;

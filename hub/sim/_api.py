@@ -240,7 +240,9 @@ def simulate(
 
             dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
             explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
-            custom, native = serve_from_system(system, obj, dims, frozenset(explicit))  # algorithm_for wins
+            sizes = tuple(d.npus for d in topo.dims) if isinstance(topo, DimensionalTopology) else None
+            # algorithm_for wins
+            custom, native = serve_from_system(system, obj, dims, frozenset(explicit), dim_sizes=sizes)
             algorithm_for = {**custom, **explicit}
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps, native=native)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name

@@ -29,7 +29,6 @@ has workload-level SEND/RECV nodes) is refused naming the key (:func:`native_col
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ from typing import Any
 from ..chakra import Collective, NodeType, Workload
 from ..errors import SimulationError
 
-__all__ = ["NativeRing", "native_collectives", "ring_allreduce_steps"]
+__all__ = ["NativeRing", "native_collectives"]
 
 _STEMS = {
     Collective.ALLREDUCE: "all-reduce",
@@ -49,11 +48,15 @@ _STEMS = {
 
 @dataclass(frozen=True)
 class NativeRing:
-    """The system.json settings a native ring all-reduce depends on."""
+    """The system.json settings a native ring all-reduce depends on, and the network's NPUs per
+    dimension (``hub.sim._native_streams``)."""
 
     splits: int
     endpoint_delay: int
     local_mem_bw: float  # GB/s (decimal)
+    active_chunks: int = 1
+    local_bw_aware: bool = False
+    dims: tuple[int, ...] = ()
 
 
 def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> SimulationError:
@@ -68,7 +71,12 @@ def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> Simu
 
 
 def native_collectives(
-    cfg: Mapping[str, Any], wl: Workload, dims: int | None, skip: frozenset[Collective] = frozenset()
+    cfg: Mapping[str, Any],
+    wl: Workload,
+    dims: int | None,
+    skip: frozenset[Collective] = frozenset(),
+    *,
+    dim_sizes: tuple[int, ...] | None = None,
 ) -> dict[Collective, NativeRing]:
     """The collectives of ``wl`` that ``cfg`` serves natively and hub.simulate reproduces
     (collectives with a custom key, or in ``skip``, are not included); anything native it cannot
@@ -82,15 +90,17 @@ def native_collectives(
         if coll not in used or coll in skip or has_custom(cfg, stem) or not cfg.get(key):
             continue
         impl = cfg[key]
-        if coll is not Collective.ALLREDUCE or impl != ["ring"]:
+        if coll is not Collective.ALLREDUCE or not isinstance(impl, list) or set(impl) != {"ring"}:
             raise _refuse(key, f"asks for ASTRA-sim's native {impl!r}, which hub.simulate does not reproduce yet", coll)
-        if dims != 1:
-            where = f"a {dims}-dimensional network" if dims else "a topology that is not a dimensional network"
-            raise _refuse(key, f"asks for a native collective on {where}")
-        if cfg.get("collective-optimization", "baseline") != "baseline":
-            raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (only baseline)")
-        if cfg.get("active-chunks-per-dimension", 1) != 1:
-            raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (only 1)")
+        if not dims:
+            raise _refuse(key, "asks for a native collective on a topology that is not a dimensional network")
+        if len(impl) != dims:
+            # (ASTRA-sim runs a shorter list but builds its rings from it alone: meaningless numbers)
+            raise _refuse(key, f": {impl!r} has {len(impl)} entries, the network {dims} dimensions (one per dimension)")
+        if cfg.get("collective-optimization", "baseline") not in ("baseline", "localBWAware"):
+            raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (baseline or localBWAware)")
+        if not _is_count(cfg.get("active-chunks-per-dimension", 1)):
+            raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (an integer >= 1)")
         if cfg.get("model-shared-bus", 0):
             raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
         p2p = next(
@@ -112,7 +122,7 @@ def native_collectives(
         )
         if groups:
             raise _refuse(key, f"asks for a native collective in process group {groups[0]!r}")
-        out[coll] = _settings(cfg)
+        out[coll] = _settings(cfg, dim_sizes or ())
     others = sorted(c.value for c in used if c is not None and c not in out and c is not Collective.BROADCAST)
     if out and others:
         # (ASTRA-sim 518bd51 itself never finishes such a workload: the custom collective's
@@ -125,7 +135,14 @@ def native_collectives(
     return out
 
 
-def _settings(cfg: Mapping[str, Any]) -> NativeRing:
+_QUEUE_CAP = range(1, 2**31)  # a queue's slots: the engine's int32 counters
+
+
+def _is_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v in _QUEUE_CAP
+
+
+def _settings(cfg: Mapping[str, Any], dims: tuple[int, ...]) -> NativeRing:
     splits, delay, bw = cfg.get("preferred-dataset-splits"), cfg.get("endpoint-delay", 10), cfg.get("local-mem-bw")
     if not isinstance(splits, int) or isinstance(splits, bool) or splits < 1:
         raise _refuse("preferred-dataset-splits", f": must be an integer >= 1, got {splits!r}")
@@ -133,25 +150,6 @@ def _settings(cfg: Mapping[str, Any]) -> NativeRing:
         raise _refuse("endpoint-delay", f": must be an integer >= 1 (0 aborts ASTRA-sim), got {delay!r}")
     if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0:
         raise _refuse("local-mem-bw", f": must be a number > 0 (GB/s), got {bw!r}")
-    return NativeRing(splits, delay, float(bw))
-
-
-def _reduce_ns(nbytes: int, bw_GBps: float) -> int:
-    # the same double arithmetic as PacketBundle::call: three truncated terms
-    one = int(float(nbytes) / (bw_GBps * 1e9) * 1e9)
-    return 3 * one
-
-
-def ring_allreduce_steps(ring: NativeRing, size: int, npus: int) -> tuple[int, int, int, list[int]]:
-    """``(chunks, message bytes, endpoint delay, processing ns after receive k)`` of a native ring
-    all-reduce of ``size`` bytes over ``npus`` NPUs (module doc)."""
-    chunk = size // ring.splits
-    total = size
-    if npus > chunk:
-        chunk = npus
-        total = ring.splits * chunk
-    chunks = math.ceil(total / chunk)
-    msg = chunk // npus
-    red = _reduce_ns(msg, ring.local_mem_bw)
-    after = [ring.endpoint_delay + (red if k < npus - 1 else 0) for k in range(2 * (npus - 1))]
-    return chunks, msg, ring.endpoint_delay, after
+    active = cfg.get("active-chunks-per-dimension", 1)
+    bw_aware = cfg.get("collective-optimization", "baseline") == "localBWAware"
+    return NativeRing(splits, delay, float(bw), active, bw_aware, dims)

@@ -56,15 +56,18 @@ def serve_from_system(
     wl: Workload,
     dims: int | None,
     explicit: frozenset[Collective] = frozenset(),
+    *,
+    dim_sizes: tuple[int, ...] | None = None,
 ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
     """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
         -> the native implementation hub.simulate reproduces (``hub.sim._native``: ring all-reduce on
         a 1-D network); any other native implementation the workload would use is refused. Collectives
-    in ``explicit`` are served by the caller's ``algorithm_for``."""
+    in ``explicit`` are served by the caller's ``algorithm_for``; ``dim_sizes``: the network's NPUs
+    per dimension."""
     from ._native import native_collectives
 
     cfg, _base = load_system(system)
-    native = native_collectives(cfg, wl, dims, explicit)
+    native = native_collectives(cfg, wl, dims, explicit, dim_sizes=dim_sizes)
     return algorithms_from_system(system, wl, native=set(native) | set(explicit)), dict(native)
 
 

@@ -31,7 +31,8 @@ import numpy as np
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import SimulationError
-from ._native import NativeRing, ring_allreduce_steps
+from ._native import NativeRing
+from ._native_streams import QUEUE_CLASS, ring_peers, stream_plan
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
 
 __all__ = ["program_from_workload"]
@@ -70,6 +71,7 @@ class _Builder:
     acq: list[int] = field(default_factory=list)
     rel: list[int] = field(default_factory=list)
     edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
+    caps: int = 1  # slots of each native dimension queue (active-chunks-per-dimension)
     labels: dict[int, str] = field(default_factory=dict)
 
     def add(
@@ -256,31 +258,48 @@ def _add_collective(
 
 
 def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[int, int]:
-    """ASTRA-sim's native ring all-reduce on rank ``r`` (``hub.sim._native``): per chunk, in turn,
-    a bus transfer, then 2(n-1) times: send to the next NPU and post the receive from the previous
-    one; once received, the bus transfer (and reduction) before the next send. END waits for the
-    last chunk's last processing only (a stream ends when its last packet is processed)."""
-    assert sv.native is not None
+    """ASTRA-sim's native ring all-reduce on rank ``r`` (``hub.sim._native_streams``): per stream
+    and phase, a bus transfer that takes a slot of the phase's dimension queue, then per step:
+    send to the ring's receiver and post the receive from its sender; once received, the
+    processing before the next send; the last processing frees the slot and starts the stream's
+    next phase. END waits for every stream's last phase."""
+    ns = sv.native
+    assert ns is not None
     k = sv.instance
-    n = len(sv.npus)
-    chunks, msg, delay, after = ring_allreduce_steps(sv.native, sv.size, n)
-    nxt, prv = sv.npus[(sv.graph_pos + 1) % n], sv.npus[(sv.graph_pos - 1) % n]
+    dims = ns.dims or (len(sv.npus),)
+    plan = stream_plan(
+        sv.size,
+        dims,
+        splits=ns.splits,
+        delay=ns.endpoint_delay,
+        local_mem_bw=ns.local_mem_bw,
+        active=ns.active_chunks,
+        local_bw_aware=ns.local_bw_aware,
+    )
+    b.caps = max(b.caps, plan.active)
+    peers = [ring_peers(r, dims, ph.dim, ph.clockwise) for ph in plan.phases]
     s = b.add(K_START, r, node_id=node_id, instance=k, a=RES_COMM)
-    last = s
-    for c in range(chunks):
-        bus = b.add(K_COMP, r, d=delay, node_id=node_id, instance=k)
-        b.edges.append((last, bus))
-        last = bus
-        for step, d in enumerate(after):
-            tag = c * len(after) + step  # (messages of one chunk and step pair in order anyway)
-            snd = b.add(K_SEND, r, p=nxt, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
-            rcv = b.add(K_RECV, r, p=prv, tag=tag + (k << 32), sz=msg, node_id=node_id, instance=k)
-            proc = b.add(K_COMP, r, d=d, node_id=node_id, instance=k)
-            b.edges.extend(((last, snd), (last, rcv), (rcv, proc)))
-            last = proc
     e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
-    b.edges.append((last, e))
+    tag = 0  # one per message of the collective (streams have their own tags in ASTRA-sim too)
+    for _c in range(plan.chunks):
+        last = s
+        for ph, (nxt, prv) in zip(plan.phases, peers, strict=True):
+            q = QUEUE_CLASS + ph.dim
+            last = _edge(b, last, b.add(K_COMP, r, d=plan.delay, node_id=node_id, instance=k, a=q))
+            for step, d in enumerate(ph.after):
+                snd = b.add(K_SEND, r, p=nxt, tag=tag + (k << 32), sz=ph.msg, node_id=node_id, instance=k)
+                rcv = b.add(K_RECV, r, p=prv, tag=tag + (k << 32), sz=ph.msg, node_id=node_id, instance=k)
+                proc = b.add(K_COMP, r, d=d, node_id=node_id, instance=k, rl=q if step == len(ph.after) - 1 else 0)
+                b.edges.extend(((last, snd), (last, rcv), (rcv, proc)))
+                last = proc
+                tag += 1
+        b.edges.append((last, e))
     return s, e
+
+
+def _edge(b: _Builder, parent: int, child: int) -> int:
+    b.edges.append((parent, child))
+    return child
 
 
 def _finish(b: _Builder, nr: int) -> Program:
@@ -316,6 +335,7 @@ def _finish(b: _Builder, nr: int) -> Program:
         inst=_to_array(np.asarray(b.inst), "i"),
         acq=b.acq,
         rel=b.rel,
+        caps=[1] * QUEUE_CLASS + [b.caps] * (16 - QUEUE_CLASS),
         labels=b.labels,
         messages=int(sends.sum()),
         bytes=int(sarr[sends].sum()),
