@@ -289,12 +289,12 @@ static int outer_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : (x->idx > y->idx); /* stable */
 }
 
-static int by_node_id(St *s, int32_t *rankpos) {
-    Py_ssize_t m = s->nready, ni = 0, no = 0;
-    Outer *o = malloc((size_t)m * sizeof(Outer));
+static int by_node_id(St *s, int32_t *rankpos, Py_ssize_t m0) { /* sorts ready[m0:] */
+    Py_ssize_t m = s->nready, ni = m0, no = 0;
+    Outer *o = malloc((size_t)(m - m0) * sizeof(Outer));
     if (!o) return -1;
     int32_t npos = 0;
-    for (Py_ssize_t i = 0; i < m; i++) {
+    for (Py_ssize_t i = m0; i < m; i++) {
         int32_t g = s->ready[i];
         if (!s->wlev[g]) { s->ready[ni++] = g; continue; }
         int32_t r = s->rank[g];
@@ -361,7 +361,7 @@ static int walk(St *s, int32_t *rankpos) {
             chain = nx;
         }
         if (!s->nready) continue;
-        if (s->use_res && s->nready > 1 && by_node_id(s, rankpos)) return -1;
+        if (s->use_res && s->nready > 1 && by_node_id(s, rankpos, 0)) return -1;
         /* issue every ready node (issuing can complete nodes and so append more) */
         for (Py_ssize_t i = 0; i < s->nready; i++) {
             int32_t g = s->ready[i];
@@ -415,7 +415,11 @@ static int walk(St *s, int32_t *rankpos) {
                 if (ev_push(s, tt, g, EV_NODE)) return -1;
                 continue;
             }
+            Py_ssize_t m0 = s->nready;
             if (complete(s, g, t)) return -1;
+            /* a collective's end inside the loop: ASTRA-sim's Workload::call issues what it frees
+             * (its successors and the nodes waiting for its resource) in ascending node id */
+            if (s->use_res && s->rel[g] && s->nready - m0 > 1 && by_node_id(s, rankpos, m0)) return -1;
         }
         s->nready = 0;
     }

@@ -103,19 +103,6 @@ def native_collectives(
             raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (an integer >= 1)")
         if cfg.get("model-shared-bus", 0):
             raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
-        p2p = next(
-            ((r, n.id) for r, nodes in enumerate(wl.ranks) for n in nodes if n.type in (NodeType.SEND, NodeType.RECV)),
-            None,
-        )
-        if p2p is not None:
-            # (checked against the binary: exact alone, and next to compute and custom collectives;
-            # next to workload-level SEND/RECV it is not yet: dlrm8 with its all-to-alls inlined
-            # ends up to one message earlier on some ranks)
-            raise _refuse(
-                key,
-                f"asks for a native collective in a workload with SEND/RECV nodes (rank {p2p[0]}, "
-                f"node {p2p[1]}), which hub.simulate does not reproduce exactly yet",
-            )
         groups = sorted(
             {n.pg_name for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.collective is coll}
             - {"", "0"}

@@ -146,7 +146,7 @@ def test_what_is_not_reproduced_is_refused_naming_the_key(over: dict, net: str, 
     assert '"all-reduce-implementation-custom"' in (info.value.hint or "")
 
 
-def test_native_next_to_workload_sends_and_other_native_collectives_are_refused() -> None:
+def test_native_next_to_sends_is_exact_and_next_to_other_implementations_refused() -> None:
     from hub.transforms import InlineParams, inline_workload
 
     wl = _compute_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
@@ -157,8 +157,7 @@ def test_native_next_to_workload_sends_and_other_native_collectives_are_refused(
         ]
     )
     inl = inline_workload(wl, {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
-    with pytest.raises(SimulationError, match="workload with SEND/RECV nodes"):
-        simulate(inl, "ring:4", system=BASE)
+    _check(inl, "ring:4", BASE)  # next to workload-level SEND/RECV: exact (tests/sim/test_native_streams.py)
     with pytest.raises(SimulationError, match="next to alltoall served by another"):
         simulate(wl, "ring:4", system=BASE, algorithm_for={"alltoall": "direct"})
     with pytest.raises(SimulationError, match="system.json key all-to-all-implementation") as info:
