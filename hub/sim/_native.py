@@ -103,6 +103,21 @@ def native_collectives(
             raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (an integer >= 1)")
         if cfg.get("model-shared-bus", 0):
             raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
+        dimmed = next(
+            (
+                (r, n.id)
+                for r, nodes in enumerate(wl.ranks)
+                for n in nodes
+                if n.collective is coll and "involved_dim" in n.attrs
+            ),
+            None,
+        )
+        if dimmed is not None:
+            raise _refuse(
+                key,
+                f"asks for a native collective whose node sets involved_dim (rank {dimmed[0]}, node {dimmed[1]}), "
+                "which hub.simulate does not reproduce",
+            )
         groups = sorted(
             {n.pg_name for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.collective is coll}
             - {"", "0"}

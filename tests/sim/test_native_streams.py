@@ -1,0 +1,188 @@
+"""ASTRA-sim's native ring all-reduce as streams (hub.sim._native_streams): several active chunks
+per dimension queue, multi-dimensional networks, ``localBWAware``, workload-level SEND/RECV next
+to it, and dlrm8 with its NOTES.md set-up; every rank's finish against the real binaries.
+
+The congestion-aware binary takes 1-D networks only, so multi-dimensional cases run on the
+unaware one alone (hub.simulate refuses them in aware mode too, like ASTRA-sim).
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hub.chakra import Collective, Workload, read_workload
+from hub.errors import SimulationError
+from hub.sim import simulate
+from hub.sim._native_streams import stream_plan
+from tests.sim.difftest import oracle_unavailable
+from tests.sim.test_native_ring import BASE, _real, _skewed
+from tests.transforms.test_inline import DLRM
+
+#: dlrm8's NOTES.md: the system settings of its "22230202-23175293 cycles" result
+NOTES: dict[str, Any] = {
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 4,
+    **{f"{c}-implementation": ["ring"] for c in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")},
+    "collective-optimization": "localBWAware",
+    "local-mem-bw": 1600,
+}
+NOTES_NET = "switch:8@bw=100,lat=500"
+
+
+def _modes(net: str) -> tuple[str, ...]:
+    return ("unaware", "aware") if "," not in net else ("unaware",)
+
+
+def _check(wl: Workload, net: str, system: dict[str, Any]) -> list[int]:
+    if (why := oracle_unavailable()) is not None:
+        pytest.skip(why)
+    real: list[int] = []
+    for mode in _modes(net):
+        ours = simulate(wl, net, mode=mode, system=system).rank_finish_ns
+        real = _real(wl, net, mode, system)
+        assert ours == real, mode
+    return real
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "net", "over"),
+    [
+        # several streams per queue on one ring: they share its links (aware)
+        (4, 1 << 20, "ring:4@bw=50,lat=500", {"active-chunks-per-dimension": 2, "preferred-dataset-splits": 4}),
+        (8, 1_000_003, "switch:8@bw=100,lat=500", {"active-chunks-per-dimension": 3, "preferred-dataset-splits": 7}),
+        (8, 1 << 20, "ring:8@bw=50,lat=500", {"active-chunks-per-dimension": 4, "preferred-dataset-splits": 16}),
+        # localBWAware on one dimension: one all-reduce phase, as baseline
+        (4, 1 << 20, "ring:4@bw=50,lat=500", {"collective-optimization": "localBWAware", "preferred-dataset-splits": 4}),
+        # two and three dimensions: baseline (an all-reduce per dimension) and localBWAware (RS up, AR, AG down)
+        (8, 1 << 20, "ring:2,ring:4", {"all-reduce-implementation": ["ring"] * 2, "preferred-dataset-splits": 4}),
+        (
+            16,
+            3_000_017,
+            "switch:4,switch:4",
+            {
+                "all-reduce-implementation": ["ring"] * 2,
+                "preferred-dataset-splits": 6,
+                "active-chunks-per-dimension": 3,
+                "collective-optimization": "localBWAware",
+                "local-mem-bw": 50,
+            },
+        ),
+        (
+            24,
+            1_000_000,
+            "ring:2,switch:3,ring:4@bw=25,lat=700",
+            {
+                "all-reduce-implementation": ["ring"] * 3,
+                "preferred-dataset-splits": 8,
+                "collective-optimization": "localBWAware",
+            },
+        ),
+    ],
+)
+def test_streams_and_dimensions_equal_real_astrasim(n: int, size: int, net: str, over: dict[str, Any]) -> None:
+    _check(Workload.single_collective(Collective.ALLREDUCE, n, size), net, {**BASE, **over})
+
+
+def test_skewed_workload_with_active_chunks_equals_real_astrasim() -> None:
+    system = {**BASE, "preferred-dataset-splits": 5, "active-chunks-per-dimension": 2, "scheduling-policy": "LIFO"}
+    _check(_skewed([1576964, 448, 907840]), "ring:8@bw=50,lat=500", system)
+
+
+def test_seeded_random_native_allreduces_equal_real_astrasim() -> None:
+    rng = random.Random(15)
+    kinds = ("ring", "switch", "fc")
+    for _ in range(5):
+        nd = rng.choice((1, 1, 2, 3))
+        sizes = [rng.choice((2, 3, 4)) for _ in range(nd)] if nd > 1 else [rng.choice((4, 6, 8))]
+        net = ",".join(
+            f"{rng.choice(kinds)}:{m}@bw={rng.choice((25, 50, 100))},lat={rng.choice((100, 500))}" for m in sizes
+        )
+        system = {
+            **BASE,
+            "all-reduce-implementation": ["ring"] * nd,
+            "preferred-dataset-splits": rng.randint(1, 8),
+            "active-chunks-per-dimension": rng.randint(1, 3),
+            "collective-optimization": rng.choice(("baseline", "localBWAware")),
+            "endpoint-delay": rng.randint(1, 20),
+            "local-mem-bw": rng.choice((50, 400, 1600)),
+            "scheduling-policy": rng.choice(("LIFO", "FIFO")),
+        }
+        n = 1
+        for m in sizes:
+            n *= m
+        wl = _skewed([rng.randint(10_000, 3_000_000), rng.randint(10_000, 300_000)], n)
+        _check(wl, net, system)
+
+
+def _dlrm8() -> Workload:
+    if not Path(f"{DLRM}.0.et").is_file():
+        pytest.skip("dlrm8 not in the shared data")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_workload(DLRM)
+
+
+def _dlrm8_gpu() -> Workload:
+    # every node on the GPU, as docs/workloads.md runs it
+    return Workload(ranks=[[replace(nd, is_cpu_op=False) for nd in r] for r in _dlrm8().ranks], name="dlrm8")
+
+
+def test_dlrm8_native_allreduces_next_to_inlined_alltoalls_equal_real_astrasim() -> None:
+    """The NOTES.md all-reduces (localBWAware, LIFO, 4 splits) with the all-to-alls inlined as
+    workload-level SEND/RECV (the rule: a collective's end issues what it frees in node id order)."""
+    from collhub_astrasim._repair import runnable_copy
+    from hub.transforms import InlineParams, inline_workload
+
+    inl = inline_workload(_dlrm8_gpu(), {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
+    plain, _ = runnable_copy(inl)
+    system = {k: v for k, v in NOTES.items() if k != "all-to-all-implementation"}
+    real = _check(plain, NOTES_NET, system)
+    assert len(set(real)) > 1  # the ranks differ (real durations), so every rank is checked on its own
+
+
+def test_dlrm8_notes_setup_equals_real_astrasim_and_notes() -> None:
+    """NOTES.md's set-up as it stands (all four collectives native ring): its all-to-alls are
+    ASTRA-sim's native ring all-to-all, which this test needs hub.simulate to reproduce too."""
+    from collhub_astrasim._repair import runnable_copy
+
+    plain, _ = runnable_copy(_dlrm8())  # as NOTES.md ran it: only the dangling dependencies dropped
+    try:
+        simulate(plain, NOTES_NET, system=NOTES)
+    except SimulationError as exc:
+        if "all-to-all-implementation" not in exc.message:
+            raise
+        pytest.skip("native ring all-to-all is not reproduced on this branch (issue #15 item 6, part A)")
+    real = _check(plain, NOTES_NET, NOTES)
+    assert (min(real), max(real)) == (22230202, 23175293)
+
+
+def test_localbwaware_phases_follow_the_source() -> None:
+    # 2 x 4 NPUs, one chunk of 800 B: RS over 2 (msg 400), AR over 4 of 400 (msg 100), AG over 2 (msg 400)
+    plan = stream_plan(800, (2, 4), splits=1, delay=10, local_mem_bw=1600, local_bw_aware=True)
+    kinds = [(p.dim, p.kind, p.clockwise, p.msg, len(p.after)) for p in plan.phases]
+    assert kinds == [
+        (0, Collective.REDUCESCATTER, True, 400, 1),
+        (1, Collective.ALLREDUCE, True, 100, 6),
+        (0, Collective.ALLGATHER, False, 400, 1),
+    ]
+    base = stream_plan(800, (2, 4), splits=1, delay=10, local_mem_bw=1600)
+    assert [(p.dim, p.kind, p.msg) for p in base.phases] == [
+        (0, Collective.ALLREDUCE, 400),
+        (1, Collective.ALLREDUCE, 200),
+    ]
+
+
+def test_a_native_collective_with_involved_dims_is_refused() -> None:
+    wl = Workload.single_collective(Collective.ALLREDUCE, 4, 1 << 16)
+    wl = Workload(ranks=[[replace(n, attrs={"involved_dim": [True, False]}) for n in r] for r in wl.ranks])
+    with pytest.raises(SimulationError, match="involved_dim") as info:
+        simulate(wl, "ring:2,ring:2", system={**BASE, "all-reduce-implementation": ["ring", "ring"]})
+    assert '"all-reduce-implementation-custom"' in (info.value.hint or "")
