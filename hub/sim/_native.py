@@ -118,12 +118,6 @@ def native_collectives(
                 f"asks for a native collective whose node sets involved_dim (rank {dimmed[0]}, node {dimmed[1]}), "
                 "which hub.simulate does not reproduce",
             )
-        groups = sorted(
-            {n.pg_name for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.collective is coll}
-            - {"", "0"}
-        )
-        if groups:
-            raise _refuse(key, f"asks for a native collective in process group {groups[0]!r}")
         out[coll] = _settings(cfg, dim_sizes or ())
     others = sorted(c.value for c in used if c is not None and c not in out and c is not Collective.BROADCAST)
     if out and others:

@@ -30,6 +30,13 @@ and checked against its binaries (tests/sim/test_native_streams.py):
   received by an all-reduce and for every one received by a reduce-scatter; each processing
   releases the next send, and the phase ends when its last received message is processed.
 
+* **Process groups** (``pg_name``; ``CommunicatorGroup``): a group of every NPU runs as above
+  (the network's own rings, whatever order it lists them in). A smaller group runs one
+  all-reduce phase on a ring of its members in the order the group lists them (index + 1 is
+  the receiver), in dimension 0's queue, with ``localBWAware`` or not; the ring is a *local*
+  dimension, so each bus transfer takes 10 ns instead of ``endpoint-delay``. Chunks are still
+  sized by the network's NPU count.
+
 Everything here is per rank and static: :func:`stream_plan` gives the chunk count and the phases;
 ``hub.sim._workload`` turns them into engine nodes.
 """
@@ -45,6 +52,7 @@ __all__ = ["QUEUE_CLASS", "Phase", "StreamPlan", "chunking", "ring_peers", "stre
 
 #: the engine's resource class of dimension d's queue is QUEUE_CLASS + d (classes 1-3: workload)
 QUEUE_CLASS = 4
+_LOCAL_BUS_NS = 10  # MemBus, Transmition::Fast
 
 
 @dataclass(frozen=True)
@@ -108,10 +116,16 @@ def stream_plan(
     local_mem_bw: float,
     active: int = 1,
     local_bw_aware: bool = False,
+    group: int | None = None,
 ) -> StreamPlan:
     """The streams of a native ring all-reduce of ``size`` bytes over a network of ``dims`` NPUs
-    per dimension (module doc)."""
+    per dimension, or over a process group of ``group`` NPUs, fewer than the network's (module doc)."""
     chunks, chunk = chunking(size, splits, math.prod(dims))
+    if group is not None:
+        # CommunicatorGroup::get_collective_plan: one ring over the members, a Local dimension
+        # (MemBus's Fast transmission: 10 ns per bus transfer, whatever endpoint-delay says)
+        ph, _ = _ring_phase(Collective.ALLREDUCE, 0, group, chunk, True, _LOCAL_BUS_NS, local_mem_bw)
+        return StreamPlan(chunks, (ph,), _LOCAL_BUS_NS, active)
     used = [d for d, m in enumerate(dims) if m > 1]
     if local_bw_aware and used:
         *up, last = used

@@ -24,6 +24,7 @@ columns and the successor lists of the program).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -267,6 +268,7 @@ def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[in
     assert ns is not None
     k = sv.instance
     dims = ns.dims or (len(sv.npus),)
+    group = len(sv.npus) if len(sv.npus) < math.prod(dims) else None
     plan = stream_plan(
         sv.size,
         dims,
@@ -275,9 +277,14 @@ def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[in
         local_mem_bw=ns.local_mem_bw,
         active=ns.active_chunks,
         local_bw_aware=ns.local_bw_aware,
+        group=group,
     )
     b.caps = max(b.caps, plan.active)
-    peers = [ring_peers(r, dims, ph.dim, ph.clockwise) for ph in plan.phases]
+    if group is not None:  # the ring of the members as the group lists them
+        i = sv.npus.index(r)
+        peers = [(sv.npus[(i + 1) % group], sv.npus[(i - 1) % group])]
+    else:
+        peers = [ring_peers(r, dims, ph.dim, ph.clockwise) for ph in plan.phases]
     s = b.add(K_START, r, node_id=node_id, instance=k, a=RES_COMM)
     e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
     tag = 0  # one per message of the collective (streams have their own tags in ASTRA-sim too)

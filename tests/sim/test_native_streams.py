@@ -8,6 +8,7 @@ unaware one alone (hub.simulate refuses them in aware mode too, like ASTRA-sim).
 
 from __future__ import annotations
 
+import json
 import random
 import warnings
 from dataclasses import replace
@@ -16,14 +17,17 @@ from typing import Any
 
 import pytest
 
-from hub.chakra import Collective, Workload, read_workload
+from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNode, read_workload
 from hub.errors import SimulationError
 from hub.sim import simulate
 from hub.sim._native_streams import stream_plan
+from hub.topology import DimensionalTopology, load_topology
 from tests.sim.difftest import oracle_unavailable
 from tests.sim.test_native_ring import BASE, _real, _skewed
+from tests.sim.test_workload_groups import _meta
 from tests.transforms.test_inline import DLRM
 
+AR = COMM_TYPE_OF[Collective.ALLREDUCE]
 #: dlrm8's NOTES.md: the system settings of its "22230202-23175293 cycles" result
 NOTES: dict[str, Any] = {
     "scheduling-policy": "LIFO",
@@ -38,7 +42,8 @@ NOTES_NET = "switch:8@bw=100,lat=500"
 
 
 def _modes(net: str) -> tuple[str, ...]:
-    return ("unaware", "aware") if "," not in net else ("unaware",)
+    topo = load_topology(net)
+    return ("unaware", "aware") if isinstance(topo, DimensionalTopology) and len(topo.dims) == 1 else ("unaware",)
 
 
 def _check(wl: Workload, net: str, system: dict[str, Any]) -> list[int]:
@@ -186,3 +191,54 @@ def test_a_native_collective_with_involved_dims_is_refused() -> None:
     with pytest.raises(SimulationError, match="involved_dim") as info:
         simulate(wl, "ring:2,ring:2", system={**BASE, "all-reduce-implementation": ["ring", "ring"]})
     assert '"all-reduce-implementation-custom"' in (info.value.hint or "")
+
+
+def _grouped(groups: dict[str, list[int]], n: int, size: int) -> Workload:
+    """Per rank: a skewed COMP, an all-reduce in the rank's group, then one over every rank."""
+    ranks = []
+    for r in range(n):
+        g = next(k for k, v in groups.items() if r in v)
+        ranks.append(
+            [
+                _meta(groups),
+                WorkloadNode(id=1, name="c", type=NodeType.COMP, duration_micros=1 + 3 * r % 5, deps=[90]),
+                WorkloadNode(id=2, name="g", type=NodeType.COLL, deps=[1], comm_type=AR, comm_size=size, pg_name=g),
+                WorkloadNode(id=3, name="all", type=NodeType.COLL, deps=[2], comm_type=AR, comm_size=size // 3),
+            ]
+        )
+    return Workload(ranks=ranks, name="groups")
+
+
+@pytest.mark.parametrize(
+    ("groups", "n", "net", "over"),
+    [
+        ({"1": [0, 2], "2": [1, 3]}, 4, "ring:4@bw=50,lat=500", {"preferred-dataset-splits": 4}),
+        # members not in NPU order: the ring follows the group's order; two streams per queue
+        (
+            {"1": [2, 0, 3], "2": [1, 4, 5]},
+            6,
+            "switch:6@bw=100,lat=500",
+            {"preferred-dataset-splits": 3, "active-chunks-per-dimension": 2, "endpoint-delay": 7},
+        ),
+        # groups across the second dimension of a 2-D network: one ring phase each, localBWAware or not
+        (
+            {"1": [0, 4], "2": [1, 5], "3": [2, 6], "4": [3, 7]},
+            8,
+            "ring:4,ring:2",
+            {"all-reduce-implementation": ["ring"] * 2, "collective-optimization": "localBWAware"},
+        ),
+        ({"1": [3, 1, 0, 2]}, 4, "ring:4@bw=50,lat=500", {"preferred-dataset-splits": 4}),  # every NPU, reordered
+    ],
+)
+def test_process_groups_equal_real_astrasim(groups: dict[str, list[int]], n: int, net: str, over: dict) -> None:
+    _check(_grouped(groups, n, 1 << 20), net, {**BASE, **over})
+
+
+def test_the_bundle_writes_the_groups_astrasim_reads(tmp_path: Path) -> None:
+    from collhub_astrasim._bundle import _dims_for, build_bundle
+
+    wl = _grouped({"1": [0, 2], "2": [1, 3]}, 4, 4096)
+    b = build_bundle(wl, out=tmp_path / "b", dims=_dims_for("ring:4"), algorithm_for={"allreduce": "native:ring"})
+    assert json.loads((b.path / "comm_group.json").read_text()) == {"1": [0, 2], "2": [1, 3]}
+    assert "--comm-group-configuration=comm_group.json" in b.args()
+    assert "--comm-group-configuration=comm_group.json" in (b.path / "run.sh").read_text()
