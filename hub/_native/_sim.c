@@ -18,9 +18,12 @@
 
 enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
 enum { EV_NODE = -1, EV_FREE = -2 }; /* Ev.b; b >= 0: a message finished hop b (aware) */
-/* resource classes per NPU: 1-3 the workload's (one node each), 4.. the native collectives'
- * per-dimension queues (active-chunks-per-dimension streams each; hub/sim/_native_streams.py) */
-enum { NCLS = 16 };
+/* resource classes per NPU: 1-3 the workload's (one node each; taken at issue, and a release
+ * lets every waiting node compete again), QCLS.. the native collectives' per-dimension queues
+ * (cap streams each; hub/sim/_native_streams.py): a node takes a slot when it becomes ready, or
+ * waits in arrival order, and a release hands the slot to the first waiting node, as ASTRA-sim's
+ * scheduler inits the first waiting stream of a queue when a running one leaves it */
+enum { NCLS = 16, QCLS = 4 };
 
 typedef struct {
     int64_t t;
@@ -229,7 +232,15 @@ static int complete(St *s, int32_t c, int64_t t) {
     s->fin[c] = t;
     s->last = c;
     if (c < s->n) s->rank_finish[s->rank[c]] = t; /* times never decrease: the last one is the max */
-    if (s->use_res && s->rel[c]) { /* free one slot of the NPU resource; its waiting nodes compete again */
+    if (s->use_res && s->rel[c] >= QCLS) { /* a queue slot: to its first waiting node */
+        int32_t key = s->rank[c] * NCLS + s->rel[c], g = s->wq_head[key];
+        s->busy[key]--;
+        if (g >= 0) {
+            s->wq_head[key] = s->wnext[g];
+            s->busy[key]++;
+            if (ready_push(s, g)) return -1;
+        }
+    } else if (s->use_res && s->rel[c]) { /* free the NPU resource; its waiting nodes compete again */
         int32_t key = s->rank[c] * NCLS + s->rel[c];
         s->busy[key]--;
         for (int32_t g = s->wq_head[key]; g >= 0; g = s->wnext[g])
@@ -241,6 +252,17 @@ static int complete(St *s, int32_t c, int64_t t) {
         int32_t g = s->succ_idx[x];
         if (--s->indeg[g] == 0) {
             s->cause[g] = c;
+            if (s->use_res && s->acq[g] >= QCLS) { /* joins its queue now */
+                int32_t key = s->rank[g] * NCLS + s->acq[g];
+                if (s->busy[key] >= s->cap[s->acq[g]]) {
+                    s->wnext[g] = -1;
+                    if (s->wq_head[key] < 0) s->wq_head[key] = g;
+                    else s->wnext[s->wq_tail[key]] = g;
+                    s->wq_tail[key] = g;
+                    continue;
+                }
+                s->busy[key]++;
+            }
             if (ready_push(s, g)) return -1;
             freed++;
         }
@@ -365,7 +387,7 @@ static int walk(St *s, int32_t *rankpos) {
         /* issue every ready node (issuing can complete nodes and so append more) */
         for (Py_ssize_t i = 0; i < s->nready; i++) {
             int32_t g = s->ready[i];
-            if (s->use_res && s->acq[g]) {
+            if (s->use_res && s->acq[g] && s->acq[g] < QCLS) {
                 int32_t key = s->rank[g] * NCLS + s->acq[g];
                 if (s->busy[key] >= s->cap[s->acq[g]]) { /* waits, in arrival order */
                     s->wnext[g] = -1;

@@ -58,14 +58,15 @@ _LOCAL_BUS_NS = 10  # MemBus, Transmition::Fast
 @dataclass(frozen=True)
 class Phase:
     """One ring phase of a stream: ``kind`` (ALLREDUCE / REDUCESCATTER / ALLGATHER) in ``dim``,
-    ``clockwise`` or not, ``msg`` bytes per message, ``after[k]``: ns of processing once message k
-    is received (bus transfer plus any reduction)."""
+    ``clockwise`` or not, ``msg`` bytes per message, ``after[k]``: ns of the bus transfer and of
+    the reduction (0: none) that process message k once received: two events in ASTRA-sim, and
+    two engine nodes, so that same-tick events keep ASTRA-sim's order."""
 
     dim: int
     kind: Collective
     clockwise: bool
     msg: int
-    after: tuple[int, ...]
+    after: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def _ring_phase(kind: Collective, dim: int, m: int, data: int, cw: bool, delay: 
     else:  # ALLGATHER
         msg, out, steps, reduced = data, data * m, m - 1, 0
     red = _reduce_ns(msg, bw)
-    after = tuple(delay + (red if k < reduced else 0) for k in range(steps))
+    after = tuple((delay, red if k < reduced else 0) for k in range(steps))
     return Phase(dim, kind, cw, msg, after), out
 
 

@@ -293,12 +293,14 @@ def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[in
         for ph, (nxt, prv) in zip(plan.phases, peers, strict=True):
             q = QUEUE_CLASS + ph.dim
             last = _edge(b, last, b.add(K_COMP, r, d=plan.delay, node_id=node_id, instance=k, a=q))
-            for step, d in enumerate(ph.after):
+            for step, (bus, red) in enumerate(ph.after):
                 snd = b.add(K_SEND, r, p=nxt, tag=tag + (k << 32), sz=ph.msg, node_id=node_id, instance=k)
                 rcv = b.add(K_RECV, r, p=prv, tag=tag + (k << 32), sz=ph.msg, node_id=node_id, instance=k)
-                proc = b.add(K_COMP, r, d=d, node_id=node_id, instance=k, rl=q if step == len(ph.after) - 1 else 0)
-                b.edges.extend(((last, snd), (last, rcv), (rcv, proc)))
-                last = proc
+                b.edges.extend(((last, snd), (last, rcv)))
+                rel = q if step == len(ph.after) - 1 else 0
+                last = _edge(b, rcv, b.add(K_COMP, r, d=bus, node_id=node_id, instance=k, rl=0 if red else rel))
+                if red:  # (PacketBundle: the reduction is a second event, registered when the bus one fires)
+                    last = _edge(b, last, b.add(K_COMP, r, d=red, node_id=node_id, instance=k, rl=rel))
                 tag += 1
         b.edges.append((last, e))
     return s, e

@@ -80,6 +80,17 @@ def _check(wl: Workload, net: str, system: dict[str, Any]) -> list[int]:
                 "local-mem-bw": 50,
             },
         ),
+        # 100 B: streams end phases in the same tick; a stream takes its queue slot when it joins
+        (
+            8,
+            100,
+            "ring:2,ring:2,ring:2",
+            {
+                "all-reduce-implementation": ["ring"] * 3,
+                "preferred-dataset-splits": 4,
+                "collective-optimization": "localBWAware",
+            },
+        ),
         (
             24,
             1_000_000,
