@@ -279,7 +279,14 @@ def simulate(
     else:
         raise UsageError(f"cannot simulate a {type(obj).__name__}", hint="give an Algorithm or a Workload")
     delays, net = _model(prog, topo, mode)
-    st = run_engine(prog, delays=delays, net=net)
+    try:
+        st = run_engine(prog, delays=delays, net=net)
+    except SimulationError as exc:
+        if isinstance(obj, Workload) and native:
+            from ._native import stuck_native
+
+            raise stuck_native(exc) from None
+        raise
     links: list[dict[str, Any]] = []
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):

@@ -36,7 +36,7 @@ from typing import Any
 from ..chakra import Collective, NodeType, Workload
 from ..errors import SimulationError
 
-__all__ = ["NativeRing", "native_collectives"]
+__all__ = ["NativeRing", "native_collectives", "stuck_native"]
 
 _STEMS = {
     Collective.ALLREDUCE: "all-reduce",
@@ -149,3 +149,17 @@ def _settings(cfg: Mapping[str, Any], dims: tuple[int, ...]) -> NativeRing:
     active = cfg.get("active-chunks-per-dimension", 1)
     bw_aware = cfg.get("collective-optimization", "baseline") == "localBWAware"
     return NativeRing(splits, delay, float(bw), active, bw_aware, dims)
+
+
+def stuck_native(exc: SimulationError) -> SimulationError:
+    """The error for a workload with native collectives that never finishes: their streams wait for
+    each other across the dimension queues (``localBWAware`` visits a dimension twice, and with
+    several active chunks the ranks' queues can serve different streams). ASTRA-sim 518bd51 never
+    finishes such a workload either ("Hardware Resource ... has unreleased nodes"; checked on the
+    3-D cases of tests/sim/test_native_streams.py)."""
+    return SimulationError(
+        f"the workload never finishes: {exc.message}; ASTRA-sim's native streams deadlock here too "
+        "(its scheduler runs the same queues), so it reports no finish time either",
+        hint="use collective-optimization baseline, active-chunks-per-dimension 1, or the custom path "
+        '("all-reduce-implementation-custom")',
+    )

@@ -253,3 +253,38 @@ def test_the_bundle_writes_the_groups_astrasim_reads(tmp_path: Path) -> None:
     assert json.loads((b.path / "comm_group.json").read_text()) == {"1": [0, 2], "2": [1, 3]}
     assert "--comm-group-configuration=comm_group.json" in b.args()
     assert "--comm-group-configuration=comm_group.json" in (b.path / "run.sh").read_text()
+
+
+def test_streams_that_astrasim_never_finishes_are_an_error_here_too(tmp_path: Path) -> None:
+    """3-D localBWAware with two active chunks: the ranks' queues end up serving different
+    streams, and neither simulator finishes (ASTRA-sim reports unreleased nodes, no finish time)."""
+    from collhub_astrasim._bundle import _dims_for, build_bundle
+    from collhub_astrasim._run import run_binary
+    from tests.sim.difftest import BIN, BINARIES
+
+    if (why := oracle_unavailable()) is not None:
+        pytest.skip(why)
+    net = "ring:2@bw=25,lat=500,fc:2@bw=100,lat=500,fc:3@bw=100,lat=100"
+    system = {
+        **BASE,
+        "all-reduce-implementation": ["ring"] * 3,
+        "preferred-dataset-splits": 4,
+        "endpoint-delay": 16,
+        "local-mem-bw": 50,
+        "active-chunks-per-dimension": 2,
+        "collective-optimization": "localBWAware",
+    }
+    wl = _skewed([2360519, 125065], 12)
+    with pytest.raises(SimulationError, match="never finishes") as info:
+        simulate(wl, net, system=system)
+    assert "active-chunks-per-dimension 1" in (info.value.hint or "")
+    b = build_bundle(
+        wl,
+        out=tmp_path / "b",
+        dims=_dims_for(net),
+        system=system,
+        predict=False,
+        algorithm_for={"allreduce": "native:ring"},
+    )
+    stdout, _, _ = run_binary(BIN / BINARIES["unaware"], b.args(), b.path, 60)
+    assert "has unreleased nodes" in stdout and " finished, " not in stdout
