@@ -1,30 +1,20 @@
-"""ASTRA-sim's native ``ring`` all-reduce on a 1-D network, node for node (system.json path).
+"""Which of a system.json's native collectives hub.simulate reproduces, and the refusals.
 
-Rules, read in ASTRA-sim 518bd51 and checked against its binaries:
+Reproduced exactly (``hub.sim._native_streams`` holds the rules: chunks, phases across
+dimensions, per-dimension queues, the ring phase itself, process groups): ASTRA-sim 518bd51's
+native ``ring`` all-reduce, ``"ring"`` once per network dimension, on 1-D and multi-dimensional
+networks, with any ``preferred-dataset-splits`` (>= 1), ``endpoint-delay`` (>= 1, as 0 aborts
+ASTRA-sim), ``local-mem-bw``, ``active-chunks-per-dimension`` (>= 1), ``scheduling-policy``,
+``collective-optimization`` ``baseline`` or ``localBWAware``, in process groups, next to compute
+and next to workload-level SEND/RECV. The rank's finish is its COMM_COLL's end, not the arrival
+of its last send (``hub.sim._breakdown.workload_finish``).
 
-* **Chunks** (``Sys::determine_chunk_size``, ``Sys::generate_collective``): the collective of S
-  bytes is cut into chunks of ``c = S // preferred-dataset-splits`` bytes (at least one byte per
-  NPU: if ``c < npus``, ``c = npus``), ``ceil(S' / c)`` of them, each of ``c`` bytes (S' = S, or
-  ``splits * npus`` after that correction). Each chunk is one stream.
-* **One stream at a time** per NPU with ``active-chunks-per-dimension`` 1 (``SchedulerUnit``:
-  a stream is initialised when the previous one is removed, at the same tick).
-* **The ring** (``Ring.cc``): ``2(n-1)`` messages of ``c // n`` bytes to the next NPU, each sent
-  when the previous packet is processed; a packet is processed after a memory-bus transfer of
-  ``endpoint-delay`` ns (``MemBus``, a non-local dimension without ``model-shared-bus``) and, for
-  the first ``n-1`` received packets (the reduce-scatter half), a reduction of
-  ``3 * trunc(bytes / local-mem-bw)`` ns (``PacketBundle::call``: two reads and a write, each
-  truncated). The stream's first packet passes the bus too, so ``2n-1`` bus transfers per chunk.
-  A receive is posted with its send; the stream ends when its last packet is processed, not
-  when its last send arrives.
-* The collective (the workload's COMM_COLL) ends when its last stream ends
-  (``DataSet::notify_stream_finished``).
-
-* The rank's finish is its COMM_COLL's end, not the arrival of its last send
-  (``hub.sim._breakdown.workload_finish``).
-
-Everything else native (other collectives and implementations, multi-dimensional networks,
-``localBWAware``, more active chunks, a process group, a shared-bus model, a workload that also
-has workload-level SEND/RECV nodes) is refused naming the key (:func:`native_collectives`).
+Refused, naming the key, with the custom path as the way out (:func:`native_collectives`): other
+native implementations and collectives, an implementation list whose length is not the number
+of dimensions, a topology that is not a dimensional network, ``model-shared-bus``, a native
+collective whose node sets ``involved_dim``, and a native all-reduce next to collectives served
+by a custom implementation (a mix ASTRA-sim never finishes). Streams that never finish (as
+ASTRA-sim's do not either) are one error (:func:`stuck_native`).
 """
 
 from __future__ import annotations
@@ -63,8 +53,8 @@ def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> Simu
     stem = _STEMS.get(coll, "all-reduce")
     sep = "" if why.startswith(":") else " "
     return SimulationError(
-        f"system.json key {key}{sep}{why}; hub.simulate reproduces ASTRA-sim's native collectives only for a "
-        "ring all-reduce on a 1-D network (baseline, one active chunk, no process group, no shared bus)",
+        f"system.json key {key}{sep}{why}; of ASTRA-sim's native collectives hub.simulate reproduces the "
+        'ring all-reduce ("ring" once per network dimension, no shared bus)',
         hint=f'use the custom path: "{stem}-implementation-custom": ["<ET prefix>"] (e.g. written by collhub '
         f"produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}",
     )

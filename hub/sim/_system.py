@@ -3,10 +3,10 @@
 ASTRA-sim picks, per workload COMM_COLL node: the ``per-node-custom-implementation`` entry, else
 the collective's ``*-implementation-custom`` key (one ET prefix), else the native per-dimension
 list (``*-implementation``: ``ring``, ``direct``, ``halvingDoubling``, ...). hub.simulate
-reproduces the custom path exactly, and of the native implementations the ring all-reduce on a
-1-D network (``hub.sim._native``, with its chunking by ``preferred-dataset-splits`` and its
-``endpoint-delay`` and ``local-mem-bw`` costs); a system.json that would run any other native
-implementation is refused, naming the key.
+reproduces the custom path exactly, and of the native implementations the ring all-reduce on
+1-D and multi-dimensional networks (``hub.sim._native``, ``hub.sim._native_streams``: chunks,
+phases, per-dimension queues, ``endpoint-delay`` and ``local-mem-bw`` costs); a system.json that
+would run any other native implementation is refused, naming the key.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def serve_from_system(
     dim_sizes: tuple[int, ...] | None = None,
 ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
     """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
-        -> the native implementation hub.simulate reproduces (``hub.sim._native``: ring all-reduce on
-        a 1-D network); any other native implementation the workload would use is refused. Collectives
+        -> the native implementation hub.simulate reproduces (``hub.sim._native``: the ring
+        all-reduce); any other native implementation the workload would use is refused. Collectives
     in ``explicit`` are served by the caller's ``algorithm_for``; ``dim_sizes``: the network's NPUs
     per dimension."""
     from ._native import native_collectives
