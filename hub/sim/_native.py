@@ -89,6 +89,10 @@ def native_collectives(
             raise _refuse(key, f": {impl!r} has {len(impl)} entries, the network {dims} dimensions (one per dimension)")
         if cfg.get("collective-optimization", "baseline") not in ("baseline", "localBWAware"):
             raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (baseline or localBWAware)")
+        if cfg.get("scheduling-policy", "LIFO") not in ("LIFO", "FIFO", "EXPLICIT"):
+            # (one collective at a time per NPU: its streams share one priority, so any policy gives
+            # the same order; an unknown one makes ASTRA-sim panic)
+            raise _refuse("scheduling-policy", f": {cfg['scheduling-policy']!r} (LIFO, FIFO or EXPLICIT)")
         if not _is_count(cfg.get("active-chunks-per-dimension", 1)):
             raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (an integer >= 1)")
         if cfg.get("model-shared-bus", 0):

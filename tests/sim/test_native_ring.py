@@ -133,6 +133,7 @@ def test_algorithm_for_wins_over_the_native_key() -> None:
         ({"all-reduce-implementation": ["ring", "direct"]}, "ring:2,ring:2", "all-reduce-implementation"),
         ({"collective-optimization": "fastest"}, "ring:4", "collective-optimization"),
         ({"active-chunks-per-dimension": 0}, "ring:4", "active-chunks-per-dimension"),
+        ({"scheduling-policy": "SJF"}, "ring:4", "scheduling-policy"),
         ({"model-shared-bus": 1}, "ring:4", "model-shared-bus"),
         ({"endpoint-delay": 0}, "ring:4", "endpoint-delay"),
         ({"preferred-dataset-splits": 0}, "ring:4", "preferred-dataset-splits"),
