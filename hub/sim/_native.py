@@ -11,8 +11,9 @@ of its last send (``hub.sim._breakdown.workload_finish``).
 
 Refused, naming the key, with the custom path as the way out (:func:`native_collectives`): other
 native implementations and collectives, an implementation list whose length is not the number
-of dimensions, a topology that is not a dimensional network, ``model-shared-bus``, a native
-collective whose node sets ``involved_dim``, and a native all-reduce next to collectives served
+of dimensions, a topology that is not a dimensional network, ``model-shared-bus``, a node's
+``involved_dim`` that is shorter than the dimensions or involves none (ASTRA-sim reads past it /
+never finishes; a full one is followed), and a native all-reduce next to collectives served
 by a custom implementation (a mix ASTRA-sim never finishes). Streams that never finish (as
 ASTRA-sim's do not either) are one error (:func:`stuck_native`).
 """
@@ -97,20 +98,29 @@ def native_collectives(
             raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (an integer >= 1)")
         if cfg.get("model-shared-bus", 0):
             raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
-        dimmed = next(
+        short = next(
             (
-                (r, n.id)
+                (r, n.id, n.attrs["involved_dim"])
                 for r, nodes in enumerate(wl.ranks)
                 for n in nodes
-                if n.collective is coll and "involved_dim" in n.attrs
+                if n.collective is coll
+                and "involved_dim" in n.attrs
+                and (
+                    not isinstance(n.attrs["involved_dim"], list)
+                    or len(n.attrs["involved_dim"]) < dims
+                    or not any(n.attrs["involved_dim"][:dims])
+                )
+                and not n.pg_name.strip("0")  # (a process group ignores it)
             ),
             None,
         )
-        if dimmed is not None:
+        if short is not None:
+            # (ASTRA-sim indexes the list by dimension, past its end for a short one; with no
+            # dimension involved the collective has no stream and never finishes)
             raise _refuse(
                 key,
-                f"asks for a native collective whose node sets involved_dim (rank {dimmed[0]}, node {dimmed[1]}), "
-                "which hub.simulate does not reproduce",
+                f"asks for a native collective whose node's involved_dim {short[2]!r} (rank {short[0]}, "
+                f"node {short[1]}) does not name each of the {dims} dimensions, or involves none",
             )
         out[coll] = _settings(cfg, dim_sizes or ())
     others = sorted(c.value for c in used if c is not None and c not in out and c is not Collective.BROADCAST)

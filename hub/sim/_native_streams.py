@@ -118,16 +118,18 @@ def stream_plan(
     active: int = 1,
     local_bw_aware: bool = False,
     group: int | None = None,
+    involved: tuple[bool, ...] | None = None,
 ) -> StreamPlan:
     """The streams of a native ring all-reduce of ``size`` bytes over a network of ``dims`` NPUs
-    per dimension, or over a process group of ``group`` NPUs, fewer than the network's (module doc)."""
+    per dimension, or over a process group of ``group`` NPUs, fewer than the network's (module doc);
+    ``involved``: the node's ``involved_dim`` (dimensions marked false are skipped; ignored in a group)."""
     chunks, chunk = chunking(size, splits, math.prod(dims))
     if group is not None:
         # CommunicatorGroup::get_collective_plan: one ring over the members, a Local dimension
         # (MemBus's Fast transmission: 10 ns per bus transfer, whatever endpoint-delay says)
         ph, _ = _ring_phase(Collective.ALLREDUCE, 0, group, chunk, True, _LOCAL_BUS_NS, local_mem_bw)
         return StreamPlan(chunks, (ph,), _LOCAL_BUS_NS, active)
-    used = [d for d, m in enumerate(dims) if m > 1]
+    used = [d for d, m in enumerate(dims) if m > 1 and (involved is None or involved[d])]
     if local_bw_aware and used:
         *up, last = used
         order = (

@@ -214,7 +214,9 @@ def _add_collective(
     k = sv.instance
     b.labels[k] = sv.label
     if sv.native is not None:
-        return _add_native_ring(b, r, node.id, sv)
+        # (a process group's plan involves every dimension: CommunicatorGroup::get_collective_plan)
+        involved = node.attrs.get("involved_dim") if node.pg_name in ("", "0") else None
+        return _add_native_ring(b, r, node.id, sv, involved)
     if sv.alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
         d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
         g = b.add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
@@ -258,7 +260,9 @@ def _add_collective(
     return s, e
 
 
-def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[int, int]:
+def _add_native_ring(
+    b: _Builder, r: int, node_id: int, sv: _Served, involved: list[bool] | None = None
+) -> tuple[int, int]:
     """ASTRA-sim's native ring all-reduce on rank ``r`` (``hub.sim._native_streams``): per stream
     and phase, a bus transfer that takes a slot of the phase's dimension queue, then per step:
     send to the ring's receiver and post the receive from its sender; once received, the
@@ -278,6 +282,7 @@ def _add_native_ring(b: _Builder, r: int, node_id: int, sv: _Served) -> tuple[in
         active=ns.active_chunks,
         local_bw_aware=ns.local_bw_aware,
         group=group,
+        involved=tuple(bool(v) for v in involved) if involved is not None else None,
     )
     b.caps = max(b.caps, plan.active)
     if group is not None:  # the ring of the members as the group lists them
