@@ -282,8 +282,8 @@ def simulate(
     try:
         st = run_engine(prog, delays=delays, net=net)
     except SimulationError as exc:
-        if isinstance(obj, Workload) and native:
-            from ._native import stuck_native
+        if isinstance(obj, Workload) and any(f" in {c.value}#" in exc.message for c in native):
+            from ._native import stuck_native  # (the stuck node is inside a native collective)
 
             raise stuck_native(exc) from None
         raise
