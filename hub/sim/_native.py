@@ -20,6 +20,7 @@ ASTRA-sim's do not either) are one error (:func:`stuck_native`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,12 @@ def native_collectives(
         if len(impl) != dims:
             # (ASTRA-sim runs a shorter list but builds its rings from it alone: meaningless numbers)
             raise _refuse(key, f": {impl!r} has {len(impl)} entries, the network {dims} dimensions (one per dimension)")
+        npus = math.prod(dim_sizes) if dim_sizes else wl.rank_count
+        if wl.rank_count != npus:
+            # (ASTRA-sim reads one workload file per NPU; a smaller workload is not its input)
+            raise _refuse(key, f"asks for a native collective on {npus} NPUs in a workload of {wl.rank_count} ranks")
+        if dims > _MAX_DIMS:
+            raise _refuse(key, f"asks for a native collective on {dims} dimensions (at most {_MAX_DIMS})")
         if cfg.get("collective-optimization", "baseline") not in ("baseline", "localBWAware"):
             raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (baseline or localBWAware)")
         if cfg.get("scheduling-policy", "LIFO") not in ("LIFO", "FIFO", "EXPLICIT"):
@@ -135,6 +142,7 @@ def native_collectives(
     return out
 
 
+_MAX_DIMS = 12  # one engine resource class per dimension queue (classes 4-15)
 _QUEUE_CAP = range(1, 2**31)  # a queue's slots: the engine's int32 counters
 
 

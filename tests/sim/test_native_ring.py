@@ -134,6 +134,7 @@ def test_algorithm_for_wins_over_the_native_key() -> None:
         ({"collective-optimization": "fastest"}, "ring:4", "collective-optimization"),
         ({"active-chunks-per-dimension": 0}, "ring:4", "active-chunks-per-dimension"),
         ({"scheduling-policy": "SJF"}, "ring:4", "scheduling-policy"),
+        ({}, "ring:8", "all-reduce-implementation"),  # 4 ranks on 8 NPUs: not an ASTRA-sim input
         ({"model-shared-bus": 1}, "ring:4", "model-shared-bus"),
         ({"endpoint-delay": 0}, "ring:4", "endpoint-delay"),
         ({"preferred-dataset-splits": 0}, "ring:4", "preferred-dataset-splits"),
