@@ -165,13 +165,13 @@ def _settings(cfg: Mapping[str, Any], dims: tuple[int, ...]) -> NativeRing:
 
 def stuck_native(exc: SimulationError) -> SimulationError:
     """The error for a workload with native collectives that never finishes: their streams wait for
-    each other across the dimension queues (``localBWAware`` visits a dimension twice, and with
-    several active chunks the ranks' queues can serve different streams). ASTRA-sim 518bd51 never
-    finishes such a workload either ("Hardware Resource ... has unreleased nodes"; checked on the
-    3-D cases of tests/sim/test_native_streams.py)."""
+    each other across the dimension queues (with ``localBWAware`` on 3 or more dimensions a stream
+    visits a middle dimension's queue twice, and when the ranks start at different times their
+    queues serve different streams). ASTRA-sim 518bd51 never finishes such a workload either
+    ("Hardware Resource ... has unreleased nodes"; tests/sim/test_native_streams.py,
+    benchmarks/bench_native.py)."""
     return SimulationError(
         f"the workload never finishes: {exc.message}; ASTRA-sim's native streams deadlock here too "
         "(its scheduler runs the same queues), so it reports no finish time either",
-        hint="use collective-optimization baseline, active-chunks-per-dimension 1, or the custom path "
-        '("all-reduce-implementation-custom")',
+        hint='use collective-optimization baseline, or the custom path ("all-reduce-implementation-custom")',
     )
