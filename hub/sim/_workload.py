@@ -5,7 +5,11 @@ the rank's nodes of the serving algorithm (one *instance* per collective), and a
 ASTRA-sim's resource rules apply to workload nodes only: per NPU one in-flight GPU COMP, one
 in-flight GPU SEND-or-COLL (held from START to END, or until a SEND's data arrives) and one CPU
 op; RECVs are unlimited; nodes inside a custom collective are never throttled. The engine issues
-ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``).
+ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``),
+also those a collective's END frees. A native collective (``hub.sim._native_streams``) becomes
+its streams' phases; each phase holds a slot of its dimension's queue (resource class
+``QUEUE_CLASS + dim``, ``active-chunks-per-dimension`` slots) from its first bus transfer to its
+last packet's processing, and a process group runs the ring of its members in declared order.
 
 Process groups (``pg_name``) follow ASTRA-sim's custom-collective path: NPU r runs the algorithm's
 graph at its position in the *sorted* member list (``CommunicatorGroup``'s ``pos_in_group``, the
