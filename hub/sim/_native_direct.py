@@ -16,7 +16,7 @@ event order that no dependency graph states).
 from __future__ import annotations
 
 from ..chakra import Collective
-from ._native_ops import Op, Schedule, reduce_ns
+from ._native_ops import Op, Schedule, processing, reduce_ns
 from ._program import K_COMP, K_NOP, K_RECV, K_SEND
 
 __all__ = ["direct_schedule"]
@@ -25,12 +25,12 @@ __all__ = ["direct_schedule"]
 def direct_schedule(coll: Collective, n: int, pos: int, chunk: int, delay: int, bw_GBps: float) -> Schedule:
     """The direct chunk schedule at position ``pos`` of ``n`` (module doc)."""
     if coll is Collective.ALLGATHER:
-        msg, proc = chunk, delay
+        msg, red = chunk, 0
     elif coll is Collective.REDUCESCATTER:
         msg = chunk // n
-        proc = delay + reduce_ns(msg, bw_GBps)
+        red = reduce_ns(msg, bw_GBps)
     elif coll is Collective.ALLTOALL:
-        msg, proc = chunk // n, delay
+        msg, red = chunk // n, 0
     else:  # (refused before)
         raise ValueError(f"no native direct {coll.value} here")
     m = n - 1
@@ -40,7 +40,6 @@ def direct_schedule(coll: Collective, n: int, pos: int, chunk: int, delay: int, 
         ops.append(Op(K_RECV, peer=(pos - j) % n, size=msg, deps=(j - 1,)))
     procs = []
     for j in range(m):
-        ops.append(Op(K_COMP, dur=proc, deps=(m + 2 * j + 1,)))
-        procs.append(len(ops) - 1)
+        procs.append(processing(ops, delay, red, (m + 2 * j + 1,)))
     ops.append(Op(K_NOP, deps=tuple(procs)))
     return tuple(ops), (len(ops) - 1,)

@@ -12,7 +12,8 @@ non-local dimension without ``model-shared-bus``):
 * every packet passes the memory bus once: ``endpoint-delay`` ns, whichever way it goes;
 * a packet that needs processing (a reduction) then takes ``3 * trunc(bytes / local-mem-bw)``
   ns more (two reads and a write, each truncated to whole ns), ``bytes`` being the packet's own
-  message size;
+  message size: a second event, registered when the bus one fires, so a second op
+  (:func:`processing`), and same-tick events keep ASTRA-sim's order;
 * a SEND is issued with the RECV the same step posts, SEND first (``ready()``); ops that become
   ready together are issued in list order.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from ._program import K_COMP, K_NOP, K_RECV, K_SEND
 
-__all__ = ["Op", "Packet", "Schedule", "chain", "reduce_ns", "round_flags"]
+__all__ = ["Op", "Packet", "Schedule", "chain", "processing", "reduce_ns", "round_flags"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,15 @@ def reduce_ns(nbytes: int, bw_GBps: float) -> int:
     return 3 * one
 
 
+def processing(ops: list[Op], delay: int, red: int, deps: tuple[int, ...]) -> int:
+    """Append a packet's bus transfer after ``deps`` and, if ``red`` > 0, its reduction; the index of
+    the last (PacketBundle: the reduction is its own event, registered when the bus one fires)."""
+    ops.append(Op(K_COMP, dur=delay, deps=deps))
+    if red:
+        ops.append(Op(K_COMP, dur=red, deps=(len(ops) - 1,)))
+    return len(ops) - 1
+
+
 def round_flags(count: int, zero: int, nonzero: int, reduce_first: bool, reduce_all: bool) -> list[bool]:
     """Which of ``count`` packets are processed. Packets come in rounds of ``zero`` packets bound
     for the memory (never processed) then ``nonzero`` bound for the NPU; a nonzero packet is
@@ -88,9 +98,7 @@ def chain(packets: Sequence[Packet], delay: int, bw_GBps: float) -> Schedule:
     ops: list[Op] = []
     after: tuple[int, ...] = ()
     for i, p in enumerate(packets):
-        d = delay + (reduce_ns(p.size, bw_GBps) if p.processed else 0)
-        ops.append(Op(K_COMP, dur=d, deps=after))
-        bus = len(ops) - 1
+        bus = processing(ops, delay, reduce_ns(p.size, bw_GBps) if p.processed else 0, after)
         if i == len(packets) - 1:
             return tuple(ops), (bus,)
         ops.append(Op(K_SEND, peer=p.dest, size=p.size, deps=(bus,)))
