@@ -20,7 +20,6 @@ so in one error); refusals are counted apart. Exit status 1 when any set-up diff
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 from collections import Counter
@@ -30,52 +29,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hub.chakra import Collective  # noqa: E402
 from hub.errors import SimulationError  # noqa: E402
 from hub.sim import simulate  # noqa: E402
 from tests.sim.difftest import oracle_unavailable  # noqa: E402
-from tests.sim.test_native_algorithms import STEM, _mixed, _real  # noqa: E402
-from tests.sim.test_native_ring import BASE  # noqa: E402
-
-#: the implementations hub.simulate reproduces per collective (docs/simulator.md, "Native collectives")
-ALGOS: dict[Collective, tuple[str, ...]] = {
-    Collective.ALLREDUCE: ("ring", "halvingDoubling", "doubleBinaryTree"),
-    Collective.ALLGATHER: ("ring", "direct", "halvingDoubling", "doubleBinaryTree"),
-    Collective.REDUCESCATTER: ("ring", "direct", "halvingDoubling", "doubleBinaryTree"),
-    Collective.ALLTOALL: ("ring", "direct", "doubleBinaryTree"),
-}
-_POW2 = frozenset({"halvingDoubling", "doubleBinaryTree"})
-
-
-def _setup(rng: random.Random) -> tuple[str, dict[str, Any], Collective, int, list[int], str]:
-    coll = rng.choice(list(ALGOS))
-    nd = rng.choice((1, 1, 2, 2, 3)) if coll is Collective.ALLREDUCE else rng.choice((1, 2))
-    impls = [rng.choice(ALGOS[coll]) for _ in range(nd)]
-    sizes = [rng.choice((2, 4) if nd > 1 else (4, 8)) if a in _POW2 else rng.choice((2, 3, 4)) for a in impls]
-    if nd == 1 and impls[0] not in _POW2:
-        sizes = [rng.choice((3, 4, 6, 8))]
-    kinds = ("ring", "switch", "fc")
-    net = ",".join(
-        f"{rng.choice(kinds if m > 2 else kinds[1:])}:{m}@bw={rng.choice((25, 50, 100))},lat={rng.choice((100, 500))}"
-        for m in sizes
-    )  # (the aware binary aborts on a 2-NPU Ring)
-    system = {
-        **BASE,
-        f"{STEM[coll]}-implementation": impls,
-        "preferred-dataset-splits": rng.randint(1, 8),
-        "active-chunks-per-dimension": rng.randint(1, 3),
-        "collective-optimization": rng.choice(("baseline", "localBWAware")),
-        "endpoint-delay": rng.randint(1, 20),
-        "local-mem-bw": rng.choice((50, 400, 1600)),
-        "scheduling-policy": rng.choice(("LIFO", "FIFO")),
-    }
-    colls = [rng.choice((rng.randint(8, 5000), rng.randint(10_000, 3_000_000))), rng.randint(10_000, 300_000)]
-    feature = (
-        f"{nd}-D"
-        + (", active chunks > 1" if system["active-chunks-per-dimension"] > 1 else "")
-        + (", localBWAware" if system["collective-optimization"] == "localBWAware" else "")
-    )
-    return net, system, coll, math.prod(sizes), colls, f"{'/'.join(dict.fromkeys(impls))} {coll.value} | {feature}"
+from tests.sim.native_cases import random_setup  # noqa: E402
+from tests.sim.test_native_algorithms import _mixed, _real  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -90,7 +48,7 @@ def main(argv: list[str]) -> int:
     stats: Counter[tuple[str, str, str]] = Counter()
     diffs = []
     for _ in range(args.cases):
-        net, system, coll, n, colls, feature = _setup(rng)
+        net, system, coll, n, colls, feature = random_setup(rng)
         wl = _mixed(n, [(coll, s) for s in colls], seed=rng.randint(0, 4))
         for mode in ("unaware", "aware") if "| 1-D" in feature else ("unaware",):
             try:

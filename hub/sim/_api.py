@@ -64,7 +64,7 @@ class SimulateParams(BaseModel):
         default=None,
         description="workloads: an ASTRA-sim system.json whose "
         "*-implementation-custom keys choose the algorithms "
-        "(native ones on 1-D networks as docs/simulator.md lists; others are refused)",
+        "(native ones as docs/simulator.md lists; others are refused)",
     )
 
     @field_validator("size")

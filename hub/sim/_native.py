@@ -18,8 +18,7 @@ Refused, naming the key, with the custom path as the way out (:func:`native_coll
 ``direct`` all-reduce and a ``directN`` window below ``n-1`` (their steps follow the order
 events happen in, see ``_native_direct``), halving-doubling all-to-all (ASTRA-sim exits) or on a
 non-power-of-two number of NPUs, a double binary tree on a non-power-of-two number (ASTRA-sim
-crashes), in a process group smaller than the network (ASTRA-sim casts its ring to a tree) or
-in a non-last dimension with ``localBWAware`` (visited twice), the ``one*`` variants on a
+crashes) or in a process group smaller than the network (ASTRA-sim casts its ring to a tree), the ``one*`` variants on a
 multi-dimensional network (one ring over every NPU: not reproduced yet), an implementation list
 whose length is not the number of dimensions, a topology that is not a dimensional network,
 ``model-shared-bus``, a node's ``involved_dim`` that is shorter than the dimensions or involves
@@ -128,7 +127,7 @@ def _algorithm(key: str, impl: Any, name: Any, coll: Collective, n: int, dims: i
 
 
 def _implementations(
-    key: str, impl: Any, coll: Collective, sizes: tuple[int, ...], groups: list[int], bw_aware: bool
+    key: str, impl: Any, coll: Collective, sizes: tuple[int, ...], groups: list[int]
 ) -> tuple[str, ...]:
     """The algorithm per dimension, each checked on the NPUs it runs over (the dimension's, and
     every process group's smaller than the network); else the refusal."""
@@ -142,16 +141,6 @@ def _implementations(
         name = impl[0] if dims == 1 else "ring"
         if _algorithm(key, impl, name, coll, g, 1) == "doubleBinaryTree":
             raise _refuse(key, f"asks for ASTRA-sim's native {impl!r} in a process group of {g} NPUs", coll)
-    used = [d for d, m in enumerate(sizes) if m > 1]
-    if coll is Collective.ALLREDUCE and bw_aware:
-        twice = [d for d in used[:-1] if algos[d] == "doubleBinaryTree"]
-        if twice:
-            raise _refuse(
-                key,
-                f"asks for ASTRA-sim's native {impl!r} with localBWAware, which runs dimension {twice[0]}'s "
-                "double binary tree twice a stream (not reproduced yet)",
-                coll,
-            )
     return algos
 
 
@@ -188,8 +177,7 @@ def native_collectives(
         _check_settings(cfg)
         nodes = [(r, n) for r, nodes in enumerate(wl.ranks) for n in nodes if n.collective is coll]
         groups = sorted({len(_members(n.pg_name, wl)) for _, n in nodes if n.pg_name.strip("0")} - {npus})
-        bw_aware = cfg.get("collective-optimization", "baseline") == "localBWAware"
-        algos = _implementations(key, cfg[key], coll, sizes, groups, bw_aware)
+        algos = _implementations(key, cfg[key], coll, sizes, groups)
         _check_involved(key, coll, nodes, dims)
         settings = _settings(cfg, dim_sizes or (), algos)
         if coll is Collective.ALLGATHER:

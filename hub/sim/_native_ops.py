@@ -1,15 +1,18 @@
-"""What one rank does for one chunk of an ASTRA-sim native collective, as data.
+"""What one rank does in one phase of a stream of an ASTRA-sim native collective, as data.
 
 A native algorithm's schedule (``_native_ring``, ``_native_hd``, ``_native_direct``,
-``_native_dbt``) is a pure function of the settings, the collective, the group size, the rank's
-position and the chunk's bytes; it returns a :data:`Schedule`: a small DAG of :class:`Op` (bus
-transfers and reductions as timed COMPs, SENDs, RECVs, joins) and the ops whose completion ends
-the chunk (ASTRA-sim's stream ``exit()``). ``hub.sim._workload`` turns it into program nodes.
+``_native_dbt``) is a pure function of the settings, the collective the phase runs, the number
+of NPUs it runs over (a network dimension, or a process group), the rank's position among them
+and the phase's bytes (in the modules: "chunk", ``c``, ``n``); it returns a :data:`Schedule`: a
+small DAG of :class:`Op` (bus transfers and reductions as timed COMPs, SENDs, RECVs, joins) and
+the op whose completion ends the phase (ASTRA-sim's ``exit()``). ``hub.sim._native_streams``
+says which phases a stream has; ``hub.sim._workload`` turns them into program nodes.
 
-Rules shared by every algorithm (ASTRA-sim 518bd51, ``PacketBundle``/``MemBus`` on a
-non-local dimension without ``model-shared-bus``):
+Rules shared by every algorithm (ASTRA-sim 518bd51, ``PacketBundle``/``MemBus`` without
+``model-shared-bus``):
 
-* every packet passes the memory bus once: ``endpoint-delay`` ns, whichever way it goes;
+* every packet passes the memory bus once: ``endpoint-delay`` ns (10 ns in a process group
+  smaller than the network, a local dimension), whichever way it goes;
 * a packet that needs processing (a reduction) then takes ``3 * trunc(bytes / local-mem-bw)``
   ns more (two reads and a write, each truncated to whole ns), ``bytes`` being the packet's own
   message size: a second event, registered when the bus one fires, so a second op
