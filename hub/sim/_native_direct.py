@@ -25,12 +25,12 @@ __all__ = ["direct_schedule"]
 def direct_schedule(coll: Collective, n: int, pos: int, chunk: int, delay: int, bw_GBps: float) -> Schedule:
     """The direct chunk schedule at position ``pos`` of ``n`` (module doc)."""
     if coll is Collective.ALLGATHER:
-        msg, red = chunk, 0
+        msg, red = chunk, None
     elif coll is Collective.REDUCESCATTER:
         msg = chunk // n
         red = reduce_ns(msg, bw_GBps)
     elif coll is Collective.ALLTOALL:
-        msg, red = chunk // n, 0
+        msg, red = chunk // n, None
     else:  # (refused before)
         raise ValueError(f"no native direct {coll.value} here")
     m = n - 1

@@ -66,11 +66,13 @@ def reduce_ns(nbytes: int, bw_GBps: float) -> int:
     return 3 * one
 
 
-def processing(ops: list[Op], delay: int, red: int, deps: tuple[int, ...]) -> int:
-    """Append a packet's bus transfer after ``deps`` and, if ``red`` > 0, its reduction; the index of
-    the last (PacketBundle: the reduction is its own event, registered when the bus one fires)."""
+def processing(ops: list[Op], delay: int, red: int | None, deps: tuple[int, ...]) -> int:
+    """Append a packet's bus transfer after ``deps`` and, unless ``red`` is None (not processed),
+    its reduction; the index of the last (PacketBundle: the reduction is its own event, registered
+    when the bus one fires, even when it takes 0 ns: with several streams in flight that event's
+    place among same-tick events decides which stream goes on first)."""
     ops.append(Op(K_COMP, dur=delay, deps=deps))
-    if red:
+    if red is not None:
         ops.append(Op(K_COMP, dur=red, deps=(len(ops) - 1,)))
     return len(ops) - 1
 
@@ -101,7 +103,7 @@ def chain(packets: Sequence[Packet], delay: int, bw_GBps: float) -> Schedule:
     ops: list[Op] = []
     after: tuple[int, ...] = ()
     for i, p in enumerate(packets):
-        bus = processing(ops, delay, reduce_ns(p.size, bw_GBps) if p.processed else 0, after)
+        bus = processing(ops, delay, reduce_ns(p.size, bw_GBps) if p.processed else None, after)
         if i == len(packets) - 1:
             return tuple(ops), (bus,)
         ops.append(Op(K_SEND, peer=p.dest, size=p.size, deps=(bus,)))
