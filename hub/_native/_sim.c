@@ -18,6 +18,12 @@
 
 enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
 enum { EV_NODE = -1, EV_FREE = -2 }; /* Ev.b; b >= 0: a message finished hop b (aware) */
+/* resource classes per NPU: 1-3 the workload's (one node each; taken at issue, and a release
+ * lets every waiting node compete again), QCLS.. the native collectives' per-dimension queues
+ * (cap streams each; hub/sim/_native_streams.py): a node takes a slot when it becomes ready, or
+ * waits in arrival order, and a release hands the slot to the first waiting node, as ASTRA-sim's
+ * scheduler inits the first waiting stream of a queue when a running one leaves it */
+enum { NCLS = 16, QCLS = 4 };
 
 typedef struct {
     int64_t t;
@@ -54,10 +60,11 @@ typedef struct {
     int64_t *lbytes, *lbusyt;
     uint8_t *lbusy;
     int32_t *lq_head, *lq_tail, *mhop;
-    /* workload resources */
+    /* workload resources: per NPU NCLS classes, class c holds at most cap[c] nodes at once */
     int use_res;
     const int8_t *acq, *rel, *wlev;
-    uint8_t *busy;
+    const int32_t *cap;
+    int32_t *busy;
     int32_t *wq_head, *wq_tail, *wnext;
     /* outputs */
     int64_t *start, *fin, *rank_finish;
@@ -274,9 +281,17 @@ static int complete(St *s, int32_t c, int64_t t) {
     s->fin[c] = t;
     s->last = c;
     if (c < s->n) s->rank_finish[s->rank[c]] = t; /* times never decrease: the last one is the max */
-    if (s->use_res && s->rel[c]) { /* free the NPU resource; its waiting nodes compete again */
-        int32_t key = s->rank[c] * 4 + s->rel[c];
-        s->busy[key] = 0;
+    if (s->use_res && s->rel[c] >= QCLS) { /* a queue slot: to its first waiting node */
+        int32_t key = s->rank[c] * NCLS + s->rel[c], g = s->wq_head[key];
+        s->busy[key]--;
+        if (g >= 0) {
+            s->wq_head[key] = s->wnext[g];
+            s->busy[key]++;
+            if (ready_push(s, g)) return -1;
+        }
+    } else if (s->use_res && s->rel[c]) { /* free the NPU resource; its waiting nodes compete again */
+        int32_t key = s->rank[c] * NCLS + s->rel[c];
+        s->busy[key]--;
         for (int32_t g = s->wq_head[key]; g >= 0; g = s->wnext[g])
             if (ready_push(s, g)) return -1;
         s->wq_head[key] = s->wq_tail[key] = -1;
@@ -291,6 +306,17 @@ static int complete(St *s, int32_t c, int64_t t) {
         }
         if (counted ? counts(s, g, c) : --s->indeg[g] == 0) {
             s->cause[g] = c;
+            if (s->use_res && s->acq[g] >= QCLS) { /* joins its queue now */
+                int32_t key = s->rank[g] * NCLS + s->acq[g];
+                if (s->busy[key] >= s->cap[s->acq[g]]) {
+                    s->wnext[g] = -1;
+                    if (s->wq_head[key] < 0) s->wq_head[key] = g;
+                    else s->wnext[s->wq_tail[key]] = g;
+                    s->wq_tail[key] = g;
+                    continue;
+                }
+                s->busy[key]++;
+            }
             if (ready_push(s, g)) return -1;
             freed++;
         }
@@ -339,12 +365,12 @@ static int outer_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : (x->idx > y->idx); /* stable */
 }
 
-static int by_node_id(St *s, int32_t *rankpos) {
-    Py_ssize_t m = s->nready, ni = 0, no = 0;
-    Outer *o = malloc((size_t)m * sizeof(Outer));
+static int by_node_id(St *s, int32_t *rankpos, Py_ssize_t m0) { /* sorts ready[m0:] */
+    Py_ssize_t m = s->nready, ni = m0, no = 0;
+    Outer *o = malloc((size_t)(m - m0) * sizeof(Outer));
     if (!o) return -1;
     int32_t npos = 0;
-    for (Py_ssize_t i = 0; i < m; i++) {
+    for (Py_ssize_t i = m0; i < m; i++) {
         int32_t g = s->ready[i];
         if (!s->wlev[g]) { s->ready[ni++] = g; continue; }
         int32_t r = s->rank[g];
@@ -411,20 +437,20 @@ static int walk(St *s, int32_t *rankpos) {
             chain = nx;
         }
         if (!s->nready) continue;
-        if (s->use_res && s->nready > 1 && by_node_id(s, rankpos)) return -1;
+        if (s->use_res && s->nready > 1 && by_node_id(s, rankpos, 0)) return -1;
         /* issue every ready node (issuing can complete nodes and so append more) */
         for (Py_ssize_t i = 0; i < s->nready; i++) {
             int32_t g = s->ready[i];
-            if (s->use_res && s->acq[g]) {
-                int32_t key = s->rank[g] * 4 + s->acq[g];
-                if (s->busy[key]) {
+            if (s->use_res && s->acq[g] && s->acq[g] < QCLS) {
+                int32_t key = s->rank[g] * NCLS + s->acq[g];
+                if (s->busy[key] >= s->cap[s->acq[g]]) { /* waits, in arrival order */
                     s->wnext[g] = -1;
                     if (s->wq_head[key] < 0) s->wq_head[key] = g;
                     else s->wnext[s->wq_tail[key]] = g;
                     s->wq_tail[key] = g;
                     continue;
                 }
-                s->busy[key] = 1;
+                s->busy[key]++;
             }
             s->start[g] = t;
             int8_t kg = s->kind[g];
@@ -465,7 +491,11 @@ static int walk(St *s, int32_t *rankpos) {
                 if (ev_push(s, tt, g, EV_NODE)) return -1;
                 continue;
             }
+            Py_ssize_t m0 = s->nready;
             if (complete(s, g, t)) return -1;
+            /* a collective's end inside the loop: ASTRA-sim's Workload::call issues what it frees
+             * (its successors and the nodes waiting for its resource) in ascending node id */
+            if (s->use_res && s->rel[g] && s->nready - m0 > 1 && by_node_id(s, rankpos, m0)) return -1;
         }
         s->nready = 0;
     }
@@ -513,8 +543,8 @@ PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
 "    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None) -> (last, posted, arrived, waiting)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
-"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev); arm: None or the arming predecessor per\n"
-"node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
+"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
+"per node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
 "(0: not one). indeg may be below a node's predecessor count (a quorum). Writes\n"
 "start/fin/cause/rank_finish and indeg (> 0: never released); posted/arrived: the non-empty message\n"
 "queues (engine nodes), waiting: nodes held for a resource.");
@@ -572,11 +602,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
             goto done;
     }
     if (res != Py_None) {
-        PyObject *a[3];
-        if (!PyArg_ParseTuple(res, "OOO", &a[0], &a[1], &a[2])) goto done;
+        PyObject *a[4];
+        if (!PyArg_ParseTuple(res, "OOOO", &a[0], &a[1], &a[2], &a[3])) goto done;
         s.use_res = 1;
         if (!(s.acq = get_buf(&bs, a[0], 1, n1, 0, "acq")) || !(s.rel = get_buf(&bs, a[1], 1, n1, 0, "rel")) ||
-            !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")))
+            !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")) || !(s.cap = get_buf(&bs, a[3], 4, NCLS, 0, "cap")))
             goto done;
     }
     if (arm != Py_None) {
@@ -602,8 +632,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         memset(s.lq_head, 0xff, lq);
     }
     if (s.use_res) {
-        size_t nk = (size_t)nranks * 4;
-        s.busy = calloc(nk, 1);
+        size_t nk = (size_t)nranks * NCLS;
+        s.busy = calloc(nk, sizeof(int32_t));
         s.wq_head = malloc(nk * sizeof(int32_t)); s.wq_tail = malloc(nk * sizeof(int32_t));
         s.wnext = malloc((size_t)n1 * sizeof(int32_t));
         rankpos = malloc((size_t)nranks * sizeof(int32_t));
@@ -621,7 +651,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
             if (s.arm[g] >= 0 && s.armed[g] != 2 && s.indeg[g] < 1) s.indeg[g] = 1;
     Py_ssize_t waiting = 0;
     if (s.use_res)
-        for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * 4; k++)
+        for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * NCLS; k++)
             for (int32_t g = s.wq_head[k]; g >= 0; g = s.wnext[g]) waiting++;
     PyObject *posted = queues(s.ph, s.qnext, nchan);
     PyObject *arrived = posted ? queues(s.ah, s.qnext, nchan) : NULL;

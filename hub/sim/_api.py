@@ -64,7 +64,7 @@ class SimulateParams(BaseModel):
         default=None,
         description="workloads: an ASTRA-sim system.json whose "
         "*-implementation-custom keys choose the algorithms "
-        "(native ones on 1-D networks as docs/simulator.md lists; others are refused)",
+        "(native ones as docs/simulator.md lists; others are refused)",
     )
 
     @field_validator("size")
@@ -240,7 +240,9 @@ def simulate(
 
             dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
             explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
-            custom, native = serve_from_system(system, obj, dims, frozenset(explicit))  # algorithm_for wins
+            sizes = tuple(d.npus for d in topo.dims) if isinstance(topo, DimensionalTopology) else None
+            # algorithm_for wins
+            custom, native = serve_from_system(system, obj, dims, frozenset(explicit), dim_sizes=sizes)
             algorithm_for = {**custom, **explicit}
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps, native=native)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
@@ -277,7 +279,14 @@ def simulate(
     else:
         raise UsageError(f"cannot simulate a {type(obj).__name__}", hint="give an Algorithm or a Workload")
     delays, net = _model(prog, topo, mode)
-    st = run_engine(prog, delays=delays, net=net)
+    try:
+        st = run_engine(prog, delays=delays, net=net)
+    except SimulationError as exc:
+        if isinstance(obj, Workload) and any(f" in {c.value}#" in exc.message for c in native):
+            from ._native import stuck_native  # (the stuck node is inside a native collective)
+
+            raise stuck_native(exc) from None
+        raise
     links: list[dict[str, Any]] = []
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):

@@ -46,6 +46,8 @@ from ._program import K_END, K_SEND, K_START, Program, factorize
 
 __all__ = ["EngineState", "run_engine"]
 
+_NCLS = 16  # resource classes per NPU in the event loop (NCLS in hub/_native/_sim.c)
+
 
 @dataclass
 class EngineState:
@@ -131,7 +133,10 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
         )
     res: tuple[np.ndarray, ...] | None = None
     if lay.acq is not None and lay.rel is not None:
-        res = (lay.acq, lay.rel, _workload_level(prog, lay))
+        cap = np.ones(_NCLS, dtype=np.int32)
+        if prog.caps is not None:
+            cap[: len(prog.caps)] = prog.caps
+        res = (lay.acq, lay.rel, _workload_level(prog, lay), cap)
     arm, seqw = _counted_joins(prog, lay)
     start = np.full(n + 1, -1, dtype=np.int64)
     fin = np.full(n + 1, -1, dtype=np.int64)

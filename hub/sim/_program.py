@@ -62,6 +62,9 @@ class Program:
     inst: Any  # 0 = the algorithm itself / workload node, k+1 = k-th collective instance
     acq: list[int] | None = None  # resource class acquired at issue (workload only)
     rel: list[int] | None = None  # resource class released at completion
+    # slots per resource class (classes 1-3: the workload's, one each; 4 + d: dimension d's queue
+    # of native collective streams, ``active-chunks-per-dimension`` each); None = all 1
+    caps: list[int] | None = None
     labels: dict[int, str] = field(default_factory=dict)  # inst -> label (e.g. "allreduce#0")
     messages: int = 0
     bytes: int = 0

@@ -1,7 +1,8 @@
 """The boundary of the compiled event loop (hub/_native/_sim.c): what it refuses before walking.
 
 Its semantics are tested through hub.simulate against the real ASTRA-sim binaries
-(tests/sim/test_oracle.py, benchmarks/bench_fidelity.py); here only the argument contract.
+(tests/sim/test_oracle.py, benchmarks/bench_fidelity.py); here the argument contract and the
+k-slot queue of native collective streams.
 """
 
 from __future__ import annotations
@@ -99,3 +100,18 @@ def test_an_error_in_the_order_callback_propagates():
     args = (*args[:4], lambda r, keys: 1 / 0, *args[5:])
     with pytest.raises(ZeroDivisionError):
         _sim.run(*args)
+
+
+def test_a_queue_class_holds_cap_nodes_and_hands_a_freed_slot_to_the_first_waiting():
+    # three COMPs (10, 20, 30 ns) released together into one native queue (class 4) of 2 slots:
+    # 0 and 1 start at once, 2 waits and takes the slot 0 frees at t = 10 (ends at 40)
+    n = 3
+    args, a = _args(n, kind=np.array([4, 4, 4, 0], np.int8), dur=np.array([10, 20, 30, 0], np.int64))
+    q = np.array([4, 4, 4, 0], np.int8)
+    cap = np.ones(16, np.int32)
+    cap[4] = 2
+    res = (q, q, np.zeros(n + 1, np.int8), cap)
+    args = (*args[:3], False, *args[4:16], res, *args[17:])
+    last, posted, arrived, waiting = _sim.run(*args)
+    assert (posted, arrived, waiting) == ([], [], 0)
+    assert a["start"].tolist()[:3] == [0, 0, 10] and a["fin"].tolist()[:3] == [10, 20, 40]
