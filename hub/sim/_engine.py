@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ._feeder import FreeSet
-from ._layout import Layout, layout
+from ._layout import DelayFn, Layout, layout
 from ._network import AwareNetwork
 from ._program import K_END, K_SEND, K_START, Program, factorize
 
@@ -85,14 +85,15 @@ class EngineState:
         return out
 
 
-def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = None) -> EngineState:
-    """Run ``prog`` under the unaware model (``delays``: message delay in ns per SEND node, in
-    program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages."""
+def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork | None = None) -> EngineState:
+    """Run ``prog`` under the unaware model (``delay``: a message's delay in ns from its (src, dst,
+    size), arrays in) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or
+    unmatched messages."""
     from .._native import load_sim
 
     _sim = load_sim()  # the compiled event loop (built by setup.py)
 
-    lay = layout(prog, delays)
+    lay = layout(prog, delay, sizes=net is not None)
     n = prog.n
     if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
         raise SimulationError(
@@ -110,15 +111,13 @@ def run_engine(prog: Program, *, delays: Any = None, net: AwareNetwork | None = 
     lbytes = lbusy = np.zeros(0, dtype=np.int64)
     if net is not None:
         route_of, rptr, rlinks = _routes(prog, net, lay)
-        size = np.zeros(n + 1, dtype=np.int64)
-        size[:n] = np.frombuffer(prog.size, dtype=np.int64)[lay.perm]
         lbytes = np.zeros(net.nlinks, dtype=np.int64)
         lbusy = np.zeros(net.nlinks, dtype=np.int64)
         aware = (
             route_of,
             rptr,
             rlinks,
-            size,
+            lay.size,
             np.asarray(net.bp, dtype=np.float64),
             np.asarray(net.lat, dtype=np.float64),
             lbytes,

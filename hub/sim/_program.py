@@ -98,41 +98,25 @@ def factorize(key: np.ndarray, top: int) -> tuple[np.ndarray, int]:
     return inv.astype(np.int64, copy=False), int(uniq.size)
 
 
-def channels(prog: Program) -> tuple[np.ndarray, int]:
-    """Dense message-channel ids: SENDs and RECVs of the same (tag mod 5e8, src, dst, size) share one id
-    (``-1`` for other nodes); also returns the number of channels. Computed with numpy so the
-    engine matches messages with an array index instead of hashing a 4-tuple per message. The key
-    is built column by column, re-densified after each one, so it never needs a wide sort."""
-    kinds = prog.kind_array()
-    is_send = kinds == K_SEND
-    idx = np.flatnonzero(is_send | (kinds == K_RECV))
-    chan = np.full(prog.n, -1, dtype=np.int64)
-    if not idx.size:
-        return chan, 0
-    is_send = is_send[idx]
-    rank = np.frombuffer(prog.rank, dtype=np.int32)[idx]
-    peer = np.frombuffer(prog.peer, dtype=np.int32)[idx]
-    span = int(max(rank.max(), peer.max())) + 1
-    key = np.where(is_send, rank, peer).astype(np.int64)
-    key *= span
-    key += np.where(is_send, peer, rank)  # src * span + dst
-    del rank, peer, is_send
-    key, top = factorize(key, span * span)
-    tagx = np.frombuffer(prog.tagx, dtype=np.int64)[idx]
-    if int(tagx.max()) >= NATIVE_TAGS:  # ASTRA-sim folds tags into its native range (a division: only when needed)
-        low = tagx & 0xFFFFFFFF
-        tagx = tagx - low + low % NATIVE_TAGS
-        del low
-    for col in (tagx, np.frombuffer(prog.size, dtype=np.int64)[idx]):
-        lo, hi = int(col.min()), int(col.max())
-        if lo == hi:
-            continue  # one value: adds nothing to the key
-        c, spread = factorize(col - lo, hi - lo + 1) if hi - lo < 1 << 40 else factorize(col, 1 << 62)
-        key *= spread
-        key += c
-        key, top = factorize(key, top * spread) if top * spread < 1 << 62 else factorize(key, 1 << 62)
-    chan[idx] = key
-    return chan, top
+def channels(prog: Program) -> tuple[np.ndarray, int, np.ndarray]:
+    """Dense message-channel ids (int32): SENDs and RECVs of the same (tag mod 5e8, src, dst, size)
+    share one id (``-1`` for other nodes), so the engine matches messages with an array index
+    instead of hashing a 4-tuple per message. Also returns the number of channels and each
+    channel's first node (int32, program order), whose key stands for the channel's. One pass in
+    C (``hub._native._sim.channels``, the rule's only implementation: a tag ``t`` of instance ``i``
+    (``tagx = t + i * 2^32``) keys as ``t mod 5e8``, ASTRA-sim's native tag range)."""
+    from .._native import load_sim
+
+    chan = np.empty(prog.n, dtype=np.int32)
+    nchan, first = load_sim().channels(
+        np.ascontiguousarray(prog.kind_array(), dtype=np.int32),
+        np.frombuffer(prog.rank, dtype=np.int32),
+        np.frombuffer(prog.peer, dtype=np.int32),
+        np.frombuffer(prog.tagx, dtype=np.int64),
+        np.frombuffer(prog.size, dtype=np.int64),
+        chan,
+    )
+    return chan, int(nchan), np.frombuffer(first, dtype=np.int32)
 
 
 def comp_ns(duration_micros: np.ndarray, size: np.ndarray, reduction_GBps: float | None) -> np.ndarray:
