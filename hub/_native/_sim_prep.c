@@ -277,3 +277,61 @@ done:
     release_bufs(&bs);
     return ret;
 }
+
+const char sim_successors_doc[] =
+    "successors(parents, indeg, succ_ptr, succ_idx) -> forward\n\n"
+    "Transpose the dependencies: node c's parents are parents[sum(indeg[:c]) : ...] (int32); writes each\n"
+    "node's children, ascending (a stable counting sort), as succ_ptr (int64, n+1) and succ_idx (int32).\n"
+    "forward: whether some node names a later node as its parent.";
+
+PyObject *sim_successors(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    Py_ssize_t nd = PyObject_Length(o[0]), n = PyObject_Length(o[1]);
+    if (nd < 0 || n < 0) return NULL;
+    if (n >= INT32_MAX || nd >= INT32_MAX) { PyErr_SetString(PyExc_ValueError, "too many nodes or edges"); return NULL; }
+    Bufs bs = {.nv = 0};
+    PyObject *ret = NULL;
+    int64_t *cur = NULL;
+    const int32_t *parents, *indeg;
+    int64_t *sp;
+    int32_t *si;
+    if (!(parents = get_buf(&bs, o[0], 4, nd, 0, "parents")) || !(indeg = get_buf(&bs, o[1], 4, n, 0, "indeg")) ||
+        !(sp = get_buf(&bs, o[2], 8, n + 1, 1, "succ_ptr")) || !(si = get_buf(&bs, o[3], 4, nd, 1, "succ_idx")))
+        goto done;
+    memset(sp, 0, (size_t)(n + 1) * sizeof(int64_t));
+    Py_ssize_t x = 0;
+    int forward = 0;
+    for (Py_ssize_t c = 0; c < n; c++) { /* count each parent's children; check the lists fit */
+        if (indeg[c] < 0 || indeg[c] > nd - x) {
+            PyErr_Format(PyExc_ValueError, "indeg: node %zd's parents run past the %zd given", c, nd);
+            goto done;
+        }
+        for (Py_ssize_t end = x + indeg[c]; x < end; x++) {
+            int32_t p = parents[x];
+            if (p < 0 || p >= n) {
+                PyErr_Format(PyExc_ValueError, "parents: entry %zd names node %d of %zd", x, (int)p, n);
+                goto done;
+            }
+            forward |= p > c;
+            sp[p + 1]++;
+        }
+    }
+    if (x != nd) {
+        PyErr_Format(PyExc_ValueError, "indeg: %zd parents given, %zd counted", nd, x);
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < n; g++) sp[g + 1] += sp[g];
+    cur = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!cur) { PyErr_NoMemory(); goto done; }
+    memcpy(cur, sp, (size_t)n * sizeof(int64_t));
+    x = 0;
+    for (Py_ssize_t c = 0; c < n; c++) /* children in ascending order: each list comes out sorted */
+        for (Py_ssize_t end = x + indeg[c]; x < end; x++) si[cur[parents[x]]++] = (int32_t)c;
+    ret = PyBool_FromLong(forward);
+done:
+    free(cur);
+    release_bufs(&bs);
+    return ret;
+}

@@ -40,6 +40,7 @@ static inline uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
 /* the table-building functions of _sim_prep.c */
 PyObject *sim_channels(PyObject *self, PyObject *args);
 PyObject *sim_layout(PyObject *self, PyObject *args);
-extern const char sim_channels_doc[], sim_layout_doc[];
+PyObject *sim_successors(PyObject *self, PyObject *args);
+extern const char sim_channels_doc[], sim_layout_doc[], sim_successors_doc[];
 
 #endif
