@@ -37,7 +37,7 @@ typedef struct {
     PyObject *reorder_cb;
     /* aware */
     int aware;
-    const int32_t *route_of, *rlinks;
+    const int32_t *route_of, *rlinks; /* route_of: per message channel (a channel fixes src and dst) */
     const int64_t *rptr, *size;
     const double *bp, *lat;
     int64_t *lbytes, *lbusyt;
@@ -263,7 +263,8 @@ static int walk(St *s, int32_t *rankpos) {
         Ev e = ev_pop(&s->q, &t);
         int32_t ev = e.a;
         if (e.b >= 0) { /* aware: message ev finished hop e.b */
-            const int64_t lo = s->rptr[s->route_of[ev]], len = s->rptr[s->route_of[ev] + 1] - lo;
+            const int32_t ro = s->route_of[s->chan[ev]];
+            const int64_t lo = s->rptr[ro], len = s->rptr[ro + 1] - lo;
             if (e.b + 1 < len) {
                 if (want_link(s, s->rlinks[lo + e.b + 1], ev, e.b + 1, t)) return -1;
                 continue;
@@ -325,7 +326,7 @@ static int walk(St *s, int32_t *rankpos) {
             int64_t tt;
             if (kg == K_SEND) {
                 if (s->aware) {
-                    if (want_link(s, s->rlinks[s->rptr[s->route_of[g]]], g, 0, t)) return -1;
+                    if (want_link(s, s->rlinks[s->rptr[s->route_of[s->chan[g]]]], g, 0, t)) return -1;
                     continue;
                 }
                 tt = t + s->chan_delay[s->chan[g]]; /* unaware: the arrival time is known now */
@@ -388,8 +389,8 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
 "    aware, res, start, fin, cause, rank_finish) -> (last, posted, arrived, waiting)\n\n"
-"Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
-"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev). Writes start/fin/cause/rank_finish and\n"
+"Walk the program (engine node order, start node n last). aware: None or (route_of (per channel), rptr,\n"
+"rlinks, size, bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev). Writes start/fin/cause/rank_finish and\n"
 "indeg; posted/arrived: the non-empty message queues (engine nodes), waiting: nodes held for a resource.");
 
 static PyObject *run(PyObject *self, PyObject *args) {
@@ -435,7 +436,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         Py_ssize_t nroutes = PyObject_Length(a[1]) - 1;
         if (nroutes < 0) goto done;
         s.aware = 1;
-        if (!(s.route_of = get_buf(&bs, a[0], 4, n1, 0, "route_of")) ||
+        if (!(s.route_of = get_buf(&bs, a[0], 4, nchan, 0, "route_of")) ||
             !(s.rptr = get_buf(&bs, a[1], 8, nroutes + 1, 0, "rptr")))
             goto done;
         if (!(s.rlinks = get_buf(&bs, a[2], 4, (Py_ssize_t)s.rptr[nroutes], 0, "rlinks")) ||

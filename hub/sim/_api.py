@@ -17,7 +17,7 @@ from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
 from ._layout import DelayFn
 from ._network import AwareNetwork, unaware_delays
-from ._program import K_SEND, Program, program_from_algorithm
+from ._program import Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 from ._workload import program_from_workload
 
@@ -174,20 +174,13 @@ def _model(prog: Program, topo: Topology, mode: str) -> tuple[DelayFn | None, Aw
             return unaware_delays(topo, src, dst, size)
 
         return delay, None
-    kinds = prog.kind_array()
-    sends = np.flatnonzero(kinds == K_SEND)
-    src = np.frombuffer(prog.rank, dtype=np.int32)[sends]
-    dst = np.frombuffer(prog.peer, dtype=np.int32)[sends]
     if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
         raise SimulationError(
             f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "
             f"{topo.to_string()!r} has {len(topo.dims)} dimensions",
             hint="use mode='unaware', or simulate its link graph: simulate(alg, topo.to_link_graph(), mode='aware')",
         )
-    net = AwareNetwork(topo.to_link_graph())
-    pairs = np.unique(src.astype(np.int64) * topo.npus + dst) if sends.size else np.zeros(0, dtype=np.int64)
-    net.prepare([divmod(int(p), topo.npus) for p in pairs])
-    return None, net
+    return None, AwareNetwork(topo.to_link_graph())  # routed per NPU pair by the engine (_engine._routes)
 
 
 def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:

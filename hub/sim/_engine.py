@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ._feeder import FreeSet
-from ._layout import DelayFn, Layout, layout
+from ._layout import DelayFn, Layout, channel_pairs, layout
 from ._network import AwareNetwork
 from ._program import K_END, K_SEND, K_START, Program, factorize
 
@@ -185,26 +185,28 @@ def _workload_level(prog: Program, lay: Layout) -> np.ndarray:
 
 
 def _routes(prog: Program, net: AwareNetwork, lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Routes as tables: (route id per engine node (0 for non-SENDs), route offsets, link ids); one
-    route per NPU pair that exchanges messages."""
-    n = prog.n
-    route_of = np.zeros(n + 1, dtype=np.int32)
-    sends = np.flatnonzero(lay.kind[:n] == K_SEND)
-    if not sends.size:
+    """Routes as tables: (route id per message channel (0 for channels without a SEND), route
+    offsets, link ids); one route per NPU pair that sends messages, routed once (an unreachable
+    pair is an error here, before the walk)."""
+    route_of = np.zeros(max(lay.nchan, 1), dtype=np.int32)[: lay.nchan]
+    sends = lay.chan[: prog.n][lay.kind[: prog.n] == K_SEND]
+    if not sends.size or lay.chan_first is None:
         return route_of, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    g = lay.perm[sends]
-    pair = (
-        np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus
-        + np.frombuffer(prog.peer, dtype=np.int32)[g]
-    )
-    inv, count = factorize(pair, net.npus * net.npus)
+    used = np.zeros(lay.nchan, dtype=bool)
+    used[sends] = True
+    del sends
+    chans = np.flatnonzero(used)
+    src, dst = channel_pairs(prog, lay.chan_first[chans])
+    inv, count = factorize(src.astype(np.int64) * net.npus + dst, net.npus * net.npus)
     uniq = np.empty(count, dtype=np.int64)
-    uniq[inv] = pair
-    rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
+    uniq[inv] = src.astype(np.int64) * net.npus + dst
+    pairs = [divmod(p, net.npus) for p in uniq.tolist()]
+    net.prepare(pairs)
+    rts = [net.route(s, d) for s, d in pairs]
     rptr = np.zeros(len(rts) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rts], out=rptr[1:])
     rlinks = np.fromiter((li for r in rts for li in r), dtype=np.int32, count=int(rptr[-1]))
-    route_of[sends] = inv
+    route_of[chans] = inv
     return route_of, rptr, rlinks
 
 

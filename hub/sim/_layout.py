@@ -30,7 +30,7 @@ import numpy as np
 from ._feeder import feeder_program
 from ._program import K_SEND, Program, channels
 
-__all__ = ["DelayFn", "Layout", "layout"]
+__all__ = ["DelayFn", "Layout", "channel_pairs", "layout"]
 
 #: the unaware model: per message (src, dst, size arrays) its delay in ns
 DelayFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -59,6 +59,7 @@ class Layout:
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
     rel: np.ndarray | None  # int8 resource class freed at completion
     size: np.ndarray | None = None  # int64 message size (aware runs), else None
+    chan_first: np.ndarray | None = None  # int32 per channel: its first program node (stands for its key)
 
     def to_program(self, values: Any, *, nodes: bool = False) -> array:
         """An engine-ordered per-node column as a program-ordered ``array('q')``; ``nodes``: the
@@ -103,16 +104,20 @@ def _append(a: np.ndarray, value: int, dtype: Any) -> np.ndarray:
     return out
 
 
+def channel_pairs(prog: Program, chan_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) NPU of each channel (int32), from the channel's first node."""
+    send = prog.kind_array()[chan_first] == K_SEND  # a RECV's key names its peer as the source
+    rank = np.frombuffer(prog.rank, dtype=np.int32)[chan_first]
+    peer = np.frombuffer(prog.peer, dtype=np.int32)[chan_first]
+    return np.where(send, rank, peer), np.where(send, peer, rank)
+
+
 def _channel_delays(prog: Program, chan_first: np.ndarray, delay: DelayFn | None) -> np.ndarray:
     """Unaware message delay (ns) per channel: it depends on (src, dst, size) only, all three part of
     the channel's key, so it is computed once per channel from the channel's first node."""
     if delay is None or not chan_first.size:
         return np.zeros(chan_first.size, dtype=np.int64)
-    kinds = prog.kind_array()[chan_first]
-    rank = np.frombuffer(prog.rank, dtype=np.int32)[chan_first]
-    peer = np.frombuffer(prog.peer, dtype=np.int32)[chan_first]
-    send = kinds == K_SEND  # a RECV's key names its peer as the source
-    src, dst = np.where(send, rank, peer), np.where(send, peer, rank)
+    src, dst = channel_pairs(prog, chan_first)
     return np.ascontiguousarray(delay(src, dst, np.frombuffer(prog.size, dtype=np.int64)[chan_first]), np.int64)
 
 
@@ -194,4 +199,5 @@ def layout(prog: Program, delay: DelayFn | None = None, *, sizes: bool = False) 
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
         rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
         size=size_e,
+        chan_first=chan_first,
     )
