@@ -38,7 +38,7 @@ typedef struct {
     /* aware */
     int aware;
     const int32_t *route_of, *rlinks; /* route_of: per message channel (a channel fixes src and dst) */
-    const int64_t *rptr, *size;
+    const int64_t *rptr, *size; /* size: per message channel */
     const double *bp, *lat;
     int64_t *lbytes, *lbusyt;
     uint8_t *lbusy;
@@ -204,7 +204,7 @@ static int complete(St *s, int32_t c, int64_t t) {
 /* -- aware links ---------------------------------------------------------------------------- */
 static int transmit(St *s, int32_t li, int32_t g, int32_t h, int64_t t) {
     s->lbusy[li] = 1;
-    int64_t sz = s->size[g];
+    int64_t sz = s->size[s->chan[g]]; /* per channel: a channel fixes the size */
     double x = (double)sz / s->bp[li];
     /* arrival first, then link free (Link::send); each delay truncated on its own */
     if (ev_push(&s->q, t + (int64_t)(s->lat[li] + x), g, h) || ev_push(&s->q, t + (int64_t)x, li, EV_FREE)) return -1;
@@ -440,7 +440,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
             !(s.rptr = get_buf(&bs, a[1], 8, nroutes + 1, 0, "rptr")))
             goto done;
         if (!(s.rlinks = get_buf(&bs, a[2], 4, (Py_ssize_t)s.rptr[nroutes], 0, "rlinks")) ||
-            !(s.size = get_buf(&bs, a[3], 8, n1, 0, "size")) || !(s.bp = get_buf(&bs, a[4], 8, nl, 0, "bp")) ||
+            !(s.size = get_buf(&bs, a[3], 8, nchan, 0, "size")) || !(s.bp = get_buf(&bs, a[4], 8, nl, 0, "bp")) ||
             !(s.lat = get_buf(&bs, a[5], 8, nl, 0, "lat")) ||
             !(s.lbytes = get_buf(&bs, a[6], 8, nl, 1, "link_bytes")) ||
             !(s.lbusyt = get_buf(&bs, a[7], 8, nl, 1, "link_busy")))

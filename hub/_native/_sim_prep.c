@@ -121,12 +121,12 @@ done:
 }
 
 const char sim_layout_doc[] =
-    "layout(offsets, inv, kind, chan, dur, rank, succ_ptr, succ_idx, indeg, roots, size,\n"
-    "       kind_e, chan_e, dur_e, rank_e, indeg_e, succ_ptr_e, succ_idx_e, size_e) -> None\n\n"
+    "layout(offsets, inv, kind, chan, dur, rank, succ_ptr, succ_idx, indeg, roots,\n"
+    "       kind_e, chan_e, dur_e, rank_e, indeg_e, succ_ptr_e, succ_idx_e) -> None\n\n"
     "Renumber a rank-major program (rank r's nodes are offsets[r]..offsets[r+1]-1) into engine order:\n"
     "program node g is engine node inv[g]; engine node n is the virtual start node, whose successors\n"
     "are the roots (program nodes, in issue order; their indeg becomes 1). Successor lists keep their\n"
-    "order. dur_e is 0 except for COMP nodes. size and size_e (aware runs) may both be None.";
+    "order. dur_e is 0 except for COMP nodes.";
 
 /* Rank blocks: the engine order interleaves ranks, so a pass in either order touches one page per
  * rank per column (a TLB miss per node at a thousand ranks). Walking RB ranks position by position
@@ -135,11 +135,11 @@ enum { RB = 32 };
 
 typedef struct {
     Py_ssize_t n, nr, ne;
-    const int64_t *off, *dur, *sp, *size;
+    const int64_t *off, *dur, *sp;
     const int32_t *inv, *kind, *chan, *rank, *si, *indeg;
     int8_t *kind_e;
     int32_t *chan_e, *rank_e, *indeg_e, *si_e;
-    int64_t *dur_e, *sp_e, *size_e;
+    int64_t *dur_e, *sp_e;
 } Lay;
 
 /* pass 1: the node columns, and each node's successor count in sp_e[e + 1] */
@@ -162,7 +162,6 @@ static int lay_columns(Lay *L) {
                 L->dur_e[e] = k == P_COMP ? L->dur[g] : 0;
                 L->rank_e[e] = L->rank[g];
                 L->indeg_e[e] = L->indeg[g];
-                if (L->size) L->size_e[e] = L->size[g];
                 if (L->sp[g] > L->sp[g + 1] || L->sp[g + 1] > L->ne) {
                     PyErr_Format(PyExc_ValueError, "succ_ptr: node %lld's list is outside the %zd edges",
                                  (long long)g, L->ne);
@@ -205,9 +204,9 @@ static int lay_edges(Lay *L) {
 
 PyObject *sim_layout(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[19];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18]))
+    PyObject *o[17];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
         return NULL;
     Py_ssize_t nr = PyObject_Length(o[0]) - 1, n = PyObject_Length(o[1]), nroots = PyObject_Length(o[9]);
     if (nr < 0 || n < 0 || nroots < 0) {
@@ -234,23 +233,16 @@ PyObject *sim_layout(PyObject *self, PyObject *args) {
             goto done;
         }
     if (!(L.si = get_buf(&bs, o[7], 4, L.ne, 0, "succ_idx")) || !(L.indeg = get_buf(&bs, o[8], 4, n, 0, "indeg")) ||
-        !(L.kind_e = get_buf(&bs, o[11], 1, n + 1, 1, "kind_e")) ||
-        !(L.chan_e = get_buf(&bs, o[12], 4, n + 1, 1, "chan_e")) ||
-        !(L.dur_e = get_buf(&bs, o[13], 8, n + 1, 1, "dur_e")) ||
-        !(L.rank_e = get_buf(&bs, o[14], 4, n + 1, 1, "rank_e")) ||
-        !(L.indeg_e = get_buf(&bs, o[15], 4, n + 1, 1, "indeg_e")) ||
-        !(L.sp_e = get_buf(&bs, o[16], 8, n + 2, 1, "succ_ptr_e")) ||
-        !(L.si_e = get_buf(&bs, o[17], 4, L.ne + nroots, 1, "succ_idx_e")))
+        !(L.kind_e = get_buf(&bs, o[10], 1, n + 1, 1, "kind_e")) ||
+        !(L.chan_e = get_buf(&bs, o[11], 4, n + 1, 1, "chan_e")) ||
+        !(L.dur_e = get_buf(&bs, o[12], 8, n + 1, 1, "dur_e")) ||
+        !(L.rank_e = get_buf(&bs, o[13], 4, n + 1, 1, "rank_e")) ||
+        !(L.indeg_e = get_buf(&bs, o[14], 4, n + 1, 1, "indeg_e")) ||
+        !(L.sp_e = get_buf(&bs, o[15], 8, n + 2, 1, "succ_ptr_e")) ||
+        !(L.si_e = get_buf(&bs, o[16], 4, L.ne + nroots, 1, "succ_idx_e")))
         goto done;
     const int64_t *roots = get_buf(&bs, o[9], 8, nroots, 0, "roots");
     if (!roots) goto done;
-    if ((o[10] == Py_None) != (o[18] == Py_None)) {
-        PyErr_SetString(PyExc_ValueError, "size and size_e: give both or neither");
-        goto done;
-    }
-    if (o[10] != Py_None &&
-        (!(L.size = get_buf(&bs, o[10], 8, n, 0, "size")) || !(L.size_e = get_buf(&bs, o[18], 8, n + 1, 1, "size_e"))))
-        goto done;
     memset(L.sp_e, 0, (size_t)(n + 2) * sizeof(int64_t));
     if (lay_columns(&L)) goto done;
     L.sp_e[0] = 0;
@@ -261,7 +253,6 @@ PyObject *sim_layout(PyObject *self, PyObject *args) {
     L.dur_e[n] = 0;
     L.rank_e[n] = 0;
     L.indeg_e[n] = 0;
-    if (L.size) L.size_e[n] = 0;
     for (Py_ssize_t i = 0; i < nroots; i++) {
         int64_t g = roots[i];
         if (g < 0 || g >= n) {

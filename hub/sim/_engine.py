@@ -93,7 +93,7 @@ def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork
 
     _sim = load_sim()  # the compiled event loop (built by setup.py)
 
-    lay = layout(prog, delay, sizes=net is not None)
+    lay = layout(prog, delay)
     n = prog.n
     if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
         raise SimulationError(
@@ -117,7 +117,7 @@ def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork
             route_of,
             rptr,
             rlinks,
-            lay.size,
+            _channel_sizes(prog, lay),
             np.asarray(net.bp, dtype=np.float64),
             np.asarray(net.lat, dtype=np.float64),
             lbytes,
@@ -182,6 +182,13 @@ def _workload_level(prog: Program, lay: Layout) -> np.ndarray:
     out = np.ones(prog.n + 1, dtype=np.int8)
     out[:-1] = (pinst == 0) | (pk == K_START) | (pk == K_END)
     return out
+
+
+def _channel_sizes(prog: Program, lay: Layout) -> np.ndarray:
+    """Message size per channel (int64): part of the channel's key, so one value per channel."""
+    if lay.chan_first is None or not lay.nchan:
+        return np.zeros(lay.nchan, dtype=np.int64)
+    return np.ascontiguousarray(np.frombuffer(prog.size, dtype=np.int64)[lay.chan_first])
 
 
 def _routes(prog: Program, net: AwareNetwork, lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -479,7 +479,7 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     the free set's order), per-rank free-set state (buckets, next resize))."""
     n = prog.n
     sp, si, indeg = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n, prog.indeg)
-    ids = np.frombuffer(prog.local_id, dtype=np.int64).astype(np.uint64)
+    ids = np.frombuffer(prog.local_id, dtype=np.uint64)  # the feeder's keys: the same bits, unsigned (no copy)
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)

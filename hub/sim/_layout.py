@@ -58,7 +58,6 @@ class Layout:
     feeder: bool  # successor and root lists are in the feeder's order (see _feeder.py)
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
     rel: np.ndarray | None  # int8 resource class freed at completion
-    size: np.ndarray | None = None  # int64 message size (aware runs), else None
     chan_first: np.ndarray | None = None  # int32 per channel: its first program node (stands for its key)
 
     def to_program(self, values: Any, *, nodes: bool = False) -> array:
@@ -121,9 +120,9 @@ def _channel_delays(prog: Program, chan_first: np.ndarray, delay: DelayFn | None
     return np.ascontiguousarray(delay(src, dst, np.frombuffer(prog.size, dtype=np.int64)[chan_first]), np.int64)
 
 
-def layout(prog: Program, delay: DelayFn | None = None, *, sizes: bool = False) -> Layout:
+def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     """Lay ``prog`` out for the engine (``delay``: the unaware model's delay in ns of messages
-    (src, dst, size), arrays in, or None; ``sizes``: also lay out message sizes, for the aware model)."""
+    (src, dst, size), arrays in, or None)."""
     from .._native import load_sim
 
     n = prog.n
@@ -156,7 +155,6 @@ def layout(prog: Program, delay: DelayFn | None = None, *, sizes: bool = False) 
     indeg_e = np.empty(n + 1, dtype=np.int32)
     sp_e = np.empty(n + 2, dtype=np.int64)
     si_e = np.empty(nedges + len(roots_p), dtype=np.int32)
-    size_e = np.empty(n + 1, dtype=np.int64) if sizes else None
     load_sim().layout(
         offsets,
         inv,
@@ -168,7 +166,6 @@ def layout(prog: Program, delay: DelayFn | None = None, *, sizes: bool = False) 
         _i32(si),
         _i32(indeg),
         np.ascontiguousarray(roots_p, dtype=np.int64),
-        np.frombuffer(prog.size, dtype=np.int64) if sizes else None,
         kind_e,
         chan_e,
         dur_e,
@@ -176,7 +173,6 @@ def layout(prog: Program, delay: DelayFn | None = None, *, sizes: bool = False) 
         indeg_e,
         sp_e,
         si_e,
-        size_e,
     )
     del chan, sp, si, indeg  # the program-order copies: freed before the walk
     res = prog.acq is not None and prog.rel is not None
@@ -198,6 +194,5 @@ def layout(prog: Program, delay: DelayFn | None = None, *, sizes: bool = False) 
         feeder=feeder,
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
         rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
-        size=size_e,
         chan_first=chan_first,
     )
