@@ -126,7 +126,8 @@ const char sim_layout_doc[] =
     "Renumber a rank-major program (rank r's nodes are offsets[r]..offsets[r+1]-1) into engine order:\n"
     "program node g is engine node inv[g]; engine node n is the virtual start node, whose successors\n"
     "are the roots (program nodes, in issue order; their indeg becomes 1). Successor lists keep their\n"
-    "order. dur_e is 0 except for COMP nodes.";
+    "order. dur_e must come zero-filled: only COMP nodes' durations are written (and read), so the pages\n"
+    "of a program without COMPs are never touched.";
 
 /* Rank blocks: the engine order interleaves ranks, so a pass in either order touches one page per
  * rank per column (a TLB miss per node at a thousand ranks). Walking RB ranks position by position
@@ -159,7 +160,7 @@ static int lay_columns(Lay *L) {
                 }
                 L->kind_e[e] = (int8_t)k;
                 L->chan_e[e] = L->chan[g];
-                L->dur_e[e] = k == P_COMP ? L->dur[g] : 0;
+                if (k == P_COMP) L->dur_e[e] = L->dur[g]; /* others stay 0: dur_e comes zero-filled */
                 L->rank_e[e] = L->rank[g];
                 L->indeg_e[e] = L->indeg[g];
                 if (L->sp[g] > L->sp[g + 1] || L->sp[g + 1] > L->ne) {
@@ -250,7 +251,6 @@ PyObject *sim_layout(PyObject *self, PyObject *args) {
     if (lay_edges(&L)) goto done;
     L.kind_e[n] = 0; /* the start node: a zero-time no-op */
     L.chan_e[n] = -1;
-    L.dur_e[n] = 0;
     L.rank_e[n] = 0;
     L.indeg_e[n] = 0;
     for (Py_ssize_t i = 0; i < nroots; i++) {

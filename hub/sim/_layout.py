@@ -150,7 +150,7 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     nedges = int(sp[n])
     kind_e = np.empty(n + 1, dtype=np.int8)
     chan_e = np.empty(n + 1, dtype=np.int32)
-    dur_e = np.empty(n + 1, dtype=np.int64)
+    dur_e = np.zeros(n + 1, dtype=np.int64)  # calloc'd: only COMPs' pages are ever touched
     rank_e = np.empty(n + 1, dtype=np.int32)
     indeg_e = np.empty(n + 1, dtype=np.int32)
     sp_e = np.empty(n + 2, dtype=np.int64)

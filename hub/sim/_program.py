@@ -249,12 +249,14 @@ def program_from_algorithm(
         dep_idx = parents
     del parents
 
-    dur_a, dur = _column(n, "q")
-    _gather(graphs, offsets, "duration", dur)
-    comps = np.flatnonzero(kind == K_COMP)  # costed on the COMPs alone (no n-long temporaries)
-    cost = comp_ns(dur[comps], size[comps], reduction_GBps)
-    dur[:] = 0
-    dur[comps] = cost
+    # COMP costs, on the COMPs alone: the column is calloc'd, so without COMPs it costs no memory
+    dur = np.zeros(n, dtype=np.int64)
+    comps = np.flatnonzero(kind == K_COMP)
+    if comps.size:
+        raw = np.empty(n, dtype=np.int64)
+        _gather(graphs, offsets, "duration", raw)
+        dur[comps] = comp_ns(raw[comps], size[comps], reduction_GBps)
+        del raw
     sends = kind == K_SEND
     return Program(
         n=n,
@@ -264,7 +266,7 @@ def program_from_algorithm(
         peer=peer_a,
         tagx=tag_a,
         size=size_a,
-        dur=dur_a,
+        dur=dur,
         succ_ptr=succ_ptr_a,
         succ_idx=succ_idx_a,
         indeg=indeg_a,
