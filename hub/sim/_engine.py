@@ -13,8 +13,8 @@ queue (a FIFO list per distinct time). The nodes one completion releases are iss
 of the Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's
 order.
 
-Structure: this module prepares the tables (numpy, :mod:`._layout`: position-major node order,
-dense message channels, per-channel unaware delays, routes as one table per NPU pair) and hands
+Structure: this module prepares the tables (:mod:`._layout`: position-major node order, dense
+message channels, per-channel unaware delays, sizes and routes, one route per NPU pair) and hands
 them to the event loop, the C extension ``hub._native._sim`` (the only implementation of the
 walk; a pure-Python walk made 1024-rank rings take 10-20 s). The loop calls back into
 :class:`~hub.sim._feeder.FreeSet` for the one rare rule that needs libstdc++'s hash order (three or

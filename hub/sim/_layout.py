@@ -14,8 +14,10 @@ successors are the dependency-free nodes in issue order, so the engine starts by
 and needs no separate code path for the initial issue.
 
 Every column is a C-contiguous numpy array of the dtype the native engine reads
-(``hub/_native/_sim.c``): int8 kinds, int32 node ids, channels and ranks, int64 times and keys;
-about 40 bytes per node.
+(``hub/_native/_sim.c``): int8 kinds, int32 node ids, channels and ranks, int64 times; about 37
+bytes per node (COMP durations only touch memory where there are COMPs). What a message channel
+fixes (its unaware delay, and the aware model's size and route) is stored per channel. The
+gathering is one C pass (``_sim.layout``, in ``hub/_native/_sim_prep.c``).
 """
 
 from __future__ import annotations
