@@ -94,6 +94,10 @@ def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork
     _sim = load_sim()  # the compiled event loop (built by setup.py)
 
     lay = layout(prog, delay)
+    # the layout holds the engine's copy of the dependencies: the program's are dropped before
+    # the walk's outputs are allocated (a lower peak; nothing reads them after the layout)
+    prog.succ_ptr = prog.succ_idx = prog.indeg = None
+    prog.dep_ptr = prog.dep_idx = None
     n = prog.n
     if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
         raise SimulationError(

@@ -127,6 +127,8 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     (src, dst, size), arrays in, or None)."""
     from .._native import load_sim
 
+    if prog.succ_ptr is None:
+        raise RuntimeError("this program was run already (the engine consumes its dependencies); build it again")
     n = prog.n
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)

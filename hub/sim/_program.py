@@ -51,6 +51,8 @@ class Program:
 
     n: int
     ranks: int  # number of NPUs taking part
+    # (succ_ptr, succ_idx, indeg, dep_ptr and dep_idx are the engine's input: run_engine consumes
+    # them, setting them to None once laid out, so a program runs once)
     kind: Any  # int32 numpy / array('i') / list
     rank: Any  # int32 numpy / array('i')
     peer: Any
