@@ -122,11 +122,12 @@ done:
 
 const char sim_layout_doc[] =
     "layout(offsets, inv, kind, chan, dur, rank, succ_ptr, succ_idx, indeg, roots,\n"
-    "       kind_e, chan_e, dur_e, rank_e, indeg_e, succ_ptr_e, succ_idx_e) -> None\n\n"
+    "       kind_e, chan_e, dur_e, rank_e, indeg_e, succ_ptr_e, succ_idx_e, swap2) -> None\n\n"
     "Renumber a rank-major program (rank r's nodes are offsets[r]..offsets[r+1]-1) into engine order:\n"
     "program node g is engine node inv[g]; engine node n is the virtual start node, whose successors\n"
     "are the roots (program nodes, in issue order; their indeg becomes 1). Successor lists keep their\n"
-    "order. dur_e must come zero-filled: only COMP nodes' durations are written (and read), so the pages\n"
+    "order, except that swap2 (the feeder's order: two keys in a fresh hash set iterate newest first)\n"
+    "reverses every list of exactly two. dur_e must come zero-filled: only COMP nodes' durations are written (and read), so the pages\n"
     "of a program without COMPs are never touched.";
 
 /* Rank blocks: the engine order interleaves ranks, so a pass in either order touches one page per
@@ -136,6 +137,7 @@ enum { RB = 32 };
 
 typedef struct {
     Py_ssize_t n, nr, ne;
+    int swap2; /* lists of exactly two children are written reversed (the feeder's child-set order) */
     const int64_t *off, *dur, *sp;
     const int32_t *inv, *kind, *chan, *rank, *si, *indeg;
     int8_t *kind_e;
@@ -189,7 +191,8 @@ static int lay_edges(Lay *L) {
                     PyErr_Format(PyExc_ValueError, "inv: node %lld shares its engine node", (long long)g);
                     return -1;
                 }
-                for (int64_t x = L->sp[g]; x < L->sp[g + 1]; x++) {
+                int64_t lo = L->sp[g], hi = L->sp[g + 1];
+                for (int64_t x = lo; x < hi; x++) {
                     int32_t c = L->si[x];
                     if (c < 0 || c >= L->n) {
                         PyErr_Format(PyExc_ValueError, "succ_idx: edge %lld names node %d of %zd", (long long)x,
@@ -197,6 +200,11 @@ static int lay_edges(Lay *L) {
                         return -1;
                     }
                     L->si_e[at++] = L->inv[c];
+                }
+                if (L->swap2 && hi - lo == 2) { /* two keys put into a fresh hash set iterate newest first */
+                    int32_t tmp = L->si_e[at - 1];
+                    L->si_e[at - 1] = L->si_e[at - 2];
+                    L->si_e[at - 2] = tmp;
                 }
             }
     }
@@ -206,8 +214,9 @@ static int lay_edges(Lay *L) {
 PyObject *sim_layout(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[17];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
+    int swap2;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &swap2))
         return NULL;
     Py_ssize_t nr = PyObject_Length(o[0]) - 1, n = PyObject_Length(o[1]), nroots = PyObject_Length(o[9]);
     if (nr < 0 || n < 0 || nroots < 0) {
@@ -217,7 +226,7 @@ PyObject *sim_layout(PyObject *self, PyObject *args) {
     if (n >= INT32_MAX - 1) { PyErr_SetString(PyExc_ValueError, "too many nodes"); return NULL; }
     Bufs bs = {.nv = 0};
     PyObject *ret = NULL;
-    Lay L = {.n = n, .nr = nr};
+    Lay L = {.n = n, .nr = nr, .swap2 = swap2};
     if (!(L.off = get_buf(&bs, o[0], 8, nr + 1, 0, "offsets")) || !(L.inv = get_buf(&bs, o[1], 4, n, 0, "inv")) ||
         !(L.kind = get_buf(&bs, o[2], 4, n, 0, "kind")) || !(L.chan = get_buf(&bs, o[3], 4, n, 0, "chan")) ||
         !(L.dur = get_buf(&bs, o[4], 8, n, 0, "dur")) || !(L.rank = get_buf(&bs, o[5], 4, n, 0, "rank")) ||

@@ -417,15 +417,16 @@ def _dedup_edges(
 
 def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Each parent's children in the iteration order of its ``parent_map_child`` set (children
-    inserted in file order into a fresh set)."""
+    inserted in file order into a fresh set), except lists of two: two keys in a fresh table
+    always iterate newest first, and the layout writes those reversed (``_sim.layout``'s
+    ``swap2``), in its one pass over the edges. ``si`` itself when no list has three or more."""
     n = sp.size - 1
     cnt = np.diff(sp)
-    out = si.copy()
-    two = np.flatnonzero(cnt == 2)
-    if two.size:  # two keys in a fresh table always iterate newest first
-        a = sp[two]
-        out[a], out[a + 1] = si[a + 1], si[a]
     mid = (cnt > 2) & (cnt <= 13)  # 13 buckets after the first insert, and no growth up to 13 keys
+    big = np.flatnonzero(cnt > 13)
+    if not big.size and not mid.any():
+        return si
+    out = si.copy()
     if mid.any():
         e = np.flatnonzero(np.repeat(mid, cnt))  # their edges, by parent, children in file order
         par = np.repeat(np.arange(n, dtype=np.int64), cnt)[e]
@@ -440,7 +441,7 @@ def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
         opened[srt] = j[srt][start][grp]
         order = np.lexsort((-j, -opened, par))
         out[e] = si[e][order]
-    for p in np.flatnonzero(cnt > 13).tolist():  # big fan-out: the table grows while filling
+    for p in big.tolist():  # big fan-out: the table grows while filling
         kids = si[sp[p] : sp[p + 1]]
         out[sp[p] : sp[p + 1]] = kids[FreeSet().order(ids[kids].tolist())]
     return out
@@ -475,8 +476,9 @@ def _map_sequence(ids: np.ndarray, ptr: np.ndarray, pos: np.ndarray) -> np.ndarr
 
 def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """The program's dependencies as ASTRA-sim's feeder walks them: (succ_ptr, succ_idx in
-    child-set order, distinct-parent counts, roots in initial issue order (ranks ascending, then
-    the free set's order), per-rank free-set state (buckets, next resize))."""
+    child-set order (lists of two still in file order: the layout reverses them), distinct-parent
+    counts, roots in initial issue order (ranks ascending, then the free set's order), per-rank
+    free-set state (buckets, next resize))."""
     n = prog.n
     sp, si, indeg = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n, prog.indeg)
     ids = np.frombuffer(prog.local_id, dtype=np.uint64)  # the feeder's keys: the same bits, unsigned (no copy)

@@ -177,6 +177,7 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
         indeg_e,
         sp_e,
         si_e,
+        feeder,  # lists of two children in the feeder's order: reversed
     )
     del chan, sp, si, indeg  # the program-order copies: freed before the walk
     res = prog.acq is not None and prog.rel is not None

@@ -160,6 +160,7 @@ def test_layout_gathers_columns_and_renumbers_successors():
         np.array([0, 1, 0, 1], np.int32),
         np.array([0, 2], np.int64),  # roots in issue order
         *out.values(),
+        False,
     )
     assert out["kind_e"].tolist() == [5, 6, 4, 4, 0]
     assert out["chan_e"].tolist() == [0, 0, -1, -1, -1]
@@ -168,6 +169,36 @@ def test_layout_gathers_columns_and_renumbers_successors():
     assert out["indeg_e"].tolist() == [1, 1, 1, 1, 0]  # the roots wait for the start node
     assert out["sp_e"].tolist() == [0, 1, 2, 2, 2, 4]
     assert out["si_e"].tolist() == [2, 3, 0, 1]
+
+
+def test_layout_reverses_lists_of_two_in_the_feeders_order():
+    # one rank: node 0 -> {1, 2}, node 1 -> {2}; with swap2 the two-list comes out newest first
+    def run(swap2: bool) -> list[int]:
+        si_e = np.empty(4, np.int32)
+        _sim.layout(
+            np.array([0, 3], np.int64),
+            np.arange(3, dtype=np.int32),
+            np.zeros(3, np.int32),
+            np.full(3, -1, np.int32),
+            np.zeros(3, np.int64),
+            np.zeros(3, np.int32),
+            np.array([0, 2, 3, 3], np.int64),
+            np.array([1, 2, 2], np.int32),
+            np.array([0, 1, 2], np.int32),
+            np.array([0], np.int64),
+            np.empty(4, np.int8),
+            np.empty(4, np.int32),
+            np.zeros(4, np.int64),
+            np.empty(4, np.int32),
+            np.empty(4, np.int32),
+            np.empty(5, np.int64),
+            si_e,
+            swap2,
+        )
+        return si_e.tolist()
+
+    assert run(False) == [1, 2, 2, 0]
+    assert run(True) == [2, 1, 2, 0]  # the one-child list and the start node's list stay as they are
 
 
 def test_layout_refuses_an_inverse_that_is_no_permutation():
@@ -191,4 +222,5 @@ def test_layout_refuses_an_inverse_that_is_no_permutation():
             np.empty(3, np.int32),
             np.empty(4, np.int64),
             np.empty(2, np.int32),
+            False,
         )
