@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -29,6 +28,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import scale_sim  # noqa: E402  (hub.simulate rows; needs the path above)
+from _rusage import measure  # noqa: E402
 
 #: recorded figures of the code before this benchmark existed (issue #19, same machine kind)
 PRODUCE_1024_BEFORE_S = 8.9
@@ -56,25 +56,9 @@ class Scale:
 
 
 def run_process(argv: list[str]) -> tuple[float, float, float, str]:
-    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone.
-
-    A fresh Python runs it and reports its child's rusage, so each row's figures are its own
-    (this process's RUSAGE_CHILDREN would accumulate CPU and keep the maximum RSS of all rows)."""
-    code = (
-        "import resource, subprocess, sys, time\n"
-        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-        "w = time.perf_counter() - t\n"
-        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-        "sys.stderr.write(p.stderr); sys.stdout.write(p.stdout)\n"
-        "print(f'@@ {w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}')\n"
-        "sys.exit(p.returncode)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@ ")][-1]
-    wall, cpu, rss = (float(x) for x in line.split()[1:])
-    return wall, cpu, rss / 1024, proc.stdout
+    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone
+    (``_rusage.measure``: a fresh launcher per row, so no row inherits another's or this process's peak)."""
+    return measure(argv)
 
 
 def row_produce(s: Scale) -> list[Row]:

@@ -4,7 +4,7 @@
     python benchmarks/scale_sim.py [--big]         # these rows alone (--big: also 4096 ranks unaware, ~10 GB)
 
 Rows are functions in ``ROWS``; each writes its inputs to a temporary folder, times whole
-processes (``os.wait4``: wall, user + system CPU, peak RSS of that process alone) and returns
+processes (``_rusage.measure``: wall, user + system CPU, peak RSS of that process alone) and returns
 ``Row`` objects with the figure, its reference and the ratio. The machine may be shared, so CPU
 seconds are the figure to compare; wall seconds are printed beside them.
 
@@ -22,7 +22,6 @@ Simulate rows (``hub.simulate``, pipelined ring all-reduce of 64 MiB, 2(n-1) ste
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _rusage import measure  # noqa: E402  (needs the path above)
 
 SIZE = 64 << 20
 TARGET_S = 3.0
@@ -53,19 +54,8 @@ class Row:
 
 
 def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak MiB, stdout) of one whole process."""
-    with tempfile.TemporaryFile() as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode(errors="replace")
-    if code:
-        raise RuntimeError(f"{Path(cmd[0]).name} exited with {code}: {err.strip().splitlines()[-1:] or ''}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
+    """(wall s, CPU s, peak MiB, stdout) of one whole process, measured alone (``_rusage.measure``)."""
+    return measure(cmd, cwd)
 
 
 def _collhub() -> str:

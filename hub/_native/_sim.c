@@ -7,17 +7,17 @@
  * that needs libstdc++'s hash-set order (three or more nodes released by one completion) is
  * not repeated here: it calls back into hub.sim._feeder, its only implementation.
  *
- * Events run in (time, scheduling order): a binary heap keyed by (time, sequence number) is
- * ASTRA-sim's event queue (a FIFO list per distinct time) exactly.
+ * Events run in (time, scheduling order), as in ASTRA-sim's event queue (a FIFO list per distinct
+ * time): a FIFO bucket per pending time and a min-heap of the pending times (ev_push, ev_pop).
+ * The tables are built by _sim_prep.c (channels, layout), exported by this module too.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_simbuf.h"
+#include "_simqueue.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
-enum { EV_NODE = -1, EV_FREE = -2 }; /* Ev.b; b >= 0: a message finished hop b (aware) */
 /* resource classes per NPU: 1-3 the workload's (one node each; taken at issue, and a release
  * lets every waiting node compete again), QCLS.. the native collectives' per-dimension queues
  * (cap streams each; hub/sim/_native_streams.py): a node takes a slot when it becomes ready, or
@@ -25,12 +25,6 @@ enum { EV_NODE = -1, EV_FREE = -2 }; /* Ev.b; b >= 0: a message finished hop b (
  * scheduler inits the first waiting stream of a queue when a running one leaves it */
 enum { NCLS = 16, QCLS = 4 };
 
-typedef struct {
-    int64_t t;
-    uint64_t seq;
-    int32_t a; /* node, message (SEND node) or link */
-    int32_t b;
-} Ev;
 
 typedef struct { /* COMPs of one NPU ending at one time: one event for the batch */
     int64_t tt;
@@ -54,8 +48,8 @@ typedef struct {
     int64_t *seqcur;     /* per sequencer: successors released so far */
     /* aware */
     int aware;
-    const int32_t *route_of, *rlinks;
-    const int64_t *rptr, *size;
+    const int32_t *route_of, *rlinks; /* route_of: per message channel (a channel fixes src and dst) */
+    const int64_t *rptr, *size; /* size: per message channel */
     const double *bp, *lat;
     int64_t *lbytes, *lbusyt;
     uint8_t *lbusy;
@@ -75,9 +69,7 @@ typedef struct {
     int32_t *ph, *pt, *ah, *at; /* per channel: posted RECVs, arrived SENDs */
     int32_t *ready;
     Py_ssize_t nready, cready;
-    Ev *heap;
-    Py_ssize_t nheap, cheap;
-    uint64_t seq;
+    Queue q;
     Batch *bt;
     Py_ssize_t nbt, cbt;
 } St;
@@ -97,52 +89,8 @@ static int ready_push(St *s, int32_t g) {
     return 0;
 }
 
-static inline int ev_less(const Ev *x, const Ev *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
-
-static int ev_push(St *s, int64_t t, int32_t a, int32_t b) {
-    if (s->nheap == s->cheap) {
-        Py_ssize_t c = s->cheap ? 2 * s->cheap : 4096;
-        Ev *p = realloc(s->heap, (size_t)c * sizeof(Ev));
-        if (!p) return -1;
-        s->heap = p;
-        s->cheap = c;
-    }
-    Ev e = {t, s->seq++, a, b};
-    Py_ssize_t i = s->nheap++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 2;
-        if (!ev_less(&e, &s->heap[p])) break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = e;
-    return 0;
-}
-
-static Ev ev_pop(St *s) {
-    Ev top = s->heap[0];
-    Ev e = s->heap[--s->nheap];
-    Py_ssize_t i = 0, m = s->nheap;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= m) break;
-        if (c + 1 < m && ev_less(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!ev_less(&s->heap[c], &e)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (m) s->heap[i] = e;
-    return top;
-}
-
-static inline uint64_t mix(uint64_t x) { /* splitmix64 finaliser */
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static inline Py_ssize_t bt_slot(const St *s, int64_t tt, int32_t r) {
-    return (Py_ssize_t)(mix((uint64_t)tt * 0x9e3779b97f4a7c15ULL + (uint64_t)r) & (uint64_t)(s->cbt - 1));
+    return (Py_ssize_t)(mix64((uint64_t)tt * 0x9e3779b97f4a7c15ULL + (uint64_t)r) & (uint64_t)(s->cbt - 1));
 }
 
 static Batch *bt_find(St *s, int64_t tt, int32_t r) {
@@ -336,10 +284,10 @@ static int complete(St *s, int32_t c, int64_t t) {
 /* -- aware links ---------------------------------------------------------------------------- */
 static int transmit(St *s, int32_t li, int32_t g, int32_t h, int64_t t) {
     s->lbusy[li] = 1;
-    int64_t sz = s->size[g];
+    int64_t sz = s->size[s->chan[g]]; /* per channel: a channel fixes the size */
     double x = (double)sz / s->bp[li];
     /* arrival first, then link free (Link::send); each delay truncated on its own */
-    if (ev_push(s, t + (int64_t)(s->lat[li] + x), g, h) || ev_push(s, t + (int64_t)x, li, EV_FREE)) return -1;
+    if (ev_push(&s->q, t + (int64_t)(s->lat[li] + x), g, h) || ev_push(&s->q, t + (int64_t)x, li, EV_FREE)) return -1;
     s->lbytes[li] += sz;
     s->lbusyt[li] += (int64_t)x;
     return 0;
@@ -389,13 +337,14 @@ static int by_node_id(St *s, int32_t *rankpos, Py_ssize_t m0) { /* sorts ready[m
 
 /* -- the walk -------------------------------------------------------------------------------- */
 static int walk(St *s, int32_t *rankpos) {
-    if (ev_push(s, 0, s->n, EV_NODE)) return -1; /* the virtual start node "completes" at t = 0 */
-    while (s->nheap) {
-        Ev e = ev_pop(s);
-        int64_t t = e.t;
+    if (ev_push(&s->q, 0, s->n, EV_NODE)) return -1; /* the virtual start node "completes" at t = 0 */
+    while (s->q.ntq) {
+        int64_t t;
+        Ev e = ev_pop(&s->q, &t);
         int32_t ev = e.a;
         if (e.b >= 0) { /* aware: message ev finished hop e.b */
-            const int64_t lo = s->rptr[s->route_of[ev]], len = s->rptr[s->route_of[ev] + 1] - lo;
+            const int32_t ro = s->route_of[s->chan[ev]];
+            const int64_t lo = s->rptr[ro], len = s->rptr[ro + 1] - lo;
             if (e.b + 1 < len) {
                 if (want_link(s, s->rlinks[lo + e.b + 1], ev, e.b + 1, t)) return -1;
                 continue;
@@ -457,7 +406,7 @@ static int walk(St *s, int32_t *rankpos) {
             int64_t tt;
             if (kg == K_SEND) {
                 if (s->aware) {
-                    if (want_link(s, s->rlinks[s->rptr[s->route_of[g]]], g, 0, t)) return -1;
+                    if (want_link(s, s->rlinks[s->rptr[s->route_of[s->chan[g]]]], g, 0, t)) return -1;
                     continue;
                 }
                 tt = t + s->chan_delay[s->chan[g]]; /* unaware: the arrival time is known now */
@@ -471,7 +420,7 @@ static int walk(St *s, int32_t *rankpos) {
                     continue;
                 }
                 s->ah[c] = s->qnext[a]; /* the data was already there: complete by an event now */
-                if (ev_push(s, t, g, EV_NODE)) return -1;
+                if (ev_push(&s->q, t, g, EV_NODE)) return -1;
                 continue;
             } else if (kg == K_COMP) {
                 tt = t + s->dur[g];
@@ -488,7 +437,7 @@ static int walk(St *s, int32_t *rankpos) {
                 tt = -1; /* no-op kinds and the workload's collective start/end markers */
             }
             if (tt >= 0) {
-                if (ev_push(s, tt, g, EV_NODE)) return -1;
+                if (ev_push(&s->q, tt, g, EV_NODE)) return -1;
                 continue;
             }
             Py_ssize_t m0 = s->nready;
@@ -503,24 +452,6 @@ static int walk(St *s, int32_t *rankpos) {
 }
 
 /* -- argument handling ------------------------------------------------------------------------ */
-typedef struct {
-    Py_buffer v[40];
-    int nv;
-} Bufs;
-
-static void *get_buf(Bufs *bs, PyObject *o, Py_ssize_t itemsize, Py_ssize_t count, int writable, const char *name) {
-    if (bs->nv >= 40) { PyErr_SetString(PyExc_RuntimeError, "too many buffers"); return NULL; }
-    Py_buffer *v = &bs->v[bs->nv];
-    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return NULL;
-    bs->nv++;
-    if (v->itemsize != itemsize || v->len != itemsize * count) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes of items of %zd",
-                     name, count, itemsize, v->len, v->itemsize);
-        return NULL;
-    }
-    return v->buf;
-}
-
 static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nchan) {
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
@@ -542,8 +473,8 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
 "    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None) -> (last, posted, arrived, waiting)\n\n"
-"Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
-"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
+"Walk the program (engine node order, start node n last). aware: None or (route_of (per channel), rptr,\n"
+"rlinks, size, bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
 "per node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
 "(0: not one). indeg may be below a node's predecessor count (a quorum). Writes\n"
 "start/fin/cause/rank_finish and indeg (> 0: never released); posted/arrived: the non-empty message\n"
@@ -565,6 +496,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Bufs bs = {.nv = 0};
     St s;
     memset(&s, 0, sizeof s);
+    s.q.evfree = -1;
     PyObject *ret = NULL;
     int32_t *rankpos = NULL;
     Py_ssize_t n1 = (Py_ssize_t)n + 1, nl = 0;
@@ -591,11 +523,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
         Py_ssize_t nroutes = PyObject_Length(a[1]) - 1;
         if (nroutes < 0) goto done;
         s.aware = 1;
-        if (!(s.route_of = get_buf(&bs, a[0], 4, n1, 0, "route_of")) ||
+        if (!(s.route_of = get_buf(&bs, a[0], 4, nchan, 0, "route_of")) ||
             !(s.rptr = get_buf(&bs, a[1], 8, nroutes + 1, 0, "rptr")))
             goto done;
         if (!(s.rlinks = get_buf(&bs, a[2], 4, (Py_ssize_t)s.rptr[nroutes], 0, "rlinks")) ||
-            !(s.size = get_buf(&bs, a[3], 8, n1, 0, "size")) || !(s.bp = get_buf(&bs, a[4], 8, nl, 0, "bp")) ||
+            !(s.size = get_buf(&bs, a[3], 8, nchan, 0, "size")) || !(s.bp = get_buf(&bs, a[4], 8, nl, 0, "bp")) ||
             !(s.lat = get_buf(&bs, a[5], 8, nl, 0, "lat")) ||
             !(s.lbytes = get_buf(&bs, a[6], 8, nl, 1, "link_bytes")) ||
             !(s.lbusyt = get_buf(&bs, a[7], 8, nl, 1, "link_busy")))
@@ -659,15 +591,19 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Py_XDECREF(posted);
     Py_XDECREF(arrived);
 done:
-    for (int i = 0; i < bs.nv; i++) PyBuffer_Release(&bs.v[i]);
+    release_bufs(&bs);
     free(s.qnext); free(s.ph); free(s.pt); free(s.ah); free(s.at);
     free(s.lbusy); free(s.lq_head); free(s.lq_tail); free(s.mhop);
     free(s.busy); free(s.wq_head); free(s.wq_tail); free(s.wnext); free(rankpos);
-    free(s.ready); free(s.heap); free(s.bt); free(s.armed); free(s.seqcur);
+    free(s.ready); queue_free(&s.q); free(s.bt); free(s.armed); free(s.seqcur);
     return ret;
 }
 
-static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc}, {NULL, NULL, 0, NULL}};
+static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc},
+                                {"channels", sim_channels, METH_VARARGS, sim_channels_doc},
+                                {"layout", sim_layout, METH_VARARGS, sim_layout_doc},
+                                {"successors", sim_successors, METH_VARARGS, sim_successors_doc},
+                                {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sim",
                                     "The event loop of hub.simulate (see hub/sim/_engine.py).", -1, methods,
