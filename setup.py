@@ -13,7 +13,12 @@ EXTENSIONS: list[Extension] = [
     # the Chakra ET codec's per-node work (hub/chakra/_encode.py, hub/chakra/_ranks.py)
     Extension("hub._native._codec", ["hub/_native/_codec.c"], extra_compile_args=["-O2", "-std=c99"]),
     # the event loop of hub.simulate (hub/sim/_engine.py)
-    Extension("hub._native._sim", ["hub/_native/_sim.c"], extra_compile_args=["-O2"]),
+    Extension(
+        "hub._native._sim",
+        ["hub/_native/_sim.c", "hub/_native/_sim_prep.c"],
+        depends=["hub/_native/_simbuf.h", "hub/_native/_simqueue.h"],
+        extra_compile_args=["-O2"],
+    ),
     # the verifier's per-node loops: adjacency, levels, chain cover, the data walk (hub/verify/)
     Extension("hub._native._verify", ["hub/_native/_verify.c"], extra_compile_args=["-O2", "-std=c99"]),
 ]

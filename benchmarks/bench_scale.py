@@ -29,6 +29,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import scale_sim  # noqa: E402  (hub.simulate rows; needs the path above)
+from _rusage import measure  # noqa: E402
 
 #: recorded figures of the code before this benchmark existed (issue #19, same machine kind)
 PRODUCE_1024_BEFORE_S = 8.9
@@ -63,8 +64,8 @@ class Scale:
 
 def run_process(argv: list[str]) -> tuple[float, float, float, str]:
     """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone
-    (:func:`scale_sim.timed_process`: its own rusage, not the maximum over every row's child)."""
-    return scale_sim.timed_process(argv)
+    (``_rusage.measure``: a fresh launcher per row, so no row inherits another's or this process's peak)."""
+    return measure(argv)
 
 
 def row_produce(s: Scale) -> list[Row]:

@@ -4,7 +4,7 @@
     python benchmarks/scale_sim.py                 # these rows alone (4096 ranks and more: scale_big.py)
 
 Rows are functions in ``ROWS``; each writes its inputs to a temporary folder, times whole
-processes (:func:`timed_process`: wall, user + system CPU, peak RSS of that process alone) and returns
+processes (``_rusage.measure``: wall, user + system CPU, peak RSS of that process alone) and returns
 ``Row`` objects with the figure, its reference and the ratio. The machine may be shared, so CPU
 seconds are the figure to compare; wall seconds are printed beside them.
 
@@ -22,7 +22,6 @@ Simulate rows (``hub.simulate``, pipelined ring all-reduce of 64 MiB, 2(n-1) ste
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _rusage import measure  # noqa: E402  (needs the path above)
 
 SIZE = 64 << 20
 TARGET_S = 3.0
@@ -51,35 +52,9 @@ class Row:
     note: str = ""
 
 
-#: the launcher of every timed process: a fresh, small Python whose one child is the command, so
-#: that child's peak RSS is its own (Linux keeps a forking parent's RSS in a child's ru_maxrss
-#: across exec: a child forked straight from this benchmark would report at least our size)
-_LAUNCH = """
-import os, subprocess, sys, time
-t0 = time.perf_counter()
-p = subprocess.Popen(sys.argv[2:], cwd=os.environ.get("BENCH_CWD") or None)
-_, status, u = os.wait4(p.pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(f"{time.perf_counter() - t0} {u.ru_utime + u.ru_stime} {u.ru_maxrss} {status}")
-"""
-
-
 def timed_process(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
-    """(wall s, user + system CPU s, peak RSS MiB, stdout) of one whole process, measured alone."""
-    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r", suffix=".rusage") as fig:
-        env = {**os.environ, "BENCH_CWD": str(cwd or "")}
-        proc = subprocess.run(
-            [sys.executable, "-c", _LAUNCH, fig.name, *cmd], stdout=out, stderr=subprocess.PIPE, env=env
-        )
-        err = proc.stderr.decode(errors="replace")
-        wall, cpu, rss, status = fig.read().split()
-        code = os.waitstatus_to_exitcode(int(status))
-        out.seek(0)
-        text = out.read().decode(errors="replace")
-    if code:
-        why = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
-        raise RuntimeError(f"{Path(cmd[0]).name} {why}: {err.strip().splitlines()[-1:] or ''}")
-    return float(wall), float(cpu), float(rss) / 1024, text
+    """(wall s, CPU s, peak MiB, stdout) of one whole process, measured alone (``_rusage.measure``)."""
+    return measure(cmd, cwd)
 
 
 def _collhub() -> str:

@@ -7,24 +7,24 @@
  * that needs libstdc++'s hash-set order (three or more nodes released by one completion) is
  * not repeated here: it calls back into hub.sim._feeder, its only implementation.
  *
- * Events run in (time, scheduling order): a binary heap keyed by (time, sequence number) is
- * ASTRA-sim's event queue (a FIFO list per distinct time) exactly.
+ * Events run in (time, scheduling order), as in ASTRA-sim's event queue (a FIFO list per distinct
+ * time): a FIFO bucket per pending time and a min-heap of the pending times (ev_push, ev_pop).
+ * The tables are built by _sim_prep.c (channels, layout), exported by this module too.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_simbuf.h"
+#include "_simqueue.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
-enum { EV_NODE = -1, EV_FREE = -2 }; /* Ev.b; b >= 0: a message finished hop b (aware) */
+/* resource classes per NPU: 1-3 the workload's (one node each; taken at issue, and a release
+ * lets every waiting node compete again), QCLS.. the native collectives' per-dimension queues
+ * (cap streams each; hub/sim/_native_streams.py): a node takes a slot when it becomes ready, or
+ * waits in arrival order, and a release hands the slot to the first waiting node, as ASTRA-sim's
+ * scheduler inits the first waiting stream of a queue when a running one leaves it */
+enum { NCLS = 16, QCLS = 4 };
 
-typedef struct {
-    int64_t t;
-    uint64_t seq;
-    int32_t a; /* node, message (SEND node) or link */
-    int32_t b;
-} Ev;
 
 typedef struct { /* COMPs of one NPU ending at one time: one event for the batch */
     int64_t tt;
@@ -48,16 +48,17 @@ typedef struct {
     int64_t *seqcur;     /* per sequencer: successors released so far */
     /* aware */
     int aware;
-    const int32_t *route_of, *rlinks;
-    const int64_t *rptr, *size;
+    const int32_t *route_of, *rlinks; /* route_of: per message channel (a channel fixes src and dst) */
+    const int64_t *rptr, *size; /* size: per message channel */
     const double *bp, *lat;
     int64_t *lbytes, *lbusyt;
     uint8_t *lbusy;
     int32_t *lq_head, *lq_tail, *mhop;
-    /* workload resources */
+    /* workload resources: per NPU NCLS classes, class c holds at most cap[c] nodes at once */
     int use_res;
     const int8_t *acq, *rel, *wlev;
-    uint8_t *busy;
+    const int32_t *cap;
+    int32_t *busy;
     int32_t *wq_head, *wq_tail, *wnext;
     /* outputs */
     int64_t *start, *fin, *rank_finish;
@@ -68,9 +69,7 @@ typedef struct {
     int32_t *ph, *pt, *ah, *at; /* per channel: posted RECVs, arrived SENDs */
     int32_t *ready;
     Py_ssize_t nready, cready;
-    Ev *heap;
-    Py_ssize_t nheap, cheap;
-    uint64_t seq;
+    Queue q;
     Batch *bt;
     Py_ssize_t nbt, cbt;
 } St;
@@ -90,52 +89,8 @@ static int ready_push(St *s, int32_t g) {
     return 0;
 }
 
-static inline int ev_less(const Ev *x, const Ev *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
-
-static int ev_push(St *s, int64_t t, int32_t a, int32_t b) {
-    if (s->nheap == s->cheap) {
-        Py_ssize_t c = s->cheap ? 2 * s->cheap : 4096;
-        Ev *p = realloc(s->heap, (size_t)c * sizeof(Ev));
-        if (!p) return -1;
-        s->heap = p;
-        s->cheap = c;
-    }
-    Ev e = {t, s->seq++, a, b};
-    Py_ssize_t i = s->nheap++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 2;
-        if (!ev_less(&e, &s->heap[p])) break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = e;
-    return 0;
-}
-
-static Ev ev_pop(St *s) {
-    Ev top = s->heap[0];
-    Ev e = s->heap[--s->nheap];
-    Py_ssize_t i = 0, m = s->nheap;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= m) break;
-        if (c + 1 < m && ev_less(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!ev_less(&s->heap[c], &e)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (m) s->heap[i] = e;
-    return top;
-}
-
-static inline uint64_t mix(uint64_t x) { /* splitmix64 finaliser */
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static inline Py_ssize_t bt_slot(const St *s, int64_t tt, int32_t r) {
-    return (Py_ssize_t)(mix((uint64_t)tt * 0x9e3779b97f4a7c15ULL + (uint64_t)r) & (uint64_t)(s->cbt - 1));
+    return (Py_ssize_t)(mix64((uint64_t)tt * 0x9e3779b97f4a7c15ULL + (uint64_t)r) & (uint64_t)(s->cbt - 1));
 }
 
 static Batch *bt_find(St *s, int64_t tt, int32_t r) {
@@ -274,9 +229,17 @@ static int complete(St *s, int32_t c, int64_t t) {
     s->fin[c] = t;
     s->last = c;
     if (c < s->n) s->rank_finish[s->rank[c]] = t; /* times never decrease: the last one is the max */
-    if (s->use_res && s->rel[c]) { /* free the NPU resource; its waiting nodes compete again */
-        int32_t key = s->rank[c] * 4 + s->rel[c];
-        s->busy[key] = 0;
+    if (s->use_res && s->rel[c] >= QCLS) { /* a queue slot: to its first waiting node */
+        int32_t key = s->rank[c] * NCLS + s->rel[c], g = s->wq_head[key];
+        s->busy[key]--;
+        if (g >= 0) {
+            s->wq_head[key] = s->wnext[g];
+            s->busy[key]++;
+            if (ready_push(s, g)) return -1;
+        }
+    } else if (s->use_res && s->rel[c]) { /* free the NPU resource; its waiting nodes compete again */
+        int32_t key = s->rank[c] * NCLS + s->rel[c];
+        s->busy[key]--;
         for (int32_t g = s->wq_head[key]; g >= 0; g = s->wnext[g])
             if (ready_push(s, g)) return -1;
         s->wq_head[key] = s->wq_tail[key] = -1;
@@ -291,6 +254,17 @@ static int complete(St *s, int32_t c, int64_t t) {
         }
         if (counted ? counts(s, g, c) : --s->indeg[g] == 0) {
             s->cause[g] = c;
+            if (s->use_res && s->acq[g] >= QCLS) { /* joins its queue now */
+                int32_t key = s->rank[g] * NCLS + s->acq[g];
+                if (s->busy[key] >= s->cap[s->acq[g]]) {
+                    s->wnext[g] = -1;
+                    if (s->wq_head[key] < 0) s->wq_head[key] = g;
+                    else s->wnext[s->wq_tail[key]] = g;
+                    s->wq_tail[key] = g;
+                    continue;
+                }
+                s->busy[key]++;
+            }
             if (ready_push(s, g)) return -1;
             freed++;
         }
@@ -310,10 +284,10 @@ static int complete(St *s, int32_t c, int64_t t) {
 /* -- aware links ---------------------------------------------------------------------------- */
 static int transmit(St *s, int32_t li, int32_t g, int32_t h, int64_t t) {
     s->lbusy[li] = 1;
-    int64_t sz = s->size[g];
+    int64_t sz = s->size[s->chan[g]]; /* per channel: a channel fixes the size */
     double x = (double)sz / s->bp[li];
     /* arrival first, then link free (Link::send); each delay truncated on its own */
-    if (ev_push(s, t + (int64_t)(s->lat[li] + x), g, h) || ev_push(s, t + (int64_t)x, li, EV_FREE)) return -1;
+    if (ev_push(&s->q, t + (int64_t)(s->lat[li] + x), g, h) || ev_push(&s->q, t + (int64_t)x, li, EV_FREE)) return -1;
     s->lbytes[li] += sz;
     s->lbusyt[li] += (int64_t)x;
     return 0;
@@ -339,12 +313,12 @@ static int outer_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : (x->idx > y->idx); /* stable */
 }
 
-static int by_node_id(St *s, int32_t *rankpos) {
-    Py_ssize_t m = s->nready, ni = 0, no = 0;
-    Outer *o = malloc((size_t)m * sizeof(Outer));
+static int by_node_id(St *s, int32_t *rankpos, Py_ssize_t m0) { /* sorts ready[m0:] */
+    Py_ssize_t m = s->nready, ni = m0, no = 0;
+    Outer *o = malloc((size_t)(m - m0) * sizeof(Outer));
     if (!o) return -1;
     int32_t npos = 0;
-    for (Py_ssize_t i = 0; i < m; i++) {
+    for (Py_ssize_t i = m0; i < m; i++) {
         int32_t g = s->ready[i];
         if (!s->wlev[g]) { s->ready[ni++] = g; continue; }
         int32_t r = s->rank[g];
@@ -363,13 +337,14 @@ static int by_node_id(St *s, int32_t *rankpos) {
 
 /* -- the walk -------------------------------------------------------------------------------- */
 static int walk(St *s, int32_t *rankpos) {
-    if (ev_push(s, 0, s->n, EV_NODE)) return -1; /* the virtual start node "completes" at t = 0 */
-    while (s->nheap) {
-        Ev e = ev_pop(s);
-        int64_t t = e.t;
+    if (ev_push(&s->q, 0, s->n, EV_NODE)) return -1; /* the virtual start node "completes" at t = 0 */
+    while (s->q.ntq) {
+        int64_t t;
+        Ev e = ev_pop(&s->q, &t);
         int32_t ev = e.a;
         if (e.b >= 0) { /* aware: message ev finished hop e.b */
-            const int64_t lo = s->rptr[s->route_of[ev]], len = s->rptr[s->route_of[ev] + 1] - lo;
+            const int32_t ro = s->route_of[s->chan[ev]];
+            const int64_t lo = s->rptr[ro], len = s->rptr[ro + 1] - lo;
             if (e.b + 1 < len) {
                 if (want_link(s, s->rlinks[lo + e.b + 1], ev, e.b + 1, t)) return -1;
                 continue;
@@ -411,27 +386,27 @@ static int walk(St *s, int32_t *rankpos) {
             chain = nx;
         }
         if (!s->nready) continue;
-        if (s->use_res && s->nready > 1 && by_node_id(s, rankpos)) return -1;
+        if (s->use_res && s->nready > 1 && by_node_id(s, rankpos, 0)) return -1;
         /* issue every ready node (issuing can complete nodes and so append more) */
         for (Py_ssize_t i = 0; i < s->nready; i++) {
             int32_t g = s->ready[i];
-            if (s->use_res && s->acq[g]) {
-                int32_t key = s->rank[g] * 4 + s->acq[g];
-                if (s->busy[key]) {
+            if (s->use_res && s->acq[g] && s->acq[g] < QCLS) {
+                int32_t key = s->rank[g] * NCLS + s->acq[g];
+                if (s->busy[key] >= s->cap[s->acq[g]]) { /* waits, in arrival order */
                     s->wnext[g] = -1;
                     if (s->wq_head[key] < 0) s->wq_head[key] = g;
                     else s->wnext[s->wq_tail[key]] = g;
                     s->wq_tail[key] = g;
                     continue;
                 }
-                s->busy[key] = 1;
+                s->busy[key]++;
             }
             s->start[g] = t;
             int8_t kg = s->kind[g];
             int64_t tt;
             if (kg == K_SEND) {
                 if (s->aware) {
-                    if (want_link(s, s->rlinks[s->rptr[s->route_of[g]]], g, 0, t)) return -1;
+                    if (want_link(s, s->rlinks[s->rptr[s->route_of[s->chan[g]]]], g, 0, t)) return -1;
                     continue;
                 }
                 tt = t + s->chan_delay[s->chan[g]]; /* unaware: the arrival time is known now */
@@ -445,7 +420,7 @@ static int walk(St *s, int32_t *rankpos) {
                     continue;
                 }
                 s->ah[c] = s->qnext[a]; /* the data was already there: complete by an event now */
-                if (ev_push(s, t, g, EV_NODE)) return -1;
+                if (ev_push(&s->q, t, g, EV_NODE)) return -1;
                 continue;
             } else if (kg == K_COMP) {
                 tt = t + s->dur[g];
@@ -462,10 +437,14 @@ static int walk(St *s, int32_t *rankpos) {
                 tt = -1; /* no-op kinds and the workload's collective start/end markers */
             }
             if (tt >= 0) {
-                if (ev_push(s, tt, g, EV_NODE)) return -1;
+                if (ev_push(&s->q, tt, g, EV_NODE)) return -1;
                 continue;
             }
+            Py_ssize_t m0 = s->nready;
             if (complete(s, g, t)) return -1;
+            /* a collective's end inside the loop: ASTRA-sim's Workload::call issues what it frees
+             * (its successors and the nodes waiting for its resource) in ascending node id */
+            if (s->use_res && s->rel[g] && s->nready - m0 > 1 && by_node_id(s, rankpos, m0)) return -1;
         }
         s->nready = 0;
     }
@@ -473,24 +452,6 @@ static int walk(St *s, int32_t *rankpos) {
 }
 
 /* -- argument handling ------------------------------------------------------------------------ */
-typedef struct {
-    Py_buffer v[40];
-    int nv;
-} Bufs;
-
-static void *get_buf(Bufs *bs, PyObject *o, Py_ssize_t itemsize, Py_ssize_t count, int writable, const char *name) {
-    if (bs->nv >= 40) { PyErr_SetString(PyExc_RuntimeError, "too many buffers"); return NULL; }
-    Py_buffer *v = &bs->v[bs->nv];
-    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return NULL;
-    bs->nv++;
-    if (v->itemsize != itemsize || v->len != itemsize * count) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes of items of %zd",
-                     name, count, itemsize, v->len, v->itemsize);
-        return NULL;
-    }
-    return v->buf;
-}
-
 static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nchan) {
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
@@ -512,9 +473,9 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
 "    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None) -> (last, posted, arrived, waiting)\n\n"
-"Walk the program (engine node order, start node n last). aware: None or (route_of, rptr, rlinks, size,\n"
-"bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev); arm: None or the arming predecessor per\n"
-"node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
+"Walk the program (engine node order, start node n last). aware: None or (route_of (per channel), rptr,\n"
+"rlinks, size, bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
+"per node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
 "(0: not one). indeg may be below a node's predecessor count (a quorum). Writes\n"
 "start/fin/cause/rank_finish and indeg (> 0: never released); posted/arrived: the non-empty message\n"
 "queues (engine nodes), waiting: nodes held for a resource.");
@@ -535,6 +496,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Bufs bs = {.nv = 0};
     St s;
     memset(&s, 0, sizeof s);
+    s.q.evfree = -1;
     PyObject *ret = NULL;
     int32_t *rankpos = NULL;
     Py_ssize_t n1 = (Py_ssize_t)n + 1, nl = 0;
@@ -561,22 +523,22 @@ static PyObject *run(PyObject *self, PyObject *args) {
         Py_ssize_t nroutes = PyObject_Length(a[1]) - 1;
         if (nroutes < 0) goto done;
         s.aware = 1;
-        if (!(s.route_of = get_buf(&bs, a[0], 4, n1, 0, "route_of")) ||
+        if (!(s.route_of = get_buf(&bs, a[0], 4, nchan, 0, "route_of")) ||
             !(s.rptr = get_buf(&bs, a[1], 8, nroutes + 1, 0, "rptr")))
             goto done;
         if (!(s.rlinks = get_buf(&bs, a[2], 4, (Py_ssize_t)s.rptr[nroutes], 0, "rlinks")) ||
-            !(s.size = get_buf(&bs, a[3], 8, n1, 0, "size")) || !(s.bp = get_buf(&bs, a[4], 8, nl, 0, "bp")) ||
+            !(s.size = get_buf(&bs, a[3], 8, nchan, 0, "size")) || !(s.bp = get_buf(&bs, a[4], 8, nl, 0, "bp")) ||
             !(s.lat = get_buf(&bs, a[5], 8, nl, 0, "lat")) ||
             !(s.lbytes = get_buf(&bs, a[6], 8, nl, 1, "link_bytes")) ||
             !(s.lbusyt = get_buf(&bs, a[7], 8, nl, 1, "link_busy")))
             goto done;
     }
     if (res != Py_None) {
-        PyObject *a[3];
-        if (!PyArg_ParseTuple(res, "OOO", &a[0], &a[1], &a[2])) goto done;
+        PyObject *a[4];
+        if (!PyArg_ParseTuple(res, "OOOO", &a[0], &a[1], &a[2], &a[3])) goto done;
         s.use_res = 1;
         if (!(s.acq = get_buf(&bs, a[0], 1, n1, 0, "acq")) || !(s.rel = get_buf(&bs, a[1], 1, n1, 0, "rel")) ||
-            !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")))
+            !(s.wlev = get_buf(&bs, a[2], 1, n1, 0, "wlev")) || !(s.cap = get_buf(&bs, a[3], 4, NCLS, 0, "cap")))
             goto done;
     }
     if (arm != Py_None) {
@@ -602,8 +564,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         memset(s.lq_head, 0xff, lq);
     }
     if (s.use_res) {
-        size_t nk = (size_t)nranks * 4;
-        s.busy = calloc(nk, 1);
+        size_t nk = (size_t)nranks * NCLS;
+        s.busy = calloc(nk, sizeof(int32_t));
         s.wq_head = malloc(nk * sizeof(int32_t)); s.wq_tail = malloc(nk * sizeof(int32_t));
         s.wnext = malloc((size_t)n1 * sizeof(int32_t));
         rankpos = malloc((size_t)nranks * sizeof(int32_t));
@@ -621,7 +583,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
             if (s.arm[g] >= 0 && s.armed[g] != 2 && s.indeg[g] < 1) s.indeg[g] = 1;
     Py_ssize_t waiting = 0;
     if (s.use_res)
-        for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * 4; k++)
+        for (Py_ssize_t k = 0; k < (Py_ssize_t)nranks * NCLS; k++)
             for (int32_t g = s.wq_head[k]; g >= 0; g = s.wnext[g]) waiting++;
     PyObject *posted = queues(s.ph, s.qnext, nchan);
     PyObject *arrived = posted ? queues(s.ah, s.qnext, nchan) : NULL;
@@ -629,15 +591,19 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Py_XDECREF(posted);
     Py_XDECREF(arrived);
 done:
-    for (int i = 0; i < bs.nv; i++) PyBuffer_Release(&bs.v[i]);
+    release_bufs(&bs);
     free(s.qnext); free(s.ph); free(s.pt); free(s.ah); free(s.at);
     free(s.lbusy); free(s.lq_head); free(s.lq_tail); free(s.mhop);
     free(s.busy); free(s.wq_head); free(s.wq_tail); free(s.wnext); free(rankpos);
-    free(s.ready); free(s.heap); free(s.bt); free(s.armed); free(s.seqcur);
+    free(s.ready); queue_free(&s.q); free(s.bt); free(s.armed); free(s.seqcur);
     return ret;
 }
 
-static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc}, {NULL, NULL, 0, NULL}};
+static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc},
+                                {"channels", sim_channels, METH_VARARGS, sim_channels_doc},
+                                {"layout", sim_layout, METH_VARARGS, sim_layout_doc},
+                                {"successors", sim_successors, METH_VARARGS, sim_successors_doc},
+                                {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sim",
                                     "The event loop of hub.simulate (see hub/sim/_engine.py).", -1, methods,

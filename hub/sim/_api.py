@@ -15,8 +15,9 @@ from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm,
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
+from ._layout import DelayFn
 from ._network import AwareNetwork, unaware_delays
-from ._program import K_SEND, Program, factorize, program_from_algorithm
+from ._program import Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 from ._workload import program_from_workload
 
@@ -64,7 +65,7 @@ class SimulateParams(BaseModel):
         default=None,
         description="workloads: an ASTRA-sim system.json whose "
         "*-implementation-custom keys choose the algorithms "
-        "(native ones on 1-D networks as docs/simulator.md lists; others are refused)",
+        "(native ones as docs/simulator.md lists; others are refused)",
     )
 
     @field_validator("size")
@@ -164,32 +165,22 @@ def _infer_size(alg: Algorithm) -> int | None:
     return None
 
 
-def _model(prog: Program, topo: Topology, mode: str) -> tuple[Any, AwareNetwork | None]:
-    kinds = prog.kind_array()
-    sends = np.flatnonzero(kinds == K_SEND)
-    src = np.frombuffer(prog.rank, dtype=np.int32)[sends]
-    dst = np.frombuffer(prog.peer, dtype=np.int32)[sends]
-    if mode == "unaware":  # per SEND, in program order; computed once per distinct (src, dst, size)
-        if not sends.size:
-            return np.zeros(0, dtype=np.int64), None
-        size = np.frombuffer(prog.size, dtype=np.int64)[sends]
-        pair, npairs = factorize(src.astype(np.int64) * topo.npus + dst, topo.npus * topo.npus)
-        lo, hi = int(size.min()), int(size.max())
-        sid, nsizes = factorize(size - lo, hi - lo + 1) if hi - lo < 1 << 40 else factorize(size, 1 << 62)
-        key, _ = factorize(pair * nsizes + sid, npairs * nsizes)
-        first = np.zeros(int(key.max()) + 1, dtype=np.int64)
-        first[key[::-1]] = np.arange(key.size - 1, -1, -1)  # one SEND per key (any: equal keys, equal delays)
-        return unaware_delays(topo, src[first], dst[first], size[first])[key], None
+def _model(prog: Program, topo: Topology, mode: str) -> tuple[DelayFn | None, AwareNetwork | None]:
+    """The network model: the unaware delay of a message (evaluated once per message channel by
+    the layout: a channel fixes src, dst and size), or the aware model's routed link tables."""
+    if mode == "unaware":
+
+        def delay(src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> np.ndarray:
+            return unaware_delays(topo, src, dst, size)
+
+        return delay, None
     if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
         raise SimulationError(
             f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "
             f"{topo.to_string()!r} has {len(topo.dims)} dimensions",
             hint="use mode='unaware', or simulate its link graph: simulate(alg, topo.to_link_graph(), mode='aware')",
         )
-    net = AwareNetwork(topo.to_link_graph())
-    pairs = np.unique(src.astype(np.int64) * topo.npus + dst) if sends.size else np.zeros(0, dtype=np.int64)
-    net.prepare([divmod(int(p), topo.npus) for p in pairs])
-    return None, net
+    return None, AwareNetwork(topo.to_link_graph())  # routed per NPU pair by the engine (_engine._routes)
 
 
 def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
@@ -240,7 +231,9 @@ def simulate(
 
             dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
             explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
-            custom, native = serve_from_system(system, obj, dims, frozenset(explicit))  # algorithm_for wins
+            sizes = tuple(d.npus for d in topo.dims) if isinstance(topo, DimensionalTopology) else None
+            # algorithm_for wins
+            custom, native = serve_from_system(system, obj, dims, frozenset(explicit), dim_sizes=sizes)
             algorithm_for = {**custom, **explicit}
         prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps, native=native)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
@@ -276,8 +269,15 @@ def simulate(
         ranks, name = alg.ranks, alg.name
     else:
         raise UsageError(f"cannot simulate a {type(obj).__name__}", hint="give an Algorithm or a Workload")
-    delays, net = _model(prog, topo, mode)
-    st = run_engine(prog, delays=delays, net=net, release_deps=True)  # prog is this call's own
+    delay, net = _model(prog, topo, mode)
+    try:
+        st = run_engine(prog, delay=delay, net=net)
+    except SimulationError as exc:
+        if isinstance(obj, Workload) and any(f" in {c.value}#" in exc.message for c in native):
+            from ._native import stuck_native  # (the stuck node is inside a native collective)
+
+            raise stuck_native(exc) from None
+        raise
     links: list[dict[str, Any]] = []
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):

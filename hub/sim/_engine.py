@@ -18,8 +18,8 @@ queue (a FIFO list per distinct time). The nodes one completion releases are iss
 of the Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's
 order.
 
-Structure: this module prepares the tables (numpy, :mod:`._layout`: position-major node order,
-dense message channels, per-channel unaware delays, routes as one table per NPU pair) and hands
+Structure: this module prepares the tables (:mod:`._layout`: position-major node order, dense
+message channels, per-channel unaware delays, sizes and routes, one route per NPU pair) and hands
 them to the event loop, the C extension ``hub._native._sim`` (the only implementation of the
 walk; a pure-Python walk made 1024-rank rings take 10-20 s). The loop calls back into
 :class:`~hub.sim._feeder.FreeSet` for the one rare rule that needs libstdc++'s hash order (three or
@@ -40,11 +40,13 @@ import numpy as np
 
 from ..errors import SimulationError
 from ._feeder import FreeSet
-from ._layout import Layout, layout
+from ._layout import DelayFn, Layout, channel_pairs, layout
 from ._network import AwareNetwork
 from ._program import K_END, K_SEND, K_START, Program, factorize
 
 __all__ = ["EngineState", "run_engine"]
+
+_NCLS = 16  # resource classes per NPU in the event loop (NCLS in hub/_native/_sim.c)
 
 
 @dataclass
@@ -90,22 +92,19 @@ class EngineState:
         return out
 
 
-def run_engine(
-    prog: Program, *, delays: Any = None, net: AwareNetwork | None = None, release_deps: bool = False
-) -> EngineState:
-    """Run ``prog`` under the unaware model (``delays``: message delay in ns per SEND node, in
-    program order) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or unmatched messages.
-
-    ``release_deps``: the program's own dependency columns (``succ_ptr``, ``succ_idx``,
-    ``indeg``) are dropped once the layout holds its engine-ordered copy, so the walk does not
-    carry both (16 bytes a node: a GiB at 4096 ranks); the program can then not be run again."""
+def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork | None = None) -> EngineState:
+    """Run ``prog`` under the unaware model (``delay``: a message's delay in ns from its (src, dst,
+    size), arrays in) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or
+    unmatched messages."""
     from .._native import load_sim
 
     _sim = load_sim()  # the compiled event loop (built by setup.py)
 
-    lay = layout(prog, delays)
-    if release_deps:
-        prog.succ_ptr = prog.succ_idx = prog.indeg = None
+    lay = layout(prog, delay)
+    # the layout holds the engine's copy of the dependencies: the program's are dropped before
+    # the walk's outputs are allocated (a lower peak; nothing reads them after the layout)
+    prog.succ_ptr = prog.succ_idx = prog.indeg = None
+    prog.dep_ptr = prog.dep_idx = None
     n = prog.n
     if lay.succ_ptr[n] == lay.succ_ptr[n + 1]:
         raise SimulationError(
@@ -123,15 +122,13 @@ def run_engine(
     lbytes = lbusy = np.zeros(0, dtype=np.int64)
     if net is not None:
         route_of, rptr, rlinks = _routes(prog, net, lay)
-        size = np.zeros(n + 1, dtype=np.int64)
-        size[:n] = np.frombuffer(prog.size, dtype=np.int64)[lay.perm]
         lbytes = np.zeros(net.nlinks, dtype=np.int64)
         lbusy = np.zeros(net.nlinks, dtype=np.int64)
         aware = (
             route_of,
             rptr,
             rlinks,
-            size,
+            _channel_sizes(prog, lay),
             np.asarray(net.bp, dtype=np.float64),
             np.asarray(net.lat, dtype=np.float64),
             lbytes,
@@ -139,7 +136,10 @@ def run_engine(
         )
     res: tuple[np.ndarray, ...] | None = None
     if lay.acq is not None and lay.rel is not None:
-        res = (lay.acq, lay.rel, _workload_level(prog, lay))
+        cap = np.ones(_NCLS, dtype=np.int32)
+        if prog.caps is not None:
+            cap[: len(prog.caps)] = prog.caps
+        res = (lay.acq, lay.rel, _workload_level(prog, lay), cap)
     arm, seqw = _counted_joins(prog, lay)
     start = np.full(n + 1, -1, dtype=np.int64)
     fin = np.full(n + 1, -1, dtype=np.int64)
@@ -218,27 +218,36 @@ def _workload_level(prog: Program, lay: Layout) -> np.ndarray:
     return out
 
 
+def _channel_sizes(prog: Program, lay: Layout) -> np.ndarray:
+    """Message size per channel (int64): part of the channel's key, so one value per channel."""
+    if lay.chan_first is None or not lay.nchan:
+        return np.zeros(lay.nchan, dtype=np.int64)
+    return np.ascontiguousarray(np.frombuffer(prog.size, dtype=np.int64)[lay.chan_first])
+
+
 def _routes(prog: Program, net: AwareNetwork, lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Routes as tables: (route id per engine node (0 for non-SENDs), route offsets, link ids); one
-    route per NPU pair that exchanges messages."""
-    n = prog.n
-    route_of = np.zeros(n + 1, dtype=np.int32)
-    sends = np.flatnonzero(lay.kind[:n] == K_SEND)
-    if not sends.size:
+    """Routes as tables: (route id per message channel (0 for channels without a SEND), route
+    offsets, link ids); one route per NPU pair that sends messages, routed once (an unreachable
+    pair is an error here, before the walk)."""
+    route_of = np.zeros(max(lay.nchan, 1), dtype=np.int32)[: lay.nchan]
+    sends = lay.chan[: prog.n][lay.kind[: prog.n] == K_SEND]
+    if not sends.size or lay.chan_first is None:
         return route_of, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    g = lay.perm[sends]
-    pair = (
-        np.frombuffer(prog.rank, dtype=np.int32)[g].astype(np.int64) * net.npus
-        + np.frombuffer(prog.peer, dtype=np.int32)[g]
-    )
-    inv, count = factorize(pair, net.npus * net.npus)
+    used = np.zeros(lay.nchan, dtype=bool)
+    used[sends] = True
+    del sends
+    chans = np.flatnonzero(used)
+    src, dst = channel_pairs(prog, lay.chan_first[chans])
+    inv, count = factorize(src.astype(np.int64) * net.npus + dst, net.npus * net.npus)
     uniq = np.empty(count, dtype=np.int64)
-    uniq[inv] = pair
-    rts = [net.route(*divmod(p, net.npus)) for p in uniq.tolist()]
+    uniq[inv] = src.astype(np.int64) * net.npus + dst
+    pairs = [divmod(p, net.npus) for p in uniq.tolist()]
+    net.prepare(pairs)
+    rts = [net.route(s, d) for s, d in pairs]
     rptr = np.zeros(len(rts) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rts], out=rptr[1:])
     rlinks = np.fromiter((li for r in rts for li in r), dtype=np.int32, count=int(rptr[-1]))
-    route_of[sends] = inv
+    route_of[chans] = inv
     return route_of, rptr, rlinks
 
 

@@ -393,39 +393,40 @@ class FreeSet:
         return [pos[k] for k in out]
 
 
-def _dedup_edges(sp: np.ndarray, si: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(succ_ptr, succ_idx, parents per node, parent per edge) with repeated (parent, child) pairs
-    removed: the feeder keeps dependencies in sets. Children stay ascending (file order) per parent."""
-    cnt = np.diff(sp)
-    # int32 node ids (the engine's), and repeats found pairwise without an int64 key: at tens of
-    # millions of edges these temporaries were the peak of a whole simulation (issue #19)
-    parent = np.repeat(np.arange(n, dtype=np.int32), cnt)
-    del cnt
-    if si.size > 1:
-        same = si[1:] == si[:-1]
-        same &= parent[1:] == parent[:-1]
-        if bool(same.any()):
-            keep = np.ones(si.size, dtype=bool)
-            np.logical_not(same, out=keep[1:])
-            del same
-            parent, si = parent[keep], si[keep]
-            sp = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(np.bincount(parent, minlength=n), out=sp[1:])
-    indeg = np.bincount(si, minlength=n).astype(np.int32)
-    return sp, si, indeg, parent
+def _dedup_edges(
+    sp: np.ndarray, si: np.ndarray, n: int, indeg: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(succ_ptr, succ_idx, parents per node) with repeated (parent, child) pairs removed: the
+    feeder keeps dependencies in sets. Children stay ascending (file order) per parent, so a repeat
+    is two equal neighbours in one list; ``indeg`` (parents per node, repeats counted) is kept when
+    there are none, the common case."""
+    same = si[1:] == si[:-1] if si.size > 1 else np.zeros(0, dtype=bool)
+    if same.any():
+        inner = sp[1:-1]
+        same[inner[(inner > 0) & (inner < si.size)] - 1] = False  # neighbours across two lists differ
+    if not same.any():
+        return sp, si, np.asarray(indeg)
+    keep = np.ones(si.size, dtype=bool)
+    keep[1:] = ~same
+    parent = np.repeat(np.arange(n, dtype=np.int64), np.diff(sp))[keep]
+    si = si[keep]
+    sp = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=n), out=sp[1:])
+    return sp, si, np.bincount(si, minlength=n)
 
 
 def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Each parent's children in the iteration order of its ``parent_map_child`` set (children
-    inserted in file order into a fresh set)."""
+    inserted in file order into a fresh set), except lists of two: two keys in a fresh table
+    always iterate newest first, and the layout writes those reversed (``_sim.layout``'s
+    ``swap2``), in its one pass over the edges. ``si`` itself when no list has three or more."""
     n = sp.size - 1
     cnt = np.diff(sp)
-    out = si.copy()
-    two = np.flatnonzero(cnt == 2)
-    if two.size:  # two keys in a fresh table always iterate newest first
-        a = sp[two]
-        out[a], out[a + 1] = si[a + 1], si[a]
     mid = (cnt > 2) & (cnt <= 13)  # 13 buckets after the first insert, and no growth up to 13 keys
+    big = np.flatnonzero(cnt > 13)
+    if not big.size and not mid.any():
+        return si
+    out = si.copy()
     if mid.any():
         e = np.flatnonzero(np.repeat(mid, cnt))  # their edges, by parent, children in file order
         par = np.repeat(np.arange(n, dtype=np.int64), cnt)[e]
@@ -440,7 +441,7 @@ def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
         opened[srt] = j[srt][start][grp]
         order = np.lexsort((-j, -opened, par))
         out[e] = si[e][order]
-    for p in np.flatnonzero(cnt > 13).tolist():  # big fan-out: the table grows while filling
+    for p in big.tolist():  # big fan-out: the table grows while filling
         kids = si[sp[p] : sp[p + 1]]
         out[sp[p] : sp[p + 1]] = kids[FreeSet().order(ids[kids].tolist())]
     return out
@@ -475,11 +476,12 @@ def _map_sequence(ids: np.ndarray, ptr: np.ndarray, pos: np.ndarray) -> np.ndarr
 
 def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """The program's dependencies as ASTRA-sim's feeder walks them: (succ_ptr, succ_idx in
-    child-set order, distinct-parent counts, roots in initial issue order (ranks ascending, then
-    the free set's order), per-rank free-set state (buckets, next resize))."""
+    child-set order (lists of two still in file order: the layout reverses them), distinct-parent
+    counts, roots in initial issue order (ranks ascending, then the free set's order), per-rank
+    free-set state (buckets, next resize))."""
     n = prog.n
-    sp, si, indeg, parent_of = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n)
-    ids = np.frombuffer(prog.local_id, dtype=np.int64).view(np.uint64)  # astype's values, without a copy
+    sp, si, indeg = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n, prog.indeg)
+    ids = np.frombuffer(prog.local_id, dtype=np.uint64)  # the feeder's keys: the same bits, unsigned (no copy)
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
@@ -493,11 +495,11 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     state: list[tuple[int, int]] = []
     cache: dict[tuple[bytes, bytes], tuple[np.ndarray, int, int]] = {}
     is_root = indeg == 0
-    child_of = si  # (edges keep their parent when _child_order reorders children within a parent)
-    fwd_any = parent_of > child_of  # an edge whose parent comes later in the file
-    fwd_rank = np.zeros(nranks, dtype=bool)
-    if bool(fwd_any.any()):
-        fwd_rank[rank[child_of[fwd_any]]] = True
+    fwd_rank = np.zeros(nranks, dtype=bool)  # ranks with a node whose parent comes later in the file
+    if prog.dep_ptr is not None:  # the program records file order exactly when such nodes exist
+        parent_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(sp))  # (_child_order keeps each edge's parent)
+        fwd_any = parent_of > si
+        fwd_rank[rank[si[fwd_any]]] = True
     for r in range(nranks):
         lo, hi = int(offsets[r]), int(offsets[r + 1])
         if lo == hi:

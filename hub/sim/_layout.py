@@ -14,22 +14,28 @@ successors are the dependency-free nodes in issue order, so the engine starts by
 and needs no separate code path for the initial issue.
 
 Every column is a C-contiguous numpy array of the dtype the native engine reads
-(``hub/_native/_sim.c``): int8 kinds, int32 node ids, channels and ranks, int64 times and keys;
-about 40 bytes per node.
+(``hub/_native/_sim.c``): int8 kinds, int32 node ids, channels and ranks, int64 times; about 37
+bytes per node (COMP durations only touch memory where there are COMPs). What a message channel
+fixes (its unaware delay, and the aware model's size and route) is stored per channel. The
+gathering is one C pass (``_sim.layout``, in ``hub/_native/_sim_prep.c``).
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ._feeder import feeder_program
-from ._program import K_COMP, K_NOP, K_SEND, Program, channels
+from ._program import K_SEND, Program, channels
 
-__all__ = ["Layout", "layout"]
+__all__ = ["DelayFn", "Layout", "channel_pairs", "layout"]
+
+#: the unaware model: per message (src, dst, size arrays) its delay in ns
+DelayFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -54,6 +60,7 @@ class Layout:
     feeder: bool  # successor and root lists are in the feeder's order (see _feeder.py)
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
     rel: np.ndarray | None  # int8 resource class freed at completion
+    chan_first: np.ndarray | None = None  # int32 per channel: its first program node (stands for its key)
 
     def to_program(self, values: Any, *, nodes: bool = False) -> array:
         """An engine-ordered per-node column as a program-ordered ``array('q')``; ``nodes``: the
@@ -85,8 +92,9 @@ def _position_major(rank: np.ndarray, nranks: int) -> np.ndarray:
     return np.argsort(pos * nranks + rank, kind="stable")
 
 
-#: engine nodes per block of the successor renumbering
-_BLOCK = 1 << 20
+def _i32(a: Any) -> np.ndarray:
+    """``a`` as a contiguous int32 numpy array (no copy when it already is one)."""
+    return np.ascontiguousarray(np.asarray(a), dtype=np.int32)
 
 
 def _append(a: np.ndarray, value: int, dtype: Any) -> np.ndarray:
@@ -97,24 +105,40 @@ def _append(a: np.ndarray, value: int, dtype: Any) -> np.ndarray:
     return out
 
 
-def layout(prog: Program, delays: Any = None) -> Layout:
-    """Lay ``prog`` out for the engine (``delays``: unaware message delay per SEND node in program
-    order, or None)."""
+def channel_pairs(prog: Program, chan_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) NPU of each channel (int32), from the channel's first node."""
+    send = prog.kind_array()[chan_first] == K_SEND  # a RECV's key names its peer as the source
+    rank = np.frombuffer(prog.rank, dtype=np.int32)[chan_first]
+    peer = np.frombuffer(prog.peer, dtype=np.int32)[chan_first]
+    return np.where(send, rank, peer), np.where(send, peer, rank)
+
+
+def _channel_delays(prog: Program, chan_first: np.ndarray, delay: DelayFn | None) -> np.ndarray:
+    """Unaware message delay (ns) per channel: it depends on (src, dst, size) only, all three part of
+    the channel's key, so it is computed once per channel from the channel's first node."""
+    if delay is None or not chan_first.size:
+        return np.zeros(chan_first.size, dtype=np.int64)
+    src, dst = channel_pairs(prog, chan_first)
+    return np.ascontiguousarray(delay(src, dst, np.frombuffer(prog.size, dtype=np.int64)[chan_first]), np.int64)
+
+
+def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
+    """Lay ``prog`` out for the engine (``delay``: the unaware model's delay in ns of messages
+    (src, dst, size), arrays in, or None)."""
+    from .._native import load_sim
+
+    if prog.succ_ptr is None:
+        raise RuntimeError("this program was run already (the engine consumes its dependencies); build it again")
     n = prog.n
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
     perm = _position_major(rank, nranks).astype(np.int32)  # node ids fit int32 (checked by the engine)
     inv = np.empty(n, dtype=np.int32)
     inv[perm] = np.arange(n, dtype=np.int32)
-
-    kinds = prog.kind_array()
-    chan, nchan = channels(prog)
-    # an unaware message's delay depends on (src, dst, size) only, so it is a property of its channel
-    chan_delay = np.zeros(nchan, dtype=np.int64)
-    if delays is not None and nchan:
-        sends = np.flatnonzero(kinds == K_SEND)
-        chan_delay[chan[sends]] = np.asarray(delays, dtype=np.int64)
-    chan = chan.astype(np.int32)  # held to the end: narrowed now (channel ids < node count < 2^31)
+    offsets = np.zeros(nranks + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rank, minlength=nranks), out=offsets[1:])
+    chan, nchan, chan_first = channels(prog)
+    chan_delay = _channel_delays(prog, chan_first, delay)
     # the feeder's view: distinct parents, children in child-set order, roots in issue order
     feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
     if feeder:
@@ -125,51 +149,55 @@ def layout(prog: Program, delays: Any = None) -> Layout:
         indeg = np.asarray(prog.indeg)
         roots_p = np.flatnonzero(indeg == 0)
         free0 = []
-    roots = inv[roots_p]  # ranks ascending, each in its free set's order
-    indeg_e = _append(indeg[perm], 0, np.int32)
-    indeg_e[roots] = 1  # they wait for the virtual start node
-
-    # successors: engine node e's list is its program node's list, renumbered, same order;
-    # the start node's list (last) is the roots
-    cnt = np.diff(sp).astype(np.int32)[perm]  # successors per node: int32 like the node ids
-    new_sp = np.zeros(n + 2, dtype=np.int64)
-    np.cumsum(cnt, out=new_sp[1:-1])
-    nedges = int(new_sp[n])
-    new_sp[n + 1] = nedges + roots.size
-    new_si = np.empty(nedges + roots.size, dtype=np.int32)
-    # a block of engine nodes at a time: the int64 gather index then costs a block, not 16 bytes
-    # an edge on top of everything else (it was the peak of a whole simulation; issue #19)
-    for b in range(0, n, _BLOCK):
-        e = min(b + _BLOCK, n)
-        lo, hi = int(new_sp[b]), int(new_sp[e])
-        if hi > lo:
-            gather = np.repeat(sp[:-1][perm[b:e]] - new_sp[b:e], cnt[b:e])
-            gather += np.arange(lo, hi, dtype=np.int64)
-            new_si[lo:hi] = inv[si[gather]]
-    del cnt, sp, si, indeg  # the feeder's program-ordered copies: the engine's are built
-    new_si[nedges:] = roots
-
-    kind_e = _append(kinds[perm], K_NOP, np.int8)
-    dur_e = np.zeros(n + 1, dtype=np.int64)
-    np.take(np.frombuffer(prog.dur, dtype=np.int64), perm, out=dur_e[:n])
-    dur_e[kind_e != K_COMP] = 0
+    # one pass in C: every column gathered into engine order, successor lists renumbered; the
+    # start node's list (last) is the roots (ranks ascending, each in its free set's order)
+    nedges = int(sp[n])
+    kind_e = np.empty(n + 1, dtype=np.int8)
+    chan_e = np.empty(n + 1, dtype=np.int32)
+    dur_e = np.zeros(n + 1, dtype=np.int64)  # calloc'd: only COMPs' pages are ever touched
+    rank_e = np.empty(n + 1, dtype=np.int32)
+    indeg_e = np.empty(n + 1, dtype=np.int32)
+    sp_e = np.empty(n + 2, dtype=np.int64)
+    si_e = np.empty(nedges + len(roots_p), dtype=np.int32)
+    load_sim().layout(
+        offsets,
+        inv,
+        _i32(prog.kind_array()),
+        chan,
+        np.frombuffer(prog.dur, dtype=np.int64),
+        rank,
+        np.ascontiguousarray(sp, dtype=np.int64),
+        _i32(si),
+        _i32(indeg),
+        np.ascontiguousarray(roots_p, dtype=np.int64),
+        kind_e,
+        chan_e,
+        dur_e,
+        rank_e,
+        indeg_e,
+        sp_e,
+        si_e,
+        feeder,  # lists of two children in the feeder's order: reversed
+    )
+    del chan, sp, si, indeg  # the program-order copies: freed before the walk
     res = prog.acq is not None and prog.rel is not None
     return Layout(
         perm=perm,
         inv=inv,
         kind=kind_e,
-        chan=_append(chan[perm], -1, np.int32),
+        chan=chan_e,
         nchan=nchan,
         dur=dur_e,
         chan_delay=chan_delay,
-        succ_ptr=new_sp,
-        succ_idx=new_si,
+        succ_ptr=sp_e,
+        succ_idx=si_e,
         indeg=indeg_e,
         start=n,
-        rank=_append(rank[perm], 0, np.int32),
+        rank=rank_e,
         nranks=nranks,
         free0=free0,
         feeder=feeder,
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
         rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
+        chan_first=chan_first,
     )

@@ -1,29 +1,30 @@
-"""ASTRA-sim's native collectives on a 1-D network, node for node (system.json path).
+"""Which of a system.json's native collectives hub.simulate reproduces, and the refusals.
 
-Rules, read in ASTRA-sim 518bd51 and checked against its binaries:
+Reproduced exactly (ASTRA-sim 518bd51; ``docs/simulator.md`` has the table): per network
+dimension, one entry of the ``*-implementation`` list: ``ring`` for all four collectives,
+``direct`` and ``directN`` (any window N >= 1) for all four, ``halvingDoubling`` for all-reduce,
+all-gather and reduce-scatter, ``doubleBinaryTree`` for all four (ASTRA-sim runs its all-reduce
+tree for each); on a 1-D network ``oneRing``, ``oneDirect[N]`` and ``oneHalvingDoubling`` are the
+same algorithms. With any ``preferred-dataset-splits`` (>= 1), ``endpoint-delay`` (>= 1, as 0
+aborts ASTRA-sim), ``local-mem-bw``, ``active-chunks-per-dimension`` (>= 1),
+``scheduling-policy``, ``collective-optimization`` ``baseline`` or ``localBWAware``, in process
+groups, next to compute and next to workload-level SEND/RECV. The streams, phases and queues are
+``hub.sim._native_streams``; each phase's body is its algorithm's module (``_native_ring``,
+``_native_direct``, ``_native_hd``, ``_native_dbt``; shared rules in ``_native_ops``). The
+rank's finish is its COMM_COLL's end, not the arrival of its last send
+(``hub.sim._breakdown.workload_finish``).
 
-* **What is reproduced** (``docs/simulator.md`` has the table): ``ring`` for all four collectives,
-  ``direct`` and ``directN`` (any window N >= 1) for all four, ``halvingDoubling`` for all-reduce,
-  all-gather and reduce-scatter, ``doubleBinaryTree`` for all four (ASTRA-sim runs its all-reduce
-  tree for each), on a 1-D Ring, Switch or FullyConnected network; ``oneRing``,
-  ``oneDirect[N]`` and ``oneHalvingDoubling`` are the same algorithms on one dimension. Each
-  algorithm's per-rank message schedule is its own module (``_native_ring``, ``_native_direct``,
-  ``_native_hd``, ``_native_dbt``; shared rules in ``_native_ops``).
-* **Chunks** (``Sys::determine_chunk_size``, ``Sys::generate_collective``): the collective of S
-  bytes is cut into chunks of ``c = S // preferred-dataset-splits`` bytes, ``ceil(S' / c)`` of
-  them, each of ``c`` bytes; except in an all-gather, ``c`` is at least one byte per NPU (if
-  ``c < npus``, ``c = npus`` and ``S' = splits * npus``; else ``S' = S``). Each chunk is one stream.
-* **One stream at a time** per NPU with ``active-chunks-per-dimension`` 1 (``SchedulerUnit``:
-  a stream is initialised when the previous one is removed, at the same tick).
-* The collective (the workload's COMM_COLL) ends when its last stream ends
-  (``DataSet::notify_stream_finished``); the rank's finish is its COMM_COLL's end, not the
-  arrival of its last send (``hub.sim._breakdown.workload_finish``).
-
-Everything else native is refused naming the key (:func:`native_collectives`): a ``directN``
-window of 0 (ASTRA-sim sends nothing), halving-doubling all-to-all (ASTRA-sim exits) or on a non-power-of-two
-number of NPUs, a double binary tree on a non-power-of-two number, multi-dimensional networks,
-``localBWAware``, more active chunks, a process group, a shared-bus model, a workload that also
-has workload-level SEND/RECV nodes.
+Refused, naming the key, with the custom path as the way out (:func:`native_collectives`):
+a ``directN`` window of 0 (ASTRA-sim sends nothing), halving-doubling all-to-all (ASTRA-sim exits) or on a
+non-power-of-two number of NPUs, a double binary tree on a non-power-of-two number (ASTRA-sim
+crashes) or in a process group smaller than the network (ASTRA-sim casts its ring to a tree), the ``one*`` variants on a
+multi-dimensional network (one ring over every NPU: not reproduced yet), an implementation list
+whose length is not the number of dimensions, a topology that is not a dimensional network,
+``model-shared-bus``, a node's ``involved_dim`` that is shorter than the dimensions or involves
+none (ASTRA-sim reads past it / never finishes; a full one is followed), an all-gather whose
+chunks would be 0 bytes, and a native collective next to collectives served by a custom
+implementation (a mix ASTRA-sim never finishes). Streams that never finish (as ASTRA-sim's do
+not either) are one error (:func:`stuck_native`).
 """
 
 from __future__ import annotations
@@ -36,13 +37,8 @@ from typing import Any
 
 from ..chakra import Collective, NodeType, Workload
 from ..errors import SimulationError
-from ._native_dbt import dbt_schedule
-from ._native_direct import direct_schedule
-from ._native_hd import hd_schedule
-from ._native_ops import Schedule
-from ._native_ring import ring_schedule
 
-__all__ = ["NativeRing", "chunking", "native_collectives", "native_schedule"]
+__all__ = ["NativeRing", "native_collectives", "stuck_native"]
 
 _STEMS = {
     Collective.ALLREDUCE: "all-reduce",
@@ -62,43 +58,48 @@ _NAMES = {
     "doubleBinaryTree": "doubleBinaryTree",
 }
 _WINDOW = re.compile(r"(direct|oneDirect)(\d+)")
+_MAX_DIMS = 12  # one engine resource class per dimension queue (classes 4-15)
+_QUEUE_CAP = range(1, 2**31)  # a queue's slots: the engine's int32 counters
 
 
 @dataclass(frozen=True)
 class NativeRing:
-    """The system.json settings a native collective depends on, and its implementation
-    (``ring``, ``direct``, ``halvingDoubling`` or ``doubleBinaryTree``)."""
+    """The system.json settings a native collective depends on: its algorithm per dimension
+    (``ring``, ``direct``, ``halvingDoubling`` or ``doubleBinaryTree``), and the network's NPUs
+    per dimension (``hub.sim._native_streams``)."""
 
     splits: int
     endpoint_delay: int
     local_mem_bw: float  # GB/s (decimal)
-    impl: str = "ring"
-    window: int | None = None  # directN's N (None: n-1)
+    impls: tuple[str, ...] = ("ring",)
+    active_chunks: int = 1
+    local_bw_aware: bool = False
+    dims: tuple[int, ...] = ()
+    windows: tuple[int | None, ...] = ()  # per dimension: directN's N (None: n-1)
 
 
 def _refuse(key: str, why: str, coll: Collective = Collective.ALLREDUCE) -> SimulationError:
     stem = _STEMS.get(coll, "all-reduce")
     sep = "" if why.startswith(":") else " "
     return SimulationError(
-        f"system.json key {key}{sep}{why}; hub.simulate reproduces ASTRA-sim's native collectives only on a "
-        "1-D network (baseline, one active chunk, no process group, no shared bus; docs/simulator.md)",
+        f"system.json key {key}{sep}{why}; hub.simulate reproduces ASTRA-sim's native ring, direct, "
+        "halvingDoubling and doubleBinaryTree as docs/simulator.md lists (no shared bus)",
         hint=f'use the custom path: "{stem}-implementation-custom": ["<ET prefix>"] (e.g. written by collhub '
         f"produce hub.ring), or algorithm_for={{'{coll.value}': 'ring'}}",
     )
 
 
-def _implementation(key: str, impl: Any, coll: Collective, n: int) -> tuple[str, int | None]:
-    """The algorithm ``impl`` (the key's one-entry list) names and its window (directN), if
-    hub.simulate reproduces it for ``coll`` on ``n`` NPUs; else the refusal, saying why."""
-    name = impl[0] if isinstance(impl, list) and len(impl) == 1 else None
+def _algorithm(key: str, impl: Any, name: Any, coll: Collective, n: int, dims: int) -> str:
+    """The algorithm the list entry ``name`` (of ``impl``) names, if hub.simulate reproduces it for
+    ``coll`` on ``n`` NPUs; else the refusal, saying why."""
     win = _WINDOW.fullmatch(name) if isinstance(name, str) else None
     algo = _NAMES.get(win.group(1) if win else name) if isinstance(name, str) else None
     if algo is None:
-        why = "one entry per network dimension" if not isinstance(impl, list) or len(impl) != 1 else "a name it knows"
-        raise _refuse(key, f": {impl!r} is not ASTRA-sim's native implementation list ({why})", coll)
+        raise _refuse(key, f": {impl!r} is not ASTRA-sim's native implementation list (a name it knows)", coll)
+    if dims > 1 and name.startswith("one"):
+        raise _refuse(key, f"asks for ASTRA-sim's native {name!r} (one ring over every NPU) on {dims} dimensions", coll)
     pow2 = n & (n - 1) == 0
-    window = int(win.group(2)[:5]) if win else None  # (stoi of at most 5 digits, as CollectiveImplLookup)
-    if algo == "direct" and window == 0:
+    if algo == "direct" and _window(name) == 0:
         why = "a window of 0 sends nothing (ASTRA-sim never finishes the collective)"
         raise _refuse(key, f"asks for ASTRA-sim's native {impl!r}: {why}", coll)
     if algo == "halvingDoubling":
@@ -110,11 +111,41 @@ def _implementation(key: str, impl: Any, coll: Collective, n: int) -> tuple[str,
         raise _refuse(
             key, f"asks for ASTRA-sim's native {impl!r} on {n} NPUs, not a power of two (ASTRA-sim crashes)", coll
         )
-    return algo, window
+    return algo
+
+
+def _window(name: Any) -> int | None:
+    """A ``direct``/``oneDirect`` entry's window N (None: ``n-1``; stoi of at most 5 digits, as
+    CollectiveImplLookup)."""
+    win = _WINDOW.fullmatch(name) if isinstance(name, str) else None
+    return int(win.group(2)[:5]) if win else None
+
+
+def _implementations(
+    key: str, impl: Any, coll: Collective, sizes: tuple[int, ...], groups: list[int]
+) -> tuple[str, ...]:
+    """The algorithm per dimension, each checked on the NPUs it runs over (the dimension's, and
+    every process group's smaller than the network); else the refusal."""
+    dims = len(sizes)
+    if not isinstance(impl, list) or len(impl) != dims:
+        n = len(impl) if isinstance(impl, list) else "no"
+        # (ASTRA-sim runs a shorter list but builds its rings from it alone: meaningless numbers)
+        raise _refuse(key, f": {impl!r} has {n} entries, not one per network dimension ({dims})", coll)
+    algos = tuple(_algorithm(key, impl, name, coll, m, dims) for name, m in zip(impl, sizes, strict=True))
+    for g in groups:  # (CommunicatorGroup: the only entry, or ring for a longer list)
+        name = impl[0] if dims == 1 else "ring"
+        if _algorithm(key, impl, name, coll, g, 1) == "doubleBinaryTree":
+            raise _refuse(key, f"asks for ASTRA-sim's native {impl!r} in a process group of {g} NPUs", coll)
+    return algos
 
 
 def native_collectives(
-    cfg: Mapping[str, Any], wl: Workload, dims: int | None, skip: frozenset[Collective] = frozenset()
+    cfg: Mapping[str, Any],
+    wl: Workload,
+    dims: int | None,
+    skip: frozenset[Collective] = frozenset(),
+    *,
+    dim_sizes: tuple[int, ...] | None = None,
 ) -> dict[Collective, NativeRing]:
     """The collectives of ``wl`` that ``cfg`` serves natively and hub.simulate reproduces
     (collectives with a custom key, or in ``skip``, are not included); anything native it cannot
@@ -127,42 +158,25 @@ def native_collectives(
         key = f"{stem}-implementation"
         if coll not in used or coll in skip or has_custom(cfg, stem) or not cfg.get(key):
             continue
-        impl = cfg[key]
-        if dims != 1:
-            where = f"a {dims}-dimensional network" if dims else "a topology that is not a dimensional network"
-            raise _refuse(key, f"asks for a native collective on {where}", coll)
-        algo, window = _implementation(key, impl, coll, wl.rank_count)
-        if cfg.get("collective-optimization", "baseline") != "baseline":
-            raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (only baseline)")
-        if cfg.get("active-chunks-per-dimension", 1) != 1:
-            raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (only 1)")
-        if cfg.get("model-shared-bus", 0):
-            raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
-        p2p = next(
-            ((r, n.id) for r, nodes in enumerate(wl.ranks) for n in nodes if n.type in (NodeType.SEND, NodeType.RECV)),
-            None,
-        )
-        if p2p is not None:
-            # (checked against the binary: exact alone, and next to compute and custom collectives;
-            # next to workload-level SEND/RECV it is not yet: dlrm8 with its all-to-alls inlined
-            # ends up to one message earlier on some ranks)
+        if not dims:
+            raise _refuse(key, "asks for a native collective on a topology that is not a dimensional network", coll)
+        sizes = dim_sizes or (wl.rank_count,) * dims
+        npus = math.prod(sizes)
+        if wl.rank_count != npus:
+            # (ASTRA-sim reads one workload file per NPU; a smaller workload is not its input)
             raise _refuse(
-                key,
-                f"asks for a native collective in a workload with SEND/RECV nodes (rank {p2p[0]}, "
-                f"node {p2p[1]}), which hub.simulate does not reproduce exactly yet",
+                key, f"asks for a native collective on {npus} NPUs in a workload of {wl.rank_count} ranks", coll
             )
-        groups = sorted(
-            {n.pg_name for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.collective is coll}
-            - {"", "0"}
-        )
-        if groups:
-            raise _refuse(key, f"asks for a native collective in process group {groups[0]!r}")
-        settings = replace(_settings(cfg), impl=algo, window=window)
+        if dims > _MAX_DIMS:
+            raise _refuse(key, f"asks for a native collective on {dims} dimensions (at most {_MAX_DIMS})", coll)
+        _check_settings(cfg)
+        nodes = [(r, n) for r, nodes in enumerate(wl.ranks) for n in nodes if n.collective is coll]
+        groups = sorted({len(_members(n.pg_name, wl)) for _, n in nodes if n.pg_name.strip("0")} - {npus})
+        algos = _implementations(key, cfg[key], coll, sizes, groups)
+        _check_involved(key, coll, nodes, dims)
+        settings = replace(_settings(cfg, dim_sizes or (), algos), windows=tuple(map(_window, cfg[key])))
         if coll is Collective.ALLGATHER:
-            small = min(
-                (n.comm_size for nodes in wl.ranks for n in nodes if n.collective is coll and n.comm_size is not None),
-                default=settings.splits,
-            )
+            small = min((n.comm_size for _, n in nodes if n.comm_size is not None), default=settings.splits)
             if small < settings.splits:
                 # (ASTRA-sim's all-gather chunks have no minimum size: chunks of 0 bytes, and then a
                 # division by zero)
@@ -186,7 +200,55 @@ def native_collectives(
     return out
 
 
-def _settings(cfg: Mapping[str, Any]) -> NativeRing:
+def _members(pg_name: str, wl: Workload) -> set[int]:
+    """The ranks whose COMM_COLL nodes name process group ``pg_name`` (its members)."""
+    return {r for r, nodes in enumerate(wl.ranks) for n in nodes if n.type == NodeType.COLL and n.pg_name == pg_name}
+
+
+def _check_settings(cfg: Mapping[str, Any]) -> None:
+    if cfg.get("collective-optimization", "baseline") not in ("baseline", "localBWAware"):
+        raise _refuse("collective-optimization", f": {cfg['collective-optimization']!r} (baseline or localBWAware)")
+    if cfg.get("scheduling-policy", "LIFO") not in ("LIFO", "FIFO", "EXPLICIT"):
+        # (one collective at a time per NPU: its streams share one priority, so any policy gives
+        # the same order; an unknown one makes ASTRA-sim panic)
+        raise _refuse("scheduling-policy", f": {cfg['scheduling-policy']!r} (LIFO, FIFO or EXPLICIT)")
+    if not _is_count(cfg.get("active-chunks-per-dimension", 1)):
+        raise _refuse("active-chunks-per-dimension", f": {cfg['active-chunks-per-dimension']!r} (an integer >= 1)")
+    if cfg.get("model-shared-bus", 0):
+        raise _refuse("model-shared-bus", "asks for the LogGP shared-bus model")
+
+
+def _check_involved(key: str, coll: Collective, nodes: list[tuple[int, Any]], dims: int) -> None:
+    short = next(
+        (
+            (r, n.id, n.attrs["involved_dim"])
+            for r, n in nodes
+            if "involved_dim" in n.attrs
+            and (
+                not isinstance(n.attrs["involved_dim"], list)
+                or len(n.attrs["involved_dim"]) < dims
+                or not any(n.attrs["involved_dim"][:dims])
+            )
+            and not n.pg_name.strip("0")  # (a process group ignores it)
+        ),
+        None,
+    )
+    if short is not None:
+        # (ASTRA-sim indexes the list by dimension, past its end for a short one; with no
+        # dimension involved the collective has no stream and never finishes)
+        raise _refuse(
+            key,
+            f"asks for a native collective whose node's involved_dim {short[2]!r} (rank {short[0]}, "
+            f"node {short[1]}) does not name each of the {dims} dimensions, or involves none",
+            coll,
+        )
+
+
+def _is_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v in _QUEUE_CAP
+
+
+def _settings(cfg: Mapping[str, Any], dims: tuple[int, ...], algos: tuple[str, ...]) -> NativeRing:
     splits, delay, bw = cfg.get("preferred-dataset-splits"), cfg.get("endpoint-delay", 10), cfg.get("local-mem-bw")
     if not isinstance(splits, int) or isinstance(splits, bool) or splits < 1:
         raise _refuse("preferred-dataset-splits", f": must be an integer >= 1, got {splits!r}")
@@ -194,28 +256,20 @@ def _settings(cfg: Mapping[str, Any]) -> NativeRing:
         raise _refuse("endpoint-delay", f": must be an integer >= 1 (0 aborts ASTRA-sim), got {delay!r}")
     if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0:
         raise _refuse("local-mem-bw", f": must be a number > 0 (GB/s), got {bw!r}")
-    return NativeRing(splits, delay, float(bw))
+    active = cfg.get("active-chunks-per-dimension", 1)
+    bw_aware = cfg.get("collective-optimization", "baseline") == "localBWAware"
+    return NativeRing(splits, delay, float(bw), algos, active, bw_aware, dims)
 
 
-def chunking(ring: NativeRing, coll: Collective, size: int, npus: int) -> tuple[int, int]:
-    """``(chunks, chunk bytes)`` of a native collective of ``size`` bytes over ``npus`` NPUs
-    (module doc)."""
-    chunk = size // ring.splits
-    total = size
-    if coll is not Collective.ALLGATHER and npus > chunk:
-        chunk = npus
-        total = ring.splits * chunk
-    return math.ceil(total / chunk), chunk
-
-
-def native_schedule(ring: NativeRing, coll: Collective, n: int, pos: int, chunk: int, chunk_no: int) -> Schedule:
-    """What position ``pos`` of ``n`` does for one chunk of ``chunk`` bytes, its ``chunk_no``-th of
-    this collective kind (which of the double binary trees it uses)."""
-    d, bw = ring.endpoint_delay, ring.local_mem_bw
-    if ring.impl == "ring":
-        return ring_schedule(coll, n, pos, chunk, d, bw)
-    if ring.impl == "direct":
-        return direct_schedule(coll, n, pos, chunk, d, bw, ring.window)
-    if ring.impl == "halvingDoubling":
-        return hd_schedule(coll, n, pos, chunk, d, bw)
-    return dbt_schedule(n, pos, chunk, chunk_no, d, bw)
+def stuck_native(exc: SimulationError) -> SimulationError:
+    """The error for a workload with native collectives that never finishes: their streams wait for
+    each other across the dimension queues (with ``localBWAware`` on 3 or more dimensions a stream
+    visits a middle dimension's queue twice, and when the ranks start at different times their
+    queues serve different streams). ASTRA-sim 518bd51 never finishes such a workload either
+    ("Hardware Resource ... has unreleased nodes"; tests/sim/test_native_streams.py,
+    benchmarks/bench_native.py)."""
+    return SimulationError(
+        f"the workload never finishes: {exc.message}; ASTRA-sim's native streams deadlock here too "
+        "(its scheduler runs the same queues), so it reports no finish time either",
+        hint='use collective-optimization baseline, or the custom path ("*-implementation-custom")',
+    )

@@ -21,7 +21,7 @@ ASTRA-sim runs this all-reduce pattern whichever collective names ``doubleBinary
 
 from __future__ import annotations
 
-from ._native_ops import Op, Schedule, reduce_ns
+from ._native_ops import Op, Schedule, processing, reduce_ns
 from ._program import K_COMP, K_RECV, K_SEND
 
 __all__ = ["dbt_schedule", "tree"]
@@ -54,31 +54,26 @@ def dbt_schedule(n: int, pos: int, chunk: int, chunk_no: int, delay: int, bw_GBp
     kind (module doc)."""
     parent, kids = tree(n, chunk_no % 2 == 0)
     up, (left, right) = parent[pos], kids[pos]
-    p = delay + reduce_ns(chunk, bw_GBps)
+    red = reduce_ns(chunk, bw_GBps)
+    ops: list[Op] = []
     if up < 0:  # root: one child
         child = left if left >= 0 else right
-        ops: tuple[Op, ...] = (
-            Op(K_RECV, peer=child, size=chunk),
-            Op(K_COMP, dur=p, deps=(0,)),
-            Op(K_SEND, peer=child, size=chunk, deps=(1,)),
-        )
-        return ops, (1,)
+        ops.append(Op(K_RECV, peer=child, size=chunk))
+        end = processing(ops, delay, red, (0,))
+        ops.append(Op(K_SEND, peer=child, size=chunk, deps=(end,)))
+        return tuple(ops), (end,)
     if left < 0:  # leaf
-        ops = (
-            Op(K_COMP, dur=delay),
-            Op(K_SEND, peer=up, size=chunk, deps=(0,)),
-            Op(K_RECV, peer=up, size=chunk, deps=(0,)),
-            Op(K_COMP, dur=delay, deps=(2,)),
-        )
-        return ops, (3,)
-    ops = (
-        Op(K_RECV, peer=left, size=chunk),
-        Op(K_RECV, peer=right, size=chunk),
-        Op(K_COMP, dur=p, deps=(0, 1)),
-        Op(K_SEND, peer=up, size=chunk, deps=(2,)),
-        Op(K_RECV, peer=up, size=chunk, deps=(2,)),
-        Op(K_COMP, dur=p, deps=(4,)),
-        Op(K_SEND, peer=left, size=chunk, deps=(5,)),
-        Op(K_SEND, peer=right, size=chunk, deps=(5,)),
-    )
-    return ops, (5,)
+        ops.append(Op(K_COMP, dur=delay))
+        ops.append(Op(K_SEND, peer=up, size=chunk, deps=(0,)))
+        ops.append(Op(K_RECV, peer=up, size=chunk, deps=(0,)))
+        ops.append(Op(K_COMP, dur=delay, deps=(2,)))
+        return tuple(ops), (3,)
+    ops.append(Op(K_RECV, peer=left, size=chunk))
+    ops.append(Op(K_RECV, peer=right, size=chunk))
+    mid = processing(ops, delay, red, (0, 1))
+    ops.append(Op(K_SEND, peer=up, size=chunk, deps=(mid,)))
+    ops.append(Op(K_RECV, peer=up, size=chunk, deps=(mid,)))
+    end = processing(ops, delay, red, (len(ops) - 1,))
+    ops.append(Op(K_SEND, peer=left, size=chunk, deps=(end,)))
+    ops.append(Op(K_SEND, peer=right, size=chunk, deps=(end,)))
+    return tuple(ops), (end,)

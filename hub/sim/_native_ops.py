@@ -1,18 +1,22 @@
-"""What one rank does for one chunk of an ASTRA-sim native collective, as data.
+"""What one rank does in one phase of a stream of an ASTRA-sim native collective, as data.
 
 A native algorithm's schedule (``_native_ring``, ``_native_hd``, ``_native_direct``,
-``_native_dbt``) is a pure function of the settings, the collective, the group size, the rank's
-position and the chunk's bytes; it returns a :data:`Schedule`: a small DAG of :class:`Op` (bus
-transfers and reductions as timed COMPs, SENDs, RECVs, joins) and the ops whose completion ends
-the chunk (ASTRA-sim's stream ``exit()``). ``hub.sim._workload`` turns it into program nodes.
+``_native_dbt``) is a pure function of the settings, the collective the phase runs, the number
+of NPUs it runs over (a network dimension, or a process group), the rank's position among them
+and the phase's bytes (in the modules: "chunk", ``c``, ``n``); it returns a :data:`Schedule`: a
+small DAG of :class:`Op` (bus transfers and reductions as timed COMPs, SENDs, RECVs, joins) and
+the op whose completion ends the phase (ASTRA-sim's ``exit()``). ``hub.sim._native_streams``
+says which phases a stream has; ``hub.sim._workload`` turns them into program nodes.
 
-Rules shared by every algorithm (ASTRA-sim 518bd51, ``PacketBundle``/``MemBus`` on a
-non-local dimension without ``model-shared-bus``):
+Rules shared by every algorithm (ASTRA-sim 518bd51, ``PacketBundle``/``MemBus`` without
+``model-shared-bus``):
 
-* every packet passes the memory bus once: ``endpoint-delay`` ns, whichever way it goes;
+* every packet passes the memory bus once: ``endpoint-delay`` ns (10 ns in a process group
+  smaller than the network, a local dimension), whichever way it goes;
 * a packet that needs processing (a reduction) then takes ``3 * trunc(bytes / local-mem-bw)``
   ns more (two reads and a write, each truncated to whole ns), ``bytes`` being the packet's own
-  message size;
+  message size: a second event, registered when the bus one fires, so a second op
+  (:func:`processing`), and same-tick events keep ASTRA-sim's order;
 * a SEND is issued with the RECV the same step posts, SEND first (``ready()``); ops that become
   ready together are issued in list order.
 """
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 from ._program import K_COMP, K_NOP, K_RECV, K_SEND
 
-__all__ = ["Op", "Packet", "Schedule", "chain", "reduce_ns", "round_flags"]
+__all__ = ["Op", "Packet", "Schedule", "chain", "processing", "reduce_ns", "round_flags"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,17 @@ def reduce_ns(nbytes: int, bw_GBps: float) -> int:
     return 3 * one
 
 
+def processing(ops: list[Op], delay: int, red: int | None, deps: tuple[int, ...]) -> int:
+    """Append a packet's bus transfer after ``deps`` and, unless ``red`` is None (not processed),
+    its reduction; the index of the last (PacketBundle: the reduction is its own event, registered
+    when the bus one fires, even when it takes 0 ns: with several streams in flight that event's
+    place among same-tick events decides which stream goes on first)."""
+    ops.append(Op(K_COMP, dur=delay, deps=deps))
+    if red is not None:
+        ops.append(Op(K_COMP, dur=red, deps=(len(ops) - 1,)))
+    return len(ops) - 1
+
+
 def round_flags(count: int, zero: int, nonzero: int, reduce_first: bool, reduce_all: bool) -> list[bool]:
     """Which of ``count`` packets are processed. Packets come in rounds of ``zero`` packets bound
     for the memory (never processed) then ``nonzero`` bound for the NPU; a nonzero packet is
@@ -95,9 +110,7 @@ def chain(packets: Sequence[Packet], delay: int, bw_GBps: float) -> Schedule:
     ops: list[Op] = []
     after: tuple[int, ...] = ()
     for i, p in enumerate(packets):
-        d = delay + (reduce_ns(p.size, bw_GBps) if p.processed else 0)
-        ops.append(Op(K_COMP, dur=d, deps=after))
-        bus = len(ops) - 1
+        bus = processing(ops, delay, reduce_ns(p.size, bw_GBps) if p.processed else None, after)
         if i == len(packets) - 1:
             return tuple(ops), (bus,)
         ops.append(Op(K_SEND, peer=p.dest, size=p.size, deps=(bus,)))

@@ -1,8 +1,9 @@
 """Flattening an :class:`~hub.chakra.Algorithm` into one global node table for the engine.
 
-Global node ``g`` of rank ``r`` at position ``p`` is ``offsets[r] + p``. Columns are ``array``
-objects (cheap scalar indexing for traces and error messages) filled in place through numpy
-views, so building a program costs one pass over the rank graphs and no intermediate copies.
+Global node ``g`` of rank ``r`` at position ``p`` is ``offsets[r] + p``. An algorithm's columns are
+numpy arrays filled in place, so building a program costs one pass over the rank graphs and no
+intermediate copies (a workload's are ``array`` objects; readers take either through the buffer
+protocol, and scalar reads give numbers that need ``int()`` before JSON).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._native import load_sim
 from ..chakra import Algorithm, NodeType
 from ..errors import SimulationError
 
@@ -49,19 +51,24 @@ class Program:
 
     n: int
     ranks: int  # number of NPUs taking part
-    kind: Any  # array('i') / list
-    rank: Any  # array('i') / list
+    # (succ_ptr, succ_idx, indeg, dep_ptr and dep_idx are the engine's input: run_engine consumes
+    # them, setting them to None once laid out, so a program runs once)
+    kind: Any  # int32 numpy / array('i') / list
+    rank: Any  # int32 numpy / array('i')
     peer: Any
     tagx: Any
     size: Any
     dur: Any
     succ_ptr: Any
     succ_idx: Any
-    indeg: Any  # array('q') / list
+    indeg: Any  # int32 numpy / list
     local_id: Any  # Chakra node id within its graph
     inst: Any  # 0 = the algorithm itself / workload node, k+1 = k-th collective instance
     acq: list[int] | None = None  # resource class acquired at issue (workload only)
     rel: list[int] | None = None  # resource class released at completion
+    # slots per resource class (classes 1-3: the workload's, one each; 4 + d: dimension d's queue
+    # of native collective streams, ``active-chunks-per-dimension`` each); None = all 1
+    caps: list[int] | None = None
     labels: dict[int, str] = field(default_factory=dict)  # inst -> label (e.g. "allreduce#0")
     messages: int = 0
     bytes: int = 0
@@ -80,14 +87,15 @@ class Program:
     _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
 
     def kind_array(self) -> np.ndarray:
-        """``kind`` as an integer numpy array (a view of an ``array('i')``; cached)."""
+        """``kind`` as an integer numpy array (itself, or a view of an ``array('i')``; cached)."""
         if self._kinds is None or len(self._kinds) != self.n:
             k = self.kind
-            self._kinds = (
-                np.frombuffer(k, dtype=np.int32)
-                if isinstance(k, array) and k.typecode == "i"
-                else np.asarray(k, dtype=np.int64)
-            )
+            if isinstance(k, np.ndarray) and k.dtype == np.int32:
+                self._kinds = k
+            elif isinstance(k, array) and k.typecode == "i":
+                self._kinds = np.frombuffer(k, dtype=np.int32)
+            else:
+                self._kinds = np.asarray(k, dtype=np.int64)
         return self._kinds
 
 
@@ -106,41 +114,23 @@ def factorize(key: np.ndarray, top: int) -> tuple[np.ndarray, int]:
     return inv.astype(np.int64, copy=False), int(uniq.size)
 
 
-def channels(prog: Program) -> tuple[np.ndarray, int]:
-    """Dense message-channel ids: SENDs and RECVs of the same (tag mod 5e8, src, dst, size) share one id
-    (``-1`` for other nodes); also returns the number of channels. Computed with numpy so the
-    engine matches messages with an array index instead of hashing a 4-tuple per message. The key
-    is built column by column, re-densified after each one, so it never needs a wide sort."""
-    kinds = prog.kind_array()
-    is_send = kinds == K_SEND
-    idx = np.flatnonzero(is_send | (kinds == K_RECV))
-    chan = np.full(prog.n, -1, dtype=np.int64)
-    if not idx.size:
-        return chan, 0
-    is_send = is_send[idx]
-    rank = np.frombuffer(prog.rank, dtype=np.int32)[idx]
-    peer = np.frombuffer(prog.peer, dtype=np.int32)[idx]
-    span = int(max(rank.max(), peer.max())) + 1
-    key = np.where(is_send, rank, peer).astype(np.int64)
-    key *= span
-    key += np.where(is_send, peer, rank)  # src * span + dst
-    del rank, peer, is_send
-    key, top = factorize(key, span * span)
-    tagx = np.frombuffer(prog.tagx, dtype=np.int64)[idx]
-    if int(tagx.max()) >= NATIVE_TAGS:  # ASTRA-sim folds tags into its native range (a division: only when needed)
-        low = tagx & 0xFFFFFFFF
-        tagx = tagx - low + low % NATIVE_TAGS
-        del low
-    for col in (tagx, np.frombuffer(prog.size, dtype=np.int64)[idx]):
-        lo, hi = int(col.min()), int(col.max())
-        if lo == hi:
-            continue  # one value: adds nothing to the key
-        c, spread = factorize(col - lo, hi - lo + 1) if hi - lo < 1 << 40 else factorize(col, 1 << 62)
-        key *= spread
-        key += c
-        key, top = factorize(key, top * spread) if top * spread < 1 << 62 else factorize(key, 1 << 62)
-    chan[idx] = key
-    return chan, top
+def channels(prog: Program) -> tuple[np.ndarray, int, np.ndarray]:
+    """Dense message-channel ids (int32): SENDs and RECVs of the same (tag mod 5e8, src, dst, size)
+    share one id (``-1`` for other nodes), so the engine matches messages with an array index
+    instead of hashing a 4-tuple per message. Also returns the number of channels and each
+    channel's first node (int32, program order), whose key stands for the channel's. One pass in
+    C (``hub._native._sim.channels``, the rule's only implementation: a tag ``t`` of instance ``i``
+    (``tagx = t + i * 2^32``) keys as ``t mod 5e8``, ASTRA-sim's native tag range)."""
+    chan = np.empty(prog.n, dtype=np.int32)
+    nchan, first = load_sim().channels(
+        np.ascontiguousarray(prog.kind_array(), dtype=np.int32),
+        np.frombuffer(prog.rank, dtype=np.int32),
+        np.frombuffer(prog.peer, dtype=np.int32),
+        np.frombuffer(prog.tagx, dtype=np.int64),
+        np.frombuffer(prog.size, dtype=np.int64),
+        chan,
+    )
+    return chan, int(nchan), np.frombuffer(first, dtype=np.int32)
 
 
 def comp_ns(duration_micros: np.ndarray, size: np.ndarray, reduction_GBps: float | None) -> np.ndarray:
@@ -161,10 +151,12 @@ def _to_array(a: np.ndarray, code: str) -> array:
     return array(code, np.ascontiguousarray(a, dtype={"i": np.int32, "q": np.int64}[code]).tobytes())
 
 
-def _column(n: int, code: str) -> tuple[array, np.ndarray]:
-    """A zero-filled ``array(code)`` of ``n`` items and a writable numpy view of it."""
-    out = array(code, [0]) * n if n else array(code)
-    return out, np.frombuffer(out, dtype={"i": np.int32, "q": np.int64}[code]) if n else np.zeros(0, np.int64)
+def _column(n: int, code: str) -> tuple[np.ndarray, np.ndarray]:
+    """An uninitialised numpy column of ``n`` items (the caller fills every item), twice (column
+    and view, one object). numpy, not ``array``: numpy asks the kernel for huge pages on large
+    arrays, and a 4-KiB page fault per 4 KiB of a column cost more than filling it."""
+    out = np.empty(n, dtype={"i": np.int32, "q": np.int64}[code])
+    return out, out
 
 
 def _gather(graphs: Sequence[Any], offsets: np.ndarray, col: str, view: np.ndarray) -> np.ndarray:
@@ -251,32 +243,33 @@ def program_from_algorithm(
             )
         indeg[offsets[r] : offsets[r + 1]] = np.diff(g.dep_ptr)
         nd += g.dep_pos.size
-    parents = np.empty(nd, dtype=np.int64)
+    if n >= 1 << 31 or nd >= 1 << 31:
+        raise SimulationError(f"{n} nodes and {nd} dependencies: the engine counts them in 32 bits")
+    parents = np.empty(nd, dtype=np.int32)
     at = 0
     for r, g in enumerate(graphs):
         np.add(g.dep_pos, offsets[r], out=parents[at : at + g.dep_pos.size], casting="unsafe")
         at += g.dep_pos.size
-    children = np.repeat(np.arange(n, dtype=np.int64), indeg)
+    # successors, children ascending: one counting sort in C, which also says whether some node
+    # names a later node (then the file's dependency order is kept for the feeder)
+    succ_idx_a, succ_idx = _column(nd, "i")
+    succ_ptr_a, succ_ptr = _column(n + 1, "q")
+    forward = load_sim().successors(parents, indeg, succ_ptr, succ_idx)
     dep_ptr = dep_idx = None
-    if bool(np.any(parents > children)):  # a node names a later node: keep the file's dependency order
+    if forward:
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(indeg, out=dep_ptr[1:])
         dep_idx = parents
-    succ_idx_a, succ_idx = _column(nd, "i")
-    if nd:
-        order = np.argsort(parents, kind="stable")  # near-sorted in practice: timsort runs
-        np.take(children, order, out=succ_idx)
-        del order
-    del children
-    succ_ptr_a, succ_ptr = _column(n + 1, "q")
-    np.cumsum(np.bincount(parents, minlength=n), out=succ_ptr[1:])
-    if dep_idx is None:
-        del parents
+    del parents
 
-    dur_a, dur = _column(n, "q")
-    _gather(graphs, offsets, "duration", dur)
-    is_comp = kind == K_COMP
-    dur[:] = np.where(is_comp, comp_ns(dur, size, reduction_GBps), 0)
+    # COMP costs, on the COMPs alone: the column is calloc'd, so without COMPs it costs no memory
+    dur = np.zeros(n, dtype=np.int64)
+    comps = np.flatnonzero(kind == K_COMP)
+    if comps.size:
+        raw = np.empty(n, dtype=np.int64)
+        _gather(graphs, offsets, "duration", raw)
+        dur[comps] = comp_ns(raw[comps], size[comps], reduction_GBps)
+        del raw
     sends = kind == K_SEND
     return Program(
         n=n,
@@ -286,7 +279,7 @@ def program_from_algorithm(
         peer=peer_a,
         tagx=tag_a,
         size=size_a,
-        dur=dur_a,
+        dur=dur,
         succ_ptr=succ_ptr_a,
         succ_idx=succ_idx_a,
         indeg=indeg_a,

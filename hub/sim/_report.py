@@ -35,20 +35,20 @@ def trace_events(res: SimulationResult) -> list[dict[str, Any]]:
     for (r, tid), label in sorted(tracks.names.items()):
         ev.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": label}})
         ev.append({"ph": "M", "name": "thread_sort_index", "pid": r, "tid": tid, "args": {"sort_index": tid}})
-    for g in nodes:
-        k = prog.kind[g]
-        args: dict[str, Any] = {"node": prog.local_id[g]}
+    for g in nodes:  # int(): program columns may be numpy arrays, whose scalars JSON refuses
+        k = int(prog.kind[g])
+        args: dict[str, Any] = {"node": int(prog.local_id[g])}
         if k != K_COMP:
-            args.update(peer=prog.peer[g], bytes=prog.size[g], tag=prog.tagx[g] & 0xFFFFFFFF)
+            args.update(peer=int(prog.peer[g]), bytes=int(prog.size[g]), tag=int(prog.tagx[g]) & 0xFFFFFFFF)
         if prog.inst[g]:
-            args["collective"] = prog.labels.get(prog.inst[g], prog.inst[g])
+            args["collective"] = prog.labels.get(int(prog.inst[g]), int(prog.inst[g]))
         s, f = start[g], max(fin[g], start[g])
         ev.append(
             {
                 "ph": "X",
                 "name": f"{_NAMES[k]} {prog.local_id[g]}",
                 "cat": _NAMES[k].lower(),
-                "pid": prog.rank[g],
+                "pid": int(prog.rank[g]),
                 "tid": tracks.tid[g],
                 "ts": s / 1000.0,
                 "dur": (f - s) / 1000.0,
@@ -65,7 +65,7 @@ def trace_events(res: SimulationResult) -> list[dict[str, Any]]:
                 "id": i,
                 "name": "msg",
                 "cat": "msg",
-                "pid": prog.rank[snd],
+                "pid": int(prog.rank[snd]),
                 "tid": tracks.tid[snd],
                 "ts": start[snd] / 1000.0,
             }
@@ -77,7 +77,7 @@ def trace_events(res: SimulationResult) -> list[dict[str, Any]]:
                 "id": i,
                 "name": "msg",
                 "cat": "msg",
-                "pid": prog.rank[rcv],
+                "pid": int(prog.rank[rcv]),
                 "tid": tracks.tid[rcv],
                 "ts": land / 1000.0,
             }

@@ -3,9 +3,9 @@
 ASTRA-sim picks, per workload COMM_COLL node: the ``per-node-custom-implementation`` entry, else
 the collective's ``*-implementation-custom`` key (one ET prefix), else the native per-dimension
 list (``*-implementation``: ``ring``, ``direct``, ``halvingDoubling``, ...). hub.simulate
-reproduces the custom path exactly, and of the native implementations those on a 1-D network
-that ``hub.sim._native`` lists (ring for every collective, direct, halvingDoubling,
-doubleBinaryTree; with their chunking by ``preferred-dataset-splits`` and their
+reproduces the custom path exactly, and of the native implementations those ``hub.sim._native``
+lists (ring for every collective, direct, halvingDoubling, doubleBinaryTree; on 1-D and
+multi-dimensional networks, ``hub.sim._native_streams``: chunks, phases, per-dimension queues,
 ``endpoint-delay`` and ``local-mem-bw`` costs); a system.json that would run any other native
 implementation is refused, naming the key.
 """
@@ -57,15 +57,17 @@ def serve_from_system(
     wl: Workload,
     dims: int | None,
     explicit: frozenset[Collective] = frozenset(),
+    *,
+    dim_sizes: tuple[int, ...] | None = None,
 ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
     """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
-    -> the native implementation hub.simulate reproduces (``hub.sim._native``, 1-D networks); any
-    other native implementation the workload would use is refused. Collectives in ``explicit`` are
-    served by the caller's ``algorithm_for``."""
+    -> the native implementation hub.simulate reproduces (``hub.sim._native``); any other native
+    implementation the workload would use is refused. Collectives in ``explicit`` are served by
+    the caller's ``algorithm_for``; ``dim_sizes``: the network's NPUs per dimension."""
     from ._native import native_collectives
 
     cfg, _base = load_system(system)
-    native = native_collectives(cfg, wl, dims, explicit)
+    native = native_collectives(cfg, wl, dims, explicit, dim_sizes=dim_sizes)
     return algorithms_from_system(system, wl, native=set(native) | set(explicit)), dict(native)
 
 

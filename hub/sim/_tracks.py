@@ -30,7 +30,7 @@ class Tracks:
 
 def _stream(prog: Program, g: int) -> tuple[int, int, str]:
     """(sort group, peer, label) of node g's stream: comp first, then sends, then receives."""
-    k, peer = prog.kind[g], prog.peer[g]
+    k, peer = int(prog.kind[g]), int(prog.peer[g])  # numbers, not numpy scalars: they reach JSON
     if k == K_SEND:
         return (1, peer, f"send → {peer}")
     if k == K_RECV:
@@ -42,7 +42,7 @@ def assign_tracks(prog: Program, start: list[int] | object, fin: list[int] | obj
     """Lanes per (rank, stream) such that the slices [start, fin) on one lane are disjoint."""
     streams: dict[tuple[int, tuple[int, int, str]], list[int]] = defaultdict(list)
     for g in nodes:
-        streams[(prog.rank[g], _stream(prog, g))].append(g)
+        streams[(int(prog.rank[g]), _stream(prog, g))].append(g)
     out = Tracks()
     next_tid: dict[int, int] = defaultdict(int)
     for (rank, (_, _, label)), members in sorted(streams.items(), key=lambda kv: (kv[0][0], kv[0][1][:2])):

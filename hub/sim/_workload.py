@@ -5,7 +5,11 @@ the rank's nodes of the serving algorithm (one *instance* per collective), and a
 ASTRA-sim's resource rules apply to workload nodes only: per NPU one in-flight GPU COMP, one
 in-flight GPU SEND-or-COLL (held from START to END, or until a SEND's data arrives) and one CPU
 op; RECVs are unlimited; nodes inside a custom collective are never throttled. The engine issues
-ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``).
+ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``),
+also those a collective's END frees. A native collective (``hub.sim._native_streams``) becomes
+its streams' phases, each its algorithm's schedule; a phase holds a slot of its dimension's
+queue (resource class ``QUEUE_CLASS + dim``, ``active-chunks-per-dimension`` slots) from its
+first op to the op that ends it, and a process group runs its members in declared order.
 
 Process groups (``pg_name``) follow ASTRA-sim's custom-collective path: NPU r runs the algorithm's
 graph at its position in the *sorted* member list (``CommunicatorGroup``'s ``pos_in_group``, the
@@ -24,6 +28,7 @@ columns and the successor lists of the program).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -31,7 +36,8 @@ import numpy as np
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import SimulationError
-from ._native import NativeRing, chunking, native_schedule
+from ._native import NativeRing
+from ._native_streams import QUEUE_CLASS, phase_schedule, stream_plan
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
 
 __all__ = ["program_from_workload"]
@@ -53,7 +59,6 @@ class _Served:
     npus: tuple[int, ...]
     native: NativeRing | None = None
     size: int = 0
-    chunk0: int = 0  # native: chunks of this collective kind the rank ran before (double binary tree)
 
 
 @dataclass
@@ -74,6 +79,9 @@ class _Builder:
     quorum: dict[int, int] = field(default_factory=dict)  # Program.quorum
     arm: dict[int, int] = field(default_factory=dict)  # Program.arm
     seq: dict[int, int] = field(default_factory=dict)  # Program.seq
+    caps: int = 1  # slots of each native dimension queue (active-chunks-per-dimension)
+    # (rank, collective kind, dimension) -> double-binary-tree phases generated so far, in file order
+    trees: dict[tuple[int, Collective, int], int] = field(default_factory=dict)
     labels: dict[int, str] = field(default_factory=dict)
 
     def add(
@@ -140,16 +148,11 @@ def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> 
 
     out: dict[tuple[int, int], _Served] = {}
     planned = plan_collectives(wl, choose, action="simulate", refusal_is_problem=False)
-    ran: dict[tuple[int, Collective], int] = {}  # (rank, kind) -> native chunks so far, in file order
     for k, (inst, alg) in enumerate(planned, start=1):
         order = sorted(inst.group)
-        nat = native.get(inst.coll)
-        chunks = chunking(nat, inst.coll, inst.size, len(inst.group))[0] if nat is not None else 0
         for r, node in inst.nodes.items():
-            before = ran.get((r, inst.coll), 0)
-            ran[(r, inst.coll)] = before + chunks
             out[(r, node.id)] = _Served(
-                k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group, nat, inst.size, before
+                k, f"{inst.coll.value}#{k - 1}", alg, order.index(r), inst.group, native.get(inst.coll), inst.size
             )
     return out
 
@@ -221,7 +224,9 @@ def _add_collective(
     b.labels[k] = sv.label
     if sv.native is not None:
         assert node.collective is not None
-        return _add_native(b, r, node.id, node.collective, sv)
+        # (a process group's plan involves every dimension: CommunicatorGroup::get_collective_plan)
+        involved = node.attrs.get("involved_dim") if node.pg_name in ("", "0") else None
+        return _add_native(b, r, node, node.collective, sv, involved)
     if sv.alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
         d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
         g = b.add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
@@ -265,36 +270,75 @@ def _add_collective(
     return s, e
 
 
-def _add_native(b: _Builder, r: int, node_id: int, coll: Collective, sv: _Served) -> tuple[int, int]:
-    """ASTRA-sim's native collective on rank ``r`` (``hub.sim._native``): its chunks one after
-    another, each the algorithm's schedule for this rank (``hub.sim._native_ops``); END waits for
-    the last chunk's end."""
-    assert sv.native is not None
-    k = sv.instance
-    n = len(sv.npus)
-    chunks, chunk = chunking(sv.native, coll, sv.size, n)
+def _add_native(
+    b: _Builder, r: int, node: WorkloadNode, coll: Collective, sv: _Served, involved: list[bool] | None
+) -> tuple[int, int]:
+    """ASTRA-sim's native collective on rank ``r`` (``hub.sim._native_streams``): per stream and
+    phase, the phase's algorithm schedule (``hub.sim._native_ops``) whose first op takes a slot of
+    the phase's dimension queue (a zero-time gate when the schedule starts with several) and
+    whose ending op frees it and starts the stream's next phase. END waits for every stream's
+    last phase."""
+    ns = sv.native
+    assert ns is not None
+    k, node_id = sv.instance, node.id
+    dims = ns.dims or (len(sv.npus),)
+    group = sv.npus if len(sv.npus) < math.prod(dims) else None
+    plan = stream_plan(
+        coll,
+        sv.size,
+        r,
+        dims,
+        ns.impls,
+        splits=ns.splits,
+        delay=ns.endpoint_delay,
+        active=ns.active_chunks,
+        local_bw_aware=ns.local_bw_aware,
+        group=group,
+        involved=tuple(bool(v) for v in involved) if involved is not None else None,
+        windows=ns.windows,
+    )
+    b.caps = max(b.caps, plan.active)
     s = b.add(K_START, r, node_id=node_id, instance=k, a=RES_COMM)
-    last: tuple[int, ...] = (s,)
-    for c in range(chunks):
-        ops, ends = native_schedule(sv.native, coll, n, sv.graph_pos, chunk, sv.chunk0 + c)
-        base = len(b.kind)
-        for op in ops:  # (one tag per chunk, as ASTRA-sim's stream id: messages pair in order)
-            comm = op.kind in (K_SEND, K_RECV)
-            peer, sz = (sv.npus[op.peer], op.size) if comm else (-1, -1)
-            b.add(op.kind, r, p=peer, tag=c + (k << 32), sz=sz, d=op.dur, node_id=node_id, instance=k)
-        for i, op in enumerate(ops):
-            b.edges.extend((d, base + i) for d in (tuple(base + j for j in op.deps) if op.deps else last))
-            if op.need or op.arm >= 0:
-                b.quorum[base + i] = op.need or len(op.deps)
-            if op.arm >= 0:
-                b.edges.append((base + op.arm, base + i))
-                b.arm[base + i] = base + op.arm
-            if op.seq:
-                b.seq[base + i] = op.seq
-        last = tuple(base + e for e in ends)
     e = b.add(K_END, r, node_id=node_id, instance=k, rl=RES_COMM)
-    b.edges.extend((x, e) for x in last)
+    tag = 0  # one per phase of a stream (ASTRA-sim's stream ids): its messages pair in order
+    for _c in range(plan.chunks):
+        last = s
+        for ph in plan.phases:
+            trees = (r, coll, ph.dim)  # (DoubleBinaryTreeTopology: one counter per kind and dimension)
+            ops, ends = phase_schedule(ph, b.trees.get(trees, 0), ns.local_mem_bw)
+            b.trees[trees] = b.trees.get(trees, 0) + 1
+            q = QUEUE_CLASS + ph.dim
+            roots = [i for i, op in enumerate(ops) if not op.deps]
+            if len(roots) > 1:  # (the slot is one stream's: taken once, by a gate before them)
+                last = _edge(b, last, b.add(K_NOP, r, node_id=node_id, instance=k, a=q))
+            base = len(b.kind)
+            for i, op in enumerate(ops):
+                comm = op.kind in (K_SEND, K_RECV)
+                peer, sz = (ph.members[op.peer], op.size) if comm else (-1, -1)
+                acq = q if len(roots) == 1 and i == roots[0] else 0
+                rel = q if i == ends[-1] else 0
+                t = tag + (k << 32)
+                b.add(op.kind, r, p=peer, tag=t, sz=sz, d=op.dur, node_id=node_id, instance=k, a=acq, rl=rel)
+            for i, op in enumerate(ops):
+                b.edges.extend((base + j, base + i) for j in op.deps or ())
+                if not op.deps:
+                    b.edges.append((last, base + i))
+                if op.need or op.arm >= 0:  # (counted joins: hub.sim._native_direct)
+                    b.quorum[base + i] = op.need or len(op.deps)
+                if op.arm >= 0:
+                    b.edges.append((base + op.arm, base + i))
+                    b.arm[base + i] = base + op.arm
+                if op.seq:
+                    b.seq[base + i] = op.seq
+            last = base + ends[-1]
+            tag += 1
+        b.edges.append((last, e))
     return s, e
+
+
+def _edge(b: _Builder, parent: int, child: int) -> int:
+    b.edges.append((parent, child))
+    return child
 
 
 def _finish(b: _Builder, nr: int) -> Program:
@@ -330,6 +374,7 @@ def _finish(b: _Builder, nr: int) -> Program:
         inst=_to_array(np.asarray(b.inst), "i"),
         acq=b.acq,
         rel=b.rel,
+        caps=[1] * QUEUE_CLASS + [b.caps] * (16 - QUEUE_CLASS),
         labels=b.labels,
         quorum=b.quorum,
         arm=b.arm,

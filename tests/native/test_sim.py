@@ -1,7 +1,9 @@
-"""The boundary of the compiled event loop (hub/_native/_sim.c): what it refuses before walking.
+"""The boundary of the compiled event loop (hub/_native/_sim.c): what it refuses before walking,
+and the table builders (hub/_native/_sim_prep.c) on small hand-written tables.
 
-Its semantics are tested through hub.simulate against the real ASTRA-sim binaries
-(tests/sim/test_oracle.py, benchmarks/bench_fidelity.py); here only the argument contract.
+The walk's semantics are tested through hub.simulate against the real ASTRA-sim binaries
+(tests/sim/test_oracle.py, benchmarks/bench_fidelity.py); here the argument contract and the
+k-slot queue of native collective streams.
 """
 
 from __future__ import annotations
@@ -99,3 +101,142 @@ def test_an_error_in_the_order_callback_propagates():
     args = (*args[:4], lambda r, keys: 1 / 0, *args[5:])
     with pytest.raises(ZeroDivisionError):
         _sim.run(*args)
+
+
+def test_a_queue_class_holds_cap_nodes_and_hands_a_freed_slot_to_the_first_waiting():
+    # three COMPs (10, 20, 30 ns) released together into one native queue (class 4) of 2 slots:
+    # 0 and 1 start at once, 2 waits and takes the slot 0 frees at t = 10 (ends at 40)
+    n = 3
+    args, a = _args(n, kind=np.array([4, 4, 4, 0], np.int8), dur=np.array([10, 20, 30, 0], np.int64))
+    q = np.array([4, 4, 4, 0], np.int8)
+    cap = np.ones(16, np.int32)
+    cap[4] = 2
+    res = (q, q, np.zeros(n + 1, np.int8), cap)
+    args = (*args[:3], False, *args[4:16], res, *args[17:])
+    last, posted, arrived, waiting = _sim.run(*args)
+    assert (posted, arrived, waiting) == ([], [], 0)
+    assert a["start"].tolist()[:3] == [0, 0, 10] and a["fin"].tolist()[:3] == [10, 20, 40]
+
+
+# -- the table builders (hub/_native/_sim_prep.c); expected tables written out by hand ---------
+def test_successors_are_the_transpose_with_children_ascending():
+    # node 2 <- {0, 1}, node 3 <- {0}, node 1 <- {3} (a later node: forward)
+    parents = np.array([3, 0, 1, 0], np.int32)
+    indeg = np.array([0, 1, 2, 1], np.int32)
+    sp, si = np.empty(5, np.int64), np.empty(4, np.int32)
+    assert _sim.successors(parents, indeg, sp, si) is True
+    assert sp.tolist() == [0, 2, 3, 3, 4] and si.tolist() == [2, 3, 2, 1]
+    assert _sim.successors(np.array([0], np.int32), np.array([0, 1], np.int32), sp[:3], si[:1]) is False
+
+
+def test_successors_refuse_a_parent_outside_the_nodes():
+    with pytest.raises(ValueError, match="parents: entry 0 names node 7 of 2"):
+        _sim.successors(
+            np.array([7], np.int32), np.array([0, 1], np.int32), np.empty(3, np.int64), np.empty(1, np.int32)
+        )
+
+
+def test_channels_key_by_folded_tag_src_dst_size():
+    send, recv, comp = 5, 6, 4
+    # rank 0 sends tag 3 and tag 5e8+3 (the same channel once folded), then a different size;
+    # rank 1 receives from 0 with tag 3; a COMP has no channel
+    kind = np.array([send, send, send, recv, comp], np.int32)
+    rank = np.array([0, 0, 0, 1, 1], np.int32)
+    peer = np.array([1, 1, 1, 0, 0], np.int32)
+    tagx = np.array([3, 500_000_003, 3, 3, 0], np.int64)
+    size = np.array([8, 8, 16, 8, 0], np.int64)
+    chan = np.empty(5, np.int32)
+    nchan, first = _sim.channels(kind, rank, peer, tagx, size, chan)
+    assert nchan == 2 and chan.tolist() == [0, 0, 1, 0, -1]
+    assert np.frombuffer(first, np.int32).tolist() == [0, 2]
+
+
+def test_layout_gathers_columns_and_renumbers_successors():
+    # two ranks of two nodes (program 0,1 | 2,3), position-major engine order: 0, 2, 1, 3
+    inv = np.array([0, 2, 1, 3], np.int32)
+    kind = np.array([5, 4, 6, 4], np.int32)
+    out = {
+        "kind_e": np.empty(5, np.int8),
+        "chan_e": np.empty(5, np.int32),
+        "dur_e": np.zeros(5, np.int64),
+        "rank_e": np.empty(5, np.int32),
+        "indeg_e": np.empty(5, np.int32),
+        "sp_e": np.empty(6, np.int64),
+        "si_e": np.empty(4, np.int32),
+    }
+    _sim.layout(
+        np.array([0, 2, 4], np.int64),
+        inv,
+        kind,
+        np.array([0, -1, 0, -1], np.int32),
+        np.array([0, 7, 0, 9], np.int64),
+        np.array([0, 0, 1, 1], np.int32),
+        np.array([0, 1, 1, 2, 2], np.int64),  # 0 -> 1, 2 -> 3
+        np.array([1, 3], np.int32),
+        np.array([0, 1, 0, 1], np.int32),
+        np.array([0, 2], np.int64),  # roots in issue order
+        *out.values(),
+        False,
+    )
+    assert out["kind_e"].tolist() == [5, 6, 4, 4, 0]
+    assert out["chan_e"].tolist() == [0, 0, -1, -1, -1]
+    assert out["dur_e"].tolist() == [0, 0, 7, 9, 0]
+    assert out["rank_e"].tolist() == [0, 1, 0, 1, 0]
+    assert out["indeg_e"].tolist() == [1, 1, 1, 1, 0]  # the roots wait for the start node
+    assert out["sp_e"].tolist() == [0, 1, 2, 2, 2, 4]
+    assert out["si_e"].tolist() == [2, 3, 0, 1]
+
+
+def test_layout_reverses_lists_of_two_in_the_feeders_order():
+    # one rank: node 0 -> {1, 2}, node 1 -> {2}; with swap2 the two-list comes out newest first
+    def run(swap2: bool) -> list[int]:
+        si_e = np.empty(4, np.int32)
+        _sim.layout(
+            np.array([0, 3], np.int64),
+            np.arange(3, dtype=np.int32),
+            np.zeros(3, np.int32),
+            np.full(3, -1, np.int32),
+            np.zeros(3, np.int64),
+            np.zeros(3, np.int32),
+            np.array([0, 2, 3, 3], np.int64),
+            np.array([1, 2, 2], np.int32),
+            np.array([0, 1, 2], np.int32),
+            np.array([0], np.int64),
+            np.empty(4, np.int8),
+            np.empty(4, np.int32),
+            np.zeros(4, np.int64),
+            np.empty(4, np.int32),
+            np.empty(4, np.int32),
+            np.empty(5, np.int64),
+            si_e,
+            swap2,
+        )
+        return si_e.tolist()
+
+    assert run(False) == [1, 2, 2, 0]
+    assert run(True) == [2, 1, 2, 0]  # the one-child list and the start node's list stay as they are
+
+
+def test_layout_refuses_an_inverse_that_is_no_permutation():
+    zeros = np.zeros(2, np.int32)
+    with pytest.raises(ValueError, match="inv"):
+        _sim.layout(
+            np.array([0, 2], np.int64),
+            np.array([0, 0], np.int32),
+            zeros,
+            np.full(2, -1, np.int32),
+            np.zeros(2, np.int64),
+            zeros,
+            np.array([0, 1, 1], np.int64),
+            np.array([1], np.int32),
+            np.array([0, 1], np.int32),
+            np.array([0], np.int64),
+            np.empty(3, np.int8),
+            np.empty(3, np.int32),
+            np.zeros(3, np.int64),
+            np.empty(3, np.int32),
+            np.empty(3, np.int32),
+            np.empty(4, np.int64),
+            np.empty(2, np.int32),
+            False,
+        )

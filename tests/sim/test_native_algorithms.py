@@ -7,6 +7,7 @@ The oracle runs the astrasim plugin's bundle with ``native:<impl>`` and the same
 
 from __future__ import annotations
 
+import math
 import random
 import tempfile
 import warnings
@@ -22,6 +23,10 @@ from hub.sim import simulate
 from hub.sim._native_dbt import tree
 from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 from tests.transforms.test_inline import DLRM
+
+from .native_cases import random_setup
+from .test_native_streams import _modes
+from .test_workload_groups import _meta
 
 AR, AG, RS, A2A = Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL
 STEM = {AR: "all-reduce", AG: "all-gather", RS: "reduce-scatter", A2A: "all-to-all"}
@@ -58,8 +63,10 @@ def _check(wl: Workload, net: str, over: dict[str, Any], impls: dict[Collective,
     if (why := oracle_unavailable()) is not None:
         pytest.skip(why)
     system = {**BASE, **over}
-    ours_cfg = {**system, **{f"{STEM[c]}-implementation": [i] for c, i in impls.items()}}
-    for mode in ("unaware", "aware"):
+    keys = {f"{STEM[c]}-implementation": [i] for c, i in impls.items()}
+    # (a list in ``over`` is the system's own, one entry per dimension)
+    ours_cfg = {**system, **{k: v for k, v in keys.items() if k not in over}}
+    for mode in _modes(net):  # (the aware binary takes 1-D networks only)
         ours = simulate(wl, net, mode=mode, system=ours_cfg).rank_finish_ns
         assert ours == _real(wl, net, mode, system, impls), (mode, net, over, impls)
 
@@ -251,3 +258,114 @@ def test_an_implementation_list_longer_than_the_dimensions_is_refused() -> None:
     wl = Workload.single_collective(AG, 4, 1 << 20)
     with pytest.raises(SimulationError, match=r"key all-gather-implementation: \['ring', 'ring'\] .*per network dim"):
         simulate(wl, "ring:4", system={**BASE, "all-gather-implementation": ["ring", "ring"]})
+
+
+def test_random_multidimensional_set_ups_equal_real_astrasim() -> None:
+    """A seeded handful of the differential (benchmarks/bench_native.py has the full sweep): every
+    algorithm and collective on 1-3 dimensions with per-dimension lists, active chunks and
+    localBWAware, against both binaries on 1-D networks, the unaware one otherwise."""
+    if (why := oracle_unavailable()) is not None:
+        pytest.skip(why)
+    rnd = random.Random(20)
+    for _ in range(16):
+        net, system, coll, n, sizes, label = random_setup(rnd)
+        wl = _mixed(n, [(coll, s) for s in sizes], seed=rnd.randint(0, 4))
+        for mode in _modes(net):  # (the system's list wins over the bundle's native:ring)
+            ours = simulate(wl, net, mode=mode, system=system).rank_finish_ns
+            assert ours == _real(wl, net, mode, system, {coll: "ring"}), (label, mode, net, system, sizes)
+
+
+@pytest.mark.parametrize(
+    ("net", "impl", "over"),
+    [
+        ("switch:2,switch:2", ["ring", "direct"], {}),  # (refused before the merge of wip/native-direct)
+        ("ring:3,switch:4", ["direct2", "direct"], {"active-chunks-per-dimension": 2, "preferred-dataset-splits": 3}),
+        ("switch:4,fc:3", ["direct", "direct1"], {"collective-optimization": "localBWAware"}),
+    ],
+)
+def test_direct_all_reduce_and_windows_on_several_dimensions_equal_real_astrasim(
+    net: str, impl: list[str], over: dict[str, Any]
+) -> None:
+    n = math.prod(int(d.split(":")[1]) for d in net.split(","))
+    wl = _mixed(n, [(AR, 1 << 20), (AR, 30_011)], seed=3)
+    _check(wl, net, {**over, "all-reduce-implementation": impl}, {AR: "ring"})
+
+
+def _grouped(groups: dict[str, list[int]], n: int, coll: Collective, size: int) -> Workload:
+    """Per rank: a skewed COMP, ``coll`` in the rank's group, then an all-reduce over every rank."""
+    ranks = []
+    for r in range(n):
+        ranks.append(
+            [
+                _meta(groups),
+                WorkloadNode(id=1, name="c", type=NodeType.COMP, duration_micros=1 + 3 * r % 5, deps=[90]),
+                WorkloadNode(
+                    id=2, name="g", type=NodeType.COLL, deps=[1], comm_type=COMM_TYPE_OF[coll], comm_size=size
+                ),
+                WorkloadNode(
+                    id=3, name="all", type=NodeType.COLL, deps=[2], comm_type=COMM_TYPE_OF[AR], comm_size=size // 3
+                ),
+            ]
+        )
+    return Workload(
+        ranks=[
+            [replace(n, pg_name=_group(r, groups)) if n.id == 2 else n for n in nodes] for r, nodes in enumerate(ranks)
+        ],
+        name="groups",
+    )
+
+
+def _group(r: int, groups: dict[str, list[int]]) -> str:
+    return next(k for k, v in groups.items() if r in v)
+
+
+@pytest.mark.parametrize(
+    ("groups", "net", "coll", "impl", "over"),
+    [
+        ({"1": [0, 2, 1, 3], "2": [4, 5, 6, 7]}, "switch:8@bw=100,lat=500", AR, ["halvingDoubling"], {}),
+        (
+            {"1": [2, 0, 3], "2": [1, 4, 5]},
+            "switch:6@bw=100,lat=500",
+            AG,
+            ["direct"],
+            {"preferred-dataset-splits": 3, "active-chunks-per-dimension": 2},
+        ),
+        ({"1": [2, 0, 3], "2": [1, 4, 5]}, "ring:6@bw=100,lat=500", A2A, ["ring"], {"preferred-dataset-splits": 3}),
+        # groups across dimension 1 of a 2-D network: one phase each, ring for a longer list
+        (
+            {"1": [0, 4], "2": [1, 5], "3": [2, 6], "4": [3, 7]},
+            "ring:4,ring:2",
+            RS,
+            ["direct", "halvingDoubling"],
+            {"all-reduce-implementation": ["ring"] * 2},
+        ),
+    ],
+)
+def test_other_algorithms_in_process_groups_equal_real_astrasim(
+    groups: dict[str, list[int]], net: str, coll: Collective, impl: list[str], over: dict[str, Any]
+) -> None:
+    n = sum(len(v) for v in groups.values())
+    _check(
+        _grouped(groups, n, coll, 1 << 20),
+        net,
+        {**over, f"{STEM[coll]}-implementation": impl},
+        {AR: "ring", coll: impl[0]},
+    )
+
+
+@pytest.mark.parametrize(
+    ("net", "impl", "groups", "why"),
+    [
+        ("switch:2,switch:2", ["oneRing", "oneRing"], None, "one ring over every NPU"),
+        ("switch:8", ["doubleBinaryTree"], {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}, "in a process group of 4"),
+    ],
+)
+def test_combinations_not_reproduced_are_refused_naming_the_key(
+    net: str, impl: list[str], groups: dict[str, list[int]] | None, why: str
+) -> None:
+    n = 8 if groups else 4
+    wl = _grouped(groups, n, AR, 1 << 20) if groups else Workload.single_collective(AR, n, 1 << 20)
+    with pytest.raises(SimulationError) as info:
+        simulate(wl, net, system={**BASE, "all-reduce-implementation": impl})
+    assert info.value.message.startswith("system.json key all-reduce-implementation") and why in info.value.message
+    assert '"all-reduce-implementation-custom"' in (info.value.hint or "")

@@ -130,9 +130,12 @@ def test_algorithm_for_wins_over_the_native_key() -> None:
     [
         ({"all-reduce-implementation": ["direct0"]}, "ring:4", "all-reduce-implementation"),
         ({"all-reduce-implementation": ["halvingDoubling"]}, "ring:3", "all-reduce-implementation"),
-        ({"all-reduce-implementation": ["ring", "ring"]}, "ring:2,ring:2", "all-reduce-implementation"),
-        ({"collective-optimization": "localBWAware"}, "ring:4", "collective-optimization"),
-        ({"active-chunks-per-dimension": 2}, "ring:4", "active-chunks-per-dimension"),
+        ({"all-reduce-implementation": ["ring"]}, "ring:2,ring:2", "all-reduce-implementation"),  # one per dim
+        ({"all-reduce-implementation": ["ring", "oneRing"]}, "ring:2,ring:2", "all-reduce-implementation"),
+        ({"collective-optimization": "fastest"}, "ring:4", "collective-optimization"),
+        ({"active-chunks-per-dimension": 0}, "ring:4", "active-chunks-per-dimension"),
+        ({"scheduling-policy": "SJF"}, "ring:4", "scheduling-policy"),
+        ({}, "ring:8", "all-reduce-implementation"),  # 4 ranks on 8 NPUs: not an ASTRA-sim input
         ({"model-shared-bus": 1}, "ring:4", "model-shared-bus"),
         ({"endpoint-delay": 0}, "ring:4", "endpoint-delay"),
         ({"preferred-dataset-splits": 0}, "ring:4", "preferred-dataset-splits"),
@@ -146,7 +149,7 @@ def test_what_is_not_reproduced_is_refused_naming_the_key(over: dict, net: str, 
     assert '"all-reduce-implementation-custom"' in (info.value.hint or "")
 
 
-def test_native_next_to_workload_sends_and_other_native_collectives_are_refused() -> None:
+def test_native_next_to_sends_is_exact_and_next_to_other_implementations_refused() -> None:
     from hub.transforms import InlineParams, inline_workload
 
     wl = _compute_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
@@ -157,8 +160,7 @@ def test_native_next_to_workload_sends_and_other_native_collectives_are_refused(
         ]
     )
     inl = inline_workload(wl, {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
-    with pytest.raises(SimulationError, match="workload with SEND/RECV nodes"):
-        simulate(inl, "ring:4", system=BASE)
+    _check(inl, "ring:4", BASE)  # next to workload-level SEND/RECV: exact (tests/sim/test_native_streams.py)
     with pytest.raises(SimulationError, match="next to alltoall served by another"):
         simulate(wl, "ring:4", system=BASE, algorithm_for={"alltoall": "direct"})
     with pytest.raises(SimulationError, match="system.json key all-to-all-implementation") as info:

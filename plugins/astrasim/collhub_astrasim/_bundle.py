@@ -119,9 +119,11 @@ class Bundle:
     predicted_ns: dict[str, int | str] = field(default_factory=dict)
     #: workload input: what was changed to make it runnable (repair -> count)
     repairs: dict[str, int] = field(default_factory=dict)
+    #: the process groups its collectives use (``pg_name`` -> NPUs), written to comm_group.json
+    comm_groups: dict[str, list[int]] = field(default_factory=dict)
 
     def args(self) -> list[str]:
-        return command_args(self.workload_prefix)
+        return command_args(self.workload_prefix, comm_groups=COMM_GROUPS if self.comm_groups else None)
 
 
 def _check_backend(dims: Sequence[Dim], backend: str) -> None:
@@ -222,6 +224,7 @@ def build_bundle(
         bound: Algorithm | None = None
         coll: Collective | None = None
         repairs: dict[str, int] = {}
+        groups: dict[str, list[int]] = {}
         if isinstance(obj, Algorithm):
             if algorithm_for:
                 raise UsageError(
@@ -259,6 +262,9 @@ def build_bundle(
             wl, repairs = runnable_copy(obj)
             if wl.rank_count != npus:
                 raise UsageError(f"workload has {wl.rank_count} ranks but the network has {npus} NPUs")
+            groups = _comm_groups(obj)  # (from the METADATA node, which the runnable copy leaves out)
+            if groups:
+                (tmp / COMM_GROUPS).write_text(dumps_json(groups))
             workload_prefix = "workload/workload"
             for coll_i, value in _workload_collectives(wl, algorithm_for or {}).items():
                 if value == "replay":
@@ -296,6 +302,7 @@ def build_bundle(
             algorithm=bound,
             predicted_ns=_predict(bound, dims, backend) if bound is not None and predict else {},
             repairs=repairs,
+            comm_groups=groups,
         )
         (tmp / "run.sh").write_text(run_sh(bundle.args()))
         (tmp / "run.sh").chmod(0o755)
@@ -353,6 +360,37 @@ def _sent_bytes(alg: Algorithm) -> int:
     return int(g.size[g.kind == NodeType.SEND].sum())
 
 
+COMM_GROUPS = "comm_group.json"
+
+
+def _comm_groups(wl: Workload) -> dict[str, list[int]]:
+    """The groups ``wl``'s collectives use, for ASTRA-sim's ``--comm-group-configuration``
+    (``{"<pg_name>": [NPU, ...]}``; it parses each name as a positive integer; "" and "0" are every
+    NPU and need no entry). Refuses a group that is not declared or not a positive integer."""
+    from hub.transforms._collectives import process_groups_of
+
+    declared = process_groups_of(wl)
+    out: dict[str, list[int]] = {}
+    for rank, nodes in enumerate(wl.ranks):
+        for node in nodes:
+            name = node.pg_name
+            if node.type != NodeType.COLL or name in ("", "0") or name in out:
+                continue
+            if not (name.isdigit() and int(name) > 0 and str(int(name)) == name):
+                raise UsageError(
+                    f"workload rank {rank}, node {node.id}: process group {name!r} is not a positive integer, "
+                    "which ASTRA-sim's comm-group file needs",
+                    hint="name process groups 1, 2, ... (pg_name), as PyTorch's converter does",
+                )
+            if name not in declared:
+                raise UsageError(
+                    f"workload rank {rank}, node {node.id}: process group {name!r} is not declared",
+                    hint="declare it in the ## process_group:init ## METADATA node",
+                )
+            out[name] = list(declared[name])
+    return out
+
+
 def _workload_collectives(wl: Workload, mapping: dict[str, str]) -> dict[Collective, str]:
     """Each collective in the workload with how it is implemented; refuse what ASTRA-sim cannot run."""
     wanted = {Collective.parse(k): v for k, v in mapping.items()}
@@ -361,12 +399,6 @@ def _workload_collectives(wl: Workload, mapping: dict[str, str]) -> dict[Collect
         for node in nodes:
             if node.type != NodeType.COLL:
                 continue
-            if node.pg_name not in ("", "0"):
-                raise UsageError(
-                    f"workload rank {rank}, node {node.id}: communicator group {node.pg_name!r} is not supported by "
-                    "astrasim.bundle",
-                    hint="bundles run every collective on all NPUs (no comm-group file)",
-                )
             coll = node.collective
             if coll is None or coll not in COMM_TYPE_OF:
                 raise UsageError(f"workload rank {rank}, node {node.id}: unknown comm_type {node.comm_type}")

@@ -179,15 +179,18 @@ def network_yml(dims: Sequence[Dim]) -> str:
     )
 
 
-def command_args(workload_prefix: str, logging_folder: str = "log") -> list[str]:
-    """The ASTRA-sim arguments for a bundle, with paths relative to the bundle directory.
+def command_args(workload_prefix: str, logging_folder: str = "log", comm_groups: str | None = None) -> list[str]:
+    """The ASTRA-sim arguments for a bundle, with paths relative to the bundle directory
+    (``comm_groups``: the process-group file, if the workload has groups).
 
     Spelled exactly: ASTRA-sim silently ignores unknown options, so a typo would go unnoticed.
     """
+    groups = [f"--comm-group-configuration={comm_groups}"] if comm_groups else []
     return [
         f"--workload-configuration={workload_prefix}",
         "--system-configuration=system.json",
         "--network-configuration=network.yml",
         "--remote-memory-configuration=memory.json",
+        *groups,
         f"--logging-folder={logging_folder}",
     ]

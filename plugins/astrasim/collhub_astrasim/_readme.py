@@ -83,6 +83,11 @@ def bundle_readme(bundle: Bundle, system: dict[str, Any]) -> str:
         "| `system.json` | system layer settings; the custom key names the algorithm ET prefix (relative path) |",
         '| `network.yml` | analytical network: bandwidth in GiB/s (ASTRA-sim\'s "GB/s"), latency in ns per hop |',
         "| `memory.json` | no remote memory |",
+        *(
+            ["| `comm_group.json` | the process groups (`pg_name` -> NPUs), `--comm-group-configuration` |"]
+            if bundle.comm_groups
+            else []
+        ),
         "| `collhub-bundle.json` | what collhub wrote, machine-readable |",
         "",
         "## Running",

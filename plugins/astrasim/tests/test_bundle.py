@@ -224,8 +224,11 @@ def test_workload_with_et_prefix_and_native_mappings(tmp_path: Path, example: Pa
         build_bundle(wl, out=tmp_path / "x", dims=RING8, algorithm_for={"alltoall": "direct"})
     with pytest.raises(UsageError, match="cannot run a reduce"):
         build_bundle(Workload.single_collective(Collective.REDUCE, 8, MIB), out=tmp_path / "x", dims=RING8)
-    wl.ranks[2][0].pg_name = "7"
-    with pytest.raises(UsageError, match="rank 2, node 0: communicator group"):
+    wl.ranks[2][0].pg_name = "7"  # a group the workload does not declare (no METADATA node)
+    with pytest.raises(UsageError, match="rank 2, node 0: process group '7' is not declared"):
+        build_bundle(wl, out=tmp_path / "x", dims=RING8, algorithm_for={"allreduce": "native:ring"})
+    wl.ranks[2][0].pg_name = "tp"  # ASTRA-sim's comm-group file takes integer names only
+    with pytest.raises(UsageError, match="process group 'tp' is not a positive integer"):
         build_bundle(wl, out=tmp_path / "x", dims=RING8, algorithm_for={"allreduce": "native:ring"})
 
 
