@@ -95,6 +95,13 @@ def report(exc: BaseException) -> int:
         if exc.hint:
             typer.echo(f"hint: {_one_line(exc.hint)}", err=True)
         return code
+    if isinstance(exc, MemoryError):  # numpy's _ArrayMemoryError too: the input, not a bug
+        typer.echo("error: out of memory: this input needs more memory than the process may use", err=True)
+        typer.echo(
+            "hint: try a smaller input, a lower --level (verify), or a machine (or ulimit -v) with more memory",
+            err=True,
+        )
+        return code
     typer.echo(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
     if not debug_enabled():
         typer.echo("hint: this is a bug; rerun with --debug for the traceback and report it", err=True)
