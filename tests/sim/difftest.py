@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from hub.chakra import (
     NodeType,
     RankGraph,
     RankGraphBuilder,
+    Workload,
     build_algorithm,
 )
 
@@ -87,6 +89,24 @@ def oracle_time(alg: Algorithm, network: str, mode: str, timeout: float = 120.0)
         bundle = build_bundle(alg, out=out, dims=_dims_for(network), backend=mode, predict=False)
         stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), out, timeout)
         return parse_output(stdout).time_ns
+
+
+def oracle_rank_finish_ns(
+    wl: Workload, network: str, mode: str, system: dict[str, Any], algorithm_for: dict[str, str], timeout: float = 300.0
+) -> list[int]:
+    """Every rank's finish time (ns) in the real ASTRA-sim for workload ``wl`` on ``network`` with
+    this ``system.json``, from a bundle written by the astrasim plugin (``astrasim.bundle``)."""
+    from collhub_astrasim._bundle import _dims_for, build_bundle
+    from collhub_astrasim._parse import parse_output
+    from collhub_astrasim._run import run_binary
+
+    with tempfile.TemporaryDirectory(prefix="collhub-native-") as tmp:
+        bundle = build_bundle(
+            wl, out=Path(tmp) / "b", dims=_dims_for(network), system=system, predict=False, algorithm_for=algorithm_for
+        )
+        stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), bundle.path, timeout)
+        report = parse_output(stdout)
+        return [report.ranks[r].finish_ns for r in range(wl.rank_count)]
 
 
 # -- node order --------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import random
-import tempfile
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNod
 from hub.errors import SimulationError
 from hub.sim import simulate
 from hub.sim._native_dbt import tree
-from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
+from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
 from tests.transforms.test_inline import DLRM
 
 from .native_cases import random_setup
@@ -41,22 +40,7 @@ BASE: dict[str, Any] = {
 
 
 def _real(wl: Workload, net: str, mode: str, system: dict[str, Any], impls: dict[Collective, str]) -> list[int]:
-    from collhub_astrasim._bundle import _dims_for, build_bundle
-    from collhub_astrasim._parse import parse_output
-    from collhub_astrasim._run import run_binary
-
-    with tempfile.TemporaryDirectory(prefix="collhub-native-") as tmp:
-        bundle = build_bundle(
-            wl,
-            out=Path(tmp) / "b",
-            dims=_dims_for(net),
-            system=system,
-            predict=False,
-            algorithm_for={c.value: f"native:{i}" for c, i in impls.items()},
-        )
-        stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), bundle.path, 120)
-        report = parse_output(stdout)
-        return [report.ranks[r].finish_ns for r in range(wl.rank_count)]
+    return oracle_rank_finish_ns(wl, net, mode, system, {c.value: f"native:{i}" for c, i in impls.items()}, 120)
 
 
 def _check(wl: Workload, net: str, over: dict[str, Any], impls: dict[Collective, str]) -> None:

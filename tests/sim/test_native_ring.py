@@ -7,7 +7,6 @@ The oracle runs the astrasim plugin's bundle with ``native:ring`` and the same s
 
 from __future__ import annotations
 
-import tempfile
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNode, read_workload
 from hub.errors import SimulationError
 from hub.sim import simulate
-from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
+from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
 from tests.transforms.test_inline import DLRM, _compute_and_collective
 
 AR, A2A = COMM_TYPE_OF[Collective.ALLREDUCE], COMM_TYPE_OF[Collective.ALLTOALL]
@@ -34,22 +33,7 @@ BASE: dict[str, Any] = {
 
 
 def _real(wl: Workload, net: str, mode: str, system: dict[str, Any], algs: dict[str, str] | None = None) -> list[int]:
-    from collhub_astrasim._bundle import _dims_for, build_bundle
-    from collhub_astrasim._parse import parse_output
-    from collhub_astrasim._run import run_binary
-
-    with tempfile.TemporaryDirectory(prefix="collhub-native-") as tmp:
-        bundle = build_bundle(
-            wl,
-            out=Path(tmp) / "b",
-            dims=_dims_for(net),
-            system=system,
-            predict=False,
-            algorithm_for={"allreduce": "native:ring", **(algs or {})},
-        )
-        stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), bundle.path, 300)
-        report = parse_output(stdout)
-        return [report.ranks[r].finish_ns for r in range(wl.rank_count)]
+    return oracle_rank_finish_ns(wl, net, mode, system, {"allreduce": "native:ring", **(algs or {})})
 
 
 def _check(wl: Workload, net: str, system: dict[str, Any], algs: dict[str, str] | None = None) -> None:
