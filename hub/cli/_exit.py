@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .._env import env_flag
+
 __all__ = ["ENV_NO_FAST_EXIT", "fast_exit"]
 
 ENV_NO_FAST_EXIT = "COLLHUB_NO_FAST_EXIT"
@@ -66,7 +68,7 @@ def fast_exit(code: object) -> None:
 
     if code is not None and not isinstance(code, int):
         return
-    if os.environ.get(ENV_NO_FAST_EXIT, "").strip().lower() in {"1", "true", "yes", "on"}:
+    if env_flag(ENV_NO_FAST_EXIT):
         return
     if threading.active_count() != 1 or not _only_readers_open():
         return

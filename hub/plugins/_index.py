@@ -31,6 +31,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .._env import env_flag
+
 __all__ = ["ENV_NO_CACHE", "EntryRow", "cache_dir", "entry_rows", "load_value", "stamp"]
 
 ENV_NO_CACHE = "COLLHUB_NO_INDEX_CACHE"
@@ -98,7 +100,7 @@ def stamp() -> list[Any]:
 
 
 def _cacheable() -> bool:
-    if os.environ.get(ENV_NO_CACHE, "").strip().lower() in {"1", "true", "yes", "on"}:
+    if env_flag(ENV_NO_CACHE):
         return False
     from importlib.machinery import PathFinder
 

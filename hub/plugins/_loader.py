@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._env import env_flag
 from ..errors import IncompatiblePluginError
 from ._index import entry_rows, load_value
 
@@ -109,7 +110,7 @@ def _env_list(var: str) -> set[str] | None:
 
 def strict_mode() -> bool:
     """True when ``COLLHUB_STRICT_PLUGINS`` asks to re-raise plugin load errors."""
-    return os.environ.get(ENV_STRICT, "").strip().lower() in {"1", "true", "yes", "on"}
+    return env_flag(ENV_STRICT)
 
 
 def discover(group: str = ENTRY_POINT_GROUP) -> tuple[list[Candidate], list[Candidate]]:
