@@ -62,16 +62,10 @@ class Scale:
     big_local: int = 8
 
 
-def run_process(argv: list[str]) -> tuple[float, float, float, str]:
-    """Run ``argv`` to completion: (wall s, CPU s, peak RSS MiB, stdout) of that process alone
-    (``_rusage.measure``: a fresh launcher per row, so no row inherits another's or this process's peak)."""
-    return measure(argv)
-
-
 def row_produce(s: Scale) -> list[Row]:
     """``collhub produce hub.ring`` for the whole ring: build the algorithm, write every rank file."""
     prefix = s.workdir / "produce" / "ring"
-    wall, cpu, peak, _out = run_process(
+    wall, cpu, peak, _out = measure(
         [
             str(s.collhub),
             "produce",
@@ -108,7 +102,7 @@ def row_read(s: Scale) -> list[Row]:
     """Read the produced set back into RankGraphs in a fresh process (imports included)."""
     prefix = s.workdir / "produce" / "ring"
     code = f"from hub.chakra import read_algorithm; read_algorithm({str(prefix)!r})"
-    wall, cpu, peak, _out = run_process([sys.executable, "-c", code])
+    wall, cpu, peak, _out = measure([sys.executable, "-c", code])
     s.facts["read_peak_mib"] = peak
     nodes = s.facts["nodes"]
     before = nodes / READ_BEFORE_NODES_PER_S
@@ -133,7 +127,7 @@ def row_stream(s: Scale) -> list[Row]:
         f"n = m = 0\nfor g in iter_ranks({str(prefix)!r}):\n"
         "    n += len(g); m += int((g.kind == NodeType.SEND).sum())\nprint(n, m)"
     )
-    wall, cpu, peak, out = run_process([sys.executable, "-c", code])
+    wall, cpu, peak, out = measure([sys.executable, "-c", code])
     nodes = int(out.split()[0])
     assert nodes == int(s.facts["nodes"]), out
     return [

@@ -42,7 +42,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from scale_sim import SIZE, Row, _collhub, _write_ring, timed_process  # noqa: E402
+from _rusage import measure  # noqa: E402
+from scale_sim import SIZE, Row, _collhub, _write_ring  # noqa: E402
 
 BUDGET_MIB = 24 * 1024.0
 
@@ -71,7 +72,7 @@ def _nodes(text: str) -> int:
 
 
 def _show(prefix: Path) -> tuple[float, float, float, str]:
-    return timed_process([_collhub(), "trace", "show", str(prefix), "-f", "json"])
+    return measure([_collhub(), "trace", "show", str(prefix), "-f", "json"])
 
 
 def ring_rows(b: Big) -> list[Row]:
@@ -79,13 +80,13 @@ def ring_rows(b: Big) -> list[Row]:
     n = b.ring
     prefix = b.work / "ring" / "ring"
     prefix.parent.mkdir()
-    made = timed_process(
+    made = measure(
         [_collhub(), "produce", "hub.ring", "-s", f"ranks={n}", "-s", f"max_ranks={n}"]
         + ["-s", "collective=allreduce", "--out", str(prefix)]
     )
     shown = _show(prefix)
     nodes = _nodes(shown[3])
-    whole = timed_process(
+    whole = measure(
         [sys.executable, "-c", "import sys; from hub.chakra import read_algorithm, summarize; "
          "print(summarize(read_algorithm(sys.argv[1])))", str(prefix)]
     )  # fmt: skip
@@ -124,14 +125,14 @@ def _simulate_ring(b: Big, n: int) -> Row:
 
 def _sim(prefix: Path, network: str, size: str | None) -> tuple[float, float, float, str]:
     extra = ["-s", f"size={size}"] if size else []
-    return timed_process(
+    return measure(
         [_collhub(), "consume", "hub.simulate", str(prefix), "-s", f"network={network}", "-s", "mode=unaware"]
         + [*extra, "-f", "json"]
     )
 
 
 def _verify(prefix: Path, level: str) -> tuple[float, float, float, str]:
-    return timed_process([_collhub(), "trace", "verify", str(prefix), "--level", level, "-f", "json"])
+    return measure([_collhub(), "trace", "verify", str(prefix), "--level", level, "-f", "json"])
 
 
 def _verified(fig: tuple[float, float, float, str]) -> str:
@@ -150,7 +151,7 @@ def hier_rows(b: Big) -> list[Row]:
         os.environ["COLLHUB_MAX_CHUNK_SLOTS"] = str(max(slots, int(os.environ.get("COLLHUB_MAX_CHUNK_SLOTS", "0"))))
     prefix = b.work / "hier" / "h"
     prefix.parent.mkdir()
-    made = timed_process(
+    made = measure(
         [_collhub(), "produce", "hub.hierarchical", "-s", f"ranks={n}", "-s", f"max_ranks={n}"]
         + ["-s", f"local_size={b.local}", "-s", "fused=true", "-s", "collective=allreduce", "-f", "json"]
         + ["--out", str(prefix)]
@@ -174,7 +175,7 @@ def tacos_rows(b: Big) -> list[Row]:
     topo = b.tacos
     prefix = b.work / "tacos" / "t"
     prefix.parent.mkdir()
-    made = timed_process(
+    made = measure(
         [_collhub(), "produce", "tacos.synthesize", "-s", "collective=allgather", "-s", f"network={topo}"]
         + ["-s", "seeds=1", "-s", "progress=false", "-s", "verify=false", "-f", "json", "--out", str(prefix)]
     )

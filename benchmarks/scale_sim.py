@@ -52,11 +52,6 @@ class Row:
     note: str = ""
 
 
-def timed_process(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak MiB, stdout) of one whole process, measured alone (``_rusage.measure``)."""
-    return measure(cmd, cwd)
-
-
 def _collhub() -> str:
     return str(Path(sys.executable).parent / "collhub")
 
@@ -72,7 +67,7 @@ def _write_ring(n: int, prefix: Path) -> None:
 
 
 def _simulate(prefix: Path, n: int, mode: str) -> tuple[float, float, float, int]:
-    wall, cpu, mib, text = timed_process(
+    wall, cpu, mib, text = measure(
         [
             _collhub(),
             "consume",
@@ -138,7 +133,7 @@ def simulate_1024_split(tmp: Path) -> list[Row]:
     prefix = tmp / "ring1024" / "ring"
     prefix.parent.mkdir()
     _write_ring(n, prefix)
-    _, _, mib, text = timed_process([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
+    _, _, mib, text = measure([sys.executable, "-c", _SPLIT, str(prefix), f"ring:{n}"])
     r = json.loads(text)
     return [
         Row(
@@ -171,7 +166,7 @@ def simulate_256_vs_astrasim(tmp: Path) -> list[Row]:
     rows = []
     for mode in ("aware", "unaware"):
         wall, cpu, mib, ns = _simulate(prefix, n, mode)
-        twall, tcpu, tmib, text = timed_process([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
+        twall, tcpu, tmib, text = measure([str(BIN / BINARIES[mode]), *bundle.args()], cwd=bundle.path)
         same = parse_output(text).time_ns == ns
         rows.append(
             Row(
