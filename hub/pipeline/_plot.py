@@ -15,7 +15,7 @@ import difflib
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -592,10 +592,19 @@ def plot_results(
     return target
 
 
-def auto_plot(run_dir: Path, document: Mapping[str, Any], name: str = "results.png") -> Path | None:
+def auto_plot(
+    run_dir: Path,
+    document: Mapping[str, Any],
+    name: str = "results.png",
+    *,
+    stopping: Callable[[], bool] = lambda: False,
+) -> Path | None:
     """The runner's plot: ``run_dir/results.png`` when matplotlib is importable and the results
-    have a numeric x with at least two values; None otherwise. Never raises: a plotting error
-    is one warning line on stderr."""
+    have a numeric x with at least two values; None otherwise. Never raises a plotting error: it
+    is one warning line on stderr. ``stopping`` says whether the run is being interrupted; an
+    error then is the interrupt's doing (a signal inside matplotlib's import leaves it half
+    imported), so it raises ``KeyboardInterrupt`` instead of warning about a plot nobody asked
+    about."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
@@ -614,5 +623,7 @@ def auto_plot(run_dir: Path, document: Mapping[str, Any], name: str = "results.p
         _render(layout, target, 150)
         return target
     except Exception as exc:  # a plot is a bonus: never fail a finished run because of it
+        if stopping():
+            raise KeyboardInterrupt from exc
         print(f"warning: could not plot results: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None

@@ -433,12 +433,16 @@ class _Run:
             rd.work / LOG_NAME,
         )
         log.close()
-        auto_report(rd.work, meta, plot=self.plot)  # never raises: report.json/.md/.png of a size sweep
+
+        def stopping() -> bool:
+            return self.interrupts.stopping
+
+        auto_report(rd.work, meta, plot=self.plot, stopping=stopping)  # report.json/.md/.png of a size sweep
         if not self.plot:
             return None
         from ._plot import load_document
 
-        return auto_plot(rd.work, load_document(rd.work)[0])  # never raises
+        return auto_plot(rd.work, load_document(rd.work)[0], stopping=stopping)  # raises only if interrupted
 
     # ------------------------------------------------------------------ helpers
     def _add(self, log: RowLog, pos: int, row: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +82,13 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, plot
     return written
 
 
-def auto_report(run_dir: Path, document: Any = None, *, plot: bool = True) -> dict[str, Path]:
+def auto_report(
+    run_dir: Path, document: Any = None, *, plot: bool = True, stopping: Callable[[], bool] = lambda: False
+) -> dict[str, Path]:
     """The runner's call: the report of a run that swept a size (``report.png`` with ``plot`` when
-    matplotlib is installed); an empty mapping otherwise. Never raises: a problem is one warning line."""
+    matplotlib is installed); an empty mapping otherwise. Never raises: a problem is one warning
+    line, unless ``stopping()`` says the run is being interrupted (see :func:`hub.pipeline._plot.auto_plot`):
+    then it raises ``KeyboardInterrupt``."""
     try:
         if document is not None and size_variable(document) is None:
             return {}
@@ -97,5 +102,7 @@ def auto_report(run_dir: Path, document: Any = None, *, plot: bool = True) -> di
     except UsageError:  # nothing to compare (no row with a time): no report, and nothing to warn about
         return {}
     except Exception as exc:  # noqa: BLE001 - a report is a bonus: never fail a finished run because of it
+        if stopping():
+            raise KeyboardInterrupt from exc
         print(f"warning: could not write the report: {type(exc).__name__}: {exc}", file=sys.stderr)
         return {}

@@ -243,6 +243,20 @@ def test_auto_plot_conditions_and_warning(
     assert capsys.readouterr().err == "warning: could not plot results: RuntimeError: renderer exploded\n"
 
 
+def test_a_plot_error_while_the_run_is_interrupted_is_the_interrupt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A signal that lands inside matplotlib's import leaves it half imported; the error that follows
+    # must surface as the interrupt, so the CLI's first line stays "error: interrupted".
+    def half_imported(*_a: Any, **_k: Any) -> None:
+        raise AttributeError("module 'matplotlib' has no attribute 'get_data_path'")
+
+    monkeypatch.setattr(_plot, "_render", half_imported)
+    with pytest.raises(KeyboardInterrupt):
+        auto_plot(tmp_path, size_network_doc(), stopping=lambda: True)
+    assert capsys.readouterr().err == ""
+
+
 SMALL = """\
 version: 1
 name: small

@@ -149,3 +149,19 @@ def test_damaged_rows_are_counted_not_fatal(tmp_path: Path) -> None:
     assert (doc["failed_rows"], doc["rows_without_time"]) == (1, 2)
     (st,) = doc["studies"]
     assert [(b["size_bytes"], b["source"]) for b in st["best"]] == [(1024, "a"), (2048, "b")]
+
+
+def test_auto_report_warns_on_a_problem_but_an_interrupt_stays_an_interrupt(
+    run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hub.report import _write
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(_write, "write_report", broken)
+    assert _write.auto_report(run_dir) == {}
+    assert capsys.readouterr().err == "warning: could not write the report: OSError: disk went away\n"
+    with pytest.raises(KeyboardInterrupt):  # the run is being interrupted: the error is the signal's doing
+        _write.auto_report(run_dir, stopping=lambda: True)
+    assert capsys.readouterr().err == ""
