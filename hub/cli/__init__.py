@@ -25,6 +25,15 @@ if _CLI_PROCESS:
     for _sig in (_signal.SIGINT, _signal.SIGTERM):
         _signal.signal(_sig, _quiet_exit)
 
+#: OpenBLAS reads these when numpy loads it. collhub does no linear algebra, and on load OpenBLAS
+#: starts a pool of one thread per core that costs each collhub process about 0.08 s of CPU (a
+#: sixth of a whole 256-rank `consume hub.simulate`). So the CLI asks for one thread unless the
+#: user chose a count; its children (pipeline workers) inherit that, which also keeps `--jobs N`
+#: from running N pools. Library callers keep whatever their process set.
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+if _CLI_PROCESS and not any(v in _os.environ for v in _BLAS_THREAD_VARS):
+    _os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
 from ._app import COMMANDS, Lazy, app  # noqa: E402 - after the start-up handlers
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table  # noqa: E402
 

@@ -93,3 +93,24 @@ def test_lazy_names_still_resolve() -> None:
         env=dict(os.environ, PYTHONPATH=str(REPO)),
     )
     assert p.stdout.strip() == "OK", p.stderr
+
+
+def _blas_threads_seen(env_extra: dict[str, str], as_cli: bool) -> str | None:
+    """OPENBLAS_NUM_THREADS as the process sees it after importing hub.cli (argv[0] decides
+    whether it is the collhub process or a library caller)."""
+    argv0 = "collhub" if as_cli else "host-program"
+    code = f"import os, sys\nsys.argv = [{argv0!r}]\nimport hub.cli\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    }
+    env.update(env_extra, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    value = r.stdout.strip()
+    return None if value == "None" else value
+
+
+def test_the_cli_runs_numpy_with_one_blas_thread_unless_the_user_chose() -> None:
+    assert _blas_threads_seen({}, as_cli=True) == "1"  # no idle BLAS pool per collhub process
+    assert _blas_threads_seen({"OPENBLAS_NUM_THREADS": "4"}, as_cli=True) == "4"
+    assert _blas_threads_seen({"OMP_NUM_THREADS": "3"}, as_cli=True) is None  # the user's OpenMP count rules
+    assert _blas_threads_seen({}, as_cli=False) is None  # a library caller's process is left alone
