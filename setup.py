@@ -11,7 +11,17 @@ from setuptools import Extension, setup
 # One entry per extension module; append new ones here (e.g. the simulator's `hub._native._sim`).
 EXTENSIONS: list[Extension] = [
     # the Chakra ET codec's per-node work (hub/chakra/_encode.py, hub/chakra/_ranks.py)
-    Extension("hub._native._codec", ["hub/_native/_codec.c"], extra_compile_args=["-O2", "-std=c99"]),
+    Extension(
+        "hub._native._codec",
+        [
+            "hub/_native/_codec.c",
+            "hub/_native/_codec_write.c",
+            "hub/_native/_codec_frame.c",
+            "hub/_native/_codec_read.c",
+        ],
+        depends=["hub/_native/_codec.h"],
+        extra_compile_args=["-O2", "-std=c99"],
+    ),
     # the event loop of hub.simulate (hub/sim/_engine.py)
     Extension(
         "hub._native._sim",

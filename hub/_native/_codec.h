@@ -1,0 +1,100 @@
+/*
+ * What the parts of hub._native._codec share (see _codec.c for the module): the Chakra constants,
+ * the tables configure() fills, the buffer helpers and the varint reading of both decoders.
+ * Only the CPython C API and the buffer protocol (no numpy headers).
+ */
+#ifndef HUB_CODEC_H
+#define HUB_CODEC_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* the names below are the extension's own, not an API: kept out of its dynamic symbol table */
+#if defined(__GNUC__) && !defined(_WIN32)
+#define CODEC_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define CODEC_INTERNAL
+#endif
+
+/* Chakra NodeType values (et_def.proto) that the encoder's rules name. */
+#define NODE_COMP 4
+#define NODE_SEND 5
+#define NODE_RECV 6
+
+/* The known node attributes, in the order of hub.chakra._ranks.KNOWN:
+ * comm_size, comm_src, comm_dst, comm_tag, then the profile's semantic ones. */
+#define MAX_KNOWN 16
+#define MAX_NAME 64
+enum { A_SIZE, A_SRC, A_DST, A_TAG, A_CNT, A_FIRST_SEMANTIC = A_CNT };
+
+/* the tables of configure() (_codec.c), read by the encoder and the decoder */
+CODEC_INTERNAL extern int n_known;
+CODEC_INTERNAL extern uint8_t known_name[MAX_KNOWN][MAX_NAME];
+CODEC_INTERNAL extern int known_len[MAX_KNOWN];
+CODEC_INTERNAL extern int64_t known_default[MAX_KNOWN];
+/* RankGraph column (index into the columns tuple) of each semantic attribute; -1 for the four comm_* */
+CODEC_INTERNAL extern int known_column[MAX_KNOWN];
+/* the values the decoder accepts for each known attribute; others go to the general path, which
+ * reports them (hub/chakra/_validate.py ATTR_RANGES) */
+CODEC_INTERNAL extern int64_t known_lo[MAX_KNOWN], known_hi[MAX_KNOWN];
+
+/* Columns of a RankGraph in hub.chakra._model.COLUMN_NAMES order and their item sizes. */
+enum { C_IDS, C_KIND, C_PEER, C_TAG, C_COUNT, C_SRC_BUF, C_SRC_OFF, C_DST_BUF, C_DST_OFF, C_OP, C_SIZE,
+       C_DURATION, C_TB, C_CHAN, N_COLUMNS };
+CODEC_INTERNAL extern const int column_itemsize[N_COLUMNS];
+
+/* -- buffers (_codec.c) --------------------------------------------------------------------- */
+/* A C-contiguous view of obj with items of itemsize bytes (writable on request); -1 with a
+ * TypeError naming `what` otherwise. */
+CODEC_INTERNAL int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what);
+/* Release the views that were taken (obj != NULL) of views[0:count]. */
+CODEC_INTERNAL void release_all(Py_buffer *views, int count);
+
+/* -- reading varints (both decoders: _codec_read.c, _codec_frame.c) ------------------------- */
+/* Read a varint at *pos (< end); 0 when it is cut off or longer than 10 bytes. */
+static inline int get_varint(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, uint64_t *out) {
+    Py_ssize_t p = *pos;
+    if (p < end && buf[p] < 0x80) { /* the common case: one byte */
+        *out = buf[p];
+        *pos = p + 1;
+        return 1;
+    }
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p >= end) {
+            return 0;
+        }
+        uint8_t b = buf[p++];
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            *pos = p;
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A feeder converts any integer oneof to the column's integer (as hub.chakra's general path does). */
+static inline int int_of_field(uint64_t field, uint64_t raw, int64_t *out) {
+    if (field == 7) { /* int32_val, what writers use for all but comm_size: no jump table */
+        *out = (int32_t)(uint32_t)raw;
+        return 1;
+    }
+    switch (field) {
+    case 7: *out = (int32_t)(uint32_t)raw; return 1;                        /* int32_val */
+    case 9: case 13: *out = (int64_t)raw; return 1;                         /* int64_val, uint64_val */
+    case 11: *out = (int64_t)(raw & 0xFFFFFFFFu); return 1;                 /* uint32_val */
+    case 15: case 17: *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1); return 1; /* sint32/sint64 */
+    default: return 0;
+    }
+}
+
+/* -- the module's functions, one part each ---------------------------------------------------- */
+CODEC_INTERNAL PyObject *codec_encode_rank(PyObject *self, PyObject *args);     /* _codec_write.c */
+CODEC_INTERNAL PyObject *codec_frame_files(PyObject *self, PyObject *args);     /* _codec_frame.c */
+CODEC_INTERNAL PyObject *codec_decode_metadata(PyObject *self, PyObject *args); /* _codec_frame.c */
+CODEC_INTERNAL PyObject *codec_decode_batch(PyObject *self, PyObject *args);    /* _codec_read.c */
+
+#endif
