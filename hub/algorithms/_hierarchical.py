@@ -69,19 +69,8 @@ def default_local_size(ranks: int) -> int:
 def build_hierarchical(p: HierarchicalParams) -> Algorithm:
     coll = check_collective("hierarchical", p.collective, HIERARCHICAL_COLLECTIVES)
     n = check_ranks("hierarchical", p.ranks)
-    L = p.local_size if p.local_size is not None else default_local_size(n)
-    if n % L:
-        divisors = [d for d in range(1, n + 1) if n % d == 0]
-        raise AlgorithmError(
-            f"hierarchical: local_size {L} does not divide {n} ranks",
-            hint="local_size must be one of " + ", ".join(map(str, divisors)),
-        )
+    L = _local_size(p, coll, n)
     N = n // L
-    if p.fused and coll != Collective.ALLREDUCE:
-        raise AlgorithmError(
-            f"hierarchical: fused applies to allreduce, not {coll.value}",
-            hint="its blocks end on the ranks of their group, not on the rank of their index",
-        )
     meta = AlgorithmMeta(
         collective=coll,
         ranks=n,
@@ -97,6 +86,49 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
         return _alltoall(vb, p, L, N, replace(meta, scratch_chunks=n))
     r = vb.r
     a, l = r // L, r % L
+    meta, buf, start, final_copy = _buffers(vb, p, coll, meta)
+    inter = _inter_lane(p, a, l, L, N, buf)
+    deps = start
+    if coll in (Collective.ALLREDUCE, Collective.REDUCESCATTER):
+        lanes = _intra_lanes(p, a, l, L, N, buf, deps)
+        ring_phase(vb, lanes, "rs", reduction_comp=p.reduction_comp)
+        inter.start(_join(lanes) if L > 1 else deps)
+        ring_phase(vb, [inter], "rs", reduction_comp=p.reduction_comp)
+        deps = inter.tail
+    if final_copy:
+        vb.copy((Buffer.SCRATCH, r), (Buffer.OUTPUT, 0), 1, deps=deps)
+    if coll in (Collective.ALLREDUCE, Collective.ALLGATHER):
+        if coll == Collective.ALLGATHER:
+            inter.start(deps)
+        ring_phase(vb, [inter], "ag", reduction_comp=p.reduction_comp)
+        lanes = _intra_lanes(p, a, l, L, N, buf, inter.tail)
+        ring_phase(vb, lanes, "ag", reduction_comp=p.reduction_comp)
+    return vb.build(meta)
+
+
+def _local_size(p: HierarchicalParams, coll: Collective, n: int) -> int:
+    """The ranks per node, checked: a divisor of ``n`` (and ``fused`` only for all-reduce)."""
+    L = p.local_size if p.local_size is not None else default_local_size(n)
+    if n % L:
+        divisors = [d for d in range(1, n + 1) if n % d == 0]
+        raise AlgorithmError(
+            f"hierarchical: local_size {L} does not divide {n} ranks",
+            hint="local_size must be one of " + ", ".join(map(str, divisors)),
+        )
+    if p.fused and coll != Collective.ALLREDUCE:
+        raise AlgorithmError(
+            f"hierarchical: fused applies to allreduce, not {coll.value}",
+            hint="its blocks end on the ranks of their group, not on the rank of their index",
+        )
+    return L
+
+
+def _buffers(
+    vb: VecBuilder, p: HierarchicalParams, coll: Collective, meta: AlgorithmMeta
+) -> tuple[AlgorithmMeta, Buffer, list[int], bool]:
+    """(the meta's chunk counts, the buffer the rings work in, the first copy of an out-of-place
+    run, whether a reduce-scatter ends with a copy out of scratch)."""
+    r = vb.r
     start: list[int] = []
     final_copy = False
     if coll == Collective.ALLGATHER:
@@ -108,41 +140,48 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
         meta = replace(meta, out_chunks=1)
         buf = Buffer.INPUT
         if not p.inplace:
-            meta = replace(meta, scratch_chunks=n)
+            meta = replace(meta, scratch_chunks=meta.ranks)
             buf, final_copy = Buffer.SCRATCH, True
-            start = [vb.copy((Buffer.INPUT, 0), (Buffer.SCRATCH, 0), n)]
+            start = [vb.copy((Buffer.INPUT, 0), (Buffer.SCRATCH, 0), meta.ranks)]
     else:
         buf = Buffer.INPUT if p.inplace else Buffer.OUTPUT
         if not p.inplace:
-            start = [vb.copy((Buffer.INPUT, 0), (Buffer.OUTPUT, 0), n)]
+            start = [vb.copy((Buffer.INPUT, 0), (Buffer.OUTPUT, 0), meta.ranks)]
+    return meta, buf, start, final_copy
 
-    def intra_lanes(deps: list[int]) -> list[Lane]:
-        if p.fused:  # one lane; segment s = the N contiguous chunks s*N.., one message per step
-            lane = Lane(
-                pos=l, size=L, nxt=a * L + (l + 1) % L, prv=a * L + (l - 1) % L, off=_scaled(N), count=N, buf=buf
-            )
-            lane.start(deps)
-            return [lane]
-        lanes = []
-        for b in range(N):
-            lane = Lane(
-                pos=l,
-                size=L,
-                nxt=a * L + (l + 1) % L,
-                prv=a * L + (l - 1) % L,
-                off=_shifted(b * L),
-                count=1,
-                buf=buf,
-                chan=0,
-            )
-            lane.start(deps)
-            lanes.append(lane)
-        return lanes
 
-    def join(lanes: list[Lane]) -> list[int]:
-        return sorted({t for lane in lanes for t in lane.tail})
+def _intra_lanes(
+    p: HierarchicalParams, a: np.ndarray, l: np.ndarray, L: int, N: int, buf: Buffer, deps: list[int]
+) -> list[Lane]:
+    """The ring lanes inside each node, started after ``deps``: one per node block, or one for all."""
+    if p.fused:  # one lane; segment s = the N contiguous chunks s*N.., one message per step
+        lane = Lane(pos=l, size=L, nxt=a * L + (l + 1) % L, prv=a * L + (l - 1) % L, off=_scaled(N), count=N, buf=buf)
+        lane.start(deps)
+        return [lane]
+    lanes = []
+    for b in range(N):
+        lane = Lane(
+            pos=l,
+            size=L,
+            nxt=a * L + (l + 1) % L,
+            prv=a * L + (l - 1) % L,
+            off=_shifted(b * L),
+            count=1,
+            buf=buf,
+            chan=0,
+        )
+        lane.start(deps)
+        lanes.append(lane)
+    return lanes
 
-    inter = Lane(
+
+def _join(lanes: list[Lane]) -> list[int]:
+    return sorted({t for lane in lanes for t in lane.tail})
+
+
+def _inter_lane(p: HierarchicalParams, a: np.ndarray, l: np.ndarray, L: int, N: int, buf: Buffer) -> Lane:
+    """The ring across nodes among the ranks of one local rank."""
+    return Lane(
         pos=a,
         size=N,
         nxt=((a + 1) % N) * L + l,
@@ -153,22 +192,6 @@ def build_hierarchical(p: HierarchicalParams) -> Algorithm:
         buf=buf,
         chan=1,
     )
-    deps = start
-    if coll in (Collective.ALLREDUCE, Collective.REDUCESCATTER):
-        lanes = intra_lanes(deps)
-        ring_phase(vb, lanes, "rs", reduction_comp=p.reduction_comp)
-        inter.start(join(lanes) if L > 1 else deps)
-        ring_phase(vb, [inter], "rs", reduction_comp=p.reduction_comp)
-        deps = inter.tail
-    if final_copy:
-        vb.copy((Buffer.SCRATCH, r), (Buffer.OUTPUT, 0), 1, deps=deps)
-    if coll in (Collective.ALLREDUCE, Collective.ALLGATHER):
-        if coll == Collective.ALLGATHER:
-            inter.start(deps)
-        ring_phase(vb, [inter], "ag", reduction_comp=p.reduction_comp)
-        lanes = intra_lanes(inter.tail)
-        ring_phase(vb, lanes, "ag", reduction_comp=p.reduction_comp)
-    return vb.build(meta)
 
 
 def _scaled(width: int) -> Callable[[np.ndarray], np.ndarray]:

@@ -263,14 +263,10 @@ def run_command(
     directory, marked INCOMPLETE (exit 130); `collhub run FILE --resume` completes it.
 
     Example: collhub run examples/compare-allreduce.yaml --jobs 2 --out runs/demo"""
-    from ..errors import UsageError
     from ..pipeline import _interrupt, execute, validate_pipeline
     from ._errors import STATE
 
-    if out_dir is not None and not out_dir.strip():
-        raise UsageError("--out is empty", hint="give a run directory, e.g. --out runs/sweep")
-    if scheduler is not None and executor != ExecutorKind.dask:  # before validating: a usage error is cheap
-        raise UsageError("--scheduler needs --executor dask", hint="add --executor dask, or drop --scheduler")
+    _check_run_options(out_dir, executor, scheduler)  # before validating: a usage error is cheap
     _interrupt.EXIT_AFTER_INTERRUPT = STATE.process  # the real collhub process exits after the run
     with _interrupt.Interrupts():
         vp = validate_pipeline(file)
@@ -293,6 +289,22 @@ def run_command(
     if format == OutputFormat.json:
         emit_json(result.document)
         return
+    _say_run(result, vp)
+
+
+def _check_run_options(out_dir: str | None, executor: ExecutorKind, scheduler: str | None) -> None:
+    """The option combinations ``collhub run`` refuses, as usage errors."""
+    from ..errors import UsageError
+
+    if out_dir is not None and not out_dir.strip():
+        raise UsageError("--out is empty", hint="give a run directory, e.g. --out runs/sweep")
+    if scheduler is not None and executor != ExecutorKind.dask:
+        raise UsageError("--scheduler needs --executor dask", hint="add --executor dask, or drop --scheduler")
+
+
+def _say_run(result: Any, vp: Any) -> None:
+    """A finished run in table form: the results table on stdout; warnings, the row count and
+    the files written on stderr."""
     from ..pipeline._rundir import warning_lines
     from ._runtable import print_run_table
 

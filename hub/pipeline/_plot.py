@@ -3,9 +3,9 @@
 The picture is the one nccl-tests users draw by hand: bus bandwidth against message size on a
 log2 axis, one line per algorithm. :func:`plot_layout` is a pure function that decides *what*
 to draw (x variable, panels, series, the points of every line) from a ``results.json``
-document; :func:`plot_results` renders that layout with matplotlib (imported lazily, through the
-object API and the Agg canvas, so the caller's pyplot state and backend are left alone) and
-writes the PNG atomically. The runner calls :func:`auto_plot` to leave ``results.png`` in every
+document; :func:`plot_results` renders that layout with matplotlib (``_plot_render``, imported
+lazily, through the object API and the Agg canvas, so the caller's pyplot state and backend are
+left alone) and writes the PNG atomically. The runner calls :func:`auto_plot` to leave ``results.png`` in every
 run directory whose results have a numeric x axis with at least two values.
 """
 
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._units import parse_size
-from ..atomic import output_path
 from ..errors import FormatError, UsageError
 
 __all__ = ["Panel", "PlotLayout", "auto_plot", "format_bytes", "load_document", "plot_layout", "plot_results"]
@@ -269,23 +268,62 @@ def plot_layout(
     names, values = _variables(document)
     xname, kind = _choose_x(names, values, x)
     varying = [n for n in names if n != xname and len(values[n]) > 1]
-    if panel is None:
-        panel_vars = list(varying)
-    else:
-        panel_vars = [panel] if isinstance(panel, str) else list(panel)
-        for p in panel_vars:
-            if p not in values:
-                raise UsageError(
-                    f"panel variable {p!r} is not a matrix variable of this run",
-                    hint=f"{_did_you_mean(p, names)}variables: {', '.join(names) or '(none)'}",
-                )
-            if p == xname:
-                raise UsageError(
-                    f"{p!r} is the x axis and cannot also split the panels", hint="choose another --x or panel variable"
-                )
+    panel_vars = _panel_vars(panel, names, values, xname, varying)
     extra = [n for n in varying if n not in panel_vars]
+    failed, usable, missing = _usable_rows(rows, metric)
     many_consumers = len({r.get("consumer") for r in rows}) > 1
+    placed = _place_rows(usable, metric, kind, xname, panel_vars, extra, many_consumers, names, values)
+    missing += placed.unplaced
+    if not placed.xs:
+        raise UsageError(
+            f"no successful row has a value of {xname!r} to place it on the x axis",
+            hint="pass --x with a variable every row has",
+        )
+    panels = _panels(placed, panel_vars, values)
+    x_values = tuple(sorted(placed.xs))
+    y_label, words = _metric_labels(metric)
+    warned = sum(len(pts) for p in panels for pts in p.flagged.values())
+    return PlotLayout(
+        metric=metric,
+        x=xname,
+        x_kind=kind,
+        x_scale=_x_scale(kind, x_values),
+        x_values=x_values,
+        x_label=f"{xname} (bytes)" if kind == "bytes" else xname,
+        y_label=y_label,
+        y_scale=_y_scale(metric, panels),
+        panel_vars=tuple(panel_vars),
+        series=tuple(placed.series),
+        panels=tuple(panels),
+        title=_title(document, words, xname, _context(usable), _notes(metric, failed, missing, warned)),
+        failed=failed,
+        missing=missing,
+        warned=warned,
+    )
 
+
+def _panel_vars(
+    panel: str | Sequence[str] | None, names: list[str], values: dict[str, list[Any]], xname: str, varying: list[str]
+) -> list[str]:
+    """The variables with one subplot per value: the ones asked for (checked), else every varying one."""
+    if panel is None:
+        return list(varying)
+    panel_vars = [panel] if isinstance(panel, str) else list(panel)
+    for p in panel_vars:
+        if p not in values:
+            raise UsageError(
+                f"panel variable {p!r} is not a matrix variable of this run",
+                hint=f"{_did_you_mean(p, names)}variables: {', '.join(names) or '(none)'}",
+            )
+        if p == xname:
+            raise UsageError(
+                f"{p!r} is the x axis and cannot also split the panels", hint="choose another --x or panel variable"
+            )
+    return panel_vars
+
+
+def _usable_rows(rows: list[Mapping[str, Any]], metric: str) -> tuple[int, list[Mapping[str, Any]], int]:
+    """(failed rows, the successful rows with a numeric ``metric``, the successful rows without it)."""
     ok = [r for r in rows if r.get("status") == "ok"]
     failed = len(rows) - len(ok)
     usable = [r for r in ok if _is_number((r.get("metrics") or {}).get(metric))]
@@ -296,95 +334,107 @@ def plot_layout(
             f"no successful row has the metric {metric!r}{note}",
             hint=f"{_did_you_mean(metric, present)}numeric metrics: {', '.join(present) or '(none)'}",
         )
-    missing = len(ok) - len(usable)
+    return failed, usable, len(ok) - len(usable)
 
+
+@dataclass
+class _Placed:
+    """The usable rows placed on the plot: series labels (first-seen order), per panel key (the
+    matrix index of each panel variable's value) and series the points and the warned x values."""
+
+    series: dict[str, None] = field(default_factory=dict)
+    cells: dict[tuple[int, ...], dict[str, dict[float, float]]] = field(default_factory=dict)
+    warned_at: dict[tuple[int, ...], dict[str, set[float]]] = field(default_factory=dict)
+    xs: set[float] = field(default_factory=set)
+    unplaced: int = 0
+
+
+def _place_rows(
+    usable: list[Mapping[str, Any]],
+    metric: str,
+    kind: str,
+    xname: str,
+    panel_vars: list[str],
+    extra: list[str],
+    many_consumers: bool,
+    names: list[str],
+    values: dict[str, list[Any]],
+) -> _Placed:
     order = {n: {_key(v): i for i, v in enumerate(values[n])} for n in names}
-    series: dict[str, None] = {}
-    cells: dict[tuple[int, ...], dict[str, dict[float, float]]] = {}
-    warned_at: dict[tuple[int, ...], dict[str, set[float]]] = {}
-    xs: set[float] = set()
+    placed = _Placed()
     for r in usable:
         point = r.get("point") or {}
         xv = _x_value(kind, point.get(xname))
         if xv is None:  # a row from outside the matrix (hand-made documents): nothing to place it at
-            missing += 1
+            placed.unplaced += 1
             continue
         label = str(r.get("source"))
         if many_consumers:
             label += f" · {r.get('consumer') or '-'}"
         if extra:
             label += " (" + ", ".join(f"{n}={_show(point.get(n))}" for n in extra) + ")"
-        series.setdefault(label, None)
+        placed.series.setdefault(label, None)
         pkey = tuple(order[n].get(_key(point.get(n)), -1) for n in panel_vars)
-        cells.setdefault(pkey, {}).setdefault(label, {})[xv] = float(r["metrics"][metric])
+        placed.cells.setdefault(pkey, {}).setdefault(label, {})[xv] = float(r["metrics"][metric])
         if r.get("warnings"):
-            warned_at.setdefault(pkey, {}).setdefault(label, set()).add(xv)
-        xs.add(xv)
+            placed.warned_at.setdefault(pkey, {}).setdefault(label, set()).add(xv)
+        placed.xs.add(xv)
+    return placed
 
-    if not xs:
-        raise UsageError(
-            f"no successful row has a value of {xname!r} to place it on the x axis",
-            hint="pass --x with a variable every row has",
-        )
+
+def _panels(placed: _Placed, panel_vars: list[str], values: dict[str, list[Any]]) -> list[Panel]:
     panels = []
-    for pkey in sorted(cells):  # matrix order of each panel variable's values
+    for pkey in sorted(placed.cells):  # matrix order of each panel variable's values
         title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey, strict=False) if i >= 0)
-        lines = {s: sorted(cells[pkey][s].items()) for s in series if s in cells[pkey]}
-        flags = {s: [(x, y) for x, y in pts if x in warned_at.get(pkey, {}).get(s, ())] for s, pts in lines.items()}
+        cell, warned_at = placed.cells[pkey], placed.warned_at.get(pkey, {})
+        lines = {s: sorted(cell[s].items()) for s in placed.series if s in cell}
+        flags = {s: [(x, y) for x, y in pts if x in warned_at.get(s, ())] for s, pts in lines.items()}
         panels.append(Panel(title, lines, {s: pts for s, pts in flags.items() if pts}))
+    return panels
 
-    x_values = tuple(sorted(xs))
+
+def _x_scale(kind: str, x_values: tuple[float, ...]) -> Literal["log2", "log10", "linear"]:
     positive = bool(x_values) and x_values[0] > 0
     if kind == "bytes" and positive:
-        x_scale: Literal["log2", "log10", "linear"] = "log2"
-    elif (
+        return "log2"
+    if (
         positive
         and all(v == int(v) and int(v) & (int(v) - 1) == 0 for v in x_values)
         and x_values[-1] / x_values[0] >= 4
     ):
-        x_scale = "log2"  # rank counts and other powers of two: evenly spaced
-    elif positive and x_values[-1] / x_values[0] >= 16:
-        x_scale = "log10"
-    else:
-        x_scale = "linear"
-    ys = [y for p in panels for line in p.lines.values() for _, y in line]
-    y_label, words = _metric_labels(metric)
-    is_time = metric.startswith("time")
-    y_scale: Literal["log", "linear"] = "log" if is_time and min(ys) > 0 and max(ys) / min(ys) >= 10 else "linear"
-    x_label = f"{xname} (bytes)" if kind == "bytes" else xname
+        return "log2"  # rank counts and other powers of two: evenly spaced
+    if positive and x_values[-1] / x_values[0] >= 16:
+        return "log10"
+    return "linear"
 
-    name = (document.get("pipeline") or {}).get("name") if isinstance(document.get("pipeline"), Mapping) else None
-    title = f"{name}: {words} vs {xname}" if name else f"{words} vs {xname}"
-    context = _context(usable)
-    if context:
-        title += f"\n{context}"
+
+def _y_scale(metric: str, panels: list[Panel]) -> Literal["log", "linear"]:
+    """Log for times spanning a decade or more; bandwidths stay linear."""
+    ys = [y for p in panels for line in p.lines.values() for _, y in line]
+    is_time = metric.startswith("time")
+    return "log" if is_time and min(ys) > 0 and max(ys) / min(ys) >= 10 else "linear"
+
+
+def _notes(metric: str, failed: int, missing: int, warned: int) -> list[str]:
+    """What the picture leaves out or flags, for the title."""
     notes = []
     if failed:
         notes.append(f"{failed} failed row(s) not shown")
     if missing:
         notes.append(f"{missing} row(s) without {metric}")
-    warned = sum(len(pts) for p in panels for pts in p.flagged.values())
     if warned:
         notes.append(f"{warned} point(s) circled red carry a warning (e.g. below the lower bound)")
+    return notes
+
+
+def _title(document: Mapping[str, Any], words: str, xname: str, context: str, notes: list[str]) -> str:
+    name = (document.get("pipeline") or {}).get("name") if isinstance(document.get("pipeline"), Mapping) else None
+    title = f"{name}: {words} vs {xname}" if name else f"{words} vs {xname}"
+    if context:
+        title += f"\n{context}"
     if notes:
         title += ("\n" if not context else "; ") + "; ".join(notes)
-    return PlotLayout(
-        metric=metric,
-        x=xname,
-        x_kind=kind,
-        x_scale=x_scale,
-        x_values=x_values,
-        x_label=x_label,
-        y_label=y_label,
-        y_scale=y_scale,
-        panel_vars=tuple(panel_vars),
-        series=tuple(series),
-        panels=tuple(panels),
-        title=title,
-        failed=failed,
-        missing=missing,
-        warned=warned,
-    )
+    return title
 
 
 def _context(rows: list[Mapping[str, Any]]) -> str:
@@ -421,149 +471,11 @@ def _matplotlib() -> Any:
     return matplotlib
 
 
-def _x_ticks(layout: PlotLayout) -> tuple[list[float], list[str]]:
-    vals = list(layout.x_values)
-    if layout.x_scale == "log2" and len(vals) > 10:
-        # Many sizes (nccl-tests sweeps 8B..8GiB): label every k-th power of two instead of each point.
-        lo, hi = math.floor(math.log2(vals[0])), math.ceil(math.log2(vals[-1]))
-        step = max(1, math.ceil((hi - lo + 1) / 9))
-        vals = [2.0**e for e in range(lo, hi + 1, step)]
-    elif len(vals) > 10:
-        return [], []  # let matplotlib choose
-    if layout.x_kind == "bytes":
-        return vals, [format_bytes(v) for v in vals]
-    return vals, [f"{v:g}" for v in vals]
-
-
 def _render(layout: PlotLayout, target: Path, dpi: int) -> None:
-    mpl = _matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    # the seam the runner's plot calls (and tests replace); the drawing lives apart, with matplotlib
+    from ._plot_render import render
 
-    n = max(1, len(layout.panels))
-    ncols = n if n <= 3 else 2 if n == 4 else 3  # 4 panels read better as 2 x 2 than as 3 + 1
-    nrows = math.ceil(n / ncols)
-    colors = list(mpl.colormaps["tab10" if len(layout.series) <= 10 else "tab20"].colors)
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
-    dashes = ["-", "--", "-.", ":"]
-    # One style per series for the whole figure, so an algorithm looks the same in every panel;
-    # marker and dash patterns differ too, so coinciding lines stay visible (and print in grey).
-    style = {
-        s: (colors[i % len(colors)], markers[i % len(markers)], dashes[i % len(dashes)])
-        for i, s in enumerate(layout.series)
-    }
-    ticks, tick_labels = _x_ticks(layout)
-    rc = {
-        "font.size": 10,
-        "axes.titlesize": 11,
-        "axes.labelsize": 10,
-        "legend.fontsize": 9.5,
-        "xtick.labelsize": 9,
-        "ytick.labelsize": 9,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-    }
-    with mpl.rc_context(rc):
-        width, height = 4.6 * ncols + 0.6, 3.5 * nrows + 1.2
-        loc, legend_cols, extra_w, extra_h = _legend_plan(layout.series, width)
-        fig = Figure(figsize=(width + extra_w, height + extra_h), layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
-        handles: dict[str, Any] = {}
-        for idx, ax in enumerate(axes.flat):
-            if idx >= len(layout.panels):
-                ax.set_visible(False)
-                continue
-            p = layout.panels[idx]
-            for s, pts in p.lines.items():
-                color, marker, dash = style[s]
-                (h,) = ax.plot(
-                    [a for a, _ in pts],
-                    [b for _, b in pts],
-                    color=color,
-                    marker=marker,
-                    linestyle=dash,
-                    markersize=5.5,
-                    linewidth=1.8,
-                    markeredgecolor="white",
-                    markeredgewidth=0.6,
-                    label=s,
-                )
-                handles.setdefault(s, h)
-            for pts in p.flagged.values():
-                (h,) = ax.plot(
-                    [a for a, _ in pts],
-                    [b for _, b in pts],
-                    linestyle="none",
-                    marker="o",
-                    markersize=11,
-                    markerfacecolor="none",
-                    markeredgecolor="#d62728",
-                    markeredgewidth=1.6,
-                    label=_WARNED,
-                )
-                handles.setdefault(_WARNED, h)
-            if p.title:
-                ax.set_title(p.title)
-            if layout.x_scale == "log2":
-                ax.set_xscale("log", base=2)
-            elif layout.x_scale == "log10":
-                ax.set_xscale("log")
-            if ticks:
-                ax.xaxis.set_major_locator(FixedLocator(ticks))
-                ax.xaxis.set_major_formatter(_fixed_formatter(ticks, tick_labels))
-                ax.xaxis.set_minor_locator(NullLocator())
-            if layout.y_scale == "log":
-                ax.set_yscale("log")
-                # Plain numbers (10, 100, 1000 µs) read faster than 10^k for times.
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-            ax.grid(True, which="major", color="0.85", linewidth=0.8)
-            ax.margins(x=0.04)
-            ax.set_axisbelow(True)
-            # Only the outer axes carry labels: the panels share both axes.
-            if idx // ncols == nrows - 1 or idx + ncols >= len(layout.panels):
-                ax.set_xlabel(layout.x_label)
-                ax.tick_params(axis="x", labelbottom=True)
-            if idx % ncols == 0:
-                ax.set_ylabel(layout.y_label)
-        if layout.y_scale == "linear":
-            lo = min(y for p in layout.panels for line in p.lines.values() for _, y in line)
-            if lo >= 0:  # bandwidth starts at zero so heights compare honestly
-                axes.flat[0].set_ylim(bottom=0)
-        if len(ticks) > 6:
-            for ax in axes.flat:
-                for lab in ax.get_xticklabels():
-                    lab.set_rotation(45)
-                    lab.set_horizontalalignment("right")
-        fig.suptitle(layout.title, fontsize=12)
-        order = [s for s in layout.series if s in handles] + ([_WARNED] if _WARNED in handles else [])
-        fig.legend([handles[s] for s in order], order, loc=loc, ncols=legend_cols, frameon=False)
-        with output_path(target) as tmp:  # whole or absent, with the run's file mode
-            fig.savefig(tmp, format="png", dpi=dpi, facecolor="white")
-
-
-def _legend_plan(series: Sequence[str], width: float) -> tuple[str, int, float, float]:
-    """Legend location, columns and the figure growth (inches) it needs.
-
-    Below the panels while the entries fit across the figure in up to 4 columns (one row
-    fits in the base height), else one column on the right with the figure widened to hold it."""
-    char_in, handle_in = 0.075, 0.75  # ~9.5 pt text; the line sample and padding of one entry
-    longest = max((len(s) for s in series), default=0) * char_in + handle_in
-    for cols in range(min(len(series), 4), 0, -1):
-        if cols * longest <= width:
-            rows = math.ceil(len(series) / cols)
-            if rows <= 3:
-                return "outside lower center", cols, 0.0, 0.25 * (rows - 1)
-            break
-    return "outside right center", 1, longest + 0.2, 0.0
-
-
-def _fixed_formatter(ticks: list[float], labels: list[str]) -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    table = dict(zip(ticks, labels, strict=False))
-    return FuncFormatter(lambda v, _pos: table.get(v, ""))
+    render(layout, target, dpi)
 
 
 def plot_results(
