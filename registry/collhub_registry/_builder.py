@@ -121,7 +121,22 @@ def build_site(
     paths = [Path(w) for w in wheels]
     if not paths:
         raise UsageError("no wheel files given", hint="collhub registry build dist/*.whl --out site")
+    infos, errors = _read_wheels(paths)
+    _check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        plugins = _write_site(tmp, infos, errors, meta, yanked_set, base_url)
+        os.chmod(tmp, 0o755)
+        _replace(out, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return BuildReport(site=out, plugins=plugins, errors=errors)
 
+
+def _read_wheels(paths: list[Path]) -> tuple[dict[str, dict[str, WheelInfo]], list[ErrorEntry]]:
+    """Each plugin's wheels by version, and the files that could not be indexed (and why)."""
     infos: dict[str, dict[str, WheelInfo]] = {}
     errors: list[ErrorEntry] = []
     for path in paths:
@@ -148,99 +163,113 @@ def build_site(
             errors.append(ErrorEntry(file=path.name, error=f"duplicate {name} {info.version}"))
             continue
         infos.setdefault(name, {})[info.version] = info
+    return infos, errors
 
-    _check_out(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        files_dir = tmp / "files"
-        files_dir.mkdir()
-        summaries: list[PluginSummary] = []
-        by_id: dict[str, list[str]] = {}
-        by_coll: dict[str, list[str]] = {}
-        by_kind: dict[str, list[str]] = {}
-        report = BuildReport(site=out)
-        docs: list[PluginDoc] = []
-        for name in sorted(infos):
-            versions = infos[name]
-            entries: dict[str, VersionEntry] = {}
-            for version in sorted(versions, key=_version_key):
-                info = versions[version]
-                shutil.copy2(info.path, files_dir / info.filename)
-                mtime = datetime.fromtimestamp(info.path.stat().st_mtime, UTC).replace(microsecond=0)
-                entries[version] = VersionEntry.model_validate(
-                    {
-                        "requires_hub": _requires_hub(info),
-                        "requires_python": info.requires_python,
-                        "api_version": info.manifest.api_version,
-                        "yanked": f"{name}=={version}" in yanked_set,
-                        "upload-time": mtime.isoformat(),
-                        "summary": info.summary,
-                        "manifest": info.manifest,
-                        "files": [
-                            {
-                                "filename": info.filename,
-                                "url": f"../../files/{info.filename}",
-                                "hashes": {"sha256": info.sha256},
-                                "size": info.size,
-                                "upload-time": mtime.isoformat(),
-                            }
-                        ],
-                    }
-                )
-            candidates = [v for v in entries if not entries[v].yanked] or list(entries)
-            latest = max(candidates, key=_version_key)
-            doc = PluginDoc(meta=meta, name=name, latest=latest, versions=entries)
-            _dump(tmp / "v1" / "plugins" / f"{name}.json", doc)
-            docs.append(doc)
-            _write_text(tmp / "plugins" / f"{name}.html", plugin_page(doc, versions[latest].requires_dist, base_url))
-            top = entries[latest]
-            manifest = top.manifest
-            components = [
-                ComponentEntry(
-                    id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary, collectives=list(c.collectives)
-                )
-                for c in manifest.components
-            ]
-            summaries.append(
-                PluginSummary(
-                    name=name,
-                    display_name=manifest.display_name,
-                    summary=top.summary,
-                    latest=latest,
-                    lifecycle=manifest.lifecycle,
-                    keywords=list(manifest.keywords),
-                    components=components,
-                    requires_hub=top.requires_hub,
-                )
-            )
-            for comp in components:
-                by_id.setdefault(comp.id, []).append(name)
-                by_kind.setdefault(comp.kind, []).append(name)
-                for coll in comp.collectives:
-                    by_coll.setdefault(coll, []).append(name)
-            report.plugins[name] = list(entries)
-        dedupe = lambda d: {k: sorted(set(v)) for k, v in sorted(d.items())}  # noqa: E731
-        _dump(tmp / "v1" / "index.json", IndexDoc(meta=meta, plugins=summaries))
-        _dump(
-            tmp / "v1" / "components.json",
-            ComponentsDoc(meta=meta, by_id=dedupe(by_id), by_collective=dedupe(by_coll), by_kind=dedupe(by_kind)),
+
+def _write_site(
+    tmp: Path,
+    infos: dict[str, dict[str, WheelInfo]],
+    errors: list[ErrorEntry],
+    meta: Meta,
+    yanked_set: set[str],
+    base_url: str | None,
+) -> dict[str, list[str]]:
+    """The whole site into the empty directory ``tmp``: wheels, plugin documents and pages, then
+    the index, the reverse index, the errors and the front page. Returns each plugin's versions."""
+    files_dir = tmp / "files"
+    files_dir.mkdir()
+    summaries: list[PluginSummary] = []
+    by_id: dict[str, list[str]] = {}
+    by_coll: dict[str, list[str]] = {}
+    by_kind: dict[str, list[str]] = {}
+    plugins: dict[str, list[str]] = {}
+    docs: list[PluginDoc] = []
+    for name in sorted(infos):
+        versions = infos[name]
+        entries = {
+            v: _version_entry(name, versions[v], files_dir, yanked_set) for v in sorted(versions, key=_version_key)
+        }
+        candidates = [v for v in entries if not entries[v].yanked] or list(entries)
+        latest = max(candidates, key=_version_key)
+        doc = PluginDoc(meta=meta, name=name, latest=latest, versions=entries)
+        _dump(tmp / "v1" / "plugins" / f"{name}.json", doc)
+        docs.append(doc)
+        _write_text(tmp / "plugins" / f"{name}.html", plugin_page(doc, versions[latest].requires_dist, base_url))
+        summary = _summary(name, latest, entries[latest])
+        summaries.append(summary)
+        for comp in summary.components:
+            by_id.setdefault(comp.id, []).append(name)
+            by_kind.setdefault(comp.kind, []).append(name)
+            for coll in comp.collectives:
+                by_coll.setdefault(coll, []).append(name)
+        plugins[name] = list(entries)
+    dedupe = lambda d: {k: sorted(set(v)) for k, v in sorted(d.items())}  # noqa: E731
+    _dump(tmp / "v1" / "index.json", IndexDoc(meta=meta, plugins=summaries))
+    _dump(
+        tmp / "v1" / "components.json",
+        ComponentsDoc(meta=meta, by_id=dedupe(by_id), by_collective=dedupe(by_coll), by_kind=dedupe(by_kind)),
+    )
+    _dump(tmp / "v1" / "errors.json", ErrorsDoc(meta=meta, errors=errors))
+    _write_text(tmp / "index.html", index_page(docs, base_url))
+    css = resources.files("collhub_registry").joinpath("site.css").read_text(encoding="utf-8")
+    _write_text(tmp / "site.css", css)
+    return plugins
+
+
+def _version_entry(name: str, info: WheelInfo, files_dir: Path, yanked_set: set[str]) -> VersionEntry:
+    """One version of a plugin: its wheel copied into ``files_dir`` and described."""
+    shutil.copy2(info.path, files_dir / info.filename)
+    mtime = datetime.fromtimestamp(info.path.stat().st_mtime, UTC).replace(microsecond=0)
+    return VersionEntry.model_validate(
+        {
+            "requires_hub": _requires_hub(info),
+            "requires_python": info.requires_python,
+            "api_version": info.manifest.api_version,
+            "yanked": f"{name}=={info.version}" in yanked_set,
+            "upload-time": mtime.isoformat(),
+            "summary": info.summary,
+            "manifest": info.manifest,
+            "files": [
+                {
+                    "filename": info.filename,
+                    "url": f"../../files/{info.filename}",
+                    "hashes": {"sha256": info.sha256},
+                    "size": info.size,
+                    "upload-time": mtime.isoformat(),
+                }
+            ],
+        }
+    )
+
+
+def _summary(name: str, latest: str, top: VersionEntry) -> PluginSummary:
+    """The index's line of a plugin: its latest version's manifest and components."""
+    manifest = top.manifest
+    components = [
+        ComponentEntry(
+            id=f"{manifest.plugin}.{c.name}", kind=c.kind, summary=c.summary, collectives=list(c.collectives)
         )
-        _dump(tmp / "v1" / "errors.json", ErrorsDoc(meta=meta, errors=errors))
-        _write_text(tmp / "index.html", index_page(docs, base_url))
-        css = resources.files("collhub_registry").joinpath("site.css").read_text(encoding="utf-8")
-        _write_text(tmp / "site.css", css)
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    report.errors = errors
-    return report
+        for c in manifest.components
+    ]
+    return PluginSummary(
+        name=name,
+        display_name=manifest.display_name,
+        summary=top.summary,
+        latest=latest,
+        lifecycle=manifest.lifecycle,
+        keywords=list(manifest.keywords),
+        components=components,
+        requires_hub=top.requires_hub,
+    )
+
+
+def _replace(out: Path, tmp: Path) -> None:
+    """Put the finished site ``tmp`` at ``out``, moving an earlier site aside first."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)

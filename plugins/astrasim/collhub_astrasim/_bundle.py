@@ -218,116 +218,158 @@ def build_bundle(
     try:
         (tmp / "algorithm").mkdir()
         (tmp / "workload").mkdir()
-        custom: dict[str, str] = {}
-        native: dict[str, list[str]] = {}
-        impls: dict[str, str] = {}
-        bound: Algorithm | None = None
-        coll: Collective | None = None
-        repairs: dict[str, int] = {}
-        groups: dict[str, list[int]] = {}
         if isinstance(obj, Algorithm):
-            if algorithm_for:
-                raise UsageError(
-                    "algorithm_for is only for workload input", hint="an algorithm names its own collective"
-                )
-            check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
-            coll = obj.collective
-            key = custom_key(coll, target)  # refuses collectives ASTRA-sim cannot run
-            if obj.ranks != npus:
-                raise UsageError(
-                    f"algorithm {obj.name or coll.value!r} has {obj.ranks} ranks but the network"
-                    f"{' ' + network_label if network_label else ''} has {npus} NPUs",
-                    hint="choose a network with as many NPUs as the algorithm has ranks",
-                )
-            bound = _bind(obj, size)
-            prefix = f"algorithm/custom_{coll.value}"
-            write_algorithm(bound, tmp / prefix, attributes="astrasim")
-            custom[key] = prefix
-            impls[coll.value] = f"custom:{prefix}"
-            wl_size = bound.meta.size if bound.meta.size is not None else _sent_bytes(bound)
-            astra = ASTRA_COLL_NAME[coll]
-            if coll is Collective.ALLGATHER:
-                # ASTRA-sim's native all-gather reads comm_size as the per-rank contribution; the
-                # custom path ignores the workload size altogether.
-                wl_size = -(-wl_size // npus)
-            wl = Workload.single_collective(
-                coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size))
-            )
-            for rank, nodes in enumerate(wl.ranks):
-                nodes[0].id = rank  # as ASTRA-sim's microbenchmark generator numbers them (ids are per file)
-            workload_prefix = f"workload/{astra}"
+            c = _algorithm_contents(obj, tmp, npus, size, algorithm_for, target, network_label)
         else:
-            from ._repair import runnable_copy
-
-            wl, repairs = runnable_copy(obj)
-            if wl.rank_count != npus:
-                raise UsageError(f"workload has {wl.rank_count} ranks but the network has {npus} NPUs")
-            groups = _comm_groups(obj)  # (from the METADATA node, which the runnable copy leaves out)
-            if groups:
-                (tmp / COMM_GROUPS).write_text(dumps_json(groups))
-            workload_prefix = "workload/workload"
-            for coll_i, value in _workload_collectives(wl, algorithm_for or {}).items():
-                if value == "replay":
-                    impls[coll_i.value] = "replay"
-                    continue
-                if value.startswith("native:"):
-                    native[native_key(coll_i)] = _native_impls(value, len(dims))
-                    impls[coll_i.value] = value
-                    continue
-                key = custom_key(coll_i, target)
-                prefix = f"algorithm/custom_{coll_i.value}"
-                if Path(f"{value}.0.et").is_file():
-                    _copy_et_set(Path(value), npus, tmp / prefix)
-                else:
-                    alg = _produce(value, coll_i, npus, ctx)
-                    alg_size = size if size is not None else _workload_size(wl, coll_i, npus)
-                    write_algorithm(_bind(alg, alg_size), tmp / prefix, attributes="astrasim")
-                custom[key] = prefix
-                impls[coll_i.value] = f"custom:{prefix}"
-        write_workload(wl, tmp / workload_prefix, attributes="astrasim")
-        sys_cfg = system_json(custom, native, system or {})
+            c = _workload_contents(obj, tmp, npus, size, algorithm_for or {}, target, len(dims), ctx)
+        write_workload(c.wl, tmp / c.workload_prefix, attributes="astrasim")
+        sys_cfg = system_json(c.custom, c.native, system or {})
         (tmp / "system.json").write_text(dumps_json(sys_cfg))
         (tmp / "network.yml").write_text(yml)
         (tmp / "memory.json").write_text(dumps_json(memory_json()))
+        bound = c.bound
         bundle = Bundle(
             path=out,
-            workload_prefix=workload_prefix,
+            workload_prefix=c.workload_prefix,
             ranks=npus,
             dims=dims,
             target=target,
             backend=backend,
-            implementations=impls,
+            implementations=c.impls,
             size=bound.meta.size if bound is not None else size,
-            collective=coll,
+            collective=c.coll,
             algorithm=bound,
             predicted_ns=_predict(bound, dims, backend) if bound is not None and predict else {},
-            repairs=repairs,
-            comm_groups=groups,
+            repairs=c.repairs,
+            comm_groups=c.groups,
         )
         (tmp / "run.sh").write_text(run_sh(bundle.args()))
         (tmp / "run.sh").chmod(0o755)
         (tmp / "README.md").write_text(bundle_readme(bundle, sys_cfg))
-        manifest = {
-            "writer": "collhub-astrasim",
-            "target": target,
-            "backend": backend,
-            "ranks": npus,
-            "size": bundle.size,
-            "collective": coll.value if coll else None,
-            "algorithm": bound.name if bound is not None else None,
-            "implementations": impls,
-            "network": network_label,
-            "command": ["<astra-sim binary>", *bundle.args()],
-            "predicted_ns": bundle.predicted_ns,
-            "repairs": repairs,
-        }
-        (tmp / "collhub-bundle.json").write_text(dumps_json(manifest))
+        (tmp / "collhub-bundle.json").write_text(dumps_json(_manifest(bundle, network_label)))
         files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
         _publish(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return Bundle(**{**bundle.__dict__, "files": files})
+
+
+@dataclass
+class _Contents:
+    """What a bundle runs, as written into its directory: the workload and the implementation of
+    each of its collectives (custom ET sets, native algorithms, replay)."""
+
+    wl: Workload
+    workload_prefix: str
+    custom: dict[str, str] = field(default_factory=dict)  # system.json's custom key -> ET set prefix
+    native: dict[str, list[str]] = field(default_factory=dict)  # system.json's native key -> per-dim algorithms
+    impls: dict[str, str] = field(default_factory=dict)  # collective -> how it runs
+    bound: Algorithm | None = None  # an algorithm input, bound to its size
+    coll: Collective | None = None
+    repairs: dict[str, int] = field(default_factory=dict)
+    groups: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _algorithm_contents(
+    obj: Algorithm,
+    tmp: Path,
+    npus: int,
+    size: int | None,
+    algorithm_for: dict[str, str] | None,
+    target: str,
+    network_label: str,
+) -> _Contents:
+    """An algorithm input: its custom ET set, and a one-collective workload that runs it."""
+    if algorithm_for:
+        raise UsageError("algorithm_for is only for workload input", hint="an algorithm names its own collective")
+    check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
+    coll = obj.collective
+    key = custom_key(coll, target)  # refuses collectives ASTRA-sim cannot run
+    if obj.ranks != npus:
+        raise UsageError(
+            f"algorithm {obj.name or coll.value!r} has {obj.ranks} ranks but the network"
+            f"{' ' + network_label if network_label else ''} has {npus} NPUs",
+            hint="choose a network with as many NPUs as the algorithm has ranks",
+        )
+    bound = _bind(obj, size)
+    prefix = f"algorithm/custom_{coll.value}"
+    write_algorithm(bound, tmp / prefix, attributes="astrasim")
+    wl_size = bound.meta.size if bound.meta.size is not None else _sent_bytes(bound)
+    astra = ASTRA_COLL_NAME[coll]
+    if coll is Collective.ALLGATHER:
+        # ASTRA-sim's native all-gather reads comm_size as the per-rank contribution; the
+        # custom path ignores the workload size altogether.
+        wl_size = -(-wl_size // npus)
+    wl = Workload.single_collective(
+        coll, npus, wl_size, name=workload_name(astra, npus, int(bound.meta.size or wl_size))
+    )
+    for rank, nodes in enumerate(wl.ranks):
+        nodes[0].id = rank  # as ASTRA-sim's microbenchmark generator numbers them (ids are per file)
+    return _Contents(
+        wl, f"workload/{astra}", custom={key: prefix}, impls={coll.value: f"custom:{prefix}"}, bound=bound, coll=coll
+    )
+
+
+def _workload_contents(
+    obj: Workload,
+    tmp: Path,
+    npus: int,
+    size: int | None,
+    algorithm_for: dict[str, str],
+    target: str,
+    ndims: int,
+    ctx: Any,
+) -> _Contents:
+    """A workload input: its runnable copy, and per collective a custom ET set (produced or
+    copied), a native algorithm or replay, as ``algorithm_for`` says."""
+    from ._repair import runnable_copy
+
+    wl, repairs = runnable_copy(obj)
+    if wl.rank_count != npus:
+        raise UsageError(f"workload has {wl.rank_count} ranks but the network has {npus} NPUs")
+    c = _Contents(wl, "workload/workload", repairs=repairs)
+    c.groups = _comm_groups(obj)  # (from the METADATA node, which the runnable copy leaves out)
+    if c.groups:
+        (tmp / COMM_GROUPS).write_text(dumps_json(c.groups))
+    for coll_i, value in _workload_collectives(wl, algorithm_for).items():
+        if value == "replay":
+            c.impls[coll_i.value] = "replay"
+            continue
+        if value.startswith("native:"):
+            c.native[native_key(coll_i)] = _native_impls(value, ndims)
+            c.impls[coll_i.value] = value
+            continue
+        key = custom_key(coll_i, target)
+        prefix = f"algorithm/custom_{coll_i.value}"
+        if Path(f"{value}.0.et").is_file():
+            _copy_et_set(Path(value), npus, tmp / prefix)
+        else:
+            alg = _produce(value, coll_i, npus, ctx)
+            alg_size = size if size is not None else _workload_size(wl, coll_i, npus)
+            write_algorithm(_bind(alg, alg_size), tmp / prefix, attributes="astrasim")
+        c.custom[key] = prefix
+        c.impls[coll_i.value] = f"custom:{prefix}"
+    return c
+
+
+def _manifest(bundle: Bundle, network_label: str) -> dict[str, Any]:
+    """collhub-bundle.json: what was bundled, how to run it, what collhub predicts."""
+    bound = bundle.algorithm
+    return {
+        "writer": "collhub-astrasim",
+        "target": bundle.target,
+        "backend": bundle.backend,
+        "ranks": bundle.ranks,
+        "size": bundle.size,
+        "collective": bundle.collective.value if bundle.collective else None,
+        "algorithm": bound.name if bound is not None else None,
+        "implementations": bundle.implementations,
+        "network": network_label,
+        "command": ["<astra-sim binary>", *bundle.args()],
+        "predicted_ns": bundle.predicted_ns,
+        "repairs": bundle.repairs,
+    }
 
 
 def _predict(alg: Algorithm, dims: Sequence[Dim], backend: str) -> dict[str, int | str]:

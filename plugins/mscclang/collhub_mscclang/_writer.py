@@ -233,41 +233,94 @@ def write_msccl_ir(
         raise ExportError(f"proto={proto!r} is not Simple, LL or LL128")
     if min_bytes < 0 or (max_bytes is not None and max_bytes < min_bytes):
         raise ExportError(f"invalid size window min_bytes={min_bytes} max_bytes={max_bytes}")
-    n = m.ranks
     alias_out = m.inplace and coll in _ALIAS_OUT
     chan_of = channel_map(alg)
+    skip, copies = _identity_copies(alg)
+    body_of = _Body(
+        alg,
+        target,
+        rules,
+        fuse,
+        threadblocks,
+        enforce_limits,
+        skip,
+        copies,
+        alias_out,
+        [topo_rank(g) for g in alg.graphs],
+    )
+    # concurrent tags of a connection first get channels of their own (keeps the profile's
+    # concurrency); if the target's limits cannot take the extra tbs/channels, share them
+    lanes = split_lanes(alg, chan_of) if threadblocks != "keep" else None
+    try:
+        body, stats = body_of.build(lanes if lanes is not None else chan_of)
+    except ExportError:
+        if lanes is None or not enforce_limits:
+            raise
+        body, stats = body_of.build(chan_of)
+    attrs = _algo_attrs(alg, rules, name, proto, stats.nchannels, min_bytes, max_bytes)
+    lines = ["<algo " + " ".join(f'{k}="{_esc(str(v))}"' for k, v in attrs) + ">", *body, "</algo>\n"]
+    data = "\n".join(lines).encode()
+    stats.bytes = len(data)
+    _atomic_write(Path(out), data, check=_reverify(alg) if verify else None)
+    return stats
 
-    # <copy> children (TACCL/TE-CCL): imported pre-copies that are identities under in-place
-    # all-gather aliasing are written back as <copy>; any other copy becomes a cpy step
+
+def _identity_copies(alg: Algorithm) -> tuple[list[set[int]], list[list[tuple[int, int]]]]:
+    """Per rank the COMP copies written back as ``<copy>`` children (not as steps) and their
+    (input offset, output offset) pairs in output order.
+
+    TACCL/TE-CCL's imported pre-copies that are identities under in-place all-gather aliasing
+    are ``<copy>``; any other copy becomes a cpy step."""
+    m = alg.meta
     skip: list[set[int]] = []
     copies: list[list[tuple[int, int]]] = []
     for r, g in enumerate(alg.graphs):
         sk: set[int] = set()
         cl: list[tuple[int, int]] = []
         for p, node_attrs in g.extra.items():
-            if dict(node_attrs).get("msccl.copy") and m.inplace and coll is Collective.ALLGATHER:
+            if dict(node_attrs).get("msccl.copy") and m.inplace and m.collective is Collective.ALLGATHER:
                 i_off, o_off = int(g.src_off[p]), int(g.dst_off[p])
                 if int(g.dst_off[p]) == r * m.in_chunks + i_off and int(g.count[p]) == 1:
                     sk.add(p)
                     cl.append((i_off, o_off))
         skip.append(sk)
         copies.append(sorted(cl, key=lambda x: x[1]))
+    return skip, copies
 
-    gpu_chunks = (m.in_chunks, 0 if alias_out else m.out_chunks)
-    topo_keys = [topo_rank(g) for g in alg.graphs]
 
-    def build(chans: list[list[int]]) -> tuple[list[str], ExportStats]:
+@dataclass(frozen=True)
+class _Body:
+    """What the ``<gpu>`` elements of one export are made from, for any channel assignment."""
+
+    alg: Algorithm
+    target: str
+    rules: TargetRules
+    fuse: bool
+    threadblocks: str
+    enforce_limits: bool
+    skip: list[set[int]]
+    copies: list[list[tuple[int, int]]]
+    alias_out: bool
+    topo_keys: list[Any]
+
+    def build(self, chans: list[list[int]]) -> tuple[list[str], ExportStats]:
+        """The ``<gpu>`` lines of every rank with channels ``chans``, and the stats (the target's
+        channel limit enforced unless disabled)."""
+        alg, m = self.alg, self.alg.meta
+        n = m.ranks
+        gpu_chunks = (m.in_chunks, 0 if self.alias_out else m.out_chunks)
         stats = ExportStats(gpus=n)
-        all_tbs = assign(alg, chans, mode=threadblocks, fuse=fuse, skip=skip)
+        all_tbs = assign(alg, chans, mode=self.threadblocks, fuse=self.fuse, skip=self.skip)
         body: list[str] = []
         nchannels = 1
         for r, tbs in enumerate(all_tbs):
             g = alg.graphs[r]
-            key = topo_keys[r]
+            key = self.topo_keys[r]
             if key is not None:
                 for t in tbs:
                     t.nodes.sort(key=lambda p: key[p])
-            steps_of, where, dropped, scratch = form_steps(alg, r, tbs, fuse, skip[r], alias_out, stats)
+            steps_of, where, dropped, scratch = form_steps(alg, r, tbs, self.fuse, self.skip[r], self.alias_out, stats)
+            deps = _step_deps(g, r, steps_of, where, dropped)
             nchannels = max(
                 nchannels,
                 _emit_gpu(
@@ -275,40 +328,41 @@ def write_msccl_ir(
                     r,
                     tbs,
                     steps_of,
-                    _step_deps(g, r, steps_of, where, dropped),
+                    deps,
                     scratch,
-                    copies[r],
+                    self.copies[r],
                     gpu_chunks,
                     n,
-                    rules,
-                    enforce_limits,
+                    self.rules,
+                    self.enforce_limits,
                     stats,
                 ),
             )
-        if enforce_limits and nchannels > rules.max_channels:
-            raise ExportError(f"{nchannels} channels needed; {target} allows {rules.max_channels}")
+        if self.enforce_limits and nchannels > self.rules.max_channels:
+            raise ExportError(f"{nchannels} channels needed; {self.target} allows {self.rules.max_channels}")
         stats.nchannels = nchannels
         return body, stats
 
-    # concurrent tags of a connection first get channels of their own (keeps the profile's
-    # concurrency); if the target's limits cannot take the extra tbs/channels, share them
-    lanes = split_lanes(alg, chan_of) if threadblocks != "keep" else None
-    try:
-        body, stats = build(lanes if lanes is not None else chan_of)
-    except ExportError:
-        if lanes is None or not enforce_limits:
-            raise
-        body, stats = build(chan_of)
-    nchannels = stats.nchannels
-    lines: list[str] = []
-    nchunks = max(m.in_chunks, m.out_chunks, 1)
+
+def _algo_attrs(
+    alg: Algorithm,
+    rules: TargetRules,
+    name: str | None,
+    proto: str,
+    nchannels: int,
+    min_bytes: int,
+    max_bytes: int | None,
+) -> list[tuple[str, object]]:
+    """The ``<algo>`` element's attributes, in the target's conventions (size window, inplace)."""
+    m = alg.meta
+    extra = dict(m.extra)
     attrs: list[tuple[str, object]] = [
         ("name", name or m.name or "collhub"),
         ("proto", proto),
         ("nchannels", nchannels),
-        ("nchunksperloop", nchunks),
-        ("ngpus", n),
-        ("coll", rules.coll_name(coll)),
+        ("nchunksperloop", max(m.in_chunks, m.out_chunks, 1)),
+        ("ngpus", m.ranks),
+        ("coll", rules.coll_name(m.collective)),
         ("inplace", int(m.inplace)),
     ]
     if rules.outofplace_attr:
@@ -321,13 +375,7 @@ def write_msccl_ir(
         attrs += [("minBytes", min_bytes), ("maxBytes", 0 if max_bytes is None else max_bytes)]
     if "msccl.redop" in extra:
         attrs.append(("redop", extra["msccl.redop"]))
-    lines.append("<algo " + " ".join(f'{k}="{_esc(str(v))}"' for k, v in attrs) + ">")
-    lines.extend(body)
-    lines.append("</algo>\n")
-    data = "\n".join(lines).encode()
-    stats.bytes = len(data)
-    _atomic_write(Path(out), data, check=_reverify(alg) if verify else None)
-    return stats
+    return attrs
 
 
 def _reverify(alg: Algorithm) -> Any:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hub.chakra import Algorithm, Collective, NodeType, Op
+from hub.chakra import Algorithm, Collective, NodeType, Op, RankGraph
 from hub.errors import UsageError
 from hub.verify import Layout, comm_order as _verified_comm_order, layout_of
 
@@ -176,9 +176,49 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
     g = alg.graphs[f]
     n = len(g)
     lay = layout_of(alg.meta, f)  # the verifier's aliasing rules, for communicator rank proc
-    kind_col, op_col = g.kind.tolist(), g.op.tolist()
+    kind = _replay_kinds(g, f)
+    src, src_ok = _chunk_ranges(g, lay, "src")
+    dst, dst_ok = _chunk_ranges(g, lay, "dst")
+    cnt = g.count.astype(np.int64)
+    peer = [inv[p] if k in (SEND, RECV_COPY, RECV_REDUCE) else -1 for k, p in zip(kind, g.peer.tolist(), strict=False)]
+    _check_buffers(g, f, kind, cnt, src_ok, dst_ok)
+    deps = [g.deps_of(v).tolist() for v in range(n)]
+    topo_rank = g.topological_rank()
+    if topo_rank is None:  # the structure pre-flight reports cycles first; keep this total
+        raise UsageError(f"rank {f}: dependency cycle", hint="collhub verify names the cycle")
+    topo = np.argsort(topo_rank, kind="stable").tolist()
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for v in range(n):
+        for d in deps[v]:
+            succ[d].append(v)
+    desc = _descendants(n, succ, topo)
+    reads, writes = _touched(kind, cnt, src, dst)
+    _add_write_after_send(kind, reads, writes, topo_rank, desc, deps, succ)
+    return RankPlan(
+        rank=proc,
+        file_rank=f,
+        layout=lay,
+        ids=g.ids.tolist(),
+        kind=kind,
+        peer=peer,
+        tag=g.tag.tolist(),
+        cnt=cnt.tolist(),
+        src=src.tolist(),
+        dst=dst.tolist(),
+        deps=deps,
+        succ=succ,
+        conn_prev=_connection_chains(g, kind, peer, topo),
+        direct=_direct_recvs(kind, reads, writes, desc),
+        msg=[-1] * n,
+        recv_post=[v for v in topo if kind[v] in (RECV_COPY, RECV_REDUCE)],
+    )
+
+
+def _replay_kinds(g: RankGraph, f: int) -> list[int]:
+    """Each node's replay kind (SEND, RECV_COPY/REDUCE, COMP_COPY/REDUCE/NOOP); other node types
+    cannot be replayed."""
     kind: list[int] = []
-    for k, op in zip(kind_col, op_col, strict=False):
+    for k, op in zip(g.kind.tolist(), g.op.tolist(), strict=False):
         if k == NodeType.SEND:
             kind.append(SEND)
         elif k == NodeType.RECV:
@@ -190,11 +230,14 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
                 f"rank {f} node {int(g.ids[len(kind)])}: node type {int(k)} cannot be replayed",
                 hint="only COMM_SEND, COMM_RECV and COMP nodes are replayed",
             )
-    src, src_ok = _chunk_ranges(g, lay, "src")
-    dst, dst_ok = _chunk_ranges(g, lay, "dst")
-    cnt = g.count.astype(np.int64)
-    peer = [inv[p] if k in (SEND, RECV_COPY, RECV_REDUCE) else -1 for k, p in zip(kind, g.peer.tolist(), strict=False)]
-    for v in range(n):
+    return kind
+
+
+def _check_buffers(
+    g: RankGraph, f: int, kind: list[int], cnt: np.ndarray, src_ok: np.ndarray, dst_ok: np.ndarray
+) -> None:
+    """Every node that moves chunks names the buffers it reads and writes."""
+    for v in range(len(kind)):
         k = kind[v]
         needs_src = k in (SEND, COMP_COPY, COMP_REDUCE) and cnt[v] > 0
         needs_dst = k in (RECV_COPY, RECV_REDUCE, COMP_COPY, COMP_REDUCE) and cnt[v] > 0
@@ -203,21 +246,14 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
                 f"rank {f} node {int(g.ids[v])}: {KIND_NAME[k]} of {int(cnt[v])} chunk(s) names no buffer",
                 hint="replay moves real data: every node needs the profile's sbuf/soff or dbuf/doff",
             )
-    deps = [g.deps_of(v).tolist() for v in range(n)]
-    topo_rank = g.topological_rank()
-    if topo_rank is None:  # the structure pre-flight reports cycles first; keep this total
-        raise UsageError(f"rank {f}: dependency cycle", hint="collhub verify names the cycle")
-    topo = np.argsort(topo_rank, kind="stable").tolist()
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for v in range(n):
-        for d in deps[v]:
-            succ[d].append(v)
-    desc = _descendants(n, succ, topo)
 
-    def ordered(a: int, b: int) -> bool:
-        return bool((desc[a] >> b) & 1 or (desc[b] >> a) & 1)
 
-    # ranges touched by each node: (start, end, writes)
+_Range = tuple[int, int] | None
+
+
+def _touched(kind: list[int], cnt: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[list[_Range], list[_Range]]:
+    """The chunk ranges [start, end) each node reads and writes (None: none)."""
+    n = len(kind)
     reads = [
         (int(src[v]), int(src[v] + cnt[v])) if kind[v] in (SEND, COMP_COPY, COMP_REDUCE) and cnt[v] > 0 else None
         for v in range(n)
@@ -228,9 +264,25 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
         else None
         for v in range(n)
     ]
-    sends = [v for v in range(n) if kind[v] == SEND and reads[v] is not None]
-    # implicit write-after-send dependencies (see the module docstring)
-    for w in range(n):
+    return reads, writes
+
+
+def _add_write_after_send(
+    kind: list[int],
+    reads: list[_Range],
+    writes: list[_Range],
+    topo_rank: np.ndarray,
+    desc: list[int],
+    deps: list[list[int]],
+    succ: list[list[int]],
+) -> None:
+    """The implicit write-after-send dependencies (see the module docstring), added in place."""
+
+    def ordered(a: int, b: int) -> bool:
+        return bool((desc[a] >> b) & 1 or (desc[b] >> a) & 1)
+
+    sends = [v for v in range(len(kind)) if kind[v] == SEND and reads[v] is not None]
+    for w in range(len(kind)):
         w_range = writes[w]
         if w_range is None:
             continue
@@ -240,7 +292,11 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
             if s != w and rs < we and ws < re_ and topo_rank[s] < topo_rank[w] and not ordered(s, w):
                 deps[w].append(s)
                 succ[s].append(w)
-    # COPY RECVs received in place: every other node touching the range runs after it
+
+
+def _direct_recvs(kind: list[int], reads: list[_Range], writes: list[_Range], desc: list[int]) -> list[bool]:
+    """COPY RECVs received in place: every other node touching the range runs after it."""
+    n = len(kind)
     direct = [False] * n
     for v in range(n):
         v_range = writes[v]
@@ -258,32 +314,19 @@ def _rank_plan(alg: Algorithm, proc: int, order: list[int], inv: list[int]) -> R
             if not ok:
                 break
         direct[v] = ok
-    conn_prev = [-1] * n
+    return direct
+
+
+def _connection_chains(g: RankGraph, kind: list[int], peer: list[int], topo: list[int]) -> list[int]:
+    """Per SEND the previous SEND (issue order) on its connection (peer, tag); -1 for the first."""
+    conn_prev = [-1] * len(kind)
     last: dict[tuple[int, int], int] = {}
     for v in topo:
         if kind[v] == SEND:
             key = (peer[v], int(g.tag[v]))
             conn_prev[v] = last.get(key, -1)
             last[key] = v
-    recv_post = [v for v in topo if kind[v] in (RECV_COPY, RECV_REDUCE)]
-    return RankPlan(
-        rank=proc,
-        file_rank=f,
-        layout=lay,
-        ids=g.ids.tolist(),
-        kind=kind,
-        peer=peer,
-        tag=g.tag.tolist(),
-        cnt=cnt.tolist(),
-        src=src.tolist(),
-        dst=dst.tolist(),
-        deps=deps,
-        succ=succ,
-        conn_prev=conn_prev,
-        direct=direct,
-        msg=[-1] * n,
-        recv_post=recv_post,
-    )
+    return conn_prev
 
 
 def _match(plans: list[RankPlan], topo_of: list[dict[int, int]]) -> int:
