@@ -37,9 +37,6 @@ int64_t known_default[MAX_KNOWN];
 int known_column[MAX_KNOWN];
 int64_t known_lo[MAX_KNOWN], known_hi[MAX_KNOWN];
 
-/* Columns of a RankGraph in hub.chakra._model.COLUMN_NAMES order and their item sizes. */
-const int column_itemsize[N_COLUMNS] = {8, 1, 4, 4, 4, 1, 4, 1, 4, 1, 8, 8, 4, 4};
-
 /* -- buffers ------------------------------------------------------------------------------- */
 int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);

@@ -346,6 +346,20 @@ static void job_columns(DecodeJob *job, const Py_buffer *cols, const Py_buffer *
     }
 }
 
+/* Each rank's node count (job->counts) and their sum (job->n); -1 with a ValueError for a negative one. */
+static int count_nodes(DecodeJob *job, const Py_buffer *counts_v) {
+    job->n_ranks = counts_v->len / 8;
+    job->counts = (const int64_t *)counts_v->buf;
+    for (Py_ssize_t r = 0; r < job->n_ranks; r++) {
+        if (job->counts[r] < 0) {
+            PyErr_SetString(PyExc_ValueError, "decode_batch: a negative node count");
+            return -1;
+        }
+        job->n += job->counts[r];
+    }
+    return 0;
+}
+
 PyObject *codec_decode_batch(PyObject *self, PyObject *args) {
     PyObject *o[4], *columns, *dep_ptr_o;
     if (!PyArg_ParseTuple(args, "OOOOO!O", &o[0], &o[1], &o[2], &o[3], &PyTuple_Type, &columns, &dep_ptr_o)) {
@@ -369,14 +383,8 @@ PyObject *codec_decode_batch(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "decode_batch: one buffer per RankGraph column expected");
         goto done;
     }
-    job.n_ranks = v[3].len / 8;
-    job.counts = (const int64_t *)v[3].buf;
-    for (Py_ssize_t r = 0; r < job.n_ranks; r++) {
-        if (job.counts[r] < 0) {
-            PyErr_SetString(PyExc_ValueError, "decode_batch: a negative node count");
-            goto done;
-        }
-        job.n += job.counts[r];
+    if (count_nodes(&job, &v[3]) < 0) {
+        goto done;
     }
     for (int c = 0; c < N_COLUMNS; c++) {
         if (get_buffer(PyTuple_GET_ITEM(columns, c), &cols[c], column_itemsize[c], 1, "column") < 0) {

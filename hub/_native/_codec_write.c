@@ -163,6 +163,58 @@ static int optional_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, 
     return get_buffer(obj, view, itemsize, 0, what);
 }
 
+/* The RankGraph columns into job->cols, each of its item size, all of one length (job->n); -1 with
+ * an exception (the views taken so far stay in job->cols, for the caller to release). */
+static int get_columns(EncodeJob *job, PyObject *columns) {
+    for (int c = 0; c < N_COLUMNS; c++) {
+        if (get_buffer(PyTuple_GET_ITEM(columns, c), &job->cols[c], column_itemsize[c], 0, "column") < 0) {
+            return -1;
+        }
+    }
+    job->n = job->cols[C_IDS].len / 8;
+    for (int c = 1; c < N_COLUMNS; c++) {
+        if (job->cols[c].len / column_itemsize[c] != job->n) {
+            PyErr_SetString(PyExc_ValueError, "encode_rank: columns of different lengths");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* dep_ptr indexes dep_pos: from 0, never decreasing, within its n_deps entries; -1 with a ValueError. */
+static int check_dep_ptr(const EncodeJob *job, Py_ssize_t n_deps) {
+    if (job->dep_ptr[0] != 0 || job->dep_ptr[job->n] > n_deps) {
+        PyErr_SetString(PyExc_ValueError, "encode_rank: dep_ptr does not index dep_pos");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < job->n; i++) {
+        if (job->dep_ptr[i + 1] < job->dep_ptr[i]) {
+            PyErr_SetString(PyExc_ValueError, "encode_rank: dep_ptr decreases");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The per-node byte spans of an optional buffer (names, extras): off_v's n+1 offsets must index
+ * data_v, else -1 with the ValueError `bad`; nothing is set when the buffer was not given. */
+static int spans_of(const Py_buffer *data_v, const Py_buffer *off_v, Py_ssize_t n, const char *bad,
+                    const uint8_t **data, const int64_t **off_out) {
+    if (!data_v->obj) {
+        return 0;
+    }
+    const int64_t *off = (const int64_t *)off_v->buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (off[i] < 0 || off[i + 1] < off[i] || off[i + 1] > data_v->len) {
+            PyErr_SetString(PyExc_ValueError, bad);
+            return -1;
+        }
+    }
+    *data = (const uint8_t *)data_v->buf;
+    *off_out = off;
+    return 0;
+}
+
 PyObject *codec_encode_rank(PyObject *self, PyObject *args) {
     int astrasim;
     long long rank;
@@ -190,17 +242,8 @@ PyObject *codec_encode_rank(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     job.astrasim = astrasim;
     job.rank = rank;
-    for (int c = 0; c < N_COLUMNS; c++) {
-        if (get_buffer(PyTuple_GET_ITEM(columns, c), &job.cols[c], column_itemsize[c], 0, "column") < 0) {
-            goto done;
-        }
-    }
-    job.n = job.cols[C_IDS].len / 8;
-    for (int c = 1; c < N_COLUMNS; c++) {
-        if (job.cols[c].len / column_itemsize[c] != job.n) {
-            PyErr_SetString(PyExc_ValueError, "encode_rank: columns of different lengths");
-            goto done;
-        }
+    if (get_columns(&job, columns) < 0) {
+        goto done;
     }
     if (get_buffer(dep_ptr_o, &more[0], 8, 0, "dep_ptr") < 0 || get_buffer(dep_pos_o, &more[1], 4, 0, "dep_pos") < 0
         || optional_buffer(names_o, &more[2], 1, "names") < 0
@@ -217,37 +260,12 @@ PyObject *codec_encode_rank(PyObject *self, PyObject *args) {
     job.dep_ptr = (const int64_t *)more[0].buf;
     job.dep_pos = (const int32_t *)more[1].buf;
     Py_ssize_t n_deps = more[1].len / 4;
-    if (job.dep_ptr[0] != 0 || job.dep_ptr[job.n] > n_deps) {
-        PyErr_SetString(PyExc_ValueError, "encode_rank: dep_ptr does not index dep_pos");
+    if (check_dep_ptr(&job, n_deps) < 0
+        || spans_of(&more[2], &more[3], job.n, "encode_rank: names_off does not index names", &job.names,
+                    &job.names_off) < 0
+        || spans_of(&more[4], &more[5], job.n, "encode_rank: extra_off does not index extra", &job.extra,
+                    &job.extra_off) < 0) {
         goto done;
-    }
-    for (Py_ssize_t i = 0; i < job.n; i++) {
-        if (job.dep_ptr[i + 1] < job.dep_ptr[i]) {
-            PyErr_SetString(PyExc_ValueError, "encode_rank: dep_ptr decreases");
-            goto done;
-        }
-    }
-    if (more[2].obj) {
-        const int64_t *off = (const int64_t *)more[3].buf;
-        for (Py_ssize_t i = 0; i < job.n; i++) {
-            if (off[i] < 0 || off[i + 1] < off[i] || off[i + 1] > more[2].len) {
-                PyErr_SetString(PyExc_ValueError, "encode_rank: names_off does not index names");
-                goto done;
-            }
-        }
-        job.names = (const uint8_t *)more[2].buf;
-        job.names_off = off;
-    }
-    if (more[4].obj) {
-        const int64_t *off = (const int64_t *)more[5].buf;
-        for (Py_ssize_t i = 0; i < job.n; i++) {
-            if (off[i] < 0 || off[i + 1] < off[i] || off[i + 1] > more[4].len) {
-                PyErr_SetString(PyExc_ValueError, "encode_rank: extra_off does not index extra");
-                goto done;
-            }
-        }
-        job.extra = (const uint8_t *)more[4].buf;
-        job.extra_off = off;
     }
     /* an upper bound of the output: per node its fixed fields and every attribute at full width */
     Py_ssize_t per_node = 5 + 11 + 11 + 11 + 11;
