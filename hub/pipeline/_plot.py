@@ -360,6 +360,8 @@ def _place_rows(
     names: list[str],
     values: dict[str, list[Any]],
 ) -> _Placed:
+    """Each usable row as a point (x, metric) of its series in its panel; a row without an x value
+    is counted as unplaced."""
     order = {n: {_key(v): i for i, v in enumerate(values[n])} for n in names}
     placed = _Placed()
     for r in usable:
@@ -383,6 +385,7 @@ def _place_rows(
 
 
 def _panels(placed: _Placed, panel_vars: list[str], values: dict[str, list[Any]]) -> list[Panel]:
+    """One panel per panel key, in matrix order, its lines sorted by x and its warned points."""
     panels = []
     for pkey in sorted(placed.cells):  # matrix order of each panel variable's values
         title = ", ".join(f"{n} = {_show(values[n][i])}" for n, i in zip(panel_vars, pkey, strict=False) if i >= 0)
