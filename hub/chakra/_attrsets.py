@@ -4,7 +4,7 @@
 ``"astrasim"`` is exactly what ASTRA-sim master reads and nothing else (chakra-et.md §4.3, §5,
 §7). This module holds each set's GlobalMetadata attributes and the check that an algorithm can
 run on ASTRA-sim at all; the node attributes of each set are written by the compiled encoder
-(hub/_native/_codec.c, ``encode_nodes``), which follows the same rules.
+(hub/_native/_codec_write.c, ``encode_rank``), which follows the same rules.
 """
 
 from __future__ import annotations
