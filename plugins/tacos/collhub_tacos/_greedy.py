@@ -98,6 +98,17 @@ def _slots(
     return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
 
 
+def _bump(a: np.ndarray, flat: np.ndarray) -> None:
+    """``np.add.at(a.ravel(), flat, 1)``, faster: repeated indices (rare) are counted by one sort."""
+    assert a.flags.c_contiguous  # ravel() must be a view, not a copy
+    flat = np.sort(flat)
+    first = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]]) if flat.size else flat
+    if first.size == flat.size:
+        a.ravel()[flat] += 1
+    else:
+        a.ravel()[flat[first]] += np.diff(np.r_[first, flat.size]).astype(a.dtype)
+
+
 class _State:
     """Mutable matcher state (one all-gather run)."""
 
@@ -167,6 +178,8 @@ class _State:
             for j in range(k):
                 self.covered[net.dst[fl], self.col_of[net.src[fl].astype(np.int64) * k + j]] = True
         self.rng = rng
+        # columns looked at first per link (see match): rarest-first order puts the likely answer early
+        self._head = min(self.C, max(8, self.C // 8))
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -250,7 +263,7 @@ class _State:
         c = self.carry[dl, ds]
         v = self.net.dst[done].astype(np.int64)
         self.has[v, c] = True
-        np.add.at(self.holders, c, 1)
+        self.holders += np.bincount(c, minlength=self.C)
         if self.coming is not None:
             self._arrived(v, c)
         if self.dense:
@@ -259,7 +272,7 @@ class _State:
             ptr, idx = self.out_of
             cnt = ptr[v + 1] - ptr[v]
             outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
-            np.add.at(self.supply, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+            _bump(self.supply, self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt))
         self.land_at[dl, ds] = np.inf
         self.carry[dl, ds] = -1
         self.remaining -= done.size
@@ -288,18 +301,29 @@ class _State:
             )
         self._S, self._flag = S, flag  # _replace claims chunks too
         self._latest: np.ndarray | None = None  # per event (see _latest_landing)
+        # every candidate's key is at least `low` (its source holds it, so its supply is >= 1): a
+        # link whose first columns reach `low` needs no look at the rest (first minimum = lowest column)
+        low = 1 if self.policy == "scarce" else 0
         for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
             v = dst[links]
-            key = np.take(S, v, axis=0)
-            key |= np.take(H, src[links], axis=0)
-            if self.covered is not None:
-                slow = np.flatnonzero(self.slow[links])
-                if slow.size:
-                    key[slow] |= np.take(self.covered, v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
-            # argmin returns the first minimum: the lowest column = the rarest (see rarest_first)
-            best = key.argmin(axis=1)
-            rows = np.arange(links.size)
-            hit = key[rows, best] < flag
+            u = src[links]
+            slow = np.flatnonzero(self.slow[links]) if self.covered is not None else None
+            best, val = self._first_min(S, H, v, u, slow, 0, self._head)
+            rest = np.flatnonzero(val > low)
+            if rest.size and self._head < self.C:
+                r_best, r_val = self._first_min(
+                    S,
+                    H,
+                    v[rest],
+                    u[rest],
+                    None if slow is None else np.flatnonzero(self.slow[links[rest]]),
+                    self._head,
+                    self.C,
+                )
+                later = r_val < val[rest]
+                best[rest[later]] = r_best[later] + self._head
+                val[rest[later]] = r_val[later]
+            hit = val < flag
             if hit.any():
                 lk, c = links[hit], best[hit].astype(np.int64)
                 vv = dst[lk]
@@ -310,6 +334,19 @@ class _State:
                 self._start(t, lk, c)
             if self.mixed.any():
                 self._overtake(t, links, rng)
+
+    def _first_min(
+        self, S: np.ndarray, H: np.ndarray, v: np.ndarray, u: np.ndarray, slow: np.ndarray | None, lo: int, hi: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per link (``u -> v``), the first column of ``lo:hi`` with the smallest key and that key."""
+        kt, top = (np.uint8, 7) if S.dtype == np.uint8 else (np.int16, 14)
+        key = np.take(S[:, lo:hi] if (lo, hi) != (0, self.C) else S, v, axis=0)
+        key |= np.take(H[:, lo:hi] if (lo, hi) != (0, self.C) else H, u, axis=0)
+        if slow is not None and slow.size:
+            assert self.covered is not None
+            key[slow] |= np.take(self.covered[:, lo:hi], v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
+        best = key.argmin(axis=1)
+        return best, key[np.arange(v.size), best]
 
     def _start(self, t: float, links: np.ndarray, chunk: np.ndarray) -> None:
         self.free_at[links] = t + self.busy[links]
