@@ -180,6 +180,14 @@ class _State:
         self.rng = rng
         # columns looked at first per link (see match): rarest-first order puts the likely answer early
         self._head = min(self.C, max(8, self.C // 8))
+        # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
+        # key matrices of match are kept up to date with the state instead of rebuilt every event
+        self.kept = self.coming is None and not self.dense and self.supply.dtype == np.uint8
+        if self.kept:
+            self._H = (~self.has).view(np.uint8) << np.uint8(7)
+            self._S = (self.supply if policy == "scarce" else np.zeros_like(self.supply)) | (
+                self.claimed.view(np.uint8) << np.uint8(7)
+            )
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -244,6 +252,9 @@ class _State:
         self.has = np.take(self.has, order, axis=1)
         self.claimed = np.take(self.claimed, order, axis=1)
         self.supply = np.take(self.supply, order, axis=1)
+        if self.kept:
+            self._S = np.take(self._S, order, axis=1)
+            self._H = np.take(self._H, order, axis=1)
         if self.coming is not None:
             self.coming = np.take(self.coming, order, axis=1)
         if self.covered is not None:
@@ -272,7 +283,12 @@ class _State:
             ptr, idx = self.out_of
             cnt = ptr[v + 1] - ptr[v]
             outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
-            _bump(self.supply, self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt))
+            flat = self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt)
+            _bump(self.supply, flat)
+            if self.kept and self.policy == "scarce":
+                _bump(self._S, flat)  # supply < 128: the count never reaches the claimed bit
+        if self.kept:
+            self._H[v, c] = 0
         self.land_at[dl, ds] = np.inf
         self.carry[dl, ds] = -1
         self.remaining -= done.size
@@ -291,7 +307,9 @@ class _State:
         claimed = self.claimed.view(np.uint8)
         H: np.ndarray
         S: np.ndarray
-        if kt is np.uint8:
+        if self.kept:
+            S, H = self._S, self._H
+        elif kt is np.uint8:
             H = lack << np.uint8(7)
             S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))
         else:
