@@ -180,6 +180,7 @@ class _State:
         self.rng = rng
         # columns looked at first per link (see match): rarest-first order puts the likely answer early
         self._head = min(self.C, max(8, self.C // 8))
+        self._scratch = np.empty(0, dtype=np.uint8)
         # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
         # key matrices of match are kept up to date with the state instead of rebuilt every event
         self.kept = self.coming is None and not self.dense and self.supply.dtype == np.uint8
@@ -358,13 +359,33 @@ class _State:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per link (``u -> v``), the first column of ``lo:hi`` with the smallest key and that key."""
         kt, top = (np.uint8, 7) if S.dtype == np.uint8 else (np.int16, 14)
-        key = np.take(S[:, lo:hi] if (lo, hi) != (0, self.C) else S, v, axis=0)
-        key |= np.take(H[:, lo:hi] if (lo, hi) != (0, self.C) else H, u, axis=0)
+        Sv, Hv = S[:, lo:hi], H[:, lo:hi]
+        buf = self._buffer(S.dtype, v.size, hi - lo)
+        if v.size == self.net.npus and not self.mixed.any():
+            # a slot into every NPU (the usual case): its destination rows are S itself, in order
+            perm = np.argsort(v)
+            if np.array_equal(v[perm], np.arange(v.size)):
+                np.take(Hv, u[perm], axis=0, out=buf)
+                buf |= Sv
+                best = np.empty(v.size, dtype=np.int64)
+                best[perm] = buf.argmin(axis=1)
+                val = np.empty(v.size, dtype=buf.dtype)
+                val[perm] = buf[np.arange(v.size), best[perm]]
+                return best, val
+        key = np.take(Sv, v, axis=0, out=buf)
+        key |= np.take(Hv, u, axis=0)
         if slow is not None and slow.size:
             assert self.covered is not None
             key[slow] |= np.take(self.covered[:, lo:hi], v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
         best = key.argmin(axis=1)
         return best, key[np.arange(v.size), best]
+
+    def _buffer(self, dtype: np.dtype, rows: int, cols: int) -> np.ndarray:
+        """A reused (rows, cols) scratch array (fresh big arrays every slot cost page faults)."""
+        need = rows * cols
+        if self._scratch.dtype != dtype or self._scratch.size < need:
+            self._scratch = np.empty(max(need, self.net.npus * self.C), dtype=dtype)
+        return self._scratch[:need].reshape(rows, cols)
 
     def _start(self, t: float, links: np.ndarray, chunk: np.ndarray) -> None:
         self.free_at[links] = t + self.busy[links]
