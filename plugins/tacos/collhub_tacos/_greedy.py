@@ -184,11 +184,16 @@ class _State:
         # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
         # key matrices of match are kept up to date with the state instead of rebuilt every event
         self.kept = self.coming is None and not self.dense and self.supply.dtype == np.uint8
+        self.key_dtype = self.supply.dtype
         if self.kept:
             self._H = (~self.has).view(np.uint8) << np.uint8(7)
             self._S = (self.supply if policy == "scarce" else np.zeros_like(self.supply)) | (
                 self.claimed.view(np.uint8) << np.uint8(7)
             )
+            # then S and H are the whole state (has = H == 0, claimed = S >> 7, supply = S & 127):
+            # the separate matrices are dropped, so that a stray use fails instead of reading stale data
+            self.has = self.claimed = np.zeros((0, 0), dtype=bool)
+            self.supply = np.zeros((0, 0), dtype=np.uint8)
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -250,12 +255,13 @@ class _State:
         order = np.lexsort((self.rng.random(self.C), self.holders))
         inv = np.empty(self.C, dtype=np.int64)
         inv[order] = np.arange(self.C)
-        self.has = np.take(self.has, order, axis=1)
-        self.claimed = np.take(self.claimed, order, axis=1)
-        self.supply = np.take(self.supply, order, axis=1)
         if self.kept:
             self._S = np.take(self._S, order, axis=1)
             self._H = np.take(self._H, order, axis=1)
+        else:
+            self.has = np.take(self.has, order, axis=1)
+            self.claimed = np.take(self.claimed, order, axis=1)
+            self.supply = np.take(self.supply, order, axis=1)
         if self.coming is not None:
             self.coming = np.take(self.coming, order, axis=1)
         if self.covered is not None:
@@ -274,7 +280,8 @@ class _State:
         done = dl
         c = self.carry[dl, ds]
         v = self.net.dst[done].astype(np.int64)
-        self.has[v, c] = True
+        if not self.kept:
+            self.has[v, c] = True
         self.holders += np.bincount(c, minlength=self.C)
         if self.coming is not None:
             self._arrived(v, c)
@@ -285,8 +292,9 @@ class _State:
             cnt = ptr[v + 1] - ptr[v]
             outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
             flat = self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt)
-            _bump(self.supply, flat)
-            if self.kept and self.policy == "scarce":
+            if not self.kept:
+                _bump(self.supply, flat)
+            elif self.policy == "scarce":
                 _bump(self._S, flat)  # supply < 128: the count never reaches the claimed bit
         if self.kept:
             self._H[v, c] = 0
@@ -300,14 +308,14 @@ class _State:
         if not free.size:
             return
         src, dst = self.net.src, self.net.dst
-        kt, top = (np.uint8, 7) if self.supply.dtype == np.uint8 else (np.int16, 14)
+        kt, top = (np.uint8, 7) if self.key_dtype == np.uint8 else (np.int16, 14)
         flag = kt(1 << top)
         # per event: S = score with the top bit set where already claimed, H = top bit where
         # the source lacks the chunk; per slot the key is one gather of each and an OR
-        lack = (~self.has).view(np.uint8)
-        claimed = self.claimed.view(np.uint8)
         H: np.ndarray
         S: np.ndarray
+        lack = (~self.has).view(np.uint8)
+        claimed = self.claimed.view(np.uint8)
         if self.kept:
             S, H = self._S, self._H
         elif kt is np.uint8:
@@ -346,7 +354,8 @@ class _State:
             if hit.any():
                 lk, c = links[hit], best[hit].astype(np.int64)
                 vv = dst[lk]
-                self.claimed[vv, c] = True
+                if not self.kept:
+                    self.claimed[vv, c] = True
                 if self.coming is not None:
                     self._announce(vv, c)
                 S[vv, c] |= flag
