@@ -6,10 +6,13 @@ topology the other TACOS tests use."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from collhub_tacos import network_of
+from collhub_tacos._build import _link_tags, build_algorithm, forward_phase, reversed_phase
 from collhub_tacos._greedy import Schedule, greedy_allgather
 from hub.topology import load_topology
 
@@ -86,3 +89,41 @@ def test_same_schedule_on_random_topologies(case: int) -> None:
     model = str(rng.choice(["tacos", "pipelined"]))
     policy = "random" if case % 4 == 3 else "scarce"
     _same(topology, chunks, model, int(rng.integers(1 << 30)), policy, rule=case % 5 != 4)
+
+
+@pytest.mark.parametrize("collective", ["allgather", "allreduce"])
+def test_same_et_bytes(tmp_path: Path, collective: str) -> None:
+    """The written ET files of the shipped greedy's schedule and of the reference's are the same bytes."""
+    from hub.chakra import Collective, write_algorithm
+
+    net = network_of(load_topology("torus:6x4"))
+    busy, delay = net.link_times_us(1 << 18, "tacos")
+    out = []
+    for name, fn in (("new", greedy_allgather), ("ref", reference_greedy.greedy_allgather)):
+        ag = fn(net, 2, busy, delay, np.random.default_rng(3))
+        if collective == "allgather":
+            phases = [forward_phase(net, ag)]
+        else:
+            rs = fn(net.reversed(), 2, busy, delay, np.random.default_rng(4))
+            phases = [reversed_phase(net, rs), forward_phase(net, ag, rs.makespan)]
+        alg = build_algorithm(Collective.parse(collective), net.npus, 2, phases, name="same")
+        write_algorithm(alg, tmp_path / name / "a")
+        out.append(sorted((tmp_path / name).iterdir()))
+    assert len(out[0]) == len(out[1]) == net.npus
+    for a, b in zip(*out, strict=True):
+        assert a.name == b.name and a.read_bytes() == b.read_bytes(), a.name
+
+
+def test_link_tags_are_the_time_order_on_each_link() -> None:
+    """_link_tags (a radix sort by link where the schedule is in time order) numbers each link's
+    transfers by start time, as the (link, start) lexsort it replaced did."""
+    net = network_of(load_topology("torus:8x8"))
+    busy, delay = net.link_times_us(1 << 20, "tacos")
+    s = greedy_allgather(net, 2, busy, delay, np.random.default_rng(0))
+    for phases in ([forward_phase(net, s)], [reversed_phase(net, s), forward_phase(net, s, s.makespan)]):
+        tags = np.concatenate(_link_tags(phases))
+        link = np.concatenate([p.link for p in phases])
+        start = np.concatenate([p.start for p in phases])
+        for ln in range(net.links):
+            sel = np.flatnonzero(link == ln)
+            assert np.array_equal(tags[sel[np.argsort(start[sel], kind="stable")]], np.arange(sel.size))
