@@ -179,7 +179,8 @@ class _State:
                 self.covered[net.dst[fl], self.col_of[net.src[fl].astype(np.int64) * k + j]] = True
         self.rng = rng
         # columns looked at first per link (see match): rarest-first order puts the likely answer early
-        self._head = min(self.C, max(8, self.C // 8))
+        # (below 256 chunks the second pass costs more than it saves)
+        self._head = self.C if self.C < 256 else self.C // 8
         self._scratch = np.empty(0, dtype=np.uint8)
         # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
         # key matrices of match are kept up to date with the state instead of rebuilt every event

@@ -53,6 +53,7 @@ USED = [
     ("mesh:8x8@bw=50,lat=500", 4, "tacos"),
     ("torus:4x4x4@bw=50,lat=500", 4, "tacos"),
     ("torus:16x16", 1, "tacos"),
+    ("mesh:8x8@bw=100/25,lat=500/2000", 4, "pipelined"),  # mixed speeds with 256 chunks: two passes
 ]
 
 
