@@ -7,7 +7,8 @@
 
 Every case runs in its own process (``--case``), so ``peak MB`` is that process's peak RSS.
 Columns: ``synth s`` = greedy matching + building the Algorithm (wall; ``cpu s`` its CPU time,
-which is what to compare when other processes share the machine), ``verify s`` = hub.verify
+which is what to compare when other processes share the machine), ``greedy s`` = the matching
+alone (wall), ``verify s`` = hub.verify
 (semantics) on the result, ``makespan``/``bound`` = the synthesizer's own model (µs) and the
 lower bound under it, then hub.simulate (congestion-aware; ``-`` where not simulated) time in µs
 and bus bandwidth (nccl-tests' busbw, GB/s) of tacos and of the built-in ring, direct,
@@ -149,7 +150,8 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
 
 def print_cases(names: list[str]) -> int:
     hdr = (
-        f"{'case':<19} {'ranks':>5} {'links':>6} {'synth s':>8} {'cpu s':>7} {'verify s':>8} {'peak MB':>8} "
+        f"{'case':<19} {'ranks':>5} {'links':>6} {'synth s':>8} {'cpu s':>7} {'greedy s':>8} "
+        f"{'verify s':>8} {'peak MB':>8} "
         f"{'makespan':>10} {'bound':>10} {'ratio':>6} | sim µs / busbw GB/s: "
         + "  ".join(f"{n:>16}" for n in ("tacos", *BASELINES))
     )
@@ -171,6 +173,7 @@ def print_cases(names: list[str]) -> int:
             cells.append(f"{_f(t, '.1f'):>8}/{_f(bw if isinstance(bw, float) else None, '.1f'):<7}")
         print(
             f"{name:<19} {row['ranks']:>5} {row['links']:>6} {row['synth_s']:>8.2f} {row['cpu_s']:>7.2f} "
+            f"{row['greedy_s']:>8.2f} "
             f"{_f(row.get('verify_s')):>8} {row['peak_mb']:>8.0f} {row['makespan']:>10.2f} {row['bound']:>10.2f} "
             f"{row['ratio']:>6.3f} | " + "  ".join(cells),
             flush=True,

@@ -190,6 +190,7 @@ def tacos_rows(b: Big) -> list[Row]:
             f"produce tacos all-gather {topo.split(':')[-1]}",
             made,
             f"{shown['nodes']:,} nodes; greedy {extra.get('tacos.greedy_s')} s, {extra.get('tacos.events')} events"
+            f", build {float(extra.get('synthesis_s', 0)) - float(extra.get('tacos.greedy_s', 0)):.1f} s"
             f", bound ratio {extra.get('bound_ratio')}",
         ),
         _row(f"trace verify tacos {topo.split(':')[-1]}", checked, _verified(checked)),

@@ -98,6 +98,17 @@ def _slots(
     return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
 
 
+def _bump(a: np.ndarray, flat: np.ndarray) -> None:
+    """``np.add.at(a.ravel(), flat, 1)``, faster: repeated indices (rare) are counted by one sort."""
+    assert a.flags.c_contiguous  # ravel() must be a view, not a copy
+    flat = np.sort(flat)
+    first = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]]) if flat.size else flat
+    if first.size == flat.size:
+        a.ravel()[flat] += 1
+    else:
+        a.ravel()[flat[first]] += np.diff(np.r_[first, flat.size]).astype(a.dtype)
+
+
 class _State:
     """Mutable matcher state (one all-gather run)."""
 
@@ -167,6 +178,23 @@ class _State:
             for j in range(k):
                 self.covered[net.dst[fl], self.col_of[net.src[fl].astype(np.int64) * k + j]] = True
         self.rng = rng
+        # columns looked at first per link (see match): rarest-first order puts the likely answer early
+        # (below 256 chunks the second pass costs more than it saves)
+        self._head = self.C if self.C < 256 else self.C // 8
+        self._scratch = np.empty(0, dtype=np.uint8)
+        # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
+        # key matrices of match are kept up to date with the state instead of rebuilt every event
+        self.kept = self.coming is None and not self.dense and self.supply.dtype == np.uint8
+        self.key_dtype = self.supply.dtype
+        if self.kept:
+            self._H = (~self.has).view(np.uint8) << np.uint8(7)
+            self._S = (self.supply if policy == "scarce" else np.zeros_like(self.supply)) | (
+                self.claimed.view(np.uint8) << np.uint8(7)
+            )
+            # then S and H are the whole state (has = H == 0, claimed = S >> 7, supply = S & 127):
+            # the separate matrices are dropped, so that a stray use fails instead of reading stale data
+            self.has = self.claimed = np.zeros((0, 0), dtype=bool)
+            self.supply = np.zeros((0, 0), dtype=np.uint8)
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -228,9 +256,13 @@ class _State:
         order = np.lexsort((self.rng.random(self.C), self.holders))
         inv = np.empty(self.C, dtype=np.int64)
         inv[order] = np.arange(self.C)
-        self.has = np.take(self.has, order, axis=1)
-        self.claimed = np.take(self.claimed, order, axis=1)
-        self.supply = np.take(self.supply, order, axis=1)
+        if self.kept:
+            self._S = np.take(self._S, order, axis=1)
+            self._H = np.take(self._H, order, axis=1)
+        else:
+            self.has = np.take(self.has, order, axis=1)
+            self.claimed = np.take(self.claimed, order, axis=1)
+            self.supply = np.take(self.supply, order, axis=1)
         if self.coming is not None:
             self.coming = np.take(self.coming, order, axis=1)
         if self.covered is not None:
@@ -249,8 +281,9 @@ class _State:
         done = dl
         c = self.carry[dl, ds]
         v = self.net.dst[done].astype(np.int64)
-        self.has[v, c] = True
-        np.add.at(self.holders, c, 1)
+        if not self.kept:
+            self.has[v, c] = True
+        self.holders += np.bincount(c, minlength=self.C)
         if self.coming is not None:
             self._arrived(v, c)
         if self.dense:
@@ -259,7 +292,13 @@ class _State:
             ptr, idx = self.out_of
             cnt = ptr[v + 1] - ptr[v]
             outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
-            np.add.at(self.supply, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+            flat = self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt)
+            if not self.kept:
+                _bump(self.supply, flat)
+            elif self.policy == "scarce":
+                _bump(self._S, flat)  # supply < 128: the count never reaches the claimed bit
+        if self.kept:
+            self._H[v, c] = 0
         self.land_at[dl, ds] = np.inf
         self.carry[dl, ds] = -1
         self.remaining -= done.size
@@ -270,15 +309,17 @@ class _State:
         if not free.size:
             return
         src, dst = self.net.src, self.net.dst
-        kt, top = (np.uint8, 7) if self.supply.dtype == np.uint8 else (np.int16, 14)
+        kt, top = (np.uint8, 7) if self.key_dtype == np.uint8 else (np.int16, 14)
         flag = kt(1 << top)
         # per event: S = score with the top bit set where already claimed, H = top bit where
         # the source lacks the chunk; per slot the key is one gather of each and an OR
-        lack = (~self.has).view(np.uint8)
-        claimed = self.claimed.view(np.uint8)
         H: np.ndarray
         S: np.ndarray
-        if kt is np.uint8:
+        lack = (~self.has).view(np.uint8)
+        claimed = self.claimed.view(np.uint8)
+        if self.kept:
+            S, H = self._S, self._H
+        elif kt is np.uint8:
             H = lack << np.uint8(7)
             S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))
         else:
@@ -288,28 +329,73 @@ class _State:
             )
         self._S, self._flag = S, flag  # _replace claims chunks too
         self._latest: np.ndarray | None = None  # per event (see _latest_landing)
+        # every candidate's key is at least `low` (its source holds it, so its supply is >= 1): a
+        # link whose first columns reach `low` needs no look at the rest (first minimum = lowest column)
+        low = 1 if self.policy == "scarce" else 0
         for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
             v = dst[links]
-            key = np.take(S, v, axis=0)
-            key |= np.take(H, src[links], axis=0)
-            if self.covered is not None:
-                slow = np.flatnonzero(self.slow[links])
-                if slow.size:
-                    key[slow] |= np.take(self.covered, v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
-            # argmin returns the first minimum: the lowest column = the rarest (see rarest_first)
-            best = key.argmin(axis=1)
-            rows = np.arange(links.size)
-            hit = key[rows, best] < flag
+            u = src[links]
+            slow = np.flatnonzero(self.slow[links]) if self.covered is not None else None
+            best, val = self._first_min(S, H, v, u, slow, 0, self._head)
+            rest = np.flatnonzero(val > low)
+            if rest.size and self._head < self.C:
+                r_best, r_val = self._first_min(
+                    S,
+                    H,
+                    v[rest],
+                    u[rest],
+                    None if slow is None else np.flatnonzero(self.slow[links[rest]]),
+                    self._head,
+                    self.C,
+                )
+                later = r_val < val[rest]
+                best[rest[later]] = r_best[later] + self._head
+                val[rest[later]] = r_val[later]
+            hit = val < flag
             if hit.any():
                 lk, c = links[hit], best[hit].astype(np.int64)
                 vv = dst[lk]
-                self.claimed[vv, c] = True
+                if not self.kept:
+                    self.claimed[vv, c] = True
                 if self.coming is not None:
                     self._announce(vv, c)
                 S[vv, c] |= flag
                 self._start(t, lk, c)
             if self.mixed.any():
                 self._overtake(t, links, rng)
+
+    def _first_min(
+        self, S: np.ndarray, H: np.ndarray, v: np.ndarray, u: np.ndarray, slow: np.ndarray | None, lo: int, hi: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per link (``u -> v``), the first column of ``lo:hi`` with the smallest key and that key."""
+        kt, top = (np.uint8, 7) if S.dtype == np.uint8 else (np.int16, 14)
+        Sv, Hv = S[:, lo:hi], H[:, lo:hi]
+        buf = self._buffer(S.dtype, v.size, hi - lo)
+        if v.size == self.net.npus and not self.mixed.any():
+            # a slot into every NPU (the usual case): its destination rows are S itself, in order
+            perm = np.argsort(v)
+            if np.array_equal(v[perm], np.arange(v.size)):
+                np.take(Hv, u[perm], axis=0, out=buf)
+                buf |= Sv
+                best = np.empty(v.size, dtype=np.int64)
+                best[perm] = buf.argmin(axis=1)
+                val = np.empty(v.size, dtype=buf.dtype)
+                val[perm] = buf[np.arange(v.size), best[perm]]
+                return best, val
+        key = np.take(Sv, v, axis=0, out=buf)
+        key |= np.take(Hv, u, axis=0)
+        if slow is not None and slow.size:
+            assert self.covered is not None
+            key[slow] |= np.take(self.covered[:, lo:hi], v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
+        best = key.argmin(axis=1)
+        return best, key[np.arange(v.size), best]
+
+    def _buffer(self, dtype: np.dtype, rows: int, cols: int) -> np.ndarray:
+        """A reused (rows, cols) scratch array (fresh big arrays every slot cost page faults)."""
+        need = rows * cols
+        if self._scratch.dtype != dtype or self._scratch.size < need:
+            self._scratch = np.empty(max(need, self.net.npus * self.C), dtype=dtype)
+        return self._scratch[:need].reshape(rows, cols)
 
     def _start(self, t: float, links: np.ndarray, chunk: np.ndarray) -> None:
         self.free_at[links] = t + self.busy[links]

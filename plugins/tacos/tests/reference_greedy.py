@@ -1,0 +1,463 @@
+"""TEST-ONLY REFERENCE: the greedy matcher as it was before issue #19 (dense per-slot keys over every
+column), kept verbatim so that tests can prove the shipped one (``collhub_tacos._greedy``) makes the
+same schedules. Do not import it from the plugin.
+
+The greedy link-chunk matcher on the time-expanded network (TEN), event-driven and vectorised.
+
+State is kept as boolean (NPU, chunk) matrices: ``has`` (arrived by now) and ``claimed``
+(arrived or on its way), plus ``supply`` (how many in-neighbours of an NPU hold a chunk) and
+per-chunk holder counts, all updated incrementally on arrival. At every event time:
+
+1. transfers that end now deliver their chunk (``has`` gains the bit);
+2. every free link ``u -> v`` is a candidate for the chunks ``has[u] & ~claimed[v]``: chunks
+   ``u`` holds and ``v`` neither holds nor is already being sent. The free links are shuffled
+   and dealt into *slots* so that one slot holds at most one link into each destination; slot
+   after slot, each link takes one candidate chunk (vectorised over the whole slot), so no
+   destination ever gets the same chunk on two links. The choice (policy ``scarce``) is the
+   chunk the fewest *other* in-neighbours of the destination could supply, then the chunk the
+   fewest NPUs hold (the chunk columns are re-sorted by holder count, ties at random, every
+   event, or every 4th on big problems), so a link that alone can deliver a chunk does so, links
+   with alternatives keep them, and rare chunks spread first. Policy ``random`` drops the
+   supply count.
+3. the clock jumps to the next time a link frees or a chunk lands.
+
+This is TACOS's rule (unsatisfied (chunk, destination) pairs matched, in random order, to free
+incoming links whose source holds the chunk), with one change: a (chunk, destination) pair that
+is already in flight is not matched again unless a free link would land it strictly earlier
+(possible only when links into the destination differ in speed). When that happens the slower
+transfer becomes redundant, and the *replacement rule* applies to it at once: it is relabelled
+with another chunk that its source already held when it started and its destination still
+lacks and has not claimed; if there is none the transfer is cancelled and its link is freed
+early, at the current time. TACOS instead lets duplicates run to the end and relabels them on
+arrival, which can name a chunk the source only got after the transfer began.
+
+Randomness comes from one ``numpy.random.Generator`` seeded by the caller: a seed reproduces a
+schedule bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from collhub_tacos._network import Network
+from hub.errors import AlgorithmError
+
+__all__ = ["Schedule", "greedy_allgather", "has_mixed_speeds"]
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An all-gather schedule: transfer ``i`` moves ``chunk[i]`` over link ``link[i]`` (indices
+    into the network's link arrays), starting at ``start[i]`` and landing at ``end[i]`` (µs).
+    Chunk ``c`` starts at NPU ``c // chunks``."""
+
+    chunks: int
+    chunk: np.ndarray
+    link: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    makespan: float
+    events: int
+    replaced: int = 0
+    cancelled: int = 0
+
+
+def has_mixed_speeds(net: Network, delay: np.ndarray) -> bool:
+    """Whether some NPU's in-links differ in speed (the slow-link rule can matter)."""
+    lo = np.full(net.npus, np.inf)
+    hi = np.full(net.npus, -np.inf)
+    np.minimum.at(lo, net.dst, delay)
+    np.maximum.at(hi, net.dst, delay)
+    return bool((hi - lo > _EPS * np.maximum(hi, 1.0)).any())
+
+
+def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, idx): the indices i with keys[i] == x are idx[ptr[x]:ptr[x+1]]."""
+    idx = np.argsort(keys, kind="stable")
+    ptr = np.searchsorted(keys[idx], np.arange(n + 1))
+    return ptr, idx
+
+
+def _slots(
+    links: np.ndarray, dst: np.ndarray, rng: np.random.Generator, delay: np.ndarray | None = None
+) -> list[np.ndarray]:
+    """Shuffle ``links`` and split them into slots with at most one link per destination; with
+    ``delay``, a destination's faster links come first (they choose their chunks first)."""
+    f = links[rng.permutation(links.size)]
+    if delay is not None:
+        f = f[np.argsort(delay[f], kind="stable")]
+    f = f[np.argsort(dst[f], kind="stable")]
+    d = dst[f]
+    first = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+    sizes = np.diff(np.r_[first, d.size])
+    slot = np.arange(d.size) - np.repeat(first, sizes)
+    order = np.argsort(slot, kind="stable")
+    bounds = np.searchsorted(slot[order], np.arange(int(slot.max()) + 2))
+    return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
+
+
+class _State:
+    """Mutable matcher state (one all-gather run)."""
+
+    def __init__(
+        self,
+        net: Network,
+        k: int,
+        busy: np.ndarray,
+        delay: np.ndarray,
+        policy: str,
+        rng: np.random.Generator,
+        slow_rule: bool = True,
+    ) -> None:
+        n = net.npus
+        self.policy = policy
+        self.net, self.k, self.busy, self.delay = net, k, busy, delay
+        self.C = n * k
+        # matrices are indexed by *column*, a random relabelling of the chunks: ties between
+        # equally good chunks go to the lowest column, i.e. to a random priority fixed per run
+        self.col_of = rng.permutation(self.C)
+        self.chunk_of = np.argsort(self.col_of)
+        own = np.arange(self.C)
+        self.has = np.zeros((n, self.C), dtype=bool)
+        self.has[own // k, self.col_of] = True
+        self.claimed = self.has.copy()
+        e = net.links
+        self.free_at = np.zeros(e)
+        # in flight per link: up to D chunks (the pipelined model lets a link start the next
+        # chunk while the last one is still travelling its latency); one row slot each
+        d = int(np.ceil(float(np.max(delay / busy)) + 1e-9)) if e else 1
+        self.D = max(d, 1)
+        self.land_at = np.full((e, self.D), np.inf)
+        self.start_at = np.zeros((e, self.D))
+        self.carry = np.full((e, self.D), -1, dtype=np.int64)  # chunk (column) in flight
+        self.rec_id = np.full((e, self.D), -1, dtype=np.int64)  # its record index
+        self.mixed = self._mixed_destinations()
+        # supply[v, c]: how many in-neighbours of v hold c (the score)
+        self.out_of = _csr(net.src, n)
+        self.in_of = _csr(net.dst, n)
+        deg = int(np.bincount(net.dst, minlength=n).max())
+        if deg >= 1 << 14:  # pragma: no cover - 16384 in-links per NPU
+            raise AlgorithmError(f"tacos: an NPU has {deg} in-links; at most 16383 are supported")
+        self.supply = np.zeros((n, self.C), dtype=np.uint8 if deg < 128 else np.int16)
+        # dense graphs (unwound switches: every NPU linked to every other) recount the supply with
+        # one matrix product per event instead of one increment per (landing, out-link)
+        self.dense = e > 32 * n
+        if self.dense:
+            self.adj_t = np.zeros((n, n), dtype=np.float32)
+            self.adj_t[net.dst, net.src] = 1.0
+            self._recount()
+        else:
+            for j in range(k):
+                np.add.at(self.supply, (net.dst, self.col_of[net.src.astype(np.int64) * k + j]), 1)
+        self.holders = np.ones(self.C, dtype=np.int64)  # per column
+        # coming[v, c]: in-neighbours of v with c on its way (mixed-speed sparse networks only)
+        self.coming = np.zeros((n, self.C), dtype=np.int16) if self.mixed.any() and not self.dense else None
+        # a link is slow when it takes over 1.5x the fastest link into its destination; covered[v, c]:
+        # fast in-neighbours of v that hold or are getting c (a slow link leaves such chunks alone)
+        self.covered: np.ndarray | None = None
+        if self.coming is not None and slow_rule:
+            fastest = np.full(n, np.inf)
+            np.minimum.at(fastest, net.dst, busy)
+            self.slow = busy > 1.5 * fastest[net.dst]
+            self.fast_out = _csr(np.where(self.slow, -1, net.src), n)  # fast links only (src -1 = none)
+            self.covered = np.zeros((n, self.C), dtype=bool)
+            fl = np.flatnonzero(~self.slow)
+            for j in range(k):
+                self.covered[net.dst[fl], self.col_of[net.src[fl].astype(np.int64) * k + j]] = True
+        self.rng = rng
+        self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.n_recs = 0
+        self.dead: list[int] = []  # cancelled record indices
+        self.relabel: dict[int, int] = {}  # record index -> replacement chunk
+        self.remaining = n * (self.C - k)
+        self.replaced = 0
+        self.cancelled = 0
+
+    def _score(self) -> np.ndarray:
+        """Suppliers per (NPU, chunk): holders among the in-neighbours, plus, on mixed-speed
+        networks, in-neighbours that have the chunk on its way (a slow link then leaves chunks
+        a neighbour is about to get to the neighbour's fast link, and NPUs sharing slow links
+        pull different chunks)."""
+        if self.coming is None:
+            return self.supply
+        top = 127 if self.supply.dtype == np.uint8 else (1 << 14) - 1
+        return np.minimum(self.supply.astype(np.int16) + self.coming, top).astype(self.supply.dtype)
+
+    def _announce(self, v: np.ndarray, c: np.ndarray) -> None:
+        """NPUs ``v`` claimed chunks ``c``: their out-neighbours count them as coming."""
+        if self.covered is not None:
+            fp, fi = self.fast_out
+            cnt = fp[v + 1] - fp[v]
+            fo = fi[np.repeat(fp[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+            self.covered[self.net.dst[fo], np.repeat(c, cnt)] = True
+        ptr, idx = self.out_of
+        cnt = ptr[v + 1] - ptr[v]
+        outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        assert self.coming is not None  # called only on mixed-speed sparse networks
+        np.add.at(self.coming, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+
+    def _arrived(self, v: np.ndarray, c: np.ndarray) -> None:
+        """Claimed chunks that landed stop counting as coming (they count as held)."""
+        ptr, idx = self.out_of
+        cnt = ptr[v + 1] - ptr[v]
+        outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        assert self.coming is not None  # called only on mixed-speed sparse networks
+        np.subtract.at(self.coming, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+
+    def _recount(self) -> None:
+        """supply = (in-adjacency) @ has, saturated to the score's dtype."""
+        prod = self.adj_t @ self.has.astype(np.float32)
+        top = 127 if self.supply.dtype == np.uint8 else (1 << 14) - 1
+        np.minimum(prod, top, out=prod)
+        self.supply[...] = prod.astype(self.supply.dtype)
+
+    def _mixed_destinations(self) -> np.ndarray:
+        """NPUs whose in-links differ in speed: only there can a later transfer land first."""
+        n = self.net.npus
+        lo = np.full(n, np.inf)
+        hi = np.full(n, -np.inf)
+        np.minimum.at(lo, self.net.dst, self.delay)
+        np.maximum.at(hi, self.net.dst, self.delay)
+        return hi - lo > _EPS * np.maximum(hi, 1.0)
+
+    def rarest_first(self) -> None:
+        """Relabel the columns so that rarer chunks (fewer holders) come first, ties at random:
+        the first-minimum rule of the matcher then prefers them."""
+        order = np.lexsort((self.rng.random(self.C), self.holders))
+        inv = np.empty(self.C, dtype=np.int64)
+        inv[order] = np.arange(self.C)
+        self.has = np.take(self.has, order, axis=1)
+        self.claimed = np.take(self.claimed, order, axis=1)
+        self.supply = np.take(self.supply, order, axis=1)
+        if self.coming is not None:
+            self.coming = np.take(self.coming, order, axis=1)
+        if self.covered is not None:
+            self.covered = np.take(self.covered, order, axis=1)
+        self.holders = self.holders[order]
+        self.chunk_of = self.chunk_of[order]
+        self.col_of = np.argsort(self.chunk_of)
+        busy = self.carry >= 0
+        self.carry[busy] = inv[self.carry[busy]]
+
+    # -- arrivals ----------------------------------------------------------------------------
+    def deliver(self, t: float) -> None:
+        dl, ds = np.nonzero(self.land_at <= t + _EPS)
+        if not dl.size:
+            return
+        done = dl
+        c = self.carry[dl, ds]
+        v = self.net.dst[done].astype(np.int64)
+        self.has[v, c] = True
+        np.add.at(self.holders, c, 1)
+        if self.coming is not None:
+            self._arrived(v, c)
+        if self.dense:
+            self._recount()
+        else:
+            ptr, idx = self.out_of
+            cnt = ptr[v + 1] - ptr[v]
+            outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+            np.add.at(self.supply, (self.net.dst[outs], np.repeat(c, cnt)), 1)
+        self.land_at[dl, ds] = np.inf
+        self.carry[dl, ds] = -1
+        self.remaining -= done.size
+
+    # -- matching ----------------------------------------------------------------------------
+    def match(self, t: float, rng: np.random.Generator) -> None:
+        free = np.flatnonzero(self.free_at <= t + _EPS)
+        if not free.size:
+            return
+        src, dst = self.net.src, self.net.dst
+        kt, top = (np.uint8, 7) if self.supply.dtype == np.uint8 else (np.int16, 14)
+        flag = kt(1 << top)
+        # per event: S = score with the top bit set where already claimed, H = top bit where
+        # the source lacks the chunk; per slot the key is one gather of each and an OR
+        lack = (~self.has).view(np.uint8)
+        claimed = self.claimed.view(np.uint8)
+        H: np.ndarray
+        S: np.ndarray
+        if kt is np.uint8:
+            H = lack << np.uint8(7)
+            S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (claimed << np.uint8(7))
+        else:
+            H = lack.astype(np.int16) << np.int16(14)
+            S = (self._score() if self.policy == "scarce" else np.zeros_like(self.supply)) | (
+                claimed.astype(np.int16) << np.int16(14)
+            )
+        self._S, self._flag = S, flag  # _replace claims chunks too
+        self._latest: np.ndarray | None = None  # per event (see _latest_landing)
+        for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
+            v = dst[links]
+            key = np.take(S, v, axis=0)
+            key |= np.take(H, src[links], axis=0)
+            if self.covered is not None:
+                slow = np.flatnonzero(self.slow[links])
+                if slow.size:
+                    key[slow] |= np.take(self.covered, v[slow], axis=0).view(np.uint8).astype(kt) << kt(top)
+            # argmin returns the first minimum: the lowest column = the rarest (see rarest_first)
+            best = key.argmin(axis=1)
+            rows = np.arange(links.size)
+            hit = key[rows, best] < flag
+            if hit.any():
+                lk, c = links[hit], best[hit].astype(np.int64)
+                vv = dst[lk]
+                self.claimed[vv, c] = True
+                if self.coming is not None:
+                    self._announce(vv, c)
+                S[vv, c] |= flag
+                self._start(t, lk, c)
+            if self.mixed.any():
+                self._overtake(t, links, rng)
+
+    def _start(self, t: float, links: np.ndarray, chunk: np.ndarray) -> None:
+        self.free_at[links] = t + self.busy[links]
+        d = np.argmax(self.carry[links] < 0, axis=1)  # a free flight slot (one always is)
+        self.land_at[links, d] = t + self.delay[links]
+        self.start_at[links, d] = t
+        self.carry[links, d] = chunk
+        self.rec_id[links, d] = np.arange(self.n_recs, self.n_recs + links.size)
+        self.n_recs += links.size
+        self.recs.append((self.chunk_of[chunk].astype(np.int32), links.astype(np.int32), np.full(links.size, t)))
+
+    def _overtake(self, t: float, links: np.ndarray, rng: np.random.Generator) -> None:
+        """Links into mixed-speed destinations still free after their slot may land an in-flight
+        chunk earlier than its current transfer; that transfer is then replaced or cancelled."""
+        src, dst = self.net.src, self.net.dst
+        idle = links[(self.free_at[links] <= t + _EPS) & self.mixed[dst[links]]]
+        if not idle.size:
+            return
+        # only where something in flight lands later than this link would (vectorised filter)
+        idle = idle[t + self.delay[idle] + _EPS < self._latest_landing()[dst[idle]]]
+        ptr, idx = self.in_of
+        for ln in idle.tolist():
+            v, u = int(dst[ln]), int(src[ln])
+            arrive = t + self.delay[ln]
+            into = idx[ptr[v] : ptr[v + 1]]
+            sub_l, isl = np.nonzero((self.land_at[into] > arrive + _EPS) & (self.carry[into] >= 0))
+            il = into[sub_l]
+            if not il.size:
+                continue
+            held = self.has[u, self.carry[il, isl]]
+            if not held.any():
+                continue
+            j = int(rng.choice(np.flatnonzero(held)))
+            c = int(self.carry[il[j], isl[j]])
+            self._replace(t, int(il[j]), int(isl[j]), rng)
+            self._start(t, np.array([ln]), np.array([c]))
+
+    def _latest_landing(self) -> np.ndarray:
+        """Per NPU, the latest landing time of a chunk in flight to it (-inf if none), as of the
+        start of the event (a filter: transfers started in this event are not overtaken)."""
+        if self._latest is not None:
+            return self._latest
+        out = np.full(self.net.npus, -np.inf)
+        land = np.where(np.isfinite(self.land_at), self.land_at, -np.inf).max(axis=1)
+        np.maximum.at(out, self.net.dst, land)
+        self._latest = out
+        return out
+
+    def _replace(self, t: float, ln: int, slot: int, rng: np.random.Generator) -> None:
+        """The replacement rule for the now redundant transfer on link ``ln`` (module docs)."""
+        u, v = int(self.net.src[ln]), int(self.net.dst[ln])
+        began = float(self.start_at[ln, slot])
+        cand = np.flatnonzero(self._held_at(u, began) & ~self.claimed[v])
+        rid = int(self.rec_id[ln, slot])
+        if cand.size:
+            c = int(cand[int(rng.integers(cand.size))])
+            self.claimed[v, c] = True
+            self._S[v, c] |= self._flag
+            if self.coming is not None:
+                self._announce(np.array([v]), np.array([c]))
+            self.carry[ln, slot] = c
+            self.relabel[rid] = int(self.chunk_of[c])
+            self.replaced += 1
+            return
+        # nothing to carry instead: cancel it; the link is free from now (freed early)
+        self.dead.append(rid)
+        self.cancelled += 1
+        if began + self.busy[ln] > t + _EPS:  # it still occupies the link: free it now
+            self.free_at[ln] = t
+        self.land_at[ln, slot] = np.inf
+        self.carry[ln, slot] = -1
+        # (the overtaking transfer delivers the chunk and is counted when it lands)
+
+    def _held_at(self, u: int, when: float) -> np.ndarray:
+        """The chunks NPU ``u`` had by time ``when`` (its own, plus every transfer landed by then)."""
+        out = np.zeros(self.C, dtype=bool)
+        out[self.col_of[u * self.k : (u + 1) * self.k]] = True
+        dead = set(self.dead)
+        base = 0
+        for chunk, links, start in self.recs:
+            sel = np.flatnonzero((self.net.dst[links] == u) & (start + self.delay[links] <= when + _EPS))
+            for i in sel.tolist():
+                rid = base + i
+                if rid not in dead:
+                    out[self.col_of[self.relabel.get(rid, int(chunk[i]))]] = True
+            base += chunk.size
+        return out
+
+    def next_time(self, t: float) -> float:
+        busy = self.free_at[self.free_at > t + _EPS]
+        nxt = min(float(self.land_at.min()), float(busy.min()) if busy.size else np.inf)
+        return nxt
+
+    def schedule(self, events: int) -> Schedule:
+        chunk = np.concatenate([r[0] for r in self.recs]) if self.recs else np.zeros(0, np.int32)
+        link = np.concatenate([r[1] for r in self.recs]) if self.recs else np.zeros(0, np.int32)
+        start = np.concatenate([r[2] for r in self.recs]) if self.recs else np.zeros(0)
+        for rid, c in self.relabel.items():
+            chunk[rid] = c
+        if self.dead:
+            keep = np.ones(chunk.size, dtype=bool)
+            keep[np.asarray(self.dead)] = False
+            chunk, link, start = chunk[keep], link[keep], start[keep]
+        end = start + self.delay[link]
+        makespan = float(end.max()) if end.size else 0.0
+        return Schedule(self.k, chunk, link, start, end, makespan, events, self.replaced, self.cancelled)
+
+
+def greedy_allgather(
+    net: Network,
+    chunks: int,
+    busy: np.ndarray,
+    delay: np.ndarray,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None = None,
+    policy: str = "scarce",
+    slow_rule: bool = True,
+) -> Schedule:
+    """All-gather of ``chunks`` chunks per NPU on ``net`` (link busy/landing times in µs per chunk).
+
+    ``slow_rule`` (mixed-speed networks): a link over 1.5x slower than the fastest link into its
+    destination leaves alone the chunks a faster in-neighbour holds or is getting."""
+    st = _State(net, chunks, busy, delay, policy, rng, slow_rule)
+    # re-sorting costs three matrix copies; on big problems do it every few events
+    resort = 1 if net.npus * st.C <= 1 << 21 else 4
+    total = st.remaining
+    t = 0.0
+    events = 0
+    while True:
+        st.deliver(t)
+        if st.remaining <= 0:
+            break
+        if events % resort == 0:
+            st.rarest_first()
+        st.match(t, rng)
+        events += 1
+        if progress is not None and events % 16 == 0:
+            progress(total - st.remaining, total)
+        nxt = st.next_time(t)
+        if not np.isfinite(nxt):  # pragma: no cover - connectivity is checked before
+            raise AlgorithmError(
+                f"tacos: the greedy matcher stalled with {st.remaining} deliveries left",
+                hint="is every NPU reachable from every other?",
+            )
+        t = nxt
+    if progress is not None:
+        progress(total, total)
+    return st.schedule(events)
