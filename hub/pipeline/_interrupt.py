@@ -4,11 +4,12 @@ marked incomplete (resumable).
 :class:`Interrupts` turns both signals into :class:`KeyboardInterrupt` in the main thread, the
 first one only: once a run is stopping, later signals (a second Ctrl-C 5 ms after the first,
 ``timeout(1)`` sending SIGTERM after SIGINT) are swallowed, so they cannot cut the cleanup short
-and leave a ``.<run>.tmp-*`` directory behind. Short critical sections (creating the temporary
-directory, publishing it) defer a signal until they are done. Worker processes ignore both
-signals (:func:`worker_init`): the parent owns them, kills them on an interrupt and only then
-publishes the temporary directory marked incomplete, so no worker writes into it afterwards or
-prints a traceback.
+and leave a ``.<run>.tmp-*`` directory behind. An exception that leaves the block once a signal
+arrived is that signal's doing and leaves it as ``KeyboardInterrupt`` (chained to it). Short
+critical sections (creating the temporary directory, publishing it) defer a signal until they
+are done. Worker processes ignore both signals (:func:`worker_init`): the parent owns them,
+kills them on an interrupt and only then publishes the temporary directory marked incomplete, so
+no worker writes into it afterwards or prints a traceback.
 """
 
 from __future__ import annotations
@@ -63,17 +64,22 @@ class Interrupts:
             self.stopping = True
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         # Left by an interrupt, whether this instance caught it or an inner one did: in the real
         # collhub process, which exits 130 next, keep swallowing. Restoring the default handlers
         # here would let a second signal kill the process while it reports the first.
         interrupted = self.stopping or (exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
         if interrupted and EXIT_AFTER_INTERRUPT:
             self.stopping = True
-            return
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
+        else:
+            for sig, old in self._old.items():
+                signal.signal(sig, old)
+            self._old.clear()
+        if self.stopping and isinstance(exc, Exception):
+            # An error after a signal is the signal's doing: its KeyboardInterrupt, raised inside
+            # code that turned it into something else (a plugin guard calling it the plugin's own,
+            # a module left half imported), must still end the block as the interrupt.
+            raise KeyboardInterrupt from exc
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if os.getpid() != self._pid:  # a forked worker before worker_init ran: the parent decides
