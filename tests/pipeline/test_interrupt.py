@@ -67,6 +67,17 @@ def test_a_signal_while_the_core_plugin_loads_is_the_interrupt(signum: str, tmp_
     assert not out.exists(), err  # stopped while validating: nothing was created
 
 
+@pytest.mark.parametrize("signum", ["INT", "TERM"])
+def test_a_signal_while_the_results_are_printed_is_the_interrupt(signum: str, tmp_path: Path) -> None:
+    # The run is published; the command imports its table printer next. SIGTERM used to find its
+    # default action back (killed, status -15) once the run's block had ended.
+    (tmp_path / "p.yaml").write_text(_RANKS)
+    r = collhub_signalled_at("hub.cli._runtable", signum, "raise", "run", "p.yaml", "-o", "out", cwd=tmp_path)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr.splitlines()[-1] == "error: interrupted" and "Traceback" not in r.stderr, r.stderr
+    assert (tmp_path / "out" / "results.json").is_file() and not (tmp_path / "out" / "INCOMPLETE").exists()
+
+
 def test_an_error_after_a_signal_leaves_as_the_interrupt() -> None:
     def plugin_code() -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # the run's handler raises KeyboardInterrupt in here
