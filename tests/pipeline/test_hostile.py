@@ -191,9 +191,10 @@ def test_interrupt_at_a_random_moment_leaves_complete_or_absent(kind: str, tmp_p
         if names:  # complete, or marked incomplete and resumable
             assert (tmp / "out" / "results.json").is_file() != (tmp / "out" / "INCOMPLETE").is_file(), context
             assert (tmp / "out" / "rows.jsonl").is_file(), context
-        # Killed while Python itself was starting, or stopped while the CLI imported Typer: its
-        # start-up handler exits 130 at once, printing nothing (hub/cli/__init__.py). Both before
-        # anything exists; a slow machine's start-up can outlast the shortest delay.
+        # Killed while Python itself was starting, or stopped while the CLI imported Typer (its
+        # start-up handler, hub/cli/__init__.py) or Typer parsed the command line (Typer's own
+        # handling): those exit 130 at once, printing nothing. All before anything exists; a slow
+        # machine's start-up can outlast the shortest delay.
         if rc in (-signal.SIGINT, -signal.SIGTERM) or (rc == 130 and err == ""):
             assert names == [] and "hub" not in err, context
             continue
