@@ -1,8 +1,8 @@
 """The one place that turns exceptions into a one-line message, a hint and an exit code.
 
 ``HubError`` -> ``error: <message>`` (+ ``hint: ...``) on stderr, exit ``exc.exit_code``;
-Ctrl-C -> exit 130; anything else -> ``internal error: ...`` and exit 1, unless ``--debug``
-(or ``COLLHUB_DEBUG=1``) asks for the traceback.
+Ctrl-C -> exit 130 (also an error raised *from* one); anything else -> ``internal error: ...``
+and exit 1, unless ``--debug`` (or ``COLLHUB_DEBUG=1``) asks for the traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typer
 from ..errors import ExitCode, HubError
 from ._pipes import BROKEN_PIPE_EXIT, is_broken_pipe, silence_stdout
 
-__all__ = ["STATE", "debug_enabled", "exit_code_for", "report", "warn"]
+__all__ = ["STATE", "debug_enabled", "exit_code_for", "interrupt_of", "report", "warn"]
 
 _MAX_LISTED = 20
 
@@ -36,8 +36,24 @@ def debug_enabled() -> bool:
     return STATE.debug or os.environ.get("COLLHUB_DEBUG", "").lower() in {"1", "true", "yes"}
 
 
+def interrupt_of(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM) behind ``exc``: itself, or the ``KeyboardInterrupt`` in its chain of
+    causes. CPython raises ``RuntimeError`` *from* an interrupt that lands in a ``__set_name__``
+    (a class being created while a module imports); that error is the interrupt, not a bug.
+    Only ``__cause__`` counts: an error raised while handling one (``__context__``) is its own."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__
+    return None
+
+
 def exit_code_for(exc: BaseException) -> int:
     """The process exit code for ``exc`` (see ``docs/cli.md``)."""
+    exc = interrupt_of(exc) or exc
     if isinstance(exc, HubError):
         return int(exc.exit_code)
     if is_broken_pipe(exc):
@@ -74,6 +90,7 @@ def report(exc: BaseException) -> int:
         return code
     if debug_enabled():
         typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
+    exc = interrupt_of(exc) or exc
     if isinstance(exc, KeyboardInterrupt):
         if STATE.process:
             _ignore_signals()  # exiting now: a further Ctrl-C must not print a traceback over this line

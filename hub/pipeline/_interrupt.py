@@ -4,11 +4,12 @@ marked incomplete (resumable).
 :class:`Interrupts` turns both signals into :class:`KeyboardInterrupt` in the main thread, the
 first one only: once a run is stopping, later signals (a second Ctrl-C 5 ms after the first,
 ``timeout(1)`` sending SIGTERM after SIGINT) are swallowed, so they cannot cut the cleanup short
-and leave a ``.<run>.tmp-*`` directory behind. Short critical sections (creating the temporary
-directory, publishing it) defer a signal until they are done. Worker processes ignore both
-signals (:func:`worker_init`): the parent owns them, kills them on an interrupt and only then
-publishes the temporary directory marked incomplete, so no worker writes into it afterwards or
-prints a traceback.
+and leave a ``.<run>.tmp-*`` directory behind. An exception that leaves the block once a signal
+arrived is that signal's doing and leaves it as ``KeyboardInterrupt`` (chained to it). Short
+critical sections (creating the temporary directory, publishing it) defer a signal until they
+are done. Worker processes ignore both signals (:func:`worker_init`): the parent owns them,
+kills them on an interrupt and only then publishes the temporary directory marked incomplete, so
+no worker writes into it afterwards or prints a traceback.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ __all__ = ["EXIT_AFTER_INTERRUPT", "Interrupts", "worker_init"]
 
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
 
-#: Set by the CLI, whose process exits after an interrupted run: the guard then keeps swallowing
-#: signals after the run instead of restoring the default handlers, so a third Ctrl-C during the
-#: one-line report cannot print a traceback. Library callers keep their own handlers.
+#: Set by the CLI, whose process exits after the run: the guard then stays installed after the
+#: block instead of restoring the default handlers, so a third Ctrl-C during the one-line report
+#: cannot print a traceback, and a signal while the results are printed ends the command with
+#: exit 130 like any other. Library callers get their own handlers back.
 EXIT_AFTER_INTERRUPT = False
 #: Set when a run killed its worker processes. The executor's manager thread may then be stuck
 #: on half a message in its result pipe, and interpreter exit would join it; the CLI, whose
@@ -63,17 +65,24 @@ class Interrupts:
             self.stopping = True
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
-        # Left by an interrupt, whether this instance caught it or an inner one did: in the real
-        # collhub process, which exits 130 next, keep swallowing. Restoring the default handlers
-        # here would let a second signal kill the process while it reports the first.
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        # In the real collhub process the handlers stay. Left by an interrupt, whether this
+        # instance caught it or an inner one did, they keep swallowing: the process exits 130
+        # next, and the default handlers would let a second signal kill it while it reports the
+        # first. Left normally, the command still prints its results: a signal then is still its
+        # interrupt (exit 130), where SIGTERM's default action would kill it mid-output.
         interrupted = self.stopping or (exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
-        if interrupted and EXIT_AFTER_INTERRUPT:
-            self.stopping = True
-            return
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
+        if EXIT_AFTER_INTERRUPT:
+            self.stopping = interrupted
+        else:
+            for sig, old in self._old.items():
+                signal.signal(sig, old)
+            self._old.clear()
+        if self.stopping and isinstance(exc, Exception):
+            # An error after a signal is the signal's doing: its KeyboardInterrupt, raised inside
+            # code that turned it into something else (a plugin guard calling it the plugin's own,
+            # a module left half imported), must still end the block as the interrupt.
+            raise KeyboardInterrupt from exc
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if os.getpid() != self._pid:  # a forked worker before worker_init ran: the parent decides

@@ -270,6 +270,12 @@ class _Run:
             with self.interrupts.critical():  # publish whole: a signal here waits for the rename
                 final = rd.commit()
         except BaseException as exc:
+            if self.interrupts.stopping and isinstance(exc, Exception):
+                # A signal arrived and its KeyboardInterrupt became another error on its way out
+                # (a plugin guard, a half-imported module): keep the rows, as for the interrupt itself.
+                interrupt = KeyboardInterrupt()
+                self._abandon(interrupt, rd, pool, log)
+                raise interrupt from exc
             self._abandon(exc, rd, pool, log)
             raise
         finally:
