@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as exc:
         _leave(exc.code)
         raise
+    except KeyboardInterrupt as exc:  # outside any command (e.g. while Typer builds the command tree)
+        from ._errors import report
+
+        code = report(exc)  # "error: interrupted", exit 130, never a traceback
+        _leave(code)
+        raise SystemExit(code) from None
     finally:  # the command is over: a late signal must not interrupt the exit (and its joins)
         for sig in (_signal.SIGINT, _signal.SIGTERM):
             _signal.signal(sig, _signal.SIG_IGN)

@@ -7,8 +7,9 @@ factory):
   cannot corrupt ``--format json`` on stdout;
 * ``SystemExit``, ``GeneratorExit`` and any other ``BaseException`` become a
   :class:`~hub.errors.PluginError` naming the plugin and its distribution (exit 4); so does a
-  ``KeyboardInterrupt`` the plugin raised itself. A real Ctrl-C (a SIGINT seen during the call)
-  stays a ``KeyboardInterrupt``: interrupting is the user's;
+  ``KeyboardInterrupt`` the plugin raised itself. A real interrupt (a SIGINT seen during the
+  call, or a SIGTERM that the host turns into ``KeyboardInterrupt``, as a pipeline run does) stays
+  a ``KeyboardInterrupt``: interrupting is the user's;
 * with ``timeout`` (seconds), a call still running after it is stopped with
   :class:`PluginTimeout` (SIGALRM; main thread only). Python code is interrupted at once; a
   plugin blocked inside C code is stopped when it returns to Python.
@@ -91,15 +92,16 @@ def guarded(
     """
     main = threading.current_thread() is threading.main_thread()
     interrupted = False
-    old_int: Any = None
+    old_handlers: dict[int, Any] = {}
     old_alarm: Any = None
 
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal interrupted
         interrupted = True
-        if callable(old_int):  # the caller's policy (e.g. a run deferring signals) decides
-            old_int(signum, frame)
-        elif old_int != signal.SIG_IGN:
+        previous = old_handlers.get(signum)
+        if callable(previous):  # the caller's policy (e.g. a run deferring signals) decides
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
             raise KeyboardInterrupt
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
@@ -110,7 +112,11 @@ def guarded(
     try:
         try:
             if main:
-                old_int = signal.signal(signal.SIGINT, on_sigint)
+                old_handlers[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
+                # SIGTERM only where the host handles it in Python (a run turns it into an
+                # interrupt); with the default action it ends the process, as it should
+                if callable(signal.getsignal(signal.SIGTERM)):
+                    old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_signal)
                 if use_alarm:
                     old_alarm = signal.signal(signal.SIGALRM, on_alarm)
                     signal.setitimer(signal.ITIMER_REAL, float(timeout))  # type: ignore[arg-type]
@@ -121,8 +127,9 @@ def guarded(
                 if use_alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, old_alarm if old_alarm is not None else signal.SIG_DFL)
-                if old_int is not None:
-                    signal.signal(signal.SIGINT, old_int)
+                for signum, previous in old_handlers.items():
+                    if previous is not None:
+                        signal.signal(signum, previous)
     except _Alarm:
         raise PluginTimeout(
             f"{what} did not finish within {timeout:g} s",

@@ -49,3 +49,35 @@ def test_an_error_raised_while_handling_an_interrupt_stays_that_error(capsys: py
         assert interrupt_of(exc) is None
         assert report(exc) == 4
     assert capsys.readouterr().err.splitlines()[0] == "error: plugin x raised KeyboardInterrupt by itself"
+
+
+_INTERRUPT_WHILE_TYPER_BUILDS = """
+import os, signal, sys
+sys.argv = ["collhub"]
+import hub.cli
+import typer.main
+real = typer.main.get_command
+def interrupted(*a, **k):
+    os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, while no command (and no handler of ours) runs
+    for _ in range(1000):
+        pass
+    return real(*a, **k)
+typer.main.get_command = interrupted
+hub.cli.main(["trace", "--help"])
+"""
+
+
+def test_a_ctrl_c_while_typer_builds_the_commands_is_one_line_exit_130() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_WHILE_TYPER_BUILDS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(repo)),
+    )
+    assert (r.returncode, r.stderr) == (130, "error: interrupted\n")  # before: a Python traceback
