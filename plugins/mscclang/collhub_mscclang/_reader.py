@@ -59,7 +59,7 @@ class _Tb:
 class _Gpu:
     __slots__ = (
         *("id", "i_chunks", "o_chunks", "s_chunks", "line", "tbs", "copies", "rows", "lines"),
-        "spans",
+        *("spans", "marks"),
     )
 
     def __init__(self, gid: int, i: int, o: int, s: int, line: int) -> None:
@@ -70,6 +70,7 @@ class _Gpu:
         self.rows: list[tuple[str, ...]] = []
         self.lines: list[Any] = []  # general path: ints; fast path: one array per tb, then one array
         self.spans: list[tuple[int, int]] = []  # fast path (_scan): each tb's step text
+        self.marks: list[Any] = []  # and the position of each of its steps' '<'
 
 
 class _Reader:
@@ -298,7 +299,7 @@ class _Reader:
             self.scratch = max(self.scratch, temp_end)
             self.custom_in = max(self.custom_in, g.i_chunks)
             self.custom_out = max(self.custom_out, g.o_chunks)
-            g.rows, g.lines, g.spans = [], [], []
+            g.rows, g.lines, g.spans, g.marks = [], [], [], []
 
     def run(self, pieces: Iterator[bytes]) -> Algorithm:
         """Parse the file from its ``pieces`` (of at most _source.PIECE bytes each)."""

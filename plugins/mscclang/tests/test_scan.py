@@ -159,6 +159,51 @@ def test_fuzz_both_paths_agree(
     assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
 
 
+_STEP_SPAN = re.compile(rb"<step [^>]*/>")
+# what a step's text is made of, and what may break it: blanks, quotes, markup, signs, digits, letters
+_STEP_ALPHABET = b' \t\n"<>/=-09iosrcnypedb'
+_STEP_BYTES = st.binary(max_size=4).map(lambda b: bytes(_STEP_ALPHABET[c % len(_STEP_ALPHABET)] for c in b))
+
+
+@_FUZZ
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 120), st.integers(0, 3), _STEP_BYTES), max_size=3))
+def test_fuzz_edits_inside_steps_read_the_same(tmp_path: Path, edits: list[tuple[int, int, int, bytes]]) -> None:
+    """Edits inside the steps' text (what _check_step_text proves without a regex): a blank more
+    or less, a quote, '<' or '/' in the wrong place, a renamed attribute or buffer, a sign or digit
+    in a word: the same algorithm or the same error on both paths."""
+    buf = bytearray(SMALL.read_bytes())
+    for k, offset, cut, new in edits:
+        steps = list(_STEP_SPAN.finditer(buf))
+        if not steps:
+            break
+        m = steps[k % len(steps)]
+        pos = m.start() + offset % (m.end() - m.start() + 1)
+        buf[pos : pos + cut] = new
+    path = tmp_path / "m.xml"
+    path.write_bytes(bytes(buf))
+    assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
+
+
+@pytest.mark.parametrize(
+    "case, old, new",
+    [
+        ("long-buffer-name", b'srcbuf="i"', b'srcbuf="input"'),
+        ("empty-buffer-name", b'dstbuf="i"', b'dstbuf=""'),
+        ("blank-before-close", b'"/>', b'" />'),
+        ("no-blank-before-step", b'\n      <step s="1"', b'<step s="1"'),
+    ],
+)
+def test_steps_at_the_edge_of_the_subset(tmp_path: Path, case: str, old: bytes, new: bytes) -> None:
+    """Well-formed steps the fast path declines (other buffer names, a blank before '/>') or takes
+    (steps without blanks between them): the same result as the general path either way."""
+    data = SMALL.read_bytes()
+    assert old in data
+    path = tmp_path / f"{case}.xml"
+    path.write_bytes(data.replace(old, new, 1))
+    assert (_fast(path, True) is None) == (case != "no-blank-before-step")
+    assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
+
+
 @pytest.mark.parametrize("batch", [1, 7, 100])
 def test_columns_read_in_batches_of_gpus_are_the_same(
     monkeypatch: pytest.MonkeyPatch, msccl_dir: Path, batch: int
