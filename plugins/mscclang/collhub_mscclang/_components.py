@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hub import Result
 from hub.chakra import Algorithm, Collective, check_algorithm
 from hub.errors import ExportError, ImportFormatError, UsageError
 
-from ._params import ExportParams, IRParams, ProgramParams
 from ._reader import read_msccl_ir
 
-__all__ = ["consume_export", "produce_ir", "produce_program"]
+if TYPE_CHECKING:  # each factory is called with its own model; a component loads only its own
+    from ._params import IRParams
+    from ._params_export import ExportParams
+    from ._params_program import ProgramParams
 
-_log = logging.getLogger("collhub.mscclang")
+__all__ = ["consume_export", "produce_ir", "produce_program"]
 
 
 def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
@@ -49,7 +50,9 @@ def _verify_import(alg: Algorithm, params: IRParams) -> None:
         return
     rep = verify(alg, max_problems=1)
     if not rep.ok:
-        _log.warning(
+        import logging  # (only here: the import command's start-up is part of its time)
+
+        logging.getLogger("collhub.mscclang").warning(
             "warning: %s: fails verification with %d problem(s), first: %s\n"
             "hint: `collhub trace verify OUT` lists them; --set verify=true makes this an error",
             params.path,

@@ -7,7 +7,6 @@ inflated whole, before it is refused.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import stat
@@ -90,8 +89,10 @@ def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
     try:
         head = _read_exact(raw, 2)
         compressed = head == _GZIP_MAGIC
-        stream: io.BufferedIOBase | gzip.GzipFile = io.BufferedReader(_Prefixed(head, raw))
+        stream: io.BufferedIOBase = io.BufferedReader(_Prefixed(head, raw))
         if compressed:
+            import gzip  # (only here: most inputs are plain XML)
+
             stream = gzip.GzipFile(fileobj=stream)
         total = 0
         while True:
