@@ -113,14 +113,39 @@ def _scan(rd: _Reader, data: bytes, max_token: int) -> None:
         raise _Outside  # a comment, CDATA section, DOCTYPE or processing instruction in the body
     newlines = np.flatnonzero(buf == 0x0A)
     line_of_lt = np.searchsorted(newlines, lt) + 1
-    tags = [(m.start(), m.end(), m.groups()) for m in _TAG.finditer(data, body)]
+    eights = _eights(data)
+    tag_k = np.flatnonzero(~_starts_step(data, eights, lt)).tolist()  # each tag's '<' among all of them
+    tags = []
+    for at in lt[tag_k].tolist():
+        m = _TAG.match(data, at)
+        if m is None:
+            raise _Outside  # (a '<' no regex reads)
+        tags.append((m.start(), m.end(), m.groups()))
     if not tags or tags[0][0] != body or data[tags[-1][1] :].strip(b" \t\n"):
         raise _Outside  # text before or after the root element
     if any(b - a > max_token for a, b, _ in tags):
         raise _Outside
-    tag_k = np.searchsorted(lt, [t[0] for t in tags]).tolist()  # each tag's '<' among all of them
-    doc = _Doc(data, buf, _eights(data))
+    doc = _Doc(data, buf, eights)
     _walk(rd, data, doc, tags, tag_k, lt, line_of_lt)
+
+
+_STEP_WORD = np.uint64(int.from_bytes(b"step", "little"))
+_AFTER_STEP = np.zeros(256, bool)
+_AFTER_STEP[list(b" \t\n/>")] = True
+
+
+def _starts_step(data: bytes, eights: np.ndarray, lt: np.ndarray) -> np.ndarray:
+    """Whether each '<' at ``lt`` is followed by ``step`` and a blank, '/' or '>': what _TAG never
+    matches (so it is matched only at the others, a few hundred, not searched through the steps)."""
+    is_step = np.zeros(len(lt), bool)
+    inside = lt + 1 < len(eights)  # (the view ends 7 bytes before the data)
+    head = eights[lt[inside] + 1]
+    after = ((head >> np.uint64(32)) & np.uint64(0xFF)).astype(np.intp)
+    is_step[inside] = ((head & np.uint64(0xFFFFFFFF)) == _STEP_WORD) & _AFTER_STEP[after]
+    for k in np.flatnonzero(~inside).tolist():
+        at = int(lt[k])
+        is_step[k] = data[at + 1 : at + 5] == b"step" and data[at + 5 : at + 6] in (b" ", b"\t", b"\n", b"/", b">")
+    return is_step
 
 
 def _attrs(raw: bytes) -> dict[str, str]:
