@@ -42,13 +42,18 @@ def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
 
 def _verify_import(alg: Algorithm, params: IRParams) -> None:
     """A file that does not compute its collective is worth importing (to look at it), but never
-    silently: warn, or with ``verify=true`` fail with the verifier's own error."""
+    silently: warn, or with ``verify=true`` fail with the verifier's own error.
+
+    The reader has proven the structure level while lowering (every check of hub.verify's
+    structure level has its counterpart in _stepcols/_lower/_reader._check_connections, and the
+    graphs are built in a topological order), so the verifier starts at the progress level
+    (``structure_proven``); tests compare the reports with and without it."""
     from hub.verify import check, verify
 
     if params.verify:
-        check(alg)
+        check(alg, structure_proven=True)
         return
-    rep = verify(alg, max_problems=1)
+    rep = verify(alg, max_problems=1, structure_proven=True)
     if not rep.ok:
         import logging  # (only here: the import command's start-up is part of its time)
 
