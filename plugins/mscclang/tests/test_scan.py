@@ -56,6 +56,20 @@ def test_every_corpus_file_takes_the_fast_path_and_reads_the_same(msccl_dir: Pat
     assert _digest(fast) == _digest(_general(path, names))
 
 
+@pytest.mark.parametrize("name", corpus_files())
+def test_every_corpus_file_writes_the_same_et_on_both_paths(tmp_path: Path, msccl_dir: Path, name: str) -> None:
+    """What a user gets from `produce mscclang.ir`: the ET files of the fast path (gpus lowered
+    in batches) and of the general path (one gpu at a time) are byte for byte the same."""
+    from hub.chakra import write_algorithm
+
+    path = msccl_dir / name
+    fast = _fast(path, path.stat().st_size <= 512 * 1024)
+    assert fast is not None
+    a = write_algorithm(fast, tmp_path / "fast" / "a")
+    b = write_algorithm(_general(path, None), tmp_path / "general" / "a")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+
+
 def test_an_exported_file_takes_the_fast_path(tmp_path: Path) -> None:
     """mscclang.export writes the subset too (so round trips are fast)."""
     from collhub_mscclang import write_msccl_ir
