@@ -167,7 +167,7 @@ def _walk(
 ) -> None:
     """The element structure: algo > gpu > (tb > step*, copy); anything else is outside."""
     depth = 0  # 0 before algo, 1 in algo, 2 in a gpu, 3 in a tb
-    steps_seen = g_steps = 0
+    steps_seen = g_steps = pending_steps = 0
     pending: list[_Gpu] = []  # closed gpus not lowered yet (their columns are read in batches)
     seen: set[int] = set()
     n = len(tags)
@@ -188,10 +188,12 @@ def _walk(
                 g = rd.gpu
                 assert g is not None
                 pending.append(g)
+                pending_steps += g_steps
                 rd.gpu = None
-                if sum(sum(t.n for t in p.tbs) for p in pending) >= _BATCH_STEPS:
+                if pending_steps >= _BATCH_STEPS:
                     _lower_batch(rd, pending, doc)
                     pending.clear()
+                    pending_steps = 0
             elif depth == 0:
                 done = True
         elif depth == 0 and name == b"algo" and not empty:
