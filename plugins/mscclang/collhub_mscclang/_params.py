@@ -41,3 +41,16 @@ class IRParams(BaseModel):
         description="run hub.verify on the import: true fails on a "
         "problem (exit 3), default warns (one line on stderr), false skips the check",
     )
+
+
+def __getattr__(name: str) -> type[BaseModel]:
+    """The other components' models, where they used to be (imported on first use only)."""
+    if name == "ExportParams":
+        from ._params_export import ExportParams
+
+        return ExportParams
+    if name == "ProgramParams":
+        from ._params_program import ProgramParams
+
+        return ProgramParams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
