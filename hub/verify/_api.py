@@ -17,7 +17,7 @@ from ._progress import report_deadlock
 from ._races import check_races
 from ._report import DEFAULT_MAX_PROBLEMS, LEVELS, ProblemSink, VerificationReport, parse_level
 from ._semantics import buffer_bases, check_postcondition, check_postcondition_slots, initial_memory
-from ._structure import check_structure
+from ._structure import assume_structure, check_structure
 from ._values import Codec
 from ._walk import walk
 
@@ -35,7 +35,13 @@ _HINTS = {
 }
 
 
-def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFAULT_MAX_PROBLEMS) -> VerificationReport:
+def verify(
+    alg: Algorithm,
+    *,
+    level: str = "semantics",
+    max_problems: int = DEFAULT_MAX_PROBLEMS,
+    structure_proven: bool = False,
+) -> VerificationReport:
     """Check ``alg`` up to ``level`` ("structure" < "progress" < "semantics", cumulative).
 
     Levels run in order and stop at the first one that finds problems, because the later ones
@@ -43,6 +49,13 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
     semantics level lists races (see :mod:`._races`) before the data errors of the walk. The
     report keeps the first ``max_problems`` findings and counts all of them; what could not be
     checked, and why, is in ``report.not_checked``.
+
+    ``structure_proven`` is a producer's guarantee, for an algorithm it has just built and checked
+    while building it (``mscclang.ir`` does): every per-node fact of the structure level holds
+    (distinct ids; valid dependencies, each on an earlier position; peers; chunk counts; RECV ops;
+    buffer bounds; per connection as many SENDs as RECVs, pairwise equal in count and size). That
+    level then checks the metadata only, and the later levels run as always. Never set it for an
+    algorithm read from a file, or changed since it was built.
     """
     if not isinstance(alg, Algorithm):
         raise UsageError(
@@ -62,7 +75,7 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
         return False
 
     sink = ProblemSink("structure", max_problems)
-    f, orders = check_structure(alg, sink)
+    f, orders = (assume_structure if structure_proven else check_structure)(alg, sink)
     if failed(sink) or top == 0 or f is None:
         return rep
 
@@ -148,14 +161,15 @@ def _semantics_tail(
     return rep
 
 
-def check(alg: Algorithm, *, level: str = "semantics", strict: bool = False) -> None:
+def check(alg: Algorithm, *, level: str = "semantics", strict: bool = False, structure_proven: bool = False) -> None:
     """Like :func:`verify`, but raise the matching :class:`~hub.errors.VerificationError`
     subclass (StructureError, DeadlockError or SemanticsError) carrying the problems.
 
     With ``strict``, a level that could not be checked (``report.not_checked``, e.g. the
     semantics of a CUSTOM collective) is an error too: a SemanticsError saying why.
+    ``structure_proven``: as for :func:`verify`.
     """
-    rep = verify(alg, level=level)
+    rep = verify(alg, level=level, structure_proven=structure_proven)
     if rep.ok and strict and rep.not_checked:
         lvl, why = next(iter(rep.not_checked.items()))
         raise SemanticsError(

@@ -108,8 +108,8 @@ def test_consumers_check_unverified_input(case: str, tmp_path: Path) -> None:
 
 
 def _export(alg: Algorithm, tmp_path: Path) -> None:
+    from collhub_mscclang import ExportParams
     from collhub_mscclang._components import consume_export
-    from collhub_mscclang._params import ExportParams
 
     consume_export(alg, ExportParams(out=tmp_path / "a.xml"), None)
 

@@ -374,3 +374,22 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/verify.md", "exec"), {})
     assert capsys.readouterr().out.strip() == "algorithm: ok (structure, progress, semantics)"
+
+
+@pytest.mark.parametrize("make", CORRECT)
+def test_a_producers_proven_structure_changes_no_report(make) -> None:
+    """``structure_proven`` (a producer's guarantee, used by mscclang.ir) skips only the per-node
+    structure checks: the report of a correct algorithm is the same, levels included."""
+    alg = make()
+    assert repr(verify(alg, structure_proven=True)) == repr(verify(alg))
+    check(alg, structure_proven=True)
+
+
+def test_proven_structure_still_checks_the_metadata_and_is_off_by_default() -> None:
+    bad_meta = h.direct_allgather(3).with_meta(out_chunks=4)
+    rep = verify(bad_meta, structure_proven=True)
+    assert rep.failed_level == "structure" and "needs out_chunks" in rep.problems[0].message
+    # without the switch, a per-node problem is still found (the default verifies everything)
+    g = h.ring_allreduce(2)
+    broken = Algorithm(g.meta, (g.graphs[0], RankGraph.from_columns(1, kind=NodeType.SEND, peer=1, count=1)))
+    assert verify(broken).failed_level == "structure"

@@ -11,10 +11,10 @@ from hub.plugins import lazy_namespace as _lazy_namespace
 
 _LAZY = {
     "DEFAULT_MAX_BYTES": "._reader",
-    "ExportParams": "._params",
+    "ExportParams": "._params_export",
     "ExportStats": "._writer",
     "IRParams": "._params",
-    "ProgramParams": "._params",
+    "ProgramParams": "._params_program",
     "msccl_available": "._program",
     "read_msccl_ir": "._reader",
     "run_program": "._program",

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hub import Result
 from hub.chakra import Algorithm, Collective, check_algorithm
 from hub.errors import ExportError, ImportFormatError, UsageError
 
-from ._params import ExportParams, IRParams, ProgramParams
 from ._reader import read_msccl_ir
 
-__all__ = ["consume_export", "produce_ir", "produce_program"]
+if TYPE_CHECKING:  # each factory is called with its own model; a component loads only its own
+    from ._params import IRParams
+    from ._params_export import ExportParams
+    from ._params_program import ProgramParams
 
-_log = logging.getLogger("collhub.mscclang")
+__all__ = ["consume_export", "produce_ir", "produce_program"]
 
 
 def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
@@ -41,15 +42,22 @@ def produce_ir(params: IRParams, ctx: Any) -> Algorithm:
 
 def _verify_import(alg: Algorithm, params: IRParams) -> None:
     """A file that does not compute its collective is worth importing (to look at it), but never
-    silently: warn, or with ``verify=true`` fail with the verifier's own error."""
+    silently: warn, or with ``verify=true`` fail with the verifier's own error.
+
+    The reader has proven the structure level while lowering (every check of hub.verify's
+    structure level has its counterpart in _stepcols/_lower/_reader._check_connections, and the
+    graphs are built in a topological order), so the verifier starts at the progress level
+    (``structure_proven``); tests compare the reports with and without it."""
     from hub.verify import check, verify
 
     if params.verify:
-        check(alg)
+        check(alg, structure_proven=True)
         return
-    rep = verify(alg, max_problems=1)
+    rep = verify(alg, max_problems=1, structure_proven=True)
     if not rep.ok:
-        _log.warning(
+        import logging  # (only here: the import command's start-up is part of its time)
+
+        logging.getLogger("collhub.mscclang").warning(
             "warning: %s: fails verification with %d problem(s), first: %s\n"
             "hint: `collhub trace verify OUT` lists them; --set verify=true makes this an error",
             params.path,

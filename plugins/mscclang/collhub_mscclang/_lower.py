@@ -1,16 +1,18 @@
-"""Vectorized lowering of one parsed ``<gpu>`` to a columnar rank graph.
+"""Vectorized lowering of parsed ``<gpu>`` elements to columnar rank graphs, a batch at a time.
 
-Each step expands into a fixed list of nodes that depends only on its type (``_EXPAND``), so
-the whole gpu is expanded with numpy ``repeat``/table look-ups instead of a Python loop per step.
-Node order is document order (tb by tb, step by step); when a cross-tb dependency points at a
-later node, the graph is re-ordered topologically (and a cycle is reported).
+Each step expands into a fixed list of nodes that depends only on its type (``_EXPAND``), so a
+whole batch of gpus is expanded with numpy ``repeat``/table look-ups instead of a Python loop per
+step, and per gpu only its graph is cut out of the batch's columns. The general (expat) path
+lowers each gpu as its ``</gpu>`` closes (a batch of one: memory stays at one gpu); the fast path
+(``_scan``) lowers the gpus whose columns it read together, since numpy's cost per call, not per
+element, dominates a gpu of a few hundred steps. Node order is document order (tb by tb, step by
+step); when a cross-tb dependency points at a later node, that gpu's graph is re-ordered
+topologically (and a cycle is reported).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -18,17 +20,32 @@ import numpy as np
 from hub.chakra import Buffer, NodeType, Op, RankGraph
 from hub.errors import ImportFormatError
 
-from ._ir import INT_MAX, INT_MIN, INT_RE
+from ._stepcols import (
+    CODE_NAME,
+    CPY,
+    NOP,
+    NT,
+    RCS,
+    RE,
+    RRC,
+    RRC_X,
+    RRCS,
+    RRCS_X,
+    RRS,
+    R,
+    S,
+    Steps,
+    Tbs,
+    check_steps,
+    first,
+    read_steps,
+    register_connections,
+)
 
 if TYPE_CHECKING:
     from ._reader import _Gpu, _Reader
 
-__all__ = ["TYPE_CODE", "TYPE_NAMES", "lower_gpu"]
-
-TYPE_NAMES = ("s", "r", "rcs", "rrc", "rrcs", "rrs", "cpy", "re", "nop")
-TYPE_CODE = {t: i for i, t in enumerate(TYPE_NAMES)}
-_S, _R, _RCS, _RRC, _RRCS, _RRS, _CPY, _RE, _NOP = range(9)
-_RRC_X, _RRCS_X = 9, 10  # rrc/rrcs whose source differs from the destination
+__all__ = ["lower_gpus"]
 
 _SEND, _RECV, _COMP = int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COMP)
 _NONE, _COPY, _REDUCE = int(Op.NONE), int(Op.COPY), int(Op.REDUCE)
@@ -48,155 +65,51 @@ class _Role(NamedTuple):
 
 
 _EXPAND: dict[int, list[_Role]] = {
-    _S: [_Role(_SEND, _NONE, 1, 1, 0, "")],
-    _R: [_Role(_RECV, _COPY, 2, 0, 2, "")],
-    _RCS: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_SEND, _NONE, 1, 2, 0, ".send")],
-    _RRC: [_Role(_RECV, _REDUCE, 2, 0, 2, ".recv"), _Role(_COMP, _NONE, 0, 0, 0, ".comp")],
-    _RRCS: [
+    S: [_Role(_SEND, _NONE, 1, 1, 0, "")],
+    R: [_Role(_RECV, _COPY, 2, 0, 2, "")],
+    RCS: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_SEND, _NONE, 1, 2, 0, ".send")],
+    RRC: [_Role(_RECV, _REDUCE, 2, 0, 2, ".recv"), _Role(_COMP, _NONE, 0, 0, 0, ".comp")],
+    RRCS: [
         _Role(_RECV, _REDUCE, 2, 0, 2, ".recv"),
         _Role(_COMP, _NONE, 0, 0, 0, ".comp"),
         _Role(_SEND, _NONE, 1, 2, 0, ".send"),
     ],
     # rrs stores nothing locally: receive into the tb's temporary, reduce src into it, forward it
-    _RRS: [
+    RRS: [
         _Role(_RECV, _COPY, 2, 0, 3, ".recv"),
         _Role(_COMP, _REDUCE, 0, 1, 3, ".comp"),
         _Role(_SEND, _NONE, 1, 3, 0, ".send"),
     ],
-    _CPY: [_Role(_COMP, _COPY, 0, 1, 2, "")],
-    _RE: [_Role(_COMP, _REDUCE, 0, 1, 2, "")],
-    _NOP: [],
+    CPY: [_Role(_COMP, _COPY, 0, 1, 2, "")],
+    RE: [_Role(_COMP, _REDUCE, 0, 1, 2, "")],
+    NOP: [],
     # dst := received (+) src with src != dst: a copy-receive, then a real local reduction
-    _RRC_X: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_COMP, _REDUCE, 0, 1, 2, ".comp")],
-    _RRCS_X: [
+    RRC_X: [_Role(_RECV, _COPY, 2, 0, 2, ".recv"), _Role(_COMP, _REDUCE, 0, 1, 2, ".comp")],
+    RRCS_X: [
         _Role(_RECV, _COPY, 2, 0, 2, ".recv"),
         _Role(_COMP, _REDUCE, 0, 1, 2, ".comp"),
         _Role(_SEND, _NONE, 1, 2, 0, ".send"),
     ],
 }
-_NT = 11
-#: the type a step was written as, for messages (the two-node rrc/rrcs forms keep their name)
-_CODE_NAME = (*TYPE_NAMES, "rrc", "rrcs")
-# C-level look-ups for map(): unknown keys give -1 (step type) / 9 (buffer)
-_TYPE_GET = defaultdict(lambda: -1, TYPE_CODE).__getitem__
-_BUF_GET = defaultdict(lambda: 9, {"i": 0, "o": 1, "s": 2}).__getitem__
-#: attributes of a <step>, in the order of the reader's rows (_reader._STEP_ATTRS)
-_ATTR = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 
-
-def _isint(v: str) -> bool:
-    return INT_RE.fullmatch(v) is not None and INT_MIN <= int(v) <= INT_MAX
-
-
-_NNODES = np.array([len(_EXPAND[t]) for t in range(_NT)], dtype=np.int64)
-_ROLE_BASE = np.concatenate([[0], np.cumsum(_NNODES)[:-1]])
-_ROLES = [r for t in range(_NT) for r in _EXPAND[t]]  # row _ROLE_BASE[type] + k: k-th node of type
+_NNODES = np.array([len(_EXPAND[t]) for t in range(NT)], dtype=np.int64)
+_ROLE_BASE = np.cumsum(_NNODES) - _NNODES
+_ROLES = [r for t in range(NT) for r in _EXPAND[t]]  # row _ROLE_BASE[type] + k: k-th node of type
 _ROLE_KIND, _ROLE_OP, _ROLE_PEER, _ROLE_SRC, _ROLE_DST = (
     np.array([getattr(r, f) for r in _ROLES], dtype=np.int64) for f in ("kind", "op", "peer", "src", "dst")
 )
 _ROLE_NAME = [r.suffix for r in _ROLES]
-_TYPE_OF_ROLE = [_CODE_NAME[t] for t in range(_NT) for _ in _EXPAND[t]]
-
-_SEND_T = np.zeros(_NT, bool)
-_SEND_T[[_S, _RCS, _RRCS, _RRS, _RRCS_X]] = True
-_RECV_T = np.zeros(_NT, bool)
-_RECV_T[[_R, _RCS, _RRC, _RRCS, _RRS, _RRC_X, _RRCS_X]] = True
-_USES_SRC = np.zeros(_NT, bool)
-_USES_SRC[[_S, _RRC, _RRCS, _RRS, _CPY, _RE, _RRC_X, _RRCS_X]] = True
-_USES_DST = np.zeros(_NT, bool)
-_USES_DST[[_R, _RCS, _RRC, _RRCS, _CPY, _RE, _RRC_X, _RRCS_X]] = True
+_TYPE_OF_ROLE = [CODE_NAME[t] for t in range(NT) for _ in _EXPAND[t]]
+_NODE_COLUMNS = ("kind", "op", "peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "tb", "chan")
+# RankGraph's dtype of each column: converted once per batch, so each gpu's columns are views
+_EMPTY = RankGraph.from_columns(0)
+_DTYPES = {c: getattr(_EMPTY, c).dtype for c in _NODE_COLUMNS}
 
 
-def _first(mask: np.ndarray) -> int | None:
-    """The first position where ``mask`` holds, or None."""
-    return int(np.argmax(mask)) if mask.any() else None
-
-
-def _letter(buf: int) -> str:
-    return "ios"[buf] if buf < 3 else "?"
-
-
-@dataclass(frozen=True)
-class _Where:
-    """Where each step of one ``<gpu>`` is, in document order (tb by tb): for messages."""
-
-    gid: int
-    path: str
-    tb_of: np.ndarray  # the step's tb
-    s_of: np.ndarray  # the step's position in its tb
-    line: np.ndarray
-
-    def at(self, i: int) -> str:
-        return f"gpu {self.gid} tb {int(self.tb_of[i])} step {int(self.s_of[i])}"
-
-    def ints(self, name: str, values: tuple[str, ...]) -> np.ndarray:
-        """Attribute ``name`` of every step as 32-bit integers (atoi's grammar, not int()'s)."""
-        n = len(values)
-        try:
-            joined = "".join(values)  # one C-level pass rules out what int() takes but atoi does not
-            if "_" in joined or not joined.isascii():
-                raise ValueError
-            arr = np.fromiter(map(int, values), dtype=np.int64, count=n)
-            if n and (int(arr.min()) < INT_MIN or int(arr.max()) > INT_MAX):
-                raise ValueError
-            return arr
-        except (ValueError, OverflowError):
-            i = next(i for i, v in enumerate(values) if not _isint(v))
-            what = "is out of range (32-bit)" if INT_RE.fullmatch(values[i]) else "is not an integer"
-            raise ImportFormatError(
-                f"{self.at(i)}: attribute {name}={values[i]!r} of <step> {what}", path=self.path, line=int(self.line[i])
-            ) from None
-
-
-@dataclass
-class _Steps:
-    """The steps of one ``<gpu>`` as named columns."""
-
-    where: _Where
-    code: np.ndarray  # step type (TYPE_CODE; _RRC_X/_RRCS_X once the buffers are checked)
-    src_buf: np.ndarray  # 0 i, 1 o, 2 s, 9 anything else
-    src_off: np.ndarray
-    dst_buf: np.ndarray
-    dst_off: np.ndarray
-    cnt: np.ndarray
-    depid: np.ndarray
-    deps: np.ndarray
-    hasdep: np.ndarray
-
-    @property
-    def tb_of(self) -> np.ndarray:
-        return self.where.tb_of
-
-    def error(self, i: int, message: str, hint: str | None = None) -> ImportFormatError:
-        """``message`` about step ``i``, prefixed with where it is and its type."""
-        w = self.where
-        return ImportFormatError(
-            f"{w.at(i)} ({_CODE_NAME[int(self.code[i])]}): {message}", path=w.path, line=int(w.line[i]), hint=hint
-        )
-
-
-@dataclass
-class _Tbs:
-    """The ``<tb>`` elements of one gpu as columns."""
-
-    start: np.ndarray  # first step
-    length: np.ndarray  # steps
-    send: np.ndarray  # peer, -1 none
-    recv: np.ndarray
-    chan: np.ndarray
-
-    @classmethod
-    def of(cls, g: _Gpu) -> _Tbs:
-        def col(attr: str) -> np.ndarray:
-            return np.array([getattr(t, attr) for t in g.tbs], dtype=np.int64)
-
-        return cls(col("start"), col("n"), col("send"), col("recv"), col("chan"))
-
-
-@dataclass
 class _Nodes:
-    """The nodes the steps expand into (``<copy>`` nodes first), as RankGraph columns."""
+    """The nodes a batch's steps expand into (``<copy>`` nodes first), as RankGraph columns."""
 
+    __slots__ = (*_NODE_COLUMNS, "step_of", "in_step", "role", "first", "last", "copies")
     kind: np.ndarray
     op: np.ndarray
     peer: np.ndarray
@@ -208,180 +121,71 @@ class _Nodes:
     dst_off: np.ndarray
     tb: np.ndarray
     chan: np.ndarray
-    step_of: np.ndarray  # the step each step node comes from (copies excluded)
-    in_step: np.ndarray  # its position among the step's nodes
-    role: np.ndarray  # its row of _ROLES
-    first: np.ndarray  # first node of each step
-    last: np.ndarray  # last node of each step
-    copies: int  # how many <copy> nodes lead
+    step_of: np.ndarray
+    in_step: np.ndarray
+    role: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    copies: int
 
-    def columns(self) -> dict[str, np.ndarray]:
-        return {c: getattr(self, c) for c in _NODE_COLUMNS}
+    # step_of: the step each step node comes from (copies excluded); in_step: its position among
+    # the step's nodes; role: its row of _ROLES; first/last: first and last node of each step;
+    # copies: how many <copy> nodes lead (only a batch of one gpu has them)
+    def __init__(self, **cols: Any) -> None:
+        for k, v in cols.items():
+            setattr(self, k, v)
 
 
-_NODE_COLUMNS = ("kind", "op", "peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "tb", "chan")
-
-
-def lower_gpu(rd: _Reader, g: _Gpu) -> tuple[RankGraph, int]:
-    """Return the rank graph of ``g`` and the end of its scratch use (s_chunks + temporaries)."""
-    tbs = _Tbs.of(g)
-    st = _read_steps(str(rd.path), g, tbs)
-    in_c = rd.in_chunks if rd.in_chunks >= 0 else g.i_chunks
-    out_c = rd.out_chunks if rd.out_chunks >= 0 else g.o_chunks
-    _check_steps(st, tbs, in_c, out_c, g.s_chunks)
-    _register_connections(rd, g, st)
-    temp_of_tb, temp_end = _temporaries(st, len(g.tbs), g.s_chunks)
-    nodes = _expand(st, tbs, temp_of_tb, g, in_c, out_c)
+def lower_gpus(rd: _Reader, gpus: list[_Gpu], cols: Any = None) -> list[tuple[RankGraph, int]]:
+    """The rank graph of each gpu of the batch and the end of its scratch use (s_chunks +
+    temporaries). ``cols``: the batch's step columns as the fast path read them (see
+    :func:`._stepcols.read_steps`); None parses the raw rows of a batch of one gpu."""
+    assert len(gpus) == 1 or not any(g.copies for g in gpus), "a gpu with <copy> elements is lowered alone"
+    tbs = Tbs(gpus)
+    st = read_steps(str(rd.path), gpus, tbs, cols)
+    limits = np.array(
+        [
+            (rd.in_chunks if rd.in_chunks >= 0 else g.i_chunks, rd.out_chunks if rd.out_chunks >= 0 else g.o_chunks)
+            + (g.s_chunks,)
+            for g in gpus
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+    check_steps(st, tbs, limits)
+    register_connections(rd, st, tbs)
+    temp_of_tb, temp_end = _temporaries(st, tbs, limits[:, 2])
+    nodes = _expand(st, tbs, temp_of_tb, gpus, limits)
     en, ed = _dependencies(st, tbs, nodes)
-    names = _names(g, st, nodes) if rd.want_names else None
-    return _assemble(g, st, nodes, en, ed, names), temp_end
+    names = _names(gpus, st, nodes) if rd.want_names else None
+    graphs = _assemble(gpus, st, nodes, en, ed, names)
+    return list(zip(graphs, temp_end.tolist(), strict=True))
 
 
-def _read_steps(path: str, g: _Gpu, tbs: _Tbs) -> _Steps:
-    """Parse the raw attribute strings of every step: integers, step types, buffers."""
-    S = sum(t.n for t in g.tbs)
-    tb_of = np.repeat(np.arange(len(g.tbs)), tbs.length)
-    s_of = np.arange(S) - tbs.start[tb_of] if S else np.zeros(0, dtype=np.int64)
-    w = _Where(g.id, path, tb_of, s_of, np.asarray(g.lines, dtype=np.int64))
-    if g.cols is not None:  # the fast path (_scan) read the columns already
-        ints = g.cols
-        code, src_buf, dst_buf = g.words
-        if (i := _first(ints["s"] != s_of)) is not None or (i := _first(code < 0)) is not None:
-            raise ImportFormatError(f"{w.at(i)}: refused", path=path)  # the general path says why
-    else:
-        code, src_buf, dst_buf, ints = _parse_rows(path, g, w, s_of)
-    return _Steps(
-        w,
-        code,
-        src_buf,
-        ints["srcoff"],
-        dst_buf,
-        ints["dstoff"],
-        ints["cnt"],
-        ints["depid"],
-        ints["deps"],
-        ints["hasdep"],
-    )
-
-
-def _parse_rows(path: str, g: _Gpu, w: _Where, s_of: np.ndarray) -> tuple[Any, Any, Any, dict[str, np.ndarray]]:
-    """The general path's step rows (attribute strings) as columns, checked in document order."""
-    S = len(s_of)
-    raw = dict(zip(_ATTR, zip(*g.rows, strict=True), strict=True)) if S else dict.fromkeys(_ATTR, ())
-    s_given = w.ints("s", raw["s"])
-    if (i := _first(s_given != s_of)) is not None:
-        raise ImportFormatError(
-            f"gpu {g.id} tb {int(w.tb_of[i])}: step s={int(s_given[i])} but s={int(s_of[i])} "
-            "expected (s counts the tb's steps in document order, nops included)",
-            path=path,
-            line=int(w.line[i]),
-        )
-    code = np.fromiter(map(_TYPE_GET, raw["type"]), dtype=np.int64, count=S)
-    if (i := _first(code < 0)) is not None:
-        t = raw["type"][i]
-        if t == "ra":
-            raise ImportFormatError(
-                f"{w.at(i)}: step type 'ra' (residual add) is not supported",
-                path=path,
-                line=int(w.line[i]),
-                hint="'ra' is parsed by the old microsoft/msccl runtime but never executed",
-            )
-        raise ImportFormatError(
-            f"{w.at(i)}: unknown step type {t!r}",
-            path=path,
-            line=int(w.line[i]),
-            hint="one of: " + ", ".join(TYPE_NAMES),
-        )
-    src_buf = np.fromiter(map(_BUF_GET, raw["srcbuf"]), dtype=np.int64, count=S)
-    dst_buf = np.fromiter(map(_BUF_GET, raw["dstbuf"]), dtype=np.int64, count=S)
-    # in the order the attributes are checked (the first bad one is reported)
-    names = ("srcoff", "dstoff", "cnt", "depid", "deps", "hasdep")
-    ints = {"s": s_given, **{name: w.ints(name, raw[name]) for name in names}}
-    return code, src_buf, dst_buf, ints
-
-
-def _check_steps(st: _Steps, tbs: _Tbs, in_c: int, out_c: int, s_chunks: int) -> None:
-    """Refuse what MSCCL cannot run; rrc/rrcs with a distinct source take their two-node form."""
-    code, cnt = st.code, st.cnt
-    nop = code == _NOP
-    if (i := _first(nop & (st.depid < 0))) is not None:
-        raise st.error(
-            i, "nop without a dependency", hint="a nop exists only to carry one extra dependency (msccl-ir.md §6)"
-        )
-    if (i := _first(~nop & (cnt < 1))) is not None:
-        raise st.error(i, f"cnt={cnt[i]} must be >= 1")
-    if (i := _first(_SEND_T[code] & (tbs.send[st.tb_of] < 0))) is not None:
-        raise st.error(i, "send-type step in a tb with send=-1")
-    if (i := _first(_RECV_T[code] & (tbs.recv[st.tb_of] < 0))) is not None:
-        raise st.error(i, "receive-type step in a tb with recv=-1")
-    limit = np.array([in_c, out_c, s_chunks, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)
-    for uses, b, off, nm in ((_USES_SRC, st.src_buf, st.src_off, "src"), (_USES_DST, st.dst_buf, st.dst_off, "dst")):
-        used = uses[code]
-        if (i := _first(used & (b > 2))) is not None:
-            raise st.error(i, f"{nm}buf={_letter(b[i])} is not i, o or s")
-        if (i := _first(used & ((off < 0) | (off + cnt > limit[b])))) is not None:
-            raise st.error(
-                i,
-                f"{nm}off={off[i]} cnt={cnt[i]} out of range for buffer '{_letter(b[i])}' "
-                f"(i: {in_c}, o: {out_c}, s: {s_chunks} chunks)",
-            )
-    # rrc/rrcs with a distinct source get the two-node form; partial overlap has no clear meaning
-    sb, so, db, do = st.src_buf, st.src_off, st.dst_buf, st.dst_off
-    fused = (code == _RRC) | (code == _RRCS)
-    differ = fused & ((sb != db) | (so != do))
-    if (i := _first(differ & (sb == db) & (np.abs(so - do) < cnt))) is not None:
-        raise st.error(i, "source and destination overlap partially")
-    st.code = np.where(differ, np.where(code == _RRC, _RRC_X, _RRCS_X), code)
-
-
-def _register_connections(rd: _Reader, g: _Gpu, st: _Steps) -> None:
-    """Record each tb's send and receive connection (checked across gpus once all are read)."""
-    gid = g.id
-    for tid, tb in enumerate(g.tbs):
-        lo, hi = tb.start, tb.start + tb.n
-        c = st.code[lo:hi]
-        for table, peer, store, key in (
-            (_SEND_T, tb.send, rd.sends, (gid, tb.send, tb.chan)),
-            (_RECV_T, tb.recv, rd.recvs, (tb.recv, gid, tb.chan)),
-        ):
-            m = table[c]
-            if not m.any():
-                continue
-            if key in store:
-                other = store[key][0].id
-                what = f"send to gpu {peer}" if store is rd.sends else f"receive from gpu {peer}"
-                raise ImportFormatError(
-                    f"gpu {gid}: tb {other} and tb {tid} both {what} on channel {tb.chan}",
-                    path=st.where.path,
-                    line=tb.line,
-                    hint="one tb per (peer, channel, direction): MSCCL opens one connection each",
-                )
-            store[key] = (tb, st.cnt[lo:hi][m].tolist(), st.where.line[lo:hi][m].tolist())
-            (rd.has_send if store is rd.sends else rd.has_recv).add(gid)
-
-
-def _temporaries(st: _Steps, ntb: int, s_chunks: int) -> tuple[np.ndarray, int]:
-    """Scratch for rrs: one region per tb that has rrs steps, sized by its largest cnt, after the
-    gpu's own scratch. Returns each tb's region offset (-1 none) and the end of scratch use."""
-    is_rrs = st.code == _RRS
+def _temporaries(st: Steps, tbs: Tbs, s_chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch for rrs: one region per tb that has rrs steps, sized by its largest cnt, after its
+    gpu's own scratch. Returns each tb's region offset (-1 none) and each gpu's end of scratch use."""
+    ntb = len(tbs.all)
+    is_rrs = st.code == RRS
     if not is_rrs.any():
         return np.full(ntb, -1, dtype=np.int64), s_chunks
     tsize = np.zeros(ntb, dtype=np.int64)
-    np.maximum.at(tsize, st.tb_of[is_rrs], st.cnt[is_rrs])
-    offs = np.concatenate([[0], np.cumsum(tsize)[:-1]]) + s_chunks
-    return np.where(tsize > 0, offs, -1), int(s_chunks + tsize.sum())
+    np.maximum.at(tsize, st.tbg[is_rrs], st.cnt[is_rrs])
+    upto = np.concatenate([[0], np.cumsum(tsize)])  # the regions of the batch's tbs before each one
+    offs = upto[:-1] - upto[tbs.base[tbs.gpu]] + s_chunks[tbs.gpu]
+    end = s_chunks + upto[tbs.base + tbs.ntb] - upto[tbs.base]
+    return np.where(tsize > 0, offs, -1), end
 
 
-def _expand(st: _Steps, tbs: _Tbs, temp_of_tb: np.ndarray, g: _Gpu, in_c: int, out_c: int) -> _Nodes:
+def _expand(st: Steps, tbs: Tbs, temp_of_tb: np.ndarray, gpus: list[_Gpu], limits: np.ndarray) -> _Nodes:
     """Every step's nodes (per its type's _EXPAND entry), after the gpu's <copy> nodes."""
-    S, C = len(st.code), len(g.copies)
+    S, C = len(st.code), sum(len(g.copies) for g in gpus)
     nn = _NNODES[st.code]
-    first = np.concatenate([[0], np.cumsum(nn)[:-1]]).astype(np.int64) + C if S else np.zeros(0, np.int64)
+    first = np.cumsum(nn) - nn + C
     N = int(nn.sum()) + C
     step_of = np.repeat(np.arange(S), nn)
     in_step = np.arange(C, N) - first[step_of]
     role = _ROLE_BASE[st.code[step_of]] + in_step
-    tbn = st.tb_of[step_of]
+    tbn = st.tbg[step_of]
     kind = _ROLE_KIND[role]
     chan = tbs.chan[tbn]
     none = np.full(len(tbn), -1)
@@ -400,7 +204,7 @@ def _expand(st: _Steps, tbs: _Tbs, temp_of_tb: np.ndarray, g: _Gpu, in_c: int, o
         src_off=np.choose(src_sel, offs),
         dst_buf=np.choose(dst_sel, bufs),
         dst_off=np.choose(dst_sel, offs),
-        tb=tbn,
+        tb=st.tb_of[step_of],
         chan=chan,
         step_of=step_of,
         in_step=in_step,
@@ -410,7 +214,8 @@ def _expand(st: _Steps, tbs: _Tbs, temp_of_tb: np.ndarray, g: _Gpu, in_c: int, o
         copies=C,
     )
     if C:
-        _prepend_copies(nodes, g, in_c, out_c, st.where.path)
+        (g,) = gpus
+        _prepend_copies(nodes, g, int(limits[0, 0]), int(limits[0, 1]), st.path)
     return nodes
 
 
@@ -421,7 +226,7 @@ def _prepend_copies(nodes: _Nodes, g: _Gpu, in_c: int, out_c: int, path: str) ->
     cp = np.array([(c[0], c[1]) for c in g.copies], dtype=np.int64)
     i_off, o_off = cp[:, 0], cp[:, 1]
     bad = (i_off < 0) | (i_off >= in_c) | (o_off < 0) | (o_off >= out_c)
-    if (k := _first(bad)) is not None:
+    if (k := first(bad)) is not None:
         raise ImportFormatError(
             f"gpu {g.id} <copy i_off={i_off[k]} o_off={o_off[k]}>: offset out of range (i: {in_c}, o: {out_c} chunks)",
             path=path,
@@ -444,11 +249,11 @@ def _prepend_copies(nodes: _Nodes, g: _Gpu, in_c: int, out_c: int, path: str) ->
     nodes.dst_off = np.concatenate([o_off, nodes.dst_off])
 
 
-def _dependencies(st: _Steps, tbs: _Tbs, nodes: _Nodes) -> tuple[np.ndarray, np.ndarray]:
+def _dependencies(st: Steps, tbs: Tbs, nodes: _Nodes) -> tuple[np.ndarray, np.ndarray]:
     """All dependency edges as (node, dependency) arrays: within a step, program order in a tb,
     and across tbs."""
     C = nodes.copies
-    nop = st.code == _NOP
+    nop = st.code == NOP
     real = np.flatnonzero(~nop)
     # inside a step: a chain
     inner = np.flatnonzero(nodes.in_step > 0) + C
@@ -458,7 +263,7 @@ def _dependencies(st: _Steps, tbs: _Tbs, nodes: _Nodes) -> tuple[np.ndarray, np.
     if real.size:
         prev = np.concatenate([[-1], real[:-1]])
         same = np.zeros(real.size, bool)
-        same[1:] = st.tb_of[prev[1:]] == st.tb_of[real[1:]]
+        same[1:] = st.tbg[prev[1:]] == st.tbg[real[1:]]
         e_node.append(nodes.first[real[same]])
         e_dep.append(nodes.last[prev[same]])
         heads = real[~same]
@@ -472,18 +277,19 @@ def _dependencies(st: _Steps, tbs: _Tbs, nodes: _Nodes) -> tuple[np.ndarray, np.
     return np.concatenate(e_node), np.concatenate(e_dep)
 
 
-def _cross_tb(st: _Steps, tbs: _Tbs, nop: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _cross_tb(st: Steps, tbs: Tbs, nop: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each step's own cross-tb dependency, and those of the nop run just before it: the steps
     that wait (holders) and the steps they wait for (targets), checked."""
-    S, ntb = len(st.code), len(tbs.start)
+    S = len(st.code)
     depid, deps, has = st.depid, st.deps, st.depid >= 0
-    if (i := _first(has & (depid >= ntb))) is not None:
-        raise st.error(i, f"depid={depid[i]} names no tb of this gpu (it has {ntb})")
-    dclip = np.clip(depid, 0, max(ntb - 1, 0))
-    if (i := _first(has & ((deps < 0) | (deps >= tbs.length[dclip])))) is not None:
+    ntb = tbs.ntb[st.gpu_of]  # tbs of each step's gpu (>= 1: the step is in one)
+    if (i := first(has & (depid >= ntb))) is not None:
+        raise st.error(i, f"depid={depid[i]} names no tb of this gpu (it has {ntb[i]})")
+    dtb = tbs.base[st.gpu_of] + np.clip(depid, 0, ntb - 1)  # the named tb, in the batch
+    if (i := first(has & ((deps < 0) | (deps >= tbs.length[dtb])))) is not None:
         raise st.error(i, f"deps={deps[i]} names no step of tb {depid[i]}")
-    target = np.clip(tbs.start[dclip] + deps, 0, S - 1)
-    if (i := _first(has & nop[target])) is not None:
+    target = np.clip(tbs.start[dtb] + deps, 0, S - 1)
+    if (i := first(has & nop[target])) is not None:
         raise st.error(
             i,
             f"depends on tb {depid[i]} step {deps[i]}, which is a nop",
@@ -497,8 +303,8 @@ def _cross_tb(st: _Steps, tbs: _Tbs, nop: np.ndarray, real: np.ndarray) -> tuple
     if unpub.any():
         k = np.searchsorted(pub_idx, target)
         nxt = pub_idx[np.minimum(k, max(pub_idx.size - 1, 0))] if pub_idx.size else target
-        ok = (k < pub_idx.size) & (st.tb_of[nxt] == st.tb_of[target]) if pub_idx.size else np.zeros(S, bool)
-        if (i := _first(unpub & ~ok)) is not None:
+        ok = (k < pub_idx.size) & (st.tbg[nxt] == st.tbg[target]) if pub_idx.size else np.zeros(S, bool)
+        if (i := first(unpub & ~ok)) is not None:
             raise st.error(
                 i,
                 f"depends on tb {depid[i]} step {deps[i]}, which has hasdep=0, and no later step of "
@@ -511,49 +317,84 @@ def _cross_tb(st: _Steps, tbs: _Tbs, nop: np.ndarray, real: np.ndarray) -> tuple
         # each nop hands its dependency to the next real step of its tb (trailing ones are lost)
         idx = np.searchsorted(real, np.arange(S))
         nxt = real[np.minimum(idx, real.size - 1)] if real.size else np.zeros(S, np.int64)
-        valid = (idx < real.size) & (st.tb_of[nxt] == st.tb_of)
+        valid = (idx < real.size) & (st.tbg[nxt] == st.tbg)
         holder = np.where(nop, np.where(valid, nxt, -1), holder)
         has &= holder >= 0
     waiting = np.flatnonzero(has)
     return holder[waiting], target[waiting]
 
 
-def _names(g: _Gpu, st: _Steps, nodes: _Nodes) -> list[str]:
-    """``copy/i0->o1`` and ``tb0/s3/rrcs.recv``: a name per node."""
-    names = [f"copy/i{c[0]}->o{c[1]}" for c in g.copies]
+def _names(gpus: list[_Gpu], st: Steps, nodes: _Nodes) -> list[str]:
+    """``copy/i0->o1`` and ``tb0/s3/rrcs.recv``: a name per node of the batch."""
+    names = [f"copy/i{c[0]}->o{c[1]}" for g in gpus for c in g.copies]
     names += [
         f"tb{t}/s{s}/{_TYPE_OF_ROLE[r]}{_ROLE_NAME[r]}"
         for t, s, r in zip(
-            nodes.tb[nodes.copies :].tolist(), st.where.s_of[nodes.step_of].tolist(), nodes.role.tolist(), strict=True
+            nodes.tb[nodes.copies :].tolist(), st.s_of[nodes.step_of].tolist(), nodes.role.tolist(), strict=True
         )
     ]
     return names
 
 
-def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray, names: list[str] | None) -> RankGraph:
-    """The rank graph, its nodes re-ordered when a dependency points forward in document order."""
-    C, N = nodes.copies, len(nodes.kind)
-    extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(C)}
+def _assemble(
+    gpus: list[_Gpu], st: Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray, names: list[str] | None
+) -> list[RankGraph]:
+    """Each gpu's rank graph: its range of the batch's nodes (document order, gpu by gpu) and the
+    edges of that range, as CSR."""
+    C = nodes.copies
+    count = np.bincount(st.gpu_of[nodes.step_of], minlength=len(gpus))
+    count[0] += C
+    lo = np.concatenate([[0], np.cumsum(count)]).tolist()  # gpu k's nodes: lo[k]..lo[k+1]
+    order = np.lexsort((ed, en))  # by node, so each gpu's edges are a range too
+    en, ed = en[order], ed[order].astype(np.int32)
+    elo = np.searchsorted(en, lo).tolist()
+    cols = {c: np.asarray(getattr(nodes, c), dtype=_DTYPES[c]) for c in _NODE_COLUMNS}
+    # the step-major sort key of the nodes (copies first), needed only when an edge points forward
+    key = None
+    if en.size and np.any(ed >= en):
+        key = np.concatenate([np.full(C, -1, dtype=np.int64), st.s_of[nodes.step_of]]), nodes.tb
+    lines = None
     if names is not None:
         from hub.verify import SOURCE_LINE as LINE_ATTR  # only here: hub.verify is a large import
 
-        # the XML line of each node's <copy>/<step>, with the names (same cost rationale), so a
-        # verification problem can point at the line to fix (hub.verify's origins read it)
-        extra = {p: (*v, (LINE_ATTR, c[2])) for (p, v), c in zip(extra.items(), g.copies, strict=True)}
-        extra.update((C + i, ((LINE_ATTR, ln),)) for i, ln in enumerate(st.where.line[nodes.step_of].tolist()))
-    cols = nodes.columns()
-    if en.size and np.any(ed >= en):
+        lines = [c[2] for g in gpus for c in g.copies] + st.line[nodes.step_of].tolist()
+    graphs = []
+    for k, g in enumerate(gpus):
+        a, b, ea, eb = lo[k], lo[k + 1], elo[k], elo[k + 1]
+        local = {c: v[a:b] for c, v in cols.items()}
+        extra: dict[int, tuple[tuple[str, Any], ...]] = {p: (("msccl.copy", 1),) for p in range(len(g.copies))}
+        if lines is not None:
+            # the XML line of each node's <copy>/<step>, with the names (same cost rationale), so a
+            # verification problem can point at the line to fix (hub.verify's origins read it)
+            extra = {p: (*extra.get(p, ()), (LINE_ATTR, lines[a + p])) for p in range(b - a)}
+        graph_names = names[a:b] if names is not None else None
+        part_key = None if key is None else (key[0][a:b], key[1][a:b])
+        graphs.append(_graph(g, st.path, local, en[ea:eb] - a, ed[ea:eb] - np.int32(a), graph_names, extra, part_key))
+    return graphs
+
+
+def _graph(
+    g: _Gpu,
+    path: str,
+    cols: dict[str, np.ndarray],
+    en: np.ndarray,
+    ed: np.ndarray,
+    names: list[str] | None,
+    extra: dict[int, tuple[tuple[str, Any], ...]],
+    key: tuple[np.ndarray, np.ndarray] | None,
+) -> RankGraph:
+    """One gpu's graph from its columns and its edges (sorted by node), re-ordered when a
+    dependency points forward in document order."""
+    N = len(cols["kind"])
+    if key is not None and en.size and np.any(ed >= en):
         # cross-tb dependencies point forward in document order; try step-major order (all
         # tbs' step 0, then step 1, ...), which fits most schedules, before a general sort
-        ntb = len(g.tbs)
-        node_key = np.concatenate(
-            [np.full(C, -1, dtype=np.int64), st.where.s_of[nodes.step_of] * (ntb + 1) + st.tb_of[nodes.step_of]]
-        )
-        perm = np.argsort(node_key, kind="stable")
+        s_of, tb = key
+        perm = np.argsort(s_of * (len(g.tbs) + 1) + tb, kind="stable")
         inv = np.empty(N, dtype=np.int64)
         inv[perm] = np.arange(N)
         if np.any(inv[ed] >= inv[en]):
-            perm = _topo_order(g, N, en, ed, names, st.where.path)
+            perm = _topo_order(g, N, en, ed, names, path)
         inv = np.empty(N, dtype=np.int64)
         inv[perm] = np.arange(N)
         cols = {k: v[perm] for k, v in cols.items()}
@@ -561,11 +402,11 @@ def _assemble(g: _Gpu, st: _Steps, nodes: _Nodes, en: np.ndarray, ed: np.ndarray
         if names is not None:
             names = [names[p] for p in perm.tolist()]
         extra = {int(inv[p]): v for p, v in extra.items()}
-    order = np.lexsort((ed, en))
-    en, ed = en[order], ed[order]
+        order = np.lexsort((ed, en))
+        en, ed = en[order], ed[order].astype(np.int32)
     dep_ptr = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(np.bincount(en, minlength=N), out=dep_ptr[1:])
-    return RankGraph.from_columns(N, dep_ptr=dep_ptr, dep_pos=ed.astype(np.int32), names=names, extra=extra, **cols)
+    return RankGraph.from_columns(N, dep_ptr=dep_ptr, dep_pos=ed, names=names, extra=extra, **cols)
 
 
 def _topo_order(g: _Gpu, n: int, en: np.ndarray, ed: np.ndarray, names: list[str] | None, path: str) -> np.ndarray:

@@ -1,15 +1,18 @@
-"""Pydantic params models of the plugin's components."""
+"""Pydantic params model of ``mscclang.ir``.
+
+Each component's model has its own module (``_params_export``, ``_params_program``): building a
+pydantic model costs milliseconds, and ``collhub produce mscclang.ir`` loads only its own.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._reader import DEFAULT_MAX_BYTES
 
-__all__ = ["ExportParams", "IRParams", "ProgramParams"]
+__all__ = ["IRParams"]
 
 
 class IRParams(BaseModel):
@@ -40,62 +43,14 @@ class IRParams(BaseModel):
     )
 
 
-class ExportParams(BaseModel):
-    """Parameters of ``mscclang.export`` (write MSCCL-IR XML for a runtime)."""
+def __getattr__(name: str) -> type[BaseModel]:
+    """The other components' models, where they used to be (imported on first use only)."""
+    if name == "ExportParams":
+        from ._params_export import ExportParams
 
-    model_config = ConfigDict(extra="forbid")
+        return ExportParams
+    if name == "ProgramParams":
+        from ._params_program import ProgramParams
 
-    out: Path = Field(description="the XML file to write (relative paths are under the run directory)")
-    target: Literal["msccl-executor-nccl", "rccl", "msccl-legacy"] = Field(
-        default="msccl-executor-nccl",
-        description="runtime whose rules the file obeys (coll spelling, limits, "
-        "outofplace/minBytes/maxBytes semantics)",
-    )
-    proto: Literal["Simple", "LL", "LL128"] | None = Field(
-        default=None, description="NCCL protocol (default: the imported file's, else Simple)"
-    )
-    min_bytes: int = Field(
-        default=0, ge=0, description="smallest call size in bytes the algorithm is selected for (inclusive)"
-    )
-    max_bytes: int | None = Field(
-        default=None, ge=1, description="largest call size in bytes (inclusive); none = unlimited"
-    )
-    name: str | None = Field(default=None, description="<algo name> (default: the algorithm's name)")
-    fuse: bool = Field(
-        default=True, description="fuse RECV(+COMP)+SEND runs into rcs/rrcs/rrs; false writes s/r/rrc/cpy/re only"
-    )
-    threadblocks: Literal["keep-or-auto", "keep", "auto"] = Field(
-        default="keep-or-auto",
-        description="reuse the nodes' tb column when it obeys MSCCL's rules (keep), or "
-        "allocate one tb per (peer, channel, direction) (auto)",
-    )
-    verify: bool = Field(
-        default=False,
-        description="read the XML back and run hub.verify before writing it "
-        "(refuses a file that would not compute the collective)",
-    )
-    enforce_limits: bool = Field(
-        default=True,
-        description="refuse what the target cannot load (steps per tb, "
-        "tbs, channels, cnt); false writes it anyway (parser/performance fixtures)",
-    )
-
-
-class ProgramParams(BaseModel):
-    """Parameters of ``mscclang.program`` (run an MSCCLang-style program)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: Path = Field(description="the Python program (.py)")
-    args: list[str] | dict[str, Any] = Field(
-        default_factory=list,
-        description="arguments: a list becomes sys.argv[1:]; a dict is passed as keyword "
-        "values through collhub_mscclang.lang.args()",
-    )
-    engine: Literal["collhub", "msccl"] = Field(
-        default="collhub",
-        description="collhub: run with this plugin's language in-process; msccl: run an "
-        "msccl-tools program in a subprocess with the real 'msccl' package and import the XML it prints",
-    )
-    name: str | None = Field(default=None, description="algorithm name (default: the program's name)")
-    timeout_s: float = Field(default=300.0, gt=0, description="engine=msccl: subprocess time limit")
+        return ProgramParams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,7 @@ from hub.errors import HubError, ImportFormatError
 
 from . import _source
 from ._ir import INT_MAX, INT_MIN, INT_RE as _INT_RE
-from ._lower import lower_gpu
+from ._lower import lower_gpus
 from ._scan import MAX_FAST_BYTES, scan
 
 __all__ = ["DEFAULT_MAX_BYTES", "read_msccl_ir"]
@@ -59,7 +59,7 @@ class _Tb:
 class _Gpu:
     __slots__ = (
         *("id", "i_chunks", "o_chunks", "s_chunks", "line", "tbs", "copies", "rows", "lines"),
-        *("spans", "cols", "words"),
+        *("spans", "marks"),
     )
 
     def __init__(self, gid: int, i: int, o: int, s: int, line: int) -> None:
@@ -69,10 +69,8 @@ class _Gpu:
         # one row of raw attribute strings per step (see _GET_STEP), and its line
         self.rows: list[tuple[str, ...]] = []
         self.lines: list[Any] = []  # general path: ints; fast path: one array per tb, then one array
-        # fast path (_scan): each tb's step text, the steps' integer columns and their words
-        self.spans: list[tuple[int, int]] = []
-        self.cols: dict[str, Any] | None = None
-        self.words: tuple[Any, ...] = ()  # step type, srcbuf and dstbuf codes
+        self.spans: list[tuple[int, int]] = []  # fast path (_scan): each tb's step text
+        self.marks: list[Any] = []  # and the position of each of its steps' '<'
 
 
 class _Reader:
@@ -292,12 +290,16 @@ class _Reader:
 
     # -- lowering -----------------------------------------------------------------------------
     def _finish_gpu(self, g: _Gpu) -> None:
-        graph, temp_end = lower_gpu(self, g)
-        self.graphs[g.id] = graph
-        self.scratch = max(self.scratch, temp_end)
-        self.custom_in = max(self.custom_in, g.i_chunks)
-        self.custom_out = max(self.custom_out, g.o_chunks)
-        g.rows, g.lines, g.spans, g.cols, g.words = [], [], [], None, ()
+        self.finish_gpus([g])
+
+    def finish_gpus(self, gpus: list[_Gpu], cols: Any = None) -> None:
+        """Lower a batch of gpus (``cols``: their step columns, as the fast path read them)."""
+        for g, (graph, temp_end) in zip(gpus, lower_gpus(self, gpus, cols), strict=True):
+            self.graphs[g.id] = graph
+            self.scratch = max(self.scratch, temp_end)
+            self.custom_in = max(self.custom_in, g.i_chunks)
+            self.custom_out = max(self.custom_out, g.o_chunks)
+            g.rows, g.lines, g.spans, g.marks = [], [], [], []
 
     def run(self, pieces: Iterator[bytes]) -> Algorithm:
         """Parse the file from its ``pieces`` (of at most _source.PIECE bytes each)."""

@@ -7,7 +7,6 @@ inflated whole, before it is refused.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import stat
@@ -90,8 +89,10 @@ def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
     try:
         head = _read_exact(raw, 2)
         compressed = head == _GZIP_MAGIC
-        stream: io.BufferedIOBase | gzip.GzipFile = io.BufferedReader(_Prefixed(head, raw))
+        stream: io.BufferedIOBase = io.BufferedReader(_Prefixed(head, raw))
         if compressed:
+            import gzip  # (only here: most inputs are plain XML)
+
             stream = gzip.GzipFile(fileobj=stream)
         total = 0
         while True:
@@ -127,6 +128,16 @@ def whole(path: Path, max_bytes: int, limit: int) -> bytes | None:
         return None
     if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
         return None
+    if st.st_size <= max_bytes:  # (a larger one is refused by pieces(), which says so)
+        # plain XML in one read, not in pieces joined (gzip goes through pieces() below); the
+        # file may change meanwhile: read at most limit + 1 bytes and check what was read
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+        except OSError:
+            return None
+        if not data.startswith(_GZIP_MAGIC):
+            return data if len(data) <= min(limit, max_bytes) else None
     out: list[bytes] = []
     total = 0
     it = pieces(path, max_bytes)

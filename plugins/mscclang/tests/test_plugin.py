@@ -71,8 +71,8 @@ def test_examples_directory_is_complete() -> None:
 
 
 def test_import_without_verification_loads_neither_the_writer_nor_the_verifier(msccl_dir: Path) -> None:
-    """The import command's start-up is part of its time: the export side and hub.verify (for
-    verify=false, and files without names) stay unimported."""
+    """The import command's start-up is part of its time: the export side, the other components'
+    params models and hub.verify (for verify=false, and files without names) stay unimported."""
     import subprocess
     import sys
 
@@ -81,7 +81,8 @@ def test_import_without_verification_loads_neither_the_writer_nor_the_verifier(m
         "from collhub_mscclang._params import IRParams; "
         f"produce_ir(IRParams(path={str(msccl_dir / 'mscclang_allreduce_ring_n64_ch1_i1_LL128.xml')!r}, "
         "names=False, verify=False), None); "
-        "print(sorted(m for m in sys.modules if m.startswith(('hub.verify', 'collhub_mscclang._writer'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('hub.verify', 'collhub_mscclang._writer', "
+        "'collhub_mscclang._params_', 'collhub_mscclang._program'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"

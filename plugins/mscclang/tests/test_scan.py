@@ -56,6 +56,20 @@ def test_every_corpus_file_takes_the_fast_path_and_reads_the_same(msccl_dir: Pat
     assert _digest(fast) == _digest(_general(path, names))
 
 
+@pytest.mark.parametrize("name", corpus_files())
+def test_every_corpus_file_writes_the_same_et_on_both_paths(tmp_path: Path, msccl_dir: Path, name: str) -> None:
+    """What a user gets from `produce mscclang.ir`: the ET files of the fast path (gpus lowered
+    in batches) and of the general path (one gpu at a time) are byte for byte the same."""
+    from hub.chakra import write_algorithm
+
+    path = msccl_dir / name
+    fast = _fast(path, path.stat().st_size <= 512 * 1024)
+    assert fast is not None
+    a = write_algorithm(fast, tmp_path / "fast" / "a")
+    b = write_algorithm(_general(path, None), tmp_path / "general" / "a")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+
+
 def test_an_exported_file_takes_the_fast_path(tmp_path: Path) -> None:
     """mscclang.export writes the subset too (so round trips are fast)."""
     from collhub_mscclang import write_msccl_ir
@@ -156,6 +170,51 @@ def test_fuzz_both_paths_agree(
         buf[pos : pos + cut] = new
     path = tmp_path / "m.xml"
     path.write_bytes(bytes(buf))
+    assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
+
+
+_STEP_SPAN = re.compile(rb"<step [^>]*/>")
+# what a step's text is made of, and what may break it: blanks, quotes, markup, signs, digits, letters
+_STEP_ALPHABET = b' \t\n"<>/=-09iosrcnypedb'
+_STEP_BYTES = st.binary(max_size=4).map(lambda b: bytes(_STEP_ALPHABET[c % len(_STEP_ALPHABET)] for c in b))
+
+
+@_FUZZ
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 120), st.integers(0, 3), _STEP_BYTES), max_size=3))
+def test_fuzz_edits_inside_steps_read_the_same(tmp_path: Path, edits: list[tuple[int, int, int, bytes]]) -> None:
+    """Edits inside the steps' text (what _check_step_text proves without a regex): a blank more
+    or less, a quote, '<' or '/' in the wrong place, a renamed attribute or buffer, a sign or digit
+    in a word: the same algorithm or the same error on both paths."""
+    buf = bytearray(SMALL.read_bytes())
+    for k, offset, cut, new in edits:
+        steps = list(_STEP_SPAN.finditer(buf))
+        if not steps:
+            break
+        m = steps[k % len(steps)]
+        pos = m.start() + offset % (m.end() - m.start() + 1)
+        buf[pos : pos + cut] = new
+    path = tmp_path / "m.xml"
+    path.write_bytes(bytes(buf))
+    assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
+
+
+@pytest.mark.parametrize(
+    "case, old, new",
+    [
+        ("long-buffer-name", b'srcbuf="i"', b'srcbuf="input"'),
+        ("empty-buffer-name", b'dstbuf="i"', b'dstbuf=""'),
+        ("blank-before-close", b'"/>', b'" />'),
+        ("no-blank-before-step", b'\n      <step s="1"', b'<step s="1"'),
+    ],
+)
+def test_steps_at_the_edge_of_the_subset(tmp_path: Path, case: str, old: bytes, new: bytes) -> None:
+    """Well-formed steps the fast path declines (other buffer names, a blank before '/>') or takes
+    (steps without blanks between them): the same result as the general path either way."""
+    data = SMALL.read_bytes()
+    assert old in data
+    path = tmp_path / f"{case}.xml"
+    path.write_bytes(data.replace(old, new, 1))
+    assert (_fast(path, True) is None) == (case != "no-blank-before-step")
     assert _outcome(lambda p: read_msccl_ir(p, names=True), path) == _outcome(lambda p: _general(p, True), path)
 
 
