@@ -1,4 +1,4 @@
-"""``--set`` values that need no YAML parser: plain integers and plain words.
+"""``--set`` values that need no YAML parser: plain integers, plain words and plain file paths.
 
 ``collhub produce hub.ring --set ranks=8 --set collective=allreduce`` is how the CLI is used most;
 importing PyYAML and the pipeline loader for ``8`` and ``allreduce`` costs more than the rest of
@@ -26,6 +26,9 @@ _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
 # a word: starts with a letter (so never a number, a timestamp or an indicator), no spaces or
 # flow/comment characters; ':' only inside ("ring:8" is a string, "a:" a mapping)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*(?::[A-Za-z0-9_.\-]+)*")
+# a file path: '/', './' or '../' first (never an indicator, number or null), then the word
+# characters and '/' only; no ':' (a mapping or a time), no spaces, no '#' (a comment)
+_PATH = re.compile(r"(?:/|\./|\.\./)[A-Za-z0-9_.\-/]*")
 # what YAML 1.1 resolves to bool or null among words (any case is sent to the loader)
 _RESERVED = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
 
@@ -37,5 +40,7 @@ def plain_value(raw: str) -> Any:
     if _INT.fullmatch(raw):
         return int(raw)
     if _WORD.fullmatch(raw) and raw.lower() not in _RESERVED:
+        return raw
+    if _PATH.fullmatch(raw):  # --set path=/data/ring.xml: no YAML loader for a file name
         return raw
     return NOT_PLAIN
