@@ -22,9 +22,8 @@ from ._model import Algorithm, NodeType
 from ._stream import RankStream, iter_ranks
 from ._wire import WireError
 from ._workload import Workload
-from ._workload_io import read_workload
 
-__all__ = ["iter_ranks", "read_algorithm", "read_global_metadata", "read_trace", "read_workload", "trace_kind"]
+__all__ = ["iter_ranks", "read_algorithm", "read_global_metadata", "read_trace", "trace_kind"]
 
 
 def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
@@ -44,7 +43,11 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
     Profile metadata means an algorithm; otherwise rank 0's nodes decide: any COMM_COLL_NODE
     means a workload, else any SEND/RECV means an algorithm, else a workload.
     """
-    return read_algorithm(prefix) if trace_kind(prefix) == "algorithm" else read_workload(prefix)
+    if trace_kind(prefix) == "algorithm":
+        return read_algorithm(prefix)
+    from ._workload_io import read_workload  # the general message codec: workloads only
+
+    return read_workload(prefix)
 
 
 def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload"]:
