@@ -10,7 +10,9 @@ The nodes are decoded by :mod:`._ranks`; workloads are read by :mod:`._workload_
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from ..errors import TraceFormatError
 from . import _profile as P
@@ -60,6 +62,33 @@ def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload
         return "workload"
     data = load(first, 0)
     starts, ends = frame_file(data, first, 0)
+    kinds = _compiled_kinds(data, len(starts) - 1)
+    if kinds is None:
+        kinds = _decoded_kinds(data, starts, ends, first)
+    if NodeType.COLL in kinds:
+        return "workload"
+    if kinds & {NodeType.SEND, NodeType.RECV}:
+        return "algorithm"
+    return "workload"
+
+
+def _compiled_kinds(data: bytes, count: int) -> set[int] | None:
+    """The node types of one file (``count`` nodes after its GlobalMetadata) through the reader's
+    compiled pass: sets without the profile's metadata (ASTRA-sim's, the MSCCL-IR converter's)
+    would otherwise cost a Python decode of every node of rank 0 before they are read. None when
+    the pass refuses a node: the general decoder then decides, or says what is wrong."""
+    from ._ranks import Arena, Scratch, decode_columns
+
+    try:
+        one = np.zeros(1, np.int64)
+        graphs, _ = decode_columns(data, one, one + len(data), [count], Arena(), Scratch())
+    except Exception:  # noqa: BLE001 - any refusal: the general loop gives the answer or the error
+        return None
+    return set(np.unique(graphs[0].kind).tolist())
+
+
+def _decoded_kinds(data: bytes, starts: Any, ends: Any, first: os.PathLike[str] | str) -> set[int]:
+    """The node types of one file, each node decoded by the general decoder (the reference)."""
     kinds = set()
     for s, e in zip(starts[1:], ends[1:], strict=True):
         try:
@@ -71,8 +100,4 @@ def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload
                 rank=0,
                 hint="the file is truncated or corrupt",
             ) from None
-    if NodeType.COLL in kinds:
-        return "workload"
-    if kinds & {NodeType.SEND, NodeType.RECV}:
-        return "algorithm"
-    return "workload"
+    return kinds
