@@ -33,7 +33,8 @@ NOT_ON_PRODUCE_PATH = (
 NOT_ON_WARM_HELP_PATH = ("importlib.metadata", "hub.plugins._manager", "pluggy", "pydantic", "numpy", "yaml")
 #: modules `consume hub.simulate` of an algorithm has no use for: the workload layer (ASTRA-sim's
 #: native collectives), the trace/plot writers, the codec's writing half, the JSON view, summaries,
-#: the workload codec, link-graph presets and network.yml, and every other component's package
+#: the workload codec, link-graph presets and network.yml, every other component's package, and
+#: numpy.ma (a plain np.unique imports it on first call)
 NOT_ON_SIMULATE_PATH = (
     "hub.sim._workload",
     "hub.sim._native",
@@ -52,6 +53,7 @@ NOT_ON_SIMULATE_PATH = (
     "hub.transforms",
     "hub.verify",
     "hub.pipeline",
+    "numpy.ma",
     "matplotlib",
     "yaml",
     "httpx",
