@@ -1,30 +1,74 @@
-"""The representation: collective algorithms and workloads in Chakra ET (collhub profile)."""
+"""The representation: collective algorithms and workloads in Chakra ET (collhub profile).
 
-from ._json import algorithm_from_json, algorithm_to_json
-from ._meta import read_global_metadata
-from ._model import (
-    COMM_TYPE_OF,
-    Algorithm,
-    AlgorithmMeta,
-    Buffer,
-    Collective,
-    NodeType,
-    NodeView,
-    Op,
-    RankGraph,
-    RankGraphBuilder,
-    build_algorithm,
-    chunk_bytes,
-    reference_chunks,
-)
-from ._reader import iter_ranks, read_algorithm, read_trace
-from ._stream import RankStream
-from ._summary import summarize
-from ._validate import check_algorithm
-from ._wire import TypedValue
-from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
-from ._workload_io import read_workload, write_workload
-from ._writer import write_algorithm
+Names resolve on first use (PEP 562): reading an algorithm imports the model, the reader and its
+checks, not the writer, the JSON view, the summaries or the workload codec.
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+from importlib import import_module as _import_module
+
+#: public name -> the private module defining it
+_LAZY: dict[str, str] = {
+    "algorithm_from_json": "._json",
+    "algorithm_to_json": "._json",
+    "read_global_metadata": "._meta",
+    "COMM_TYPE_OF": "._model",
+    "Algorithm": "._model",
+    "AlgorithmMeta": "._model",
+    "Buffer": "._model",
+    "Collective": "._model",
+    "NodeType": "._model",
+    "NodeView": "._model",
+    "Op": "._model",
+    "RankGraph": "._model",
+    "RankGraphBuilder": "._model",
+    "build_algorithm": "._model",
+    "chunk_bytes": "._model",
+    "reference_chunks": "._model",
+    "iter_ranks": "._reader",
+    "read_algorithm": "._reader",
+    "read_trace": "._reader",
+    "RankStream": "._stream",
+    "summarize": "._summary",
+    "check_algorithm": "._validate",
+    "TypedValue": "._wire",
+    "DanglingDependencyWarning": "._workload",
+    "Workload": "._workload",
+    "WorkloadNode": "._workload",
+    "collective_of_comm_type": "._workload",
+    "read_workload": "._workload_io",
+    "write_workload": "._workload_io",
+    "write_algorithm": "._writer",
+}
+
+if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from ._json import algorithm_from_json, algorithm_to_json
+    from ._meta import read_global_metadata
+    from ._model import (
+        COMM_TYPE_OF,
+        Algorithm,
+        AlgorithmMeta,
+        Buffer,
+        Collective,
+        NodeType,
+        NodeView,
+        Op,
+        RankGraph,
+        RankGraphBuilder,
+        build_algorithm,
+        chunk_bytes,
+        reference_chunks,
+    )
+    from ._reader import iter_ranks, read_algorithm, read_trace
+    from ._stream import RankStream
+    from ._summary import summarize
+    from ._validate import check_algorithm
+    from ._wire import TypedValue
+    from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
+    from ._workload_io import read_workload, write_workload
+    from ._writer import write_algorithm
 
 __all__ = [
     "COMM_TYPE_OF",
@@ -58,3 +102,16 @@ __all__ = [
     "write_algorithm",
     "write_workload",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module, __name__), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

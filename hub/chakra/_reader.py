@@ -10,7 +10,9 @@ The nodes are decoded by :mod:`._ranks`; workloads are read by :mod:`._workload_
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from ..errors import TraceFormatError
 from . import _profile as P
@@ -22,9 +24,8 @@ from ._model import Algorithm, NodeType
 from ._stream import RankStream, iter_ranks
 from ._wire import WireError
 from ._workload import Workload
-from ._workload_io import read_workload
 
-__all__ = ["iter_ranks", "read_algorithm", "read_global_metadata", "read_trace", "read_workload", "trace_kind"]
+__all__ = ["iter_ranks", "read_algorithm", "read_global_metadata", "read_trace", "trace_kind"]
 
 
 def read_algorithm(prefix: str | os.PathLike[str]) -> Algorithm:
@@ -44,7 +45,11 @@ def read_trace(prefix: str | os.PathLike[str]) -> Algorithm | Workload:
     Profile metadata means an algorithm; otherwise rank 0's nodes decide: any COMM_COLL_NODE
     means a workload, else any SEND/RECV means an algorithm, else a workload.
     """
-    return read_algorithm(prefix) if trace_kind(prefix) == "algorithm" else read_workload(prefix)
+    if trace_kind(prefix) == "algorithm":
+        return read_algorithm(prefix)
+    from ._workload_io import read_workload  # the general message codec: workloads only
+
+    return read_workload(prefix)
 
 
 def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload"]:
@@ -57,6 +62,37 @@ def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload
         return "workload"
     data = load(first, 0)
     starts, ends = frame_file(data, first, 0)
+    kinds = _compiled_kinds(data, len(starts) - 1)
+    if kinds is None:
+        kinds = _decoded_kinds(data, starts, ends, first)
+    if NodeType.COLL in kinds:
+        return "workload"
+    if kinds & {NodeType.SEND, NodeType.RECV}:
+        return "algorithm"
+    return "workload"
+
+
+def _compiled_kinds(data: bytes, count: int) -> set[int] | None:
+    """The node types of one file (``count`` nodes after its GlobalMetadata) through the reader's
+    compiled pass: sets without the profile's metadata (ASTRA-sim's, the MSCCL-IR converter's)
+    would otherwise cost a Python decode of every node of rank 0 before they are read. None when
+    the pass refuses a node: the general decoder then decides, or says what is wrong."""
+    from ._ranks import Arena, Scratch, decode_columns
+
+    try:
+        one = np.zeros(1, np.int64)
+        graphs, _ = decode_columns(data, one, one + len(data), [count], Arena(), Scratch())
+    except Exception:  # noqa: BLE001 - any refusal: the general loop gives the answer or the error
+        return None
+    kind = graphs[0].kind.astype(np.int64)
+    if kind.size and int(kind.min()) < 0:
+        return None
+    # bincount, not np.unique: that imports numpy.ma (~10 ms) on its first call
+    return set(np.flatnonzero(np.bincount(kind)).tolist())
+
+
+def _decoded_kinds(data: bytes, starts: Any, ends: Any, first: os.PathLike[str] | str) -> set[int]:
+    """The node types of one file, each node decoded by the general decoder (the reference)."""
     kinds = set()
     for s, e in zip(starts[1:], ends[1:], strict=True):
         try:
@@ -68,8 +104,4 @@ def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload
                 rank=0,
                 hint="the file is truncated or corrupt",
             ) from None
-    if NodeType.COLL in kinds:
-        return "workload"
-    if kinds & {NodeType.SEND, NodeType.RECV}:
-        return "algorithm"
-    return "workload"
+    return kinds

@@ -116,20 +116,26 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
     return None
 
 
-def _node_problem(meta: AlgorithmMeta, g: RankGraph, rank: int, ranges: bool = True) -> tuple[str, int, str] | None:
+def _node_problem(
+    meta: AlgorithmMeta, g: RankGraph, rank: int, ranges: bool = True, memo: _Memo | None = None
+) -> tuple[str, int, str] | None:
     """(message, node id, hint) of the first implausible node of ``rank``, or None; ``ranges``
     False skips what the decoder already checked on the wire values (ATTR_RANGES, node kinds,
-    dependency positions)."""
+    dependency positions). With ``memo`` (one algorithm's check), a check of arrays that an
+    earlier rank passed with is not run again (same answer: it depends on those arrays alone)."""
     n = meta.ranks
     kind = g.kind
     if len(g) == 0:
         return None
     if ranges:
-        found = _column_problem(g)
-        if found is not None:
-            return found
-    send = kind == NodeType.SEND
-    comm = send | (kind == NodeType.RECV)
+        columns = (kind, g.dep_ptr, g.dep_pos, *(getattr(g, column) for column in _RANGED))
+        if memo is None or not memo.passed("columns", len(g), columns):
+            found = _column_problem(g)
+            if found is not None:
+                return found
+            if memo is not None:
+                memo.record("columns", len(g), columns)
+    send, comm = _comm(kind) if memo is None else memo.comm(kind)
     peer = g.peer.astype(np.int64, copy=False)
     bad = comm & ((peer.view(np.uint64) >= n) | (peer == rank))  # negative peers are huge unsigned
     if bad.any():
@@ -140,6 +146,17 @@ def _node_problem(meta: AlgorithmMeta, g: RankGraph, rank: int, ranges: bool = T
             int(g.ids[p]),
             "a message goes to or comes from another rank of the set",
         )
+    sized = (kind, g.size, g.count)
+    if memo is not None and memo.passed("sizes", len(g), sized):
+        return None
+    found = _size_problem(meta, g, comm)
+    if found is None and memo is not None:
+        memo.record("sizes", len(g), sized)
+    return found
+
+
+def _size_problem(meta: AlgorithmMeta, g: RankGraph, comm: np.ndarray) -> tuple[str, int, str] | None:
+    """The part of :func:`_node_problem` that depends on the kinds, sizes and counts (and meta) alone."""
     size = g.size
     sized = comm & (size >= 0)
     if sized.any():
@@ -167,6 +184,58 @@ def _node_problem(meta: AlgorithmMeta, g: RankGraph, rank: int, ranges: bool = T
                     "the message sizes do not match the GlobalMetadata size; rebind or fix the size",
                 )
     return None
+
+
+#: the model columns of ATTR_RANGES that _column_problem checks (comm_src/comm_dst are ``peer``,
+#: checked per rank)
+_RANGED = tuple(column for column, _, _ in ATTR_RANGES.values() if not column.startswith("_"))
+
+
+def _comm(kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(SEND, SEND or RECV) masks of a kind column."""
+    send = kind == NodeType.SEND
+    return send, send | (kind == NodeType.RECV)
+
+
+class _Memo:
+    """What one :func:`check_algorithm` call found of the arrays its ranks share.
+
+    A regular algorithm's ranks share their kind, size, count and dependency arrays (producers
+    build them once; the reader hands out one array for equal columns), so the checks that depend
+    on those arrays alone run once per distinct set instead of once per rank (a 256-rank ring:
+    once, not 256 times; the peers are still checked rank by rank). Keys are the arrays'
+    identities, and the arrays are held so that no identity is reused during the call. Only passes
+    are recorded: a failing rank is checked, and reported, exactly as without the memo.
+    """
+
+    __slots__ = ("_bytes", "_held", "_masks", "_passed")
+
+    def __init__(self) -> None:
+        self._passed: set[tuple[object, ...]] = set()
+        self._masks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._bytes: dict[tuple[int, int, int], float] = {}
+        self._held: list[tuple[np.ndarray, ...]] = []
+
+    def passed(self, what: str, n: int, arrays: tuple[np.ndarray, ...]) -> bool:
+        return (what, n, *map(id, arrays)) in self._passed
+
+    def record(self, what: str, n: int, arrays: tuple[np.ndarray, ...]) -> None:
+        self._held.append(arrays)
+        self._passed.add((what, n, *map(id, arrays)))
+
+    def comm(self, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        hit = self._masks.get(id(kind))
+        if hit is None:
+            hit = self._masks[id(kind)] = (kind, *_comm(kind))
+        return hit[1], hit[2]
+
+    def bytes_of(self, g: RankGraph) -> float:
+        key = (len(g), id(g.kind), id(g.size))
+        value = self._bytes.get(key)
+        if value is None:
+            value = self._bytes[key] = _bytes_of(g)
+            self._held.append((g.kind, g.size))
+        return value
 
 
 def batch_total(
@@ -241,9 +310,10 @@ def check_algorithm(
     if len(alg.graphs) != alg.ranks:
         where0 = str(paths[0]) if paths else (what or None)
         raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
-    total = 0.0
+    total, memo = 0.0, _Memo()
     for rank in range(alg.ranks):
-        total = check_rank(alg.meta, alg.graphs[rank], rank, total, paths=paths, what=what, ranges=ranges)
+        g = alg.graphs[rank]
+        total = check_rank(alg.meta, g, rank, total, paths=paths, what=what, ranges=ranges, _memo=memo)
 
 
 def check_meta(meta: AlgorithmMeta, *, paths: Sequence[object] | None = None, what: str = "") -> None:
@@ -265,11 +335,12 @@ def check_rank(
     paths: Sequence[object] | None = None,
     what: str = "",
     ranges: bool = True,
+    _memo: _Memo | None = None,
 ) -> float:
     """The part of :func:`check_algorithm` for one rank (ranks are checked in order, one at a time
     when they are streamed); ``total`` is the bytes of ranks 0..rank-1, and the result adds this one's."""
-    found = _node_problem(meta, g, rank, ranges)
-    total += _bytes_of(g)
+    found = _node_problem(meta, g, rank, ranges, _memo)
+    total += _bytes_of(g) if _memo is None else _memo.bytes_of(g)
     if found is None and total >= float(INT64_MAX):
         found = (
             "the comm_size values add up past int64 (summed over ranks 0..this one)",

@@ -1,6 +1,7 @@
 """``--set`` values that need no YAML parser: plain integers, plain words and plain file paths.
 
-``collhub produce hub.ring --set ranks=8 --set collective=allreduce`` is how the CLI is used most;
+``collhub produce hub.ring --set ranks=8 --set collective=allreduce`` (or ``consume ... --set size=1MiB``)
+is how the CLI is used most;
 importing PyYAML and the pipeline loader for ``8`` and ``allreduce`` costs more than the rest of
 parsing the command line. A value qualifies only when PyYAML's safe loader is known to read it
 as that very ``int`` or ``str``; anything else (lists, floats, quotes, spaces, the YAML 1.1 words
@@ -29,6 +30,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*(?::[A-Za-z0-9_.\-]+)*")
 # a file path: '/', './' or '../' first (never an indicator, number or null), then the word
 # characters and '/' only; no ':' (a mapping or a time), no spaces, no '#' (a comment)
 _PATH = re.compile(r"(?:/|\./|\.\./)[A-Za-z0-9_.\-/]*")
+# a size as the hub writes them (1MiB, 64K, 2GB): digits then letters only, never a YAML number
+# (no leading 0 for 0x/0o/0b, no '.', '_', ':' or sign, so neither a float, a base-60 int nor a date)
+_SIZE = re.compile(r"[1-9][0-9]{0,17}[A-Za-z]+")
 # what YAML 1.1 resolves to bool or null among words (any case is sent to the loader)
 _RESERVED = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
 
@@ -39,7 +43,7 @@ def plain_value(raw: str) -> Any:
         return NOT_PLAIN
     if _INT.fullmatch(raw):
         return int(raw)
-    if _WORD.fullmatch(raw) and raw.lower() not in _RESERVED:
+    if (_WORD.fullmatch(raw) and raw.lower() not in _RESERVED) or _SIZE.fullmatch(raw):
         return raw
     if _PATH.fullmatch(raw):  # --set path=/data/ring.xml: no YAML loader for a file name
         return raw

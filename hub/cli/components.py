@@ -81,10 +81,16 @@ def _summary(obj: Any) -> dict[str, Any]:
 
 
 def _write(obj: Any, prefix: str) -> list[Path]:
-    from ..chakra import Algorithm, write_algorithm, write_workload
+    from ..chakra import Algorithm
 
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    return list(write_algorithm(obj, prefix) if isinstance(obj, Algorithm) else write_workload(obj, prefix))
+    if isinstance(obj, Algorithm):
+        from ..chakra import write_algorithm
+
+        return list(write_algorithm(obj, prefix))
+    from ..chakra import write_workload  # the general message codec: workloads only
+
+    return list(write_workload(obj, prefix))
 
 
 def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputFormat) -> None:

@@ -42,7 +42,8 @@ DataKind = Literal["algorithm", "workload", "result"]
 class EmptyParams(BaseModel):
     """Params model for components that take no parameters."""
 
-    model_config = ConfigDict(extra="forbid")
+    # built on first validation: every plugin registration imports this module, few runs use it
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def resolve_ref(ref: Any) -> Any:

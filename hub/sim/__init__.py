@@ -1,14 +1,40 @@
 """The built-in simulator (consumer ``hub.simulate``): ASTRA-sim's analytical network models,
-congestion-unaware and congestion-aware, reproduced to the nanosecond. See ``docs/simulator.md``."""
+congestion-unaware and congestion-aware, reproduced to the nanosecond. See ``docs/simulator.md``.
+
+Names resolve on first use (PEP 562): ``consume hub.simulate`` on an algorithm imports the engine,
+never the workload layer (ASTRA-sim's native collectives), the trace writer or the plots.
+"""
 
 from __future__ import annotations
 
-from ._api import SimulateParams, parse_size, simulate, simulate_consumer
-from ._network import unaware_delays
-from ._program import comp_ns
-from ._report import trace_events, write_plot, write_trace
-from ._result import SimulationResult, busbw_factor, lower_bound_ns
-from ._timeline import node_spans, write_timeline
+import typing as _typing
+from importlib import import_module as _import_module
+
+#: public name -> the private module defining it
+_LAZY: dict[str, str] = {
+    "SimulateParams": "._api",
+    "parse_size": "._api",
+    "simulate": "._api",
+    "simulate_consumer": "._api",
+    "unaware_delays": "._network",
+    "comp_ns": "._program",
+    "trace_events": "._report",
+    "write_plot": "._report",
+    "write_trace": "._report",
+    "SimulationResult": "._result",
+    "busbw_factor": "._result",
+    "lower_bound_ns": "._result",
+    "node_spans": "._timeline",
+    "write_timeline": "._timeline",
+}
+
+if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from ._api import SimulateParams, parse_size, simulate, simulate_consumer
+    from ._network import unaware_delays
+    from ._program import comp_ns
+    from ._report import trace_events, write_plot, write_trace
+    from ._result import SimulationResult, busbw_factor, lower_bound_ns
+    from ._timeline import node_spans, write_timeline
 
 __all__ = [
     "SimulateParams",
@@ -26,3 +52,16 @@ __all__ = [
     "write_timeline",
     "write_trace",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module, __name__), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -19,7 +19,6 @@ from ._layout import DelayFn
 from ._network import AwareNetwork, unaware_delays
 from ._program import Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
-from ._workload import program_from_workload
 
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
 
@@ -225,6 +224,9 @@ def simulate(
     if isinstance(obj, Workload):
         if obj.rank_count == 0:
             raise SimulationError("the workload has no ranks")
+        # the workload layer (ASTRA-sim's native collectives, six modules) only for workloads
+        from ._workload import program_from_workload
+
         native: dict[Collective, Any] = {}
         if system is not None:
             from ._system import serve_from_system
@@ -335,7 +337,6 @@ def _has_string(topo: Topology) -> bool:
 def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: Any) -> Any:
     """``hub.simulate``: simulate ``obj`` and return a :class:`hub.Result` (artifacts in ctx.workdir)."""
     from .._result import Result
-    from ._report import write_plot, write_trace
 
     res = simulate(
         obj,
@@ -349,9 +350,14 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     artifacts: dict[str, str] = {}
     workdir = Path(getattr(ctx, "workdir", Path.cwd()))
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name or res.collective or "simulation") or "simulation"
+    # the writers (and their track layout) only when asked: a plain run imports neither
     if params.trace:
+        from ._report import write_trace
+
         artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{params.mode}.trace.json"))
     if params.plot:
+        from ._report import write_plot
+
         artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{params.mode}.png"))
     return Result(
         component="hub.simulate",

@@ -2,16 +2,51 @@
 
 See ``docs/topology.md``. Entry point: :func:`load_topology` (a compact string such as
 ``ring:8``, ``ring:4,switch:8``, ``torus:4x4`` or a ``network.yml`` path).
+
+Names resolve on first use (PEP 562): ``ring:256`` imports neither the link-graph presets nor the
+network.yml reader.
 """
 
 from __future__ import annotations
 
-from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology, bytes_per_ns
-from ._dims import KINDS, Dimension, DimensionalTopology, blocks_link_graph
-from ._graph import DimensionOrderRouter, FatTreeRouter, Link, LinkGraph, Router, ShortestPathRouter
-from ._parse import load_topology, parse_topology
-from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
-from ._yaml import parse_network_yml, read_network_yml
+import typing as _typing
+from importlib import import_module as _import_module
+
+#: public name -> the private module defining it
+_LAZY: dict[str, str] = {
+    "DEFAULT_BANDWIDTH": "._base",
+    "DEFAULT_LATENCY": "._base",
+    "Topology": "._base",
+    "bytes_per_ns": "._base",
+    "KINDS": "._dims",
+    "Dimension": "._dims",
+    "DimensionalTopology": "._dims",
+    "blocks_link_graph": "._dims",
+    "DimensionOrderRouter": "._graph",
+    "FatTreeRouter": "._graph",
+    "Link": "._graph",
+    "LinkGraph": "._graph",
+    "Router": "._graph",
+    "ShortestPathRouter": "._graph",
+    "load_topology": "._parse",
+    "parse_topology": "._parse",
+    "dgx1": "._presets",
+    "fattree": "._presets",
+    "hypercube": "._presets",
+    "mesh": "._presets",
+    "rail": "._presets",
+    "torus": "._presets",
+    "parse_network_yml": "._yaml",
+    "read_network_yml": "._yaml",
+}
+
+if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology, bytes_per_ns
+    from ._dims import KINDS, Dimension, DimensionalTopology, blocks_link_graph
+    from ._graph import DimensionOrderRouter, FatTreeRouter, Link, LinkGraph, Router, ShortestPathRouter
+    from ._parse import load_topology, parse_topology
+    from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
+    from ._yaml import parse_network_yml, read_network_yml
 
 __all__ = [
     "DEFAULT_BANDWIDTH",
@@ -39,3 +74,16 @@ __all__ = [
     "read_network_yml",
     "torus",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module, __name__), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -25,7 +25,6 @@ format errors, not results.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,6 @@ from typing import Any
 from ..errors import TopologyFormatError
 from ._base import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
 from ._dims import Dimension, DimensionalTopology
-from ._presets import dgx1, fattree, hypercube, mesh, rail, torus
-from ._yaml import read_network_yml
 
 __all__ = [
     "MAX_BANDWIDTH",
@@ -89,6 +86,8 @@ def _option(spec: str, text: str) -> tuple[str, float | tuple[float, ...]]:
         raise _err(spec, f"expected key=value, got {text!r}", "options are bw=<GB/s>, lat=<ns> (fattree: spines=<n>)")
     k = _KEYS.get(key)
     if k is None:
+        import difflib  # only to suggest a spelling
+
         near = difflib.get_close_matches(key, list(_KEYS), n=1)
         raise _err(
             spec, f"unknown option {key!r}", f"did you mean {near[0]!r}?" if near else "options: bw, lat, spines"
@@ -158,6 +157,8 @@ def parse_topology(spec: str) -> Topology:
             continue
         kind, _, shape_text = head.partition(":")
         if kind not in _DIM_KINDS and kind not in _PRESETS:
+            import difflib  # only to suggest a spelling
+
             near = difflib.get_close_matches(kind, [*_DIM_KINDS, *_PRESETS], n=1)
             raise _err(spec, f"unknown kind {kind!r}", f"did you mean {near[0]!r}? " + _EXAMPLES if near else None)
         b = _Block(kind, shape_text, i)
@@ -180,6 +181,8 @@ def parse_topology(spec: str) -> Topology:
                 f"preset {presets[0].kind!r} cannot be combined with other blocks",
                 "stack only ring/fc/switch dimensions, e.g. 'ring:4,switch:8'",
             )
+        from ._presets import dgx1, fattree, hypercube, mesh, rail, torus  # link graphs: rarely
+
         b = presets[0]
         bw = opt(b, "bw", DEFAULT_BANDWIDTH)
         lat = opt(b, "lat", DEFAULT_LATENCY)
@@ -242,10 +245,12 @@ def load_topology(spec: str | Path | Topology) -> Topology:
     """
     if isinstance(spec, Topology):
         return spec
-    if isinstance(spec, Path):
-        return read_network_yml(spec)
     s = str(spec).strip()
-    if s.endswith((".yml", ".yaml")) or ("/" in s and Path(s).is_file()) or (":" not in s and Path(s).is_file()):
+    if isinstance(spec, Path) or s.endswith((".yml", ".yaml")) or (("/" in s or ":" not in s) and Path(s).is_file()):
+        from ._yaml import read_network_yml  # files only: a topology string needs no reader
+
+        if isinstance(spec, Path):
+            return read_network_yml(spec)
         if not Path(s).is_file():
             raise TopologyFormatError(
                 f"network file {s} not found",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from hub.algorithms import CATALOG, make
-from hub.chakra import Algorithm, check_algorithm
+from hub.chakra import Algorithm, NodeType, check_algorithm
 from hub.errors import AlgorithmError, ExitCode, TraceFormatError
 from hub.transforms import chunk_algorithm, instances_algorithm, remap_algorithm
 
@@ -118,3 +118,48 @@ def test_large_values_that_fit_are_fine() -> None:
     alg = make("direct", "alltoall", 4).bind(1 << 40)  # 1 TiB: big, but plausible
     check_algorithm(alg)
     assert int(np.max(alg.graphs[0].size)) > 1 << 32  # beyond int32: kept exactly
+
+
+def _per_rank_reference(alg: Algorithm) -> str | None:
+    """What the rank-by-rank checks find without sharing anything between ranks (the reference of
+    check_algorithm's memo of shared arrays): the first problem's message, or None."""
+    from hub.chakra._validate import check_meta, check_rank
+
+    try:
+        check_meta(alg.meta, what="algorithm 'ring'")
+        total = 0.0
+        for rank, g in enumerate(alg.graphs):
+            total = check_rank(alg.meta, g, rank, total, what="algorithm 'ring'")
+    except TraceFormatError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_shared_arrays_are_checked_once_with_the_same_answer(case: str) -> None:
+    alg = _damaged(BAD[case][0])
+    # the undamaged ranks share their arrays (what the memo saves work on)
+    shared = [g for g in alg.graphs if g.kind is alg.graphs[-1].kind or g.kind is alg.graphs[0].kind]
+    assert len(shared) >= 2
+    with pytest.raises(TraceFormatError) as info:
+        check_algorithm(alg, what="algorithm 'ring'")
+    assert str(info.value) == _per_rank_reference(alg)
+
+
+def test_a_damaged_shared_array_is_reported_at_its_first_rank(tmp_path: Path) -> None:
+    from hub.chakra import read_algorithm, write_algorithm
+
+    write_algorithm(make("ring", "allreduce", 8).bind(1 << 20), tmp_path / "r")
+    alg = read_algorithm(tmp_path / "r")  # the reader hands out one array for equal columns
+    assert alg.graphs[1].size is alg.graphs[5].size
+    check_algorithm(alg)  # passes, and again with the memo's state gone
+    size = alg.graphs[1].size.copy()
+    size[int(np.argmax(alg.graphs[1].kind == NodeType.SEND))] = 1 << 40  # beyond the declared size
+    graphs = list(alg.graphs)
+    for r in range(3, 8):  # ranks 3.. share the bad array; ranks 0..2 keep the good one
+        graphs[r] = graphs[r].copy()
+        graphs[r].size = size
+    bad = Algorithm(alg.meta, tuple(graphs))
+    with pytest.raises(TraceFormatError, match="rank 3") as info:
+        check_algorithm(bad, what="algorithm 'ring'")
+    assert str(info.value) == _per_rank_reference(bad)

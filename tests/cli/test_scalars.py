@@ -9,13 +9,16 @@ from hypothesis import given, settings, strategies as st
 from hub.cli._scalars import NOT_PLAIN, plain_value
 from hub.cli.components import parse_sets
 
-ANSWERED = ["8", "0", "-3", "+12", "allreduce", "ring:8", "ring:4x2", "a.b-c_d", "hub.ring", "e", "Y2", "nan", "inf"]
+ANSWERED = [
+    "8", "0", "-3", "+12", "allreduce", "ring:8", "ring:4x2", "a.b-c_d", "hub.ring", "e", "Y2", "nan", "inf",
+    "1MiB", "64K", "2GB", "1e", "10x",  # sizes: digits then letters are strings to YAML
+]  # fmt: skip
 ANSWERED += ["/tmp/ring128.xml", "./runs/a-b_c", "../data/x.et", "/", "/a//b/", "./.hidden"]  # file paths
 DECLINED = [
     "yes", "No", "TRUE", "off", "On", "null", "Null", "~", "y", "n",  # YAML 1.1 booleans and nulls
     "0x10", "010", "1_000", "1:30", "1e3", "1.5", ".inf", "-.inf", ".nan",  # other numbers
     "[1, 2]", "{a: 1}", "'q'", '"q"', "a b", " 8", "8 ", "a:", "a: b", "a #c", "#c", "&x", "*x", "!t", "=",
-    "2024-01-01", "", "x" * 300,
+    "2024-01-01", "", "x" * 300, "0x1f", "1.5MiB", "1_0K", "01K", "1e5", "1K:2",
     "/a b", "/a:b", "/a #c", "~/x", ".", "..", ".x/y", "/" + "x" * 300,  # not plain paths
 ]  # fmt: skip
 
@@ -37,7 +40,7 @@ def test_doubtful_values_go_to_the_loader() -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet="aAeEnNoOyYtTfFsSxX019-+_.:~ #[]'\"/", max_size=8))
+@given(st.text(alphabet="aAeEnNoOyYtTfFsSxXbBKMiG019-+_.:~ #[]'\"/", max_size=8))
 def test_any_short_token_is_the_loaders_or_declined(raw: str) -> None:
     value = plain_value(raw)
     if value is NOT_PLAIN:

@@ -1,4 +1,4 @@
-"""What ``collhub produce`` imports: start-up is kept short by not importing what it does not use.
+"""What ``collhub produce`` and ``consume`` import: start-up is kept short by not importing what they do not use.
 
 Checked by module presence in ``sys.modules`` after a real command in a fresh interpreter, never by
 timing (timings belong to ``benchmarks/``). Every installed plugin is loaded, as a user's
@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,6 +31,33 @@ NOT_ON_PRODUCE_PATH = (
 #: what `--help` never imports once the entry-point index is warm: importlib.metadata (the scan of
 #: every distribution's metadata), the plugin manager and its dependencies, numpy, YAML
 NOT_ON_WARM_HELP_PATH = ("importlib.metadata", "hub.plugins._manager", "pluggy", "pydantic", "numpy", "yaml")
+#: modules `consume hub.simulate` of an algorithm has no use for: the workload layer (ASTRA-sim's
+#: native collectives), the trace/plot writers, the codec's writing half, the JSON view, summaries,
+#: the workload codec, link-graph presets and network.yml, every other component's package, and
+#: numpy.ma (a plain np.unique imports it on first call)
+NOT_ON_SIMULATE_PATH = (
+    "hub.sim._workload",
+    "hub.sim._native",
+    "hub.sim._native_streams",
+    "hub.sim._report",
+    "hub.sim._timeline",
+    "hub.sim._tracks",
+    "hub.chakra._json",
+    "hub.chakra._summary",
+    "hub.chakra._writer",
+    "hub.chakra._encode",
+    "hub.chakra._workload_io",
+    "hub.topology._presets",
+    "hub.topology._yaml",
+    "hub.algorithms",
+    "hub.transforms",
+    "hub.verify",
+    "hub.pipeline",
+    "numpy.ma",
+    "matplotlib",
+    "yaml",
+    "httpx",
+)
 
 
 def _modules_after(argv: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
@@ -59,6 +88,28 @@ def test_produce_two_ranks_imports_no_http_registry_builder_plots_or_runner(tmp_
     assert "hub.plugins._manager" in modules and "hub.cli._scalars" in modules
     imported = [m for m in NOT_ON_PRODUCE_PATH if m in modules]
     assert not imported, f"`collhub produce` imported {imported}"
+
+
+@pytest.mark.parametrize("mode", ["aware", "unaware"])
+def test_consume_simulate_imports_the_engine_only(tmp_path: Path, mode: str) -> None:
+    prefix = tmp_path / "ring"
+    made = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "produce", "hub.ring", "-s", "ranks=4", "-s", "collective=allreduce"]
+        + ["--out", str(prefix)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO), COLLHUB_CACHE_DIR=str(tmp_path / "cache")),
+    )
+    assert made.returncode == 0, made.stderr
+    argv = ["consume", "hub.simulate", str(prefix), "-s", "network=ring:4", "-s", f"mode={mode}", "-s", "size=1MiB"]
+    argv += ["-f", "json"]
+    p, modules = _modules_after(argv, tmp_path)
+    # the command really simulated, through the compiled event loop
+    assert json.loads(p.stdout)["metrics"]["mode"] == mode and json.loads(p.stdout)["metrics"]["time_ns"] > 0
+    assert "hub._native._sim" in modules and "hub.sim._engine" in modules and "hub.chakra._stream" in modules
+    imported = [m for m in NOT_ON_SIMULATE_PATH if m in modules]
+    assert not imported, f"`collhub consume hub.simulate` imported {imported}"
 
 
 def test_a_yaml_set_value_still_goes_through_the_loader(tmp_path: Path) -> None:

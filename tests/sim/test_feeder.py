@@ -69,3 +69,28 @@ def test_against_libstdcxx(unordered_set):
             out = subprocess.run([str(unordered_set)], input=chunk, capture_output=True, text=True, timeout=60).stdout
             got += [[int(x) for x in line.split("|")[0].split()] for line in out.splitlines()]
     assert got == expected
+
+
+def test_repeated_ids_are_found_as_np_unique_finds_them():
+    from hub.sim._feeder import _has_repeats
+
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 5, 100, 1000):
+        for high in (3, 50, 1 << 40):
+            ids = rng.integers(0, high, size=n, dtype=np.int64).astype(np.uint64)
+            assert _has_repeats(ids) == (np.unique(ids).size != ids.size), (n, high)
+
+
+def test_a_rank_with_a_repeated_id_is_refused_by_the_feeder():
+    from hub.algorithms import make
+    from hub.chakra import Algorithm
+    from hub.errors import SimulationError
+    from hub.sim import simulate
+
+    alg = make("ring", "allreduce", 4).bind(1 << 20)
+    g = alg.graphs[2].copy()
+    g.ids[3] = g.ids[1]
+    bad = Algorithm(alg.meta, tuple(g if r == 2 else h for r, h in enumerate(alg.graphs)))
+    for mode in ("unaware", "aware"):
+        with pytest.raises(SimulationError, match="rank 2: node ids are not unique"):
+            simulate(bad, "ring:4", mode=mode)
