@@ -27,10 +27,34 @@ from ._flat import Flat
 from ._layout import layout_of
 from ._pairing import pairing
 
-__all__ = ["MAX_SLOT_BYTES", "Slots", "completes", "fast_memory"]
+__all__ = ["MAX_PY_MEMORY_BYTES", "MAX_SLOT_BYTES", "Slots", "completes", "data_too_large", "fast_memory"]
 
 #: memories beyond this many bytes (slots x bitset words) are not built; the Python walk runs
 MAX_SLOT_BYTES = 1 << 30
+#: the Python walk's memories (one int of a rank bit set per slot) are not built beyond this many
+#: bytes either: then the data is reported as not checked instead of exhausting the memory
+MAX_PY_MEMORY_BYTES = 1 << 32
+
+
+def _sizes(meta: AlgorithmMeta) -> tuple[int, int, int]:
+    """(slots of every rank's memory, bitset words a value, bytes of the C walk's memories)."""
+    R = meta.ranks
+    M = max((layout_of(meta, r).size for r in range(R)), default=0)
+    words = max(1, (R + 63) // 64)
+    return R * M, words, R * M * (words * 8 + 4)
+
+
+def data_too_large(meta: AlgorithmMeta) -> str | None:
+    """Why neither walk can hold the symbolic memories of ``meta`` (a value is a set of ranks, so
+    they grow as ranks x slots x ranks: 128 GiB for the 8192-rank all-reduce), or None."""
+    slots, words, fast = _sizes(meta)
+    py = slots * (words * 8 + 32)  # a Python int of R bits per slot, and its list entry
+    if fast <= MAX_SLOT_BYTES or py <= MAX_PY_MEMORY_BYTES:
+        return None
+    return (
+        f"the symbolic chunk values would need {fast / 2**30:.1f} GiB ({slots} chunk slots, each a set of "
+        f"{meta.ranks} ranks), beyond the limit of {MAX_SLOT_BYTES / 2**30:g} GiB"
+    )
 
 
 @dataclass
@@ -68,8 +92,8 @@ def fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray) -> Slots | None:
     :data:`MAX_SLOT_BYTES` (then the Python walk runs)."""
     R = meta.ranks
     M = max((layout_of(meta, r).size for r in range(R)), default=0)
-    words = max(1, (R + 63) // 64)
-    if R * M * (words * 8 + 4) > MAX_SLOT_BYTES:
+    slots, words, need = _sizes(meta)
+    if need > MAX_SLOT_BYTES:
         return None
     index = np.full(R * M, -1, dtype=np.int32)
     mask = np.zeros((R * M, words), dtype=np.uint64)

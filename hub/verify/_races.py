@@ -196,6 +196,9 @@ def _clocks(g: _Graph, ch: _Chains, s: np.ndarray, qb: np.ndarray) -> np.ndarray
     roots, col = np.unique(ch.top[s[todo]], return_inverse=True)
     col = col.reshape(-1)
     need = ch.index[s[todo]]
+    C = roots.shape[0]
+    if C * n > _MAX_WORK_CELLS:  # before the tables below, which cost ~60 bytes a node
+        raise _TooLarge(f"the happens-before analysis would propagate {C} clocks over {n} nodes")
     # nodes on a tracked chain and their column
     tracked_root = np.full(n, -1, dtype=np.int64)
     tracked_root[roots] = np.arange(roots.shape[0])
@@ -225,9 +228,6 @@ def _clocks(g: _Graph, ch: _Chains, s: np.ndarray, qb: np.ndarray) -> np.ndarray
     bptr = np.searchsorted(x_lv[bstart], np.arange(L + 1)) if x_row.shape[0] else np.zeros(L + 1, np.int64)
     bstart_l, bend_l = bstart.tolist(), bend.tolist()
     own_pos_all = pos
-    C = roots.shape[0]
-    if C * n > _MAX_WORK_CELLS:
-        raise _TooLarge(f"the happens-before analysis would propagate {C} clocks over {n} nodes")
     B = max(1, min(C, _BLOCK_CELLS // max(n, 1)))
     vc = np.empty((n, B), dtype=dtype)
     for c0 in range(0, C, B):
@@ -336,46 +336,59 @@ def check_races(
 
 @dataclass
 class _Open:
-    """A batch of ranks whose data queries the cheap tests did not all prove ordered: the
-    indices of those queries (``no``), and of those among them left to the clocks (``todo``,
-    with their lifted sources and targets)."""
+    """A batch of ranks whose data queries the cheap tests did not all prove ordered, as node
+    pair keys ``a * n + b``: the pairs found unordered (``bad``) and those left to the clocks
+    (``todo``, with their lifted sources ``s`` and targets ``qb``)."""
 
     r0: int
     r1: int
-    no: np.ndarray
+    bad: np.ndarray
     todo: np.ndarray
     s: np.ndarray
     qb: np.ndarray
+
+
+def _pair_keys(acc: Accesses, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
+    """``a * n + b`` of each query's node pair (below 2^62, as n < 2^31)."""
+    key = acc.node[ia].astype(np.int64)
+    key *= n
+    key += acc.node[ib]
+    return key
 
 
 def _data_races(
     f: Flat, g: _Graph, ch: _Chains, base: np.ndarray, M: int, mq: np.ndarray, sink: ProblemSink
 ) -> np.ndarray:
     """Report the data races batch of ranks by batch (see :mod:`._accesses`) and return, per
-    consecutive message pair ``mq``, whether HB orders it. A batch's queries go to the cheap tests
-    as it is sorted; the few left open wait for one run of the clocks over all batches (the
-    clocks cost a pass over every node per column, so they run once); then the batches with
-    races are sorted again to name them, in batch order, which is the order of their nodes."""
+    consecutive message pair ``mq``, whether HB orders it. A batch's queries are node pairs, each
+    asked once (a message of k chunks asks the same pair k times) of the cheap tests as the batch
+    is sorted; the few left open wait for one run of the clocks over all batches (the clocks cost
+    a pass over every node per column, so they run once); then the batches with races are
+    sorted again to name them, in batch order, which is the order of their nodes."""
+    n = f.n
     m_ok, m_s, m_todo = _decided(g, ch, mq[0], mq[1])
     opened: list[_Open] = []
     for r0, r1 in batches(f):
         acc = accesses(f, base, g.level, M, r0, r1)
         ia, ib = neighbour_queries(acc)
-        qb = acc.node[ib]
-        ok, s, todo = _decided(g, ch, acc.node[ia], qb)
+        key = np.unique(_pair_keys(acc, ia, ib, n))
         del acc, ia, ib
+        qb = key % n
+        ok, s, todo = _decided(g, ch, key // n, qb)
         if not ok.all():
-            opened.append(_Open(r0, r1, np.flatnonzero(~ok), todo, s[todo], qb[todo]))
+            ok[todo] = True  # for the moment: the clocks decide them
+            opened.append(_Open(r0, r1, key[~ok], key[todo], s[todo], qb[todo]))
+        del key, qb, ok, s, todo
     got = _clocks(
         g,
         ch,
         np.concatenate([o.s for o in opened] + [m_s[m_todo]]),
-        np.concatenate([o.qb.astype(np.int64) for o in opened] + [mq[1][m_todo].astype(np.int64)]),
+        np.concatenate([o.qb for o in opened] + [mq[1][m_todo].astype(np.int64)]),
     )
     k, used = 0, 0
     for o in opened:
         t = o.todo.shape[0]
-        bad = np.setdiff1d(o.no, o.todo[got[k : k + t]], assume_unique=True)
+        bad = np.concatenate([o.bad, o.todo[~got[k : k + t]]])
         k += t
         if bad.shape[0]:
             used = _report_batch(f, g, ch, base, M, o.r0, o.r1, bad, used, sink)
@@ -395,10 +408,11 @@ def _report_batch(
     used: int,
     sink: ProblemSink,
 ) -> int:
-    """Report the races of ranks [r0, r1), whose neighbouring queries ``bad`` are unordered;
+    """Report the races of ranks [r0, r1), whose node pairs ``bad`` (keys) are unordered;
     return how many all-pair queries are used so far (``used`` before this batch)."""
     acc = accesses(f, base, g.level, M, r0, r1)
     ia, ib = neighbour_queries(acc)
+    bad = np.flatnonzero(np.isin(_pair_keys(acc, ia, ib, f.n), bad))
     # name every racing pair: all conflicting pairs of the affected chunks
     ja, jb = all_pair_queries(acc, np.unique(acc.group[ia[bad]]), used)
     used += ja.shape[0]
