@@ -9,7 +9,7 @@ import numpy as np
 
 from ..chakra import Algorithm, AlgorithmMeta, Collective
 from ..errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
-from ._fast import Slots, completes, data_too_large, fast_memory
+from ._fast import Slots, completes, data_too_large, fast_memory, single_contributors
 from ._flat import Flat
 from ._layout import has_buffer_semantics
 from ._origin import with_origins
@@ -81,10 +81,11 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
         codec = Codec(meta.in_chunks)
         base = buffer_bases(meta)
         races = _races(f, order, base, meta, max_problems)
-        too_large = data_too_large(meta)
+        ids = single_contributors(f, meta)
+        too_large = data_too_large(meta, ids)
         if too_large is not None:  # the races and the progress are checked, the data is not
             return _without_data(rep, f, order, races, psink, too_large, failed)
-        fast = _fast_memory(f, meta, base)
+        fast = _fast_memory(f, meta, base, ids)
         if fast is not None:  # the C walk ran to completion without a data error
             failed(psink)
             return _semantics_tail(rep, meta, codec, fast, base, races, dsink, failed)
@@ -148,12 +149,12 @@ def _without_data(
     return rep
 
 
-def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray) -> Slots | None:
+def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, ids: bool = False) -> Slots | None:
     """The final memories by the C walk (see :mod:`._fast`), which runs the Python walk's schedule
     step for step; None sends the caller to the Python walk, which names data errors and
     deadlocks. Every schedule that the races allow computes the same memory, so this holds with
     or without races and assumed pairings (those are reported beside it, as before)."""
-    return fast_memory(f, meta, base)
+    return fast_memory(f, meta, base, ids)
 
 
 def _semantics_tail(
