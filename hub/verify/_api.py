@@ -76,7 +76,8 @@ def verify(alg: Algorithm, *, level: str = "semantics", max_problems: int = DEFA
 
     psink = ProblemSink("progress", max_problems)
     dsink = ProblemSink("semantics", max_problems)
-    order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
+    order = np.concatenate(orders) if orders else np.zeros(0, np.int32)
+    del orders  # one copy of the issue order, not two
     if semantic:
         codec = Codec(meta.in_chunks)
         base = buffer_bases(meta)
