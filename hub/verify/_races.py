@@ -356,6 +356,15 @@ def _pair_keys(acc: Accesses, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndar
     return key
 
 
+def _distinct(key: np.ndarray) -> np.ndarray:
+    """The distinct values of ``key``, sorted (in place; np.unique's hashing cost 14 s for the 5M
+    queries of a 1024-rank ring, a sort 0.4 s)."""
+    key.sort()
+    keep = np.ones(key.shape[0], dtype=bool)
+    keep[1:] = key[1:] != key[:-1]
+    return key[keep]
+
+
 def _data_races(
     f: Flat, g: _Graph, ch: _Chains, base: np.ndarray, M: int, mq: np.ndarray, sink: ProblemSink
 ) -> np.ndarray:
@@ -371,7 +380,7 @@ def _data_races(
     for r0, r1 in batches(f):
         acc = accesses(f, base, g.level, M, r0, r1)
         ia, ib = neighbour_queries(acc)
-        key = np.unique(_pair_keys(acc, ia, ib, n))
+        key = _distinct(_pair_keys(acc, ia, ib, n))
         del acc, ia, ib
         qb = key % n
         ok, s, todo = _decided(g, ch, key // n, qb)
