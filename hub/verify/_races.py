@@ -377,6 +377,10 @@ def _data_races(
     n = f.n
     m_ok, m_s, m_todo = _decided(g, ch, mq[0], mq[1])
     opened: list[_Open] = []
+    # the chains holding an open query's source: once they are too many for the clocks, the
+    # analysis stops here rather than sorting every remaining batch for nothing
+    tracked = np.zeros(n, dtype=bool)
+    tracked[ch.top[m_s[m_todo]]] = True
     for r0, r1 in batches(f):
         acc = accesses(f, base, g.level, M, r0, r1)
         ia, ib = neighbour_queries(acc)
@@ -387,6 +391,10 @@ def _data_races(
         if not ok.all():
             ok[todo] = True  # for the moment: the clocks decide them
             opened.append(_Open(r0, r1, key[~ok], key[todo], s[todo], qb[todo]))
+            tracked[ch.top[s[todo]]] = True
+            C = int(np.count_nonzero(tracked))
+            if C * n > _MAX_WORK_CELLS:
+                raise _TooLarge(f"the happens-before analysis would propagate {C} or more clocks over {n} nodes")
         del key, qb, ok, s, todo
     got = _clocks(
         g,

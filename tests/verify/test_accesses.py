@@ -110,3 +110,16 @@ def test_batches_cover_every_rank_and_respect_the_limit() -> None:
     assert _accesses.batches(f, 10**9) == [(0, 10)]
     acc = _accesses.accesses(f, np.zeros((10, 3), np.int64), np.zeros(f.n, np.int64), 10, 9, 10)
     assert int(acc.node.min()) >= int(f.offsets[9]) and int(acc.addr.min()) >= 90  # global indices
+
+
+def test_an_analysis_too_large_is_declined_alike_batch_by_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub.verify import _races
+
+    ring = _ring(12, steps_tagged=False)  # the unordered consecutive messages need the clocks
+    n = ring.node_count()
+    monkeypatch.setattr(_races, "_REACH_BUDGET", 0)  # every query off a chain goes to the clocks
+    monkeypatch.setattr(_races, "_MAX_WORK_CELLS", n)  # one clock column at most
+    whole = verify(ring)
+    assert whole.ok and whole.not_checked["races"].endswith(f" clocks over {n} nodes")
+    monkeypatch.setattr(_accesses, "BATCH_ACCESSES", 1)
+    assert verify(ring) == whole
