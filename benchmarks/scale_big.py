@@ -21,8 +21,8 @@ FAILED with the signal instead of a figure.
 Verification runs all levels by default (``--level semantics``, races included): the race check
 sorts its chunk accesses one batch of ranks at a time, and the C walk keeps one rank id per chunk
 slot when nothing reduces, so every level fits a 14 GB cap (measured Dec 2026 on the shared
-machine, in-process peaks with tracemalloc): TACOS 64x64 all-gather (33.5M nodes) 6.9 GB, every
-level proven; hierarchical 8192/8 fused (42.2M nodes) 8.1 GB, with two parts reported as not
+machine, whole ``collhub trace verify`` process): TACOS 64x64 all-gather (33.5M nodes) 7.0 GB, every
+level proven; hierarchical 8192/8 fused (42.2M nodes) 6.7 GB, with two parts reported as not
 checked in its verdict: the races (their happens-before queries need a clock column for nearly
 every rank's chain, 8048+ over 42M nodes) and the data (sets of 8192 ranks in 67M chunk slots,
 64 GiB). ``--level structure`` or ``progress`` remain for quicker rows.
