@@ -9,7 +9,7 @@ import numpy as np
 
 from ..chakra import Algorithm, AlgorithmMeta, Collective
 from ..errors import DeadlockError, SemanticsError, StructureError, UsageError, VerificationError
-from ._fast import Slots, completes, fast_memory
+from ._fast import Slots, completes, data_too_large, fast_memory, single_contributors
 from ._flat import Flat
 from ._layout import has_buffer_semantics
 from ._origin import with_origins
@@ -89,12 +89,17 @@ def verify(
 
     psink = ProblemSink("progress", max_problems)
     dsink = ProblemSink("semantics", max_problems)
-    order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
+    order = np.concatenate(orders) if orders else np.zeros(0, np.int32)
+    del orders  # one copy of the issue order, not two
     if semantic:
         codec = Codec(meta.in_chunks)
         base = buffer_bases(meta)
         races = _races(f, order, base, meta, max_problems)
-        fast = _fast_memory(f, meta, base)
+        ids = single_contributors(f, meta)
+        too_large = data_too_large(meta, ids)
+        if too_large is not None:  # the races and the progress are checked, the data is not
+            return _without_data(rep, f, order, races, psink, too_large, failed)
+        fast = _fast_memory(f, meta, base, ids)
         if fast is not None:  # the C walk ran to completion without a data error
             failed(psink)
             return _semantics_tail(rep, meta, codec, fast, base, races, dsink, failed)
@@ -131,12 +136,39 @@ def _races(f: Flat, order: np.ndarray, base: np.ndarray, meta: AlgorithmMeta, ma
     return _Races(rsink, notes, skipped)
 
 
-def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray) -> Slots | None:
+def _without_data(
+    rep: VerificationReport,
+    f: Flat,
+    order: np.ndarray,
+    races: _Races,
+    psink: ProblemSink,
+    why: str,
+    failed: Callable[[ProblemSink], bool],
+) -> VerificationReport:
+    """Progress by the walk without data, then the races; the data is reported as not checked."""
+    if not completes(f):
+        res = walk(f)
+        report_deadlock(f, res, order, psink)
+        if not psink:  # cannot happen with valid structure; keep the report honest anyway
+            psink.add(f"{f.n - res.completed} node(s) never complete")
+        rep.not_checked["semantics"] = "the algorithm does not run to completion"
+        failed(psink)
+        return rep
+    failed(psink)
+    rep.notes += races.notes
+    if races.skipped:
+        rep.not_checked["races"] = races.skipped
+    rep.not_checked["data"] = why
+    failed(races.sink)
+    return rep
+
+
+def _fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, ids: bool = False) -> Slots | None:
     """The final memories by the C walk (see :mod:`._fast`), which runs the Python walk's schedule
     step for step; None sends the caller to the Python walk, which names data errors and
     deadlocks. Every schedule that the races allow computes the same memory, so this holds with
     or without races and assumed pairings (those are reported beside it, as before)."""
-    return fast_memory(f, meta, base)
+    return fast_memory(f, meta, base, ids)
 
 
 def _semantics_tail(

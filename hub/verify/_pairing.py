@@ -16,6 +16,7 @@ import numpy as np
 
 from .._native import load_verify
 from ..chakra import NodeType
+from ..errors import UsageError
 from ._flat import Flat
 
 __all__ = ["Pairing", "pairing"]
@@ -44,7 +45,10 @@ def pairing(f: Flat, order: np.ndarray) -> Pairing:
     seq[f.offsets[f.rank] + order] = np.arange(n, dtype=np.int64)
     kind = np.ascontiguousarray(f.kind, np.int8)
     ns, nr = int(np.count_nonzero(kind == NodeType.SEND)), int(np.count_nonzero(kind == NodeType.RECV))
-    conn, side, key, match = (np.empty(n, dtype=np.int64) for _ in range(4))
+    if n >= 2**31:
+        raise UsageError(f"an algorithm of {n} nodes is beyond the verifier's limit of 2^31 nodes")
+    # node indices and counts per connection fit int32 below 2^31 nodes: half the memory
+    conn, side, key, match = (np.empty(n, dtype=np.int32) for _ in range(4))
     sp = np.empty((2, ns), dtype=np.int64)
     rp = np.empty((2, nr), dtype=np.int64)
     nconn, nkeys, ks, kr = load_verify().pairing(
@@ -61,8 +65,6 @@ def pairing(f: Flat, order: np.ndarray) -> Pairing:
         sp,
         rp,
     )
-    # the later levels keep the match and the keys: int32 halves them; the pairs are copied, as
-    # they are few on most algorithms and a view would keep both full tables alive
-    key32, match32 = key.astype(np.int32), match.astype(np.int32)
-    del key, match
-    return Pairing(conn, side, key32, int(nconn), int(nkeys), match32, [sp[:, :ks].copy(), rp[:, :kr].copy()])
+    # the pairs are copied, as they are few on most algorithms and a view would keep both full
+    # tables alive
+    return Pairing(conn, side, key, int(nconn), int(nkeys), match, [sp[:, :ks].copy(), rp[:, :kr].copy()])

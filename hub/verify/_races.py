@@ -38,6 +38,7 @@ import numpy as np
 
 from .._native import load_verify
 from ..chakra import Buffer, NodeType, Op
+from ._accesses import Accesses, accesses, all_pair_queries, batches, neighbour_queries
 from ._flat import Flat, csr, ragged_arange
 from ._pairing import pairing
 from ._report import ProblemSink
@@ -57,10 +58,6 @@ _MAX_WORK_CELLS = 1 << 33
 _REACH_BUDGET = 64
 #: rounds of the greedy chain matching (each round matches at least one claimant per parent)
 _MATCH_ROUNDS = 8
-#: a group of accesses to one chunk is checked pair by pair (every race named) up to this size,
-#: and up to this many pairs in all
-_ALL_PAIRS_GROUP = 64
-_ALL_PAIRS_TOTAL = 100_000
 
 
 class _TooLarge(Exception):
@@ -94,134 +91,6 @@ def _graph(f: Flat, order: np.ndarray, R: int) -> _Graph:
     level = np.empty(n, dtype=np.int64)
     load_verify().levels(pred_ptr, succ_ptr, succ, level)
     return _Graph(pred_ptr, pred, succ_ptr, succ, level, match, pairs)
-
-
-@dataclass
-class _Accesses:
-    """Chunk accesses sorted by (address, level, node); a node touches an address once (a node
-    that reads and writes one address counts as writing it)."""
-
-    node: np.ndarray
-    addr: np.ndarray
-    write: np.ndarray  # bool
-    group: np.ndarray  # index of the first access of the same address
-
-
-def _accesses(f: Flat, base: np.ndarray, level: np.ndarray, M: int) -> _Accesses:
-    """Rank r's chunk at flat address x is the global address r * M + x."""
-    kind, op = f.kind, f.op
-    cnt = np.maximum(f.count.astype(np.int64), 0)
-    data_comp = (kind == _COMP) & ((op == _COPY) | (op == _REDUCE))
-    sides = []  # per side: (nodes, first address, chunk count, writes)
-    for mask, buf, off, w in (
-        ((kind == _SEND) | data_comp, f.src_buf, f.src_off, False),
-        ((kind == _RECV) | data_comp, f.dst_buf, f.dst_off, True),
-    ):
-        v = np.flatnonzero(mask & (cnt > 0))
-        rk = f.rank[v]
-        start = rk * M + base[rk, np.clip(buf[v].astype(np.int64), 0, 2)] + off[v].astype(np.int64)
-        sides.append((v, start, cnt[v], w))
-    del cnt, data_comp
-    node, addr, write = _sorted(sides, level, f.n)
-    keep = np.ones(node.shape[0], dtype=bool)
-    keep[1:] = (addr[1:] != addr[:-1]) | (node[1:] != node[:-1])  # the write sorts first
-    node, addr, write = node[keep], addr[keep], write[keep]
-    idx = np.arange(node.shape[0], dtype=_index_type(node.shape[0]))
-    new = np.ones(node.shape[0], dtype=bool)
-    new[1:] = addr[1:] != addr[:-1]
-    group = np.maximum.accumulate(np.where(new, idx, 0)) if idx.shape[0] else idx
-    return _Accesses(node, addr, write, group)
-
-
-def _sorted(
-    sides: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]], level: np.ndarray, n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The accesses of ``sides`` (per side: nodes, first address, chunk count, whether they
-    write) one per chunk, sorted by (address, level, node, write first). The four fit one int64
-    key whenever their bit widths sum to at most 63 (a 1024-rank ring needs 58); one sort of that
-    key, built side by side, costs a fraction of a four-key lexsort and of its index arrays."""
-    top = max((int((s + c).max()) for _, s, c, _ in sides if s.shape[0]), default=0)
-    wa, wl, wn = (max(x, 1).bit_length() for x in (top, int(level.max(initial=0)), n - 1))
-    if wa + wl + wn + 1 > 63:
-        node = np.concatenate([np.repeat(v, c) for v, _, c, _ in sides])
-        addr = np.concatenate([ragged_arange(s, c) for _, s, c, _ in sides])
-        write = np.concatenate([np.full(int(c.sum()), w) for _, _, c, w in sides])
-        o = np.lexsort((~write, node, level[node], addr))
-        return node[o], addr[o], write[o]
-    keys = []
-    while sides:
-        v, start, c, w = sides.pop(0)  # each side's tables go as soon as its keys are built
-        nodes = np.repeat(v, c)
-        key = ragged_arange(start, c)
-        del v, start, c
-        key <<= wl + wn + 1
-        key |= level[nodes] << (wn + 1)
-        key |= nodes << 1
-        del nodes
-        if not w:
-            key |= 1  # a write (0) sorts before a read (1) of the same node
-        keys.append(key)
-        del key
-    key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    del keys
-    key.sort()
-    write = (key & 1) == 0
-    it = _index_type(max(n, 1 << wa))
-    node = ((key >> 1) & ((1 << wn) - 1)).astype(it)
-    addr = (key >> (wl + wn + 1)).astype(it)
-    return node, addr, write
-
-
-def _neighbour_queries(acc: _Accesses) -> tuple[np.ndarray, np.ndarray]:
-    """Access index pairs (i, j), i before j, whose order implies the order of all conflicts:
-    every access after the previous write, and every read before the next write."""
-    A = acc.node.shape[0]
-    if A == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    it = _index_type(A + 1)  # access indices (and A) in 32 bits when they fit: half the memory
-    idx = np.arange(A, dtype=it)
-    starts = np.flatnonzero(acc.group == idx).astype(it)
-    end = np.repeat(np.append(starts[1:], it(A)), np.diff(np.append(starts, it(A))))  # group's end
-    del starts
-    pw = np.empty(A, dtype=it)  # the previous write before each access (-1: none)
-    pw[0] = -1
-    pw[1:] = np.maximum.accumulate(np.where(acc.write, idx, it(-1)))[:-1]
-    a1 = np.flatnonzero(pw >= acc.group).astype(it)
-    qi1 = pw[a1]
-    del pw
-    nw = np.empty(A, dtype=it)  # the next write after each access (A: none)
-    nw[-1] = A
-    nw[:-1] = np.minimum.accumulate(np.where(acc.write, idx, it(A))[::-1])[::-1][1:]
-    del idx
-    a2 = np.flatnonzero(~acc.write & (nw < end)).astype(it)
-    return np.concatenate([qi1, a2]), np.concatenate([a1, nw[a2]])
-
-
-def _index_type(n: int) -> type[np.signedinteger]:
-    """int32 for indices below 2^31, else int64."""
-    return np.int32 if n < 2**31 else np.int64
-
-
-def _all_pair_queries(acc: _Accesses, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every conflicting pair inside the given address groups (first access indices), for
-    groups of at most :data:`_ALL_PAIRS_GROUP` accesses and :data:`_ALL_PAIRS_TOTAL` pairs in all
-    (beyond that the neighbouring pairs already name every racing access)."""
-    qi: list[int] = []
-    qj: list[int] = []
-    ends = np.searchsorted(acc.group, groups, side="right").tolist()
-    write = acc.write
-    for g, e in zip(groups.tolist(), ends, strict=False):
-        if e - g > _ALL_PAIRS_GROUP:
-            continue
-        if len(qi) > _ALL_PAIRS_TOTAL:
-            break
-        w = write[g:e].tolist()
-        for i in range(e - g):
-            for j in range(i + 1, e - g):
-                if w[i] or w[j]:
-                    qi.append(g + i)
-                    qj.append(g + j)
-    return np.asarray(qi, dtype=np.int64), np.asarray(qj, dtype=np.int64)
 
 
 @dataclass
@@ -266,26 +135,38 @@ def _heads(par: np.ndarray) -> np.ndarray:
     return top
 
 
+def _check_size(n: int) -> None:
+    if n > _MAX_WORK_CELLS:  # even one clock column is beyond the budget
+        raise _TooLarge(f"the happens-before analysis would propagate 1 or more clocks over {n} nodes")
+
+
 def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     """For each query, whether qa[i] happens before qb[i] (distinct nodes, qa not after qb in
     level order)."""
-    n = g.level.shape[0]
-    if n > _MAX_WORK_CELLS:  # even one clock column is beyond the budget
-        raise _TooLarge(f"the happens-before analysis would propagate 1 or more clocks over {n} nodes")
+    _check_size(g.level.shape[0])
+    ok, s, todo = _decided(g, ch, qa, qb)
+    if todo.shape[0]:
+        ok[todo] = _clocks(g, ch, s[todo], qb[todo])
+    return ok
+
+
+def _decided(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queries that the cheap tests decide: (ok, the lifted sources s, the indices of the
+    queries left to the clocks, for which "s HB qb" is the answer)."""
     ok = np.zeros(qa.shape[0], dtype=bool)
-    outdeg = np.diff(g.succ_ptr)
-    s = qa.copy()
+    sp = g.succ_ptr
+    s = qa.astype(np.int64)
     # lift sources with one HB successor: a HB b iff succ(a) = b or succ(a) HB b
     for _ in range(2 if g.succ.shape[0] else 0):
-        one = outdeg[s] == 1
-        s = np.where(one, g.succ[np.minimum(g.succ_ptr[s], g.succ.shape[0] - 1)], s)
+        one = (sp[s + 1] - sp[s]) == 1
+        s = np.where(one, g.succ[np.minimum(sp[s], g.succ.shape[0] - 1)], s)
         ok |= one & (s == qb)
     # on one chain the chain order is HB, so no clock is needed (most conflicting accesses of a
     # chunk are one rank's, whose nodes share a few chains): at scale this leaves few queries
     ok |= (ch.top[s] == ch.top[qb]) & (ch.index[s] <= ch.index[qb])
-    todo = np.flatnonzero(~ok & (outdeg[s] > 0))  # a sink happens before nothing
+    todo = np.flatnonzero(~ok & (sp[s + 1] > sp[s]))  # a sink happens before nothing
     if not todo.shape[0]:
-        return ok
+        return ok, s, todo
     # most remaining queries are decided by a short search (consecutive messages of one key are
     # close in levels: the search stays below the target's level); the clocks take the rest
     found = np.empty(todo.shape[0], dtype=np.int8)
@@ -295,19 +176,29 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
         g.level,
         ch.top,
         ch.index,
-        s[todo].astype(np.int64),
+        s[todo],
         qb[todo].astype(np.int64),
         _REACH_BUDGET,
         found,
     )
     ok[todo[found == 1]] = True
-    todo = todo[found < 0]
-    del found
-    if not todo.shape[0]:
+    return ok, s, todo[found < 0]
+
+
+def _clocks(g: _Graph, ch: _Chains, s: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """Whether s[i] HB qb[i], by vector clocks over the chains holding a source (see the module
+    docstring)."""
+    n = g.level.shape[0]
+    ok = np.zeros(s.shape[0], dtype=bool)
+    if not s.shape[0]:
         return ok
+    todo = np.arange(s.shape[0])
     roots, col = np.unique(ch.top[s[todo]], return_inverse=True)
     col = col.reshape(-1)
     need = ch.index[s[todo]]
+    C = roots.shape[0]
+    if C * n > _MAX_WORK_CELLS:  # before the tables below, which cost ~60 bytes a node
+        raise _TooLarge(f"the happens-before analysis would propagate {C} clocks over {n} nodes")
     # nodes on a tracked chain and their column
     tracked_root = np.full(n, -1, dtype=np.int64)
     tracked_root[roots] = np.arange(roots.shape[0])
@@ -337,9 +228,6 @@ def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarr
     bptr = np.searchsorted(x_lv[bstart], np.arange(L + 1)) if x_row.shape[0] else np.zeros(L + 1, np.int64)
     bstart_l, bend_l = bstart.tolist(), bend.tolist()
     own_pos_all = pos
-    C = roots.shape[0]
-    if C * n > _MAX_WORK_CELLS:
-        raise _TooLarge(f"the happens-before analysis would propagate {C} clocks over {n} nodes")
     B = max(1, min(C, _BLOCK_CELLS // max(n, 1)))
     vc = np.empty((n, B), dtype=dtype)
     for c0 in range(0, C, B):
@@ -419,29 +307,14 @@ def check_races(
         )
         return notes, None
     ch = _chains(g)
-    acc = _accesses(f, base, g.level, M)
-    ia, ib = _neighbour_queries(acc)
     pairs = g.pairs
     mq = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
-    qa = np.concatenate([acc.node[ia], mq[0].astype(acc.node.dtype)])
-    qb = np.concatenate([acc.node[ib], mq[1].astype(acc.node.dtype)])
     try:
-        ok = _ordered(g, ch, qa, qb)
+        _check_size(f.n)
+        ok = _data_races(f, g, ch, base, M, mq, sink)
     except _TooLarge as e:
         return notes, str(e)
-    nd = ia.shape[0]
-    bad_d = np.flatnonzero(~ok[:nd])
-    if bad_d.shape[0]:
-        # name every racing pair: all conflicting pairs of the affected chunks
-        ja, jb = _all_pair_queries(acc, np.unique(acc.group[ia[bad_d]]))
-        try:
-            ok2 = _ordered(g, ch, acc.node[ja], acc.node[jb])
-        except _TooLarge:  # the neighbouring pairs are reported; the rest would be more of the same
-            ja, jb, ok2 = ja[:0], jb[:0], np.zeros(0, dtype=bool)
-        ia = np.concatenate([ia[bad_d], ja[~ok2]])
-        ib = np.concatenate([ib[bad_d], jb[~ok2]])
-        _report_data(f, base, acc, ia, ib, M, sink)
-    loose = np.flatnonzero(~ok[nd:])
+    loose = np.flatnonzero(~ok)
     if loose.shape[0]:
         # name the first by (SENDs first, src, dst, tag, size, issue order)
         la = mq[0, loose]
@@ -461,8 +334,115 @@ def check_races(
     return notes, None
 
 
+@dataclass
+class _Open:
+    """A batch of ranks whose data queries the cheap tests did not all prove ordered, as node
+    pair keys ``a * n + b``: the pairs found unordered (``bad``) and those left to the clocks
+    (``todo``, with their lifted sources ``s`` and targets ``qb``)."""
+
+    r0: int
+    r1: int
+    bad: np.ndarray
+    todo: np.ndarray
+    s: np.ndarray
+    qb: np.ndarray
+
+
+def _pair_keys(acc: Accesses, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
+    """``a * n + b`` of each query's node pair (below 2^62, as n < 2^31)."""
+    key = acc.node[ia].astype(np.int64)
+    key *= n
+    key += acc.node[ib]
+    return key
+
+
+def _distinct(key: np.ndarray) -> np.ndarray:
+    """The distinct values of ``key``, sorted (in place; np.unique's hashing cost 14 s for the 5M
+    queries of a 1024-rank ring, a sort 0.4 s)."""
+    key.sort()
+    keep = np.ones(key.shape[0], dtype=bool)
+    keep[1:] = key[1:] != key[:-1]
+    return key[keep]
+
+
+def _data_races(
+    f: Flat, g: _Graph, ch: _Chains, base: np.ndarray, M: int, mq: np.ndarray, sink: ProblemSink
+) -> np.ndarray:
+    """Report the data races batch of ranks by batch (see :mod:`._accesses`) and return, per
+    consecutive message pair ``mq``, whether HB orders it. A batch's queries are node pairs, each
+    asked once (a message of k chunks asks the same pair k times) of the cheap tests as the batch
+    is sorted; the few left open wait for one run of the clocks over all batches (the clocks cost
+    a pass over every node per column, so they run once); then the batches with races are
+    sorted again to name them, in batch order, which is the order of their nodes."""
+    n = f.n
+    m_ok, m_s, m_todo = _decided(g, ch, mq[0], mq[1])
+    opened: list[_Open] = []
+    # the chains holding an open query's source: once they are too many for the clocks, the
+    # analysis stops here rather than sorting every remaining batch for nothing
+    tracked = np.zeros(n, dtype=bool)
+    tracked[ch.top[m_s[m_todo]]] = True
+    for r0, r1 in batches(f):
+        acc = accesses(f, base, g.level, M, r0, r1)
+        ia, ib = neighbour_queries(acc)
+        key = _distinct(_pair_keys(acc, ia, ib, n))
+        del acc, ia, ib
+        qb = key % n
+        ok, s, todo = _decided(g, ch, key // n, qb)
+        if not ok.all():
+            ok[todo] = True  # for the moment: the clocks decide them
+            opened.append(_Open(r0, r1, key[~ok], key[todo], s[todo], qb[todo]))
+            tracked[ch.top[s[todo]]] = True
+            C = int(np.count_nonzero(tracked))
+            if C * n > _MAX_WORK_CELLS:
+                raise _TooLarge(f"the happens-before analysis would propagate {C} or more clocks over {n} nodes")
+        del key, qb, ok, s, todo
+    got = _clocks(
+        g,
+        ch,
+        np.concatenate([o.s for o in opened] + [m_s[m_todo]]),
+        np.concatenate([o.qb for o in opened] + [mq[1][m_todo].astype(np.int64)]),
+    )
+    k, used = 0, 0
+    for o in opened:
+        t = o.todo.shape[0]
+        bad = np.concatenate([o.bad, o.todo[~got[k : k + t]]])
+        k += t
+        if bad.shape[0]:
+            used = _report_batch(f, g, ch, base, M, o.r0, o.r1, bad, used, sink)
+    m_ok[m_todo] = got[k:]
+    return m_ok
+
+
+def _report_batch(
+    f: Flat,
+    g: _Graph,
+    ch: _Chains,
+    base: np.ndarray,
+    M: int,
+    r0: int,
+    r1: int,
+    bad: np.ndarray,
+    used: int,
+    sink: ProblemSink,
+) -> int:
+    """Report the races of ranks [r0, r1), whose node pairs ``bad`` (keys) are unordered;
+    return how many all-pair queries are used so far (``used`` before this batch)."""
+    acc = accesses(f, base, g.level, M, r0, r1)
+    ia, ib = neighbour_queries(acc)
+    bad = np.flatnonzero(np.isin(_pair_keys(acc, ia, ib, f.n), bad))
+    # name every racing pair: all conflicting pairs of the affected chunks
+    ja, jb = all_pair_queries(acc, np.unique(acc.group[ia[bad]]), used)
+    used += ja.shape[0]
+    try:
+        ok2 = _ordered(g, ch, acc.node[ja], acc.node[jb])
+    except _TooLarge:  # the neighbouring pairs are reported; the rest would be more of the same
+        ja, jb, ok2 = ja[:0], jb[:0], np.zeros(0, dtype=bool)
+    _report_data(f, base, acc, np.concatenate([ia[bad], ja[~ok2]]), np.concatenate([ib[bad], jb[~ok2]]), M, sink)
+    return used
+
+
 def _report_data(
-    f: Flat, base: np.ndarray, acc: _Accesses, ia: np.ndarray, ib: np.ndarray, M: int, sink: ProblemSink
+    f: Flat, base: np.ndarray, acc: Accesses, ia: np.ndarray, ib: np.ndarray, M: int, sink: ProblemSink
 ) -> None:
     """One problem per racing node pair, naming its first chunk and how many chunks race."""
     a, b = acc.node[ia].astype(np.int64), acc.node[ib].astype(np.int64)

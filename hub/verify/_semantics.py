@@ -113,6 +113,9 @@ def check_postcondition_slots(
     rk = np.asarray(ranks, dtype=np.int64)
     slot = np.repeat(rk * M + base[rk, 1], out) + np.tile(np.arange(out, dtype=np.int64), rk.shape[0])
     bad = mem.index[slot] != idx
+    if mem.ids:
+        _report_ids(meta, codec, mem, base, ranks, slot, who, bad, sink)
+        return
     words = mem.mask.shape[1]
     contiguous = slot.shape[0] == mem.index.shape[0] and bool((slot == np.arange(slot.shape[0])).all())
     rows = mem.mask if contiguous else mem.mask[slot]  # whole rows, read in order
@@ -140,6 +143,34 @@ def check_postcondition_slots(
         got = [
             (frm(raw[j * width : (j + 1) * width], "little") << W) | x if x >= 0 else 0
             for j, x in enumerate(mem.index[s : s + out].tolist())
+        ]
+        _report_rank(meta, codec, r, got, expected_output(meta, codec, r) or [], sink)
+
+
+def _report_ids(
+    meta: AlgorithmMeta,
+    codec: Codec,
+    mem: Slots,
+    base: np.ndarray,
+    ranks: list[int],
+    slot: np.ndarray,
+    who: np.ndarray,
+    bad: np.ndarray,
+    sink: ProblemSink,
+) -> None:
+    """:func:`check_postcondition_slots` where each slot holds one rank id (``mem.ids``): a sum
+    over all ranks (who -1) is one rank only on a single-rank algorithm."""
+    R, out, M = meta.ranks, meta.out_chunks, mem.M
+    bad |= mem.mask[slot, 0].astype(np.int64) != np.where(who < 0, 0 if R == 1 else -2, who)
+    if not bad.any():
+        return
+    W = codec.W
+    for i in np.unique(np.flatnonzero(bad) // out).tolist():
+        r = ranks[i]
+        s = r * M + int(base[r, 1])
+        got = [
+            ((1 << int(c)) << W) | x if x >= 0 else 0
+            for x, c in zip(mem.index[s : s + out].tolist(), mem.mask[s : s + out, 0].tolist(), strict=True)
         ]
         _report_rank(meta, codec, r, got, expected_output(meta, codec, r) or [], sink)
 

@@ -115,7 +115,7 @@ def check_structure(alg: Algorithm, sink: ProblemSink) -> tuple[Flat | None, lis
             )
             deps_ok = False
             order = np.arange(len(g))
-        orders.append(order)
+        orders.append(order.astype(np.int32))  # positions within a rank: half the memory of int64
     if not deps_ok:
         return None, orders
 
