@@ -13,7 +13,8 @@ See ``docs/pipeline.md`` for the file format.
 from __future__ import annotations
 
 import typing as _typing
-from importlib import import_module as _import_module
+
+from .._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the private module defining it, imported on first use (PEP 562): ``collhub
 #: produce`` needs only the YAML loader, not the runner, the plots or the report behind them
@@ -157,14 +158,4 @@ def run_pipeline_text(text: str, out_dir: str | Path, jobs: int = 1, **options: 
     return execute(vp, out_dir, jobs=jobs, manager_spec=manager_spec, **options)
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(module, __name__), name)
-    globals()[name] = value  # resolved once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

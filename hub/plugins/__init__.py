@@ -12,7 +12,8 @@ importing pluggy or pydantic.
 from __future__ import annotations
 
 import typing as _typing
-from importlib import import_module as _import_module
+
+from .._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the private module defining it
 _LAZY: dict[str, str] = {
@@ -79,14 +80,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(module, __name__), name)
-    globals()[name] = value  # resolved once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

@@ -1,0 +1,39 @@
+"""Package namespaces whose public names are imported on first use (PEP 562).
+
+``hub.chakra``, ``hub.sim``, ``hub.topology``, ``hub.pipeline`` and ``hub.plugins`` list their
+public names in a table ``name -> submodule`` and import a submodule only when one of its names is
+first looked up, so ``import hub.sim`` does not pay for the workload layer or the plot writers a
+command never uses. Type checkers see the names through each package's ``TYPE_CHECKING`` imports.
+
+Usage, at the end of a package ``__init__``::
+
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib import import_module
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(
+    package: str, table: Mapping[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The package's module-level ``__getattr__`` and ``__dir__``: a name in ``table`` is imported
+    from its submodule (relative to ``package``) on first use and kept in ``namespace``."""
+
+    def __getattr__(name: str) -> Any:
+        module = table.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(import_module(module, package), name)
+        namespace[name] = value  # resolved once: later lookups never reach __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted([*namespace, *namespace.get("__all__", ())])
+
+    return __getattr__, __dir__
