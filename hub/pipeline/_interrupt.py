@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +48,7 @@ class Interrupts:
         self._pid = os.getpid()
         self._depth = 0
         self._pending: int | None = None
+        self._old_unraisable: Any = sys.unraisablehook
         self.stopping = False
         self._old: dict[int, Any] = {}
 
@@ -63,7 +65,19 @@ class Interrupts:
         outer = getattr(self._old.get(signal.SIGINT), "__self__", None)
         if isinstance(outer, Interrupts) and outer.stopping:
             self.stopping = True
+        self._old_unraisable = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
         return self
+
+    def _unraisable(self, info: Any) -> None:
+        """Python cannot raise an exception from a weakref callback or a ``__del__`` (matplotlib's
+        transforms have such callbacks) and prints it as "Exception ignored in ...", with a
+        traceback. When that exception is our own interrupt, the run already knows it is stopping
+        (``check()`` raises at the next safe point), so it is dropped; anything else is printed as
+        before."""
+        if isinstance(info.exc_value, KeyboardInterrupt) and self.stopping:
+            return
+        self._old_unraisable(info)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         # In the real collhub process the handlers stay. Left by an interrupt, whether this
@@ -78,6 +92,8 @@ class Interrupts:
             for sig, old in self._old.items():
                 signal.signal(sig, old)
             self._old.clear()
+            if sys.unraisablehook == self._unraisable:
+                sys.unraisablehook = self._old_unraisable
         if self.stopping and isinstance(exc, Exception):
             # An error after a signal is the signal's doing: its KeyboardInterrupt, raised inside
             # code that turned it into something else (a plugin guard calling it the plugin's own,

@@ -111,3 +111,26 @@ def test_without_a_signal_errors_pass_through_unchanged() -> None:
         raise PluginError("a plugin's own error")
     assert not interrupts.stopping
     assert signal.getsignal(signal.SIGTERM) == before  # a library caller gets its handlers back
+
+
+def test_an_interrupt_python_cannot_raise_is_not_printed_but_still_stops_the_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import weakref
+
+    class Node:  # like matplotlib's transforms: a weakref callback runs when the child goes
+        pass
+
+    with pytest.raises(KeyboardInterrupt), Interrupts() as interrupts:
+
+        def callback(_ref: object) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises inside the callback: unraisable
+            for _ in range(1000):
+                pass
+
+        child = Node()
+        ref = weakref.ref(child, callback)
+        del child  # the callback runs here; Python swallows its KeyboardInterrupt
+        assert ref() is None and interrupts.stopping
+        interrupts.check()  # the run's next safe point stops it
+    assert "Traceback" not in capsys.readouterr().err
