@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["OutputFormat", "FORMAT_OPTION", "emit_json", "err", "out", "table"]
+__all__ = ["OutputFormat", "FORMAT_OPTION", "dumps_json", "emit_json", "err", "out", "table"]
 
 
 class OutputFormat(StrEnum):
@@ -44,7 +44,43 @@ def err(text: str) -> None:
 
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON to stdout. Top-level values are always objects."""
-    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=_default))
+    typer.echo(dumps_json(obj))
+
+
+#: what a JSON writer emits as a plain value (no line of its own for its parts)
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def dumps_json(obj: Any, indent: int = 0, *, record: bool = False) -> str:
+    """``obj`` as JSON indented by two spaces, with lists of scalars and records on one line.
+
+    A list of scalars (a per-rank finish time, ...) is one line, and so is a record: an object of
+    scalars inside a list (one link, one step of a critical path); other objects (the metrics)
+    keep a line per key. Those lines are written by the json module's C encoder: a 256-rank result
+    reads as a few hundred lines instead of tens of thousands, and is written several times
+    faster than ``json.dumps(indent=2)``, whose pure-Python encoder runs per value. Parsed, the
+    text equals ``json.dumps``'s: only the whitespace differs."""
+    if not isinstance(obj, (dict, list, tuple, *_SCALARS)):
+        obj = _default(obj)
+    if isinstance(obj, dict):
+        if not obj or (record and all(isinstance(v, _SCALARS) for v in obj.values())):
+            return json.dumps(obj, default=_default)
+        inner = " " * (indent + 2)
+        body = ",\n".join(f"{inner}{_key(k)}: {dumps_json(v, indent + 2)}" for k, v in obj.items())
+        return "{\n" + body + "\n" + " " * indent + "}"
+    if isinstance(obj, (list, tuple)):
+        if all(isinstance(v, _SCALARS) for v in obj):
+            return json.dumps(obj, default=_default)
+        inner = " " * (indent + 2)
+        body = ",\n".join(inner + dumps_json(v, indent + 2, record=True) for v in obj)
+        return "[\n" + body + "\n" + " " * indent + "]"
+    return json.dumps(obj, default=_default)
+
+
+def _key(key: Any) -> str:
+    """An object key as ``json.dumps`` writes it (ints, floats, booleans and None become text)."""
+    text = json.dumps({key: 0})
+    return text[1 : text.rindex(":")]
 
 
 def _default(obj: Any) -> Any:
