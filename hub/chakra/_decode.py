@@ -41,17 +41,33 @@ def _scalar_from_varint(kind: str, v: int) -> Any:
 
 # -- field walking -----------------------------------------------------------------------------
 def _fields(buf: bytes | bytearray, pos: int, end: int) -> Iterator[tuple[int, int, Any]]:
-    """Yield (field number, wire type, value or (start, end)) for every field in buf[pos:end]."""
+    """Yield (field number, wire type, value or (start, end)) for every field in buf[pos:end].
+
+    Keys, small values and lengths are one-byte varints almost always: those are read inline
+    (the same bounds as :func:`decode_varint`'s), the rest by it."""
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        b = buf[pos]
+        if b < 0x80:
+            key = b
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         field, wt = key >> 3, key & 7
         if field == 0:
             raise WireError("field number 0", pos)
         if wt == 0:
-            v, pos = decode_varint(buf, pos, end)
-            yield field, 0, v
+            if pos < end and buf[pos] < 0x80:
+                yield field, 0, buf[pos]
+                pos += 1
+            else:
+                v, pos = decode_varint(buf, pos, end)
+                yield field, 0, v
         elif wt == 2:
-            ln, pos = decode_varint(buf, pos, end)
+            if pos < end and buf[pos] < 0x80:
+                ln = buf[pos]
+                pos += 1
+            else:
+                ln, pos = decode_varint(buf, pos, end)
             if pos + ln > end:
                 raise WireError(f"field {field} of {ln} bytes runs past its message", pos)
             yield field, 2, (pos, pos + ln)
@@ -79,11 +95,18 @@ def _text(buf: bytes | bytearray, span: tuple[int, int], pos: int) -> str:
 
 
 def _packed_varints(buf: bytes | bytearray, span: tuple[int, int]) -> list[int]:
-    out = []
     pos, end = span
+    if max(buf[pos:end], default=0) < 0x80:
+        return list(buf[pos:end])  # every value one byte (small ids): the bytes are the values
+    out = []
     while pos < end:
-        v, pos = decode_varint(buf, pos, end)
-        out.append(v)
+        b = buf[pos]
+        if b < 0x80:
+            out.append(b)
+            pos += 1
+        else:
+            v, pos = decode_varint(buf, pos, end)
+            out.append(v)
     return out
 
 
@@ -144,6 +167,10 @@ def decode_attr(buf: bytes | bytearray, start: int, end: int) -> tuple[str, Type
     return name, value, doc
 
 
+#: the Node fields that are plain varints: field number -> key of decode_node's dict
+_NODE_VARINTS = {1: "id", 3: "type", 6: "start_time_micros", 7: "duration_micros"}
+
+
 def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
     """Decode one ``Node`` into a dict with every schema field (absent ones at proto3 defaults).
 
@@ -164,9 +191,8 @@ def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
         "attrs": [],
     }
     for field, wt, val in _fields(buf, start, end):
-        if field in (1, 3, 6, 7) and wt == 0:
-            key = {1: "id", 3: "type", 6: "start_time_micros", 7: "duration_micros"}[field]
-            node[key] = val if field != 3 else _signed64(val)
+        if field in _NODE_VARINTS and wt == 0:
+            node[_NODE_VARINTS[field]] = val if field != 3 else _signed64(val)
         elif field == 2 and wt == 2:
             node["name"] = _text(buf, val, start)
         elif field in (4, 5):
@@ -184,7 +210,7 @@ def decode_node(buf: bytes | bytearray, start: int, end: int) -> dict[str, Any]:
         elif field == 10 and wt == 2:
             name, value, _doc = decode_attr(buf, val[0], val[1])
             node["attrs"].append((name, value))
-        elif field in (1, 3, 6, 7):
+        elif field in _NODE_VARINTS:
             raise WireError(f"node field {field} has wire type {wt}", start)
     return node
 

@@ -26,24 +26,25 @@ from ._workload import Workload, WorkloadNode
 __all__ = ["WORKLOAD_TYPING", "encode_workload_node", "read_workload", "write_workload"]
 
 
+def _num(attrs: dict[str, Any], key: str) -> int | None:
+    v = attrs.get(key)
+    return int(v) if isinstance(v, (int, bool)) else None
+
+
+#: a node without attributes (most COMP nodes) has none of the comm_* values
+_NO_COMM = dict.fromkeys(("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"))
+
+
 def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
     attrs = {name: tv.value for name, tv in nd["attrs"] if tv is not None}
-
-    def num(key: str) -> int | None:
-        v = attrs.get(key)
-        return int(v) if isinstance(v, (int, bool)) else None
-
+    comm = {key: _num(attrs, key) for key in _NO_COMM} if attrs else _NO_COMM
     return WorkloadNode(
         id=nd["id"],
         name=nd["name"],
-        type=NodeType(nd["type"]),
+        type=_NODE_TYPES[nd["type"]],
         deps=nd["data_deps"] + nd["ctrl_deps"],
         duration_micros=nd["duration_micros"],
-        comm_type=num("comm_type"),
-        comm_size=num("comm_size"),
-        comm_src=num("comm_src"),
-        comm_dst=num("comm_dst"),
-        comm_tag=num("comm_tag"),
+        **comm,
         is_cpu_op=bool(attrs.get("is_cpu_op", False)),
         pg_name=str(attrs.get("pg_name", "")),
         attrs=attrs,
@@ -53,6 +54,9 @@ def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
         start_time_micros=nd["start_time_micros"],
     )
 
+
+#: NodeType by value (the reader checked 1..7 first): a table lookup, not an enum call per node
+_NODE_TYPES = {int(t): t for t in NodeType}
 
 _WORKLOAD_INTS = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
 
