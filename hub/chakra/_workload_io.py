@@ -31,13 +31,16 @@ def _num(attrs: dict[str, Any], key: str) -> int | None:
     return int(v) if isinstance(v, (int, bool)) else None
 
 
+_WORKLOAD_INTS = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
 #: a node without attributes (most COMP nodes) has none of the comm_* values
-_NO_COMM = dict.fromkeys(("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"))
+_NO_COMM = dict.fromkeys(_WORKLOAD_INTS)
+#: NodeType by value (the reader checked 1..7 first): a table lookup, not an enum call per node
+_NODE_TYPES = {int(t): t for t in NodeType}
 
 
 def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
     attrs = {name: tv.value for name, tv in nd["attrs"] if tv is not None}
-    comm = {key: _num(attrs, key) for key in _NO_COMM} if attrs else _NO_COMM
+    comm = {key: _num(attrs, key) for key in _WORKLOAD_INTS} if attrs else _NO_COMM
     return WorkloadNode(
         id=nd["id"],
         name=nd["name"],
@@ -53,12 +56,6 @@ def _workload_node(nd: dict[str, Any]) -> WorkloadNode:
         outputs=nd["outputs"],
         start_time_micros=nd["start_time_micros"],
     )
-
-
-#: NodeType by value (the reader checked 1..7 first): a table lookup, not an enum call per node
-_NODE_TYPES = {int(t): t for t in NodeType}
-
-_WORKLOAD_INTS = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
 
 
 def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) -> None:
