@@ -500,6 +500,8 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         parent_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(sp))  # (_child_order keeps each edge's parent)
         fwd_any = parent_of > si
         fwd_rank[rank[si[fwd_any]]] = True
+    like_first = _like_first_rank(ids, is_root, counts)
+    first: tuple[np.ndarray, int, int] | None = None  # rank 0's entry, once cached
     for r in range(nranks):
         lo, hi = int(offsets[r]), int(offsets[r + 1])
         if lo == hi:
@@ -507,8 +509,11 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
             continue
         rid = ids[lo:hi]
         mask = is_root[lo:hi]
-        key = (rid.tobytes(), mask.tobytes())
-        hit = cache.get(key) if not fwd_rank[r] else None
+        if first is not None and like_first[r] and not fwd_rank[r]:
+            hit: tuple[np.ndarray, int, int] | None = first  # rank 0's key, known without hashing it
+        else:
+            key = (rid.tobytes(), mask.tobytes())
+            hit = cache.get(key) if not fwd_rank[r] else None
         if hit is None and _has_repeats(rid):
             raise SimulationError(
                 f"rank {r}: node ids are not unique (ASTRA-sim's feeder keys nodes by id)",
@@ -529,10 +534,22 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
             hit = (local[np.asarray(order, dtype=np.int64)], fs.buckets, fs.next_resize)
             if not fwd_rank[r]:
                 cache[key] = hit
+                if r == 0:
+                    first = hit
         roots_out.append(hit[0] + lo)
         state.append((hit[1], hit[2]))
     roots = np.concatenate(roots_out) if roots_out else np.zeros(0, dtype=np.int64)
     return sp, si, indeg, roots, state
+
+
+def _like_first_rank(ids: np.ndarray, is_root: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per rank: whether its node ids and roots equal rank 0's (then its cache key is rank 0's),
+    one vectorized comparison when every rank has as many nodes as rank 0; else all False."""
+    if not counts.size or int(counts.min()) != int(counts.max()) or not int(counts[0]):
+        return np.zeros(counts.size, dtype=bool)
+    shape = (counts.size, int(counts[0]))
+    rows, roots = ids.reshape(shape), is_root.reshape(shape)
+    return (rows == rows[0]).all(axis=1) & (roots == roots[0]).all(axis=1)
 
 
 def _has_repeats(ids: np.ndarray) -> bool:
