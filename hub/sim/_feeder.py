@@ -474,18 +474,21 @@ def _map_sequence(ids: np.ndarray, ptr: np.ndarray, pos: np.ndarray) -> np.ndarr
     return np.asarray(seq, dtype=np.uint64)
 
 
-def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
+def feeder_program(
+    prog: Program, counts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """The program's dependencies as ASTRA-sim's feeder walks them: (succ_ptr, succ_idx in
     child-set order (lists of two still in file order: the layout reverses them), distinct-parent
     counts, roots in initial issue order (ranks ascending, then the free set's order), per-rank
-    free-set state (buckets, next resize))."""
+    free-set state (buckets, next resize)). ``counts``: nodes per NPU when the caller has them."""
     n = prog.n
     sp, si, indeg = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n, prog.indeg)
     ids = np.frombuffer(prog.local_id, dtype=np.uint64)  # the feeder's keys: the same bits, unsigned (no copy)
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
-    counts = np.bincount(rank, minlength=nranks)
+    if counts is None or counts.size != nranks:
+        counts = np.bincount(rank, minlength=nranks)
     offsets = np.zeros(nranks + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     if n and not bool(np.all(rank[1:] >= rank[:-1])):

@@ -142,7 +142,7 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     # the feeder's view: distinct parents, children in child-set order, roots in issue order
     feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
     if feeder:
-        sp, si, indeg, roots_p, free0 = feeder_program(prog)
+        sp, si, indeg, roots_p, free0 = feeder_program(prog, counts)
     else:
         sp = np.asarray(prog.succ_ptr, dtype=np.int64)
         si = np.asarray(prog.succ_idx)
