@@ -566,11 +566,19 @@ class Algorithm:
 
     @property
     def is_bound(self) -> bool:
-        """True when every SEND/RECV carries a byte size."""
+        """True when every SEND/RECV carries a byte size (asked once per distinct pair of kind and
+        size arrays: ranks share them; plain ints, as a NodeType operand costs numpy a failed
+        lookup on the enum class per operation)."""
+        send, recv = int(NodeType.SEND), int(NodeType.RECV)
+        seen: set[tuple[int, int]] = set()
         for g in self.graphs:
-            comm = (g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)
+            key = (id(g.kind), id(g.size))  # the graphs hold the arrays: no id is reused meanwhile
+            if key in seen:
+                continue
+            comm = (g.kind == send) | (g.kind == recv)
             if np.any(g.size[comm] < 0):
                 return False
+            seen.add(key)
         return True
 
     def with_meta(self, **changes: Any) -> Algorithm:

@@ -310,10 +310,57 @@ def check_algorithm(
     if len(alg.graphs) != alg.ranks:
         where0 = str(paths[0]) if paths else (what or None)
         raise TraceFormatError(f"{len(alg.graphs)} rank graphs for {alg.ranks} ranks", path=where0)
-    total, memo = 0.0, _Memo()
+    if _every_rank_passes(alg, ranges):
+        return
+    total, memo = 0.0, _Memo()  # some rank fails: find the first and say why
     for rank in range(alg.ranks):
         g = alg.graphs[rank]
         total = check_rank(alg.meta, g, rank, total, paths=paths, what=what, ranges=ranges, _memo=memo)
+
+
+#: nodes per batch of ranks checked at once (the batch's columns are copied end to end)
+_BATCH_NODES = 1 << 20
+
+
+def _every_rank_passes(alg: Algorithm, ranges: bool) -> bool:
+    """Whether :func:`check_rank` passes every rank, found without a Python pass per rank: the
+    range checks once per distinct set of column arrays (ranks share them), the rest by
+    :func:`batch_total` over batches of ranks laid end to end. False says only that some check
+    fails; the rank-by-rank loop then finds which, so every message stays the same."""
+    graphs = alg.graphs
+    if ranges and not _shared_columns_pass(graphs):
+        return False
+    lens = np.fromiter((len(g) for g in graphs), dtype=np.int64, count=len(graphs))
+    ends = np.cumsum(lens)
+    total, lo = 0.0, 0
+    while lo < len(graphs):
+        before = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, before + _BATCH_NODES, side="right")))
+        part = graphs[lo:hi]
+        cols = {c: np.concatenate([getattr(g, c) for g in part]) for c in ("kind", "size", "count", "peer")}
+        if any(col.shape != (int(ends[hi - 1]) - before,) for col in cols.values()):
+            return False  # a column that disagrees with its graph's length: the loop says what it does
+        new = batch_total(alg.meta, cols, lens[lo:hi], lo, total)
+        if new is None:
+            return False
+        total, lo = new, hi
+    return True
+
+
+def _shared_columns_pass(graphs: Sequence[RankGraph]) -> bool:
+    """Whether :func:`_column_problem` passes every non-empty rank: once per distinct set of the
+    arrays it reads (its answer depends on them alone)."""
+    seen: set[tuple[int, ...]] = set()
+    for g in graphs:
+        if len(g) == 0:
+            continue
+        columns = (g.kind, g.dep_ptr, g.dep_pos, *(getattr(g, column) for column in _RANGED))
+        key = (len(g), *map(id, columns))  # the graphs hold the arrays: no id is reused meanwhile
+        if key not in seen:
+            if _column_problem(g) is not None:
+                return False
+            seen.add(key)
+    return True
 
 
 def check_meta(meta: AlgorithmMeta, *, paths: Sequence[object] | None = None, what: str = "") -> None:

@@ -184,19 +184,24 @@ def _model(prog: Program, topo: Topology, mode: str) -> tuple[DelayFn | None, Aw
 
 def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
     names = {4: "COMP", 5: "SEND", 6: "RECV", 20: "COLL_START", 21: "COLL_END"}
+    chain = st.chain(_CRIT_LIMIT)[::-1]
+    at = np.asarray([g for g, _, _ in chain], dtype=np.int64)  # the columns read once for the whole path
+    ranks = np.frombuffer(prog.rank, dtype=np.int32)[at].tolist()
+    ids = np.frombuffer(prog.local_id, dtype=np.int64)[at].tolist()
+    kinds = prog.kind_array()[at].tolist()
+    insts = np.frombuffer(prog.inst, dtype=np.int32)[at].tolist()
     path = []
-    for g, start, end in st.chain(_CRIT_LIMIT):
+    for (_, start, end), rank, node, kind, inst in zip(chain, ranks, ids, kinds, insts, strict=True):
         entry: dict[str, Any] = {
-            "rank": int(prog.rank[g]),
-            "node": int(prog.local_id[g]),
-            "kind": names.get(int(prog.kind[g]), "NOP"),
+            "rank": rank,
+            "node": node,
+            "kind": names.get(kind, "NOP"),
             "start_ns": start,
             "end_ns": end,
         }
-        if prog.inst[g]:
-            entry["collective"] = prog.labels.get(prog.inst[g], str(prog.inst[g]))
+        if inst:
+            entry["collective"] = prog.labels.get(inst, str(inst))
         path.append(entry)
-    path.reverse()
     return path
 
 

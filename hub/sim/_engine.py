@@ -84,12 +84,13 @@ class EngineState:
         """The critical path backwards from the last node: (program node, start, end), at most ``limit``."""
         start, fin, cause = self._cols
         lay = self._lay
-        out: list[tuple[int, int, int]] = []
+        walk: list[int] = []  # engine nodes; the columns are read once for all of them below
         e = int(lay.inv[self.last]) if self.last >= 0 else -1
-        while 0 <= e < lay.start and len(out) < limit:
-            out.append((lay.node(e), int(start[e]), int(fin[e])))
-            e = int(cause[e])
-        return out
+        while 0 <= e < lay.start and len(walk) < limit:
+            walk.append(e)
+            e = cause.item(e)
+        at = np.asarray(walk, dtype=np.int64)
+        return list(zip(lay.perm[at].tolist(), start[at].tolist(), fin[at].tolist(), strict=True))
 
 
 def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork | None = None) -> EngineState:

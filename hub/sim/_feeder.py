@@ -474,18 +474,21 @@ def _map_sequence(ids: np.ndarray, ptr: np.ndarray, pos: np.ndarray) -> np.ndarr
     return np.asarray(seq, dtype=np.uint64)
 
 
-def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
+def feeder_program(
+    prog: Program, counts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """The program's dependencies as ASTRA-sim's feeder walks them: (succ_ptr, succ_idx in
     child-set order (lists of two still in file order: the layout reverses them), distinct-parent
     counts, roots in initial issue order (ranks ascending, then the free set's order), per-rank
-    free-set state (buckets, next resize))."""
+    free-set state (buckets, next resize)). ``counts``: nodes per NPU when the caller has them."""
     n = prog.n
     sp, si, indeg = _dedup_edges(np.asarray(prog.succ_ptr, dtype=np.int64), np.asarray(prog.succ_idx), n, prog.indeg)
     ids = np.frombuffer(prog.local_id, dtype=np.uint64)  # the feeder's keys: the same bits, unsigned (no copy)
     si = _child_order(sp, si, ids)
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
-    counts = np.bincount(rank, minlength=nranks)
+    if counts is None or counts.size != nranks:
+        counts = np.bincount(rank, minlength=nranks)
     offsets = np.zeros(nranks + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     if n and not bool(np.all(rank[1:] >= rank[:-1])):
@@ -500,6 +503,8 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         parent_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(sp))  # (_child_order keeps each edge's parent)
         fwd_any = parent_of > si
         fwd_rank[rank[si[fwd_any]]] = True
+    like_first = _like_first_rank(ids, is_root, counts)
+    first: tuple[np.ndarray, int, int] | None = None  # rank 0's entry, once cached
     for r in range(nranks):
         lo, hi = int(offsets[r]), int(offsets[r + 1])
         if lo == hi:
@@ -507,8 +512,11 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
             continue
         rid = ids[lo:hi]
         mask = is_root[lo:hi]
-        key = (rid.tobytes(), mask.tobytes())
-        hit = cache.get(key) if not fwd_rank[r] else None
+        if first is not None and like_first[r] and not fwd_rank[r]:
+            hit: tuple[np.ndarray, int, int] | None = first  # rank 0's key, known without hashing it
+        else:
+            key = (rid.tobytes(), mask.tobytes())
+            hit = cache.get(key) if not fwd_rank[r] else None
         if hit is None and _has_repeats(rid):
             raise SimulationError(
                 f"rank {r}: node ids are not unique (ASTRA-sim's feeder keys nodes by id)",
@@ -529,10 +537,22 @@ def feeder_program(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
             hit = (local[np.asarray(order, dtype=np.int64)], fs.buckets, fs.next_resize)
             if not fwd_rank[r]:
                 cache[key] = hit
+                if r == 0:
+                    first = hit
         roots_out.append(hit[0] + lo)
         state.append((hit[1], hit[2]))
     roots = np.concatenate(roots_out) if roots_out else np.zeros(0, dtype=np.int64)
     return sp, si, indeg, roots, state
+
+
+def _like_first_rank(ids: np.ndarray, is_root: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per rank: whether its node ids and roots equal rank 0's (then its cache key is rank 0's),
+    one vectorized comparison when every rank has as many nodes as rank 0; else all False."""
+    if not counts.size or int(counts.min()) != int(counts.max()) or not int(counts[0]):
+        return np.zeros(counts.size, dtype=bool)
+    shape = (counts.size, int(counts[0]))
+    rows, roots = ids.reshape(shape), is_root.reshape(shape)
+    return (rows == rows[0]).all(axis=1) & (roots == roots[0]).all(axis=1)
 
 
 def _has_repeats(ids: np.ndarray) -> bool:

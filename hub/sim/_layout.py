@@ -75,10 +75,9 @@ class Layout:
         return int(self.perm[e]) if 0 <= e < self.start else -1
 
 
-def _position_major(rank: np.ndarray, nranks: int) -> np.ndarray:
-    """Permutation listing nodes by (position within their rank, rank)."""
-    n = rank.size
-    counts = np.bincount(rank, minlength=nranks)
+def _position_major(rank: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Permutation listing nodes by (position within their rank, rank); ``counts``: nodes per rank."""
+    n, nranks = rank.size, counts.size
     first = np.cumsum(counts) - counts
     sorted_ = bool(np.all(rank[1:] >= rank[:-1]))
     if sorted_ and n and int(counts.min()) == int(counts.max()):  # equal lengths: no sort needed
@@ -132,17 +131,18 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     n = prog.n
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
-    perm = _position_major(rank, nranks).astype(np.int32)  # node ids fit int32 (checked by the engine)
+    counts = np.bincount(rank, minlength=nranks)
+    perm = _position_major(rank, counts).astype(np.int32)  # node ids fit int32 (checked by the engine)
     inv = np.empty(n, dtype=np.int32)
     inv[perm] = np.arange(n, dtype=np.int32)
     offsets = np.zeros(nranks + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rank, minlength=nranks), out=offsets[1:])
+    np.cumsum(counts, out=offsets[1:])
     chan, nchan, chan_first = channels(prog)
     chan_delay = _channel_delays(prog, chan_first, delay)
     # the feeder's view: distinct parents, children in child-set order, roots in issue order
     feeder = prog.acq is None  # workloads (ASTRA-sim's Workload layer) keep file order
     if feeder:
-        sp, si, indeg, roots_p, free0 = feeder_program(prog)
+        sp, si, indeg, roots_p, free0 = feeder_program(prog, counts)
     else:
         sp = np.asarray(prog.succ_ptr, dtype=np.int64)
         si = np.asarray(prog.succ_idx)

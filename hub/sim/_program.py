@@ -159,10 +159,10 @@ def _column(n: int, code: str) -> tuple[np.ndarray, np.ndarray]:
     return out, out
 
 
-def _gather(graphs: Sequence[Any], offsets: np.ndarray, col: str, view: np.ndarray) -> np.ndarray:
-    """Copy column ``col`` of every rank graph into ``view`` (rank-major), converting in place."""
-    for r, g in enumerate(graphs):
-        view[offsets[r] : offsets[r + 1]] = getattr(g, col)
+def _gather(graphs: Sequence[Any], col: str, view: np.ndarray) -> np.ndarray:
+    """Copy column ``col`` of every rank graph into ``view`` (rank-major), converting in place
+    (one numpy call for all ranks)."""
+    np.concatenate([getattr(g, col) for g in graphs], out=view, casting="unsafe")
     return view
 
 
@@ -197,6 +197,35 @@ def _check(
         raise SimulationError(f"rank {int(rank[g])} node {int(ids[g])}: tag {int(tag[g])} outside 0..2^31-1")
 
 
+def _parents(graphs: Sequence[Any], offsets: np.ndarray, indeg: np.ndarray) -> np.ndarray:
+    """Every node's parents as global node ids (int32, rank-major, each node's in file order),
+    filling ``indeg``. Positions are checked to name nodes of their own rank once per distinct
+    ``dep_pos`` array and rank length (ranks share them), the in-degrees taken once per distinct
+    ``dep_ptr`` array."""
+    checked: set[tuple[int, int]] = set()
+    counts: dict[int, np.ndarray] = {}
+    for r, g in enumerate(graphs):
+        pos = g.dep_pos
+        if (id(pos), len(g)) not in checked:  # the graphs hold the arrays: no id is reused meanwhile
+            if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= len(g)):
+                raise SimulationError(
+                    f"rank {r}: a dependency points outside the rank's {len(g)} nodes",
+                    hint="run the verifier (hub.verify)",
+                )
+            checked.add((id(pos), len(g)))
+        if id(g.dep_ptr) not in counts:
+            counts[id(g.dep_ptr)] = np.diff(g.dep_ptr)
+    np.concatenate([counts[id(g.dep_ptr)] for g in graphs], out=indeg, casting="unsafe")
+    ndeps = np.fromiter((g.dep_pos.size for g in graphs), dtype=np.int64, count=len(graphs))
+    n, nd = int(offsets[-1]), int(ndeps.sum())
+    if n >= 1 << 31 or nd >= 1 << 31:
+        raise SimulationError(f"{n} nodes and {nd} dependencies: the engine counts them in 32 bits")
+    parents = np.empty(nd, dtype=np.int32)
+    np.concatenate([g.dep_pos for g in graphs], out=parents, casting="unsafe")
+    parents += np.repeat(offsets[:-1].astype(np.int32), ndeps)  # (n < 2^31: no offset overflows)
+    return parents
+
+
 def program_from_algorithm(
     alg: Algorithm, reduction_GBps: float | None = None, *, per_chunk: int | None = None
 ) -> Program:
@@ -213,43 +242,28 @@ def program_from_algorithm(
         raise SimulationError(f"algorithm {alg.name or alg.collective!s} has no nodes", hint="nothing to simulate")
 
     kind_a, kind = _column(n, "i")
-    _gather(graphs, offsets, "kind", kind)
-    rank_a, rank = _column(n, "i")
-    for r in range(nr):
-        rank[offsets[r] : offsets[r + 1]] = r
+    _gather(graphs, "kind", kind)
+    rank_a = rank = np.repeat(np.arange(nr, dtype=np.int32), lens)
     peer_a, peer = _column(n, "i")
-    _gather(graphs, offsets, "peer", peer)
+    _gather(graphs, "peer", peer)
     tag_a, tag = _column(n, "q")
-    _gather(graphs, offsets, "tag", tag)
+    _gather(graphs, "tag", tag)
     size_a, size = _column(n, "q")
-    _gather(graphs, offsets, "size", size)
+    _gather(graphs, "size", size)
     if per_chunk is not None:  # Algorithm.bind's rule: every sized non-COLL node is count * per_chunk
         cnt = np.empty(n, dtype=np.int64)
-        _gather(graphs, offsets, "count", cnt)
+        _gather(graphs, "count", cnt)
         sized = (kind != int(NodeType.COLL)) & (cnt > 0)
         size[sized] = cnt[sized] * per_chunk
         del cnt, sized
     ids_a, ids = _column(n, "q")
-    _gather(graphs, offsets, "ids", ids)
+    _gather(graphs, "ids", ids)
     _check(kind, rank, peer, tag, size, ids, nr)
 
     # global dependencies: child <- parent, and their transpose (successors, children ascending)
     indeg_a, indeg = _column(n, "i")  # int32: node and edge counts stay below 2^31 (the engine checks)
-    nd = 0
-    for r, g in enumerate(graphs):
-        if g.dep_pos.size and (int(g.dep_pos.min()) < 0 or int(g.dep_pos.max()) >= len(g)):
-            raise SimulationError(
-                f"rank {r}: a dependency points outside the rank's {len(g)} nodes", hint="run the verifier (hub.verify)"
-            )
-        indeg[offsets[r] : offsets[r + 1]] = np.diff(g.dep_ptr)
-        nd += g.dep_pos.size
-    if n >= 1 << 31 or nd >= 1 << 31:
-        raise SimulationError(f"{n} nodes and {nd} dependencies: the engine counts them in 32 bits")
-    parents = np.empty(nd, dtype=np.int32)
-    at = 0
-    for r, g in enumerate(graphs):
-        np.add(g.dep_pos, offsets[r], out=parents[at : at + g.dep_pos.size], casting="unsafe")
-        at += g.dep_pos.size
+    parents = _parents(graphs, offsets, indeg)
+    nd = parents.size
     # successors, children ascending: one counting sort in C, which also says whether some node
     # names a later node (then the file's dependency order is kept for the feeder)
     succ_idx_a, succ_idx = _column(nd, "i")
@@ -267,7 +281,7 @@ def program_from_algorithm(
     comps = np.flatnonzero(kind == K_COMP)
     if comps.size:
         raw = np.empty(n, dtype=np.int64)
-        _gather(graphs, offsets, "duration", raw)
+        _gather(graphs, "duration", raw)
         dur[comps] = comp_ns(raw[comps], size[comps], reduction_GBps)
         del raw
     sends = kind == K_SEND

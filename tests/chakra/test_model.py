@@ -21,3 +21,14 @@ def test_topological_rank_orders_forward_dependencies_lowest_position_first() ->
 
 def test_topological_rank_is_none_on_a_cycle() -> None:
     assert _graph([[1], [0], []]).topological_rank() is None
+
+
+def test_is_bound_sees_one_unbound_rank_among_shared_arrays() -> None:
+    from hub.algorithms import make
+    from hub.chakra import Algorithm, NodeType
+
+    alg = make("ring", "allreduce", 8).bind(1 << 20)
+    assert alg.is_bound
+    g = alg.graphs[5].copy()
+    g.size[int(np.argmax(g.kind == NodeType.RECV))] = -1
+    assert not Algorithm(alg.meta, tuple(g if r == 5 else h for r, h in enumerate(alg.graphs))).is_bound

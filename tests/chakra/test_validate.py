@@ -163,3 +163,39 @@ def test_a_damaged_shared_array_is_reported_at_its_first_rank(tmp_path: Path) ->
     with pytest.raises(TraceFormatError, match="rank 3") as info:
         check_algorithm(bad, what="algorithm 'ring'")
     assert str(info.value) == _per_rank_reference(bad)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 1 << 20])
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_ranks_checked_in_batches_give_the_per_rank_answer(
+    case: str, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hub.chakra import _validate
+
+    monkeypatch.setattr(_validate, "_BATCH_NODES", batch)  # batches of one rank, a few, all
+    alg = _damaged(BAD[case][0])
+    with pytest.raises(TraceFormatError) as info:
+        check_algorithm(alg, what="algorithm 'ring'")
+    assert str(info.value) == _per_rank_reference(alg)
+    check_algorithm(make("ring", "allreduce", 8).bind(1 << 20))  # and a good one passes
+
+
+def test_a_passing_algorithm_is_checked_without_a_pass_per_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub.chakra import _validate
+
+    def per_rank(*args: object, **kwargs: object) -> float:
+        raise AssertionError("check_rank ran for a passing algorithm")
+
+    monkeypatch.setattr(_validate, "check_rank", per_rank)
+    check_algorithm(make("ring", "allreduce", 64).bind(1 << 20))
+    with pytest.raises(AssertionError, match="check_rank ran"):  # a failing one: the loop says why
+        check_algorithm(_damaged(BAD["peer out of range"][0]))
+
+
+def test_a_column_shorter_than_its_graph_is_left_to_the_per_rank_loop() -> None:
+    alg = make("ring", "allreduce", 4).bind(1 << 20)
+    g = alg.graphs[2].copy()
+    g.count = g.count[:-1]  # (only a hand-made graph can disagree with itself)
+    bad = Algorithm(alg.meta, tuple(g if r == 2 else h for r, h in enumerate(alg.graphs)))
+    with pytest.raises(ValueError):  # what the rank-by-rank checks raise on it
+        check_algorithm(bad, ranges=False)

@@ -203,3 +203,39 @@ def test_consumer_artifacts(tmp_path):
     assert (tmp_path / out.artifacts["plot"].split("/")[-1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.details["links"] and out.details["rank_finish_ns"] == [41181] * 8
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_program_names_the_first_rank_with_a_dependency_outside_it():
+    from hub.chakra import Algorithm
+    from hub.sim._program import program_from_algorithm
+
+    alg = pipelined_ring_allreduce(4, 1024, comps=False)
+    graphs = [g.copy() for g in alg.graphs]
+    bad = graphs[2].dep_pos.copy()
+    bad[-1] = len(graphs[2])  # one past the rank's last node
+    for r in (2, 3):  # two ranks share the bad array: the first is named
+        graphs[r].dep_pos = bad
+    with pytest.raises(SimulationError, match=r"^rank 2: a dependency points outside the rank's \d+ nodes"):
+        program_from_algorithm(Algorithm(alg.meta, tuple(graphs)))
+
+
+def test_program_columns_match_the_rank_graphs():
+    import numpy as np
+
+    from hub.sim._program import program_from_algorithm
+
+    alg = pipelined_ring_allreduce(4, 1024, comps=True)
+    prog = program_from_algorithm(alg)
+    offsets = np.cumsum([0] + [len(g) for g in alg.graphs])
+    for r, g in enumerate(alg.graphs):
+        lo, hi = offsets[r], offsets[r + 1]
+        assert (np.asarray(prog.rank[lo:hi]) == r).all()
+        assert np.array_equal(np.asarray(prog.peer[lo:hi]), g.peer)
+        assert np.array_equal(np.asarray(prog.local_id[lo:hi]), g.ids)
+        assert np.array_equal(np.asarray(prog.indeg[lo:hi]), np.diff(g.dep_ptr))
+        parents: dict[int, list[int]] = {}
+        for p in range(lo, hi):  # the successor lists, transposed: each node's parents
+            for c in prog.succ_idx[prog.succ_ptr[p] : prog.succ_ptr[p + 1]]:
+                parents.setdefault(int(c) - lo, []).append(p - lo)
+        for i in range(len(g)):
+            assert sorted(parents.get(i, [])) == sorted(g.deps_of(i).tolist())

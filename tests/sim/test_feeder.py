@@ -94,3 +94,42 @@ def test_a_rank_with_a_repeated_id_is_refused_by_the_feeder():
     for mode in ("unaware", "aware"):
         with pytest.raises(SimulationError, match="rank 2: node ids are not unique"):
             simulate(bad, "ring:4", mode=mode)
+
+
+def _roots_with_a_free_node_at(alg, rank: int, pos: int):
+    """``alg`` with node ``pos`` of ``rank`` made dependency-free (one more root, same length)."""
+    from hub.chakra import Algorithm, RankGraph
+
+    g = alg.graphs[rank]
+    keep = [[int(d) for d in g.deps_of(i)] if i != pos else [] for i in range(len(g))]
+    ptr = np.zeros(len(g) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keep], out=ptr[1:])
+    pos_ = np.asarray([d for k in keep for d in k], dtype=np.int32)
+    cols = {c: getattr(g, c) for c in ("kind", "peer", "tag", "size", "count", "ids")}
+    h = RankGraph.from_columns(len(g), **cols, dep_ptr=ptr, dep_pos=pos_)
+    return Algorithm(alg.meta, tuple(h if r == rank else x for r, x in enumerate(alg.graphs)))
+
+
+@pytest.mark.parametrize("change", ["none", "ids", "roots"])
+def test_ranks_like_rank_0_get_rank_0s_roots_and_others_their_own(change, monkeypatch):
+    from hub.algorithms import make
+    from hub.chakra import Algorithm
+    from hub.sim import _feeder
+    from hub.sim._program import program_from_algorithm
+
+    alg = make("ring", "allreduce", 6).bind(1 << 20)
+    if change == "ids":  # rank 3: the same length, other node ids
+        g = alg.graphs[3].copy()
+        g.ids = g.ids[::-1].copy()
+        alg = Algorithm(alg.meta, tuple(g if r == 3 else h for r, h in enumerate(alg.graphs)))
+    elif change == "roots":  # rank 3: the same ids, one more root
+        alg = _roots_with_a_free_node_at(alg, 3, len(alg.graphs[3]) - 1)
+    fast = _feeder.feeder_program(program_from_algorithm(alg))
+    like = _feeder._like_first_rank
+    monkeypatch.setattr(_feeder, "_like_first_rank", lambda ids, roots, counts: np.zeros(counts.size, dtype=bool))
+    slow = _feeder.feeder_program(program_from_algorithm(alg))
+    assert np.array_equal(fast[3], slow[3]) and fast[4] == slow[4]
+    prog = program_from_algorithm(alg)
+    counts = np.bincount(np.asarray(prog.rank), minlength=alg.ranks)
+    found = like(np.frombuffer(prog.local_id, dtype=np.uint64), np.asarray(prog.indeg) == 0, counts)
+    assert found.tolist() == [r != 3 or change == "none" for r in range(6)]
