@@ -41,8 +41,10 @@ one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: .
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._findings import Issue, Problem
 
 __all__ = [
     "AlgorithmError",
@@ -164,28 +166,6 @@ class ImportFormatError(FormatError):
         self.line = line
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One verification finding, located by rank and node id."""
-
-    level: str  # "structure" | "progress" | "semantics"
-    message: str
-    rank: int | None = None
-    node: int | None = None
-    origin: str | None = None  # in the producer's terms, e.g. "gpu 0 tb 0 step 5 (re)"
-
-    def __str__(self) -> str:
-        where = []
-        if self.rank is not None:
-            where.append(f"rank {self.rank}")
-        if self.node is not None:
-            where.append(f"node {self.node}" + (f" ({self.origin})" if self.origin else ""))
-        elif self.origin:
-            where.append(self.origin)
-        prefix = f"[{self.level}] " + (", ".join(where) + ": " if where else "")
-        return prefix + self.message
-
-
 class VerificationError(HubError):
     """An algorithm is wrong; ``problems`` lists every finding."""
 
@@ -262,29 +242,6 @@ class PipelineError(HubError):
     """Pipeline files and runs."""
 
 
-@dataclass(frozen=True)
-class Issue:
-    """One pipeline-validation finding with its location in the file."""
-
-    message: str
-    path: str = ""  # YAML path such as "sources.ring.params.ranks"
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    hint: str | None = None
-
-    def __str__(self) -> str:
-        loc = self.file or "<pipeline>"
-        if self.line is not None:
-            loc += f":{self.line}"
-            if self.column is not None:
-                loc += f":{self.column}"
-        text = f"{loc}: {self.path + ': ' if self.path else ''}{self.message}"
-        if self.hint:
-            text += f" (hint: {self.hint})"
-        return text
-
-
 class PipelineValidationError(PipelineError):
     """A pipeline file is invalid; ``issues`` lists every problem found."""
 
@@ -330,3 +287,16 @@ class ClusterError(HubError):
 
 class ClusterUnavailableError(ClusterError):
     """The cluster's scheduler could not be reached within the connect timeout."""
+
+
+def __getattr__(name: str) -> Any:
+    """``Problem`` and ``Issue``, made on first use (PEP 562): every command imports this module,
+    and a frozen dataclass costs more to create (its methods are compiled from source) than the
+    rest of the module; only verification and pipeline validation use them."""
+    if name in ("Problem", "Issue"):
+        from . import _findings
+
+        value = getattr(_findings, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from enum import StrEnum
+from itertools import repeat
 from typing import Any
 
 import typer
@@ -60,26 +61,55 @@ def dumps_json(obj: Any, indent: int = 0, *, record: bool = False) -> str:
     reads as a few hundred lines instead of tens of thousands, and is written several times
     faster than ``json.dumps(indent=2)``, whose pure-Python encoder runs per value. Parsed, the
     text equals ``json.dumps``'s: only the whitespace differs."""
+    return _layout(obj, indent, record, _compact_encoder())
+
+
+def _layout(obj: Any, indent: int, record: bool, compact: Callable[[Any], str]) -> str:
+    """:func:`dumps_json`'s recursion; ``compact`` writes each one-line value."""
     if not isinstance(obj, (dict, list, tuple, *_SCALARS)):
         obj = _default(obj)
     if isinstance(obj, dict):
-        if not obj or (record and all(isinstance(v, _SCALARS) for v in obj.values())):
-            return json.dumps(obj, default=_default)
+        if not obj or (record and _all_scalars(obj.values())):
+            return compact(obj)
         inner = " " * (indent + 2)
-        body = ",\n".join(f"{inner}{_key(k)}: {dumps_json(v, indent + 2)}" for k, v in obj.items())
+        body = ",\n".join(
+            f"{inner}{_key(k, compact)}: {_layout(v, indent + 2, False, compact)}" for k, v in obj.items()
+        )
         return "{\n" + body + "\n" + " " * indent + "}"
     if isinstance(obj, (list, tuple)):
-        if all(isinstance(v, _SCALARS) for v in obj):
-            return json.dumps(obj, default=_default)
+        if _all_scalars(obj):
+            return compact(obj)
         inner = " " * (indent + 2)
-        body = ",\n".join(inner + dumps_json(v, indent + 2, record=True) for v in obj)
+        body = ",\n".join(inner + _layout(v, indent + 2, True, compact) for v in obj)
         return "[\n" + body + "\n" + " " * indent + "]"
-    return json.dumps(obj, default=_default)
+    return compact(obj)
 
 
-def _key(key: Any) -> str:
+def _all_scalars(values: Collection[Any]) -> bool:
+    # map over the C isinstance: a generator expression costs a Python frame step per value, and a
+    # 256-rank result checks about 7,000 of them
+    return all(map(isinstance, values, repeat(_SCALARS, len(values))))
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """What ``json.dumps(obj, default=_default)`` writes, from one encoder made once per document.
+
+    ``json.dumps`` with ``default`` builds a new ``JSONEncoder`` (and its C encoder) on every call,
+    which for the thousand-odd records of a 256-rank result cost more than encoding them. The C
+    encoder is made here with ``json.dumps``'s settings (circular check, ASCII, NaN allowed, ``", "``
+    and ``": "``); fresh per document, so an error in one cannot leave marks in the next."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the _json accelerator: json's own Python encoder
+        return json.JSONEncoder(default=_default).encode
+    encode = make({}, _default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    return lambda obj: "".join(encode(obj, 0))
+
+
+def _key(key: Any, compact: Callable[[Any], str]) -> str:
     """An object key as ``json.dumps`` writes it (ints, floats, booleans and None become text)."""
-    text = json.dumps({key: 0})
+    if isinstance(key, str):
+        return compact(key)
+    text = compact({key: 0})
     return text[1 : text.rindex(":")]
 
 

@@ -52,3 +52,10 @@ def test_lists_of_scalars_and_records_are_one_line_other_objects_a_line_per_key(
         '  "none": {}',
         "}",
     ]
+
+
+@pytest.mark.parametrize("obj", CASES)
+def test_without_the_c_accelerator_the_text_is_the_same(obj: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = dumps_json(obj)
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    assert dumps_json(obj) == fast

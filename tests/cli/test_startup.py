@@ -29,8 +29,17 @@ NOT_ON_PRODUCE_PATH = (
     "hub.pipeline._loader",
 )
 #: what `--help` never imports once the entry-point index is warm: importlib.metadata (the scan of
-#: every distribution's metadata), the plugin manager and its dependencies, numpy, YAML
-NOT_ON_WARM_HELP_PATH = ("importlib.metadata", "hub.plugins._manager", "pluggy", "pydantic", "numpy", "yaml")
+#: every distribution's metadata), the plugin manager and its dependencies, numpy, YAML, and the
+#: findings of verification and pipeline validation (two dataclasses hub.errors makes on first use)
+NOT_ON_WARM_HELP_PATH = (
+    "importlib.metadata",
+    "hub.plugins._manager",
+    "pluggy",
+    "pydantic",
+    "numpy",
+    "yaml",
+    "hub._findings",
+)
 #: modules `consume hub.simulate` of an algorithm has no use for: the workload layer (ASTRA-sim's
 #: native collectives), the trace/plot writers, the codec's writing half, the JSON view, summaries,
 #: the workload codec, link-graph presets and network.yml, every other component's package, and
@@ -53,6 +62,7 @@ NOT_ON_SIMULATE_PATH = (
     "hub.transforms",
     "hub.verify",
     "hub.pipeline",
+    "hub._findings",
     "numpy.ma",
     "matplotlib",
     "yaml",
