@@ -58,8 +58,9 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell) >/dev/null 2>&1; } || \
 	  echo "note: headless Chromium unavailable; the registry page test will be skipped"
 
-# Debian's libprotobuf32 for the real ASTRA-sim binaries in ../shared/tools/astra-sim (the
-# simulator's oracle; best effort: the oracle tests skip with a reason without it).
+# Debian's libprotobuf32 for real ASTRA-sim binaries the user points to with $COLLHUB_ASTRASIM_DIR
+# (optional live oracle; best effort: those tests skip with a reason without it; CI replays the
+# recorded runs of ../shared/data/astra-sim-oracle instead).
 astrasim-deps:
 	@{ ldconfig -p 2>/dev/null | grep -q 'libprotobuf\.so\.32 '; } || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \

@@ -16,7 +16,7 @@ Simulate rows (``hub.simulate``, pipelined ring all-reduce of 64 MiB, 2(n-1) ste
 * the same, split: ``simulate()`` alone after ``read_algorithm`` in one process (the simulator's
   own share; reading is the codec's), against the pure-Python event loop it replaced;
 * 256 ranks aware / unaware against the real ASTRA-sim binary on the same bundle
-  (``../shared/tools/astra-sim``), ratio = ASTRA-sim CPU s / ours (target >= 20x), same ns checked.
+  (``$COLLHUB_ASTRASIM_DIR``, tests/sim/difftest.py), ratio = ASTRA-sim CPU s / ours (target >= 20x), same ns checked.
 """
 
 from __future__ import annotations

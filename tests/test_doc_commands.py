@@ -21,6 +21,8 @@ import pytest
 
 from tests._docblocks import Block, blocks
 from tests.conftest import REPO, SHARED_DATA
+from tests.sim.difftest import BIN as ASTRASIM_BIN
+from tests.sim.difftest import oracle_unavailable
 
 SKIP = {
     "README.md#bash0": "the set-up itself (make demo / make test)",
@@ -32,7 +34,6 @@ SKIP_LINES = {
     "collhub consume replay.run": "8 gloo processes, ~50 s on a shared CPU; covered by plugins/replay/tests",
     "pip install ": "set-up: the test environment already has every first-party plugin installed",
 }
-ASTRASIM_BIN = SHARED_DATA.parent / "tools" / "astra-sim" / "bin"
 BLOCKS = blocks("bash")
 BLOCK_TIMEOUT_S = 300
 
@@ -44,8 +45,9 @@ def _script(block: Block) -> str:
             pytest.skip("shared data not available")
         code = code.replace("../shared/", f"{SHARED_DATA.parent}/")
     if "/path/to/AstraSim_" in code:
-        if not ASTRASIM_BIN.is_dir():
-            pytest.skip("no ASTRA-sim binary to stand in for /path/to/")
+        why = oracle_unavailable()  # only $COLLHUB_ASTRASIM_DIR / $COLLHUB_ASTRASIM_BIN, never a fixed path
+        if why:
+            pytest.skip(f"{block.doc}:{block.line} runs the real ASTRA-sim at /path/to/: {why}")
         code = code.replace("/path/to/", f"{ASTRASIM_BIN}/")
     # Join continuation lines so a skipped command is skipped whole.
     lines = code.replace("\\\n", " ").splitlines()

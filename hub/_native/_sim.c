@@ -63,6 +63,9 @@ typedef struct {
     /* outputs */
     int64_t *start, *fin, *rank_finish;
     int32_t *cause;
+    int32_t *order; /* optional: per node, its place in the completion sequence */
+    int32_t nseq;
+    Py_ssize_t t0; /* events at t = 0 after the start: ASTRA-sim's EventQueue::proceed asserts on them */
     int32_t last;
     /* state */
     int32_t *qnext; /* intrusive FIFO links: posted/arrived queues, link queues, COMP batches */
@@ -228,6 +231,7 @@ static int tick(St *s, int32_t q, int32_t c, int64_t t, Py_ssize_t *freed) {
 static int complete(St *s, int32_t c, int64_t t) {
     s->fin[c] = t;
     s->last = c;
+    if (s->order) s->order[c] = s->nseq++;
     if (c < s->n) s->rank_finish[s->rank[c]] = t; /* times never decrease: the last one is the max */
     if (s->use_res && s->rel[c] >= QCLS) { /* a queue slot: to its first waiting node */
         int32_t key = s->rank[c] * NCLS + s->rel[c], g = s->wq_head[key];
@@ -342,6 +346,7 @@ static int walk(St *s, int32_t *rankpos) {
         int64_t t;
         Ev e = ev_pop(&s->q, &t);
         int32_t ev = e.a;
+        if (t == 0 && !(ev == s->n && e.b == EV_NODE)) s->t0++;
         if (e.b >= 0) { /* aware: message ev finished hop e.b */
             const int32_t ro = s->route_of[s->chan[ev]];
             const int64_t lo = s->rptr[ro], len = s->rptr[ro + 1] - lo;
@@ -472,22 +477,25 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
-"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None) -> (last, posted, arrived, waiting)\n\n"
+"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None, order=None)\n"
+"    -> (last, posted, arrived, waiting, t0)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of (per channel), rptr,\n"
 "rlinks, size, bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
 "per node (-1: none; a gated join); seqw: None or per node the successors a sequencer releases per tick\n"
 "(0: not one). indeg may be below a node's predecessor count (a quorum). Writes\n"
 "start/fin/cause/rank_finish and indeg (> 0: never released); posted/arrived: the non-empty message\n"
-"queues (engine nodes), waiting: nodes held for a resource.");
+"queues (engine nodes), waiting: nodes held for a resource; order: None or an int32 buffer that gets each\n"
+"node's place in the completion sequence (-1 stays: never completed); t0: the events that ran at t = 0\n"
+"after the start (ASTRA-sim's event queue asserts a strictly later time, so it aborts on any).");
 
 static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     int n, nranks, feeder;
     Py_ssize_t nchan;
-    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None;
-    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
+    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None, *order = Py_None;
+    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
                           &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &aware, &res, &out[0], &out[1], &out[2],
-                          &out[3], &arm, &seqw))
+                          &out[3], &arm, &seqw, &order))
         return NULL;
     if (n < 0 || n >= INT32_MAX - 1 || nranks < 1 || nchan < 0) {
         PyErr_SetString(PyExc_ValueError, "node, rank or channel count out of range");
@@ -545,6 +553,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!(s.arm = get_buf(&bs, arm, 4, n1, 0, "arm"))) goto done;
         if (!(s.armed = calloc((size_t)n1, 1))) { PyErr_NoMemory(); goto done; }
     }
+    if (order != Py_None && !(s.order = get_buf(&bs, order, 4, n1, 1, "order"))) goto done;
     if (seqw != Py_None) {
         if (!(s.seqw = get_buf(&bs, seqw, 4, n1, 0, "seqw"))) goto done;
         if (!(s.seqcur = calloc((size_t)n1, sizeof(int64_t)))) { PyErr_NoMemory(); goto done; }
@@ -587,7 +596,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
             for (int32_t g = s.wq_head[k]; g >= 0; g = s.wnext[g]) waiting++;
     PyObject *posted = queues(s.ph, s.qnext, nchan);
     PyObject *arrived = posted ? queues(s.ah, s.qnext, nchan) : NULL;
-    if (posted && arrived) ret = Py_BuildValue("iOOn", (int)s.last, posted, arrived, waiting);
+    if (posted && arrived) ret = Py_BuildValue("iOOnn", (int)s.last, posted, arrived, waiting, s.t0);
     Py_XDECREF(posted);
     Py_XDECREF(arrived);
 done:

@@ -16,7 +16,7 @@ from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
 from ._layout import DelayFn
-from ._network import AwareNetwork, unaware_delays
+from ._network import AwareNetwork, network_model
 from ._program import Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 
@@ -165,21 +165,7 @@ def _infer_size(alg: Algorithm) -> int | None:
 
 
 def _model(prog: Program, topo: Topology, mode: str) -> tuple[DelayFn | None, AwareNetwork | None]:
-    """The network model: the unaware delay of a message (evaluated once per message channel by
-    the layout: a channel fixes src, dst and size), or the aware model's routed link tables."""
-    if mode == "unaware":
-
-        def delay(src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> np.ndarray:
-            return unaware_delays(topo, src, dst, size)
-
-        return delay, None
-    if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
-        raise SimulationError(
-            f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "
-            f"{topo.to_string()!r} has {len(topo.dims)} dimensions",
-            hint="use mode='unaware', or simulate its link graph: simulate(alg, topo.to_link_graph(), mode='aware')",
-        )
-    return None, AwareNetwork(topo.to_link_graph())  # routed per NPU pair by the engine (_engine._routes)
+    return network_model(topo, mode)
 
 
 def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:

@@ -62,8 +62,22 @@ class EngineState:
     rank_finish: list[int]
     link_bytes: list[int] = field(default_factory=list)
     link_busy: list[int] = field(default_factory=list)
+    #: events that ran at t = 0 after the start (ASTRA-sim's event queue asserts on each one)
+    t0_events: int = 0
+    #: some node never completed (only returned with ``run_engine(stuck_ok=True)``)
+    stuck: bool = False
     _lay: Any = field(default=None, repr=False)  # the Layout (engine numbering)
     _cols: tuple[np.ndarray, np.ndarray, np.ndarray] = field(default=(), repr=False)  # type: ignore[assignment]
+
+    _seq: Any = field(default=None, repr=False)
+
+    @cached_property
+    def order(self) -> array:
+        """Per program node: its place in the completion sequence (-1: never completed);
+        only with ``run_engine(order=True)``."""
+        if self._seq is None:
+            raise ValueError("run_engine(order=True) keeps the completion order")
+        return self._lay.to_program(self._seq)
 
     @cached_property
     def start(self) -> array:
@@ -93,10 +107,19 @@ class EngineState:
         return list(zip(lay.perm[at].tolist(), start[at].tolist(), fin[at].tolist(), strict=True))
 
 
-def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork | None = None) -> EngineState:
+def run_engine(
+    prog: Program,
+    *,
+    delay: DelayFn | None = None,
+    net: AwareNetwork | None = None,
+    order: bool = False,
+    stuck_ok: bool = False,
+) -> EngineState:
     """Run ``prog`` under the unaware model (``delay``: a message's delay in ns from its (src, dst,
     size), arrays in) or the aware model (``net``). Raises :class:`SimulationError` on deadlock or
-    unmatched messages."""
+    unmatched messages, unless ``stuck_ok`` (then never-completed nodes keep ``fin`` -1, as ASTRA-sim
+    leaves such ranks unfinished); ``order``: also keep each node's place in the completion sequence
+    (``EngineState.order``: what ASTRA-sim prints in, among equal times)."""
     from .._native import load_sim
 
     _sim = load_sim()  # the compiled event loop (built by setup.py)
@@ -146,7 +169,8 @@ def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork
     fin = np.full(n + 1, -1, dtype=np.int64)
     cause = np.full(n + 1, -1, dtype=np.int32)
     rank_finish = np.zeros(lay.nranks, dtype=np.int64)
-    last, posted, arrived, waiting = _sim.run(
+    seq = np.full(n + 1, -1, dtype=np.int32) if order else None
+    last, posted, arrived, waiting, t0 = _sim.run(
         n,
         lay.nranks,
         lay.nchan,
@@ -170,9 +194,11 @@ def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork
         rank_finish,
         arm,
         seqw,
+        seq,
     )
     # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
-    if bool((lay.indeg > 0).any()) or posted or arrived or waiting:
+    stuck = bool((lay.indeg > 0).any()) or bool(posted) or bool(arrived) or bool(waiting)
+    if stuck and not stuck_ok:
         back = lay.perm.tolist()
         _diagnose(
             prog,
@@ -188,8 +214,11 @@ def run_engine(prog: Program, *, delay: DelayFn | None = None, net: AwareNetwork
         rank_finish=rank_finish[: prog.ranks].tolist(),
         link_bytes=lbytes.tolist(),
         link_busy=lbusy.tolist(),
+        t0_events=int(t0),
+        stuck=stuck,
         _lay=lay,
         _cols=(start, fin, cause),
+        _seq=seq,
     )
 
 

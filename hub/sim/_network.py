@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import SimulationError
 from ..topology import DimensionalTopology, LinkGraph, Topology, bytes_per_ns
 
-__all__ = ["AwareNetwork", "unaware_delays"]
+__all__ = ["AwareNetwork", "network_model", "unaware_delays"]
 
 
 def unaware_delays(topo: Topology, src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -105,3 +106,21 @@ class AwareNetwork:
 
 def as_array(values: np.ndarray) -> array:
     return array("q", np.ascontiguousarray(values, dtype=np.int64).tobytes())
+
+
+def network_model(topo: Topology, mode: str) -> tuple[Any, AwareNetwork | None]:
+    """The network model: the unaware delay of a message (evaluated once per message channel by
+    the layout: a channel fixes src, dst and size), or the aware model's routed link tables."""
+    if mode == "unaware":
+
+        def delay(src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> np.ndarray:
+            return unaware_delays(topo, src, dst, size)
+
+        return delay, None
+    if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
+        raise SimulationError(
+            f"the congestion-aware model takes 1-D dimensional topologies only (like ASTRA-sim); "
+            f"{topo.to_string()!r} has {len(topo.dims)} dimensions",
+            hint="use mode='unaware', or simulate its link graph: simulate(alg, topo.to_link_graph(), mode='aware')",
+        )
+    return None, AwareNetwork(topo.to_link_graph())  # routed per NPU pair by the engine (_engine._routes)

@@ -29,7 +29,7 @@ columns and the successor lists of the program).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,10 +117,13 @@ def program_from_workload(
     npus: int,
     reduction_GBps: float | None = None,
     native: Mapping[Collective, NativeRing] | None = None,
+    comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> Program:
     """Flatten ``wl``; ``algorithm_for(collective, comm_size, ranks)`` returns a bound algorithm
     (or None for a BROADCAST replayed as its ``duration_micros``, like ASTRA-sim); ``native``:
-    collectives served by ASTRA-sim's native implementation instead (``hub.sim._native``).
+    collectives served by ASTRA-sim's native implementation instead (``hub.sim._native``);
+    ``comm_groups``: process groups declared outside the workload (ASTRA-sim's
+    ``--comm-group-configuration``: name -> NPUs in declared order).
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every bad collective (rank,
     node): ranks of a group disagreeing on the collective sequence, undeclared groups or groups
@@ -132,14 +135,19 @@ def program_from_workload(
             f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
             hint="choose a topology with at least as many NPUs",
         )
-    served = _plan(wl, algorithm_for, native or {})
+    served = _plan(wl, algorithm_for, native or {}, comm_groups)
     b = _Builder()
     for r, nodes in enumerate(wl.ranks):
         _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
     return _finish(b, wl.rank_count)
 
 
-def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> dict[tuple[int, int], _Served]:
+def _plan(
+    wl: Workload,
+    pick: Pick,
+    native: Mapping[Collective, NativeRing],
+    comm_groups: Mapping[str, Sequence[int]] | None = None,
+) -> dict[tuple[int, int], _Served]:
     """(rank, COMM_COLL id) -> how it is served, for every collective instance of ``wl``."""
     from ..transforms._collectives import plan_collectives
 
@@ -147,7 +155,7 @@ def _plan(wl: Workload, pick: Pick, native: Mapping[Collective, NativeRing]) -> 
         return None if coll in native else pick(coll, size, ranks)
 
     out: dict[tuple[int, int], _Served] = {}
-    planned = plan_collectives(wl, choose, action="simulate", refusal_is_problem=False)
+    planned = plan_collectives(wl, choose, action="simulate", refusal_is_problem=False, comm_groups=comm_groups)
     for k, (inst, alg) in enumerate(planned, start=1):
         order = sorted(inst.group)
         for r, node in inst.nodes.items():

@@ -11,7 +11,7 @@ node. Shared by ``hub.inline``/``hub.overlap`` and ``hub.simulate``'s COMM_COLL 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +66,14 @@ def _kind(n: WorkloadNode) -> str:
     return n.collective.value if n.collective is not None else f"comm_type {n.comm_type}"
 
 
-def collective_instances(wl: Workload, p: InlineParams | None, problems: list[Problem]) -> list[CollectiveInstance]:
+def collective_instances(
+    wl: Workload, p: InlineParams | None, problems: list[Problem], comm_groups: Mapping[str, Sequence[int]] | None = None
+) -> list[CollectiveInstance]:
+    """``comm_groups``: groups declared outside the workload (ASTRA-sim's
+    ``--comm-group-configuration``), next to those of its METADATA node."""
     groups = process_groups_of(wl)
+    for name, members in (comm_groups or {}).items():
+        groups[str(name)] = tuple(int(m) for m in members)
     seqs: dict[str, dict[int, list[WorkloadNode]]] = {}
     for rank, nodes in enumerate(wl.ranks):
         for n in nodes:
@@ -149,6 +155,7 @@ def plan_collectives(
     copies: int = 1,
     action: str = "simulate",
     refusal_is_problem: bool = True,
+    comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> list[tuple[CollectiveInstance, Algorithm | None]]:
     """Every collective instance with its algorithm (``pick(collective, comm_size, group size)``;
     None: a BROADCAST replayed as its duration). ``params``: an InlineParams filter (None: all).
@@ -157,7 +164,7 @@ def plan_collectives(
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
     """
     problems: list[Problem] = []
-    instances = collective_instances(wl, params, problems)
+    instances = collective_instances(wl, params, problems, comm_groups)
     chosen: list[Algorithm | None] = []
     for inst in instances:
         try:

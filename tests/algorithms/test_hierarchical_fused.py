@@ -3,7 +3,7 @@
 Counts are derived by hand from the two-level ring: the intra-node rings run L-1 steps of one
 message of N chunks each way (reduce-scatter, all-gather), the inter-node rings N-1 steps of one
 chunk each way, with a cost COMP per reducing RECV. The verifier proves the result an all-reduce;
-the real ASTRA-sim (``../shared/tools/astra-sim``) runs it and gives the same time as hub.simulate.
+the real ASTRA-sim (``$COLLHUB_ASTRASIM_DIR``, tests/sim/difftest.py) runs it and gives the same time as hub.simulate.
 """
 
 from __future__ import annotations

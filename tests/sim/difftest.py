@@ -10,6 +10,7 @@ algorithms (:func:`corpus_cases`), node-order shuffling (:func:`shuffle`), and o
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -35,9 +36,24 @@ from hub.chakra import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = REPO.parent / "shared" / "tools" / "astra-sim" / "bin"
 MSCCL_IR = REPO.parent / "shared" / "data" / "msccl-ir"
 BINARIES = {"aware": "AstraSim_Analytical_Congestion_Aware", "unaware": "AstraSim_Analytical_Congestion_Unaware"}
+#: Where the real binaries are: only ever from the environment (never a path of this machine).
+#: ``COLLHUB_ASTRASIM_DIR`` names the folder holding both; otherwise the folder of
+#: ``COLLHUB_ASTRASIM_BIN`` (the astrasim plugin's variable), which then must hold both.
+ENV_DIR, ENV_BIN = "COLLHUB_ASTRASIM_DIR", "COLLHUB_ASTRASIM_BIN"
+
+
+def _bin_dir() -> Path | None:
+    if os.environ.get(ENV_DIR):
+        return Path(os.environ[ENV_DIR])
+    if os.environ.get(ENV_BIN):
+        return Path(os.environ[ENV_BIN]).parent
+    return None
+
+
+#: The folder of the real binaries (None: not configured; the tests that need them skip).
+BIN = _bin_dir() or Path("/nonexistent-astra-sim-bin")
 EXAMPLE = REPO.parent / "shared" / "data" / "astra-sim" / "custom-ring-allreduce-8npus-1MB"
 
 
@@ -49,6 +65,11 @@ def oracle_unavailable() -> str | None:
     for plugin in ("collhub_astrasim", "collhub_mscclang"):  # bundle writer, MSCCL-IR import
         if importlib.util.find_spec(plugin) is None:
             return f"plugin {plugin} not installed (make install-dev installs the first-party plugins)"
+    if _bin_dir() is None:
+        return (
+            f"no real ASTRA-sim binaries: set {ENV_DIR} to the folder holding "
+            f"{' and '.join(BINARIES.values())} (or {ENV_BIN} to one of them)"
+        )
     for name in BINARIES.values():
         exe = BIN / name
         if not exe.is_file():

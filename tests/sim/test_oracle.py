@@ -1,4 +1,4 @@
-"""hub.simulate against the real ASTRA-sim binaries (../shared/tools/astra-sim/bin), case by case.
+"""hub.simulate against the real ASTRA-sim binaries (``$COLLHUB_ASTRASIM_DIR``, tests/sim/difftest.py), case by case.
 
 A bounded slice of ``benchmarks/bench_fidelity.py``: random algorithms from the one generator
 (shuffled node order and ids included), corpus algorithms in file and shuffled order, and the

@@ -1,6 +1,6 @@
 """``hub.inline``: collectives inlined into the workload graph, differential against real ASTRA-sim.
 
-The oracle is the real binary (../shared/tools/astra-sim/bin) running the inlined workload ET
+The oracle is the real binary (``$COLLHUB_ASTRASIM_DIR``, tests/sim/difftest.py) running the inlined workload ET
 directly as a workload (no custom-collective path); hub.simulate must give every rank's finish
 time to the ns on both backends. Bad input must be reported all at once with rank and node.
 """

@@ -1,7 +1,7 @@
 """``hub.overlap``: chunk-level overlap of collectives with their producers.
 
 Exactness: the overlapped workload, a plain workload ET, run by the real ASTRA-sim binaries
-(../shared/tools/astra-sim/bin) gives every rank's finish time and exposed communication that
+(``$COLLHUB_ASTRASIM_DIR``, tests/sim/difftest.py) gives every rank's finish time and exposed communication that
 hub.simulate gives, on both backends. Correctness: every overlapped collective, extracted back
 from the workload, passes hub.verify; a mis-wired one does not.
 """

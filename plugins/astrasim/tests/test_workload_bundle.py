@@ -1,5 +1,5 @@
 """``astrasim.bundle`` on real PyTorch-converted traces (../shared/data/chakra-pytorch), run on
-the real ASTRA-sim binaries (../shared/tools/astra-sim/bin).
+the real ASTRA-sim binaries (``$COLLHUB_ASTRASIM_DIR``, tests/sim/difftest.py).
 
 Oracle numbers: dlrm8's NOTES.md gives real ASTRA-sim's result with native ring collectives
 (22230202..23175293 cycles, congestion-unaware); the CPU traces have no communication, so every
