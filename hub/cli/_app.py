@@ -54,6 +54,7 @@ COMMANDS: tuple[Lazy, ...] = (
     Lazy("pipeline", "hub.cli.pipeline", "app", "Validate, inspect and graph pipeline files."),
     Lazy("report", "hub.cli.report", "report_command", "The best algorithm at each size of a run; MSCCL export."),
     Lazy("trace", "hub.cli.trace", "app", "Show, verify and convert Chakra ET traces."),
+    Lazy("astra-sim", "hub.cli.astrasim", "astra_sim_command", "Drop-in for ASTRA-sim's analytical binaries."),
     Lazy("plugins", "hub.cli.plugins", "app", "List, inspect, check and create plugins."),
     Lazy("search", "hub.cli.registry", "search_command", "Search the plugin registry."),
     Lazy("install", "hub.cli.registry", "install_command", "Install plugins from the registry."),

@@ -35,13 +35,6 @@ __all__ = ["Sim", "report_lines", "run_workload"]
 _RES_COMP, _RES_COMM, _RES_CPU = 1, 2, 3  # as hub.sim._workload
 
 
-@dataclass
-class Sim:
-    prog: Any
-    state: Any
-    npus: int
-
-
 def _custom_pick(custom: Mapping[Collective, str]) -> Any:
     """ASTRA-sim's custom path: the collective's one ET prefix, read once, as written."""
     cache: dict[str, Algorithm] = {}
@@ -81,10 +74,76 @@ def run_workload(
 
     sizes = tuple(d.npus for d in topo.dims)
     custom, native = serve_from_system(cfg, wl, len(sizes), frozenset(), dim_sizes=sizes)
-    prog = program_from_workload(wl, _custom_pick(custom), topo.npus, None, native=native, comm_groups=groups)
+    pick = _custom_pick(custom)
     delay, net = network_model(topo, mode)
+    alg = _one_collective(wl, custom, pick, topo.npus)
+    if alg is not None:
+        from ._program import program_from_algorithm
+
+        prog = program_from_algorithm(alg)
+        st = run_engine(prog, delay=delay, net=net, order=True, stuck_ok=True)
+        return Sim(prog, st, topo.npus, _collective_ops(wl, prog, st))
+    prog = program_from_workload(wl, pick, topo.npus, None, native=native, comm_groups=groups)
     st = run_engine(prog, delay=delay, net=net, order=True, stuck_ok=True)
-    return Sim(prog, st, topo.npus)
+    return Sim(prog, st, topo.npus, _operators(prog, st))
+
+
+def _one_collective(wl: Workload, custom: Mapping[Collective, str], pick: Any, npus: int) -> Algorithm | None:
+    """The microbenchmark shape (one COMM_COLL per NPU, over every NPU, served by a custom ET
+    with a graph per NPU): its algorithm, run as ASTRA-sim's walker runs it (feeder order,
+    ``hub.sim._feeder``); None for any other workload."""
+    from ..chakra import NodeType
+
+    first = wl.ranks[0][0] if wl.ranks and wl.ranks[0] else None
+    if first is None or first.collective not in custom or len(wl.ranks) != npus:
+        return None
+    for nodes in wl.ranks:
+        if len(nodes) != 1:
+            return None
+        n = nodes[0]
+        if (
+            n.type != NodeType.COLL
+            or n.is_cpu_op
+            or n.collective != first.collective
+            or n.pg_name not in ("", "0", None)
+        ):
+            return None
+    alg = pick(first.collective, int(first.comm_size or 0), npus)
+    return alg if alg is not None and alg.ranks == npus else None
+
+
+def _collective_ops(wl: Workload, prog: Any, st: Any) -> _Ops:
+    """One COMM operator per rank, issued at 0, ending with the rank's last algorithm node."""
+    rank = np.frombuffer(prog.rank, dtype=np.int32)
+    n = wl.rank_count
+    counts = np.bincount(rank, minlength=n)[:n]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    fin = np.asarray(st.fin, dtype=np.int64)
+    order = np.asarray(st.order, dtype=np.int64)
+    nonempty = counts > 0
+    lo = offsets[:-1][nonempty]
+    end = np.zeros(n, dtype=np.int64)
+    seq = np.zeros(n, dtype=np.int64)
+    done = np.ones(n, dtype=bool)
+    if lo.size:
+        end[nonempty] = np.maximum.reduceat(fin, lo)
+        seq[nonempty] = np.maximum.reduceat(order, lo)
+        done[nonempty] = np.minimum.reduceat(fin, lo) >= 0
+    seq[~done] = -1
+    zeros = np.zeros(n, dtype=np.int64)
+    node = np.asarray([nodes[0].id for nodes in wl.ranks], dtype=np.int64)
+    return _Ops(
+        np.arange(n, dtype=np.int32),
+        node,
+        np.full(n, 2, dtype=np.int8),
+        zeros,
+        end,
+        seq,
+        np.full(n, -1, dtype=np.int64),
+        zeros,
+        np.ones(n, dtype=np.int8),
+    )
 
 
 # -- the lines ------------------------------------------------------------------------------------
@@ -103,11 +162,18 @@ class _Ops:
     holds: np.ndarray  # 0: no resource (RECV, INVALID), 1 GPU comm, 2 GPU comp, 3 CPU
 
 
+@dataclass
+class Sim:
+    prog: Any
+    state: Any
+    npus: int
+    ops: _Ops
+
+
 _TYPE_NAMES = ("GPU", "CPU", "COMM", "INVALID")
 
 
-def _operators(sim: Sim) -> _Ops:
-    prog, st = sim.prog, sim.state
+def _operators(prog: Any, st: Any) -> _Ops:
     kind = prog.kind_array()
     inst = np.frombuffer(prog.inst, dtype=np.int32)
     top = np.flatnonzero((inst == 0) | (kind == K_START) | (kind == K_END))
@@ -211,7 +277,7 @@ def _rank_block(r: int, ops: _Ops, sel: np.ndarray) -> list[str]:
 
 def report_lines(wl: Workload, sim: Sim, groups: Mapping[str, Sequence[int]] | None) -> list[str]:
     """Every line after the start-up ones, in ASTRA-sim's order (module docstring)."""
-    ops = _operators(sim)
+    ops = sim.ops
     events: list[tuple[int, list[str]]] = []
     unfinished: list[int] = []
     by_rank = np.argsort(ops.rank, kind="stable")
@@ -256,7 +322,12 @@ def _group_rings(
     if not named:
         return []
     declared = {**process_groups_of(wl), **{str(k): tuple(v) for k, v in (groups or {}).items()}}
-    coll = {(r, n.id): (n.pg_name, n.comm_type) for r, nodes in enumerate(wl.ranks) for n in nodes if n.type == NodeType.COLL}
+    coll = {
+        (r, n.id): (n.pg_name, n.comm_type)
+        for r, nodes in enumerate(wl.ranks)
+        for n in nodes
+        if n.type == NodeType.COLL
+    }
     seen: set[tuple[int, str, Any]] = set()
     out = []
     issued = np.flatnonzero(ops.issue_seq >= 0)

@@ -1,0 +1,170 @@
+"""``collhub astra-sim`` against every recorded run of the real ASTRA-sim binaries.
+
+The oracle: ``../shared/data/astra-sim-oracle`` (3,769 cases recorded from
+``AstraSim_Analytical_Congestion_{Aware,Unaware}``, astra-sim 518bd51; its README). Each case is
+replayed from inside its folder through the drop-in's library entry (``hub.sim._astrasim.run``,
+in-process, batched per source and backend) and must print the recorded stdout: the same lines in
+the same order with the same numbers, and the same exit class (0 vs an abort). A run the binary
+died in (negative exit) printed only what its logger had flushed: there the two outputs must be
+prefixes of one another. A few cases also run as real subprocesses of ``collhub astra-sim`` and
+``collhub-astra-sim``. Nothing here is derived from hub.simulate: the expected text is the
+binaries'.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hub.errors import HubError
+from hub.sim._astrasim import run
+from tests.conftest import SHARED_DATA
+
+ORACLE = SHARED_DATA / "astra-sim-oracle"
+CHUNK = 400  # cases per test: failures stay readable, each test a few seconds
+STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\] ", re.M)
+
+
+def _index() -> list[dict[str, Any]]:
+    path = ORACLE / "index.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _batches() -> list[tuple[str, list[str]]]:
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for case in _index():
+        groups[(case["source"], case["backend"])].append(case["id"])
+    out = []
+    for (source, backend), ids in sorted(groups.items()):
+        parts = max(1, -(-len(ids) // CHUNK))
+        for k in range(parts):
+            part = ids[k::parts]
+            out.append((f"{source}-{backend}-{k + 1}of{parts}", part))
+    return out
+
+
+BATCHES = _batches()
+
+
+@pytest.fixture(scope="session")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both shards, extracted once per session (plain files and folders only)."""
+    if not BATCHES:
+        pytest.skip(f"the recorded ASTRA-sim runs are not at {ORACLE}")
+    root = tmp_path_factory.mktemp("astra-sim-oracle")
+    for shard in sorted(ORACLE.glob("cases-*.tar.gz")):
+        with tarfile.open(shard) as tar:
+            tar.extractall(root, filter="data")
+    return root
+
+
+def replay(case_dir: Path, log: Path) -> tuple[str | None, dict[str, Any]]:
+    """None when the drop-in prints what the binary printed for this case, else why not."""
+    case = json.loads((case_dir / "case.json").read_text())
+    try:
+        out = run([*case["argv"], f"--logging-folder={log}"], backend=case["backend"], cwd=case_dir)
+        code, text, error = out.exit_code, out.stdout, out.error
+    except HubError as exc:
+        code, text, error = exc.exit_code, "", exc.message
+    return compare(case, code, text, error), case
+
+
+def compare(case: dict[str, Any], code: int, text: str, error: str | None) -> str | None:
+    recorded, rc = case["stdout"], case["exit_code"]
+    if (code == 0) != (rc == 0):
+        return f"exit {code} ({error}), ASTRA-sim exited {rc}"
+    if rc < 0:  # the binary died of a signal: its stdout is what its logger had flushed
+        if not (recorded.startswith(text) or text.startswith(recorded)):
+            return "the output is not a prefix of ASTRA-sim's (or the other way round)"
+        return None
+    if text == recorded:
+        return None
+    ours, theirs = text.splitlines(), recorded.splitlines()
+    at = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs)))
+    return f"line {at + 1}: {ours[at] if at < len(ours) else '<end>'!r}, ASTRA-sim: {theirs[at] if at < len(theirs) else '<end>'!r}"
+
+
+@pytest.mark.parametrize("batch", [b for _, b in BATCHES], ids=[name for name, _ in BATCHES])
+def test_every_recorded_case_prints_what_astra_sim_printed(batch: list[str], cases: Path, tmp_path: Path) -> None:
+    bad = []
+    for cid in batch:
+        why, _ = replay(cases / cid, tmp_path / "log")
+        if why:
+            bad.append(f"{cid}: {why}")
+    assert not bad, f"{len(bad)} of {len(batch)} cases differ from ASTRA-sim:\n" + "\n".join(bad[:20])
+
+
+def test_the_oracle_has_every_case() -> None:
+    if not BATCHES:
+        pytest.skip(f"the recorded ASTRA-sim runs are not at {ORACLE}")
+    assert sum(len(b) for _, b in BATCHES) == 3769
+
+
+# -- real processes ----------------------------------------------------------------------------------
+def _some(pred: Any, k: int) -> list[str]:
+    return [c["id"] for c in _index() if pred(c)][:k]
+
+
+SUBPROCESS_CASES = (
+    _some(lambda c: c["source"] == "examples" and c["backend"] == "aware", 1)
+    + _some(lambda c: c["features"].get("kind") == "native" and c["backend"] == "unaware", 1)
+    + _some(lambda c: c["features"].get("kind") == "workload" and c["ranks"] == 8, 1)
+    + _some(lambda c: c["exit_code"] != 0, 1)
+)
+
+
+def _scripts() -> dict[str, list[str]]:
+    bindir = Path(sys.executable).parent
+    return {
+        "collhub astra-sim": [str(bindir / "collhub"), "astra-sim"],
+        "collhub-astra-sim": [str(bindir / "collhub-astra-sim")],
+    }
+
+
+@pytest.mark.parametrize("script", ["collhub astra-sim", "collhub-astra-sim"])
+@pytest.mark.parametrize("cid", SUBPROCESS_CASES)
+def test_console_scripts_replay_as_real_processes(script: str, cid: str, cases: Path, tmp_path: Path) -> None:
+    case_dir = cases / cid
+    case = json.loads((case_dir / "case.json").read_text())
+    cmd = [*_scripts()[script], f"--backend={case['backend']}", *case["argv"], f"--logging-folder={tmp_path / 'log'}"]
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.run(cmd, cwd=case_dir, capture_output=True, text=True, timeout=300, env=env)
+    text = STAMP.sub("", proc.stdout)
+    error = proc.stderr.strip() or None
+    assert compare(case, proc.returncode, text, error) is None, (proc.returncode, proc.stderr[-2000:])
+    if case["exit_code"] != 0:  # one line naming ASTRA-sim's reason, never a number on stdout
+        assert proc.stderr.count("\n") == 1 and "ASTRA-sim aborts" in proc.stderr
+    else:
+        assert proc.stderr == ""
+        assert (tmp_path / "log" / "log.log").read_text() == proc.stdout
+
+
+def test_missing_backend_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bindir = Path(sys.executable).parent
+    proc = subprocess.run(
+        [str(bindir / "collhub-astra-sim"), "--workload-configuration=wl"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+
+
+def test_console_script_needs_neither_typer_nor_pydantic(cases: Path, tmp_path: Path) -> None:
+    cid = SUBPROCESS_CASES[0]
+    case = json.loads((cases / cid / "case.json").read_text())
+    code = (
+        "import sys; from hub.sim._astrasim import main; "
+        f"rc = main({[f'--backend={case['backend']}', *case['argv'], f'--logging-folder={tmp_path}']!r}); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'pydantic', 'click', 'rich'}), file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cases / cid, capture_output=True, text=True, timeout=120)
+    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
