@@ -13,6 +13,8 @@ from .._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the private module defining it
 _LAZY: dict[str, str] = {
+    "AstraSimOutcome": "._astrasim",
+    "run_astra_sim": "._astrasim",
     "SimulateParams": "._api",
     "parse_size": "._api",
     "simulate": "._api",
@@ -30,6 +32,7 @@ _LAZY: dict[str, str] = {
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from ._astrasim import AstraSimOutcome, run_astra_sim
     from ._api import SimulateParams, parse_size, simulate, simulate_consumer
     from ._network import unaware_delays
     from ._program import comp_ns
@@ -38,6 +41,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._timeline import node_spans, write_timeline
 
 __all__ = [
+    "AstraSimOutcome",
     "SimulateParams",
     "SimulationResult",
     "busbw_factor",
@@ -45,6 +49,7 @@ __all__ = [
     "lower_bound_ns",
     "node_spans",
     "parse_size",
+    "run_astra_sim",
     "simulate",
     "simulate_consumer",
     "trace_events",

@@ -271,6 +271,11 @@ def simulate(
 
             raise stuck_native(exc) from None
         raise
+    from ._refusals import zero_time_events  # (ASTRA-sim's aborts: the drop-in's rule set)
+
+    why = zero_time_events(st.t0_events)
+    if why:
+        raise SimulationError(why, hint="give the network a latency, or start the first messages after a COMP")
     links: list[dict[str, Any]] = []
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ExitCode, FormatError, HubError, UsageError
 
-__all__ = ["FLAGS", "Invocation", "Outcome", "main", "parse_args", "run"]
+__all__ = ["FLAGS", "AstraSimOutcome", "Invocation", "Outcome", "main", "parse_args", "run", "run_astra_sim"]
 
 #: the analytical binaries' flags and defaults (``CmdLineParser::define_options``)
 FLAGS: dict[str, str | None] = {
@@ -117,6 +117,10 @@ def parse_args(argv: Sequence[str]) -> Invocation:
     return inv
 
 
+#: public names (``hub.sim``): the run and its outcome
+AstraSimOutcome = Outcome
+
+
 # -- inputs ---------------------------------------------------------------------------------------
 def _path(cwd: Path, value: str) -> Path:
     p = Path(value)
@@ -190,14 +194,18 @@ def run(argv: Sequence[str], *, backend: str | None = None, cwd: str | Path | No
     mode = inv.backend or backend
     if mode not in BACKENDS:
         raise UsageError(
-            f"--backend must be aware or unaware, not {mode!r}" if mode else "which ASTRA-sim backend? --backend is missing",
+            f"--backend must be aware or unaware, not {mode!r}"
+            if mode
+            else "which ASTRA-sim backend? --backend is missing",
             hint="--backend aware (AstraSim_Analytical_Congestion_Aware) or --backend unaware (..._Unaware)",
         )
     base = Path(cwd) if cwd is not None else Path.cwd()
     v = inv.values
     missing = [k for k in _REQUIRED if k not in v]
     if missing:
-        raise UsageError(f"missing --{missing[0]}", hint="the analytical binaries need " + ", ".join(f"--{k}" for k in _REQUIRED))
+        raise UsageError(
+            f"missing --{missing[0]}", hint="the analytical binaries need " + ", ".join(f"--{k}" for k in _REQUIRED)
+        )
     for k in _SCALES:
         if float(v[k]) != 1.0:
             raise UsageError(f"--{k}={v[k]} is not reproduced (only 1)", hint=f"drop --{k}")
@@ -234,6 +242,9 @@ def run(argv: Sequence[str], *, backend: str | None = None, cwd: str | Path | No
     if why:
         return Outcome(lines, ExitCode.RUN_FAILED, why)
     return Outcome(lines + report_lines(wl, sim, groups), 0)
+
+
+run_astra_sim = run
 
 
 def _workload(prefix: Path, npus: int) -> Any:

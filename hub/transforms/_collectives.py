@@ -67,7 +67,10 @@ def _kind(n: WorkloadNode) -> str:
 
 
 def collective_instances(
-    wl: Workload, p: InlineParams | None, problems: list[Problem], comm_groups: Mapping[str, Sequence[int]] | None = None
+    wl: Workload,
+    p: InlineParams | None,
+    problems: list[Problem],
+    comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> list[CollectiveInstance]:
     """``comm_groups``: groups declared outside the workload (ASTRA-sim's
     ``--comm-group-configuration``), next to those of its METADATA node."""

@@ -107,7 +107,7 @@ def oracle_time(alg: Algorithm, network: str, mode: str, timeout: float = 120.0)
 
     with tempfile.TemporaryDirectory(prefix="collhub-oracle-") as tmp:
         out = Path(tmp) / "bundle"
-        bundle = build_bundle(alg, out=out, dims=_dims_for(network), backend=mode, predict=False)
+        bundle = build_bundle(alg, out=out, dims=_dims_for(network), backend=mode, predict=False, check=False)
         stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), out, timeout)
         return parse_output(stdout).time_ns
 
@@ -123,7 +123,13 @@ def oracle_rank_finish_ns(
 
     with tempfile.TemporaryDirectory(prefix="collhub-native-") as tmp:
         bundle = build_bundle(
-            wl, out=Path(tmp) / "b", dims=_dims_for(network), system=system, predict=False, algorithm_for=algorithm_for
+            wl,
+            out=Path(tmp) / "b",
+            dims=_dims_for(network),
+            system=system,
+            predict=False,
+            algorithm_for=algorithm_for,
+            check=False,
         )
         stdout, _, _ = run_binary(BIN / BINARIES[mode], bundle.args(), bundle.path, timeout)
         report = parse_output(stdout)
@@ -360,7 +366,9 @@ def write_reproducer(case: Case, folder: Path) -> Path:
     write_algorithm(case.alg, folder / "alg")
     from collhub_astrasim._bundle import _dims_for, build_bundle
 
-    build_bundle(case.alg, out=folder / "bundle", dims=_dims_for(case.network), backend=case.mode, predict=False)
+    build_bundle(
+        case.alg, out=folder / "bundle", dims=_dims_for(case.network), backend=case.mode, predict=False, check=False
+    )
     (folder / "case.json").write_text(
         json.dumps({"name": case.name, "network": case.network, "mode": case.mode, "ranks": case.alg.ranks}, indent=2)
         + "\n"

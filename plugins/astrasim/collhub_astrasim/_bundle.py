@@ -206,8 +206,10 @@ def build_bundle(
     ctx: Any = None,
     network_label: str = "",
     predict: bool = True,
+    check: bool = True,
 ) -> Bundle:
-    """Write the bundle for ``obj`` into ``out`` (atomically) and describe it."""
+    """Write the bundle for ``obj`` into ``out`` (atomically) and describe it; ``check``: refuse a
+    bundle the real binaries would abort on (``_check``)."""
     dims = tuple(dims)
     yml = network_yml(dims)
     _check_backend(dims, backend)
@@ -247,6 +249,11 @@ def build_bundle(
         (tmp / "run.sh").chmod(0o755)
         (tmp / "README.md").write_text(bundle_readme(bundle, sys_cfg))
         (tmp / "collhub-bundle.json").write_text(dumps_json(_manifest(bundle, network_label)))
+        if check:
+            from ._check import check_runs
+
+            check_runs(tmp, bundle.args(), backend, len(dims))
+            shutil.rmtree(tmp / "log", ignore_errors=True)
         files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
         _publish(tmp, out)
     except BaseException:
