@@ -21,8 +21,7 @@ import pytest
 
 from tests._docblocks import Block, blocks
 from tests.conftest import REPO, SHARED_DATA
-from tests.sim.difftest import BIN as ASTRASIM_BIN
-from tests.sim.difftest import oracle_unavailable
+from tests.sim.difftest import BIN as ASTRASIM_BIN, oracle_unavailable
 
 SKIP = {
     "README.md#bash0": "the set-up itself (make demo / make test)",

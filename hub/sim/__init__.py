@@ -32,8 +32,8 @@ _LAZY: dict[str, str] = {
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
-    from ._astrasim import AstraSimOutcome, run_astra_sim
     from ._api import SimulateParams, parse_size, simulate, simulate_consumer
+    from ._astrasim import AstraSimOutcome, run_astra_sim
     from ._network import unaware_delays
     from ._program import comp_ns
     from ._report import trace_events, write_plot, write_trace

@@ -71,7 +71,10 @@ def aware_network(dims: Iterable[tuple[str, int]]) -> str | None:
     if len(ds) > 1:
         return f"ASTRA-sim aborts: the congestion-aware backend takes 1-D networks only, this one has {len(ds)}"
     if ds and ds[0] == ("Ring", 2):
-        return "ASTRA-sim aborts: a 2-NPU Ring on the congestion-aware backend (Device::connect asserts on the duplicate link)"
+        return (
+            "ASTRA-sim aborts: a 2-NPU Ring on the congestion-aware backend "
+            "(Device::connect asserts on the duplicate link)"
+        )
     return None
 
 

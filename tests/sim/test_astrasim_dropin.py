@@ -110,7 +110,9 @@ def compare(case: dict[str, Any], code: int, text: str, error: str | None) -> st
         return None
     ours, theirs = text.splitlines(), recorded.splitlines()
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs)))
-    return f"line {at + 1}: {ours[at] if at < len(ours) else '<end>'!r}, ASTRA-sim: {theirs[at] if at < len(theirs) else '<end>'!r}"
+    mine = ours[at] if at < len(ours) else "<end>"
+    real = theirs[at] if at < len(theirs) else "<end>"
+    return f"line {at + 1}: {mine!r}, ASTRA-sim: {real!r}"
 
 
 @pytest.mark.parametrize("batch", [b for _, b in BATCHES], ids=[name for name, _ in BATCHES])
@@ -183,7 +185,8 @@ def test_console_script_needs_neither_typer_nor_pydantic(cases: Path, tmp_path: 
     code = (
         "import sys; from hub.sim._astrasim import main; "
         f"rc = main({argv!r}); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'pydantic', 'click', 'rich'}), file=sys.stderr)"
+        "top = {m.split('.')[0] for m in sys.modules}; "
+        "print(sorted(top & {'typer', 'pydantic', 'click', 'rich'}), file=sys.stderr)"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=cases / cid, capture_output=True, text=True, timeout=120)
     assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
