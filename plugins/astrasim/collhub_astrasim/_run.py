@@ -72,7 +72,9 @@ def resolve_binary(binary: str | None, backend: str = "auto") -> Path:
         raise ExternalToolError(f"ASTRA-sim binary not found: {value}", hint=_hint_binary(backend))
     if not os.access(path, os.X_OK):
         raise ExternalToolError(f"ASTRA-sim binary is not executable: {path}", hint=f"chmod +x {path}")
-    return path.resolve()
+    # absolute, not resolved: a link's own name says the backend (a link named
+    # AstraSim_Analytical_Congestion_Aware to collhub-astra-sim runs the drop-in as that binary)
+    return path.absolute()
 
 
 def infer_backend(binary: Path, requested: str) -> str:
