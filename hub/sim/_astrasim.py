@@ -25,6 +25,7 @@ nor pydantic (its console script starts in a fraction of ``collhub``'s time).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -32,8 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import ExitCode, FormatError, HubError, UsageError
 
@@ -161,7 +160,7 @@ def _ring_lines(cfg: dict[str, Any], dims: Sequence[int]) -> list[str]:
     """NPU 0's start-up lines (``GeneralComplexTopology``: ring, direct and halving-doubling
     dimensions get a ``RingTopology``; a ``one*`` implementation one ring over every NPU)."""
     out: list[str] = []
-    total = int(np.prod(dims)) if dims else 0
+    total = math.prod(dims)
     for stem, _ in _COLL_KEYS:
         impls = cfg.get(f"{stem}-implementation")
         if not isinstance(impls, list):
