@@ -79,6 +79,7 @@ RESERVED_COMMANDS = frozenset(
         "uninstall",
         "registry",
         "report",
+        "astra-sim",
         "help",
         "version",
     }

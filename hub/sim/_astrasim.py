@@ -317,7 +317,12 @@ _USAGE = """usage: collhub-astra-sim --backend aware|unaware --workload-configur
        [--logging-folder=log]
 
 A drop-in for AstraSim_Analytical_Congestion_{Aware,Unaware}: the same flags and files, the same
-lines on stdout (docs/simulator.md, "Replacing ASTRA-sim's analytical binaries").
+lines on stdout (docs/simulator.md, "Replacing ASTRA-sim's analytical binaries"). Unknown flags are
+ignored, as the binaries do. Exit 1 with one line where ASTRA-sim aborts; 2 bad usage; 3 bad files.
+
+Example: collhub astra-sim --backend aware --workload-configuration=workload/all_reduce
+  --system-configuration=system.json --network-configuration=network.yml
+  --remote-memory-configuration=memory.json
 """
 
 if __name__ == "__main__":  # pragma: no cover - python -m hub.sim._astrasim
