@@ -190,3 +190,43 @@ def test_console_script_needs_neither_typer_nor_pydantic(cases: Path, tmp_path: 
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=cases / cid, capture_output=True, text=True, timeout=120)
     assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+
+
+def test_flags_are_read_as_cxxopts_reads_them() -> None:
+    from hub.sim._astrasim import parse_args
+
+    inv = parse_args(
+        ["--workload-configuration", "wl", "--system-configuration=s.json", "--typo=1", "-x", "--backend=aware"]
+    )
+    assert inv.values["workload-configuration"] == "wl" and inv.values["system-configuration"] == "s.json"
+    assert inv.values["logging-folder"] == "log" and inv.values["comm-group-configuration"] == "empty"
+    assert inv.backend == "aware" and inv.ignored == ["--typo=1", "-x"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "text"),
+    [
+        (["--comm-scale=2"], 2, "--comm-scale=2 is not reproduced"),
+        (["--injection-scale=x"], 2, "is not a number"),
+        (["--network-configuration=absent.yml"], 3, "absent.yml"),
+    ],
+)
+def test_bad_invocations_are_one_line(tmp_path: Path, extra: list[str], code: int, text: str) -> None:
+    bindir = Path(sys.executable).parent
+    args = [
+        "--backend=unaware",
+        "--workload-configuration=wl",
+        "--system-configuration=system.json",
+        "--network-configuration=network.yml",
+        "--remote-memory-configuration=memory.json",
+    ]
+    (tmp_path / "system.json").write_text("{}")
+    (tmp_path / "memory.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    (tmp_path / "network.yml").write_text(
+        "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n"
+    )
+    proc = subprocess.run(
+        [str(bindir / "collhub-astra-sim"), *args, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == code and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and text in proc.stderr, proc.stderr
