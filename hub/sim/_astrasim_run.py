@@ -114,22 +114,9 @@ def _one_collective(wl: Workload, custom: Mapping[Collective, str], pick: Any, n
 
 def _collective_ops(wl: Workload, prog: Any, st: Any) -> _Ops:
     """One COMM operator per rank, issued at 0, ending with the rank's last algorithm node."""
-    rank = np.frombuffer(prog.rank, dtype=np.int32)
     n = wl.rank_count
-    counts = np.bincount(rank, minlength=n)[:n]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    fin = np.asarray(st.fin, dtype=np.int64)
-    order = np.asarray(st.order, dtype=np.int64)
-    nonempty = counts > 0
-    lo = offsets[:-1][nonempty]
-    end = np.zeros(n, dtype=np.int64)
-    seq = np.zeros(n, dtype=np.int64)
-    done = np.ones(n, dtype=bool)
-    if lo.size:
-        end[nonempty] = np.maximum.reduceat(fin, lo)
-        seq[nonempty] = np.maximum.reduceat(order, lo)
-        done[nonempty] = np.minimum.reduceat(fin, lo) >= 0
+    end, seq, done = st.rank_last(n)
+    seq[done & (seq < 0)] = 0  # (a rank without algorithm nodes: done at once)
     seq[~done] = -1
     zeros = np.zeros(n, dtype=np.int64)
     node = np.asarray([nodes[0].id for nodes in wl.ranks], dtype=np.int64)

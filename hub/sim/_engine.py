@@ -79,6 +79,22 @@ class EngineState:
             raise ValueError("run_engine(order=True) keeps the completion order")
         return self._lay.to_program(self._seq)
 
+    def rank_last(self, nranks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per rank: its last completion time, that completion's place in the sequence (only with
+        ``run_engine(order=True)``), and whether every node of the rank completed; read in the
+        engine's order (no conversion of the per-node columns)."""
+        lay, fin = self._lay, self._cols[1]
+        n = lay.start
+        rank = lay.rank[:n]
+        end = np.zeros(nranks, dtype=np.int64)
+        low = np.zeros(nranks, dtype=np.int64)
+        np.maximum.at(end, rank, fin[:n])
+        np.minimum.at(low, rank, fin[:n])
+        seq = np.full(nranks, -1, dtype=np.int64)
+        if self._seq is not None:
+            np.maximum.at(seq, rank, self._seq[:n])
+        return end, seq, low >= 0
+
     @cached_property
     def start(self) -> array:
         """Issue time per program node."""
