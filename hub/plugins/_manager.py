@@ -585,12 +585,17 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
     from pydantic import BaseModel, ValidationError
 
     model_cls = _load_params_model(spec, id)
+    if not (isinstance(model_cls, type) and issubclass(model_cls, BaseModel)):
+        raise _contract_error(
+            spec, id, f"its params model is {_short(model_cls, 60)}, not a pydantic model class", "params"
+        )
     if isinstance(params, model_cls):
-        return params
+        return _checked_numbers(model_cls, id, params.model_dump(by_alias=True), params)
     if isinstance(params, BaseModel):
         params = params.model_dump()
     try:
-        return model_cls.model_validate(dict(params or {}))
+        raw = dict(params or {})
+        return _checked_numbers(model_cls, id, raw, model_cls.model_validate(raw))
     except ValidationError as exc:
         import difflib
 
@@ -620,6 +625,27 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
             f"model failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
             hint=f"this is a bug in {dist}; report it to its authors",
         ) from exc
+
+
+def _checked_numbers(model_cls: type[BaseModel], id: str, raw: dict[str, Any], model: BaseModel) -> BaseModel:  # noqa: A002
+    """``model``, once every number in it passed the rules of :mod:`._numbers` (UsageError)."""
+    from ._numbers import number_problems
+
+    problems = number_problems(model_cls, raw, model)
+    if not problems:
+        return model
+    parts = [f"{'.'.join(map(str, p.loc))}: {p.message}" for p in problems]
+    raise UsageError(f"invalid params for {id}: " + "; ".join(parts), hint=problems[0].hint)
+
+
+def _contract_error(spec: Any, id: str, what: str, label: str) -> PluginError:  # noqa: A002
+    """A component that breaks the plugin contract: the plugin's fault (exit 4), naming it."""
+    dist = str(getattr(spec, "distribution", "") or "the plugin")
+    return PluginError(
+        f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {dist}): {what}",
+        hint=f"this is a bug in {dist} ({label} breaks the plugin contract); report it to its authors, "
+        f"or disable it with COLLHUB_DISABLE_PLUGINS={dist}",
+    )
 
 
 def _short(value: Any, width: int = 80) -> str:
