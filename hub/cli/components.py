@@ -83,7 +83,9 @@ def _summary(obj: Any) -> dict[str, Any]:
 def _write(obj: Any, prefix: str) -> list[Path]:
     from ..chakra import Algorithm
 
-    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    from ..atomic import make_dirs
+
+    make_dirs(Path(prefix).parent)
     if isinstance(obj, Algorithm):
         from ..chakra import write_algorithm
 

@@ -144,9 +144,35 @@ def guarded(
     except Exception as exc:
         if not wrap_errors or isinstance(exc, PluginError) or _is_hub_error(exc):
             raise
+        place = _place_error(exc, what)
+        if place is not None:
+            raise place from exc
         raise PluginError(f"{what} failed: {_describe(exc)}", hint=hint) from exc
     except BaseException as exc:  # any other BaseException subclass a plugin invents
         raise PluginError(f"{what} {_describe(exc)}", hint=hint) from None
+
+
+#: errno names of an OSError that is about a place in the file system (a path the user gave, a
+#: full disk), not a bug of the plugin that hit it
+_PLACE_ERRNOS = ("EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "ENOTDIR", "EISDIR", "ENOENT", "EEXIST", "EIO")
+
+
+def _place_error(exc: Exception, what: str) -> Exception | None:
+    """The clean error (exit 2, or 1 for a full disk) for a plugin's ``OSError`` on a named path:
+    ``--set out=/proc/x`` is an output the user cannot write, not a bug in the plugin."""
+    import errno
+
+    if not isinstance(exc, OSError) or not exc.filename:
+        return None
+    if exc.errno not in {getattr(errno, n) for n in _PLACE_ERRNOS if hasattr(errno, n)}:
+        return None
+    from ..atomic import output_error
+
+    err = output_error(exc, str(exc.filename))
+    err.message = f"{what}: {err.message}"
+    err.args = (err.message,)
+    err.hint = f"{err.hint} (if the path is not one you gave, report it to the plugin's authors)"
+    return err
 
 
 def _is_hub_error(exc: BaseException) -> bool:
