@@ -38,7 +38,18 @@ def component_dict(spec: Any, *, schema: bool = False) -> dict[str, Any]:
     if spec.kind == "producer":
         d["output"] = getattr(spec, "output", "algorithm")
     if schema:
-        d["params_schema"] = spec.load_params().model_json_schema()
+        from pydantic import BaseModel
+
+        from ..errors import PluginError
+
+        model = spec.load_params()
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise PluginError(
+                f"component {spec.id!r} (plugin {spec.plugin}, distribution {spec.distribution}): its params model "
+                f"{spec.params!r} is not a pydantic model class",
+                hint=f"this is a bug in {spec.distribution}; report it to its authors",
+            )
+        d["params_schema"] = model.model_json_schema()
     return d
 
 
