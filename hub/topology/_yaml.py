@@ -13,13 +13,23 @@ __all__ = ["parse_network_yml", "read_network_yml"]
 _KEYS = ("topology", "npus_count", "bandwidth", "latency")
 
 
+#: a network.yml is a few hundred bytes; a larger one is not one
+_MAX_BYTES = 1 << 20
+
+
 def read_network_yml(path: str | Path) -> DimensionalTopology:
     """Read a ``network.yml`` file; :class:`TopologyFormatError` names the file and the key."""
+    from ..inputs import read_input
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TopologyFormatError(f"{p}: cannot read network file: {exc.strerror or exc}") from None
+
+    def error(where: str, message: str, hint: str | None) -> TopologyFormatError:
+        return TopologyFormatError(f"{where}: cannot read network file: {message}", hint=hint)
+
+    try:  # a fifo or a silent pipe cannot block (hub.inputs); network.yml files are a few lines
+        text = read_input(p, _MAX_BYTES, error=error).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TopologyFormatError(f"{p}: cannot read network file: not UTF-8 ({exc.reason})") from None
     return parse_network_yml(text, source=str(p))
 
 
