@@ -53,9 +53,7 @@ __all__ = [
 ]
 
 #: errno values of a write that failed in a usable place (exit 1, not a usage error)
-_WRITE_FAILED = frozenset(
-    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EIO", "EFBIG") if hasattr(errno, name)
-)
+_WRITE_FAILED = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EIO", "EFBIG") if hasattr(errno, name))
 
 
 def _blocking_parent(path: Path) -> Path | None:
@@ -107,10 +105,13 @@ def make_dirs(path: str | os.PathLike[str]) -> Path:
     if target.is_dir():
         return target
     if target.exists() or target.is_symlink():
-        raise UsageError(f"cannot write into {target}: it is a file, not a directory", hint="choose another output path")
+        raise UsageError(
+            f"cannot write into {target}: it is a file, not a directory", hint="choose another output path"
+        )
     with output_errors(target):
         target.mkdir(parents=True, exist_ok=True)
     return target
+
 
 Data = bytes | bytearray | memoryview | str | Iterable[object]
 

@@ -58,7 +58,7 @@ def _leaves(annotation: Any) -> Iterator[Any]:
 
 
 def _numeric_not_bool(annotation: Any) -> str | None:
-    """"an integer" / "a number" when the field takes numbers but not booleans, else None."""
+    """ "an integer" / "a number" when the field takes numbers but not booleans, else None."""
     leaves = set(_leaves(annotation))
     if bool in leaves or Any in leaves:
         return None
@@ -121,9 +121,7 @@ def number_problems(model_cls: Any, raw: Mapping[str, Any] | None, validated: An
                 continue
             if isinstance(item, int) and not INT64_MIN <= item <= INT64_MAX:
                 text = str(item) if len(str(item)) <= 24 else f"{str(item)[:21]}..."
-                problems.append(
-                    NumberProblem(loc, f"{text} is out of range", f"integers are {INT64_MIN}..{INT64_MAX}")
-                )
+                problems.append(NumberProblem(loc, f"{text} is out of range", f"integers are {INT64_MIN}..{INT64_MAX}"))
             elif isinstance(item, float) and not math.isfinite(item):
                 problems.append(NumberProblem(loc, f"{item} is not a finite number", "give a finite number"))
             elif _is_size_name(name) and (message := _size_problem(item)) is not None:
