@@ -42,11 +42,14 @@ def component_dict(spec: Any, *, schema: bool = False) -> dict[str, Any]:
 
         from ..errors import PluginError
 
-        model = spec.load_params()
+        who = f"component {spec.id!r} (plugin {spec.plugin}, distribution {spec.distribution})"
+        try:
+            model = spec.load_params()
+        except PluginError as exc:  # its module blocked past the import deadline
+            raise type(exc)(f"{who}: {exc.message}", hint=exc.hint) from None
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise PluginError(
-                f"component {spec.id!r} (plugin {spec.plugin}, distribution {spec.distribution}): its params model "
-                f"{spec.params!r} is not a pydantic model class",
+                f"{who}: its params model {spec.params!r} is not a pydantic model class",
                 hint=f"this is a bug in {spec.distribution}; report it to its authors",
             )
         d["params_schema"] = model.model_json_schema()
