@@ -30,7 +30,7 @@ __all__ = ["NumberProblem", "number_problems"]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Field names whose values are byte counts (what ``hub.parse_size`` reads).
-_SIZE_NAMES = frozenset({"size", "bytes", "nbytes", "size_bytes", "message_size", "msg_size"})
+_SIZE_NAMES = frozenset({"size", "sizes", "bytes", "nbytes", "size_bytes", "message_size", "msg_size"})
 
 
 class NumberProblem(typing.NamedTuple):
