@@ -81,9 +81,8 @@ def _summary(obj: Any) -> dict[str, Any]:
 
 
 def _write(obj: Any, prefix: str) -> list[Path]:
-    from ..chakra import Algorithm
-
     from ..atomic import make_dirs
+    from ..chakra import Algorithm
 
     make_dirs(Path(prefix).parent)
     if isinstance(obj, Algorithm):

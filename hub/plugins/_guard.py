@@ -122,7 +122,7 @@ def run_within(fn: Callable[..., T], *args: Any, timeout: float | None, what: st
         )
     if "error" in box:
         raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    return box["value"]
 
 
 def _describe(exc: BaseException) -> str:

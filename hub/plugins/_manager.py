@@ -36,8 +36,7 @@ from ..errors import (
 )
 from . import hookspecs
 from ._checks import _check_asked, _check_capabilities, _check_output
-from ._guard import PluginTimeout, guarded, run_within
-from ._guard import import_timeout as _import_timeout
+from ._guard import PluginTimeout, guarded, import_timeout as _import_timeout, run_within
 from ._loader import (
     CORE_DISTRIBUTION,
     BrokenPlugin,
@@ -625,7 +624,8 @@ def _load_ref(spec: ComponentSpec, id: str, label: str, load: Any) -> Any:  # no
         try:
             return load()
         except PluginTimeout as exc:
-            who = f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {getattr(spec, 'distribution', '?')})"
+            plugin, dist = getattr(spec, "plugin", "?"), getattr(spec, "distribution", "?")
+            who = f"component {id!r} (plugin {plugin}, distribution {dist})"
             raise PluginTimeout(f"{who}: {exc.message}", hint=exc.hint) from None
         except (ImportError, AttributeError) as exc:
             raise PluginLoadError(

@@ -52,15 +52,30 @@ NUMBER_CASES: list[tuple[str, list[str], str]] = [
     ("size-inf", ["SIM", "size=.inf"], "size"),
     ("bandwidth-1e400", ["SIM", "reduction_GBps=1e400"], "finite"),
     ("bandwidth-inf", ["SIM", "reduction_GBps=.inf"], "finite"),
-    ("ranks-true", ["produce", "hub.ring", "--set", "ranks=true", "--set", "collective=allreduce", "-o", "OUT"], "boolean"),
+    (
+        "ranks-true",
+        ["produce", "hub.ring", "--set", "ranks=true", "--set", "collective=allreduce", "-o", "OUT"],
+        "boolean",
+    ),  # fmt: skip
     (
         "ranks-31-digits",
-        ["produce", "hub.ring", "--set", "ranks=1000000000000000000000000000000", "--set", "collective=allreduce",
-         "-o", "OUT"],
+        [
+            "produce",
+            "hub.ring",
+            "--set",
+            "ranks=1000000000000000000000000000000",
+            "--set",
+            "collective=allreduce",
+            "-o",
+            "OUT",
+        ],
         "ranks",
     ),  # fmt: skip
-    ("root-false", ["produce", "hub.ring", *RING4[:2], "--set", "collective=broadcast", "--set", "root=false",
-                    "-o", "OUT"], "boolean"),  # fmt: skip
+    (
+        "root-false",
+        ["produce", "hub.ring", *RING4[:2], "--set", "collective=broadcast", "--set", "root=false", "-o", "OUT"],
+        "boolean",
+    ),  # fmt: skip
     ("instances-1e8", ["transform", "hub.instances", "RING", "OUT", "--set", "count=100000000"], "count"),
     ("instances-true", ["transform", "hub.instances", "RING", "OUT", "--set", "count=true"], "boolean"),
     ("chunk-1e8", ["transform", "hub.chunk", "RING", "OUT", "--set", "pieces=100000000"], "pieces"),
