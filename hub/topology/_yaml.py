@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import TopologyFormatError
 from ._dims import KINDS, Dimension, DimensionalTopology
+from ._parse import MAX_BANDWIDTH, MAX_LATENCY, MAX_NPUS, MIN_BANDWIDTH
 
 __all__ = ["parse_network_yml", "read_network_yml"]
 
@@ -77,8 +78,10 @@ def parse_network_yml(text: str, *, source: str = "<network.yml>") -> Dimensiona
                 hint=f"did you mean {near[0]!r}? (names are case-sensitive)" if near else "one of: " + ", ".join(KINDS),
             )
         npus = lists["npus_count"][i]
-        if isinstance(npus, bool) or not isinstance(npus, int) or npus < 2:
-            raise TopologyFormatError(f"{source}: 'npus_count'[{i}] = {npus!r}; must be an integer > 1")
+        if isinstance(npus, bool) or not isinstance(npus, int) or not 2 <= npus <= MAX_NPUS:
+            raise TopologyFormatError(
+                f"{source}: 'npus_count'[{i}] = {str(npus)[:40]}; must be an integer in 2..{MAX_NPUS}"
+            )
         vals = []
         for key in ("bandwidth", "latency"):
             v = lists[key][i]
@@ -86,9 +89,18 @@ def parse_network_yml(text: str, *, source: str = "<network.yml>") -> Dimensiona
                 raise TopologyFormatError(f"{source}: '{key}'[{i}] = {v!r} is not a number")
             vals.append(float(v))
         bw, lat = vals
-        if not bw > 0:
-            raise TopologyFormatError(f"{source}: 'bandwidth'[{i}] = {bw}; must be > 0 (GB/s)")
-        if not lat >= 0:
-            raise TopologyFormatError(f"{source}: 'latency'[{i}] = {lat}; must be >= 0 (ns)")
+        # the ranges of topology strings (docs/topology.md): what real links span; inf, NaN and
+        # a 31-digit latency are impossible input, not a simulation of years or an overflow
+        if not MIN_BANDWIDTH <= bw <= MAX_BANDWIDTH:
+            raise TopologyFormatError(
+                f"{source}: 'bandwidth'[{i}] = {bw:g}; must be {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} (GB/s)"
+            )
+        if not 0 <= lat <= MAX_LATENCY:
+            raise TopologyFormatError(f"{source}: 'latency'[{i}] = {lat:g}; must be 0..{MAX_LATENCY:g} (ns)")
         dims.append(Dimension(kind, npus, bw, lat))
+    total = 1
+    for d in dims:
+        total *= d.npus
+    if total > MAX_NPUS:
+        raise TopologyFormatError(f"{source}: {total} NPUs in all (the product of npus_count), more than {MAX_NPUS}")
     return DimensionalTopology(dims)

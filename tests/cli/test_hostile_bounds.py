@@ -223,3 +223,29 @@ def test_a_full_disk_is_exit_1_and_leaves_nothing(ring: Path, tmp_path: Path) ->
             assert_clean(result, 1)
             assert said in result.stderr and "No space left" in result.stderr, f"{case}: {result.stderr}"
         assert os.listdir(full) == []
+
+
+NETWORK_CASES: list[tuple[str, str, str]] = [
+    ("bandwidth-inf", "topology: [Ring]\nnpus_count: [4]\nbandwidth: [.inf]\nlatency: [500]\n", "'bandwidth'[0]"),
+    ("bandwidth-nan", "topology: [Ring]\nnpus_count: [4]\nbandwidth: [.nan]\nlatency: [500]\n", "'bandwidth'[0]"),
+    ("bandwidth-true", "topology: [Ring]\nnpus_count: [4]\nbandwidth: [true]\nlatency: [500]\n", "'bandwidth'[0]"),
+    ("latency-31-digits", "topology: [Ring]\nnpus_count: [4]\nbandwidth: [50]\nlatency: [1" + "0" * 30 + "]\n",
+     "'latency'[0]"),
+    ("npus-true", "topology: [Ring]\nnpus_count: [true]\nbandwidth: [50]\nlatency: [500]\n", "'npus_count'[0]"),
+    ("npus-21-digits", "topology: [Ring]\nnpus_count: [1" + "0" * 20 + "]\nbandwidth: [50]\nlatency: [500]\n",
+     "'npus_count'[0]"),
+    ("npus-product", "topology: [Ring, Ring]\nnpus_count: [65536, 65536]\nbandwidth: [50, 50]\nlatency: [500, 500]\n",
+     "NPUs in all"),
+]  # fmt: skip
+
+
+def test_numbers_out_of_range_in_network_files(ring: Path, tmp_path: Path) -> None:
+    """An ASTRA-sim network.yml holds the same ranges as a topology string (exit 3, naming the key)."""
+    cases = []
+    for case, body, _ in NETWORK_CASES:
+        (tmp_path / f"{case}.yml").write_text(body)
+        args = ["consume", "hub.simulate", str(ring), "--set", f"network={tmp_path / case}.yml", "--set", "size=1MiB"]
+        cases.append((args, _env(tmp_path)))
+    for (case, _, said), ran in zip(NETWORK_CASES, run_many(cases), strict=True):
+        assert_clean(ran, 3)
+        assert said in ran.stderr, f"{case}: {ran.stderr}"
