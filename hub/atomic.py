@@ -17,10 +17,17 @@ Every artifact collhub or a first-party plugin writes goes through this module, 
     write_files([(path, chunks), ...], stale=[...])   a set: all or nothing, stale members removed
     with output_path(path) as tmp: ...        a tool writes ``tmp`` by name (e.g. savefig)
     tmp = temp_dir(final); ...; commit_dir(tmp, final, replace=True)   a directory
+    make_dirs(path); with output_errors(path): ...   a place for outputs, OSErrors made clean
+
+Every way an output place can be unusable ends as one error naming the path the user gave:
+under a regular file, not writable, a special file system (``/proc``, ``/sys``), read-only: a
+:class:`~hub.errors.UsageError` (exit 2); full or failing while written: an
+:class:`~hub.errors.OutputError` (exit 1). Plugins that write through this module get the same.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -30,9 +37,81 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import HubError, OutputError, UsageError
 
-__all__ = ["commit_dir", "dir_mode", "file_mode", "output_path", "temp_dir", "write_file", "write_files"]
+__all__ = [
+    "commit_dir",
+    "dir_mode",
+    "file_mode",
+    "make_dirs",
+    "output_error",
+    "output_errors",
+    "output_path",
+    "temp_dir",
+    "write_file",
+    "write_files",
+]
+
+#: errno values of a write that failed in a usable place (exit 1, not a usage error)
+_WRITE_FAILED = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EIO", "EFBIG") if hasattr(errno, name))
+
+
+def _blocking_parent(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` that is not a directory (``/etc/passwd`` of
+    ``/etc/passwd/x/y``), if there is one."""
+    for parent in path.parents:
+        try:
+            if parent.exists():
+                return None if parent.is_dir() else parent
+        except OSError:
+            return None
+    return None
+
+
+def output_error(exc: OSError, path: str | os.PathLike[str]) -> HubError:
+    """The clean error for ``exc``, raised while writing output ``path`` (see the module docstring)."""
+    target = Path(path)
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in _WRITE_FAILED:
+        return OutputError(
+            f"cannot write {target}: {reason}",
+            hint="free some space (or use another disk) and run again; nothing was left half-written",
+        )
+    blocker = _blocking_parent(target)
+    if blocker is not None:
+        return UsageError(
+            f"cannot write {target}: {blocker} is a file, not a directory",
+            hint="choose an output path in a directory",
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = "choose an output path in a directory you can write"
+    else:
+        hint = "choose an output path in a writable directory of a regular file system"
+    return UsageError(f"cannot write {target}: {reason}", hint=hint)
+
+
+@contextmanager
+def output_errors(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn an ``OSError`` of the block into the clean error for output ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise output_error(exc, path) from None
+
+
+def make_dirs(path: str | os.PathLike[str]) -> Path:
+    """``mkdir -p path`` for an output directory, with clean errors (see the module docstring)."""
+    target = Path(path)
+    if target.is_dir():
+        return target
+    if target.exists() or target.is_symlink():
+        raise UsageError(
+            f"cannot write into {target}: it is a file, not a directory", hint="choose another output path"
+        )
+    with output_errors(target):
+        target.mkdir(parents=True, exist_ok=True)
+    return target
+
 
 Data = bytes | bytearray | memoryview | str | Iterable[object]
 
@@ -72,10 +151,12 @@ def _check_file_target(path: Path) -> None:
 
 
 def _mkparent(path: Path) -> None:
+    if path.parent.is_dir():
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)  # like open(): a missing output folder is made
-    except FileExistsError:
-        raise UsageError(f"cannot write {path}: {path.parent} exists and is not a directory") from None
+    except OSError as exc:
+        raise output_error(exc, path) from None
 
 
 def _temp_file(path: Path, mode: int) -> tuple[int, Path]:
@@ -137,11 +218,9 @@ def write_files(
                 pass
     except OSError as exc:
         _cleanup(temps, placed, existed)
-        where = getattr(exc, "filename", None) or (paths[0].parent if paths else "")
-        raise UsageError(
-            f"cannot write {where}: {exc.strerror or exc}",
-            hint="check that the output directory exists and is writable",
-        ) from None
+        filename = getattr(exc, "filename", None)
+        where = next((p for p in paths if filename is not None and str(p) in str(filename)), None)
+        raise output_error(exc, where or (paths[0] if paths else Path(str(filename or "")))) from None
     except BaseException:
         _cleanup(temps, placed, existed)
         raise
@@ -267,12 +346,14 @@ def output_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path)
     _check_file_target(target)
     _mkparent(target)
-    fd, tmp = _temp_file(target, file_mode())
+    with output_errors(target):
+        fd, tmp = _temp_file(target, file_mode())
     os.close(fd)
     try:
         yield tmp
-        os.chmod(tmp, file_mode())  # a tool may have re-created the file with its own mode
-        os.replace(tmp, target)
+        with output_errors(target):
+            os.chmod(tmp, file_mode())  # a tool may have re-created the file with its own mode
+            os.replace(tmp, target)
     finally:
         try:
             tmp.unlink()
@@ -292,8 +373,9 @@ def temp_dir(final: str | os.PathLike[str]) -> Path:
             hint="choose another output path; a file is never replaced by a directory",
         )
     _mkparent(final)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    os.chmod(tmp, dir_mode())
+    with output_errors(final):
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+        os.chmod(tmp, dir_mode())
     return tmp
 
 
@@ -315,9 +397,11 @@ def commit_dir(tmp: str | os.PathLike[str], final: str | os.PathLike[str], *, re
         if not replace:
             raise UsageError(f"{final} already exists", hint="choose another output path, or allow replacing it")
         old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(final, old)
+        with output_errors(final):
+            os.replace(final, old)
     try:
-        os.replace(tmp, final)
+        with output_errors(final):
+            os.replace(tmp, final)
     except BaseException:
         if old is not None:
             os.replace(old, final)  # put the old directory back

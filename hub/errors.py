@@ -21,6 +21,7 @@ one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: .
     │   └── SynthesisInputError       a synthesizer's problem is ill-posed (chunks <= 0, ranks vs topology) (exit 3)
     ├── SimulationError               a consumer could not simulate the input        (exit 1)
     ├── ExportError                   a consumer cannot express the input in its target format (exit 1)
+    ├── OutputError                   an output could not be written: disk full, I/O error (exit 1)
     ├── PluginError                   plugin loading and resolution                  (exit 4)
     │   ├── PluginLoadError           an entry point failed to import or register
     │   ├── IncompatiblePluginError   plugin API version or requires_hub mismatch
@@ -62,6 +63,7 @@ __all__ = [
     "IncompatiblePluginError",
     "IntegrityError",
     "Issue",
+    "OutputError",
     "PipelineError",
     "PipelineValidationError",
     "PluginError",
@@ -254,6 +256,12 @@ class PipelineValidationError(PipelineError):
 
 class StepFailedError(PipelineError):
     """A pipeline step failed at run time."""
+
+
+class OutputError(HubError):
+    """An output could not be written although its place is usable: the disk or quota is full,
+    an I/O error (exit 1; nothing half-written stays). An unusable place (under a regular file,
+    not writable, a special file system) is a :class:`UsageError` instead (exit 2)."""
 
 
 class ExternalToolError(HubError):

@@ -165,3 +165,35 @@ def test_astrasim_bundle(tmp_path: Path) -> None:
     assert modes.pop(".") == 0o755 and modes.pop("algorithm") == 0o755 and modes.pop("workload") == 0o755
     assert modes.pop("run.sh") == 0o755
     assert set(modes.values()) == {0o644}, modes
+
+
+# --- unusable output places (issue 26) ---------------------------------------------------------
+def test_unusable_places_are_one_clean_error(tmp_path: Path) -> None:
+    from hub.atomic import make_dirs, output_path, temp_dir, write_file
+    from hub.errors import UsageError
+
+    (tmp_path / "afile").write_text("mine\n")
+    for target in (tmp_path / "afile" / "x", tmp_path / "afile" / "x" / "y", Path("/proc/collhub-x/y")):
+        with pytest.raises(UsageError, match="cannot write") as info:
+            write_file(target, b"data")
+        assert str(target).split("/x")[0] in info.value.message or "/proc" in info.value.message
+        with pytest.raises(UsageError):
+            temp_dir(target)
+        with pytest.raises(UsageError):
+            with output_path(target):
+                pass
+    with pytest.raises(UsageError, match="is a file, not a directory"):
+        make_dirs(tmp_path / "afile")
+    assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+def test_a_full_disk_is_an_output_error_not_a_usage_error(tmp_path: Path) -> None:
+    import errno
+
+    from hub.atomic import output_error
+    from hub.errors import OutputError, UsageError
+
+    full = output_error(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x")), tmp_path / "x")
+    assert isinstance(full, OutputError) and full.exit_code == 1 and str(tmp_path / "x") in full.message
+    denied = output_error(OSError(errno.EACCES, "Permission denied", str(tmp_path)), tmp_path / "x")
+    assert isinstance(denied, UsageError) and denied.exit_code == 2

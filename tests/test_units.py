@@ -66,3 +66,32 @@ def test_every_reader_is_the_core_one() -> None:
         assert astrasim.parse_size(text) == parse_size(text)
     with pytest.raises(UsageError):
         astrasim.parse_size(0)  # ASTRA-sim needs at least one byte
+
+
+# --- bounds (issue 26): checked before anything is computed from the value -------------------
+@pytest.mark.parametrize(
+    "value",
+    ["1e400", "1000000000000000000000000000000", 10**30, "1e999999999", "2TiB", "1099511627777", float("inf"),
+     float("nan"), 2.0**41, "9" * 70],
+)  # fmt: skip
+def test_sizes_past_1_tib_are_refused(value: object) -> None:
+    from hub.errors import UsageError
+
+    with pytest.raises(UsageError, match="out of range|cannot read size"):
+        parse_size(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1TiB", 1 << 40), (1 << 40, 1 << 40), ("0e999999999", 0), ("0.0000000000000000001e25", 10**6)],
+)
+def test_sizes_up_to_1_tib_are_read_exactly(value: object, expected: int) -> None:
+    assert parse_size(value) == expected  # type: ignore[arg-type]
+
+
+def test_booleans_are_not_sizes() -> None:
+    from hub.errors import UsageError
+
+    for value in (True, False):
+        with pytest.raises(UsageError, match="not a byte count"):
+            parse_size(value)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._units import MAX_BYTES
 from ..errors import TraceFormatError
 from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph, chunk_bytes
 
@@ -45,7 +46,7 @@ INT64_MAX = (1 << 63) - 1
 #: optional ones is their "unset" default (-1); the reader also checks that the range fits the
 #: column's dtype before narrowing, so that no value wraps around.
 ATTR_RANGES: dict[str, tuple[str, int, int]] = {
-    "comm_size": ("size", -1, INT64_MAX),
+    "comm_size": ("size", -1, MAX_BYTES),
     "comm_src": ("_src", -(1 << 31), INT32_MAX),
     "comm_dst": ("_dst", -(1 << 31), INT32_MAX),
     "comm_tag": ("tag", -(1 << 31), INT32_MAX),
@@ -67,7 +68,7 @@ _MEANING = {
     "op": "0 none, 1 copy or 2 reduce",
     "tb": "a threadblock >= 0 (or -1, unset)",
     "chan": "a channel >= 0",
-    "comm_size": "bytes >= 0",
+    "comm_size": f"a byte count, 0..{MAX_BYTES} (1 TiB: no accelerator holds a larger buffer)",
 }
 
 _DEFAULT_LIMITS = {"COLLHUB_MAX_CHUNK_SLOTS": 1 << 26, "COLLHUB_MAX_INFLATED_BYTES": 1 << 30}
@@ -111,8 +112,11 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
             f"attribute root = {meta.root} is not a rank of 0..{meta.ranks - 1}",
             "root names the rank that holds or receives the data",
         )
-    if meta.size is not None and not 0 <= meta.size <= INT64_MAX:
-        return f"attribute size = {meta.size} is out of range", "size is the collective size in bytes, >= 0"
+    if meta.size is not None and not 0 <= meta.size <= MAX_BYTES:
+        return (
+            f"attribute size = {meta.size} is out of range",
+            f"size is the collective size in bytes, 0..{MAX_BYTES} (1 TiB)",
+        )
     return None
 
 

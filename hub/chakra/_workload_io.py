@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._units import MAX_BYTES
 from ..errors import ExportError, TraceFormatError, UsageError
 from . import _profile as P
 from ._attrsets import Attributes, check_attributes
@@ -70,13 +71,13 @@ def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) 
                 node=node.id,
                 hint="Chakra readers take comm_* attributes as integers",
             )
-    if node.comm_size is not None and node.comm_size < 0:
+    if node.comm_size is not None and not 0 <= node.comm_size <= MAX_BYTES:
         raise TraceFormatError(
             f"attribute comm_size = {node.comm_size} is out of range",
             path=str(path),
             rank=rank,
             node=node.id,
-            hint="comm_size is a byte count >= 0",
+            hint=f"comm_size is a byte count, 0..{MAX_BYTES} (1 TiB: no accelerator holds a larger buffer)",
         )
     if node.type in (NodeType.SEND, NodeType.RECV):
         key = "comm_dst" if node.type == NodeType.SEND else "comm_src"

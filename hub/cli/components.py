@@ -81,9 +81,10 @@ def _summary(obj: Any) -> dict[str, Any]:
 
 
 def _write(obj: Any, prefix: str) -> list[Path]:
+    from ..atomic import make_dirs
     from ..chakra import Algorithm
 
-    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(Path(prefix).parent)
     if isinstance(obj, Algorithm):
         from ..chakra import write_algorithm
 

@@ -113,9 +113,12 @@ class RunDir:
                 f"{self.final} exists and is not a directory",
                 hint="choose another --out; a file is never moved aside or replaced",
             )
-        self.final.parent.mkdir(parents=True, exist_ok=True)
+        from ..atomic import make_dirs, output_errors
+
+        make_dirs(self.final.parent)
         self.work = self.final.parent / f".{self.final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.work.mkdir()
+        with output_errors(self.final):
+            self.work.mkdir()
 
     def resume_hint(self) -> str:
         """The command that completes this run."""

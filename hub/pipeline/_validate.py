@@ -304,6 +304,9 @@ def _params_issues(
         model = spec.load_params()
     except Exception as exc:  # noqa: BLE001 - a broken plugin must not crash validation
         return [loaded.issue(prefix[:-1], f"cannot load the params model of {cid}: {exc}")]
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        dist = getattr(spec, "distribution", "its plugin")
+        return [loaded.issue(prefix[:-1], f"the params model of {cid} is not a pydantic model (a bug in {dist})")]
     fields = list(getattr(model, "model_fields", {}))
     found: dict[tuple[str, str], tuple[Issue, list[Point]]] = {}
     refs = list(references(raw))
@@ -368,7 +371,14 @@ def _point_issues(
         return out
     except Exception as exc:  # noqa: BLE001 - a plugin's validator that raises something else
         return [loaded.issue(prefix, f"the params model of {cid} failed: {type(exc).__name__}: {exc}")]
-    issues = _capability_issues(loaded, spec, cid, prefix, validated)
+    from ..plugins._numbers import number_problems
+
+    issues = [
+        loaded.issue(prefix + p.loc, p.message, hint=p.hint)
+        for p in number_problems(model, params, validated)
+        if not any((prefix + p.loc)[: len(u)] == u for u in unresolved)
+    ]
+    issues += _capability_issues(loaded, spec, cid, prefix, validated)
     issues += _topology_issues(loaded, prefix, validated, unresolved)
     return issues
 

@@ -13,6 +13,11 @@ factory):
 * with ``timeout`` (seconds), a call still running after it is stopped with
   :class:`PluginTimeout` (SIGALRM; main thread only). Python code is interrupted at once; a
   plugin blocked inside C code is stopped when it returns to Python.
+
+Loading plugin code (imports, registration hooks) is bounded by construction instead:
+:func:`run_within` runs it in a worker thread that the caller stops waiting for after
+``COLLHUB_PLUGIN_IMPORT_TIMEOUT`` seconds, so not even code that blocks in C or swallows the
+alarm holds a command.
 """
 
 from __future__ import annotations
@@ -28,7 +33,12 @@ from typing import Any, TypeVar
 
 from ..errors import PluginError
 
-__all__ = ["PluginTimeout", "guarded", "stdout_to_stderr"]
+__all__ = ["PluginTimeout", "guarded", "import_timeout", "run_within", "stdout_to_stderr"]
+
+ENV_IMPORT_TIMEOUT = "COLLHUB_PLUGIN_IMPORT_TIMEOUT"
+#: Seconds one plugin import (an entry point, a factory's or params model's module) or one
+#: registration hook may take by default.
+DEFAULT_IMPORT_TIMEOUT = 15.0
 
 T = TypeVar("T")
 #: Timeouts at or past this many seconds (about three years) mean no timeout.
@@ -70,6 +80,49 @@ def stdout_to_stderr() -> Iterator[None]:
                 pass
             os.dup2(saved_fd, 1)
             os.close(saved_fd)
+
+
+def import_timeout() -> float | None:
+    """``COLLHUB_PLUGIN_IMPORT_TIMEOUT`` in seconds (default 15; 0 or less: no deadline)."""
+    raw = os.environ.get(ENV_IMPORT_TIMEOUT, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_IMPORT_TIMEOUT
+    except ValueError:
+        value = DEFAULT_IMPORT_TIMEOUT
+    return value if value > 0 and value == value else None
+
+
+def run_within(fn: Callable[..., T], *args: Any, timeout: float | None, what: str) -> T:
+    """``fn(*args)`` in a daemon worker thread; the caller waits at most ``timeout`` seconds.
+
+    Loading plugin code must not stall a command, whatever the code does: sleep in C, block on
+    a fifo, or swallow the SIGALRM that :func:`guarded`'s timeout raises. The worker gives up
+    nothing (a thread cannot be killed); the caller stops waiting, gets :class:`PluginTimeout`
+    and goes on without the plugin, and the abandoned daemon thread ends with the process. The
+    exception ``fn`` raises (``SystemExit`` included) is raised here, for :func:`guarded` to name.
+    """
+    if timeout is None or not 0 < timeout < _MAX_TIMEOUT:
+        return fn(*args)
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="collhub-plugin-load", daemon=True).start()
+    if not done.wait(timeout):
+        raise PluginTimeout(
+            f"{what} did not finish within {timeout:g} s; given up",
+            hint=f"fix or disable the plugin, or raise {ENV_IMPORT_TIMEOUT} if it is only slow",
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _describe(exc: BaseException) -> str:
@@ -144,9 +197,35 @@ def guarded(
     except Exception as exc:
         if not wrap_errors or isinstance(exc, PluginError) or _is_hub_error(exc):
             raise
+        place = _place_error(exc, what)
+        if place is not None:
+            raise place from exc
         raise PluginError(f"{what} failed: {_describe(exc)}", hint=hint) from exc
     except BaseException as exc:  # any other BaseException subclass a plugin invents
         raise PluginError(f"{what} {_describe(exc)}", hint=hint) from None
+
+
+#: errno names of an OSError that is about a place in the file system (a path the user gave, a
+#: full disk), not a bug of the plugin that hit it
+_PLACE_ERRNOS = ("EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "ENOTDIR", "EISDIR", "ENOENT", "EEXIST", "EIO")
+
+
+def _place_error(exc: Exception, what: str) -> Exception | None:
+    """The clean error (exit 2, or 1 for a full disk) for a plugin's ``OSError`` on a named path:
+    ``--set out=/proc/x`` is an output the user cannot write, not a bug in the plugin."""
+    import errno
+
+    if not isinstance(exc, OSError) or not exc.filename:
+        return None
+    if exc.errno not in {getattr(errno, n) for n in _PLACE_ERRNOS if hasattr(errno, n)}:
+        return None
+    from ..atomic import output_error
+
+    err = output_error(exc, str(exc.filename))
+    err.message = f"{what}: {err.message.replace('cannot write ', 'cannot use ', 1)}"
+    err.args = (err.message,)
+    err.hint = f"{err.hint} (if the path is not one you gave, report it to the plugin's authors)"
+    return err
 
 
 def _is_hub_error(exc: BaseException) -> bool:

@@ -36,7 +36,7 @@ from ..errors import (
 )
 from . import hookspecs
 from ._checks import _check_asked, _check_capabilities, _check_output
-from ._guard import guarded
+from ._guard import PluginTimeout, guarded, import_timeout as _import_timeout, run_within
 from ._loader import (
     CORE_DISTRIBUTION,
     BrokenPlugin,
@@ -86,18 +86,17 @@ RESERVED_COMMANDS = frozenset(
 )
 #: Reserved names that one first-party distribution provides as a plugin command group: only it may.
 RESERVED_FOR = {"registry": "collhub-registry"}
-ENV_IMPORT_TIMEOUT = "COLLHUB_PLUGIN_IMPORT_TIMEOUT"
-
-
-def _import_timeout() -> float | None:
-    import os
-
-    raw = os.environ.get(ENV_IMPORT_TIMEOUT, "").strip()
-    try:
-        value = float(raw) if raw else 30.0
-    except ValueError:
-        value = 30.0
-    return value if value > 0 else None
+#: Plugin names of the first-party distributions (plugins/ and registry/ of this repository):
+#: only that distribution may register the name, installed or not, so installing some package
+#: can never replace a first-party component (``mscclang.ir``) with its own.
+FIRST_PARTY = {
+    "astrasim": "collhub-astrasim",
+    "mscclang": "collhub-mscclang",
+    "registry": "collhub-registry",
+    "replay": "collhub-replay",
+    "taccl": "collhub-taccl",
+    "tacos": "collhub-tacos",
+}
 
 
 @dataclass
@@ -178,6 +177,9 @@ class PluginManager:
         entry points of those names (the plugin names, the prefixes of component ids) are loaded:
         see :func:`manager_for`."""
         to_load, self._skipped = discover()
+        # the owner of a name comes first: the core, then first-party, then by name and distribution
+        to_load.sort(key=lambda c: (_rank_of(c), c.name, normalize_name(c.distribution)))
+        owners: dict[str, str] = {}
         for cand in to_load:
             if names is not None and cand.name not in names:
                 continue
@@ -199,8 +201,14 @@ class PluginManager:
                     ),
                 )
                 continue
+            claim = _claim_problem(cand, owners.get(cand.name))
+            if claim is not None:
+                self._record_broken(cand.distribution, cand.version, cand.label, claim)
+                continue
+            owners.setdefault(cand.name, cand.distribution)
             try:
-                module = guarded(cand.load, what=f"{where}: import", hint=hint, timeout=_import_timeout())
+                load = functools.partial(run_within, cand.load, timeout=_import_timeout(), what=f"{where}: import")
+                module = guarded(load, what=f"{where}: import", hint=hint)
             except PluginError as exc:
                 cause = exc.__cause__ or exc
                 text = exc.message.split(": import ", 1)[-1].removeprefix("failed: ")
@@ -210,9 +218,14 @@ class PluginManager:
                 continue
             try:
                 register = functools.partial(
-                    self.register, module, name=cand.name, distribution=cand.distribution, version=cand.version
+                    self.register,
+                    module,
+                    name=cand.name,
+                    distribution=cand.distribution,
+                    version=cand.version,
+                    call=None if _rank_of(cand) == 0 else functools.partial(_call_hook, where=where),
                 )
-                guarded(register, what=f"{where}: registration", hint=hint, timeout=_import_timeout())
+                guarded(register, what=f"{where}: registration", hint=hint)
             except PluginError as exc:
                 self._record_broken(cand.distribution, cand.version, cand.label, exc)
 
@@ -228,11 +241,14 @@ class PluginManager:
         name: str | None = None,
         distribution: str | None = None,
         version: str = "0",
+        call: Any = None,
     ) -> PluginInfo:
         """Register ``plugin`` (a module or object with ``@hookimpl`` functions) under ``name``.
 
         Validates its API version and descriptors and adds its components as ``<name>.<comp>``.
         On failure nothing of the plugin stays registered and a :class:`PluginError` is raised.
+        ``call(hook)`` runs each registration hook (default: ``hook()``); entry points are
+        registered with one that bounds each hook by the import deadline.
         """
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         dist = distribution or name
@@ -248,7 +264,7 @@ class PluginManager:
             err = PluginLoadError(f"plugin {label} failed to register: {exc}", hint=_hooks_hint())
             raise err from exc
         try:
-            provided, commands = self._collect(plugin, name, dist)
+            provided, commands = self._collect(plugin, name, dist, call)
         except PluginError:
             self._pm.unregister(name=name)
             raise
@@ -308,7 +324,10 @@ class PluginManager:
             self._components.pop(cid, None)
         self._commands = {k: v for k, v in self._commands.items() if v[0] != name}
 
-    def _collect(self, plugin: object, name: str, dist: str) -> tuple[list[_Provided], list[tuple[str, Any]]]:
+    def _collect(
+        self, plugin: object, name: str, dist: str, call: Any = None
+    ) -> tuple[list[_Provided], list[tuple[str, Any]]]:
+        call = call or (lambda hook: hook())
         provided: list[_Provided] = []
         seen: set[str] = set()
         for hook_name, spec_cls in REGISTRATION_HOOKS.items():
@@ -316,8 +335,10 @@ class PluginManager:
             if impl is None:
                 continue
             try:
-                result = impl()
+                result = call(impl)
                 items = list(result or [])
+            except PluginError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 raise PluginLoadError(
                     f"plugin {name!r} ({dist}): {hook_name}() raised {type(exc).__name__}: {exc}",
@@ -342,11 +363,13 @@ class PluginManager:
         impl = _impl_of(plugin, "collhub_commands")
         if impl is not None:
             try:
-                for pair in impl() or []:
+                for pair in call(impl) or []:
                     cname, app = pair
                     if not isinstance(cname, str) or not _COMMAND_RE.match(cname):
                         raise ValueError(f"command name {cname!r} must match {_COMMAND_RE.pattern}")
                     commands.append((cname, app))
+            except PluginError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 raise PluginLoadError(
                     f"plugin {name!r} ({dist}): collhub_commands() is invalid: {type(exc).__name__}: {exc}",
@@ -392,9 +415,13 @@ class PluginManager:
         if not close and "." not in id:  # a bare name: suggest the qualified ids ending in it
             close = [k for k in known if k.rsplit(".", 1)[-1] == id]
         hint = f"did you mean {' or '.join(close)}?" if close else _not_installed_hint(id)
-        broken = [b.distribution for b in self._broken if id.split(".", 1)[0] == b.entry_point.split(" ", 1)[0]]
-        if broken:
-            hint = f"plugin {broken[0]} provides it but failed to load; run `collhub plugins doctor`"
+        prefix = id.split(".", 1)[0]
+        broken = [b for b in self._broken if prefix == b.entry_point.split(" ", 1)[0]]
+        if broken and isinstance(broken[0].error, ComponentConflictError) and prefix in FIRST_PARTY:
+            hint = f"{prefix}.* belongs to {FIRST_PARTY[prefix]} (`collhub install {FIRST_PARTY[prefix]}`); "
+            hint += f"{broken[0].distribution}'s claim to it was refused"
+        elif broken:
+            hint = f"plugin {broken[0].distribution} provides it but failed to load; run `collhub plugins doctor`"
         raise ComponentNotFoundError(f"unknown component {id!r}", hint=hint)
 
     def commands(self) -> dict[str, Any]:
@@ -507,6 +534,45 @@ class PluginManager:
 _VERB = {"producer": "produce", "transform": "transform", "consumer": "consume"}
 
 
+def _call_hook(hook: Any, *, where: str) -> Any:
+    """A registration hook of an entry point, bounded by the import deadline (a worker thread)."""
+    name = getattr(hook, "__name__", "hook")
+    return run_within(hook, timeout=_import_timeout(), what=f"{where}: {name}()")
+
+
+def _rank_of(cand: Candidate) -> int:
+    """0 the core, 1 a first-party distribution under its own name, 2 any other."""
+    dist = normalize_name(cand.distribution)
+    if dist == CORE_DISTRIBUTION:
+        return 0
+    return 1 if FIRST_PARTY.get(cand.name) == dist else 2
+
+
+def _claim_problem(cand: Candidate, owner: str | None) -> ComponentConflictError | None:
+    """Why ``cand`` may not register its plugin name (and so its component ids), or None.
+
+    A name belongs to the distribution that registered it first (the load order puts the core
+    and the first-party distributions first); the names of the first-party distributions are
+    theirs even when they are not installed."""
+    dist = normalize_name(cand.distribution)
+    reserved = FIRST_PARTY.get(cand.name)
+    if reserved is not None and reserved != dist:
+        return ComponentConflictError(
+            f"plugin {cand.name!r} from {cand.distribution} {cand.version}: the plugin name {cand.name!r} "
+            f"(and its component ids {cand.name}.*) belongs to {reserved}; {cand.distribution} may not take it",
+            hint=f"uninstall {cand.distribution}, or set COLLHUB_DISABLE_PLUGINS={cand.distribution}",
+        )
+    if owner is not None and normalize_name(owner) != dist:
+        return ComponentConflictError(
+            f"plugin {cand.name!r} from {cand.distribution} {cand.version}: the plugin name {cand.name!r} "
+            f"(and its component ids {cand.name}.*) is already registered by {owner}; "
+            f"{cand.distribution}'s claim is refused",
+            hint=f"uninstall one of {owner} and {cand.distribution}, "
+            f"or set COLLHUB_DISABLE_PLUGINS={cand.distribution}",
+        )
+    return None
+
+
 def _with_id(p: _Provided) -> ComponentSpec:
     # Descriptors are frozen dataclasses: attach the qualified id without mutating the plugin's
     # object by setting attributes on a shallow copy.
@@ -558,6 +624,10 @@ def _load_ref(spec: ComponentSpec, id: str, label: str, load: Any) -> Any:  # no
     def attempt() -> Any:
         try:
             return load()
+        except PluginTimeout as exc:
+            plugin, dist = getattr(spec, "plugin", "?"), getattr(spec, "distribution", "?")
+            who = f"component {id!r} (plugin {plugin}, distribution {dist})"
+            raise PluginTimeout(f"{who}: {exc.message}", hint=exc.hint) from None
         except (ImportError, AttributeError) as exc:
             raise PluginLoadError(
                 f"component {id!r}: cannot load {label} {getattr(spec, label.split()[0])!r}: "
@@ -586,12 +656,17 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
     from pydantic import BaseModel, ValidationError
 
     model_cls = _load_params_model(spec, id)
+    if not (isinstance(model_cls, type) and issubclass(model_cls, BaseModel)):
+        raise _contract_error(
+            spec, id, f"its params model is {_short(model_cls, 60)}, not a pydantic model class", "params"
+        )
     if isinstance(params, model_cls):
-        return params
+        return _checked_numbers(model_cls, id, params.model_dump(by_alias=True), params)
     if isinstance(params, BaseModel):
         params = params.model_dump()
     try:
-        return model_cls.model_validate(dict(params or {}))
+        raw = dict(params or {})
+        return _checked_numbers(model_cls, id, raw, model_cls.model_validate(raw))
     except ValidationError as exc:
         import difflib
 
@@ -621,6 +696,27 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
             f"model failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
             hint=f"this is a bug in {dist}; report it to its authors",
         ) from exc
+
+
+def _checked_numbers(model_cls: type[BaseModel], id: str, raw: dict[str, Any], model: BaseModel) -> BaseModel:  # noqa: A002
+    """``model``, once every number in it passed the rules of :mod:`._numbers` (UsageError)."""
+    from ._numbers import number_problems
+
+    problems = number_problems(model_cls, raw, model)
+    if not problems:
+        return model
+    parts = [f"{'.'.join(map(str, p.loc))}: {p.message}" for p in problems]
+    raise UsageError(f"invalid params for {id}: " + "; ".join(parts), hint=problems[0].hint)
+
+
+def _contract_error(spec: Any, id: str, what: str, label: str) -> PluginError:  # noqa: A002
+    """A component that breaks the plugin contract: the plugin's fault (exit 4), naming it."""
+    dist = str(getattr(spec, "distribution", "") or "the plugin")
+    return PluginError(
+        f"component {id!r} (plugin {getattr(spec, 'plugin', '?')}, distribution {dist}): {what}",
+        hint=f"this is a bug in {dist} ({label} breaks the plugin contract); report it to its authors, "
+        f"or disable it with COLLHUB_DISABLE_PLUGINS={dist}",
+    )
 
 
 def _short(value: Any, width: int = 80) -> str:

@@ -38,7 +38,21 @@ def component_dict(spec: Any, *, schema: bool = False) -> dict[str, Any]:
     if spec.kind == "producer":
         d["output"] = getattr(spec, "output", "algorithm")
     if schema:
-        d["params_schema"] = spec.load_params().model_json_schema()
+        from pydantic import BaseModel
+
+        from ..errors import PluginError
+
+        who = f"component {spec.id!r} (plugin {spec.plugin}, distribution {spec.distribution})"
+        try:
+            model = spec.load_params()
+        except PluginError as exc:  # its module blocked past the import deadline
+            raise type(exc)(f"{who}: {exc.message}", hint=exc.hint) from None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise PluginError(
+                f"{who}: its params model {spec.params!r} is not a pydantic model class",
+                hint=f"this is a bug in {spec.distribution}; report it to its authors",
+            )
+        d["params_schema"] = model.model_json_schema()
     return d
 
 

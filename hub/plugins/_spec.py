@@ -46,12 +46,26 @@ class EmptyParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+def _import(module_name: str) -> Any:
+    """Import a component's module; a plugin's, not yet imported, within the import deadline
+    (:func:`._guard.run_within`), so a factory module that blocks at import cannot hold a command."""
+    import sys
+
+    if module_name in sys.modules or module_name == "hub" or module_name.startswith("hub."):
+        return importlib.import_module(module_name)
+    from ._guard import import_timeout, run_within
+
+    return run_within(
+        importlib.import_module, module_name, timeout=import_timeout(), what=f"importing module {module_name!r}"
+    )
+
+
 def resolve_ref(ref: Any) -> Any:
     """Resolve a ``"package.module:attr"`` string lazily; pass other objects through."""
     if not isinstance(ref, str):
         return ref
     module_name, _, attr = ref.partition(":")
-    obj: Any = importlib.import_module(module_name)
+    obj: Any = _import(module_name)
     for part in attr.split(".") if attr else []:
         obj = getattr(obj, part)
     return obj

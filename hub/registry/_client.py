@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 import warnings
 from collections.abc import Callable, Iterable
@@ -55,7 +56,11 @@ if TYPE_CHECKING:  # httpx (and _fetch, built on it) is imported by RegistryClie
 __all__ = ["InstallPlan", "RegistryClient", "default_registry_url", "prune_unknown"]
 
 DEFAULT_TIMEOUT = (10.0, 5.0)  # seconds per network operation, and to connect (an httpx.Timeout)
-DEFAULT_DEADLINE = 60.0  # seconds for one whole request (retries and redirects included)
+#: seconds for everything one client asks (a CLI command: every request, retry, redirect and
+#: download), so a server that drips bytes cannot hold a command longer than this
+DEFAULT_DEADLINE = 30.0
+#: seconds a pip subprocess (install, uninstall) may take; COLLHUB_PIP_TIMEOUT changes it
+DEFAULT_PIP_TIMEOUT = 900.0
 MAX_DOWNLOAD_BYTES = 200 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024  # one index document, decompressed
 MAX_JSON_DEPTH = 32  # the documented documents nest 7 deep
@@ -75,6 +80,32 @@ def _env_deadline() -> float:
             hint=f"unset it for the default of {DEFAULT_DEADLINE:g} s",
         )
     return value
+
+
+def _pip_timeout() -> float:
+    text = os.environ.get("COLLHUB_PIP_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_PIP_TIMEOUT
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e6:
+        raise UsageError(
+            f"COLLHUB_PIP_TIMEOUT={text[:40]!r} is not a positive number of seconds",
+            hint=f"unset it for the default of {DEFAULT_PIP_TIMEOUT:g} s",
+        )
+    return value
+
+
+def _run_pip(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    """Run pip with a deadline: a pip that hangs (a stalled index, a lock) ends as a RegistryError."""
+    timeout = _pip_timeout()
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RegistryError(
+            f"pip did not {what} within {timeout:g} s; stopped",
+            hint="retry, or raise COLLHUB_PIP_TIMEOUT",
+        ) from None
 
 
 def _config_file() -> Path:
@@ -237,7 +268,9 @@ class RegistryClient:
         self.offline = offline
         self.max_download_bytes = max_download_bytes
         self.max_document_bytes = max_document_bytes
+        #: seconds for everything this client asks, counted from its first request
         self.deadline = deadline if deadline is not None else _env_deadline()
+        self._expires: float | None = None
         from .. import __version__
 
         origins = list(allowed_origins) if allowed_origins is not None else _configured_origins()
@@ -261,6 +294,19 @@ class RegistryClient:
         self._http.close()
 
     # -- transport ---------------------------------------------------------------------------
+    def _remaining(self, url: str) -> float:
+        """Seconds left of the client's one deadline (started by its first request)."""
+        now = time.monotonic()
+        if self._expires is None:
+            self._expires = now + self.deadline
+        left = self._expires - now
+        if left <= 0:
+            raise RegistryUnavailableError(
+                f"{url}: not asked: the registry deadline of {self.deadline:g} s is spent",
+                hint="the registry is slow or stalled; retry later, raise COLLHUB_REGISTRY_DEADLINE, or use --offline",
+            )
+        return left
+
     def _cache_paths(self, rel: str) -> tuple[Path, Path]:
         safe = rel.replace("/", "__")
         return self.cache_dir / safe, self.cache_dir / (safe + ".etag")
@@ -285,7 +331,12 @@ class RegistryClient:
         )
         try:
             resp = self._http.get(
-                url, headers, deadline=self.deadline, limit=self.max_document_bytes, too_large=too_large
+                url,
+                headers,
+                deadline=self._remaining(url),
+                total=self.deadline,
+                limit=self.max_document_bytes,
+                too_large=too_large,
             )
         except RegistryUnavailableError as exc:
             if cached:
@@ -464,7 +515,13 @@ class RegistryClient:
         try:
             with tmp.open("w+b") as fh:
                 resp = self._http.get(
-                    plan.url, {}, deadline=self.deadline, limit=plan.file.size, too_large=too_large, sink=fh
+                    plan.url,
+                    {},
+                    deadline=self._remaining(plan.url),
+                    total=self.deadline,
+                    limit=plan.file.size,
+                    too_large=too_large,
+                    sink=fh,
                 )
                 if resp.status != 200:
                     raise RegistryUnavailableError(f"{plan.url}: HTTP {resp.status}")
@@ -523,7 +580,7 @@ class RegistryClient:
             ]
             if upgrade:
                 cmd.append("--upgrade")
-            proc = subprocess.run([*cmd, *wheels], capture_output=True, text=True)
+            proc = _run_pip([*cmd, *wheels], "install " + ", ".join(p.name for p in plans))
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
             raise RegistryError("pip failed to install " + ", ".join(p.name for p in plans) + ": " + " | ".join(tail))
@@ -551,10 +608,9 @@ def uninstall(names: Iterable[str], *, python: str | None = None) -> None:
     for name in names:
         if not valid_name(name):
             raise UsageError(f"invalid plugin name {name!r}")
-    proc = subprocess.run(
+    proc = _run_pip(
         [sys.executable, "-m", "pip", *(["--python", python] if python else []), "uninstall", "-y", "-q", *names],
-        capture_output=True,
-        text=True,
+        "uninstall " + ", ".join(names),
     )
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]

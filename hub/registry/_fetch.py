@@ -152,9 +152,11 @@ class Fetcher:
         limit: int,
         too_large: Callable[[], RegistryError],
         sink: BinaryIO | None = None,
+        total: float | None = None,
     ) -> Answer:
-        """GET ``url`` (retrying 5xx and network errors) within ``deadline`` seconds in all."""
-        return self._run(self._get(url, headers, deadline, limit, too_large, sink))
+        """GET ``url`` (retrying 5xx and network errors) within ``deadline`` seconds in all
+        (what is left of the caller's ``total``, named in the error)."""
+        return self._run(self._get(url, headers, deadline, limit, too_large, sink, total or deadline))
 
     async def _get(
         self,
@@ -164,6 +166,7 @@ class Fetcher:
         limit: int,
         too_large: Callable[[], RegistryError],
         sink: BinaryIO | None,
+        total: float,
     ) -> Answer:
         if self._http is None:
             self._http = httpx.AsyncClient(follow_redirects=False, **self._opts)
@@ -188,7 +191,7 @@ class Fetcher:
                         await asyncio.sleep(0.2 * (2**attempt))
         except TimeoutError:
             raise RegistryUnavailableError(
-                f"{url}: no complete answer within {deadline:g} s",
+                f"{url}: no complete answer within {total:g} s (the registry deadline, for all requests of a command)",
                 hint="the registry is slow or stalled; retry later, raise COLLHUB_REGISTRY_DEADLINE, or use --offline",
             ) from None
         if last.startswith("HTTP "):

@@ -35,11 +35,13 @@ def load_system(system: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any],
     """``(settings, directory the ET prefixes are relative to)``."""
     if isinstance(system, Mapping):
         return dict(system), Path.cwd()
+    from ..inputs import read_input
+
     path = Path(system)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:  # a fifo or a silent pipe cannot block (hub.inputs); a system.json is a few hundred bytes
+        data = json.loads(read_input(path, 16 << 20))
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: cannot read: not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     if not isinstance(data, dict):

@@ -7,19 +7,30 @@ from typing import Any
 
 from ..errors import TopologyFormatError
 from ._dims import KINDS, Dimension, DimensionalTopology
+from ._parse import MAX_BANDWIDTH, MAX_LATENCY, MAX_NPUS, MIN_BANDWIDTH
 
 __all__ = ["parse_network_yml", "read_network_yml"]
 
 _KEYS = ("topology", "npus_count", "bandwidth", "latency")
 
 
+#: a network.yml is a few hundred bytes; a larger one is not one
+_MAX_BYTES = 1 << 20
+
+
 def read_network_yml(path: str | Path) -> DimensionalTopology:
     """Read a ``network.yml`` file; :class:`TopologyFormatError` names the file and the key."""
+    from ..inputs import read_input
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TopologyFormatError(f"{p}: cannot read network file: {exc.strerror or exc}") from None
+
+    def error(where: str, message: str, hint: str | None) -> TopologyFormatError:
+        return TopologyFormatError(f"{where}: cannot read network file: {message}", hint=hint)
+
+    try:  # a fifo or a silent pipe cannot block (hub.inputs); network.yml files are a few lines
+        text = read_input(p, _MAX_BYTES, error=error).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TopologyFormatError(f"{p}: cannot read network file: not UTF-8 ({exc.reason})") from None
     return parse_network_yml(text, source=str(p))
 
 
@@ -67,8 +78,10 @@ def parse_network_yml(text: str, *, source: str = "<network.yml>") -> Dimensiona
                 hint=f"did you mean {near[0]!r}? (names are case-sensitive)" if near else "one of: " + ", ".join(KINDS),
             )
         npus = lists["npus_count"][i]
-        if isinstance(npus, bool) or not isinstance(npus, int) or npus < 2:
-            raise TopologyFormatError(f"{source}: 'npus_count'[{i}] = {npus!r}; must be an integer > 1")
+        if isinstance(npus, bool) or not isinstance(npus, int) or not 2 <= npus <= MAX_NPUS:
+            raise TopologyFormatError(
+                f"{source}: 'npus_count'[{i}] = {str(npus)[:40]}; must be an integer in 2..{MAX_NPUS}"
+            )
         vals = []
         for key in ("bandwidth", "latency"):
             v = lists[key][i]
@@ -76,9 +89,18 @@ def parse_network_yml(text: str, *, source: str = "<network.yml>") -> Dimensiona
                 raise TopologyFormatError(f"{source}: '{key}'[{i}] = {v!r} is not a number")
             vals.append(float(v))
         bw, lat = vals
-        if not bw > 0:
-            raise TopologyFormatError(f"{source}: 'bandwidth'[{i}] = {bw}; must be > 0 (GB/s)")
-        if not lat >= 0:
-            raise TopologyFormatError(f"{source}: 'latency'[{i}] = {lat}; must be >= 0 (ns)")
+        # the ranges of topology strings (docs/topology.md): what real links span; inf, NaN and
+        # a 31-digit latency are impossible input, not a simulation of years or an overflow
+        if not MIN_BANDWIDTH <= bw <= MAX_BANDWIDTH:
+            raise TopologyFormatError(
+                f"{source}: 'bandwidth'[{i}] = {bw:g}; must be {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} (GB/s)"
+            )
+        if not 0 <= lat <= MAX_LATENCY:
+            raise TopologyFormatError(f"{source}: 'latency'[{i}] = {lat:g}; must be 0..{MAX_LATENCY:g} (ns)")
         dims.append(Dimension(kind, npus, bw, lat))
+    total = 1
+    for d in dims:
+        total *= d.npus
+    if total > MAX_NPUS:
+        raise TopologyFormatError(f"{source}: {total} NPUs in all (the product of npus_count), more than {MAX_NPUS}")
     return DimensionalTopology(dims)

@@ -21,7 +21,10 @@ class ChunkParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    pieces: int = Field(2, ge=1, description="split every chunk (and every SEND/RECV/COMP) into this many pieces")
+    # every node becomes up to this many: the bound keeps memory to what is there
+    pieces: int = Field(
+        2, ge=1, le=1024, description="split every chunk (and every SEND/RECV/COMP) into this many pieces"
+    )
 
 
 def chunk_algorithm(alg: Algorithm, pieces: int) -> Algorithm:

@@ -22,7 +22,8 @@ class InstancesParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    count: int = Field(2, ge=1, description="number of copies of the algorithm that run in parallel")
+    # each copy is a full copy of the algorithm's nodes: the bound keeps memory to what is there
+    count: int = Field(2, ge=1, le=1024, description="number of copies of the algorithm that run in parallel")
 
 
 def _data_nodes(g: RankGraph) -> np.ndarray:

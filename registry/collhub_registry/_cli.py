@@ -5,9 +5,12 @@ The client commands (``collhub search | install | uninstall``) stay in the core 
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -33,23 +36,8 @@ def _wheels_from(paths: list[Path], workdir: Path) -> dict[Path, Path]:
             # an absolute path, and no index: pip reads a bare word ("six") as a requirement and
             # would download it; a local path must always stay a path
             built = workdir / f"build-{len(wheels)}-{path.name}"
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "wheel",
-                    "-q",
-                    "--no-deps",
-                    "--no-build-isolation",
-                    "--no-index",
-                    "-w",
-                    str(built),
-                    str(path.resolve()),
-                ],
-                capture_output=True,
-                text=True,
-            )
+            with _no_debris(path):
+                proc = _pip_wheel(path, built)
             if proc.returncode != 0:
                 tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
                 raise UsageError(
@@ -67,6 +55,65 @@ def _wheels_from(paths: list[Path], workdir: Path) -> dict[Path, Path]:
         else:
             raise UsageError(f"{path}: no such file or directory", hint=_SOURCES_HINT)
     return dict(sorted(wheels.items()))
+
+
+#: seconds one ``pip wheel`` of a local project may take (COLLHUB_PIP_TIMEOUT, as for install)
+_PIP_TIMEOUT = 900.0
+
+
+def _pip_wheel(path: Path, built: Path) -> subprocess.CompletedProcess[str]:
+    """``pip wheel`` of project ``path`` into ``built``, with a deadline."""
+    import os
+
+    try:
+        timeout = float(os.environ.get("COLLHUB_PIP_TIMEOUT", "") or _PIP_TIMEOUT)
+    except ValueError:
+        timeout = _PIP_TIMEOUT
+    if not 0 < timeout < 1e6:
+        timeout = _PIP_TIMEOUT
+    try:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                "-w",
+                str(built),
+                str(path.resolve()),
+            ],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(
+            f"{path}: building a wheel did not finish within {timeout:g} s; stopped",
+            hint="build the wheel yourself and pass the .whl, or raise COLLHUB_PIP_TIMEOUT",
+        ) from None
+
+
+#: what a setuptools build leaves in the project it builds in place
+_DEBRIS = ("*.egg-info", "src/*.egg-info", "build")
+
+
+@contextlib.contextmanager
+def _no_debris(project: Path) -> Iterator[None]:
+    """Remove what building ``project`` in place created there (``*.egg-info``, ``build/``):
+    the user's directory is left as it was found, whether the build worked or not."""
+    before = {p for pattern in _DEBRIS for p in project.glob(pattern)}
+    try:
+        yield
+    finally:
+        for pattern in _DEBRIS:
+            for p in project.glob(pattern):
+                if p not in before and p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
 
 
 def _skipped_line(file: str, error: str, source: Path | None) -> str:

@@ -86,3 +86,28 @@ def test_without_the_distribution_registry_is_a_usage_error_with_a_hint(tmp_path
         ]
     assert not (tmp_path / "site").exists()
     assert "registry" not in _collhub("--help", env=env).stdout.split("Commands:", 1)[1].split()
+
+
+def test_building_a_local_project_leaves_no_debris(tmp_path: Path) -> None:
+    """A setuptools project built in place (its wheel then skipped: it has no manifest) keeps its
+    directory as it was: no *.egg-info, no build/ (issue 26)."""
+    proj = tmp_path / "proj"
+    (proj / "myplug").mkdir(parents=True)
+    (proj / "myplug" / "__init__.py").write_text("")
+    (proj / "setup.py").write_text(
+        "from setuptools import setup\n"
+        'setup(name="collhub-myplug", version="0.1", packages=["myplug"],\n'
+        '      entry_points={"collhub": ["myplug = myplug"]})\n'
+    )
+    before = sorted(p.relative_to(proj) for p in proj.rglob("*"))
+    env = {**os.environ, "COLLHUB_CACHE_DIR": str(tmp_path / "c")}
+    r = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "registry", "build", str(proj), "--out", str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert "skipped collhub-myplug" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert sorted(p.relative_to(proj) for p in proj.rglob("*")) == before

@@ -301,17 +301,24 @@ def _single_file_no_profile(d: Path) -> list[str]:
     return ["trace", "verify", str(p)]
 
 
-def _sum_overflow(d: Path) -> list[str]:
-    p = good_set(d)
+def _absurd_sizes(size: int, command: str = "show") -> Callable[[Path], list[str]]:
+    """Every SEND/RECV of an unbound set carries comm_size ``size``."""
 
-    def big(body: list[dict[str, Any]]) -> None:
-        for nd in body:
-            if nd["type"] in (5, 6):
-                nd["attrs"] = _set(nd["attrs"], "comm_size", i64(1 << 62))
+    def make(d: Path) -> list[str]:
+        p = good_set(d)
 
-    for r in range(RANKS):
-        rewrite(p, r, meta=lambda v, a: (v, _set(a, "size", None)), nodes=big)
-    return ["trace", "show", str(p)]
+        def big(body: list[dict[str, Any]]) -> None:
+            for nd in body:
+                if nd["type"] in (5, 6):
+                    nd["attrs"] = _set(nd["attrs"], "comm_size", i64(size))
+
+        for r in range(RANKS):
+            rewrite(p, r, meta=lambda v, a: (v, _set(a, "size", None)), nodes=big)
+        if command == "simulate":
+            return ["consume", "hub.simulate", str(p), "--set", "network=ring:4", "--workdir", str(d / "w")]
+        return ["trace", command, str(p)]
+
+    return make
 
 
 def _consume(make_files: Callable[[Path], list[str]], network: str) -> Callable[[Path], list[str]]:
@@ -371,7 +378,21 @@ WORKLOADS = [
         "values",
         _workload(_wl_node(0, 0, comm_size=1 << 62)),
         3,
-        ("add up past int64",),
+        ("w.0.et", "rank 0", "node 0", "comm_size = 4611686018427387904 is out of range"),
+    ),
+    Case(
+        "workload: collective of 2^41 bytes",
+        "values",
+        _workload(_wl_node(1, 0, comm_size=1 << 41)),
+        3,
+        ("w.1.et", "rank 1", "node 0", "comm_size = 2199023255552 is out of range"),
+    ),
+    Case(
+        "workload: SEND of 2^45 bytes (show)",
+        "values",
+        _workload(_wl_node(2, 1, comm_size=1 << 45), "show"),
+        3,
+        ("w.2.et", "rank 2", "node 1", "out of range"),
     ),
     Case(
         "workload: negative comm_size",
@@ -427,7 +448,24 @@ VALUES = [
         3,
         ("t.0.et", "rank 0", "node 1", "comm_size"),
     ),
-    Case("comm_size sum past int64", "values", _sum_overflow, 3, ("t.0.et", "rank 0", "int64")),
+    # a message larger than any accelerator's memory (1 TiB) is impossible input: refused where
+    # it is read, not summed into int64 overflows or simulated into hours (issue 26)
+    Case("comm_size 2^62 on every node", "values", _absurd_sizes(1 << 62), 3, ("t.0.et", "rank 0", "out of range")),
+    Case(
+        "comm_size 2^50 on every node (simulate)",
+        "values",
+        _absurd_sizes(1 << 50, "simulate"),
+        3,
+        ("t.0.et", "comm_size = 1125899906842624", "out of range"),
+    ),
+    Case(
+        "comm_size 1 TiB + 1 (verify)",
+        "values",
+        _absurd_sizes((1 << 40) + 1, "verify"),
+        3,
+        ("comm_size = 1099511627777", "out of range"),
+    ),
+    Case("size 2^41 (GlobalMetadata)", "values", set_meta("size", i64(1 << 41)), 3, ("size = 2199023255552",)),
     Case(
         "message larger than the declared size",
         "values",

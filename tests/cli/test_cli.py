@@ -241,10 +241,13 @@ def test_subprocess_strict_mode_and_plugin_commands_in_help(tmp_path):
 
 
 def test_subprocess_conflict_reported(tmp_path):
+    """The first distribution keeps 'dup'; `plugins list` shows the second as broken, naming both."""
     r = sub("plugins", "info", "dup.same", plugins=("dup_a", "dup_b"))
-    assert r.returncode == 4
-    line = r.stderr.splitlines()[0]
-    assert "collhub_fixture_dup_a" in line and "collhub_fixture_dup_b" in line
+    assert r.returncode == 0 and "collhub_fixture_dup_a" in r.stdout
+    r = sub("plugins", "list", "--format", "json", plugins=("dup_a", "dup_b"))
+    [b] = json.loads(r.stdout)["broken"]
+    assert b["distribution"] == "collhub_fixture_dup_b"
+    assert "collhub_fixture_dup_a" in b["error"] and "collhub_fixture_dup_b" in b["error"]
 
 
 @pytest.mark.parametrize("cmd", [["--help"]])

@@ -279,3 +279,51 @@ def test_deadline_ends_a_slow_drip_in_time(tmp_path: Path) -> None:
                 client.index()
             assert time.monotonic() - start < 3
             assert info.value.hint
+
+
+# --- one deadline per command (issue 26) -------------------------------------------------------
+
+
+def _late(behaviour: Behaviour, seconds: float) -> Behaviour:
+    """``behaviour``, after ``seconds`` of silence."""
+    import asyncio
+
+    async def run(w: Any) -> None:
+        await asyncio.sleep(seconds)
+        await behaviour(w)
+
+    return run
+
+
+def test_the_deadline_covers_the_whole_command(tmp_path: Path) -> None:
+    """`install` asks twice (the plugin document, the wheel); each answer alone fits the 2 s
+    deadline, both together do not: the command ends at the deadline, not after each answer."""
+    with HostileRegistry() as srv:
+        srv.routes[f"/v1/plugins/{NAME}.json"] = _late(answer(_doc("")), 1.3)
+        srv.routes[f"/files/{WHEEL_NAME}"] = _late(answer(WHEEL, headers={"Content-Type": "application/zip"}), 1.3)
+        env = _env(tmp_path, "two-slow")
+        [ran] = run_many([(["install", NAME, "--force", "-r", srv.url], env)])
+    assert_clean(ran, 5)
+    assert "registry deadline" in ran.stderr or "deadline of 2 s" in ran.stderr, ran.stderr
+    assert ran.wall < 2 + 8  # the deadline, plus a generous interpreter start on a loaded machine
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["search", "x"], ["plugins", "info", NAME, "--remote"], ["install", NAME, "--force"]],
+    ids=["search", "info-remote", "install-force"],
+)
+def test_dripping_headers_end_every_registry_command(tmp_path: Path, argv: list[str]) -> None:
+    drip_head = drip(_http("200 OK", "X-Pad: " + "p" * 400 + "\r\n"), 0.05)
+    with HostileRegistry() as srv:
+        for route in ("/v1/index.json", f"/v1/plugins/{NAME}.json", f"/files/{WHEEL_NAME}"):
+            srv.routes[route] = drip_head
+        [ran] = run_many([([*argv, "-r", srv.url], _env(tmp_path, argv[0] + argv[-1].strip("-")))])
+    assert_clean(ran, 5)
+
+
+def test_the_default_deadline_is_at_most_30_s() -> None:
+    from hub.registry._client import DEFAULT_DEADLINE, _env_deadline
+
+    assert DEFAULT_DEADLINE <= 30
+    assert _env_deadline() <= 30 or "COLLHUB_REGISTRY_DEADLINE" in __import__("os").environ

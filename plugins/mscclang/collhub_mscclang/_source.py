@@ -1,6 +1,8 @@
 """The bytes of one MSCCL-IR input, as bounded pieces: a regular file, a pipe or a fifo, gzip or not.
 
-Nothing here seeks, so ``/dev/stdin``, ``<(zcat x.xml.gz)`` and named pipes are read as streams.
+Nothing here seeks, so ``/dev/stdin``, ``<(zcat x.xml.gz)`` and named pipes are read as streams;
+:func:`hub.inputs.open_input` bounds every wait for their data (a fifo with no writer fails in
+``COLLHUB_INPUT_TIMEOUT`` seconds, not never).
 The size limit counts the (decompressed) XML as it is read: a file never has to be read whole, or
 inflated whole, before it is refused.
 """
@@ -15,6 +17,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 from hub.errors import ImportFormatError
+from hub.inputs import open_input
 
 __all__ = ["PIECE", "is_regular", "pieces", "whole"]
 
@@ -39,6 +42,10 @@ class _Prefixed(io.RawIOBase):
             self._head = self._head[n:]
             return n
         return self._raw.readinto(buffer)
+
+
+def _import_error(path: str, message: str, hint: str | None) -> ImportFormatError:
+    return ImportFormatError(message, path=path, hint=hint)
 
 
 def is_regular(path: Path) -> bool:
@@ -81,10 +88,8 @@ def pieces(path: Path, max_bytes: int) -> Generator[bytes, None, None]:
             path=where,
             hint="raise the max_bytes parameter if the file is trusted",
         )
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed in the finally below
-    except OSError as e:
-        raise ImportFormatError(f"cannot read: {e.strerror}", path=where) from None
+    # a fifo without a writer or a silent pipe must not block: every wait is bounded (hub.inputs)
+    raw = open_input(path, error=_import_error)
     compressed = False
     try:
         head = _read_exact(raw, 2)
@@ -132,9 +137,9 @@ def whole(path: Path, max_bytes: int, limit: int) -> bytes | None:
         # plain XML in one read, not in pieces joined (gzip goes through pieces() below); the
         # file may change meanwhile: read at most limit + 1 bytes and check what was read
         try:
-            with open(path, "rb") as f:
+            with open_input(path, error=_import_error) as f:  # swapped for a fifo since the stat: bounded
                 data = f.read(limit + 1)
-        except OSError:
+        except (OSError, ImportFormatError):
             return None
         if not data.startswith(_GZIP_MAGIC):
             return data if len(data) <= min(limit, max_bytes) else None

@@ -249,7 +249,53 @@ def test_endless_fifo_is_cut_while_reading(
     assert time.monotonic() - start < 5
 
 
+def test_fifo_without_a_writer_does_not_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nobody ever opens the write end: the read ends after COLLHUB_INPUT_TIMEOUT, naming the path."""
+    monkeypatch.setenv("COLLHUB_INPUT_TIMEOUT", "1")
+    path = tmp_path / "lonely.fifo"
+    os.mkfifo(path)
+    start = time.monotonic()
+    with pytest.raises(ImportFormatError, match="no data within 1 s") as info:
+        read_msccl_ir(path)
+    assert str(path) in str(info.value) and time.monotonic() - start < 5
+
+
+def test_fifo_whose_writer_stalls_does_not_block(
+    fifo: Callable[[Callable[[BinaryIO], None]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that sends half a file, then nothing while keeping the pipe open."""
+    monkeypatch.setenv("COLLHUB_INPUT_TIMEOUT", "1")
+    release = threading.Event()
+
+    def stall(f: BinaryIO) -> None:
+        f.write(GOOD[: len(GOOD) // 2])
+        f.flush()
+        release.wait(30)
+
+    try:
+        with pytest.raises(ImportFormatError, match="no data within 1 s"):
+            read_msccl_ir(fifo(stall))
+    finally:
+        release.set()
+
+
 # -- the CLI ----------------------------------------------------------------------------------
+def test_cli_fifos_that_never_speak_end_cleanly(tmp_path: Path) -> None:
+    """A fifo with no writer, given as path= directly, through /dev/fd, and behind a symlink."""
+    lonely = tmp_path / "lonely.fifo"
+    os.mkfifo(lonely)
+    (tmp_path / "link.xml").symlink_to(lonely)
+    env = {"COLLHUB_INPUT_TIMEOUT": "2"}
+    runs = [
+        (["produce", "mscclang.ir", "--set", f"path={p}", "--out", str(tmp_path / "o" / str(i))], env)
+        for i, p in enumerate([lonely, tmp_path / "link.xml"])
+    ]
+    for ran in run_batch(runs, jobs=2):
+        assert_clean(ran, 3)
+        assert "no data within 2 s" in ran.stderr and ran.wall < 10
+    assert not (tmp_path / "o").exists()
+
+
 def test_cli_hostile_inputs_are_clean(tmp_path: Path) -> None:
     cases: list[tuple[str, Path]] = []
     for case, data, _ in FILE_CASES:
