@@ -16,6 +16,7 @@ _LAZY: dict[str, str] = {
     "algorithm_to_json": "._json",
     "read_global_metadata": "._meta",
     "COMM_TYPE_OF": "._model",
+    "ONESIDED": "._profile",
     "Algorithm": "._model",
     "AlgorithmMeta": "._model",
     "Buffer": "._model",
@@ -47,6 +48,7 @@ _LAZY: dict[str, str] = {
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from ._json import algorithm_from_json, algorithm_to_json
     from ._meta import read_global_metadata
+    from ._profile import ONESIDED
     from ._model import (
         COMM_TYPE_OF,
         Algorithm,
@@ -74,6 +76,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
 __all__ = [
     "COMM_TYPE_OF",
     "DanglingDependencyWarning",
+    "ONESIDED",
     "Algorithm",
     "AlgorithmMeta",
     "Buffer",
