@@ -1,0 +1,142 @@
+"""Second pass of the lowering: the edges that need every rank's nodes (profile §10.3).
+
+In order:
+
+1. barriers: each (GPU, barrier id, occurrence) must be reached by ``num_threadblocks`` blocks,
+   else the blocks that reach it wait forever;
+2. device semaphores: the n-th acquire of a semaphore with initial value v depends on its
+   (n−v)-th release (in plan order); an acquire without a release hangs, and a launch must end
+   with every semaphore at its initial value;
+3. packets: a packet read depends on every node writing those scratch chunks in this launch; a
+   read nobody writes spins forever;
+4. signals and waits: per connection (type, sender, receiver, k) consecutive signals, and
+   consecutive waits, are chained, so FIFO matching pairs the k-th with the k-th; counts that
+   differ are left for the verifier's matching check (an unmatched SEND/RECV);
+5. the owner side of each one-sided access (``Access``): *before* edges from the owner's signals
+   whose matched waits happen before the access on the actor (relaxed ones only for writes), and
+   *after* edges into the owner's waits whose matched normal signals happen after it (memory and
+   switch: any connection between the two ranks; port: the access's connection only).
+"""
+
+from __future__ import annotations
+
+from ._graphs import Ancestors
+from ._lower import Lowering, PlanProblem
+
+__all__ = ["attach"]
+
+
+def attach(low: Lowering) -> None:
+    _barriers(low)
+    _semaphores(low)
+    _packets(low)
+    matched = _signals(low)
+    _accesses(low, matched)
+
+
+def _barriers(low: Lowering) -> None:
+    for (r, bid, occ), (_node, got, need, tb, idx) in low.barrier_nodes.items():
+        if need and got != need:
+            low.problems.append(
+                PlanProblem(
+                    r,
+                    tb,
+                    idx,
+                    "barrier",
+                    f"barrier {bid} (occurrence {occ + 1}) is reached by {got} thread block(s) but waits for "
+                    f"{need}: the blocks that reach it wait forever",
+                )
+            )
+
+
+def _semaphores(low: Lowering) -> None:
+    for (r, s), ops in low.sem_ops.items():
+        nodes = low.nodes[r]
+        init = low.plan.gpus[r].semaphores[s]
+        releases = [pos for rel, pos, _ in ops if rel]
+        acquires = [(pos, where) for rel, pos, where in ops if not rel]
+        for n, (pos, where) in enumerate(acquires):
+            j = n - init
+            if j < 0:
+                continue
+            if j < len(releases):
+                nodes.dep(pos, releases[j])
+            else:
+                low.problems.append(
+                    PlanProblem(r, None, None, "", f"{where}: sem_acquire of semaphore {s} is never released: waits forever")
+                )
+        if len(releases) != len(acquires):
+            low.problems.append(
+                PlanProblem(
+                    r,
+                    None,
+                    None,
+                    "",
+                    f"semaphore {s} ends the launch at {init + len(releases) - len(acquires)}, not its initial "
+                    f"value {init} ({len(releases)} release(s), {len(acquires)} acquire(s)): the next launch starts "
+                    "out of step",
+                )
+            )
+
+
+def _packets(low: Lowering) -> None:
+    for r, pos, off, cnt, where in low.pkt_readers:
+        writers = [w for o, c, w in low.pkt_writers[r] if o < off + cnt and off < o + c and w != pos]
+        if not writers:
+            low.problems.append(
+                PlanProblem(
+                    r,
+                    None,
+                    None,
+                    "",
+                    f"{where}: reads packets from scratch chunks [{off}, {off + cnt}) (refined x{low.refine}) that "
+                    "nothing writes in this launch: it spins forever",
+                )
+            )
+        for w in writers:
+            low.nodes[r].dep(pos, w)
+
+
+def _signals(low: Lowering) -> list[tuple[int, int, int, int, bool, str, int]]:
+    """Chain each connection's signals and waits; return the matched pairs as
+    (signaller, signal node, waiter, wait node, relaxed, channel type, k)."""
+    out = []
+    for key in set(low.signals) | set(low.waits):
+        ty, a, b, k = key
+        sig = low.signals.get(key, [])
+        wai = low.waits.get(key, [])
+        for (p, _), (q, _) in zip(sig, sig[1:], strict=False):
+            low.nodes[a].dep(q, p)
+        for (p, _), (q, _) in zip(wai, wai[1:], strict=False):
+            low.nodes[b].dep(q, p)
+        for (s, rs), (w, rw) in zip(sig, wai, strict=False):
+            out.append((a, s, b, w, rs or rw, ty, k))
+    return out
+
+
+def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, int]]) -> None:
+    if not low.accesses:
+        return
+    # per (signaller, waiter): matched pairs
+    pairs: dict[tuple[int, int], list[tuple[int, int, bool, str, int]]] = {}
+    for a, s, b, w, relaxed, ty, k in matched:
+        pairs.setdefault((a, b), []).append((s, w, relaxed, ty, k))
+    anc = [Ancestors(n) for n in low.nodes]
+    for acc in low.accesses:
+        actor, owner = acc.actor, acc.owner
+        hb = anc[actor]
+        owner_nodes = low.nodes[owner]
+        # before: owner signalled, actor waited, then the actor accessed
+        for s, w, relaxed, _ty, _k in pairs.get((owner, actor), ()):
+            if relaxed and not acc.write:
+                continue
+            if hb.before(w, acc.local):
+                owner_nodes.dep(acc.remote, s)
+        # after: the actor accessed, then signalled (normal), the owner waited
+        for s, w, relaxed, ty, k in pairs.get((actor, owner), ()):
+            if relaxed:
+                continue
+            if acc.channel == "port" and (ty != "port" or k != acc.conn):
+                continue
+            if hb.before(acc.local, s):
+                owner_nodes.dep(w, acc.remote)

@@ -1,0 +1,539 @@
+"""Lowering a parsed plan to SEND/RECV/COMP nodes: the rules of the profile's one-sided section
+(docs/spec/collective-profile.md §10), applied op by op.
+
+* Block order: an op's nodes depend on the block's last sync node (``nop``, ``barrier``, the
+  ends of a ``pipeline``); a sync node depends on every node issued since the previous one.
+  Single-thread ops (signal, wait, flush, semaphores) are chained per thread position.
+* Data ops become COMP nodes (local), SEND+RECV pairs (put: writer to owner; pull: owner to
+  reader) or fan-in/fan-out pairs (switch ops).
+* Signals and waits become one message per channel with a per-connection tag; the k-th signal
+  and the k-th wait of a connection are consecutive in a chain, so every FIFO matcher (hub's,
+  ASTRA-sim's) pairs them as the executor does.
+* :mod:`._attach` then places the owner side of each one-sided access and the packet, semaphore
+  and barrier edges.
+
+Findings the graph cannot hold (a barrier reached by too few blocks, a semaphore left unbalanced,
+a packet read nobody writes, an operand outside its table) are collected as located problems.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import lcm
+from typing import Any
+
+from hub.chakra import ONESIDED as OS
+from hub.chakra import Buffer, NodeType, Op
+
+from ._graphs import RankNodes
+from ._ops import DataOps
+from ._plan import Block, Gpu, Plan
+from ._plan import Op as PlanOp
+
+__all__ = ["Access", "Lowering", "PlanProblem", "finish_launches", "lower_plan"]
+
+SCRATCH = int(Buffer.SCRATCH)
+COPY, REDUCE = int(Op.COPY), int(Op.REDUCE)
+SEND, RECV, COMP = NodeType.SEND, NodeType.RECV, NodeType.COMP
+#: data messages get tags from here up (one per message per rank pair); sync tags are below
+DATA_TAG_BASE = 1 << 16
+PACKET_OPS = frozenset({"ppkt", "rppkt", "cpkt", "upkt", "repkt", "recpkt", "respkt", "recspkt", "gstorepkt"})
+THREAD_OPS = frozenset({"signal", "wait", "rlxsignal", "rlxwait", "flush", "sem_acquire", "sem_release"})
+
+
+@dataclass(frozen=True)
+class PlanProblem:
+    """A finding located as GPU / thread block / op index (the op's name in brackets)."""
+
+    gpu: int
+    block: int | None
+    op: int | None
+    opname: str
+    message: str
+
+    def __str__(self) -> str:
+        at = f"gpu {self.gpu}"
+        if self.block is not None:
+            at += f" tb {self.block}"
+        if self.op is not None:
+            at += f" op {self.op} ({self.opname})"
+        return f"{at}: {self.message}"
+
+
+@dataclass
+class Access:
+    """A one-sided access by ``actor`` to ``owner``'s memory: ``local`` is the actor's node (the
+    put's SEND, the pull's RECV), ``remote`` the owner's (the put's RECV, the pull's SEND)."""
+
+    write: bool
+    actor: int
+    owner: int
+    local: int
+    remote: int
+    channel: str
+    conn: int | None  # port: the connection whose signals cover it
+
+
+@dataclass
+class _BlockState:
+    gate: int | None = None
+    pending: list[int] = field(default_factory=list)
+    chains: dict[int, int] = field(default_factory=dict)
+    barriers: dict[int, int] = field(default_factory=dict)  # barrier id -> occurrences so far
+    elementwise: list[tuple[tuple[tuple[int, int, int], ...], int]] = field(default_factory=list)
+
+
+@dataclass
+class Lowering:
+    """Everything the lowering made: per-rank nodes and what :mod:`._attach` still has to wire."""
+
+    plan: Plan
+    refine: int
+    iterations: dict[int, int]  # id(pipeline op) -> iterations
+    nodes: list[RankNodes]
+    scratch_sub: int  # first flag chunk (program scratch, refined)
+    flags: list[int]  # flag chunks used per rank
+    problems: list[PlanProblem] = field(default_factory=list)
+    accesses: list[Access] = field(default_factory=list)
+    signals: dict[tuple[str, int, int, int], list[tuple[int, bool]]] = field(default_factory=dict)
+    waits: dict[tuple[str, int, int, int], list[tuple[int, bool]]] = field(default_factory=dict)
+    pkt_writers: list[list[tuple[int, int, int]]] = field(default_factory=list)  # rank -> (off, cnt, pos)
+    pkt_readers: list[tuple[int, int, int, int, str]] = field(default_factory=list)  # rank, pos, off, cnt, where
+    sem_ops: dict[tuple[int, int], list[tuple[bool, int, str]]] = field(default_factory=dict)
+    barrier_nodes: dict[tuple[int, int, int], list[Any]] = field(default_factory=dict)
+    tags: dict[tuple[int, int], int] = field(default_factory=dict)
+    launches: list[int] = field(default_factory=list)
+
+
+def pipeline_iterations(plan: Plan, chunk_bytes: int | None) -> dict[int, int]:
+    """Iterations of every pipeline at the bound chunk size (§10): ``ceil(C · chunk / U)``;
+    1 when the size is not bound."""
+    out: dict[int, int] = {}
+    for g in plan.gpus:
+        for b in g.blocks:
+            for o in b.ops:
+                if o.name == "pipeline":
+                    ctx = o.raw["iter_context"]
+                    k = 1 if chunk_bytes is None else -(-int(ctx["num_chunks"]) * chunk_bytes // int(ctx["unit_size"]))
+                    out[id(o)] = max(k, 1)
+    return out
+
+
+def refinement(plan: Plan, iterations: dict[int, int]) -> int:
+    """``F``: sub-chunks per chunk, so that every thread-block-group slice of every pipeline
+    window is a whole number of sub-chunks."""
+    f = 1
+    for g in plan.gpus:
+        for b in g.blocks:
+            for o in b.ops:
+                k = iterations.get(id(o), 1)
+                for op in o.body or [o]:
+                    tbg = op.raw.get("tbg_info") or {}
+                    f = lcm(f, k * max(int(tbg.get("tbg_size", 1) or 1), 1))
+    return f
+
+
+def lower_plan(plan: Plan, iterations: dict[int, int], refine: int) -> Lowering:
+    n = len(plan.gpus)
+    scratch_sub = max(g.scratch_chunks for g in plan.gpus) * refine
+    low = Lowering(
+        plan=plan,
+        refine=refine,
+        iterations=iterations,
+        nodes=[RankNodes(r) for r in range(n)],
+        scratch_sub=scratch_sub,
+        flags=[0] * n,
+        pkt_writers=[[] for _ in range(n)],
+    )
+    launches = []
+    for g in plan.gpus:
+        nodes = low.nodes[g.id]
+        launch = nodes.add(
+            COMP, "launch", ((OS.OP, "launch"), (OS.MAPPING, OS.EXACT), (OS.SYNC, 1), (OS.SYNTH, 1)), []
+        )
+        launches.append(launch)
+        for b in g.blocks:
+            blk = _Block(low, g, b)
+            blk.st.gate = launch
+            blk.run()
+    low.launches = launches
+    return low
+
+
+def finish_launches(low: Lowering) -> None:
+    """Every node without dependencies waits for its rank's launch (nothing of this launch lands
+    before the owner's kernel starts; earlier launches are not modelled), and the launch node
+    depends on COMP COPYs that give the rank's flag chunks a defined value (copies of input
+    chunks), so that signal messages read initialised memory."""
+    ins = max(g.input_chunks for g in low.plan.gpus) * low.refine
+    for r, nodes in enumerate(low.nodes):
+        launch = low.launches[r]
+        for v in range(len(nodes)):
+            if v != launch and not nodes.deps[v]:
+                nodes.deps[v].append(launch)
+        if ins <= 0:
+            continue
+        done = 0
+        while done < low.flags[r]:
+            m = min(ins, low.flags[r] - done)
+            init = nodes.add(
+                COMP,
+                "launch/flags",
+                ((OS.OP, "launch"), (OS.MAPPING, OS.EXACT), (OS.SYNTH, 1)),
+                [],
+                count=m,
+                src=(0, 0),
+                dst=(SCRATCH, low.scratch_sub + done),
+                op=COPY,
+            )
+            nodes.dep(launch, init)
+            done += m
+
+
+class _Block(DataOps):
+    """Lowers the ops of one thread block, in order (data ops: :class:`._ops.DataOps`)."""
+
+    def __init__(self, low: Lowering, gpu: Gpu, block: Block) -> None:
+        self.low, self.g, self.b = low, gpu, block
+        self.r = gpu.id
+        self.nodes = low.nodes[gpu.id]
+        self.st = _BlockState()
+        self.packet = low.plan.protocol == "LL"
+
+    # -- driving ---------------------------------------------------------------------------
+    def run(self) -> None:
+        for i, o in enumerate(self.b.ops):
+            if o.name == "pipeline":
+                k = self.low.iterations.get(id(o), 1)
+                self._sync(i, "pipeline", None)
+                for it in range(k):
+                    for j, body in enumerate(o.body):
+                        self._op(i + 1 + j, body, it, k)
+                self._sync(i, "pipeline", None)
+            else:
+                self._op(i, o, 0, 1)
+
+    def _op(self, idx: int, o: PlanOp, it: int, k: int) -> None:
+        self.idx, self.o, self.it, self.k = idx, o, it, k
+        self.tag = f"tb{self.b.id}/op{idx}/{o.name}" + (f"/it{it}" if k > 1 else "")
+        tbg = o.raw.get("tbg_info") or {}
+        self.slice = (int(tbg.get("tb_id", 0) or 0), max(int(tbg.get("tbg_size", 1) or 1), 1))
+        handler = getattr(self, "_op_" + o.name, None)
+        if handler is None:  # every parser op code has a handler; this guards a future one
+            self.problem(f"op code {o.name!r} is not lowered")
+            return
+        handler()
+
+    def problem(self, msg: str) -> None:
+        self.low.problems.append(PlanProblem(self.r, self.b.id, self.idx, self.o.name, msg))
+
+    # -- nodes -------------------------------------------------------------------------------
+    def _attrs(self, mapping: str, *more: tuple[str, Any]) -> tuple[tuple[str, Any], ...]:
+        base: tuple[tuple[str, Any], ...] = ((OS.OP, self.o.name), (OS.INDEX, self.idx), (OS.MAPPING, mapping))
+        if self.k > 1:
+            base += ((OS.ITER, self.it),)
+        if self.o.name in PACKET_OPS:
+            base += ((OS.PROTOCOL, "LL"),)
+        return base + more
+
+    def _base(self) -> list[int]:
+        return [self.st.gate] if self.st.gate is not None else []
+
+    def _issue(self, pos: int, ranges: tuple[tuple[int, int, int], ...] = ()) -> int:
+        """Add ``pos`` to the segment. LL packet ops give every thread the same packets of equal
+        operands, so a packet op on exactly the chunks an earlier packet op of the segment used
+        is ordered after it element by element (same thread): an edge."""
+        st = self.st
+        st.pending.append(pos)
+        if ranges and self.o.name in PACKET_OPS:
+            for rs, p in st.elementwise:
+                if p != pos and any(x in rs for x in ranges):
+                    self.nodes.dep(pos, p)
+            st.elementwise.append((ranges, pos))
+        return pos
+
+    def comp(self, op: int, src: tuple[int, int, int], dst: tuple[int, int, int], deps: list[int], role: str = "comp") -> int:
+        pos = self.nodes.add(
+            COMP,
+            f"{self.tag}.{role}",
+            self._attrs(OS.EXACT),
+            self._base() + deps,
+            count=dst[2],
+            src=(src[0], src[1]),
+            dst=(dst[0], dst[1]),
+            op=op,
+            tb=self.b.id,
+        )
+        return self._issue(pos, (src, dst) if src[0] >= 0 else (dst,))
+
+    def _sync(self, idx: int, name: str, node: int | None) -> int:
+        """A cost-only sync node closing the block's current segment (or ``node``, shared)."""
+        st = self.st
+        deps = st.pending or ([st.gate] if st.gate is not None else [])
+        if node is None:
+            node = self.nodes.add(
+                COMP,
+                f"tb{self.b.id}/op{idx}/{name}",
+                ((OS.OP, name), (OS.INDEX, idx), (OS.MAPPING, OS.EXACT), (OS.SYNC, 1)),
+                deps,
+                tb=self.b.id,
+            )
+        else:
+            for d in deps:
+                self.nodes.dep(node, d)
+        st.gate, st.pending, st.elementwise = node, [], []
+        return node
+
+    def message(
+        self,
+        sender: int,
+        receiver: int,
+        src: tuple[int, int, int],
+        dst: tuple[int, int, int],
+        op: int,
+        mapping: str,
+        send_deps: list[int],
+        recv_deps: list[int],
+        *,
+        local_is_send: bool,
+        more: tuple[tuple[str, Any], ...] = (),
+    ) -> tuple[int, int]:
+        """A data message: SEND on ``sender``, RECV on ``receiver``; the side on this rank joins
+        the block's segment, the other side gets only the deps given."""
+        low = self.low
+        key = (sender, receiver)
+        t = low.tags.get(key, DATA_TAG_BASE)
+        low.tags[key] = t + 1
+        attrs = self._attrs(mapping, *more)
+        if self.o.name in PACKET_OPS and mapping != OS.PULL:
+            attrs += ((OS.PAYLOAD, 2),)
+        ns, nr = low.nodes[sender], low.nodes[receiver]
+        base = self._base()
+        s = ns.add(
+            SEND,
+            f"{self.tag}.send",
+            attrs,
+            (base if local_is_send else []) + send_deps,
+            peer=receiver,
+            tag=t,
+            count=src[2],
+            src=(src[0], src[1]),
+            tb=self.b.id,
+        )
+        rv = nr.add(
+            RECV,
+            f"{self.tag}.recv",
+            attrs,
+            ([] if local_is_send else base) + recv_deps,
+            peer=sender,
+            tag=t,
+            count=dst[2],
+            dst=(dst[0], dst[1]),
+            op=op,
+            tb=self.b.id,
+        )
+        self._issue(s if local_is_send else rv, (src,) if local_is_send else (dst,))
+        return s, rv
+
+    def flag(self, rank: int) -> int:
+        f = self.low.flags[rank]
+        self.low.flags[rank] = f + 1
+        return self.low.scratch_sub + f
+
+    # -- operands ----------------------------------------------------------------------------
+    def _window(self, index: int, size: int, packet: bool) -> tuple[int, int]:
+        f = self.low.refine
+        off, ln = index * f, size * f
+        j, t = self.slice
+        if t > 1:
+            ln //= t
+            off += j * ln
+        if self.k > 1 and not packet:
+            ln //= self.k
+            off += self.it * ln
+        return off, ln
+
+    def local(self, d: dict[str, Any], packet: bool = False) -> tuple[int, int, int]:
+        from ._plan import BUFFER_TYPES
+
+        off, ln = self._window(int(d["index"]), int(d["size"]), packet)
+        return BUFFER_TYPES[d["type"]], off, ln
+
+    def remote(self, d: dict[str, Any], packet: bool = False) -> tuple[int, tuple[int, int, int]] | None:
+        """(owner, (buffer, off, cnt)) of a remote operand, through the block's table of the op's
+        channel type."""
+        ty = self.o.raw.get("channel_type", "memory")
+        table = self.b.remote_refs.get(ty, [])
+        bid = d.get("buffer_id")
+        if not isinstance(bid, int) or not 0 <= bid < len(table) or not 0 <= table[bid] < len(self.g.remote_buffers):
+            self.problem(f"remote buffer_id {bid} is outside the block's {ty} table ({len(table)} entries)")
+            return None
+        owner, buf, _acc = self.g.remote_buffers[table[bid]]
+        off, ln = self._window(int(d["index"]), int(d["size"]), packet)
+        return owner, (buf, off, ln)
+
+    def switch(self, d: dict[str, Any]) -> tuple[list[int], tuple[int, int, int]] | None:
+        table = self.b.channels.get("switch", [])
+        sid = d.get("switch_channel_id")
+        if not isinstance(sid, int) or not 0 <= sid < len(table) or not 0 <= table[sid] < len(self.g.switch):
+            self.problem(f"switch_channel_id {sid} is outside the block's switch table ({len(table)} entries)")
+            return None
+        buf, group = self.g.switch[table[sid]]
+        if self.r not in group:
+            self.problem(f"rank {self.r} is not in its switch group {group}")
+            return None
+        off, ln = self._window(int(d["index"]), int(d["size"]), self.o.name == "gstorepkt")
+        return group, (buf, off, ln)
+
+    def channel(self, pos: int) -> tuple[str, int, int] | None:
+        """(type, peer, connection k) of the op's ``pos``-th channel id."""
+        ty = self.o.raw.get("channel_type", "memory")
+        ids = self.o.raw.get("channel_ids", []) or []
+        table = self.b.channels.get(ty, [])
+        peers = self.g.peers.get(ty, [])
+        if pos >= len(ids) or not isinstance(ids[pos], int) or not 0 <= ids[pos] < len(table):
+            self.problem(f"channel id at position {pos} is outside the block's {ty} table ({len(table)} entries)")
+            return None
+        g = table[ids[pos]]
+        if not 0 <= g < len(peers):
+            self.problem(f"{ty} channel {g} is not declared on gpu {self.r}")
+            return None
+        p = peers[g]
+        return ty, p, peers[:g].count(p)
+
+    def srcs(self) -> list[dict[str, Any]]:
+        return list(self.o.raw.get("src_buff", []) or [])
+
+    def dsts(self) -> list[dict[str, Any]]:
+        return list(self.o.raw.get("dst_buff", []) or [])
+
+    def pkt_write(self, rank: int, rng: tuple[int, int, int], pos: int) -> None:
+        if rng[0] == SCRATCH:
+            self.low.pkt_writers[rank].append((rng[1], rng[2], pos))
+
+    def pkt_read(self, rng: tuple[int, int, int], pos: int) -> None:
+        if rng[0] == SCRATCH:
+            self.low.pkt_readers.append((self.r, pos, rng[1], rng[2], f"{self.tag}"))
+
+    # -- sync ops ----------------------------------------------------------------------------
+    def _op_nop(self) -> None:
+        self._sync(self.idx, "nop", None)
+
+    def _op_barrier(self) -> None:
+        raw = self.o.raw
+        bid = int(raw.get("barrier_id", 0) or 0)
+        occ = self.st.barriers.get(bid, 0)
+        self.st.barriers[bid] = occ + 1
+        key = (self.r, bid, occ)
+        entry = self.low.barrier_nodes.get(key)
+        if entry is None:
+            node = self._sync(self.idx, "barrier", None)
+            self.nodes.attrs[node] += ((OS.BARRIER, bid),)
+            self.low.barrier_nodes[key] = [node, 1, int(raw.get("num_threadblocks", 0) or 0), self.b.id, self.idx]
+        else:
+            self._sync(self.idx, "barrier", entry[0])
+            entry[1] += 1
+
+    def _thread(self, j: int, pos: int) -> None:
+        prev = self.st.chains.get(j)
+        if prev is not None:
+            self.nodes.dep(pos, prev)
+        self.st.chains[j] = pos
+        self._issue(pos)
+
+    def _signal(self, relaxed: bool, extra_deps: dict[int, list[int]] | None = None) -> dict[int, int]:
+        out = {}
+        for j in range(len(self.o.raw.get("channel_ids", []) or [])):
+            ch = self.channel(j)
+            if ch is None:
+                continue
+            ty, p, k = ch
+            relaxed_here = relaxed and ty == "memory"  # the kernel treats relaxed port ops as normal
+            attrs = self._attrs(OS.SIGNAL, (OS.CHANNEL, ty), (OS.CONN, k), (OS.SYNC, 1), (OS.SYNTH, 1))
+            if relaxed_here:
+                attrs += ((OS.RELAXED, 1),)
+            tag = 1 + 2 * k + (ty == "port")
+            f = self.flag(self.r)
+            deps = self._base() + (extra_deps or {}).get(j, [])
+            pos = self.nodes.add(
+                SEND, f"{self.tag}.send", attrs, deps, peer=p, tag=tag, count=1, src=(SCRATCH, f), tb=self.b.id, chan=k
+            )
+            self.nodes.sync_msgs.append(pos)
+            self._thread(j, pos)
+            self.low.signals.setdefault((ty, self.r, p, k), []).append((pos, relaxed_here))
+            out[j] = pos
+        return out
+
+    def _wait(self, relaxed: bool) -> None:
+        for j in range(len(self.o.raw.get("channel_ids", []) or [])):
+            ch = self.channel(j)
+            if ch is None:
+                continue
+            ty, p, k = ch
+            relaxed_here = relaxed and ty == "memory"
+            attrs = self._attrs(OS.SIGNAL, (OS.CHANNEL, ty), (OS.CONN, k), (OS.SYNC, 1), (OS.SYNTH, 1))
+            if relaxed_here:
+                attrs += ((OS.RELAXED, 1),)
+            tag = 1 + 2 * k + (ty == "port")
+            f = self.flag(self.r)
+            pos = self.nodes.add(
+                RECV,
+                f"{self.tag}.recv",
+                attrs,
+                self._base(),
+                peer=p,
+                tag=tag,
+                count=1,
+                dst=(SCRATCH, f),
+                op=COPY,
+                tb=self.b.id,
+                chan=k,
+            )
+            self.nodes.sync_msgs.append(pos)
+            self._thread(j, pos)
+            self.low.waits.setdefault((ty, p, self.r, k), []).append((pos, relaxed_here))
+
+    def _op_signal(self) -> None:
+        self._signal(False)
+
+    def _op_rlxsignal(self) -> None:
+        self._signal(True)
+
+    def _op_wait(self) -> None:
+        self._wait(False)
+
+    def _op_rlxwait(self) -> None:
+        self._wait(True)
+
+    def _op_flush(self) -> None:
+        # a no-op at upstream 1f5f065 (reference §14): kept as a cost-only node for round trips
+        for j in range(max(len(self.o.raw.get("channel_ids", []) or []), 1)):
+            pos = self.nodes.add(
+                COMP, f"{self.tag}.comp", self._attrs(OS.EXACT, (OS.SYNC, 1)), self._base(), tb=self.b.id
+            )
+            self._thread(j, pos)
+
+    def _sem(self, release: bool) -> None:
+        for j, s in enumerate(self.o.raw.get("semaphore_ids", []) or []):
+            if not isinstance(s, int) or not 0 <= s < len(self.g.semaphores):
+                self.problem(f"semaphore id {s} is not declared ({len(self.g.semaphores)} on this gpu)")
+                continue
+            pos = self.nodes.add(
+                COMP,
+                f"{self.tag}.comp",
+                self._attrs(OS.EXACT, (OS.SYNC, 1), (OS.SEMAPHORE, s)),
+                self._base(),
+                tb=self.b.id,
+            )
+            self._thread(j, pos)
+            self.low.sem_ops.setdefault((self.r, s), []).append((release, pos, self.tag))
+
+    def _op_sem_acquire(self) -> None:
+        self._sem(False)
+
+    def _op_sem_release(self) -> None:
+        self._sem(True)
+
+    def _op_pipeline(self) -> None:  # pragma: no cover - run() unrolls pipelines
+        self.problem("nested pipeline")
+
