@@ -133,10 +133,23 @@ def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, 
             if hb.before(w, acc.local):
                 owner_nodes.dep(acc.remote, s)
         # after: the actor accessed, then signalled (normal), the owner waited
+        issued_before_a_wait = False
         for s, w, relaxed, ty, k in pairs.get((actor, owner), ()):
-            if relaxed:
+            if not hb.before(acc.local, s):
                 continue
-            if acc.channel == "port" and (ty != "port" or k != acc.conn):
+            issued_before_a_wait = True
+            if relaxed or (acc.channel == "port" and (ty != "port" or k != acc.conn)):
                 continue
-            if hb.before(acc.local, s):
-                owner_nodes.dep(w, acc.remote)
+            owner_nodes.dep(w, acc.remote)
+        if acc.write and not issued_before_a_wait:
+            where = low.nodes[actor].names[acc.local]
+            low.problems.append(
+                PlanProblem(
+                    actor,
+                    None,
+                    None,
+                    "",
+                    f"{where}: writes into gpu {owner}'s memory but no signal that gpu {owner} waits for follows "
+                    f"it: gpu {owner} can finish before the data lands",
+                )
+            )

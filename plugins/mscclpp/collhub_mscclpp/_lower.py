@@ -353,11 +353,24 @@ class _Block(DataOps):
             off += self.it * ln
         return off, ln
 
+    def _bounds(self, gpu: int, buf: int, index: int, size: int) -> None:
+        """Operands must lie inside the owner's buffer as that GPU declares it (the executor does
+        not check; a shrunk scratch silently overlaps whatever follows)."""
+        g = self.low.plan.gpus[gpu]
+        cap = (g.input_chunks, g.output_chunks, g.scratch_chunks)[buf]
+        if self.low.plan.top.get("inplace") and buf in (0, 1):
+            cap = max(g.input_chunks, g.output_chunks)
+        if index + size > cap:
+            name = ("input", "output", "scratch")[buf]
+            self.problem(f"chunks [{index}, {index + size}) of gpu {gpu}'s {name} buffer are out of bounds (it has {cap})")
+
     def local(self, d: dict[str, Any], packet: bool = False) -> tuple[int, int, int]:
         from ._plan import BUFFER_TYPES
 
+        buf = BUFFER_TYPES[d["type"]]
+        self._bounds(self.r, buf, int(d["index"]), int(d["size"]))
         off, ln = self._window(int(d["index"]), int(d["size"]), packet)
-        return BUFFER_TYPES[d["type"]], off, ln
+        return buf, off, ln
 
     def remote(self, d: dict[str, Any], packet: bool = False) -> tuple[int, tuple[int, int, int]] | None:
         """(owner, (buffer, off, cnt)) of a remote operand, through the block's table of the op's
@@ -369,6 +382,7 @@ class _Block(DataOps):
             self.problem(f"remote buffer_id {bid} is outside the block's {ty} table ({len(table)} entries)")
             return None
         owner, buf, _acc = self.g.remote_buffers[table[bid]]
+        self._bounds(owner, buf, int(d["index"]), int(d["size"]))
         off, ln = self._window(int(d["index"]), int(d["size"]), packet)
         return owner, (buf, off, ln)
 
@@ -382,6 +396,8 @@ class _Block(DataOps):
         if self.r not in group:
             self.problem(f"rank {self.r} is not in its switch group {group}")
             return None
+        for m in group:
+            self._bounds(m, buf, int(d["index"]), int(d["size"]))
         off, ln = self._window(int(d["index"]), int(d["size"]), self.o.name == "gstorepkt")
         return group, (buf, off, ln)
 
