@@ -67,7 +67,7 @@ def test_executor_limits_refuse_or_warn(caplog: pytest.LogCaptureFixture) -> Non
     found = [str(f) for f in imp.limits]
     assert "GPU 0 thread block 0: 63 memory channels > 16" in found
     assert "GPU 0 thread block 0 op 1 (rlxsignal): 63 channel_ids > 8" in found
-    with pytest.raises(ImportFormatError, match="63 channel_ids > 8"):
+    with pytest.raises(ImportFormatError, match="GPU 0 thread block 0: 63 memory channels > 16"):
         produce_plan(_params(nvls, verify=False, limits="strict"), None)
 
 
