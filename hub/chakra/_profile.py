@@ -113,7 +113,7 @@ class ONESIDED:
     PROTOCOL = "os.proto"
     #: int32_val: wire bytes per payload byte (2 for LL packets, else absent = 1)
     PAYLOAD = "os.payload"
-    #: int32_list: switch (multicast) group of a switch-lowered node, ranks in order
+    #: int64_list: switch (multicast) group of a switch-lowered node, ranks in order
     GROUP = "os.group"
     #: int32_val: device semaphore id / barrier id of a sync node
     SEMAPHORE = "os.sem"

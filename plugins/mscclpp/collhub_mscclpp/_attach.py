@@ -114,42 +114,64 @@ def _signals(low: Lowering) -> list[tuple[int, int, int, int, bool, str, int]]:
     return out
 
 
+def _bits(m: int) -> list[int]:
+    out = []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
+
+
 def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, int]]) -> None:
+    """Bit sets instead of pairwise tests: per access, its ancestors masked by the waits of the
+    actor on the owner; per matched signal, its ancestors masked by the actor's accesses."""
     if not low.accesses:
         return
-    # per (signaller, waiter): matched pairs
-    pairs: dict[tuple[int, int], list[tuple[int, int, bool, str, int]]] = {}
+    anc = [Ancestors(n).anc for n in low.nodes]
+    # waits of `actor` on signals of `owner`: (actor, owner) -> bit mask, and wait -> (signal, relaxed)
+    wait_mask: dict[tuple[int, int], int] = {}
+    signal_of: dict[tuple[int, int], tuple[int, bool]] = {}
+    for a, s, b, w, relaxed, _ty, _k in matched:
+        wait_mask[(b, a)] = wait_mask.get((b, a), 0) | (1 << w)
+        signal_of[(b, w)] = (s, relaxed)
+    by_local: dict[tuple[int, int, int], list[int]] = {}  # (actor, owner, local node) -> accesses
+    acc_mask: dict[tuple[int, int], int] = {}
+    for i, acc in enumerate(low.accesses):
+        by_local.setdefault((acc.actor, acc.owner, acc.local), []).append(i)
+        acc_mask[(acc.actor, acc.owner)] = acc_mask.get((acc.actor, acc.owner), 0) | (1 << acc.local)
+        # before: the owner signalled, the actor waited, then accessed
+        m = anc[acc.actor][acc.local] & wait_mask.get((acc.actor, acc.owner), 0)
+        if m:
+            owner_nodes = low.nodes[acc.owner]
+            for w in _bits(m):
+                s, relaxed = signal_of[(acc.actor, w)]
+                if acc.write or not relaxed:
+                    owner_nodes.dep(acc.remote, s)
+    # after: the actor accessed, then signalled, the owner waited (normal signals make data visible)
+    covered = [False] * len(low.accesses)
     for a, s, b, w, relaxed, ty, k in matched:
-        pairs.setdefault((a, b), []).append((s, w, relaxed, ty, k))
-    anc = [Ancestors(n) for n in low.nodes]
-    for acc in low.accesses:
-        actor, owner = acc.actor, acc.owner
-        hb = anc[actor]
-        owner_nodes = low.nodes[owner]
-        # before: owner signalled, actor waited, then the actor accessed
-        for s, w, relaxed, _ty, _k in pairs.get((owner, actor), ()):
-            if relaxed and not acc.write:
-                continue
-            if hb.before(w, acc.local):
-                owner_nodes.dep(acc.remote, s)
-        # after: the actor accessed, then signalled (normal), the owner waited
-        issued_before_a_wait = False
-        for s, w, relaxed, ty, k in pairs.get((actor, owner), ()):
-            if not hb.before(acc.local, s):
-                continue
-            issued_before_a_wait = True
-            if relaxed or (acc.channel == "port" and (ty != "port" or k != acc.conn)):
-                continue
-            owner_nodes.dep(w, acc.remote)
-        if acc.write and not issued_before_a_wait:
-            where = low.nodes[actor].names[acc.local]
+        m = anc[a][s] & acc_mask.get((a, b), 0)
+        if not m:
+            continue
+        owner_nodes = low.nodes[b]
+        for local in _bits(m):
+            for i in by_local[(a, b, local)]:
+                covered[i] = True
+                acc = low.accesses[i]
+                if relaxed or (acc.channel == "port" and (ty != "port" or k != acc.conn)):
+                    continue
+                owner_nodes.dep(w, acc.remote)
+    for i, acc in enumerate(low.accesses):
+        if acc.write and not covered[i]:
+            where = low.nodes[acc.actor].names[acc.local]
             low.problems.append(
                 PlanProblem(
-                    actor,
+                    acc.actor,
                     None,
                     None,
                     "",
-                    f"{where}: writes into gpu {owner}'s memory but no signal that gpu {owner} waits for follows "
-                    f"it: gpu {owner} can finish before the data lands",
+                    f"{where}: writes into gpu {acc.owner}'s memory but no signal that gpu {acc.owner} waits for "
+                    f"follows it: gpu {acc.owner} can finish before the data lands",
                 )
             )

@@ -15,24 +15,24 @@ from hub.chakra import Buffer, NodeType, RankGraph
 
 __all__ = ["Ancestors", "RankNodes"]
 
-_INT_COLS = ("peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "op", "tb", "chan")
-_DEFAULT = {"peer": -1, "tag": 0, "count": 0, "src_buf": -1, "src_off": -1, "dst_buf": -1, "dst_off": -1}
+#: the integer columns after ``kind``, in row order
+_COLS = ("peer", "tag", "count", "src_buf", "src_off", "dst_buf", "dst_off", "op", "tb", "chan")
 
 
 class RankNodes:
-    """The nodes of one rank, appended one at a time."""
+    """The nodes of one rank, appended one at a time (rows of the integer columns in one list:
+    a plan's big ranks hold a few thousand nodes, and one tuple per node is the cheap form)."""
 
     def __init__(self, rank: int) -> None:
         self.rank = rank
-        self.kind: list[int] = []
-        self.cols: dict[str, list[int]] = {c: [] for c in _INT_COLS}
+        self.rows: list[tuple[int, ...]] = []
         self.deps: list[list[int]] = []
         self.names: list[str] = []
         self.attrs: list[tuple[tuple[str, Any], ...]] = []
         self.sync_msgs: list[int] = []  # positions of signal/wait messages (sized 8 B when bound)
 
     def __len__(self) -> int:
-        return len(self.kind)
+        return len(self.rows)
 
     def add(
         self,
@@ -50,42 +50,35 @@ class RankNodes:
         tb: int = -1,
         chan: int = 0,
     ) -> int:
-        pos = len(self.kind)
-        self.kind.append(int(kind))
-        c = self.cols
-        c["peer"].append(peer)
-        c["tag"].append(tag)
-        c["count"].append(count)
-        c["src_buf"].append(src[0])
-        c["src_off"].append(src[1])
-        c["dst_buf"].append(dst[0])
-        c["dst_off"].append(dst[1])
-        c["op"].append(op)
-        c["tb"].append(tb)
-        c["chan"].append(chan)
-        self.deps.append([d for d in dict.fromkeys(deps) if d is not None and d >= 0])
+        rows = self.rows
+        pos = len(rows)
+        rows.append((int(kind), peer, tag, count, src[0], src[1], dst[0], dst[1], op, tb, chan))
+        self.deps.append(deps)
         self.names.append(name)
         self.attrs.append(attrs)
         return pos
 
     def dep(self, node: int, on: int) -> None:
-        if on != node and on not in self.deps[node]:
-            self.deps[node].append(on)
+        ds = self.deps[node]
+        if on != node and on not in ds:
+            ds.append(on)
 
     def graph(self) -> RankGraph:
-        n = len(self.kind)
+        n = len(self.rows)
+        deps = [list(dict.fromkeys(d)) if len(d) > 1 else d for d in self.deps]
         ptr = np.zeros(n + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum([len(d) for d in self.deps], dtype=np.int64)
-        flat = [p for d in self.deps for p in d]
+        ptr[1:] = np.cumsum([len(d) for d in deps], dtype=np.int64)
+        flat = [p for d in deps for p in d]
         extra = {i: a for i, a in enumerate(self.attrs) if a}
+        table = np.asarray(self.rows, dtype=np.int64).reshape(n, len(_COLS) + 1)
         return RankGraph.from_columns(
             n,
-            kind=np.asarray(self.kind, dtype=np.int8),
+            kind=table[:, 0].astype(np.int8),
             dep_ptr=ptr,
             dep_pos=np.asarray(flat, dtype=np.int32),
             names=list(self.names),
             extra=extra,
-            **{c: np.asarray(v) for c, v in self.cols.items()},
+            **{c: table[:, i + 1] for i, c in enumerate(_COLS)},
         )
 
 
@@ -120,4 +113,4 @@ class Ancestors:
 
     def before(self, a: int, b: int) -> bool:
         """``a`` happens before ``b`` (a path a -> ... -> b)."""
-        return bool((self.anc[b] >> a) & 1)
+        return bool(self.anc[b] & (1 << a))

@@ -103,6 +103,20 @@ class Lowering:
     barrier_nodes: dict[tuple[int, int, int], list[Any]] = field(default_factory=dict)
     tags: dict[tuple[int, int], int] = field(default_factory=dict)
     launches: list[int] = field(default_factory=list)
+    _conn: dict[tuple[int, str], list[int]] = field(default_factory=dict)
+
+    def conn_index(self, rank: int, ty: str) -> list[int]:
+        """Per rank channel index of type ``ty``: its connection k (earlier channels to the same peer)."""
+        key = (rank, ty)
+        out = self._conn.get(key)
+        if out is None:
+            seen: dict[int, int] = {}
+            out = []
+            for p in self.plan.gpus[rank].peers.get(ty, []):
+                out.append(seen.get(p, 0))
+                seen[p] = out[-1] + 1
+            self._conn[key] = out
+        return out
 
 
 def pipeline_iterations(plan: Plan, chunk_bytes: int | None) -> dict[int, int]:
@@ -215,6 +229,7 @@ class _Block(DataOps):
 
     def _op(self, idx: int, o: PlanOp, it: int, k: int) -> None:
         self.idx, self.o, self.it, self.k = idx, o, it, k
+        self._attr_cache: dict[Any, tuple[tuple[str, Any], ...]] = {}
         self.tag = f"tb{self.b.id}/op{idx}/{o.name}" + (f"/it{it}" if k > 1 else "")
         tbg = o.raw.get("tbg_info") or {}
         self.slice = (int(tbg.get("tb_id", 0) or 0), max(int(tbg.get("tbg_size", 1) or 1), 1))
@@ -229,12 +244,16 @@ class _Block(DataOps):
 
     # -- nodes -------------------------------------------------------------------------------
     def _attrs(self, mapping: str, *more: tuple[str, Any]) -> tuple[tuple[str, Any], ...]:
-        base: tuple[tuple[str, Any], ...] = ((OS.OP, self.o.name), (OS.INDEX, self.idx), (OS.MAPPING, mapping))
-        if self.k > 1:
-            base += ((OS.ITER, self.it),)
-        if self.o.name in PACKET_OPS:
-            base += ((OS.PROTOCOL, "LL"),)
-        return base + more
+        key = (mapping, more)
+        got = self._attr_cache.get(key)
+        if got is None:
+            base: tuple[tuple[str, Any], ...] = ((OS.OP, self.o.name), (OS.INDEX, self.idx), (OS.MAPPING, mapping))
+            if self.k > 1:
+                base += ((OS.ITER, self.it),)
+            if self.o.name in PACKET_OPS:
+                base += ((OS.PROTOCOL, "LL"),)
+            got = self._attr_cache[key] = base + more
+        return got
 
     def _base(self) -> list[int]:
         return [self.st.gate] if self.st.gate is not None else []
@@ -414,8 +433,7 @@ class _Block(DataOps):
         if not 0 <= g < len(peers):
             self.problem(f"{ty} channel {g} is not declared on gpu {self.r}")
             return None
-        p = peers[g]
-        return ty, p, peers[:g].count(p)
+        return ty, peers[g], self.low.conn_index(self.r, ty)[g]
 
     def srcs(self) -> list[dict[str, Any]]:
         return list(self.o.raw.get("src_buff", []) or [])

@@ -210,7 +210,7 @@ class DataOps:
             _g2, dst = b
             if not self._pair_check(src, dst):
                 continue
-            more = ((OS.CHANNEL, "switch"), (OS.GROUP, list(group)))
+            more = ((OS.CHANNEL, "switch"), (OS.GROUP, tuple(group)))
             prev = [self.comp(1, src, dst, [])] if src != dst else []
             others = [g for g in group if g != self.r]
             for g in others:
@@ -230,7 +230,7 @@ class DataOps:
             src = self.local(s, packet=packet)
             if not self._pair_check(src, dst):
                 continue
-            more = ((OS.CHANNEL, "switch"), (OS.GROUP, list(group)))
+            more = ((OS.CHANNEL, "switch"), (OS.GROUP, tuple(group)))
             if src != dst:
                 n = self.comp(1, src, dst, [])
                 if packet:
