@@ -4,8 +4,7 @@ Steps: parse (:mod:`._plan`, the parser's rules), the executor's size check when
 bound, capacities (:mod:`._limits`), pipeline iterations at the bound size and the chunk
 refinement, the lowering (:mod:`._lower`, :mod:`._ops`), the cross-rank edges (:mod:`._attach`),
 then the graphs, the metadata (the plan's top-level fields kept under ``os.meta.*``) and, with a
-size, the byte sizes: ``chunk`` bytes per chunk as hub binds, 8 bytes per signal message, twice
-the payload for LL packet messages.
+size, the byte sizes: ``chunk`` bytes per chunk as hub binds, 8 bytes per signal message.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from hub.chakra import ONESIDED as OS
-from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, chunk_bytes
+from hub.chakra import Algorithm, AlgorithmMeta, Collective, chunk_bytes
 from hub.errors import ImportFormatError, UsageError
 
 from ._attach import attach
@@ -140,8 +139,10 @@ def _size_check(plan: Plan, coll: Collective, size: int, ins: int, outs: int) ->
 
 
 def _bind(alg: Algorithm, low: object, size: int) -> Algorithm:
-    """Bind as hub does, then size the messages that are not chunk copies: 8 bytes per signal
-    message, twice the payload for LL packet messages (on both ends, so pairs agree)."""
+    """Bind as hub does, then size signal messages as the 8 bytes of a semaphore increment (on
+    both ends, so pairs agree). LL packet messages keep their payload size: a message may not
+    carry more than its chunks (the profile's size check), so the 2x wire overhead is in the
+    node's ``os.payload`` attribute, not in its time."""
     from ._lower import Lowering
 
     assert isinstance(low, Lowering)
@@ -151,10 +152,6 @@ def _bind(alg: Algorithm, low: object, size: int) -> Algorithm:
         sz = g.size.copy()
         if nodes.sync_msgs:
             sz[np.asarray(nodes.sync_msgs, dtype=np.int64)] = OS.SIGNAL_BYTES
-        comm = (g.kind == int(NodeType.SEND)) | (g.kind == int(NodeType.RECV))
-        for pos, attrs in g.extra.items():
-            if comm[pos] and (OS.PAYLOAD, 2) in attrs:
-                sz[pos] *= 2
         g.size = sz
         graphs.append(g)
     return Algorithm(bound.meta, tuple(graphs))

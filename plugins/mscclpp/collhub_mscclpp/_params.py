@@ -22,7 +22,7 @@ class PlanParams(BaseModel):
         default=None,
         ge=1,
         description="bind to this collective size in bytes (nccl-tests' definition; 1MiB etc. accepted): "
-        "runs the executor's size checks, sets pipeline iterations, sizes signals (8 B) and LL packets (2x)",
+        "runs the executor's size checks, sets pipeline iterations, sizes signal messages (8 B)",
     )
     name: str | None = Field(default=None, description="algorithm name (default: the plan's name)")
     limits: Literal["executor", "strict", "warn"] = Field(
