@@ -253,7 +253,7 @@ def _rank_groups(
                 op = {"name": "ppkt", "src_buff": [src], "dst_buff": [dst], "channel_type": channel}
                 if channel == "port":
                     op["channel_ids"] = [0]
-                groups.append(_Group([op], {p} if channel == "port" else set(), {p}))
+                groups.append(_Group([op, dict(nop)], {p} if channel == "port" else set(), {p}))
             elif channel == "port":
                 op = {"name": "pws", "src_buff": [src], "dst_buff": [dst], "channel_ids": [0], "channel_type": "port"}
                 groups.append(_Group([op, dict(nop)], {p}, {p}))
