@@ -48,7 +48,6 @@ _LAZY: dict[str, str] = {
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from ._json import algorithm_from_json, algorithm_to_json
     from ._meta import read_global_metadata
-    from ._profile import ONESIDED
     from ._model import (
         COMM_TYPE_OF,
         Algorithm,
@@ -64,6 +63,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
         chunk_bytes,
         reference_chunks,
     )
+    from ._profile import ONESIDED
     from ._reader import iter_ranks, read_algorithm, read_trace
     from ._stream import RankStream
     from ._summary import summarize

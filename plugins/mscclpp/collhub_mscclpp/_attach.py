@@ -63,7 +63,9 @@ def _semaphores(low: Lowering) -> None:
                 nodes.dep(pos, releases[j])
             else:
                 low.problems.append(
-                    PlanProblem(r, None, None, "", f"{where}: sem_acquire of semaphore {s} is never released: waits forever")
+                    PlanProblem(
+                        r, None, None, "", f"{where}: sem_acquire of semaphore {s} is never released: waits forever"
+                    )
                 )
         if len(releases) != len(acquires):
             low.problems.append(

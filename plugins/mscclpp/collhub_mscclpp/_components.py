@@ -32,7 +32,9 @@ def produce_plan(params: PlanParams, ctx: Any) -> Algorithm:
                 problems=problems,
                 hint="the plan would hang on the GPU; fix the listed thread blocks",
             )
-        _log.warning("warning: %s: %d problem(s) the executor would hang on, first: %s", params.path, len(problems), problems[0])
+        _log.warning(
+            "warning: %s: %d problem(s) the executor would hang on, first: %s", params.path, len(problems), problems[0]
+        )
     if params.verify is not False:
         _verify(imp.algorithm, params)
     return imp.algorithm

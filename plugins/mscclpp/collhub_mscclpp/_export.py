@@ -32,8 +32,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from hub.chakra import ONESIDED as OS
-from hub.chakra import Algorithm, Collective, NodeType, Op
+from hub.chakra import ONESIDED as OS, Algorithm, Collective, NodeType, Op
 from hub.errors import ExportError
 
 __all__ = ["ExportStats", "algorithm_to_plan"]
@@ -191,7 +190,10 @@ def algorithm_to_plan(
                 slot_of[(r, v)] = next_slot[r]
                 next_slot[r] += int(g.count[v])
     # channels: one per pair of ranks that exchange messages, in rank order on both sides
-    peers = [sorted({int(p) for p in g.peer[(g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)].tolist()}) for g in alg.graphs]
+    peers = [
+        sorted({int(p) for p in g.peer[(g.kind == NodeType.SEND) | (g.kind == NodeType.RECV)].tolist()})
+        for g in alg.graphs
+    ]
     sent_seq: dict[tuple[int, int], int] = {}  # (r, send pos) -> index among r's messages to p
     count_to: dict[tuple[int, int], int] = {}
     for r, order in enumerate(orders):
@@ -241,7 +243,10 @@ def _rank_groups(
     g = alg.graphs[r]
     groups: list[_Group] = []
     waited: dict[int, int] = {}  # peer -> waits issued so far
-    nop = {"name": "nop"}
+    nop: dict[str, Any] = {"name": "nop"}
+    src: dict[str, Any]
+    dst: dict[str, Any]
+    op: dict[str, Any]
     for v in order:
         k = int(g.kind[v])
         cnt = int(g.count[v])
@@ -263,7 +268,7 @@ def _rank_groups(
                 groups.append(_Group([put, dict(nop), sig], {p}, {p}))
         elif k == NodeType.RECV:
             p, sv = recv_from[(r, v)]
-            slot = {"type": "s", "index": slot_of[(r, v)], "size": cnt}
+            slot: dict[str, Any] = {"type": "s", "index": slot_of[(r, v)], "size": cnt}
             dst = {"type": _BUF[int(g.dst_buf[v])], "index": int(g.dst_off[v]), "size": cnt}
             ops: list[dict[str, Any]] = []
             chans: set[int] = set()

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hub.chakra import ONESIDED as OS
-from hub.chakra import Algorithm, AlgorithmMeta, Collective, chunk_bytes
+from hub.chakra import ONESIDED as OS, Algorithm, AlgorithmMeta, Collective, chunk_bytes
 from hub.errors import ImportFormatError, UsageError
 
 from ._attach import attach
@@ -84,7 +83,9 @@ def plan_to_algorithm(plan: Plan, *, size: int | None = None, name: str | None =
     flags = max(low.flags) if low.flags else 0
     extra: list[tuple[str, str | int | float | bool]] = [(OS.REFINE, f), (OS.FLAG_CHUNKS, flags)]
     for k, v in plan.top.items():
-        extra.append((OS.META_PREFIX + k, str(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 2**63 else v))
+        extra.append(
+            (OS.META_PREFIX + k, str(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 2**63 else v)
+        )
     extra += [
         (OS.META_PREFIX + "input_chunks", ins),
         (OS.META_PREFIX + "output_chunks", outs),
@@ -112,7 +113,9 @@ def _size_check(plan: Plan, coll: Collective, size: int, ins: int, outs: int) ->
     top = plan.top
     a = int(top.get("buffer_alignment", 16))
     if ins == 0 and outs == 0:
-        raise ImportFormatError("input_chunks and output_chunks are 0: the executor cannot run this plan", path=plan.path)
+        raise ImportFormatError(
+            "input_chunks and output_chunks are 0: the executor cannot run this plan", path=plan.path
+        )
     ref = outs if coll is Collective.ALLGATHER else ins
     if ref == 0:
         ref = outs or ins

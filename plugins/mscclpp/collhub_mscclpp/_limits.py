@@ -70,7 +70,9 @@ def check_limits(plan: Plan) -> list[LimitFinding]:
                 bad = [x for x in ids if not 0 <= x < n]
                 if ty != "none" and bad:
                     out.append(
-                        LimitFinding(g.id, b.id, None, "", f"{ty} channel id {bad[0]} not declared (GPU has {n})", False)
+                        LimitFinding(
+                            g.id, b.id, None, "", f"{ty} channel id {bad[0]} not declared (GPU has {n})", False
+                        )
                     )
             for ty, ids in b.remote_refs.items():
                 if len(ids) > MAX_CHANNEL:

@@ -33,7 +33,9 @@ WRONG = {
 def all_plans() -> list[Path]:
     if not PLANS_DIR.is_dir():
         return []
-    return sorted(p for p in PLANS_DIR.iterdir() if p.name.endswith((".json", ".json.gz")) and p.name != "manifest.json")
+    return sorted(
+        p for p in PLANS_DIR.iterdir() if p.name.endswith((".json", ".json.gz")) and p.name != "manifest.json"
+    )
 
 
 def load_json(path: Path) -> Any:

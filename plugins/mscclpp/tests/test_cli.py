@@ -36,7 +36,9 @@ def test_import_verify_and_export(tmp_path: Path) -> None:
 
 def test_hang_per_connection_exits_3_with_located_problems(tmp_path: Path) -> None:
     path = EXAMPLES / "unit_signal_wait_fuse.json"
-    p = _collhub("produce", "mscclpp.plan", "--set", f"path={path}", "--set", "verify=false", "--out", "f", cwd=tmp_path)
+    p = _collhub(
+        "produce", "mscclpp.plan", "--set", f"path={path}", "--set", "verify=false", "--out", "f", cwd=tmp_path
+    )
     assert p.returncode == 0, p.stderr
     p = _collhub("trace", "verify", "f", cwd=tmp_path)
     assert p.returncode == 3

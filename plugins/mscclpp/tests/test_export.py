@@ -50,7 +50,9 @@ def test_export_reimports_and_verifies(label: str, make: object, protocol: str) 
     if protocol == "Simple":  # signals balance per connection (else structure fails above)
         assert any(o["name"] == "signal" for g in plan["gpus"] for t in g["threadblocks"] for o in t["ops"])
     else:
-        assert not any(o["name"] in ("signal", "wait") for g in plan["gpus"] for t in g["threadblocks"] for o in t["ops"])
+        assert not any(
+            o["name"] in ("signal", "wait") for g in plan["gpus"] for t in g["threadblocks"] for o in t["ops"]
+        )
 
 
 def test_port_channels_and_size_window(tmp_path: Path) -> None:

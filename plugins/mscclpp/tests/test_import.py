@@ -99,7 +99,9 @@ def test_parser_rules() -> None:
     g["threadblocks"] = [{"id": 1, "ops": [], "channels": []}]
     with pytest.raises(ImportFormatError, match="thread-block ids must be 0..n-1"):
         parse_plan(_plan([g]), "x.json")
-    g["threadblocks"] = [{"id": 0, "ops": [{"name": "copy", "src_buff": [{"type": "q", "index": 0, "size": 1}]}], "channels": []}]
+    g["threadblocks"] = [
+        {"id": 0, "ops": [{"name": "copy", "src_buff": [{"type": "q", "index": 0, "size": 1}]}], "channels": []}
+    ]
     with pytest.raises(ImportFormatError, match=r"ops\[0\].src_buff\[0\].type: Invalid buffer type: q"):
         parse_plan(_plan([g]), "x.json")
     with pytest.raises(ImportFormatError, match="protocol: missing required key"):
@@ -117,7 +119,9 @@ def test_size_window_and_alignment() -> None:
 
 def test_top_level_fields_are_kept() -> None:
     path = next(p for p in PLANS if p.name == "allgather_nvls_pkt_n2.json")
-    extra = dict(plan_to_algorithm(parse_plan(__import__("json").loads(path.read_text()), str(path))).algorithm.meta.extra)
+    extra = dict(
+        plan_to_algorithm(parse_plan(__import__("json").loads(path.read_text()), str(path))).algorithm.meta.extra
+    )
     assert extra["os.meta.name"] == "allgather_nvls_zc_pkt_n2"
     assert extra["os.meta.protocol"] == "LL" and extra["os.meta.min_message_size"] == 1024
     assert extra["os.meta.use_double_scratch_buffer"] is True

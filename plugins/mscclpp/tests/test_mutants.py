@@ -101,8 +101,16 @@ def retarget_put(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
             tb = g["threadblocks"][t]
             d = op["dst_buff"][0]
             ty = op.get("channel_type", "memory")
-            refs = [x for r in tb.get("remote_buffer_refs", []) if r["access_channel_type"] == ty for x in r["remote_buffer_ids"]]
-            owner, btype = g["remote_buffers"][refs[d["buffer_id"]]]["rank"], g["remote_buffers"][refs[d["buffer_id"]]]["type"]
+            refs = [
+                x
+                for r in tb.get("remote_buffer_refs", [])
+                if r["access_channel_type"] == ty
+                for x in r["remote_buffer_ids"]
+            ]
+            owner, btype = (
+                g["remote_buffers"][refs[d["buffer_id"]]]["rank"],
+                g["remote_buffers"][refs[d["buffer_id"]]]["type"],
+            )
             og = plan["gpus"][owner]
             cap = {"i": og["input_chunks"], "o": og["output_chunks"], "s": og["scratch_chunks"]}[btype]
             if cap <= d["size"]:
@@ -124,7 +132,12 @@ def shrink_scratch(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield m
 
 
-MUTATIONS = {"drop_wait": drop_wait, "swap_put_signal": swap_put_signal, "retarget_put": retarget_put, "shrink_scratch": shrink_scratch}
+MUTATIONS = {
+    "drop_wait": drop_wait,
+    "swap_put_signal": swap_put_signal,
+    "retarget_put": retarget_put,
+    "shrink_scratch": shrink_scratch,
+}
 
 
 def rejected(doc: dict[str, Any]) -> str | None:
