@@ -116,7 +116,7 @@ def _signals(low: Lowering) -> list[tuple[int, int, int, int, bool, str, int]]:
     return out
 
 
-def _bits(m: int) -> list[int]:
+def _bits(m: int) -> list[int]:  # the set bits of m, lowest first
     out = []
     while m:
         low = m & -m
@@ -126,36 +126,45 @@ def _bits(m: int) -> list[int]:
 
 
 def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, int]]) -> None:
-    """Bit sets instead of pairwise tests: per access, its ancestors masked by the waits of the
-    actor on the owner; per matched signal, its ancestors masked by the actor's accesses."""
+    """Bit sets instead of pairwise tests. The signals (and the waits) of one connection form a
+    chain, so per access and connection only the latest wait before it (*before* edge) and the
+    first signal after it (*after* edge) need an edge: the others follow through the chain."""
     if not low.accesses:
         return
     anc = [Ancestors(n).anc for n in low.nodes]
-    # waits of `actor` on signals of `owner`: (actor, owner) -> bit mask, and wait -> (signal, relaxed)
-    wait_mask: dict[tuple[int, int], int] = {}
+    # per (actor, owner, connection): the actor's waits on the owner's signals, as a bit mask
+    wait_mask: dict[tuple[int, int, str, int], int] = {}
     signal_of: dict[tuple[int, int], tuple[int, bool]] = {}
-    for a, s, b, w, relaxed, _ty, _k in matched:
-        wait_mask[(b, a)] = wait_mask.get((b, a), 0) | (1 << w)
+    for a, s, b, w, relaxed, ty, k in matched:
+        key = (b, a, ty, k)
+        wait_mask[key] = wait_mask.get(key, 0) | (1 << w)
         signal_of[(b, w)] = (s, relaxed)
+    conns: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for b, a, ty, k in wait_mask:
+        conns.setdefault((b, a), []).append((ty, k))
     by_local: dict[tuple[int, int, int], list[int]] = {}  # (actor, owner, local node) -> accesses
     acc_mask: dict[tuple[int, int], int] = {}
     for i, acc in enumerate(low.accesses):
         by_local.setdefault((acc.actor, acc.owner, acc.local), []).append(i)
         acc_mask[(acc.actor, acc.owner)] = acc_mask.get((acc.actor, acc.owner), 0) | (1 << acc.local)
         # before: the owner signalled, the actor waited, then accessed
-        m = anc[acc.actor][acc.local] & wait_mask.get((acc.actor, acc.owner), 0)
-        if m:
-            owner_nodes = low.nodes[acc.owner]
-            for w in _bits(m):
-                s, relaxed = signal_of[(acc.actor, w)]
-                if acc.write or not relaxed:
-                    owner_nodes.dep(acc.remote, s)
-    # after: the actor accessed, then signalled, the owner waited (normal signals make data visible)
+        a_anc = anc[acc.actor][acc.local]
+        for ty, k in conns.get((acc.actor, acc.owner), ()):
+            m = a_anc & wait_mask[(acc.actor, acc.owner, ty, k)]
+            if not m:
+                continue
+            for w in _latest(m, acc.write, acc.actor, signal_of):
+                low.nodes[acc.owner].dep(acc.remote, signal_of[(acc.actor, w)][0])
+    # after: the actor accessed, then signalled, the owner waited (normal signals make data
+    # visible); pairs come per connection in chain order, so the first signal after an access wins
     covered = [False] * len(low.accesses)
+    done: dict[tuple[int, int, str, int, bool], int] = {}
     for a, s, b, w, relaxed, ty, k in matched:
-        m = anc[a][s] & acc_mask.get((a, b), 0)
+        key = (a, b, ty, k, relaxed)
+        m = anc[a][s] & acc_mask.get((a, b), 0) & ~done.get(key, 0)
         if not m:
             continue
+        done[key] = done.get(key, 0) | m
         owner_nodes = low.nodes[b]
         for local in _bits(m):
             for i in by_local[(a, b, local)]:
@@ -177,3 +186,19 @@ def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, 
                     f"follows it: gpu {acc.owner} can finish before the data lands",
                 )
             )
+
+
+def _latest(m: int, write: bool, actor: int, signal_of: dict[tuple[int, int], tuple[int, bool]]) -> list[int]:
+    """The latest wait of a connection's mask (the chain orders the rest before it); a read needs
+    the latest *normal* one, as relaxed pairs make no data visible (on memory channels a
+    connection carries both kinds)."""
+    out = []
+    while m:
+        w = m.bit_length() - 1
+        relaxed = signal_of[(actor, w)][1]
+        if write or not relaxed:
+            out.append(w)
+            if not relaxed:
+                break
+        m ^= 1 << w
+    return out

@@ -59,9 +59,9 @@ class RankNodes:
         return pos
 
     def dep(self, node: int, on: int) -> None:
-        ds = self.deps[node]
-        if on != node and on not in ds:
-            ds.append(on)
+        """Add the edge node -> on (duplicates are dropped when the graph is frozen)."""
+        if on != node:
+            self.deps[node].append(on)
 
     def graph(self) -> RankGraph:
         n = len(self.rows)
