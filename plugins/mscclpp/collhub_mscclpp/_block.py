@@ -290,56 +290,67 @@ class BlockCore:
         self._issue(pos)
 
     def _signal(self, relaxed: bool, extra_deps: dict[int, list[int]] | None = None) -> dict[int, int]:
+        return self._sync_messages(True, relaxed, extra_deps or {})
+
+    def _wait(self, relaxed: bool) -> None:
+        self._sync_messages(False, relaxed, {})
+
+    def _sync_messages(self, send: bool, relaxed: bool, extra_deps: dict[int, list[int]]) -> dict[int, int]:
+        """One SEND (signal) or RECV (wait) per channel of the op: tag 1 + 2k (+1 for port), one
+        flag chunk each, chained on the channel's thread. Hot: a 64-rank plan has ~10^5 of them."""
         out = {}
+        nodes, low, r, tb = self.nodes, self.low, self.r, self.b.id
+        add, sync_msgs = nodes.add, nodes.sync_msgs
+        name = f"{self.tag}.send" if send else f"{self.tag}.recv"
+        base = self._base()
+        registry = low.signals if send else low.waits
+        kind, op = (SEND, 0) if send else (RECV, COPY)
         for j in range(len(self.o.raw.get("channel_ids", []) or [])):
             ch = self.channel(j)
             if ch is None:
                 continue
             ty, p, k = ch
             relaxed_here = relaxed and ty == "memory"  # the kernel treats relaxed port ops as normal
-            attrs = self._attrs(OS.SIGNAL, (OS.CHANNEL, ty), (OS.CONN, k), (OS.SYNC, 1), (OS.SYNTH, 1))
+            more: tuple[tuple[str, Any], ...] = ((OS.CHANNEL, ty), (OS.CONN, k), (OS.SYNC, 1), (OS.SYNTH, 1))
             if relaxed_here:
-                attrs += ((OS.RELAXED, 1),)
-            tag = 1 + 2 * k + (ty == "port")
-            f = self.flag(self.r)
-            deps = self._base() + (extra_deps or {}).get(j, [])
-            pos = self.nodes.add(
-                SEND, f"{self.tag}.send", attrs, deps, peer=p, tag=tag, count=1, src=(SCRATCH, f), tb=self.b.id, chan=k
-            )
-            self.nodes.sync_msgs.append(pos)
+                more += ((OS.RELAXED, 1),)
+            attrs = self._attrs(OS.SIGNAL, *more)
+            f = low.scratch_sub + low.flags[r]
+            low.flags[r] += 1
+            deps = base + extra_deps.get(j, []) if send else list(base)
+            if send:
+                pos = add(
+                    kind,
+                    name,
+                    attrs,
+                    deps,
+                    peer=p,
+                    tag=1 + 2 * k + (ty == "port"),
+                    count=1,
+                    src=(SCRATCH, f),
+                    tb=tb,
+                    chan=k,
+                )
+                registry.setdefault((ty, r, p, k), []).append((pos, relaxed_here))
+            else:
+                pos = add(
+                    kind,
+                    name,
+                    attrs,
+                    deps,
+                    peer=p,
+                    tag=1 + 2 * k + (ty == "port"),
+                    count=1,
+                    dst=(SCRATCH, f),
+                    op=op,
+                    tb=tb,
+                    chan=k,
+                )
+                registry.setdefault((ty, p, r, k), []).append((pos, relaxed_here))
+            sync_msgs.append(pos)
             self._thread(j, pos)
-            self.low.signals.setdefault((ty, self.r, p, k), []).append((pos, relaxed_here))
             out[j] = pos
         return out
-
-    def _wait(self, relaxed: bool) -> None:
-        for j in range(len(self.o.raw.get("channel_ids", []) or [])):
-            ch = self.channel(j)
-            if ch is None:
-                continue
-            ty, p, k = ch
-            relaxed_here = relaxed and ty == "memory"
-            attrs = self._attrs(OS.SIGNAL, (OS.CHANNEL, ty), (OS.CONN, k), (OS.SYNC, 1), (OS.SYNTH, 1))
-            if relaxed_here:
-                attrs += ((OS.RELAXED, 1),)
-            tag = 1 + 2 * k + (ty == "port")
-            f = self.flag(self.r)
-            pos = self.nodes.add(
-                RECV,
-                f"{self.tag}.recv",
-                attrs,
-                self._base(),
-                peer=p,
-                tag=tag,
-                count=1,
-                dst=(SCRATCH, f),
-                op=COPY,
-                tb=self.b.id,
-                chan=k,
-            )
-            self.nodes.sync_msgs.append(pos)
-            self._thread(j, pos)
-            self.low.waits.setdefault((ty, p, self.r, k), []).append((pos, relaxed_here))
 
     def _op_signal(self) -> None:
         self._signal(False)
