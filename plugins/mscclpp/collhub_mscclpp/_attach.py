@@ -132,29 +132,30 @@ def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, 
     if not low.accesses:
         return
     anc = [Ancestors(n).anc for n in low.nodes]
-    # per (actor, owner, connection): the actor's waits on the owner's signals, as a bit mask
-    wait_mask: dict[tuple[int, int, str, int], int] = {}
+    # the actor's waits: all of them as one bit mask, each with its owner and connection
+    all_waits: dict[int, int] = {}
+    wait_info: dict[tuple[int, int], tuple[int, str, int]] = {}
     signal_of: dict[tuple[int, int], tuple[int, bool]] = {}
     for a, s, b, w, relaxed, ty, k in matched:
-        key = (b, a, ty, k)
-        wait_mask[key] = wait_mask.get(key, 0) | (1 << w)
+        all_waits[b] = all_waits.get(b, 0) | (1 << w)
+        wait_info[(b, w)] = (a, ty, k)
         signal_of[(b, w)] = (s, relaxed)
-    conns: dict[tuple[int, int], list[tuple[str, int]]] = {}
-    for b, a, ty, k in wait_mask:
-        conns.setdefault((b, a), []).append((ty, k))
     by_local: dict[tuple[int, int, int], list[int]] = {}  # (actor, owner, local node) -> accesses
     acc_mask: dict[tuple[int, int], int] = {}
+    before: dict[tuple[int, bool, tuple[int, ...]], dict[int, list[int]]] = {}
     for i, acc in enumerate(low.accesses):
         by_local.setdefault((acc.actor, acc.owner, acc.local), []).append(i)
         acc_mask[(acc.actor, acc.owner)] = acc_mask.get((acc.actor, acc.owner), 0) | (1 << acc.local)
-        # before: the owner signalled, the actor waited, then accessed
-        a_anc = anc[acc.actor][acc.local]
-        for ty, k in conns.get((acc.actor, acc.owner), ()):
-            m = a_anc & wait_mask[(acc.actor, acc.owner, ty, k)]
-            if not m:
-                continue
-            for w in _latest(m, acc.write, acc.actor, signal_of):
-                low.nodes[acc.owner].dep(acc.remote, signal_of[(acc.actor, w)][0])
+        # before: the owner signalled, the actor waited, then accessed. An access node is never
+        # a wait, so the waits before it are those before its dependencies: the fan-out of one op
+        # (a multicast to 63 peers) shares the answer.
+        key = (acc.actor, acc.write, tuple(low.nodes[acc.actor].deps[acc.local]))
+        per_owner = before.get(key)
+        if per_owner is None:
+            m = anc[acc.actor][acc.local] & all_waits.get(acc.actor, 0)
+            per_owner = before[key] = _latest_per_connection(m, acc.write, acc.actor, wait_info, signal_of)
+        for s in per_owner.get(acc.owner, ()):
+            low.nodes[acc.owner].dep(acc.remote, s)
     # after: the actor accessed, then signalled, the owner waited (normal signals make data
     # visible); pairs come per connection in chain order, so the first signal after an access wins
     covered = [False] * len(low.accesses)
@@ -188,17 +189,25 @@ def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, 
             )
 
 
-def _latest(m: int, write: bool, actor: int, signal_of: dict[tuple[int, int], tuple[int, bool]]) -> list[int]:
-    """The latest wait of a connection's mask (the chain orders the rest before it); a read needs
-    the latest *normal* one, as relaxed pairs make no data visible (on memory channels a
-    connection carries both kinds)."""
-    out = []
-    while m:
-        w = m.bit_length() - 1
-        relaxed = signal_of[(actor, w)][1]
+def _latest_per_connection(
+    m: int,
+    write: bool,
+    actor: int,
+    wait_info: dict[tuple[int, int], tuple[int, str, int]],
+    signal_of: dict[tuple[int, int], tuple[int, bool]],
+) -> dict[int, list[int]]:
+    """owner -> the signals to depend on: per connection the latest wait's signal (the chain
+    orders the earlier ones before it); a read needs the latest *normal* one, as relaxed pairs make
+    no data visible (a memory connection carries both kinds)."""
+    out: dict[int, list[int]] = {}
+    closed: set[tuple[int, str, int]] = set()
+    for w in reversed(_bits(m)):
+        conn = wait_info[(actor, w)]
+        if conn in closed:
+            continue
+        s, relaxed = signal_of[(actor, w)]
         if write or not relaxed:
-            out.append(w)
+            out.setdefault(conn[0], []).append(s)
             if not relaxed:
-                break
-        m ^= 1 << w
+                closed.add(conn)
     return out
