@@ -161,11 +161,11 @@ def _accesses(low: Lowering, matched: list[tuple[int, int, int, int, bool, str, 
     covered = [False] * len(low.accesses)
     done: dict[tuple[int, int, str, int, bool], int] = {}
     for a, s, b, w, relaxed, ty, k in matched:
-        key = (a, b, ty, k, relaxed)
-        m = anc[a][s] & acc_mask.get((a, b), 0) & ~done.get(key, 0)
+        ckey = (a, b, ty, k, relaxed)
+        m = anc[a][s] & acc_mask.get((a, b), 0) & ~done.get(ckey, 0)
         if not m:
             continue
-        done[key] = done.get(key, 0) | m
+        done[ckey] = done.get(ckey, 0) | m
         owner_nodes = low.nodes[b]
         for local in _bits(m):
             for i in by_local[(a, b, local)]:
