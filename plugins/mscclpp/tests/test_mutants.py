@@ -168,3 +168,56 @@ def test_mutants_are_rejected(base: str, kind: str) -> None:
         assert why is not None, f"{kind} mutant {tried} of {base} was not rejected"
     if tried == 0:
         pytest.skip(f"{base} has no site for {kind}")
+
+
+def _pipeline_body(plan: dict[str, Any], name: str) -> tuple[list[dict[str, Any]], int]:
+    for g in plan["gpus"]:
+        for tb in g["threadblocks"]:
+            for o in tb["ops"]:
+                if o["name"] == "pipeline":
+                    for i, b in enumerate(o["ops"]):
+                        if b["name"] == name:
+                            return o["ops"], i
+    raise AssertionError(f"no {name} in a pipeline")
+
+
+@pytest.mark.skipif(not PLANS_DIR.is_dir(), reason="shared MSCCL++ plans not available")
+def test_semaphore_imbalance_and_barrier_shortfall_are_hangs() -> None:
+    plan = load_json(PLANS_DIR / "alltoall_pipeline_n2.json")
+    body, i = _pipeline_body(plan, "sem_release")
+    del body[i]  # one release fewer: an acquire waits forever and the count is off at the end
+    imp = plan_to_algorithm(parse_plan(plan, "m.json"))
+    text = " | ".join(str(p) for p in imp.problems)
+    assert "is never released: waits forever" in text and "ends the launch at" in text
+    plan = load_json(PLANS_DIR / "allgather_allpairs_put_tbg4_n2.json")
+    tb = plan["gpus"][0]["threadblocks"][1]
+    tb["ops"] = [o for o in tb["ops"] if o["name"] != "barrier"]  # block 1 never arrives
+    imp = plan_to_algorithm(parse_plan(plan, "m.json"))
+    assert any("reached by 3 thread block(s) but waits for 4" in str(p) for p in imp.problems), imp.problems
+    assert imp.problems[0].gpu == 0 and imp.problems[0].block is not None
+
+
+def test_cyclic_waits_are_a_deadlock() -> None:
+    """Each GPU waits for the other before it signals: hub.verify's progress level names both."""
+    gpus = []
+    for r in range(2):
+        ops = [
+            {"name": "wait", "channel_ids": [0], "channel_type": "memory"},
+            {"name": "nop"},
+            {"name": "signal", "channel_ids": [0], "channel_type": "memory"},
+        ]
+        gpus.append(
+            {
+                "id": r,
+                "input_chunks": 1,
+                "output_chunks": 1,
+                "scratch_chunks": 0,
+                "channels": [{"channel_type": "memory", "connected_to": [1 - r]}],
+                "remote_buffers": [],
+                "threadblocks": [{"id": 0, "ops": ops, "channels": [{"channel_type": "memory", "channel_ids": [0]}]}],
+            }
+        )
+    doc = {"name": "cycle", "collective": "allreduce", "protocol": "Simple", "inplace": True, "gpus": gpus}
+    rep = verify(plan_to_algorithm(parse_plan(doc, "cycle.json")).algorithm)
+    assert not rep.ok and rep.problems[0].level == "progress"
+    assert "tb0/op0/wait.recv" in str(rep.problems[0]) and "waits forever" in str(rep.problems[0])
