@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,3 +95,17 @@ def test_shared_plans_simulate_on_two_nodes(name: str) -> None:
     assert res.time_ns > 0
     if res.bound_ns:
         assert res.time_ns >= res.bound_ns  # never below the lower bound
+
+
+def test_astrasim_bundle_takes_an_imported_plan(tmp_path: Path) -> None:
+    """The astrasim plugin bundles an imported plan for the real ASTRA-sim (its own checks run:
+    bound sizes, peers, tags)."""
+    pytest.importorskip("collhub_astrasim")
+    from hub.plugins import RunContext, get_manager
+
+    imp = plan_to_algorithm(parse_plan(HAND, "hand.json"), size=2 << 20)
+    res = get_manager().run_consumer(
+        "astrasim.bundle", imp.algorithm, {"network": "fc:2", "out": str(tmp_path / "b")}, RunContext(workdir=tmp_path)
+    )
+    assert (tmp_path / "b" / "run.sh").is_file()
+    assert res.metrics["predicted_ns_unaware"] == simulate(imp.algorithm, "fc:2").time_ns
