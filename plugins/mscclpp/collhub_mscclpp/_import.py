@@ -9,6 +9,9 @@ size, the byte sizes: ``chunk`` bytes per chunk as hub binds, 8 bytes per signal
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,11 +53,31 @@ def read_plan(
     path: str | Path, *, size: int | None = None, name: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Imported:
     """Import the plan at ``path``, bound to ``size`` bytes (nccl-tests' definition) if given."""
-    plan = load_plan(path, max_bytes=max_bytes)
-    return plan_to_algorithm(plan, size=size, name=name)
+    with _no_gc():
+        plan = load_plan(path, max_bytes=max_bytes)
+        return plan_to_algorithm(plan, size=size, name=name)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The import allocates ~10 small containers per node and frees none of them until the end:
+    the cyclic collector's passes over them cost more than the import (no cycles are made)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def plan_to_algorithm(plan: Plan, *, size: int | None = None, name: str | None = None) -> Imported:
+    """Lower a parsed plan (see the module docstring)."""
+    with _no_gc():
+        return _plan_to_algorithm(plan, size, name)
+
+
+def _plan_to_algorithm(plan: Plan, size: int | None, name: str | None) -> Imported:
     coll = COLLECTIVES.get(plan.collective, Collective.CUSTOM)
     g0 = plan.gpus[0]
     ins = max(g.input_chunks for g in plan.gpus)

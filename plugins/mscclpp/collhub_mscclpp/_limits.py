@@ -88,22 +88,18 @@ def check_limits(plan: Plan) -> list[LimitFinding]:
 
 def _op_limits(gpu: int, block: int, i: int, o: Op) -> list[LimitFinding]:
     raw = o.raw
-    out = []
-
-    def add(msg: str) -> None:
-        out.append(LimitFinding(gpu, block, i, o.name, msg, False))
-
-    n = len(raw.get("channel_ids", []) or [])
+    msgs = []
+    n = len(raw.get("channel_ids") or ())
     if n > MAX_CHANNEL_PER_OPERATION:
-        add(f"{n} channel_ids > {MAX_CHANNEL_PER_OPERATION}")
+        msgs.append(f"{n} channel_ids > {MAX_CHANNEL_PER_OPERATION}")
     for key in ("src_buff", "dst_buff"):
-        n = len(raw.get(key, []) or [])
+        n = len(raw.get(key) or ())
         if n > MAX_OPERANDS:
-            add(f"{n} {key} > {MAX_OPERANDS}")
-    n = len(raw.get("semaphore_ids", []) or [])
+            msgs.append(f"{n} {key} > {MAX_OPERANDS}")
+    n = len(raw.get("semaphore_ids") or ())
     if n > MAX_SEMAPHORES_PER_OP:
-        add(f"{n} semaphore_ids > {MAX_SEMAPHORES_PER_OP}")
+        msgs.append(f"{n} semaphore_ids > {MAX_SEMAPHORES_PER_OP}")
     bid = raw.get("barrier_id")
     if isinstance(bid, int) and not 0 <= bid < MAX_BARRIER:
-        add(f"barrier_id {bid} >= {MAX_BARRIER}")
-    return out
+        msgs.append(f"barrier_id {bid} >= {MAX_BARRIER}")
+    return [LimitFinding(gpu, block, i, o.name, m, False) for m in msgs]
