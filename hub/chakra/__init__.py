@@ -16,6 +16,7 @@ _LAZY: dict[str, str] = {
     "algorithm_to_json": "._json",
     "read_global_metadata": "._meta",
     "COMM_TYPE_OF": "._model",
+    "ONESIDED": "._profile",
     "Algorithm": "._model",
     "AlgorithmMeta": "._model",
     "Buffer": "._model",
@@ -62,6 +63,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
         chunk_bytes,
         reference_chunks,
     )
+    from ._profile import ONESIDED
     from ._reader import iter_ranks, read_algorithm, read_trace
     from ._stream import RankStream
     from ._summary import summarize
@@ -74,6 +76,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
 __all__ = [
     "COMM_TYPE_OF",
     "DanglingDependencyWarning",
+    "ONESIDED",
     "Algorithm",
     "AlgorithmMeta",
     "Buffer",

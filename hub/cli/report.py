@@ -21,7 +21,8 @@ __all__ = ["report_command"]
 
 _EXPORT_HELP = (
     "Write the winners for a runtime: 'msccl DIR' writes MSCCL-IR files with minBytes/maxBytes set to "
-    "each winner's size range, and msccl.env with the environment lines that load them."
+    "each winner's size range, and msccl.env with the environment lines that load them; 'mscclpp DIR' writes "
+    "MSCCL++ execution plans with min/max_message_size set to it."
 )
 
 
@@ -53,8 +54,8 @@ def report_command(
     from ..pipeline._plot import load_document
     from ..report import answer, write_report
 
-    if export is not None and export[0] != "msccl":
-        raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: msccl")
+    if export is not None and export[0] not in ("msccl", "mscclpp"):
+        raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: msccl, mscclpp")
     doc, _ = load_document(run_dir)
     ans = answer(doc)
     source = run_dir if run_dir.is_dir() else run_dir.parent
@@ -67,9 +68,12 @@ def report_command(
         ) from None
     outcome = None
     if export is not None:
-        from ..report import export_msccl
+        from ..report import export_msccl, export_mscclpp
 
-        outcome = export_msccl(run_dir, export[1], target=target, force=force, ans=ans)
+        if export[0] == "mscclpp":
+            outcome = export_mscclpp(run_dir, export[1], force=force, ans=ans)
+        else:
+            outcome = export_msccl(run_dir, export[1], target=target, force=force, ans=ans)
     if fmt == OutputFormat.json:
         emit_json(
             {

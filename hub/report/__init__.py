@@ -17,7 +17,7 @@ See ``docs/pipeline.md`` ("The answer").
 from __future__ import annotations
 
 from ._answer import Answer, Best, Crossover, Segment, Study, answer, size_variable
-from ._export import ExportOutcome, export_msccl
+from ._export import ExportOutcome, export_msccl, export_mscclpp
 from ._write import auto_report, markdown, write_report
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "answer",
     "auto_report",
     "export_msccl",
+    "export_mscclpp",
     "markdown",
     "size_variable",
     "write_report",

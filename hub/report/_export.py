@@ -13,6 +13,12 @@ For every study (one network, collective and rank count) the export writes, unde
   ``MSCCL_ALGO_DIR``, hence the directory holds nothing else; the old runtime takes
   ``MSCCL_XML_FILES``, at most 4 files).
 
+``export_mscclpp`` does the same for MSCCL++: ``mscclpp-plans/<k>-<source>-<min>-<max>.json``,
+written by the ``mscclpp.export`` consumer with ``min_message_size``/``max_message_size`` set to
+the segment's range (MSCCL++ checks the call size against them: the input for all-reduce,
+reduce-scatter and all-to-all, the output for all-gather, which is nccl-tests' size of each) and
+``verify`` on; no environment file (plans are registered through MSCCL++'s Python API).
+
 One study per directory because a cluster has one network: two studies with the same collective
 and rank count would otherwise shadow each other (the executor takes the first match).
 ``DIR/export.json`` lists every winner with its file, or with the reason it could not be
@@ -31,13 +37,16 @@ from typing import Any
 from ..errors import HubError, UsageError
 from ._answer import Answer, Segment, Study, answer
 
-__all__ = ["ExportOutcome", "TARGETS", "export_msccl"]
+__all__ = ["ExportOutcome", "TARGETS", "export_msccl", "export_mscclpp"]
 
 #: target runtime -> how its environment loads a directory of algorithms
 TARGETS = ("msccl-executor-nccl", "rccl", "msccl-legacy")
 #: The old runtime (microsoft/msccl) loads at most this many algorithms.
 LEGACY_MAX_FILES = 4
 COMPONENT = "mscclang.export"
+#: MSCCL++ plans: (component, plugin distribution, sub-directory, file suffix)
+MSCCLPP = ("mscclpp.export", "collhub-mscclpp", "mscclpp-plans", ".json")
+MSCCL = (COMPONENT, "collhub-mscclang", "msccl-algorithms", ".xml")
 
 
 @dataclass
@@ -103,18 +112,31 @@ def _env_lines(target: str, algo_dir: Path, files: list[Path]) -> list[str]:
     return head + ["MSCCL_ENABLE=1", f"MSCCL_ALGO_DIR={algo_dir}"]
 
 
-def _export_segment(manager: Any, alg: Any, seg: Segment, xml: Path, target: str, workdir: Path) -> None:
+def _export_segment(
+    manager: Any, alg: Any, seg: Segment, xml: Path, target: str, workdir: Path, kind: tuple[str, ...] = MSCCL
+) -> None:
     from ..plugins import RunContext
 
-    params = {
-        "out": str(xml),
-        "target": target,
-        "min_bytes": seg.min_bytes,
-        "max_bytes": seg.max_bytes,
-        "verify": True,
-        "name": f"{seg.source}-{seg.min_bytes}-{seg.max_bytes}",
-    }
-    manager.run_consumer(COMPONENT, alg, params, RunContext(workdir=workdir, quiet=True))
+    name = f"{seg.source}-{seg.min_bytes}-{seg.max_bytes}"
+    params: dict[str, Any]
+    if kind is MSCCLPP:
+        params = {
+            "out": str(xml),
+            "min_message_size": seg.min_bytes,
+            "max_message_size": seg.max_bytes,
+            "verify": True,
+            "name": name,
+        }
+    else:
+        params = {
+            "out": str(xml),
+            "target": target,
+            "min_bytes": seg.min_bytes,
+            "max_bytes": seg.max_bytes,
+            "verify": True,
+            "name": name,
+        }
+    manager.run_consumer(kind[0], alg, params, RunContext(workdir=workdir, quiet=True))
 
 
 def _segment_entry(st: Study, seg: Segment) -> dict[str, Any]:
@@ -137,17 +159,19 @@ def _export_study(
     slug: str,
     target: str,
     missing_plugin: str | None,
+    kind: tuple[str, ...] = MSCCL,
 ) -> dict[str, Any]:
     from .._ranges import exact_size
     from ..chakra import Algorithm, read_trace
 
-    algo_tmp = tmp / slug / "msccl-algorithms"
+    sub = kind[2]
+    algo_tmp = tmp / slug / sub
     algo_tmp.mkdir(parents=True)
     exported: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
     for k, seg in enumerate(st.segments):
         entry = _segment_entry(st, seg)
-        name = f"{k:02d}-{_slug(seg.source)}-{exact_size(seg.min_bytes)}-{exact_size(seg.max_bytes)}.xml"
+        name = f"{k:02d}-{_slug(seg.source)}-{exact_size(seg.min_bytes)}-{exact_size(seg.max_bytes)}{kind[3]}"
         reason = missing_plugin
         if reason is None and target == "msccl-legacy" and len(exported) >= LEGACY_MAX_FILES:
             reason = f"the msccl-legacy runtime loads at most {LEGACY_MAX_FILES} algorithms"
@@ -159,15 +183,15 @@ def _export_study(
                 alg = read_trace(prefix)  # type: ignore[arg-type] # checked just above
                 if not isinstance(alg, Algorithm):
                     raise UsageError(f"{prefix} holds a workload, not an algorithm")
-                _export_segment(manager, alg, seg, algo_tmp / name, target, tmp)
+                _export_segment(manager, alg, seg, algo_tmp / name, target, tmp, kind)
             except HubError as exc:
                 reason = exc.message.splitlines()[0] if exc.message else type(exc).__name__
         if reason is not None:
             left.append({**entry, "reason": reason})
         else:
-            exported.append({**entry, "file": str(final / slug / "msccl-algorithms" / name)})
+            exported.append({**entry, "file": str(final / slug / sub / name)})
     env = final / slug / "msccl.env"
-    if exported:
+    if exported and kind is MSCCL:
         files = [Path(e["file"]) for e in exported]
         text = "\n".join(_env_lines(target, final / slug / "msccl-algorithms", files)) + "\n"
         (tmp / slug / "msccl.env").write_text(text, encoding="utf-8")
@@ -175,7 +199,7 @@ def _export_study(
         "title": st.title,
         "key": st.key,
         "dir": str(final / slug),
-        "env": str(env) if exported else None,
+        "env": str(env) if exported and kind is MSCCL else None,
         "exported": exported,
         "not_exported": left,
     }
@@ -188,6 +212,7 @@ def export_msccl(
     target: str = "msccl-executor-nccl",
     force: bool = False,
     ans: Answer | None = None,
+    kind: tuple[str, ...] = MSCCL,
 ) -> ExportOutcome:
     """Export the winners of the run in ``run_dir`` to ``out_dir`` (see the module docstring).
 
@@ -211,17 +236,17 @@ def export_msccl(
     manager = get_manager()
     missing = None
     try:
-        manager.component(COMPONENT)
+        manager.component(kind[0])
     except ComponentNotFoundError:
-        missing = f"{COMPONENT} is not installed (pip install collhub-mscclang)"
+        missing = f"{kind[0]} is not installed (pip install {kind[1]})"
     run_root = run if run.is_dir() else run.parent
     prefixes = _prefixes(doc, run_root)
     tmp = temp_dir(final)
     try:
-        outcome = ExportOutcome(final, target)
+        outcome = ExportOutcome(final, target if kind is MSCCL else "mscclpp")
         for i, st in enumerate(ans.studies):
             outcome.studies.append(
-                _export_study(manager, st, prefixes, tmp, final, _study_slug(i, st), target, missing)
+                _export_study(manager, st, prefixes, tmp, final, _study_slug(i, st), target, missing, kind)
             )
         (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
         commit_dir(tmp, final, replace=True)
@@ -231,3 +256,11 @@ def export_msccl(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return outcome
+
+
+def export_mscclpp(
+    run_dir: str | Path, out_dir: str | Path, *, force: bool = False, ans: Answer | None = None
+) -> ExportOutcome:
+    """Export the winners of the run in ``run_dir`` to ``out_dir`` as MSCCL++ execution plans,
+    each with its size window (see the module docstring)."""
+    return export_msccl(run_dir, out_dir, force=force, ans=ans, kind=MSCCLPP)

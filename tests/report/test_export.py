@@ -102,3 +102,33 @@ def test_winners_that_cannot_be_exported_are_listed_exit_1(run_dir: Path, tmp_pa
     again = _collhub("report", str(run_dir), "--no-plot", "--export", "msccl", str(tmp_path / "none"), cwd=tmp_path)
     assert again.returncode == 2 and again.stderr.startswith("error: ")  # an existing export is not overwritten
     assert "--force" in again.stderr
+
+
+def test_mscclpp_export_writes_plans_with_size_windows(run_dir: Path, tmp_path: Path) -> None:
+    """`--export mscclpp`: each winner as an MSCCL++ plan whose min/max_message_size tile the
+    study; each plan re-imported by `mscclpp.plan` at a size inside its window and proven."""
+    pytest.importorskip("collhub_mscclpp")
+    from hub.plugins import get_manager
+    from hub.verify import check
+
+    p = _collhub("report", str(run_dir), "--no-plot", "--export", "mscclpp", str(tmp_path / "pp"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    manifest = json.loads((tmp_path / "pp" / "export.json").read_text())
+    assert manifest["target"] == "mscclpp" and not any(s["not_exported"] for s in manifest["studies"])
+    expected = _expected(run_dir)
+    for st in manifest["studies"]:
+        winners = expected[st["key"]["network"]][0]
+        assert st["env"] is None
+        plans = sorted((Path(st["dir"]) / "mscclpp-plans").iterdir())
+        ranges = []
+        for f in plans:
+            doc = json.loads(f.read_text())
+            ranges.append((doc["min_message_size"], doc["max_message_size"], f.name))
+            alg = get_manager().run_producer(
+                "mscclpp.plan", {"path": str(f), "size": doc["min_message_size"], "verify": True}
+            )
+            assert alg.ranks == 8 and alg.collective.value == "allreduce"
+            check(alg)
+        assert ranges[0][0] == winners[0][0] and ranges[-1][1] == winners[-1][0]
+        for (_lo, hi, _), (lo2, _hi2, _) in zip(ranges, ranges[1:], strict=False):
+            assert hi + 1 == lo2
