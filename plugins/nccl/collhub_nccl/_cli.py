@@ -1,0 +1,79 @@
+"""``collhub nccl explain SYSTEM``: what NCCL 2.30.7 would pick, per size (mounted through the
+``collhub_commands`` hook)."""
+
+from __future__ import annotations
+
+import typer
+
+from hub.cli import FORMAT_OPTION, OutputFormat, emit_json, out, table
+from hub.errors import UsageError
+
+__all__ = ["app"]
+
+app = typer.Typer(help="NCCL's own algorithms: what NCCL would pick.", no_args_is_help=True, rich_markup_mode=None)
+
+
+def _fmt_size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
+@app.command("explain")
+def explain_command(
+    system: str = typer.Argument(
+        ..., help="GEN:GPUSxNODES@nic=BW (hopper:8x4@nic=400G), a preset (dgx-h100x4) or a YAML file"
+    ),
+    collective: list[str] = typer.Option(
+        [], "--collective", "-c", help="allreduce, allgather, reducescatter (repeatable; default all three)"
+    ),
+    table_: bool = typer.Option(False, "--table", help="also print NCCL's latency/bandwidth table as NCCL logs it"),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """NCCL's choice (algorithm, protocol, channels) and model time per size, 1 KiB to 4 GiB.
+
+    Example: collhub nccl explain dgx-h100x4 --collective allreduce
+    """
+    from ._explain import EXPLAIN_COLLECTIVES, crossovers, explain, model_table, system_record
+    from ._system import parse_system
+
+    s = parse_system(system)
+    names = {c.lower(): c for c in EXPLAIN_COLLECTIVES}
+    colls: list[str] = []
+    for c in collective:
+        key = c.replace("-", "").replace("_", "").lower()
+        if key not in names:
+            raise UsageError(f"--collective {c!r}: not one NCCL tunes here", hint="allreduce, allgather or reducescatter")
+        colls.append(names[key])
+    records = explain(s, tuple(colls) or EXPLAIN_COLLECTIVES)
+    if fmt == OutputFormat.json:
+        emit_json({**system_record(s), "records": records, "crossovers": [list(x) for x in crossovers(records)]})
+        return
+    rec = system_record(s)
+    out(f"NCCL {rec['nccl']} model of {rec['system']}: {s.ranks} ranks, {rec['channels']} channels")
+    for name, g in rec["graphs"].items():
+        if g["channels"]:
+            out(
+                f"  {name} graph: pattern {g['pattern']}, nChannels {g['channels']}, "
+                f"bw {g['bw_intra']:g}/{g['bw_inter']:g}, type {g['type_intra']}/{g['type_inter']}"
+            )
+    if table_:
+        for line in model_table(s):
+            out(line)
+    rows = [
+        [
+            r["collective"],
+            _fmt_size(r["size"]),
+            r["algorithm"],
+            r["protocol"],
+            r["channels"],
+            f"{r['time_us']:.3f}",
+            "  ".join(f"{k}={v:.1f}" for k, v in r["times"].items()),
+        ]
+        for r in records
+    ]
+    out(table(["collective", "size", "algorithm", "protocol", "channels", "time_us", "model times (us)"], rows))
+    out("crossovers:")
+    for coll, size, key in crossovers(records):
+        out(f"  {coll} from {_fmt_size(size)}: {key}")
