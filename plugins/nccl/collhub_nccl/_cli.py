@@ -13,6 +13,11 @@ __all__ = ["app"]
 app = typer.Typer(help="NCCL's own algorithms: what NCCL would pick.", no_args_is_help=True, rich_markup_mode=None)
 
 
+@app.callback()
+def _group() -> None:
+    """NCCL 2.30.7's own algorithms: what NCCL would pick for a system (``explain``)."""
+
+
 def _fmt_size(n: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
