@@ -49,7 +49,9 @@ def explain_command(
     for c in collective:
         key = c.replace("-", "").replace("_", "").lower()
         if key not in names:
-            raise UsageError(f"--collective {c!r}: not one NCCL tunes here", hint="allreduce, allgather or reducescatter")
+            raise UsageError(
+                f"--collective {c!r}: not one NCCL tunes here", hint="allreduce, allgather or reducescatter"
+            )
         colls.append(names[key])
     records = explain(s, tuple(colls) or EXPLAIN_COLLECTIVES)
     if fmt == OutputFormat.json:

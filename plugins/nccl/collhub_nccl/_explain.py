@@ -77,9 +77,7 @@ def model_table(s: System) -> list[str]:
         algos = range(block, min(block + 3, len(ALGOS)))
         lines.append("  Algorithm   |" + "".join(f" {'':>14}   {ALGOS[a]:>14}   {'':>14} |" for a in algos))
         lines.append("  Protocol    |" + "".join(f" {p:>14} |" for _ in algos for p in PROTOS))
-        lines.append(
-            " Max NThreads |" + "".join(f" {m.max_threads[a][p]:>14d} |" for a in algos for p in range(3))
-        )
+        lines.append(" Max NThreads |" + "".join(f" {m.max_threads[a][p]:>14d} |" for a in algos for p in range(3)))
         for c, coll in enumerate(COLLS):
             cells = "".join(f"{m.lat[c][a][p]:8.1f}/{m.bw[c][a][p]:6.1f} |" for a in algos for p in range(3))
             lines.append(f"{coll:>13} |{cells}")

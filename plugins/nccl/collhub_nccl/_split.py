@@ -183,6 +183,18 @@ def split(
         loops = _divup(global_per_elem * cnt, loop) if loop else 0
         parts.append(Part(c, off, cnt, ck[0], ck[1], ck[2], steps_loop * loops * ck[1], loop))
     return Split(
-        coll, algo, proto, count, elem_size, lo_ch, hi_ch, count_lo, count_mid, count_hi, lo[0], mid[0], hi[0],
+        coll,
+        algo,
+        proto,
+        count,
+        elem_size,
+        lo_ch,
+        hi_ch,
+        count_lo,
+        count_mid,
+        count_hi,
+        lo[0],
+        mid[0],
+        hi[0],
         tuple(parts),
     )

@@ -243,9 +243,7 @@ def times(s: System, coll: str, nbytes: int, pipe_ops: int = 1) -> dict[tuple[st
     for a, algo in enumerate(ALGOS):
         if a in (K.COLLNET_DIRECT, K.COLLNET_CHAIN):
             continue  # collNetSupport is 0: never in the cost table
-        if a in (K.NVLS, K.NVLS_TREE) and (
-            not s.nvls_support or (COLLS[c] != "AllReduce" and s.gpus_per_node > 8)
-        ):
+        if a in (K.NVLS, K.NVLS_TREE) and (not s.nvls_support or (COLLS[c] != "AllReduce" and s.gpus_per_node > 8)):
             continue
         if a == K.NVLS and s.nodes > 1:
             continue
@@ -283,9 +281,7 @@ class Choice:
     times: dict[tuple[str, str], float]
 
 
-def choose(
-    s: System, coll: str, nbytes: int, *, algorithm: str | None = None, protocol: str | None = None
-) -> Choice:
+def choose(s: System, coll: str, nbytes: int, *, algorithm: str | None = None, protocol: str | None = None) -> Choice:
     """NCCL's choice at ``nbytes`` (its size for tuning); ``algorithm`` / ``protocol`` restrict the
     candidates like ``NCCL_ALGO`` / ``NCCL_PROTO`` with one name."""
     cname = _coll_name(coll)

@@ -28,8 +28,7 @@ def test_chunks_equal(nccl_data: Path) -> None:
             for p in sp.parts
         ]
         want_proxy = [
-            (p["ch"], p["nsteps"], p["chunkSize"], p["loopSize"], p["loopOffset"], p["channelSize"])
-            for p in d["proxy"]
+            (p["ch"], p["nsteps"], p["chunkSize"], p["loopSize"], p["loopOffset"], p["channelSize"]) for p in d["proxy"]
         ]
         assert got_proxy == want_proxy, where
 

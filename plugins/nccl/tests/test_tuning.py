@@ -26,7 +26,14 @@ def test_graphs_and_channels_equal(models: list[dict[str, Any]]) -> None:
         for name in ("ring", "tree", "nvls"):
             mine, ref = getattr(s, name), d["graphs"][name]
             got = (mine.pattern, mine.channels, mine.bw_intra, mine.bw_inter, mine.type_intra, mine.type_inter)
-            want = (ref["pattern"], ref["nChannels"], ref["bwIntra"], ref["bwInter"], ref["typeIntra"], ref["typeInter"])
+            want = (
+                ref["pattern"],
+                ref["nChannels"],
+                ref["bwIntra"],
+                ref["bwInter"],
+                ref["typeIntra"],
+                ref["typeInter"],
+            )
             assert got == want, (d["label"], name)
         assert (s.channels, s.nvls_channels, s.cpu_vendor) == (d["nChannels"], d["nvlsChannels"], d["cpuVendor"])
 
