@@ -27,6 +27,7 @@ slots read and written (per connection step counters, advanced by the posts at e
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 __all__ = ["PAT_FIELDS", "PatOp", "pat_ops", "pat_parallel_factor"]
 
@@ -340,6 +341,16 @@ def _rs_ops(g: _Agg, count: int) -> Iterator[tuple[int, ...]]:
             return
 
 
+@lru_cache(maxsize=16)
+def _raw(ag: bool, n: int, count: int, offset: int, channel_count: int, chunk: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
+    """Rank 0's generator output (every rank's follows by symmetry); cached across ranks."""
+    # NCCL passes stepSize = chunkCount x sizeof(T) and divides it by channelCount x sizeof(T):
+    # the element size cancels, so elements are used throughout
+    g = _Agg(chunk, 8, 16, offset, offset + channel_count, chunk, n)
+    par = g.par
+    return par, tuple((_ag_ops if ag else _rs_ops)(g, count))
+
+
 def pat_parallel_factor(channel_count: int, chunk_count: int, nranks: int) -> int:
     return _Agg(chunk_count, 8, 16, 0, channel_count, chunk_count, nranks).par
 
@@ -360,11 +371,7 @@ def pat_ops(
     if coll not in ("AllGather", "ReduceScatter"):
         raise ValueError(f"PAT does {coll!r}? only AllGather and ReduceScatter")
     ag = coll == "AllGather"
-    # NCCL passes stepSize = chunkCount x sizeof(T) and divides it by channelCount x sizeof(T):
-    # the element size cancels, so elements are used throughout
-    g = _Agg(chunk_count, 8, 16, channel_offset, channel_offset + channel_count, chunk_count, nranks)
-    par = g.par
-    raw = list((_ag_ops if ag else _rs_ops)(g, count))
+    par, raw = _raw(ag, nranks, count, channel_offset, channel_count, chunk_count)
     ops: list[PatOp] = []
     n = nranks
     send_step = [0] * 32
