@@ -96,8 +96,11 @@ def system_record(s: System) -> dict[str, Any]:
         }
         for name, gr in (("ring", s.ring), ("tree", s.tree), ("nvls", s.nvls))
     }
+    from ._system import network_of
+
     return {
         "system": s.describe(),
+        "network": network_of(s),
         "nccl": NCCL_VERSION,
         "nccl_commit": NCCL_COMMIT,
         "gen": s.gen,

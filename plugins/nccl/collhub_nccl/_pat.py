@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 __all__ = ["PAT_FIELDS", "PatOp", "pat_ops", "pat_parallel_factor"]
 
@@ -91,10 +92,12 @@ def _ag_ops(g: _Agg, count: int) -> Iterator[tuple[int, ...]]:
     """All-gather op fields (flags .. outIx) for rank 0, in generation order."""
     n, pf, apf = g.n, g.post_freq, g.par
     as_dim = _log2up(g.agg_delta)
-    st = {"v": 0, "bit_count": [0] * as_dim, "bit_zero": [1] * as_dim}
+    st: dict[str, Any] = {"v": 0, "bit_count": [0] * as_dim, "bit_zero": [1] * as_dim}
 
     def next_as() -> int:
-        v, bc, bz = st["v"], st["bit_count"], st["bit_zero"]
+        v: int = st["v"]
+        bc: list[int] = st["bit_count"]
+        bz: list[int] = st["bit_zero"]
         for d in range(as_dim):
             p = 1 << d
             bc[d] -= 1
@@ -342,7 +345,9 @@ def _rs_ops(g: _Agg, count: int) -> Iterator[tuple[int, ...]]:
 
 
 @lru_cache(maxsize=16)
-def _raw(ag: bool, n: int, count: int, offset: int, channel_count: int, chunk: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
+def _raw(
+    ag: bool, n: int, count: int, offset: int, channel_count: int, chunk: int
+) -> tuple[int, tuple[tuple[int, ...], ...]]:
     """Rank 0's generator output (every rank's follows by symmetry); cached across ranks."""
     # NCCL passes stepSize = chunkCount x sizeof(T) and divides it by channelCount x sizeof(T):
     # the element size cancels, so elements are used throughout

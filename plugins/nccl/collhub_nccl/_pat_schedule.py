@@ -70,9 +70,7 @@ def pat_schedule(p: Plan, name: str | None = None) -> Algorithm:
     for channel, off, cnt, chunk, par, base, post_size in plans:
         slot_units = chunk // unit
         for r, b in enumerate(builders):
-            _, ops = pat_ops(
-                p.collective, n, r, count=count, channel_offset=off, channel_count=cnt, chunk_count=chunk
-            )
+            _, ops = pat_ops(p.collective, n, r, count=count, channel_offset=off, channel_count=cnt, chunk_count=chunk)
             _rank(b, r, ops, par, ag, channel, c, unit, slot_units, base, p.elem, post_size, n)
     meta = _meta(p, name, c if ag else n * c, n * c if ag else c, (("pat_unit_elems", unit),))
     from dataclasses import replace
@@ -136,7 +134,9 @@ def _rank(
                     dst = (Buffer.SCRATCH, base[(0, sd)] + sslot * slot_units + soff // unit)
                     made.append(b.comp(Op.COPY, src=src, dst=dst, count=k, deps=deps, chan=channel))
                 if rd >= 0 and out // unit not in done_out:
-                    made.append(b.comp(Op.COPY, src=src, dst=(Buffer.OUTPUT, out // unit), count=k, deps=deps, chan=channel))
+                    made.append(
+                        b.comp(Op.COPY, src=src, dst=(Buffer.OUTPUT, out // unit), count=k, deps=deps, chan=channel)
+                    )
                     done_out.add(out // unit)
             else:
                 if sd >= 0:

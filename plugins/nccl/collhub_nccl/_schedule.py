@@ -140,14 +140,23 @@ def _usable(s: System, coll: str, algo: str, nbytes: int, protocol: str | None) 
 
 
 # --------------------------------------------------------------------------- ranges
+def _divup(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def _slices(plan_: Plan, nelem: int, chunk_elems: int) -> list[int]:
-    """Element counts of the messages one call of ``nelem`` elements makes (Ring Simple: 2 slices)."""
-    if plan_.algorithm == "Ring" and plan_.protocol == "Simple" and nelem > 0:
+    """Element counts of the messages one primitive call of ``nelem`` elements posts: Ring + Simple
+    cuts it into 2 slices of ``max(ceil(nelem/32) x 16, stepElems x 2 / 32)``; LL/LL128 post one
+    step. NCCL also posts a slice (or a last-loop piece) that carries nothing; the profile has no
+    zero-chunk message, so those empty posts are left out (no data moves; only a step's latency)."""
+    if nelem <= 0:
+        return []
+    if plan_.algorithm == "Ring" and plan_.protocol == "Simple":
         step_elems = (4 << 20) // 8 // plan_.elem
         slice_elems = max(-(-nelem // 32) * 16, step_elems * 2 // 32)
         first = min(slice_elems, nelem)
         return [first, nelem - first] if nelem > first else [first]
-    return [nelem] if nelem > 0 else []
+    return [nelem]
 
 
 @dataclass
@@ -162,6 +171,8 @@ class _Ranges:
     unit: int = 0
 
     def add(self, start: int, n: int) -> int:
+        if n == 0:  # an empty message: no data, so any offset inside the buffer (kept out of the unit)
+            start = self.starts[-1] if self.starts else 0
         self.starts.append(start)
         self.sizes.append(n)
         return len(self.starts) - 1
@@ -174,7 +185,7 @@ class _Ranges:
         for v in (*self.starts, *self.sizes):
             g = math.gcd(g, v)
         self.unit = max(g, 1)
-        return (self.starts[-1] + self.sizes[-1]) // self.unit if self.starts else 0
+        return max((a + b for a, b in zip(self.starts, self.sizes, strict=True)), default=0) // self.unit
 
     def off(self, rng: int) -> int:
         return self.starts[rng] // self.unit
@@ -213,6 +224,33 @@ def _meta(p: Plan, name: str | None, in_chunks: int, out_chunks: int, extra: tup
 
 
 # --------------------------------------------------------------------------- ring
+class _Chain:
+    """One rank's primitive calls on one ring channel, each waiting for the previous one."""
+
+    def __init__(self, b: RankGraphBuilder, prv: int, nxt: int, channel: int, buf: Buffer, ranges: _Ranges, elem: int):
+        self.b, self.prv, self.nxt, self.channel, self.buf, self.ranges, self.elem = (
+            b,
+            prv,
+            nxt,
+            channel,
+            buf,
+            ranges,
+            elem,
+        )
+        self.last: int | None = None
+
+    def call(self, rng: int, recv: bool, send: bool, op: Op, off: int) -> None:
+        """``recv`` from prev (copy or reduce into ``off``), then ``send`` it to next."""
+        nbytes, k, ch = self.ranges.sizes[rng] * self.elem, self.ranges.cnt(rng), self.channel
+        deps = [self.last] if self.last is not None else []
+        if recv:
+            node = self.b.recv(self.prv, dst=(self.buf, off), count=k, op=op, tag=ch, chan=ch, size=nbytes, deps=deps)
+            deps = [node]
+        if send:
+            node = self.b.send(self.nxt, src=(self.buf, off), count=k, tag=ch, chan=ch, size=nbytes, deps=deps)
+        self.last = node
+
+
 def _ring(p: Plan, name: str | None) -> Algorithm:
     s, n, coll = p.system, p.system.ranks, p.collective
     same = s.nodes == 1 and s.gpus_per_node > 1
@@ -229,7 +267,9 @@ def _ring(p: Plan, name: str | None) -> Algorithm:
             off = 0
             while off < part.count:
                 rem = part.count - off
-                ck = chunk if rem >= loop_count else -(-(-(-rem // n)) // (16 // p.elem)) * (16 // p.elem)
+                # the last, short loop: ceil(rem / n) rounded up to 16 bytes
+                align = 16 // p.elem
+                ck = chunk if rem >= loop_count else _divup(_divup(rem, n), align) * align
                 pieces = []
                 for j in range(n):
                     nelem = max(0, min(ck, rem - j * ck))
@@ -262,21 +302,9 @@ def _ring(p: Plan, name: str | None) -> Algorithm:
         for r, b in enumerate(builders):
             ix = pos[r]
             nxt, prv = order[(ix + 1) % n], order[ix - 1]
-            last: int | None = None
 
-            def call(rng: int, recv: bool, send: bool, op: Op, buf_off: int, r: int = r, b: Any = b) -> None:
-                nonlocal last
-                nbytes = ranges.sizes[rng] * p.elem
-                k = ranges.cnt(rng)
-                deps = [last] if last is not None else []
-                node = None
-                if recv:
-                    node = b.recv(prv, dst=(buf, buf_off), count=k, op=op, tag=channel, chan=channel, size=nbytes,
-                                  deps=deps)  # fmt: skip
-                    deps = [node]
-                if send:
-                    node = b.send(nxt, src=(buf, buf_off), count=k, tag=channel, chan=channel, size=nbytes, deps=deps)
-                last = node
+            chain = _Chain(b, prv, nxt, channel, buf, ranges, p.elem)
+            call = chain.call
 
             for pieces in loops:
                 if coll == "AllReduce":
@@ -328,7 +356,12 @@ def _tree(p: Plan, name: str | None) -> Algorithm:
             up_last: int | None = None
             down_last: int | None = None
             for rng in ids:
-                kw = {"tag": channel, "chan": channel, "size": ranges.sizes[rng] * p.elem, "count": ranges.cnt(rng)}
+                kw: dict[str, Any] = {
+                    "tag": channel,
+                    "chan": channel,
+                    "size": ranges.sizes[rng] * p.elem,
+                    "count": ranges.cnt(rng),
+                }
                 o = ranges.off(rng)
                 deps = [up_last] if up_last is not None else []
                 for d in downs:  # reduce from the children, one after the other

@@ -44,7 +44,7 @@ from hub.errors import UsageError
 
 from ._constants import SPEED_INTER
 
-__all__ = ["GENERATIONS", "PRESETS", "Graph", "System", "parse_system"]
+__all__ = ["GENERATIONS", "PRESETS", "Graph", "System", "make_system", "network_of", "parse_system"]
 
 #: path types in NCCL's order (PATH_LOC .. PATH_NET): LL128 needs typeIntra <= NVB and typeInter <= PXB / PXN
 PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")
@@ -217,18 +217,20 @@ def _graph(name: str, spec: Any, base: Graph, where: str) -> Graph:
         raise UsageError(f"{where}: graphs.{name} must be a mapping of {sorted(_GRAPH_KEYS)}", hint="see docs/nccl.md")
     g = replace(base, same_channels=0)
     try:
+        changes: dict[str, Any] = {}
         for key, value in spec.items():
             if key in ("type_intra", "type_inter"):
                 if str(value).upper() not in PATH_TYPES:
                     raise ValueError(f"{key} {value!r} not one of {', '.join(PATH_TYPES)}")
-                g = replace(g, **{key: str(value).upper()})
+                changes[key] = str(value).upper()
             elif key in ("pattern", "channels"):
-                g = replace(g, **{key: int(value)})
+                changes[key] = int(value)
             else:
                 v = float(value)
                 if not math.isfinite(v) or v < 0:
                     raise ValueError(f"{key} {value!r} must be >= 0")
-                g = replace(g, **{key: v})
+                changes[key] = v
+        g = replace(g, **changes)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{where}: graphs.{name}: {exc}", hint="see docs/nccl.md") from None
     if not 0 <= g.channels <= 64:
@@ -301,3 +303,28 @@ def parse_system(text: str | System | dict[str, Any]) -> System:
         f"system: cannot read {text!r}",
         hint="GEN:GPUSxNODES@nic=BW (e.g. hopper:8x4@nic=400G), dgx-a100, dgx-h100x4 or a YAML file",
     )
+
+
+#: NVLink bandwidth per GPU (GB/s, 10^9 B/s) as NCCL's topology counts it: links x per-link speed
+#: (``topo.h``: SM70/SM80 20, SM90 20.6 GB/s per link; V100 6, A100 12, H100 18 links)
+NVLINK_PER_GPU = {"volta": 120.0, "ampere": 240.0, "hopper": 370.8}
+#: link latencies of the simulated network (ns): NCCL's smallest per-step hardware latency of a
+#: ring (LL) on NVLink (0.6 us) and on the network (2.7 us), ``tuning.cc``
+NVLINK_LAT_NS, NET_LAT_NS = 600, 2700
+
+
+def _astra_bw(gbps: float) -> str:
+    return f"{gbps * 1e9 / 2**30:.6g}"  # ASTRA-sim's GB/s are 2^30 B/s
+
+
+def network_of(s: System) -> str:
+    """A collhub topology string for ``s``: a switch of NVLink inside a node (GPU id fastest, as
+    NCCL numbers ranks), a switch of NICs across nodes; per-GPU bandwidths, NCCL's latencies."""
+    blocks = []
+    if s.gpus_per_node > 1:
+        blocks.append(f"switch:{s.gpus_per_node}@bw={_astra_bw(NVLINK_PER_GPU[s.gen])},lat={NVLINK_LAT_NS}")
+    if s.nodes > 1:
+        nics = 1 if s.gpus_per_node == 1 else GENERATIONS[s.gen].nics
+        per_gpu = s.nic_gbps / 8.0 * min(1.0, nics / s.gpus_per_node)
+        blocks.append(f"switch:{s.nodes}@bw={_astra_bw(per_gpu)},lat={NET_LAT_NS}")
+    return ",".join(blocks)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from . import _constants as K
 from ._constants import ALGOS, COLLS, PROTOS
-from ._system import PATH_TYPES, System
+from ._system import PATH_TYPES, Graph, System
 
 __all__ = ["Choice", "Model", "choose", "model", "times"]
 
@@ -79,7 +80,7 @@ def _thresholds(s: System) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(r) for r in th)
 
 
-def _graph(s: System, a: int):  # type: ignore[no-untyped-def]
+def _graph(s: System, a: int) -> Graph:
     return s.tree if a in (K.TREE, K.PAT) else s.nvls if a in (K.NVLS, K.NVLS_TREE) else s.ring
 
 
@@ -211,8 +212,8 @@ def model(s: System) -> Model:
             for p in range(3):
                 enable = True
                 if p == K.LL128:
-                    inter = PATH_TYPES.index(g.type_inter)
-                    enable = inter <= (_PXN if s.sm >= 90 else _PXB)
+                    inter_type = PATH_TYPES.index(g.type_inter)
+                    enable = inter_type <= (_PXN if s.sm >= 90 else _PXB)
                     enable = enable and PATH_TYPES.index(g.type_intra) <= _NVB and s.sm >= 70
                 if off or not enable:
                     bw[c][a][p] = 0.0
@@ -248,7 +249,7 @@ def times(s: System, coll: str, nbytes: int, pipe_ops: int = 1) -> dict[tuple[st
         if a == K.NVLS and s.nodes > 1:
             continue
         for p, proto in enumerate(PROTOS):
-            bw = f32(m.bw[c][a][p])
+            bw: Any = f32(m.bw[c][a][p])
             if bw == 0:
                 continue
             lat = f32(m.lat[c][a][p])
