@@ -84,3 +84,59 @@ def explain_command(
     out("crossovers:")
     for coll, size, key in crossovers(records):
         out(f"  {coll} from {_fmt_size(size)}: {key}")
+
+
+@app.command("compare")
+def compare_command(
+    system: str = typer.Argument(..., help="GEN:GPUSxNODES@nic=BW, a preset (dgx-h100x4) or a YAML file"),
+    collective: str = typer.Option("allreduce", "--collective", "-c", help="allreduce, allgather or reducescatter"),
+    with_: list[str] = typer.Option(
+        [], "--with", help="another producer to compare, e.g. hub.ring or tacos.synthesize (repeatable)"
+    ),
+    sizes: str = typer.Option("1KiB:4GiB", "--sizes", help="FROM:TO, powers of --factor apart"),
+    factor: int = typer.Option(4, "--factor", help="size step (nccl-tests' -f)"),
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Simulated time of NCCL's pick beside other producers' algorithms, per size.
+
+    Example: collhub nccl compare dgx-h100x4 --with hub.ring --with tacos.synthesize
+    """
+    from hub import parse_size
+
+    from ._compare import compare
+    from ._system import network_of, parse_system
+
+    s = parse_system(system)
+    lo, sep, hi = sizes.partition(":")
+    if not sep or factor < 2:
+        raise UsageError(f"--sizes {sizes!r} / --factor {factor}", hint="e.g. --sizes 1KiB:4GiB --factor 4")
+    size_list, v = [], parse_size(lo)
+    while v <= parse_size(hi) and len(size_list) < 64:
+        size_list.append(v)
+        v *= factor
+    others: list[tuple[str, dict[str, object]]] = []
+    for name in with_:
+        params: dict[str, object] = {"ranks": s.ranks}
+        if name.startswith("tacos."):
+            params = {"network": network_of(s), "progress": False}
+        others.append((name, params))
+    rows = compare(s, collective, size_list, others)
+    if fmt == OutputFormat.json:
+        emit_json({"system": s.describe(), "network": network_of(s), "collective": collective, "rows": rows})
+        return
+    out(f"{collective} on {s.describe()} ({s.ranks} ranks), hub.simulate aware on {network_of(s)}")
+    names = [n for n, _ in others]
+    head = ["size", "NCCL pick", "model us", "nccl.auto us", *[f"{n} us" for n in names], "bound us", "best"]
+    body = [
+        [
+            _fmt_size(r["size"]),
+            r["nccl_pick"] + ("" if r["nccl_schedule"] == r["nccl_pick"] else f" (sim {r['nccl_schedule']})"),
+            f"{r['nccl_model_us']:.1f}",
+            f"{r['nccl_sim_us']:.1f}",
+            *[f"{r[n + '_us']:.1f}" for n in names],
+            f"{r['bound_us']:.1f}",
+            r["best"] + (" BELOW BOUND: " + ",".join(r["below_bound"]) if r["below_bound"] else ""),
+        ]
+        for r in rows
+    ]
+    out(table(head, body))
