@@ -251,7 +251,7 @@ class _Chain:
         self.last = node
 
 
-def _ring(p: Plan, name: str | None) -> Algorithm:
+def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
     s, n, coll = p.system, p.system.ranks, p.collective
     same = s.nodes == 1 and s.gpus_per_node > 1
     rings = gpu_rings(s.gpus_per_node, s.nodes, s.ring.channels, s.channels, same=same)
@@ -295,6 +295,23 @@ def _ring(p: Plan, name: str | None) -> Algorithm:
     c = ranges.seal()  # chunks per rank unit
     # in place: AllGather works in the output (rank r's input is its slot r), the others in the input
     buf = Buffer.OUTPUT if coll == "AllGather" else Buffer.INPUT
+    if coll == "AllReduce":
+        meta = _meta(p, name, c, c)
+    elif coll == "AllGather":
+        meta = _meta(p, name, c, n * c)
+    else:
+        meta = _meta(p, name, n * c, c)
+    if max(c * n, 1) >= 1 << 31:
+        raise AlgorithmError("this ring schedule needs more than 2^31 chunks", hint="a smaller size or fewer ranks")
+    import numpy as np
+
+    from ._ringvec import ring_graphs
+
+    starts = np.asarray(ranges.starts, dtype=np.int64)
+    sizes = np.asarray(ranges.sizes, dtype=np.int64)
+    graphs = ring_graphs(coll, n, per_part, rings, starts, sizes, ranges.unit, c, p.elem, buf) if vectorized else None
+    if graphs is not None:
+        return Algorithm(meta, tuple(graphs))
     builders = [RankGraphBuilder(r) for r in range(n)]
     for channel, loops in per_part:
         order = rings[channel]
@@ -327,12 +344,6 @@ def _ring(p: Plan, name: str | None) -> Algorithm:
                         q = order[(ix - j - 1) % n]
                         for rng in pieces[0]:
                             call(rng, j > 0, j < n - 1, Op.REDUCE, q * c + ranges.off(rng))
-    if coll == "AllReduce":
-        meta = _meta(p, name, c, c)
-    elif coll == "AllGather":
-        meta = _meta(p, name, c, n * c)
-    else:
-        meta = _meta(p, name, n * c, c)
     return build_algorithm(meta, builders)
 
 

@@ -110,3 +110,22 @@ def test_bad_requests_are_one_line_errors(kwargs: dict[str, object], words: str)
     size = kwargs.pop("size", 1 << 20)
     with pytest.raises(AlgorithmError, match=words):
         plan(size=size, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("coll", "system", "size", "protocol"),
+    [
+        ("allreduce", "hopper:8x2@nic=400G", 3 << 20, "Simple"),
+        ("allreduce", "ampere:1x5@nic=200G", 1 << 20, "LL"),
+        ("allgather", "ampere:1x3@nic=200G", 30 << 20, "Simple"),
+        ("reducescatter", "volta:8x2@nic=100G", 1 << 20, "LL128"),
+    ],
+)
+def test_vectorized_ring_equals_the_per_rank_builder(coll: str, system: str, size: int, protocol: str) -> None:
+    from collhub_nccl._schedule import _ring
+
+    s = parse_system(system)
+    p = plan(coll, s.ranks, size, gpus_per_node=s.gpus_per_node, algorithm="Ring", protocol=protocol, system=s)
+    fast, slow = _ring(p, None), _ring(p, None, vectorized=False)
+    assert fast.meta == slow.meta
+    assert fast.content_hash() == slow.content_hash()
