@@ -1,0 +1,46 @@
+"""Factories of the ``nccl.*`` producers: params -> :func:`plan` -> :func:`schedule`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hub import parse_size
+from hub.chakra import Algorithm
+
+from ._params import NcclParams
+from ._schedule import plan, schedule
+
+__all__ = ["produce", "produce_auto", "produce_pat", "produce_ring", "produce_tree"]
+
+
+def produce(params: NcclParams, algorithm: str | None) -> Algorithm:
+    p = plan(
+        params.collective,
+        params.ranks,
+        parse_size(params.size),
+        gpus_per_node=params.gpus_per_node,
+        algorithm=algorithm,
+        protocol=None if params.protocol == "auto" else params.protocol,
+        channels=params.channels,
+        system=params.system,
+    )
+    return schedule(p, params.name)
+
+
+def produce_ring(params: NcclParams, ctx: Any = None) -> Algorithm:
+    return produce(params, "Ring")
+
+
+def produce_tree(params: NcclParams, ctx: Any = None) -> Algorithm:
+    return produce(params, "Tree")
+
+
+def produce_pat(params: NcclParams, ctx: Any = None) -> Algorithm:
+    return produce(params, "PAT")
+
+
+def produce_auto(params: NcclParams, ctx: Any = None) -> Algorithm:
+    algo = (
+        None if params.algorithm == "auto" else {"ring": "Ring", "tree": "Tree", "pat": "PAT"}[params.algorithm.lower()]
+    )
+    return produce(params, algo)

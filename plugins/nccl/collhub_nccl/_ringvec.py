@@ -1,0 +1,144 @@
+"""The ring schedule built for all ranks at once (numpy), when every rank's node sequence has the
+same shape: each primitive call makes the same number of messages on every rank. That holds for
+all-gather and reduce-scatter (every rank cuts its part alike) and for all-reduce whenever a
+loop's n pieces have equal slice counts (always but for some uneven last loops; the caller falls
+back to the per-rank builder then).
+
+On a channel a rank's nodes form one chain (each call waits for the previous one; a SEND for
+the RECV of its slice), so the dependency arrays are the same for every rank and shared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hub.chakra import Buffer, NodeType, Op, RankGraph
+
+__all__ = ["ring_graphs"]
+
+
+def _calls(coll: str, n: int) -> list[tuple[int, bool, bool, int]]:
+    """One loop's calls: (shift, recv, send, op). All-reduce: the piece is (ix + shift) mod n;
+    all-gather / reduce-scatter: the data rank is order[(ix - shift) mod n]."""
+    if coll == "AllReduce":
+        seq = [(n - 1, False, True, int(Op.NONE))]
+        seq += [(n - j, True, True, int(Op.REDUCE)) for j in range(2, n)]
+        seq += [(0, True, True, int(Op.REDUCE))]
+        seq += [(n - j, True, True, int(Op.COPY)) for j in range(1, n - 1)]
+        seq += [(1, True, False, int(Op.COPY))]
+        return seq
+    op = int(Op.COPY) if coll == "AllGather" else int(Op.REDUCE)
+    extra = 0 if coll == "AllGather" else 1
+    return [(j + extra, j > 0, j < n - 1, op) for j in range(n)]
+
+
+def ring_graphs(
+    coll: str,
+    n: int,
+    per_part: list[tuple[int, list[list[list[int]]]]],
+    rings: list[list[int]],
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    unit: int,
+    c: int,
+    elem: int,
+    buf: Buffer,
+) -> list[RankGraph] | None:
+    """Every rank's graph, or None when the shapes differ between ranks (see the module doc)."""
+    calls = _calls(coll, n)
+    off_of = starts // unit
+    cnt_of = sizes // unit
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "peer", "tag", "count", "so", "do", "op", "size")}
+    kinds_all: list[np.ndarray] = []
+    chain_starts: list[int] = []
+    total = 0
+    for channel, loops in per_part:
+        order = np.asarray(rings[channel], dtype=np.int64)
+        ix = np.empty(n, dtype=np.int64)
+        ix[order] = np.arange(n)
+        nxt = order[(ix + 1) % n]
+        prv = order[(ix - 1) % n]
+        t_kind, t_shift, t_op, t_rid_loop, t_slice = [], [], [], [], []
+        lookups = []
+        for li, pieces in enumerate(loops):
+            slices = {len(x) for x in pieces}
+            if len(slices) != 1:
+                return None
+            (s_count,) = slices
+            lookups.append(np.asarray(pieces, dtype=np.int64).reshape(len(pieces), s_count))
+            for shift, recv, send, op in calls:
+                for s in range(s_count):
+                    if recv:
+                        t_kind.append(int(NodeType.RECV))
+                        t_shift.append(shift)
+                        t_op.append(op)
+                        t_rid_loop.append(li)
+                        t_slice.append(s)
+                    if send:
+                        t_kind.append(int(NodeType.SEND))
+                        t_shift.append(shift)
+                        t_op.append(int(Op.NONE))
+                        t_rid_loop.append(li)
+                        t_slice.append(s)
+        m = len(t_kind)
+        if m == 0:
+            continue
+        kind = np.asarray(t_kind, dtype=np.int8)
+        shift = np.asarray(t_shift, dtype=np.int64)
+        loop_ix = np.asarray(t_rid_loop, dtype=np.int64)
+        slice_ix = np.asarray(t_slice, dtype=np.int64)
+        is_recv = kind == int(NodeType.RECV)
+        if coll == "AllReduce":
+            piece = (ix[:, None] + shift[None, :]) % n
+            pad = max(x.shape[1] for x in lookups)
+            table = np.zeros((len(lookups), n, pad), dtype=np.int64)
+            for li, lk in enumerate(lookups):
+                table[li, :, : lk.shape[1]] = lk
+            rid = table[loop_ix[None, :], piece, slice_ix[None, :]]
+            offs = off_of[rid]
+        else:
+            rid1 = np.asarray([lookups[li][0][s] for li, s in zip(t_rid_loop, t_slice, strict=True)], dtype=np.int64)
+            rid = np.broadcast_to(rid1, (n, m))
+            q = order[(ix[:, None] - shift[None, :]) % n]
+            offs = q * c + off_of[rid1][None, :]
+        cols["kind"].append(np.broadcast_to(kind, (n, m)))
+        cols["peer"].append(np.where(is_recv[None, :], prv[:, None], nxt[:, None]))
+        cols["tag"].append(np.full((n, m), channel, dtype=np.int32))
+        cols["count"].append(cnt_of[rid])
+        cols["so"].append(np.where(is_recv[None, :], -1, offs))
+        cols["do"].append(np.where(is_recv[None, :], offs, -1))
+        cols["op"].append(np.broadcast_to(np.asarray(t_op, dtype=np.int8), (n, m)))
+        cols["size"].append(sizes[rid] * elem)
+        kinds_all.append(kind)
+        chain_starts.append(total)
+        total += m
+    full = {k: np.concatenate(v, axis=1) if v else np.zeros((n, 0)) for k, v in cols.items()}
+    kind_row = np.concatenate(kinds_all) if kinds_all else np.zeros(0, dtype=np.int8)
+    # dependencies: node i on i - 1, except the first node of each channel's chain
+    has_dep = np.ones(total, dtype=bool)
+    has_dep[chain_starts] = False
+    dep_ptr = np.concatenate([[0], np.cumsum(has_dep)]).astype(np.int64)
+    dep_pos = (np.nonzero(has_dep)[0] - 1).astype(np.int32)
+    is_send = kind_row == int(NodeType.SEND)
+    src_buf = np.where(is_send, int(buf), -1).astype(np.int8)
+    dst_buf = np.where(is_send, -1, int(buf)).astype(np.int8)
+    chan = full["tag"]
+    out: list[RankGraph] = []
+    for r in range(n):
+        kw: dict[str, Any] = {
+            "kind": kind_row,
+            "peer": full["peer"][r],
+            "tag": chan[r],
+            "chan": chan[r],
+            "count": full["count"][r],
+            "src_buf": src_buf,
+            "src_off": full["so"][r],
+            "dst_buf": dst_buf,
+            "dst_off": full["do"][r],
+            "op": full["op"][r],
+            "size": full["size"][r],
+        }
+        out.append(RankGraph.from_columns(total, dep_ptr=dep_ptr, dep_pos=dep_pos, **kw))
+    return out
