@@ -13,6 +13,11 @@ from .._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the private module defining it
 _LAZY: dict[str, str] = {
+    "Certificate": "._certificate",
+    "certify": "._certificate",
+    "network_facts": "._certificate",
+    "CutOptimum": "._cut",
+    "cut_optimum": "._cut",
     "SimulateParams": "._api",
     "parse_size": "._api",
     "simulate": "._api",
@@ -31,6 +36,8 @@ _LAZY: dict[str, str] = {
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from ._api import SimulateParams, parse_size, simulate, simulate_consumer
+    from ._certificate import Certificate, certify, network_facts
+    from ._cut import CutOptimum, cut_optimum
     from ._network import unaware_delays
     from ._program import comp_ns
     from ._report import trace_events, write_plot, write_trace
@@ -38,11 +45,16 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._timeline import node_spans, write_timeline
 
 __all__ = [
+    "Certificate",
+    "CutOptimum",
     "SimulateParams",
     "SimulationResult",
     "busbw_factor",
+    "certify",
     "comp_ns",
+    "cut_optimum",
     "lower_bound_ns",
+    "network_facts",
     "node_spans",
     "parse_size",
     "simulate",

@@ -1,0 +1,203 @@
+"""Optimality certificates: the lower bound of a collective on a network, and which term binds.
+
+Rules (all-gather AG, reduce-scatter RS, all-reduce AR; ``M`` = nccl-tests' size, ``N`` GPUs;
+bandwidths in bytes/ns by ASTRA-sim's conversion; ``d(u, v)`` = least summed link latency of a
+path from GPU ``u`` to GPU ``v``, switches allowed; ``B_out(u)`` = bandwidth out of ``u``):
+
+====  ==============================================  ===================================================
+term  expression                                      why
+====  ==============================================  ===================================================
+bw    ``(M/N)·x*`` (AG), ``(M/N)·x*_rev`` (RS),        the cut bound (:mod:`._cut`); AR = RS + AG, the
+      ``(M/N)·(x*_rev + x*)`` (AR)                     form of ForestColl's (and every RS+AG) all-reduce
+E1    ``bw + min latency of a link leaving S*``        the last byte over the bottleneck cut ``S*`` still
+                                                       has that link's latency to go (arrival = start +
+                                                       latency + bytes/B')
+E2    ``max_u (D/B_out(u) + max_v d(u, v))``,          every byte of ``u``'s share (``D = M/N``; AR:
+      ``D = M/N`` (AG, RS), ``M`` (AR)                 ``M``, the sum reveals all of ``u``'s input) leaves
+                                                       ``u`` by then and still travels to the farthest GPU
+====  ==============================================  ===================================================
+
+The bound is ``max(E1, E2)``. ``bound_term`` names what binds in the larger expression:
+The serialization part of E2 is rounded down, as the simulator truncates every message's delay.
+``bandwidth`` when its latency part is under :data:`SHARE` of it, ``latency`` when its
+bandwidth part is, ``both`` otherwise. Other collectives keep the ingress bounds of
+:func:`~hub.sim.lower_bound_ns` (bandwidth term only).
+
+Everything that depends only on the network (the two exact cut optima, latencies, port
+bandwidths) is computed once per network and cached (:data:`CACHE_SIZE` networks), so a
+certificate costs one max-flow search per network and a few multiplications per call.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..chakra import Collective
+from ..topology import LinkGraph, Topology, bytes_per_ns
+from ._cut import VERIFY_ALL, CutOptimum, colour_classes, cut_optimum
+
+__all__ = ["CACHE_SIZE", "SHARE", "Certificate", "NetworkFacts", "certify", "network_facts"]
+
+#: a part under this share of the binding expression does not bind
+SHARE = 0.1
+#: networks whose facts are kept
+CACHE_SIZE = 64
+
+_CUT_COLLECTIVES = (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLREDUCE)
+
+
+@dataclass(frozen=True)
+class NetworkFacts:
+    """What the certificates of one network need (see the module docstring)."""
+
+    npus: int
+    ag: CutOptimum | None  # None: the network is not connected
+    rs: CutOptimum | None
+    ag_cut_latency: float  # least latency of a link leaving the all-gather bottleneck cut
+    rs_cut_latency: float
+    out_bytes_per_ns: tuple[float, ...]  # per GPU
+    eccentricity_ns: tuple[float, ...]  # per GPU: max_v d(u, v) (0 where not computed)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A lower bound on any schedule of ``collective`` at ``size`` bytes on one network."""
+
+    collective: str
+    size: int
+    bound_ns: float
+    term: str  # bandwidth | latency | both
+    bandwidth_ns: float  # the cut term alone
+    latency_ns: float  # the latency part of the binding expression
+    x: Fraction | None  # GPUs per GB/s of the cut term (AR: RS + AG)
+    cut: frozenset[int]  # the bottleneck cut S* (device ids; AR: the all-gather one)
+    verified: bool  # x is proven to be the maximum over all cuts, not only a bound
+    formula: str
+
+    @property
+    def bandwidth_share(self) -> float:
+        return self.bandwidth_ns / self.bound_ns if self.bound_ns else 0.0
+
+
+_CACHE: OrderedDict[object, NetworkFacts] = OrderedDict()
+
+
+def _key(topo: Topology) -> object:
+    try:
+        return topo.to_string()
+    except Exception:  # a hand-made link graph: its identity
+        return id(topo)
+
+
+def network_facts(topology: Topology) -> NetworkFacts:
+    """The network-only part of every certificate on ``topology`` (cached)."""
+    key = _key(topology)
+    facts = _CACHE.get(key)
+    if facts is not None:
+        _CACHE.move_to_end(key)
+        return facts
+    graph = topology.to_link_graph()
+    try:
+        ag: CutOptimum | None = cut_optimum(graph)
+        rs: CutOptimum | None = cut_optimum(graph, reverse=True)
+    except ValueError:
+        ag = rs = None
+    facts = NetworkFacts(
+        npus=graph.npus,
+        ag=ag,
+        rs=rs,
+        ag_cut_latency=_cut_latency(graph, ag, reverse=False),
+        rs_cut_latency=_cut_latency(graph, rs, reverse=True),
+        out_bytes_per_ns=tuple(bytes_per_ns(graph.out_bandwidth(u)) for u in range(graph.npus)),
+        eccentricity_ns=_eccentricities(graph),
+    )
+    _CACHE[key] = facts
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return facts
+
+
+def _cut_latency(graph: LinkGraph, opt: CutOptimum | None, reverse: bool) -> float:
+    if opt is None:
+        return 0.0
+    lats = [
+        ln.latency
+        for ln in graph.links
+        if ((ln.dst in opt.cut and ln.src not in opt.cut) if reverse else (ln.src in opt.cut and ln.dst not in opt.cut))
+    ]
+    return min(lats, default=0.0)
+
+
+def _eccentricities(graph: LinkGraph) -> tuple[float, ...]:
+    """Per GPU the largest least-latency distance to another GPU (Dijkstra; above
+    :data:`~hub.sim._cut.VERIFY_ALL` GPUs only from one GPU per colour class: still a bound)."""
+    n = graph.npus
+    sources = range(n) if n <= VERIFY_ALL else [g[0] for g in colour_classes(graph)]
+    out = [0.0] * n
+    for s in sources:
+        dist = [float("inf")] * graph.devices
+        dist[s] = 0.0
+        heap = [(0.0, s)]
+        while heap:
+            d, u = heapq.heappop(heap)
+            if d > dist[u]:
+                continue
+            for li in graph.out_links[u]:
+                ln = graph.links[li]
+                nd = d + ln.latency
+                if nd < dist[ln.dst]:
+                    dist[ln.dst] = nd
+                    heapq.heappush(heap, (nd, ln.dst))
+        far = max(dist[:n])
+        out[s] = far if far != float("inf") else 0.0
+    return tuple(out)
+
+
+def certify(
+    topology: Topology, collective: Collective | str, size: int, ranks: int | None = None
+) -> Certificate | None:
+    """The certificate of ``collective`` at ``size`` bytes over all NPUs of ``topology``; None for a
+    collective without a cut bound here, a partial rank set, or a disconnected network."""
+    coll = Collective.parse(collective)
+    facts = network_facts(topology)
+    if coll not in _CUT_COLLECTIVES or facts.ag is None or facts.rs is None or size <= 0:
+        return None
+    n = facts.npus
+    if ranks is not None and ranks != n or n < 2:
+        return None
+    conv = bytes_per_ns(1.0)  # GB/s -> bytes/ns: x [GPUs per GB/s] / conv = ns per byte of a shard
+    shard = size / n
+    if coll == Collective.ALLGATHER:
+        x, cut, lat1, verified, name = facts.ag.x, facts.ag.cut, facts.ag_cut_latency, facts.ag.verified, "x*"
+    elif coll == Collective.REDUCESCATTER:
+        x, cut, lat1, verified, name = facts.rs.x, facts.rs.cut, facts.rs_cut_latency, facts.rs.verified, "x*_rev"
+    else:
+        x = facts.rs.x + facts.ag.x
+        cut, lat1 = facts.ag.cut, facts.ag_cut_latency
+        verified, name = facts.ag.verified and facts.rs.verified, "(x*_rev + x*)"
+    bw = shard * float(x) / conv
+    share = size if coll == Collective.ALLREDUCE else shard
+    e2, bw2, lat2 = 0.0, 0.0, 0.0
+    for b_out, ecc in zip(facts.out_bytes_per_ns, facts.eccentricity_ns, strict=True):
+        ser = float(math.floor(share / b_out))  # the simulator truncates each message's delay
+        if ser + ecc > e2:
+            e2, bw2, lat2 = ser + ecc, ser, ecc
+    e1 = bw + lat1
+    if e1 >= e2:
+        bound, bpart, lpart = e1, bw, lat1
+        formula = f"(M/N)*{name} + latency out of the cut, {name} = {x}"
+    else:
+        bound, bpart, lpart = e2, bw2, lat2
+        share_s = "M" if coll == Collective.ALLREDUCE else "M/N"
+        formula = f"{share_s}/B_out(u) + farthest latency from u (cut term (M/N)*{name} = {bw:.0f} ns)"
+    if lpart < SHARE * bound:
+        term = "bandwidth"
+    elif bpart < SHARE * bound:
+        term = "latency"
+    else:
+        term = "both"
+    return Certificate(coll.value, int(size), bound, term, bw, lpart, x, cut, verified, formula)
