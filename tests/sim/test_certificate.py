@@ -51,9 +51,19 @@ def test_time_from_the_data() -> None:
     c = certify(load_topology("ring:8"), "allgather", 64 << 20)
     assert c is not None and c.term == "bandwidth" and c.verified
     assert c.bandwidth_ns == pytest.approx(e["optimal_allgather"]["time_ns_M_64MiB"])  # 546875 ns
-    assert c.bound_ns == pytest.approx(546875 + 500)  # + one link latency out of the cut
+    assert c.bound_ns == c.bandwidth_ns  # the cut term binds at 64 MiB
     ar = certify(load_topology("ring:8"), "allreduce", 64 << 20)
-    assert ar is not None and ar.bandwidth_ns == pytest.approx(e["allreduce_rs_plus_ag_time_ns_M_64MiB"])
+    assert ar is not None and ar.rs_plus_ag_ns == pytest.approx(e["allreduce_rs_plus_ag_time_ns_M_64MiB"])
+    # on a regular network the all-reduce transmission bound is the classic 2(N-1)M/(N B_in)
+    assert ar.bound_ns == pytest.approx(ar.rs_plus_ag_ns)
+
+
+def test_allreduce_bound_is_not_rs_plus_ag_on_irregular_networks() -> None:
+    # mesh:4x4: corner GPUs have 2 links, inner ones 4; 2(N-1)M / sum B_in = M/80 GB/s
+    ar = certify(load_topology("mesh:4x4"), "allreduce", 64 << 20)
+    assert ar is not None and ar.rs_plus_ag_ns is not None
+    assert ar.bound_ns == pytest.approx(2 * 15 * (64 << 20) / (2400 * 2**30 / 1e9))
+    assert ar.bound_ns < ar.rs_plus_ag_ns
 
 
 def test_latency_binds_small_sizes() -> None:

@@ -132,7 +132,7 @@ def test_metrics_nccl_conventions():
     assert res.algbw_GBps == pytest.approx(S / 41174)
     assert res.busbw_GBps == pytest.approx(S / 41174 * 2 * 7 / 8)
     # bidirectional ring all-reduce bound (conventions.md §3.3): (p-1) M / (p B)
-    assert res.bound_ns == pytest.approx(7 * S / (8 * 50 * 2**30 / 1e9) + 500)  # cut bound + one hop (certificate)
+    assert res.bound_ns == pytest.approx(7 * S / (8 * 50 * 2**30 / 1e9))
     assert res.metrics()["time_over_bound"] == pytest.approx(41174 / res.bound_ns)
     a2a = simulate(direct_alltoall(8, 131072), "ring:8")
     assert a2a.busbw_GBps == pytest.approx(S / 4441 * 7 / 8)
