@@ -51,71 +51,101 @@ STEPS_PER_CHANNEL = 32
 MAX_CHANNELS = 32
 
 
-class _Rank:
-    """Columns of one rank's graph; every node has at most one dependency."""
+class _Columns:
+    """Global node columns, appended a block at a time; ids are global (rank-major order later)."""
 
-    __slots__ = ("buf", "dep", "dep2", "kind", "off", "op", "peer", "sends", "tag", "window")
-
-    def __init__(self, window: int) -> None:
+    def __init__(self, n: int, window: int) -> None:
+        self.n = n
+        self.parts: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("rank", "kind", "peer", "tag", "buf", "off", "op", "d1", "d2")
+        }
+        self.count = 0
         self.window = window
-        self.sends: dict[int, list[int]] = {}  # peer -> its SEND nodes of the current phase
-        self.dep2: list[int] = []
-        self.kind: list[int] = []
-        self.peer: list[int] = []
-        self.tag: list[int] = []
-        self.buf: list[int] = []
-        self.off: list[int] = []
-        self.op: list[int] = []
-        self.dep: list[int] = []
+        if window:
+            self.hist = np.full((window, n * n), -1, dtype=np.int64)
+            self.seen = np.zeros(n * n, dtype=np.int64)
 
-    def add(self, kind: int, peer: int, tag: int, buf: int, off: int, op: int, dep: int, own: bool = False) -> int:
-        dep2 = -1
-        if own and self.window:
-            mine = self.sends.setdefault(peer, [])
-            if len(mine) >= self.window:
-                dep2 = mine[-self.window]
-            mine.append(len(self.kind))
-        self.dep2.append(dep2)
-        self.kind.append(kind)
-        self.peer.append(peer)
-        self.tag.append(tag)
-        self.buf.append(buf)
-        self.off.append(off)
-        self.op.append(op)
-        self.dep.append(dep)
-        return len(self.kind) - 1
+    def add(
+        self,
+        rank: np.ndarray,
+        kind: int,
+        peer: np.ndarray,
+        tag: np.ndarray,
+        buf: int,
+        off: np.ndarray,
+        op: int,
+        dep: np.ndarray,
+        own: np.ndarray | None = None,
+    ) -> np.ndarray:
+        m = rank.size
+        ids = np.arange(self.count, self.count + m, dtype=np.int64)
+        self.count += m
+        d2 = np.full(m, -1, dtype=np.int64)
+        if own is not None and self.window and own.any():
+            self._window(np.flatnonzero(own), rank, peer, ids, d2)
+        for k, v in (("rank", rank), ("peer", peer), ("tag", tag), ("off", off), ("d1", dep)):
+            self.parts[k].append(np.asarray(v, dtype=np.int64))
+        self.parts["kind"].append(np.full(m, kind, dtype=np.int64))
+        self.parts["buf"].append(np.full(m, buf, dtype=np.int64))
+        self.parts["op"].append(np.full(m, op, dtype=np.int64))
+        self.parts["d2"].append(d2)
+        return ids
 
-    def pair_counts(self) -> int:
-        """Most SENDs to one peer."""
-        counts: dict[int, int] = {}
-        for k, p in zip(self.kind, self.peer, strict=True):
-            if k == _SEND:
-                counts[p] = counts.get(p, 0) + 1
-        return max(counts.values(), default=0)
+    def _window(self, sel: np.ndarray, rank: np.ndarray, peer: np.ndarray, ids: np.ndarray, d2: np.ndarray) -> None:
+        """d2 of own SEND i = the own SEND ``window`` places earlier on the same (rank, peer)."""
+        keys = rank[sel] * self.n + peer[sel]
+        order = np.argsort(keys, kind="stable")
+        ks = keys[order]
+        first = np.r_[True, ks[1:] != ks[:-1]]
+        occ = np.arange(ks.size) - np.maximum.accumulate(np.where(first, np.arange(ks.size), 0))
+        for o in range(int(occ.max()) + 1 if occ.size else 0):  # repeated pairs in one block: in turn
+            pick = order[occ == o]
+            kk = keys[pick]
+            cnt = self.seen[kk]
+            slot = cnt % self.window
+            d2[sel[pick]] = np.where(cnt >= self.window, self.hist[slot, kk], -1)
+            self.hist[slot, kk] = ids[sel[pick]]
+            self.seen[kk] = cnt + 1
 
-    def graph(self, channels: int) -> RankGraph:
-        n = len(self.kind)
-        kind = np.asarray(self.kind, dtype=np.int8)
-        buf = np.asarray(self.buf, dtype=np.int8)
-        off = np.asarray(self.off, dtype=np.int32)
-        deps = np.stack([np.asarray(self.dep, dtype=np.int64), np.asarray(self.dep2, dtype=np.int64)], axis=1)
-        has = deps >= 0
-        is_send, is_recv, is_comp = kind == _SEND, kind == _RECV, kind == _COMP
-        return RankGraph.from_columns(
-            n,
-            kind=kind,
-            peer=np.where(is_comp, -1, np.asarray(self.peer, dtype=np.int32)),
-            tag=np.asarray(self.tag, dtype=np.int32),
-            count=1,
-            src_buf=np.where(is_send, buf, -1),
-            src_off=np.where(is_send, off, -1),
-            dst_buf=np.where(is_recv, buf, -1),
-            dst_off=np.where(is_recv, off, -1),
-            op=np.asarray(self.op, dtype=np.int8),
-            chan=np.where(is_send | is_recv, np.asarray(self.tag, dtype=np.int32) % channels, 0),
-            dep_ptr=np.concatenate([[0], np.cumsum(has.sum(axis=1))]),
-            dep_pos=deps[has].astype(np.int32),
-        )
+    def graphs(self, channels_of: int) -> tuple[RankGraph, ...]:
+        col = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in self.parts.items()}
+        order = np.argsort(col["rank"], kind="stable")
+        starts = np.searchsorted(col["rank"][order], np.arange(self.n + 1))
+        pos = np.empty(self.count, dtype=np.int64)
+        pos[order] = np.arange(self.count) - np.repeat(starts[:-1], np.diff(starts))
+        kind = col["kind"]
+        sends = kind == _SEND
+        pair = col["rank"][sends] * self.n + col["peer"][sends]
+        per_pair = int(np.bincount(pair).max()) if pair.size else 0
+        channels = channels_for(per_pair)
+        out = []
+        for r in range(self.n):
+            sl = order[starts[r] : starts[r + 1]]
+            k = kind[sl]
+            is_send, is_recv, is_comp = k == _SEND, k == _RECV, k == _COMP
+            deps = np.stack([col["d1"][sl], col["d2"][sl]], axis=1)
+            has = deps >= 0
+            local = np.where(has, pos[np.where(has, deps, 0)], -1)
+            tag = col["tag"][sl]
+            buf, off = col["buf"][sl], col["off"][sl]
+            out.append(
+                RankGraph.from_columns(
+                    sl.size,
+                    kind=k,
+                    peer=np.where(is_comp, -1, col["peer"][sl]),
+                    tag=tag,
+                    count=1,
+                    src_buf=np.where(is_send, buf, -1),
+                    src_off=np.where(is_send, off, -1),
+                    dst_buf=np.where(is_recv, buf, -1),
+                    dst_off=np.where(is_recv, off, -1),
+                    op=col["op"][sl],
+                    chan=np.where(is_send | is_recv, tag % channels, 0),
+                    dep_ptr=np.concatenate([[0], np.cumsum(has.sum(axis=1))]),
+                    dep_pos=local[has].astype(np.int32),
+                )
+            )
+        return tuple(out)
 
 
 def _order(lg: LogicalGraph, tree: Tree) -> list[tuple[int, int]]:
@@ -159,6 +189,19 @@ def _schedule(forest: Forest, m: int) -> list[list[tuple[int, int]]]:
     return out
 
 
+def _tables(lg: LogicalGraph, forest: Forest, c_total: int, reverse: bool) -> tuple[np.ndarray, ...]:
+    """(tree, chunk) per root and piece; (parent, child) per tree and edge position."""
+    seqs = _schedule(forest, c_total // forest.rounds)
+    tree = np.array([[t for t, _ in seq] for seq in seqs], dtype=np.int64)  # (roots, C)
+    chunk = np.array([[c for _, c in seq] for seq in seqs], dtype=np.int64)
+    edges = [_order(lg, t) for t in forest.trees]
+    if reverse:
+        edges = [e[::-1] for e in edges]
+    par = np.array([[p for p, _ in e] for e in edges], dtype=np.int64)  # (trees, n-1)
+    chi = np.array([[c for _, c in e] for e in edges], dtype=np.int64)
+    return tree, chunk, par, chi
+
+
 def build_forest_algorithm(
     coll: Collective,
     ag: tuple[LogicalGraph, Forest] | None,
@@ -175,58 +218,59 @@ def build_forest_algorithm(
     chunks per shard (a multiple of each forest's ``rounds``)."""
     lg0 = (ag or rs)[0]  # type: ignore[index]
     n = lg0.npus
-    ranks = [_Rank(window) for _ in range(n)]
-    red_end: dict[tuple[int, int], int] = {}  # (rank, buffer chunk) -> its last reduction node
-    rs_send: dict[tuple[int, int], int] = {}  # (rank, buffer chunk) -> its reduce-scatter SEND
+    roots = np.arange(n, dtype=np.int64)
+    cols = _Columns(n, window)
     none, red, cpy = int(Op.NONE), int(Op.REDUCE), int(Op.COPY)
+    red_end = np.full((c_total, n, n), -1, dtype=np.int64) if rs else None  # [piece, root, rank]
+    rs_send = np.full((c_total, n, n), -1, dtype=np.int64) if rs and ag else None
+    chunk_of = np.zeros((n, c_total), dtype=np.int64)
     if rs:
         lg, forest = rs
-        orders = [_order(lg, t)[::-1] for t in forest.trees]  # leaves first
-        seqs = _schedule(forest, c_total // forest.rounds)
+        tree, chunk, par, chi = _tables(lg, forest, c_total, reverse=True)
         buf = int(Buffer.INPUT)
-        for j in range(len(seqs[0])):
-            # edge by edge across all roots: every rank meets its peers in a staggered order
-            for k in range(n - 1):
-                for root in range(n):
-                    ti, chunk = seqs[root][j]
-                    off = root * c_total + chunk
-                    # reversed tree edge (parent, child): the child sends its partial sum to the parent
-                    parent, child = orders[ti][k]
-                    leaf = red_end.get((child, off), -1)
-                    s = ranks[child].add(_SEND, parent, off, buf, off, none, leaf, leaf < 0)
-                    rs_send[(child, off)] = s
-                    pr = ranks[parent]
-                    rv = pr.add(_RECV, child, off, buf, off, red, red_end.get((parent, off), -1))
-                    red_end[(parent, off)] = pr.add(_COMP, -1, 0, -1, -1, none, rv) if reduction_comp else rv
+        assert red_end is not None
+        for j in range(c_total):
+            off = roots * c_total + chunk[:, j]
+            chunk_of[:, j] = chunk[:, j]
+            re = red_end[j]
+            for k in range(n - 1):  # edge by edge across all roots: staggered peers on every rank
+                # reversed tree edge (parent, child): the child sends its partial sum to the parent
+                parent, child = par[tree[:, j], k], chi[tree[:, j], k]
+                dep = re[roots, child]
+                s = cols.add(child, _SEND, parent, off, buf, off, none, dep, own=dep < 0)
+                if rs_send is not None:
+                    rs_send[j, roots, child] = s
+                rv = cols.add(parent, _RECV, child, off, buf, off, red, re[roots, parent])
+                re[roots, parent] = (
+                    cols.add(parent, _COMP, roots * 0 - 1, off * 0, -1, off * 0 - 1, none, rv) if reduction_comp else rv
+                )
     if ag:
-        for rk in ranks:
-            rk.sends.clear()  # the window runs per phase
         lg, forest = ag
-        orders = [_order(lg, t) for t in forest.trees]
-        seqs = _schedule(forest, c_total // forest.rounds)
+        tree, chunk, par, chi = _tables(lg, forest, c_total, reverse=False)
+        if cols.window:
+            cols.seen[:] = 0  # the window runs per phase
         buf = int(Buffer.INPUT if coll == Collective.ALLREDUCE else Buffer.OUTPUT)
         base = n * c_total if rs else 0
-        last_recv = [-1] * n  # per rank: its newest RECV node
-        history: list[list[int]] = [[] for _ in range(n)]  # per rank: newest RECV after each piece
-        for j in range(len(seqs[0])):
-            have: list[dict[int, int]] = []
-            for root in range(n):
-                off = root * c_total + seqs[root][j][1]
-                start = red_end.get((root, off), -1)
-                if start < 0 and clock and j >= clock:
-                    start = history[root][j - clock]
-                have.append({root: start})
-            for k in range(n - 1):  # edge by edge across all roots (see the reduce-scatter loop)
-                for root in range(n):
-                    ti, chunk = seqs[root][j]
-                    off = root * c_total + chunk
-                    parent, child = orders[ti][k]
-                    h = have[root]
-                    ranks[parent].add(_SEND, child, base + off, buf, off, none, h[parent], parent == root)
-                    rv = ranks[child].add(_RECV, parent, base + off, buf, off, cpy, rs_send.get((child, off), -1))
-                    h[child] = last_recv[child] = rv
-            for r in range(n):
-                history[r].append(last_recv[r])
+        last_recv = np.full(n, -1, dtype=np.int64)
+        history: list[np.ndarray] = []
+        for j in range(c_total):
+            off = roots * c_total + chunk[:, j]
+            have = np.full((n, n), -1, dtype=np.int64)  # [root, rank]: the node that brought the chunk
+            # all-reduce: the reduce-scatter dealt chunks in its own order; jj = this chunk's piece there
+            jj = np.argmax(chunk_of == chunk[:, j][:, None], axis=1) if red_end is not None else roots
+            if red_end is not None:  # the root starts from its last reduction of the chunk
+                have[roots, roots] = red_end[jj, roots, roots]
+            elif clock and j >= clock:
+                have[roots, roots] = history[j - clock]
+            for k in range(n - 1):
+                parent, child = par[tree[:, j], k], chi[tree[:, j], k]
+                cols.add(parent, _SEND, child, base + off, buf, off, none, have[roots, parent], own=parent == roots)
+                # a RECV that overwrites the chunk waits for the reduce-scatter SEND that read it
+                dep = rs_send[jj, roots, child] if rs_send is not None else np.full(n, -1, dtype=np.int64)
+                rv = cols.add(child, _RECV, parent, base + off, buf, off, cpy, dep)
+                have[roots, child] = rv
+                last_recv[child] = rv
+            history.append(last_recv.copy())
     blocks = n * c_total
     in_chunks = {Collective.ALLGATHER: c_total}.get(coll, blocks)
     out_chunks = {Collective.REDUCESCATTER: c_total}.get(coll, blocks)
@@ -240,8 +284,7 @@ def build_forest_algorithm(
         producer="forest.synthesize",
         extra=tuple(extra),
     )
-    channels = channels_for(max(r.pair_counts() for r in ranks))
-    return Algorithm(meta, tuple(r.graph(channels) for r in ranks))
+    return Algorithm(meta, cols.graphs(0))
 
 
 def channels_for(per_pair: int) -> int:
