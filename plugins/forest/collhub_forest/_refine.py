@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -105,8 +106,7 @@ def lp_packing(
     t0 = time.perf_counter()
     g = lg.physical
     n, nl = lg.npus, len(g.links)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = _quiet_highs(highspy)
     inf = highspy.kHighsInf
     # rows 0..nl-1: links (<= 0), nl..nl+n-1: roots (= 1); column 0: z
     for _ in range(nl):
@@ -158,6 +158,20 @@ def lp_packing(
     sol = h.getSolution()
     out = [(root, pe, sol.col_value[j + 1]) for j, (root, pe) in enumerate(cols) if sol.col_value[j + 1] > 1e-9]
     return out, z
+
+
+def _quiet_highs(highspy: Any) -> Any:
+    """A HiGHS instance, its first-instance banner kept off stdout (``--format json`` stays clean)."""
+    fd = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(fd, 1)
+        os.close(fd)
+    h.setOptionValue("output_flag", False)
+    return h
 
 
 def depth_of(lg: LogicalGraph, pe: tuple[int, ...]) -> int:
