@@ -14,9 +14,10 @@ Rules (``../shared/reference/forestcoll.md`` §2-3, in our words):
   on integers, so the result is an exact fraction with its certificate cut.
 * Sinks: GPUs that colour refinement (1-dimensional Weisfeiler-Leman on the weighted directed
   graph) cannot tell apart usually have equal flows (always on vertex-transitive graphs), so the
-  search tests one sink per colour class, and afterwards every sink up to :data:`VERIFY_ALL`
-  GPUs. Whatever is tested, the value returned is the ratio of a real cut, hence a valid lower
-  bound; ``verified`` says whether every sink confirmed it is also the maximum.
+  search tests one sink per colour class, and afterwards (``verify``) every sink, by default up
+  to :data:`VERIFY_ALL` GPUs; certificates skip that check (it is N max-flows). Whatever is
+  tested, the value returned is the ratio of a real cut, hence a valid lower bound;
+  ``verified`` says whether every sink confirmed it is also the maximum.
 """
 
 from __future__ import annotations
@@ -175,8 +176,11 @@ def colour_classes(graph: LinkGraph, reverse: bool = False) -> list[list[int]]:
     return list(groups.values())
 
 
-def cut_optimum(graph: LinkGraph, reverse: bool = False) -> CutOptimum:
-    """The exact ``x*`` of all-gather on ``graph`` (reduce-scatter with ``reverse``) and its cut."""
+def cut_optimum(graph: LinkGraph, reverse: bool = False, verify: bool | None = None) -> CutOptimum:
+    """The exact ``x*`` of all-gather on ``graph`` (reduce-scatter with ``reverse``) and its cut.
+
+    ``verify``: check every sink at the end (default: up to :data:`VERIFY_ALL` GPUs); the value
+    is a valid bound either way, the check proves it is the maximum."""
     n, dev = graph.npus, graph.devices
     ints, unit = integer_bandwidths([ln.bandwidth for ln in graph.links])
     pairs = [(ln.dst, ln.src) if reverse else (ln.src, ln.dst) for ln in graph.links]
@@ -198,7 +202,7 @@ def cut_optimum(graph: LinkGraph, reverse: bool = False) -> CutOptimum:
         if better is None:
             break
         cut, x = better
-    verified = n <= VERIFY_ALL
+    verified = n <= VERIFY_ALL if verify is None else verify
     if verified and len(reps) < n:
         better = _violated(net, ints, x, n, [v for v in range(n) if v not in set(reps)])
         while better is not None:  # colour classes hid a tighter sink: continue from there
