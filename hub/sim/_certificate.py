@@ -107,8 +107,12 @@ def _key(topo: Topology) -> object:
         return id(topo)
 
 
-def network_facts(topology: Topology) -> NetworkFacts:
-    """The network-only part of every certificate on ``topology`` (cached)."""
+def network_facts(topology: Topology | str) -> NetworkFacts:
+    """The network-only part of every certificate on ``topology`` (a topology or its string; cached)."""
+    if isinstance(topology, str):
+        from ..topology import load_topology
+
+        topology = load_topology(topology)
     key = _key(topology)
     facts = _CACHE.get(key)
     if facts is not None:
@@ -166,7 +170,7 @@ def _eccentricities(graph: LinkGraph) -> tuple[float, ...]:
 
 
 def certify(
-    topology: Topology, collective: Collective | str, size: int, ranks: int | None = None
+    topology: Topology | str, collective: Collective | str, size: int, ranks: int | None = None
 ) -> Certificate | None:
     """The certificate of ``collective`` at ``size`` bytes over all NPUs of ``topology``; None for a
     collective without a cut bound here, a partial rank set, or a disconnected network."""
