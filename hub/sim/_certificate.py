@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..chakra import Collective
+from ..errors import HubError
 from ..topology import LinkGraph, Topology, bytes_per_ns
 from ._cut import CutOptimum, colour_classes, cut_optimum
 
@@ -103,8 +104,9 @@ _CACHE: OrderedDict[object, NetworkFacts] = OrderedDict()
 def _key(topo: Topology) -> object:
     try:
         return topo.to_string()
-    except Exception:  # a hand-made link graph: its identity
-        return id(topo)
+    except HubError:  # a hand-made link graph: its content (an id could be reused after gc)
+        g = topo.to_link_graph()
+        return (g.npus, g.switches, g.links)
 
 
 def network_facts(topology: Topology | str) -> NetworkFacts:

@@ -81,6 +81,7 @@ def _lp_optimum(g: LinkGraph, reverse: bool = False) -> float:
     highspy = pytest.importorskip("highspy")
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)  # one process-wide HiGHS scheduler: collhub-taccl uses 1 thread
     n, dev = g.npus, g.devices
     links = [(ln.dst, ln.src, ln.bandwidth) if reverse else (ln.src, ln.dst, ln.bandwidth) for ln in g.links]
     inf = highspy.kHighsInf

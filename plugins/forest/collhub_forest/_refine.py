@@ -171,6 +171,9 @@ def _quiet_highs(highspy: Any) -> Any:
         os.dup2(fd, 1)
         os.close(fd)
     h.setOptionValue("output_flag", False)
+    # HiGHS starts one process-wide scheduler with the first solve's thread count, and a later
+    # instance asking for another count fails (collhub-taccl asks for 1): ask for 1 as well
+    h.setOptionValue("threads", 1)
     return h
 
 
