@@ -108,42 +108,46 @@ class _Columns:
             self.hist[slot, kk] = ids[sel[pick]]
             self.seen[kk] = cnt + 1
 
-    def graphs(self, channels_of: int) -> tuple[RankGraph, ...]:
+    def graphs(self) -> tuple[RankGraph, ...]:
+        """One graph per rank: every column computed once over all nodes in rank order, then sliced."""
         col = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in self.parts.items()}
         order = np.argsort(col["rank"], kind="stable")
         starts = np.searchsorted(col["rank"][order], np.arange(self.n + 1))
         pos = np.empty(self.count, dtype=np.int64)
         pos[order] = np.arange(self.count) - np.repeat(starts[:-1], np.diff(starts))
-        kind = col["kind"]
-        sends = kind == _SEND
-        pair = col["rank"][sends] * self.n + col["peer"][sends]
-        per_pair = int(np.bincount(pair).max()) if pair.size else 0
-        channels = channels_for(per_pair)
+        c = {k: v[order] for k, v in col.items()}
+        kind = c["kind"]
+        is_send, is_recv, is_comp = kind == _SEND, kind == _RECV, kind == _COMP
+        pair = c["rank"][is_send] * self.n + c["peer"][is_send]
+        channels = channels_for(int(np.bincount(pair).max()) if pair.size else 0)
+        comm = is_send | is_recv
+        cols: dict[str, np.ndarray] = {
+            "kind": kind.astype(np.int8),
+            "peer": np.where(is_comp, -1, c["peer"]).astype(np.int32),
+            "tag": c["tag"].astype(np.int32),
+            "count": np.ones(self.count, dtype=np.int32),
+            "src_buf": np.where(is_send, c["buf"], -1).astype(np.int8),
+            "src_off": np.where(is_send, c["off"], -1).astype(np.int32),
+            "dst_buf": np.where(is_recv, c["buf"], -1).astype(np.int8),
+            "dst_off": np.where(is_recv, c["off"], -1).astype(np.int32),
+            "op": c["op"].astype(np.int8),
+            "chan": np.where(comm, c["tag"] % channels, 0).astype(np.int32),
+        }
+        deps = np.stack([c["d1"], c["d2"]], axis=1)
+        has = deps >= 0
+        local = np.where(has, pos[np.where(has, deps, 0)], -1)
+        ndeps = has.sum(axis=1)
+        flat = local[has].astype(np.int32)  # rank by rank, in node order
+        ptr = np.concatenate([[0], np.cumsum(ndeps)])
         out = []
         for r in range(self.n):
-            sl = order[starts[r] : starts[r + 1]]
-            k = kind[sl]
-            is_send, is_recv, is_comp = k == _SEND, k == _RECV, k == _COMP
-            deps = np.stack([col["d1"][sl], col["d2"][sl]], axis=1)
-            has = deps >= 0
-            local = np.where(has, pos[np.where(has, deps, 0)], -1)
-            tag = col["tag"][sl]
-            buf, off = col["buf"][sl], col["off"][sl]
+            a, b = int(starts[r]), int(starts[r + 1])
             out.append(
                 RankGraph.from_columns(
-                    sl.size,
-                    kind=k,
-                    peer=np.where(is_comp, -1, col["peer"][sl]),
-                    tag=tag,
-                    count=1,
-                    src_buf=np.where(is_send, buf, -1),
-                    src_off=np.where(is_send, off, -1),
-                    dst_buf=np.where(is_recv, buf, -1),
-                    dst_off=np.where(is_recv, off, -1),
-                    op=col["op"][sl],
-                    chan=np.where(is_send | is_recv, tag % channels, 0),
-                    dep_ptr=np.concatenate([[0], np.cumsum(has.sum(axis=1))]),
-                    dep_pos=local[has].astype(np.int32),
+                    b - a,
+                    **{k: v[a:b] for k, v in cols.items()},
+                    dep_ptr=ptr[a : b + 1] - ptr[a],
+                    dep_pos=flat[ptr[a] : ptr[b]],
                 )
             )
         return tuple(out)
@@ -195,6 +199,14 @@ def _tables(lg: LogicalGraph, forest: Forest, c_total: int, reverse: bool) -> tu
     seqs = _schedule(forest, c_total // forest.rounds)
     tree = np.array([[t for t, _ in seq] for seq in seqs], dtype=np.int64)  # (roots, C)
     chunk = np.array([[c for _, c in seq] for seq in seqs], dtype=np.int64)
+    if forest.method == "stars":  # every root sends to root+1, root+2, ... (as _order does)
+        roots = np.array([t.root for t in forest.trees], dtype=np.int64)[:, None]
+        n = lg.npus
+        par = np.repeat(roots, n - 1, axis=1)
+        chi = (roots + np.arange(1, n)) % n
+        if reverse:
+            par, chi = par[:, ::-1], chi[:, ::-1]
+        return tree, chunk, par, chi
     edges = [_order(lg, t) for t in forest.trees]
     if reverse:
         edges = [e[::-1] for e in edges]
@@ -285,7 +297,7 @@ def build_forest_algorithm(
         producer="forest.synthesize",
         extra=tuple(extra),
     )
-    return Algorithm(meta, cols.graphs(0))
+    return Algorithm(meta, cols.graphs())
 
 
 def channels_for(per_pair: int) -> int:
