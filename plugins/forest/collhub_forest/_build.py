@@ -33,6 +33,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,7 @@ class _Columns:
         pair = c["rank"][is_send] * self.n + c["peer"][is_send]
         channels = channels_for(int(np.bincount(pair).max()) if pair.size else 0)
         comm = is_send | is_recv
-        cols: dict[str, np.ndarray] = {
+        cols: dict[str, Any] = {
             "kind": kind.astype(np.int8),
             "peer": np.where(is_comp, -1, c["peer"]).astype(np.int32),
             "tag": c["tag"].astype(np.int32),
