@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PLUGINS := plugins/mscclang plugins/mscclpp plugins/nccl plugins/astrasim plugins/taccl plugins/tacos plugins/replay
+PLUGINS := plugins/mscclang plugins/mscclpp plugins/nccl plugins/astrasim plugins/taccl plugins/tacos plugins/forest plugins/replay
 # The registry service (`collhub registry build|serve|check`): its own distribution, not a plugin
 # the registry lists, so it is installed beside the plugins but never indexed with them.
 REGISTRY := ./registry

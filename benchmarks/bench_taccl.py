@@ -56,12 +56,19 @@ def case(
     size: int = 1 << 20,
     time_limit: float = 60.0,
     target: str = "",
+    chunks: int = 1,
 ) -> dict[str, Any]:
     from collhub_taccl import SynthesizeParams, load_network, synthesize
     from hub.sim import simulate
 
     params = SynthesizeParams(
-        collective=coll, network=network, topology=topology, sketch=sketch, size=size, time_limit=time_limit
+        collective=coll,
+        network=network,
+        topology=topology,
+        sketch=sketch,
+        size=size,
+        time_limit=time_limit,
+        chunks=chunks,
     )
     net = load_network(params)
     t0 = time.perf_counter()
@@ -131,6 +138,20 @@ def cases(quick: bool) -> list[dict[str, Any]]:
                 size=1 << 20,
                 time_limit=60.0,
                 target="<= 60 s, gap reported",
+            )
+        )
+    # issue #29: the DGX-1 8 MiB all-gather against SCCL's 3-chunk algorithm (28,040 ns aware);
+    # forest.synthesize reaches 23,912 ns there (benchmarks/bench_forest.py)
+    for ch in (1, 3, 5):
+        out.append(
+            case(
+                f"dgx1 8MiB chunks={ch}",
+                "allgather",
+                network="dgx1",
+                size=8 << 20,
+                time_limit=20.0,
+                chunks=ch,
+                target="sim <= 28.04 us (SCCL 3-chunk)",
             )
         )
     for net in ("ring:8", "mesh:4x4", "rail:2x8", "dgx1") + (() if quick else ("torus:8x8", "hypercube:6")):

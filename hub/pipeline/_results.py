@@ -47,6 +47,7 @@ STANDARD_METRICS = frozenset(
         "bytes",
         "bound_ns",
         "time_over_bound",
+        "bound_term",
     }
 )
 

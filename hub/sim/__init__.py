@@ -15,6 +15,11 @@ from .._lazy import lazy_exports as _lazy_exports
 _LAZY: dict[str, str] = {
     "AstraSimOutcome": "._astrasim",
     "run_astra_sim": "._astrasim",
+    "Certificate": "._certificate",
+    "certify": "._certificate",
+    "network_facts": "._certificate",
+    "CutOptimum": "._cut",
+    "cut_optimum": "._cut",
     "SimulateParams": "._api",
     "parse_size": "._api",
     "simulate": "._api",
@@ -34,6 +39,8 @@ _LAZY: dict[str, str] = {
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from ._api import SimulateParams, parse_size, simulate, simulate_consumer
     from ._astrasim import AstraSimOutcome, run_astra_sim
+    from ._certificate import Certificate, certify, network_facts
+    from ._cut import CutOptimum, cut_optimum
     from ._network import unaware_delays
     from ._program import comp_ns
     from ._report import trace_events, write_plot, write_trace
@@ -42,11 +49,16 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
 
 __all__ = [
     "AstraSimOutcome",
+    "Certificate",
+    "CutOptimum",
     "SimulateParams",
     "SimulationResult",
     "busbw_factor",
+    "certify",
     "comp_ns",
+    "cut_optimum",
     "lower_bound_ns",
+    "network_facts",
     "node_spans",
     "parse_size",
     "run_astra_sim",

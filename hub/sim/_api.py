@@ -290,6 +290,13 @@ def simulate(
                 )
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
+    term = "bandwidth" if bound is not None else None
+    if collective is not None and S and topo.npus == ranks:
+        from ._certificate import certify  # the cut bound with its latency term (cached per network)
+
+        cert = certify(topo, collective, S, ranks)
+        if cert is not None:
+            bound, formula, term = cert.bound_ns, cert.formula, cert.term
     finish = list(st.rank_finish)
     if isinstance(obj, Workload):
         from ._breakdown import workload_finish
@@ -309,6 +316,7 @@ def simulate(
         links=links,
         bound_ns=bound,
         bound_formula=formula,
+        bound_term=term,
         name=name,
         _engine=st,
         _program=prog,

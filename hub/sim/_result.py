@@ -84,6 +84,8 @@ class SimulationResult:
     links: list[dict[str, Any]] = field(default_factory=list)
     bound_ns: float | None = None
     bound_formula: str | None = None
+    #: what binds in the bound: bandwidth, latency or both (hub/sim/_certificate.py)
+    bound_term: str | None = None
     name: str = ""
     #: workloads: per rank finish, GPU/CPU compute, communication and exposed communication
     #: times, as ASTRA-sim defines them (hub/sim/_breakdown.py, docs/workloads.md)
@@ -148,6 +150,7 @@ class SimulationResult:
             "bytes": self.bytes,
             "bound_ns": self.bound_ns,
             "time_over_bound": self.bound_ratio,
+            "bound_term": self.bound_term,
         }
 
     def details(self) -> dict[str, Any]:

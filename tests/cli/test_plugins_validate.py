@@ -344,6 +344,7 @@ FIRST_PARTY = {
     "astrasim": ("collhub_astrasim", ["astrasim.bundle", "astrasim.custom", "astrasim.run"]),
     "mscclang": ("collhub_mscclang", ["mscclang.export", "mscclang.ir", "mscclang.program"]),
     "taccl": ("collhub_taccl", ["taccl.synthesize"]),
+    "forest": ("collhub_forest", ["forest.synthesize"]),
     "replay": ("collhub_replay", ["replay.run"]),
 }
 
