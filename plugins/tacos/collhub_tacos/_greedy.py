@@ -42,6 +42,11 @@ from hub.errors import AlgorithmError
 
 from ._network import Network
 
+try:  # the compiled scoring (setup.py); without it the numpy path below gives the same schedules
+    from . import _score as _compiled
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _compiled = None
+
 __all__ = ["Schedule", "greedy_allgather", "has_mixed_speeds"]
 
 _EPS = 1e-9
@@ -121,8 +126,11 @@ class _State:
         policy: str,
         rng: np.random.Generator,
         slow_rule: bool = True,
+        compiled: bool = True,
     ) -> None:
         n = net.npus
+        #: score links with the compiled scan (the numpy path stays, the reference of the tests)
+        self.compiled = compiled
         self.policy = policy
         self.net, self.k, self.busy, self.delay = net, k, busy, delay
         self.C = n * k
@@ -336,21 +344,10 @@ class _State:
             v = dst[links]
             u = src[links]
             slow = np.flatnonzero(self.slow[links]) if self.covered is not None else None
-            best, val = self._first_min(S, H, v, u, slow, 0, self._head)
-            rest = np.flatnonzero(val > low)
-            if rest.size and self._head < self.C:
-                r_best, r_val = self._first_min(
-                    S,
-                    H,
-                    v[rest],
-                    u[rest],
-                    None if slow is None else np.flatnonzero(self.slow[links[rest]]),
-                    self._head,
-                    self.C,
-                )
-                later = r_val < val[rest]
-                best[rest[later]] = r_best[later] + self._head
-                val[rest[later]] = r_val[later]
+            if _compiled is not None and self.compiled and (slow is None or not slow.size):
+                best, val = self._first_min_compiled(S, H, v, u, low)
+            else:
+                best, val = self._first_min_split(S, H, links, v, u, slow, low)
             hit = val < flag
             if hit.any():
                 lk, c = links[hit], best[hit].astype(np.int64)
@@ -363,6 +360,48 @@ class _State:
                 self._start(t, lk, c)
             if self.mixed.any():
                 self._overtake(t, links, rng)
+
+    def _first_min_split(
+        self,
+        S: np.ndarray,
+        H: np.ndarray,
+        links: np.ndarray,
+        v: np.ndarray,
+        u: np.ndarray,
+        slow: np.ndarray | None,
+        low: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """numpy's first minimum per link: the first ``_head`` columns, then the rest for the
+        links whose best key there is above ``low``."""
+        best, val = self._first_min(S, H, v, u, slow, 0, self._head)
+        rest = np.flatnonzero(val > low)
+        if rest.size and self._head < self.C:
+            r_best, r_val = self._first_min(
+                S,
+                H,
+                v[rest],
+                u[rest],
+                None if slow is None else np.flatnonzero(self.slow[links[rest]]),
+                self._head,
+                self.C,
+            )
+            later = r_val < val[rest]
+            best[rest[later]] = r_best[later] + self._head
+            val[rest[later]] = r_val[later]
+        return best, val
+
+    def _first_min_compiled(
+        self, S: np.ndarray, H: np.ndarray, v: np.ndarray, u: np.ndarray, low: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The same first minimum over every column, by the compiled scan (``_score.c``), for the
+        links with a candidate (a key below the flag); the others get the flag as their key."""
+        assert _compiled is not None
+        best = np.empty(v.size, dtype=np.int64)
+        val = np.empty(v.size, dtype=S.dtype)
+        S = np.ascontiguousarray(S)
+        H = np.ascontiguousarray(H, dtype=S.dtype)
+        _compiled.first_min(S, H, S.shape[0], S.shape[1], v.astype(np.int64), u.astype(np.int64), low, best, val)
+        return best, val
 
     def _first_min(
         self, S: np.ndarray, H: np.ndarray, v: np.ndarray, u: np.ndarray, slow: np.ndarray | None, lo: int, hi: int
@@ -513,12 +552,14 @@ def greedy_allgather(
     progress: Callable[[int, int], None] | None = None,
     policy: str = "scarce",
     slow_rule: bool = True,
+    compiled: bool = True,
 ) -> Schedule:
     """All-gather of ``chunks`` chunks per NPU on ``net`` (link busy/landing times in µs per chunk).
 
     ``slow_rule`` (mixed-speed networks): a link over 1.5x slower than the fastest link into its
-    destination leaves alone the chunks a faster in-neighbour holds or is getting."""
-    st = _State(net, chunks, busy, delay, policy, rng, slow_rule)
+    destination leaves alone the chunks a faster in-neighbour holds or is getting. ``compiled``:
+    score with the compiled scan where it applies (False: numpy only; the schedules are the same)."""
+    st = _State(net, chunks, busy, delay, policy, rng, slow_rule, compiled)
     # re-sorting costs three matrix copies; on big problems do it every few events
     resort = 1 if net.npus * st.C <= 1 << 21 else 4
     total = st.remaining
