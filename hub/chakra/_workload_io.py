@@ -92,10 +92,17 @@ def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) 
 
 
 def _read_workload_rank(
-    data: bytes, path: Path, rank: int, ranks: int = 1 << 31
+    data: bytes, path: Path, rank: int, ranks: int = 1 << 31, compiled: bool = True
 ) -> tuple[list[WorkloadNode], str, dict[str, Any], list[tuple[int, int, int]]]:
+    """One rank file's nodes, version, metadata attributes and dangling dependencies: through the
+    compiled pass (``compiled``), else (or where it refuses the rank) the general decoder, which is
+    the reference and reports every error."""
     starts, ends = frame_file(data, path, rank)
     version, attrs = metadata(data, starts[0], ends[0], path, rank)
+    if compiled:
+        got = _compiled_rank(data, starts, ends, rank, ranks)
+        if got is not None:
+            return got[0], version, attrs, got[1]
     nodes = []
     seen: set[int] = set()
     for s, e in zip(starts[1:], ends[1:], strict=True):
@@ -150,12 +157,52 @@ def _read_workload_rank(
     return nodes, version, attrs, dangling
 
 
-def read_workload(prefix: str | os.PathLike[str]) -> Workload:
+def _compiled_rank(
+    data: bytes, starts: Any, ends: Any, rank: int, ranks: int
+) -> tuple[list[WorkloadNode], list[tuple[int, int, int]]] | None:
+    """The compiled pass (``hub/_native/_codec_workload.c``): the same nodes as the general loop
+    below, or None where it refuses the rank (a node it does not take, an id used twice: the
+    general loop then reads it and reports what is wrong). Dangling dependencies are found by
+    numpy over the whole rank and dropped as the general loop drops them."""
+    import numpy as np
+
+    from .._native import _codec
+
+    s = np.asarray(starts[1:], dtype=np.int64)
+    e = np.asarray(ends[1:], dtype=np.int64)
+    out = _codec.decode_workload(data, s, e, ranks, WorkloadNode, _TYPES_BY_VALUE)
+    if out is None:
+        return None
+    nodes, ids_b, deps_b, per_b = out
+    ids = np.frombuffer(ids_b, dtype=np.int64)
+    if np.unique(ids).size != ids.size:
+        return None  # a duplicate id: the general loop names it
+    deps = np.frombuffer(deps_b, dtype=np.int64)
+    dangling: list[tuple[int, int, int]] = []
+    if deps.size:
+        absent = ~np.isin(deps, ids)
+        if absent.any():
+            owner = np.repeat(np.arange(ids.size), np.frombuffer(per_b, dtype=np.int64))
+            seen = set(ids.tolist())
+            for i in np.unique(owner[absent]).tolist():
+                node = nodes[i]
+                dangling.extend((rank, node.id, d) for d in node.deps if d not in seen)
+                node.deps = [d for d in node.deps if d in seen]
+                node.ctrl_deps = [d for d in node.ctrl_deps if d in seen]
+    return nodes, dangling
+
+
+#: NodeType by value, index 0 unused (the compiled pass refuses types outside 1..7)
+_TYPES_BY_VALUE = (None, *(_NODE_TYPES[v] for v in range(1, 8)))
+
+
+def read_workload(prefix: str | os.PathLike[str], *, compiled: bool = True) -> Workload:
     """Read ``<prefix>.<rank>.et`` workload files (every node type, METADATA included).
 
     Dependencies on nodes absent from their file are dropped (treated as satisfied, as Chakra's
     original ETFeeder does), listed in ``Workload.dangling`` and reported by one
-    :class:`hub.chakra.DanglingDependencyWarning` for the whole read.
+    :class:`hub.chakra.DanglingDependencyWarning` for the whole read. ``compiled=False`` reads
+    with the general decoder only (the reference the compiled pass is tested against).
     """
     paths = rank_files(prefix)
     ranks = []
@@ -166,7 +213,7 @@ def read_workload(prefix: str | os.PathLike[str]) -> Workload:
     for rank, path in enumerate(paths):
         data = load(path, rank, max(budget, 0))
         budget -= len(data)
-        nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths))
+        nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths), compiled)
         if rank == 0:
             version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
         ranks.append(nodes)
