@@ -103,9 +103,12 @@ def _slots(
     return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
 
 
-def _bump(a: np.ndarray, flat: np.ndarray) -> None:
+def _bump(a: np.ndarray, flat: np.ndarray, compiled: bool = True) -> None:
     """``np.add.at(a.ravel(), flat, 1)``, faster: repeated indices (rare) are counted by one sort."""
     assert a.flags.c_contiguous  # ravel() must be a view, not a copy
+    if compiled and _compiled is not None:
+        _compiled.bump(a, np.ascontiguousarray(flat, dtype=np.int64))
+        return
     flat = np.sort(flat)
     first = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]]) if flat.size else flat
     if first.size == flat.size:
@@ -190,6 +193,7 @@ class _State:
         # (below 256 chunks the second pass costs more than it saves)
         self._head = self.C if self.C < 256 else self.C // 8
         self._scratch = np.empty(0, dtype=np.uint8)
+        self._spares: list[np.ndarray] = []  # matrices a re-sort replaced (see _take_columns)
         # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
         # key matrices of match are kept up to date with the state instead of rebuilt every event
         self.kept = self.coming is None and not self.dense and self.supply.dtype == np.uint8
@@ -264,7 +268,10 @@ class _State:
         order = np.lexsort((self.rng.random(self.C), self.holders))
         inv = np.empty(self.C, dtype=np.int64)
         inv[order] = np.arange(self.C)
-        if self.kept:
+        if self.kept and self.compiled and _compiled is not None:
+            self._S = self._take_columns(self._S, order)
+            self._H = self._take_columns(self._H, order)
+        elif self.kept:
             self._S = np.take(self._S, order, axis=1)
             self._H = np.take(self._H, order, axis=1)
         else:
@@ -280,6 +287,16 @@ class _State:
         self.col_of = np.argsort(self.chunk_of)
         busy = self.carry >= 0
         self.carry[busy] = inv[self.carry[busy]]
+
+    def _take_columns(self, a: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """``np.take(a, order, axis=1)`` by the compiled gather, into a spare matrix (one that an
+        earlier re-sort replaced: no fresh 16 MiB and its page faults per re-sort)."""
+        assert _compiled is not None
+        fits = [i for i, m in enumerate(self._spares) if m.shape == a.shape and m.dtype == a.dtype]
+        out = self._spares.pop(fits[0]) if fits else np.empty_like(a)
+        _compiled.take_columns(a, a.shape[0], a.shape[1], np.ascontiguousarray(order, dtype=np.int64), out)
+        self._spares.append(a)
+        return out
 
     # -- arrivals ----------------------------------------------------------------------------
     def deliver(self, t: float) -> None:
@@ -302,9 +319,9 @@ class _State:
             outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
             flat = self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt)
             if not self.kept:
-                _bump(self.supply, flat)
+                _bump(self.supply, flat, self.compiled)
             elif self.policy == "scarce":
-                _bump(self._S, flat)  # supply < 128: the count never reaches the claimed bit
+                _bump(self._S, flat, self.compiled)  # supply < 128: the count never reaches the claimed bit
         if self.kept:
             self._H[v, c] = 0
         self.land_at[dl, ds] = np.inf

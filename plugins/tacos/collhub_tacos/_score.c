@@ -13,6 +13,10 @@
  * the best key so far are skipped at once (the classic "has a byte less than" bit test, exact
  * for bounds up to 0x80).
  *
+ * Two helpers of the same loop, each the numpy operation it replaces, exactly: take_columns (the
+ * rarest-first re-sort's np.take of the key matrices along their chunk axis, into a reused
+ * matrix) and bump (np.add.at of one to the supply counts of the chunks that landed).
+ *
  * Only the CPython C API and the buffer protocol (no numpy headers), like hub/_native.
  */
 #define PY_SSIZE_T_CLEAN
@@ -162,12 +166,124 @@ done:
     return ret;
 }
 
+/* out[r, j] = a[r, order[j]] for every row (np.take(a, order, axis=1), 1- or 2-byte items). */
+static PyObject *take_columns(PyObject *self, PyObject *args) {
+    PyObject *ao, *oo, *outo;
+    Py_ssize_t rows, cols;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnnOO", &ao, &rows, &cols, &oo, &outo)) {
+        return NULL;
+    }
+    Py_buffer a = {0}, order = {0}, out = {0};
+    PyObject *ret = NULL;
+    if (PyObject_GetBuffer(ao, &a, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return NULL;
+    }
+    Py_ssize_t isz = a.itemsize;
+    if ((isz != 1 && isz != 2) || view_of(oo, &order, 8, 0, "order") < 0 || view_of(outo, &out, isz, 1, "out") < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "take_columns: items of 1 or 2 bytes expected");
+        }
+        goto done;
+    }
+    if (rows < 0 || cols < 0 || a.len != rows * cols * isz || out.len != a.len || order.len != cols * 8) {
+        PyErr_SetString(PyExc_ValueError, "take_columns: a and out are (rows, cols), order has cols entries");
+        goto done;
+    }
+    const int64_t *ord = (const int64_t *)order.buf;
+    for (Py_ssize_t j = 0; j < cols; j++) {
+        if (ord[j] < 0 || ord[j] >= cols) {
+            PyErr_SetString(PyExc_IndexError, "take_columns: a column index is out of range");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    if (isz == 1) {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            const uint8_t *src = (const uint8_t *)a.buf + r * cols;
+            uint8_t *dst = (uint8_t *)out.buf + r * cols;
+            for (Py_ssize_t j = 0; j < cols; j++) {
+                dst[j] = src[ord[j]];
+            }
+        }
+    } else {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            const int16_t *src = (const int16_t *)a.buf + r * cols;
+            int16_t *dst = (int16_t *)out.buf + r * cols;
+            for (Py_ssize_t j = 0; j < cols; j++) {
+                dst[j] = src[ord[j]];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    ret = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&a);
+    if (order.obj != NULL) {
+        PyBuffer_Release(&order);
+    }
+    if (out.obj != NULL) {
+        PyBuffer_Release(&out);
+    }
+    return ret;
+}
+
+/* a.flat[i] += 1 for every i of flat, repeats counted (np.add.at(a.ravel(), flat, 1)). */
+static PyObject *bump(PyObject *self, PyObject *args) {
+    PyObject *ao, *fo;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &ao, &fo)) {
+        return NULL;
+    }
+    Py_buffer a = {0}, flat = {0};
+    PyObject *ret = NULL;
+    if (PyObject_GetBuffer(ao, &a, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    Py_ssize_t isz = a.itemsize, n = a.len / (a.itemsize ? a.itemsize : 1);
+    if ((isz != 1 && isz != 2) || view_of(fo, &flat, 8, 0, "flat") < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "bump: items of 1 or 2 bytes expected");
+        }
+        goto done;
+    }
+    const int64_t *f = (const int64_t *)flat.buf;
+    Py_ssize_t count = flat.len / 8;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (f[i] < 0 || f[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "bump: an index is out of range");
+            goto done;
+        }
+    }
+    if (isz == 1) {
+        uint8_t *p = (uint8_t *)a.buf;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            p[f[i]] = (uint8_t)(p[f[i]] + 1u);
+        }
+    } else {
+        int16_t *p = (int16_t *)a.buf;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            p[f[i]] = (int16_t)(p[f[i]] + 1);
+        }
+    }
+    ret = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&a);
+    if (flat.obj != NULL) {
+        PyBuffer_Release(&flat);
+    }
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"first_min", first_min, METH_VARARGS,
      "first_min(S, H, rows, cols, v, u, low, best, val): per link i, best[i] = the first column c with the"
      " smallest S[v[i], c] | H[u[i], c] and val[i] that key, for keys below the flag (1 << 7 for uint8, 1 << 14"
      " for int16); none below it: val[i] = the flag, best[i] = 0 (S, H: (rows, cols); v, u, best: int64;"
      " a key <= low ends the row's scan)"},
+    {"take_columns", take_columns, METH_VARARGS,
+     "take_columns(a, rows, cols, order, out): out = np.take(a, order, axis=1) for (rows, cols) uint8 or int16"},
+    {"bump", bump, METH_VARARGS, "bump(a, flat): np.add.at(a.ravel(), flat, 1) for a C-contiguous uint8 or int16 a"},
     {NULL, NULL, 0, NULL},
 };
 
