@@ -98,6 +98,7 @@ CODEC_INTERNAL PyObject *codec_frame_files(PyObject *self, PyObject *args);     
 CODEC_INTERNAL PyObject *codec_decode_metadata(PyObject *self, PyObject *args); /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_decode_workload(PyObject *self, PyObject *args); /* _codec_workload.c */
 CODEC_INTERNAL PyObject *codec_node_types(PyObject *self, PyObject *args);      /* _codec_workload.c */
+CODEC_INTERNAL PyObject *codec_encode_workload(PyObject *self, PyObject *args); /* _codec_workload_write.c */
 CODEC_INTERNAL PyObject *codec_decode_batch(PyObject *self, PyObject *args);    /* _codec_read.c */
 
 #endif

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hub.chakra import Workload, read_workload
+from hub.chakra import Workload, read_workload, write_workload
 from hub.chakra._reader import _compiled_kinds, _decoded_kinds
 from hub.chakra._wire import ATTR_FIELDS, TypedValue, delimit, encode_global_metadata, encode_node, frame
 from hub.chakra._workload_io import _compiled_rank
@@ -173,3 +173,90 @@ def test_a_refused_rank_is_read_by_the_general_decoder(workdir: Path) -> None:
     assert _same(prefix) == "ok"
     with pytest.warns(UserWarning, match="absent nodes"):
         assert np.array_equal(read_workload(prefix).ranks[0][0].attrs["dims"], [1, 2])
+
+
+# -- writing -------------------------------------------------------------------------------------
+def _written(wl: Workload, prefix: Path, compiled: bool, attributes: Any = "profile") -> tuple[str, Any]:
+    """What a write gives: ("ok", the bytes of every file) or the error."""
+    try:
+        paths = write_workload(wl, prefix, compiled=compiled, attributes=attributes)
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return "error", (type(exc).__name__, str(exc))
+    return "ok", [p.read_bytes() for p in paths]
+
+
+def _same_bytes(wl: Workload, d: Path) -> str:
+    got, want = _written(wl, d / "c", True), _written(wl, d / "p", False)
+    assert got == want
+    return got[0]
+
+
+@pytest.mark.filterwarnings("ignore::hub.chakra.DanglingDependencyWarning")
+@pytest.mark.parametrize("prefix", REAL, ids=lambda p: p.name)
+def test_real_traces_write_the_same_bytes(prefix: Path, tmp_path: Path) -> None:
+    if not prefix.with_name(prefix.name + ".0.et").exists():
+        pytest.skip("the shared real traces are not on this machine")
+    wl = read_workload(prefix)
+    assert _same_bytes(wl, tmp_path) == "ok"
+    from hub._native import _codec
+    from hub.chakra._workload_io import WORKLOAD_TYPING
+
+    assert _codec.encode_workload(wl.ranks[0], WORKLOAD_TYPING) is not None  # the compiled pass wrote it
+
+
+_PLAIN = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 300),
+    st.integers(-(1 << 64), 1 << 65),
+    st.floats(allow_nan=False),
+    st.sampled_from(["", "x", "é✓", "\ud800"]),
+    st.binary(max_size=3),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.just(TypedValue("int32_val", 3)),
+    st.just(np.int64(4)),
+    st.just(bytearray(b"ab")),
+)
+#: the values the compiled pass takes (so that whole ranks of them exercise it)
+_SIMPLE = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(allow_nan=False), st.just("é✓"))
+
+
+@st.composite
+def _wl_node(draw: st.DrawFn) -> Any:
+    from hub.chakra import NodeType, WorkloadNode
+
+    plain = draw(st.booleans())
+    deps = draw(st.lists(st.integers(0 if plain else -1, 6), max_size=4))
+    ctrl = draw(st.one_of(st.just([]), st.lists(st.sampled_from([*deps, 7]), max_size=2) if deps else st.just([7])))
+    io = st.none() | st.fixed_dictionaries(
+        {"values": st.sampled_from(["", "[1]"]), "shapes": st.sampled_from(["", "[]"])}
+    )
+    return WorkloadNode(
+        id=draw(st.integers(0 if plain else -1, 9)),
+        name=draw(st.sampled_from(["", "gemm", "nccl:all_reduce"])),
+        type=draw(st.sampled_from(list(NodeType))),
+        deps=deps,
+        duration_micros=draw(st.one_of(st.none(), st.integers(-3, 1 << 40), *([] if plain else [st.booleans()]))),
+        comm_type=draw(st.one_of(st.none(), st.integers(0, 9))),
+        comm_size=draw(
+            st.one_of(st.none(), st.integers(-1, 1 << 40), *([] if plain else [st.just(2.5), st.just(1 << 70)]))
+        ),
+        comm_src=draw(st.one_of(st.none(), st.integers(-2, 9))),
+        comm_dst=draw(st.one_of(st.none(), st.integers(0, 9))),
+        comm_tag=draw(st.one_of(st.none(), st.integers(0, 9))),
+        is_cpu_op=draw(st.one_of(st.booleans(), st.just(0), st.just("x"))),
+        pg_name=draw(st.sampled_from(["", "0", "pg1"])),
+        attrs=draw(st.dictionaries(st.sampled_from(_NAMES), _SIMPLE if plain else _PLAIN, max_size=4)),
+        ctrl_deps=ctrl,
+        inputs=draw(io),
+        outputs=draw(io),
+        start_time_micros=draw(st.integers(0, 1 << 40)),
+    )
+
+
+@_FUZZ
+@given(ranks=st.lists(st.lists(_wl_node(), max_size=6), min_size=1, max_size=3), astrasim=st.booleans())
+def test_random_workloads_write_the_same_bytes(workdir: Path, ranks: list[list[Any]], astrasim: bool) -> None:
+    wl = Workload(ranks=ranks, name="fuzz")
+    attributes = "astrasim" if astrasim else "profile"
+    assert _written(wl, workdir / "c", True, attributes) == _written(wl, workdir / "p", False, attributes)
