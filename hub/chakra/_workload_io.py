@@ -1,8 +1,12 @@
-"""Workload files: ASTRA-sim's typing of every node, read and written one node at a time.
+"""Workload files: ASTRA-sim's typing of every node, read and written.
 
-Workloads are read and written with the general message codec (:mod:`._wire`, :mod:`._decode`):
-their nodes carry any type, IOInfo and arbitrary attributes, and a workload read from a file is
-rewritten byte for byte.
+Workload nodes carry any type, IOInfo and arbitrary attributes, and a workload read from a file
+is rewritten byte for byte. The general message codec (:mod:`._wire`, :mod:`._decode`, and
+:func:`encode_workload_node` / :func:`_workload_node` here) is the reference and states the
+rules; a compiled pass each way (``hub/_native/_codec_workload.c``, ``_codec_workload_write.c``)
+does the same per-node work for ranks of the usual kinds (real PyTorch traces: scalars, strings,
+IOInfo) and refuses a rank with anything else, which the general codec then reads or writes and
+whose errors it reports. Tests compare the two on real traces and fuzzed input.
 """
 
 from __future__ import annotations
