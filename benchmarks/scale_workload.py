@@ -26,6 +26,7 @@ The machine may be shared: CPU seconds are the steadier figure; wall seconds are
 from __future__ import annotations
 
 import glob
+import shutil
 import sys
 import time
 import warnings
@@ -45,6 +46,7 @@ REPS = 9  # 64 ranks x ~1,937 nodes x 9 = 1.1M nodes
 TARGET_RATIO = 5.0
 TARGET_S = 10.0
 TARGET_MIB = 2048.0
+CAP_BYTES = 6 << 30  # address space per command (see rows_commands)
 
 
 def build_big(out: Path, ranks: int = RANKS, reps: int = REPS) -> int:
@@ -212,10 +214,13 @@ def rows_commands(work: Path) -> list[Row]:
         "trace inline --overlap 4": ["trace", "inline", str(big), str(work / "ovl"), "--overlap", "4"],
         "consume hub.simulate": ["consume", "hub.simulate", str(big), "-s", f"network=ring:{RANKS}"],
     }
+    # each command under an address-space cap, so that one past the machine's memory fails with a
+    # MemoryError (a row saying so) instead of calling the kernel's OOM killer on a shared machine
+    cap = ["prlimit", f"--as={CAP_BYTES}"] if shutil.which("prlimit") else []
     rows = []
     for what, args in cmds.items():
         try:
-            wall, cpu, mib, _out = measure([_collhub(), *args])
+            wall, cpu, mib, _out = measure([*cap, _collhub(), *args])
         except RuntimeError as exc:
             rows.append(Row(f"{what}, 1M-node trace", float("nan"), float("nan"), float("nan"), str(exc), 0.0, False))
             continue
