@@ -274,8 +274,28 @@ static int put_packed(obuf *node, obuf *tmp, unsigned field, const int64_t *v, P
     return tmp->n == 0 || ob_len_field(node, field, tmp->p, tmp->n) >= 0 ? WR_OK : WR_ERROR;
 }
 
+/* The node fields and attribute names read, made once (interned: their hashes are kept). */
+static PyObject *interned[32];
+static int n_interned = 0;
+
+static PyObject *name_of(const char *s) {
+    for (int i = 0; i < n_interned; i++) {
+        if (strcmp(PyUnicode_AsUTF8(interned[i]), s) == 0) {
+            return interned[i];
+        }
+    }
+    if (n_interned == 32) {
+        return NULL; /* not reached: fewer names exist */
+    }
+    PyObject *o = PyUnicode_InternFromString(s);
+    if (o != NULL) {
+        interned[n_interned++] = o;
+    }
+    return o;
+}
+
 /* An attribute of the node object (a new reference), or NULL. */
-static PyObject *attr(PyObject *node, const char *name) { return PyObject_GetAttrString(node, name); }
+static PyObject *attr(PyObject *node, PyObject *name) { return name == NULL ? NULL : PyObject_GetAttr(node, name); }
 
 /* int(v or 0), clamped at 0 (max(int(x or 0), 0)), for an exact int or None. */
 static int micros_of(PyObject *o, uint64_t *out) {
@@ -307,18 +327,33 @@ static int encode_one(wctx *c, PyObject *nd, obuf *body, obuf *tmp) {
     static const char *names[12] = {"id",        "name",      "type",    "deps",  "ctrl_deps", "duration_micros",
                                     "start_time_micros", "is_cpu_op", "pg_name", "attrs", "inputs",    "outputs"};
     PyObject *comm[5] = {NULL};
-    PyObject *named = NULL; /* dict: the named attributes, in order */
+    static PyObject *onames[12], *cnames[5], *k_cpu;
+    if (k_cpu == NULL) {
+        for (int k = 0; k < 12; k++) {
+            onames[k] = name_of(names[k]);
+        }
+        for (int k = 0; k < 5; k++) {
+            cnames[k] = name_of(comm_names[k]);
+        }
+        k_cpu = name_of("is_cpu_op");
+        if (k_cpu == NULL) {
+            return WR_ERROR;
+        }
+    }
+    /* the named attributes, in order: borrowed keys and values */
+    PyObject *nkey[7], *nval[7];
+    int nn = 0;
     int64_t *deps = NULL, *ctrl = NULL;
     uint8_t *removed = NULL;
     Py_ssize_t nd_deps = 0, nc = 0;
     int rc = WR_OK;
     for (int k = 0; k < 12 && rc == WR_OK; k++) {
-        if ((o[k] = attr(nd, names[k])) == NULL) {
+        if ((o[k] = attr(nd, onames[k])) == NULL) {
             rc = WR_ERROR;
         }
     }
     for (int k = 0; k < 5 && rc == WR_OK; k++) {
-        if ((comm[k] = attr(nd, comm_names[k])) == NULL) {
+        if ((comm[k] = attr(nd, cnames[k])) == NULL) {
             rc = WR_ERROR;
         }
     }
@@ -367,22 +402,28 @@ static int encode_one(wctx *c, PyObject *nd, obuf *body, obuf *tmp) {
     }
     /* the named attributes (is_cpu_op, the type's comm_*, pg_name) */
     if (rc == WR_OK) {
-        named = PyDict_New();
         int cpu = PyObject_IsTrue(o[O_CPU]);
-        if (named == NULL || cpu < 0 || PyDict_SetItemString(named, "is_cpu_op", cpu ? Py_True : Py_False) < 0) {
+        if (cpu < 0) {
             rc = WR_ERROR;
+        } else {
+            nkey[nn] = k_cpu;
+            nval[nn++] = cpu ? Py_True : Py_False;
         }
         static const int coll_order[2] = {0, 1}, p2p_order[4] = {2, 3, 1, 4}, all_order[5] = {0, 1, 2, 3, 4};
         const int *ord = type == 7 ? coll_order : (type == NODE_SEND || type == NODE_RECV) ? p2p_order : all_order;
         int cnt = type == 7 ? 2 : (type == NODE_SEND || type == NODE_RECV) ? 4 : 5;
         for (int k = 0; k < cnt && rc == WR_OK; k++) {
-            if (comm[ord[k]] != Py_None && PyDict_SetItemString(named, comm_names[ord[k]], comm[ord[k]]) < 0) {
-                rc = WR_ERROR;
+            if (comm[ord[k]] != Py_None) {
+                nkey[nn] = cnames[ord[k]];
+                nval[nn++] = comm[ord[k]];
             }
         }
         int pg = rc == WR_OK ? PyObject_IsTrue(o[O_PG]) : 0;
-        if (pg < 0 || (pg && PyDict_SetItemString(named, "pg_name", o[O_PG]) < 0)) {
+        if (pg < 0) {
             rc = WR_ERROR;
+        } else if (pg) {
+            nkey[nn] = onames[O_PG];
+            nval[nn++] = o[O_PG];
         }
         if (rc == WR_OK && !PyDict_CheckExact(o[O_ATTRS])) {
             rc = WR_REFUSED;
@@ -447,14 +488,23 @@ static int encode_one(wctx *c, PyObject *nd, obuf *body, obuf *tmp) {
         /* named ones the attrs do not hold, then the attrs with the named values */
         PyObject *key, *value;
         Py_ssize_t pos = 0;
-        while (rc == WR_OK && PyDict_Next(named, &pos, &key, &value)) {
-            int has = PyDict_Contains(o[O_ATTRS], key);
-            rc = has < 0 ? WR_ERROR : has ? WR_OK : put_attr(c, body, key, value);
+        for (int k = 0; k < nn && rc == WR_OK; k++) {
+            int has = PyDict_Contains(o[O_ATTRS], nkey[k]);
+            rc = has < 0 ? WR_ERROR : has ? WR_OK : put_attr(c, body, nkey[k], nval[k]);
         }
-        pos = 0;
         while (rc == WR_OK && PyDict_Next(o[O_ATTRS], &pos, &key, &value)) {
-            PyObject *over = PyDict_GetItemWithError(named, key);
-            rc = over == NULL && PyErr_Occurred() ? WR_ERROR : put_attr(c, body, key, over != NULL ? over : value);
+            PyObject *over = NULL; /* values.get(key, value): a named field's current value */
+            for (int k = 0; k < nn && over == NULL; k++) {
+                int eq = key == nkey[k] ? 1 : PyUnicode_Check(key) ? PyUnicode_Compare(key, nkey[k]) == 0 : 0;
+                if (eq && !PyErr_Occurred()) {
+                    over = nval[k];
+                }
+            }
+            if (PyErr_Occurred()) {
+                rc = WR_ERROR;
+                break;
+            }
+            rc = put_attr(c, body, key, over != NULL ? over : value);
         }
     }
     for (int k = 0; k < 12; k++) {
@@ -463,7 +513,6 @@ static int encode_one(wctx *c, PyObject *nd, obuf *body, obuf *tmp) {
     for (int k = 0; k < 5; k++) {
         Py_XDECREF(comm[k]);
     }
-    Py_XDECREF(named);
     PyMem_Free(deps);
     PyMem_Free(ctrl);
     PyMem_Free(removed);
