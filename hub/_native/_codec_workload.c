@@ -326,6 +326,7 @@ static int io_info(ctx_t *c, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end,
             Py_XDECREF(d);
             rc = ERROR;
         } else {
+            PyObject_GC_UnTrack(d); /* str values only: what the collector itself does on its first pass */
             Py_XSETREF(*out, d);
         }
     }
@@ -489,6 +490,10 @@ static int decode_one(ctx_t *c, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, 
         fv[F_CPU] = truth < 0 ? NULL : Py_NewRef(truth ? Py_True : Py_False);
         PyObject *pg = PyDict_GetItemWithError(attrs, k_pg_name);
         fv[F_PG] = pg == NULL ? Py_NewRef(c->empty_str) : PyObject_Str(pg);
+        /* every value is an int, float, str, bytes or bool (lists are refused): such a dict holds
+         * no reference cycle, and the collector would untrack it on its first pass anyway (a
+         * container stored in it later tracks it again) */
+        PyObject_GC_UnTrack(attrs);
         fv[F_ATTRS] = Py_NewRef(attrs);
         for (int k = 0; k < N_FIELDS; k++) {
             if (fv[k] == NULL) {
