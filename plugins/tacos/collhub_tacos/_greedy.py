@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -42,10 +43,17 @@ from hub.errors import AlgorithmError
 
 from ._network import Network
 
-try:  # the compiled scoring (setup.py); without it the numpy path below gives the same schedules
-    from . import _score as _compiled
-except ImportError:  # pragma: no cover - a build without a C compiler
-    _compiled = None
+
+def _load_compiled() -> ModuleType | None:
+    """The compiled scoring (setup.py); without it the numpy path below gives the same schedules."""
+    try:
+        from . import _score
+    except ImportError:  # pragma: no cover - a build without a C compiler
+        return None
+    return _score
+
+
+_compiled = _load_compiled()
 
 __all__ = ["Schedule", "greedy_allgather", "has_mixed_speeds"]
 
