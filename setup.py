@@ -18,6 +18,8 @@ EXTENSIONS: list[Extension] = [
             "hub/_native/_codec_write.c",
             "hub/_native/_codec_frame.c",
             "hub/_native/_codec_read.c",
+            "hub/_native/_codec_workload.c",
+            "hub/_native/_codec_workload_write.c",
         ],
         depends=["hub/_native/_codec.h"],
         extra_compile_args=["-O2", "-std=c99"],

@@ -29,6 +29,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import scale_sim  # noqa: E402  (hub.simulate rows; needs the path above)
+import scale_tacos  # noqa: E402  (the TACOS-style greedy rows)
+import scale_workload  # noqa: E402  (the workload trace rows)
 from _rusage import measure  # noqa: E402
 
 #: recorded figures of the code before this benchmark existed (issue #19, same machine kind)
@@ -194,6 +196,8 @@ ROWS: list[Callable[[Scale], list[Row]]] = [
     row_stream,
     row_rates,
     *(_sim_rows(fn) for fn in scale_sim.ROWS),
+    *(_sim_rows(fn) for fn in scale_workload.ROWS),
+    *(_sim_rows(fn) for fn in scale_tacos.ROWS),
 ]
 
 

@@ -1,7 +1,7 @@
 /*
  * hub._native._codec: the per-node work of the Chakra ET codec (hub/chakra), compiled.
  *
- * Four routines, each the only implementation of its job, in the part of the extension named:
+ * Seven routines, each the only implementation of its job, in the part of the extension named:
  *   encode_rank     one rank graph's columns -> its delimited Node messages (bytes, or into a
  *                   caller's reusable buffer: a writer then touches no fresh memory per file)
  *                   (_codec_write.c, the write half)
@@ -11,6 +11,10 @@
  *                   (_codec_read.c)
  *   decode_metadata GlobalMetadata spans -> (version, attributes) of the usual kinds
  *                   (_codec_frame.c)
+ *   decode_workload the Node messages of a workload rank file -> WorkloadNode objects, and
+ *   node_types      the node types of a file (_codec_workload.c)
+ *   encode_workload a rank's WorkloadNode objects -> their delimited Node messages
+ *                   (_codec_workload_write.c)
  * This file holds the module, configure() and the tables it fills, and the buffer helpers;
  * _codec.h declares what the parts share.
  *
@@ -119,6 +123,15 @@ static PyMethodDef methods[] = {
      "decode_batch(data, bases, sizes, counts, columns, dep_ptr) -> (dependency ids, slow (node, start, end),"
      " name spans, clean ranks, columns the same as the previous rank's): the nodes of framed rank files"
      " into the batch's RankGraph columns"},
+    {"decode_workload", codec_decode_workload, METH_VARARGS,
+     "decode_workload(data, starts, ends, ranks, node_cls, types) -> (nodes, ids, deps, deps per node) or None:"
+     " the Node messages of one workload rank file as WorkloadNode objects (None: the general decoder reads"
+     " the rank)"},
+    {"encode_workload", codec_encode_workload, METH_VARARGS,
+     "encode_workload(nodes, typing) -> the delimited Node messages of one rank's WorkloadNode list (bytes), or"
+     " None where a value is not of the plain kinds (the Python encoder then writes the rank)"},
+    {"node_types", codec_node_types, METH_VARARGS,
+     "node_types(data, starts, ends) -> bit t set when a node has type t, -1 when a node is malformed"},
     {"decode_metadata", codec_decode_metadata, METH_VARARGS,
      "decode_metadata(data, starts, ends) -> [(version, ((name, field, value), ...)) or None]"},
     {NULL, NULL, 0, NULL},

@@ -96,6 +96,9 @@ static inline int int_of_field(uint64_t field, uint64_t raw, int64_t *out) {
 CODEC_INTERNAL PyObject *codec_encode_rank(PyObject *self, PyObject *args);     /* _codec_write.c */
 CODEC_INTERNAL PyObject *codec_frame_files(PyObject *self, PyObject *args);     /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_decode_metadata(PyObject *self, PyObject *args); /* _codec_frame.c */
+CODEC_INTERNAL PyObject *codec_decode_workload(PyObject *self, PyObject *args); /* _codec_workload.c */
+CODEC_INTERNAL PyObject *codec_node_types(PyObject *self, PyObject *args);      /* _codec_workload.c */
+CODEC_INTERNAL PyObject *codec_encode_workload(PyObject *self, PyObject *args); /* _codec_workload_write.c */
 CODEC_INTERNAL PyObject *codec_decode_batch(PyObject *self, PyObject *args);    /* _codec_read.c */
 
 #endif

@@ -157,7 +157,7 @@ static PyObject *metadata_attr(const uint8_t *buf, Py_ssize_t a, Py_ssize_t b) {
     PyObject *name = PyUnicode_DecodeUTF8((const char *)buf + name_a, name_b - name_a, NULL);
     PyObject *value = NULL;
     if (name != NULL) {
-        int64_t iv;
+        int64_t iv = 0; /* int_of_field sets it for every integer field; 0 keeps -O3 sure of it */
         if (field == 29) {
             value = PyUnicode_DecodeUTF8((const char *)buf + val_a, val_b - val_a, NULL);
         } else if (field == 27) {

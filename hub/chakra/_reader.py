@@ -62,7 +62,7 @@ def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload
         return "workload"
     data = load(first, 0)
     starts, ends = frame_file(data, first, 0)
-    kinds = _compiled_kinds(data, len(starts) - 1)
+    kinds = _compiled_kinds(data, starts, ends)
     if kinds is None:
         kinds = _decoded_kinds(data, starts, ends, first)
     if NodeType.COLL in kinds:
@@ -72,23 +72,17 @@ def trace_kind(prefix: str | os.PathLike[str]) -> Literal["algorithm", "workload
     return "workload"
 
 
-def _compiled_kinds(data: bytes, count: int) -> set[int] | None:
-    """The node types of one file (``count`` nodes after its GlobalMetadata) through the reader's
-    compiled pass: sets without the profile's metadata (ASTRA-sim's, the MSCCL-IR converter's)
-    would otherwise cost a Python decode of every node of rank 0 before they are read. None when
-    the pass refuses a node: the general decoder then decides, or says what is wrong."""
-    from ._ranks import Arena, Scratch, decode_columns
+def _compiled_kinds(data: bytes, starts: Any, ends: Any) -> set[int] | None:
+    """The node types of one file, read by the compiled walk (``_codec.node_types``: only each
+    node's type field is decoded, so deciding the kind costs no decode of rank 0 before the
+    reader decodes it). None when a node is malformed: the general decoder then says what is
+    wrong."""
+    from .._native import _codec
 
-    try:
-        one = np.zeros(1, np.int64)
-        graphs, _ = decode_columns(data, one, one + len(data), [count], Arena(), Scratch())
-    except Exception:  # noqa: BLE001 - any refusal: the general loop gives the answer or the error
+    bits = _codec.node_types(data, np.asarray(starts[1:], dtype=np.int64), np.asarray(ends[1:], dtype=np.int64))
+    if bits < 0:
         return None
-    kind = graphs[0].kind.astype(np.int64)
-    if kind.size and int(kind.min()) < 0:
-        return None
-    # bincount, not np.unique: that imports numpy.ma (~10 ms) on its first call
-    return set(np.flatnonzero(np.bincount(kind)).tolist())
+    return {t for t in range(64) if bits >> t & 1}
 
 
 def _decoded_kinds(data: bytes, starts: Any, ends: Any, first: os.PathLike[str] | str) -> set[int]:

@@ -1,13 +1,20 @@
-"""Workload files: ASTRA-sim's typing of every node, read and written one node at a time.
+"""Workload files: ASTRA-sim's typing of every node, read and written.
 
-Workloads are read and written with the general message codec (:mod:`._wire`, :mod:`._decode`):
-their nodes carry any type, IOInfo and arbitrary attributes, and a workload read from a file is
-rewritten byte for byte.
+Workload nodes carry any type, IOInfo and arbitrary attributes, and a workload read from a file
+is rewritten byte for byte. The general message codec (:mod:`._wire`, :mod:`._decode`, and
+:func:`encode_workload_node` / :func:`_workload_node` here) is the reference and states the
+rules; a compiled pass each way (``hub/_native/_codec_workload.c``, ``_codec_workload_write.c``)
+does the same per-node work for ranks of the usual kinds (real PyTorch traces: scalars, strings,
+IOInfo) and refuses a rank with anything else, which the general codec then reads or writes and
+whose errors it reports. Tests compare the two on real traces and fuzzed input.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +100,18 @@ def _check_workload_node(node: WorkloadNode, ranks: int, path: Path, rank: int) 
 
 
 def _read_workload_rank(
-    data: bytes, path: Path, rank: int, ranks: int = 1 << 31
+    data: bytes, path: Path, rank: int, ranks: int = 1 << 31, compiled: bool = True
 ) -> tuple[list[WorkloadNode], str, dict[str, Any], list[tuple[int, int, int]]]:
-    starts, ends = frame_file(data, path, rank)
+    """One rank file's nodes, version, metadata attributes and dangling dependencies: through the
+    compiled pass (``compiled``), else (or where it refuses the rank) the general decoder, which is
+    the reference and reports every error."""
+    starts, ends = _frame(data, path, rank) if compiled else frame_file(data, path, rank)
     version, attrs = metadata(data, starts[0], ends[0], path, rank)
+    if compiled:
+        got = _compiled_rank(data, starts, ends, rank, ranks)
+        if got is not None:
+            return got[0], version, attrs, got[1]
+        starts, ends = frame_file(data, path, rank)  # the general loop's own spans (plain ints)
     nodes = []
     seen: set[int] = set()
     for s, e in zip(starts[1:], ends[1:], strict=True):
@@ -151,12 +166,80 @@ def _read_workload_rank(
     return nodes, version, attrs, dangling
 
 
-def read_workload(prefix: str | os.PathLike[str]) -> Workload:
+def _frame(data: bytes, path: Path, rank: int) -> tuple[Any, Any]:
+    """The message spans of one file by the compiled framing; where it refuses the file, the
+    general one says what is wrong."""
+    import numpy as np
+
+    from ._ranks import frame_files
+
+    starts, ends, _counts, bad = frame_files(data, np.zeros(1, np.int64), np.array([len(data)], np.int64))
+    if bad >= 0 or not starts.size:
+        return frame_file(data, path, rank)
+    return starts, ends
+
+
+def _compiled_rank(
+    data: bytes, starts: Any, ends: Any, rank: int, ranks: int
+) -> tuple[list[WorkloadNode], list[tuple[int, int, int]]] | None:
+    """The compiled pass (``hub/_native/_codec_workload.c``): the same nodes as the general loop
+    below, or None where it refuses the rank (a node it does not take, an id used twice: the
+    general loop then reads it and reports what is wrong). Dangling dependencies are found by
+    numpy over the whole rank and dropped as the general loop drops them."""
+    import numpy as np
+
+    from .._native import _codec
+
+    s = np.ascontiguousarray(starts[1:], dtype=np.int64)
+    e = np.ascontiguousarray(ends[1:], dtype=np.int64)
+    out = _codec.decode_workload(data, s, e, ranks, WorkloadNode, _TYPES_BY_VALUE)
+    if out is None:
+        return None
+    nodes, ids_b, deps_b, per_b = out
+    ids = np.frombuffer(ids_b, dtype=np.int64)
+    if np.unique(ids).size != ids.size:
+        return None  # a duplicate id: the general loop names it
+    deps = np.frombuffer(deps_b, dtype=np.int64)
+    dangling: list[tuple[int, int, int]] = []
+    if deps.size:
+        absent = ~np.isin(deps, ids)
+        if absent.any():
+            owner = np.repeat(np.arange(ids.size), np.frombuffer(per_b, dtype=np.int64))
+            seen = set(ids.tolist())
+            for i in np.unique(owner[absent]).tolist():
+                node = nodes[i]
+                dangling.extend((rank, node.id, d) for d in node.deps if d not in seen)
+                node.deps = [d for d in node.deps if d in seen]
+                node.ctrl_deps = [d for d in node.ctrl_deps if d in seen]
+    return nodes, dangling
+
+
+#: NodeType by value, index 0 unused (the compiled pass refuses types outside 1..7)
+_TYPES_BY_VALUE = (None, *(_NODE_TYPES[v] for v in range(1, 8)))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while the nodes are made: a workload is millions
+    of small containers (a node, its attrs, its lists) that hold no cycles, and the collections
+    their allocation triggers (each walking every young object, the old ones every so often)
+    cost more than making them (measured: 7.4 against 2.9 µs a node on dlrm8)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def read_workload(prefix: str | os.PathLike[str], *, compiled: bool = True) -> Workload:
     """Read ``<prefix>.<rank>.et`` workload files (every node type, METADATA included).
 
     Dependencies on nodes absent from their file are dropped (treated as satisfied, as Chakra's
     original ETFeeder does), listed in ``Workload.dangling`` and reported by one
-    :class:`hub.chakra.DanglingDependencyWarning` for the whole read.
+    :class:`hub.chakra.DanglingDependencyWarning` for the whole read. ``compiled=False`` reads
+    with the general decoder only (the reference the compiled pass is tested against).
     """
     paths = rank_files(prefix)
     ranks = []
@@ -164,14 +247,15 @@ def read_workload(prefix: str | os.PathLike[str]) -> Workload:
     budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
     meta: dict[str, Any] = {}
     dangling: list[tuple[int, int, int]] = []
-    for rank, path in enumerate(paths):
-        data = load(path, rank, max(budget, 0))
-        budget -= len(data)
-        nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths))
-        if rank == 0:
-            version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
-        ranks.append(nodes)
-        dangling.extend(dang)
+    with _collector_paused():
+        for rank, path in enumerate(paths):
+            data = load(path, rank, max(budget, 0))
+            budget -= len(data)
+            nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths), compiled)
+            if rank == 0:
+                version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
+            ranks.append(nodes)
+            dangling.extend(dang)
     if not name:
         coll_names = {n.name for r in ranks for n in r if n.type == NodeType.COLL}
         name = coll_names.pop() if len(coll_names) == 1 else ""
@@ -281,15 +365,22 @@ def encode_workload_node(node: WorkloadNode, rank: int = 0) -> bytes:
         ) from None
 
 
-def write_workload(wl: Workload, prefix: str | os.PathLike[str], *, attributes: Attributes = "profile") -> list[Path]:
+def write_workload(
+    wl: Workload, prefix: str | os.PathLike[str], *, attributes: Attributes = "profile", compiled: bool = True
+) -> list[Path]:
     """Write ``wl`` as ``<prefix>.<rank>.et`` files (GlobalMetadata ``version`` = ``wl.version``).
 
     Nodes are written the same way in both attribute sets, with ASTRA-sim's typing. With
     ``"profile"`` the GlobalMetadata also names the workload (attribute ``workload``); with
     ``"astrasim"`` it holds the version only, byte-identical to ASTRA-sim's microbenchmark
     workloads, and a COMM_COLL node whose ``comm_type`` is no Chakra CollectiveCommType raises
-    :class:`hub.errors.ExportError`.
+    :class:`hub.errors.ExportError`. Each rank is encoded by the compiled pass
+    (``hub/_native/_codec_workload_write.c``) when its values are of the plain kinds, else by
+    :func:`encode_workload_node`, the reference (``compiled=False``: always), which gives the
+    same bytes.
     """
+    from .._native import _codec
+
     check_prefix(prefix)
     check_attributes(attributes)
     known = set(COMM_TYPE_OF.values())
@@ -305,6 +396,8 @@ def write_workload(wl: Workload, prefix: str | os.PathLike[str], *, attributes: 
                     )
         attrs = [(P.META.WORKLOAD, TypedValue("string_val", wl.name))] if wl.name and attributes == "profile" else []
         meta = delimit(encode_global_metadata(wl.version or P.ET_VERSION, attrs))
-        body = b"".join(delimit(encode_workload_node(nd, rank)) for nd in nodes)
+        body = _codec.encode_workload(list(nodes), WORKLOAD_TYPING) if compiled else None
+        if body is None:  # a value of another kind somewhere: the reference encoder (and its errors)
+            body = b"".join(delimit(encode_workload_node(nd, rank)) for nd in nodes)
         contents.append((rank_path(prefix, rank), [meta, body]))
     return write_files_atomically(contents, stale=stale_rank_files(prefix, len(wl.ranks)))

@@ -62,7 +62,54 @@ def _pg_entries(values: str) -> list[dict[str, Any]]:
 
 def _critical_path(nodes: list[WorkloadNode]) -> tuple[int, list[int]]:
     """Longest chain of ``duration_micros`` (COMP nodes; other nodes weigh 0) through the rank's
-    dependencies: (µs, node ids from first to last). Nodes come in any order; cycles are cut."""
+    dependencies: (µs, node ids from first to last). Nodes come in any order; cycles are cut.
+
+    Files list a node after its dependencies (Chakra's converters, collhub's writers): then one
+    pass in file order gives the answer (:func:`_critical_path_in_order`); otherwise, or with an
+    id used twice, the depth-first search below does (the reference; same results, same ties)."""
+    fast = _critical_path_in_order(nodes)
+    if fast is not None:
+        return fast
+    return _critical_path_dfs(nodes)
+
+
+def _critical_path_in_order(nodes: list[WorkloadNode]) -> tuple[int, list[int]] | None:
+    """The same as the search when every dependency on a node of the rank names an earlier node
+    and ids are unique (None otherwise): the search's post order is then the file order, so the
+    first maximum and every tie go the same way."""
+    pos = {n.id: i for i, n in enumerate(nodes)}
+    if len(pos) != len(nodes):
+        return None
+    best = [0] * len(nodes)
+    prev: list[int | None] = [None] * len(nodes)
+    comp = NodeType.COMP
+    for i, n in enumerate(nodes):
+        top, arg = 0, None
+        for d in n.deps:
+            j = pos.get(d)
+            if j is None:
+                continue
+            if j >= i:
+                return None
+            if best[j] > top:
+                top, arg = best[j], d
+        w = n.duration_micros if n.type == comp else 0
+        best[i] = top + max(int(w), 0)
+        prev[i] = arg
+    if not best:
+        return 0, []
+    end = max(range(len(best)), key=best.__getitem__)
+    length = best[end]
+    chain: list[int] = []
+    cur: int | None = nodes[end].id
+    while cur is not None and len(chain) <= len(nodes):
+        chain.append(cur)
+        cur = prev[pos[cur]]
+    return length, chain[::-1]
+
+
+def _critical_path_dfs(nodes: list[WorkloadNode]) -> tuple[int, list[int]]:
+    """The critical path by an iterative depth-first search (any order, cycles cut)."""
     by_id = {n.id: n for n in nodes}
     best: dict[int, int] = {}
     prev: dict[int, int | None] = {}

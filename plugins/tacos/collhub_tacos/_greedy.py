@@ -35,12 +35,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
 from hub.errors import AlgorithmError
 
 from ._network import Network
+
+
+def _load_compiled() -> ModuleType | None:
+    """The compiled scoring (setup.py); without it the numpy path below gives the same schedules."""
+    try:
+        from . import _score
+    except ImportError:  # pragma: no cover - a build without a C compiler
+        return None
+    return _score
+
+
+_compiled = _load_compiled()
 
 __all__ = ["Schedule", "greedy_allgather", "has_mixed_speeds"]
 
@@ -98,9 +111,12 @@ def _slots(
     return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
 
 
-def _bump(a: np.ndarray, flat: np.ndarray) -> None:
+def _bump(a: np.ndarray, flat: np.ndarray, compiled: bool = True) -> None:
     """``np.add.at(a.ravel(), flat, 1)``, faster: repeated indices (rare) are counted by one sort."""
     assert a.flags.c_contiguous  # ravel() must be a view, not a copy
+    if compiled and _compiled is not None:
+        _compiled.bump(a, np.ascontiguousarray(flat, dtype=np.int64))
+        return
     flat = np.sort(flat)
     first = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]]) if flat.size else flat
     if first.size == flat.size:
@@ -121,8 +137,11 @@ class _State:
         policy: str,
         rng: np.random.Generator,
         slow_rule: bool = True,
+        compiled: bool = True,
     ) -> None:
         n = net.npus
+        #: score links with the compiled scan (the numpy path stays, the reference of the tests)
+        self.compiled = compiled
         self.policy = policy
         self.net, self.k, self.busy, self.delay = net, k, busy, delay
         self.C = n * k
@@ -182,6 +201,7 @@ class _State:
         # (below 256 chunks the second pass costs more than it saves)
         self._head = self.C if self.C < 256 else self.C // 8
         self._scratch = np.empty(0, dtype=np.uint8)
+        self._spares: list[np.ndarray] = []  # matrices a re-sort replaced (see _take_columns)
         # where the score is the supply itself (no chunks-on-their-way term, no matrix recount), the
         # key matrices of match are kept up to date with the state instead of rebuilt every event
         self.kept = self.coming is None and not self.dense and self.supply.dtype == np.uint8
@@ -256,7 +276,10 @@ class _State:
         order = np.lexsort((self.rng.random(self.C), self.holders))
         inv = np.empty(self.C, dtype=np.int64)
         inv[order] = np.arange(self.C)
-        if self.kept:
+        if self.kept and self.compiled and _compiled is not None:
+            self._S = self._take_columns(self._S, order)
+            self._H = self._take_columns(self._H, order)
+        elif self.kept:
             self._S = np.take(self._S, order, axis=1)
             self._H = np.take(self._H, order, axis=1)
         else:
@@ -272,6 +295,16 @@ class _State:
         self.col_of = np.argsort(self.chunk_of)
         busy = self.carry >= 0
         self.carry[busy] = inv[self.carry[busy]]
+
+    def _take_columns(self, a: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """``np.take(a, order, axis=1)`` by the compiled gather, into a spare matrix (one that an
+        earlier re-sort replaced: no fresh 16 MiB and its page faults per re-sort)."""
+        assert _compiled is not None
+        fits = [i for i, m in enumerate(self._spares) if m.shape == a.shape and m.dtype == a.dtype]
+        out = self._spares.pop(fits[0]) if fits else np.empty_like(a)
+        _compiled.take_columns(a, a.shape[0], a.shape[1], np.ascontiguousarray(order, dtype=np.int64), out)
+        self._spares.append(a)
+        return out
 
     # -- arrivals ----------------------------------------------------------------------------
     def deliver(self, t: float) -> None:
@@ -294,9 +327,9 @@ class _State:
             outs = idx[np.repeat(ptr[v], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
             flat = self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt)
             if not self.kept:
-                _bump(self.supply, flat)
+                _bump(self.supply, flat, self.compiled)
             elif self.policy == "scarce":
-                _bump(self._S, flat)  # supply < 128: the count never reaches the claimed bit
+                _bump(self._S, flat, self.compiled)  # supply < 128: the count never reaches the claimed bit
         if self.kept:
             self._H[v, c] = 0
         self.land_at[dl, ds] = np.inf
@@ -336,21 +369,10 @@ class _State:
             v = dst[links]
             u = src[links]
             slow = np.flatnonzero(self.slow[links]) if self.covered is not None else None
-            best, val = self._first_min(S, H, v, u, slow, 0, self._head)
-            rest = np.flatnonzero(val > low)
-            if rest.size and self._head < self.C:
-                r_best, r_val = self._first_min(
-                    S,
-                    H,
-                    v[rest],
-                    u[rest],
-                    None if slow is None else np.flatnonzero(self.slow[links[rest]]),
-                    self._head,
-                    self.C,
-                )
-                later = r_val < val[rest]
-                best[rest[later]] = r_best[later] + self._head
-                val[rest[later]] = r_val[later]
+            if _compiled is not None and self.compiled and (slow is None or not slow.size):
+                best, val = self._first_min_compiled(S, H, v, u, low)
+            else:
+                best, val = self._first_min_split(S, H, links, v, u, slow, low)
             hit = val < flag
             if hit.any():
                 lk, c = links[hit], best[hit].astype(np.int64)
@@ -363,6 +385,48 @@ class _State:
                 self._start(t, lk, c)
             if self.mixed.any():
                 self._overtake(t, links, rng)
+
+    def _first_min_split(
+        self,
+        S: np.ndarray,
+        H: np.ndarray,
+        links: np.ndarray,
+        v: np.ndarray,
+        u: np.ndarray,
+        slow: np.ndarray | None,
+        low: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """numpy's first minimum per link: the first ``_head`` columns, then the rest for the
+        links whose best key there is above ``low``."""
+        best, val = self._first_min(S, H, v, u, slow, 0, self._head)
+        rest = np.flatnonzero(val > low)
+        if rest.size and self._head < self.C:
+            r_best, r_val = self._first_min(
+                S,
+                H,
+                v[rest],
+                u[rest],
+                None if slow is None else np.flatnonzero(self.slow[links[rest]]),
+                self._head,
+                self.C,
+            )
+            later = r_val < val[rest]
+            best[rest[later]] = r_best[later] + self._head
+            val[rest[later]] = r_val[later]
+        return best, val
+
+    def _first_min_compiled(
+        self, S: np.ndarray, H: np.ndarray, v: np.ndarray, u: np.ndarray, low: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The same first minimum over every column, by the compiled scan (``_score.c``), for the
+        links with a candidate (a key below the flag); the others get the flag as their key."""
+        assert _compiled is not None
+        best = np.empty(v.size, dtype=np.int64)
+        val = np.empty(v.size, dtype=S.dtype)
+        S = np.ascontiguousarray(S)
+        H = np.ascontiguousarray(H, dtype=S.dtype)
+        _compiled.first_min(S, H, S.shape[0], S.shape[1], v.astype(np.int64), u.astype(np.int64), low, best, val)
+        return best, val
 
     def _first_min(
         self, S: np.ndarray, H: np.ndarray, v: np.ndarray, u: np.ndarray, slow: np.ndarray | None, lo: int, hi: int
@@ -513,12 +577,14 @@ def greedy_allgather(
     progress: Callable[[int, int], None] | None = None,
     policy: str = "scarce",
     slow_rule: bool = True,
+    compiled: bool = True,
 ) -> Schedule:
     """All-gather of ``chunks`` chunks per NPU on ``net`` (link busy/landing times in µs per chunk).
 
     ``slow_rule`` (mixed-speed networks): a link over 1.5x slower than the fastest link into its
-    destination leaves alone the chunks a faster in-neighbour holds or is getting."""
-    st = _State(net, chunks, busy, delay, policy, rng, slow_rule)
+    destination leaves alone the chunks a faster in-neighbour holds or is getting. ``compiled``:
+    score with the compiled scan where it applies (False: numpy only; the schedules are the same)."""
+    st = _State(net, chunks, busy, delay, policy, rng, slow_rule, compiled)
     # re-sorting costs three matrix copies; on big problems do it every few events
     resort = 1 if net.npus * st.C <= 1 << 21 else 4
     total = st.remaining

@@ -132,3 +132,35 @@ def test_link_tags_are_the_time_order_on_each_link() -> None:
         for ln in range(net.links):
             sel = np.flatnonzero(link == ln)
             assert np.array_equal(tags[sel[np.argsort(start[sel], kind="stable")]], np.arange(sel.size))
+
+
+def test_the_scoring_is_compiled() -> None:
+    """The plugin's C scoring is built (setup.py): without it the numpy path runs, slower."""
+    from collhub_tacos import _greedy
+
+    assert _greedy._compiled is not None
+
+
+@pytest.mark.parametrize(
+    ("topology", "chunks", "model", "policy"),
+    [
+        ("torus:8x8", 1, "tacos", "scarce"),
+        ("torus:6x6", 3, "pipelined", "random"),
+        ("mesh:4x4@bw=100/25,lat=500/2000", 2, "pipelined", "scarce"),
+        ("dgx1", 4, "pipelined", "scarce"),
+        ("fattree:2x4", 2, "tacos", "scarce"),
+        ("torus:4x4x4", 2, "tacos", "scarce"),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 7])
+def test_compiled_scoring_makes_the_numpy_schedules(
+    topology: str, chunks: int, model: str, policy: str, seed: int
+) -> None:
+    """The compiled first-minimum scan and numpy's key matrices pick the same chunks: the same
+    transfers, times, events, replacements and makespan, on both directions of the network."""
+    net = network_of(load_topology(topology))
+    for n in (net, net.reversed()):
+        busy, delay = n.link_times_us((1 << 20) / chunks, model)
+        got = greedy_allgather(n, chunks, busy, delay, np.random.default_rng(seed), None, policy, True, True)
+        ref = greedy_allgather(n, chunks, busy, delay, np.random.default_rng(seed), None, policy, True, False)
+        _assert_equal(got, ref, f"{topology} k={chunks} {model} seed={seed} {policy}")  # type: ignore[arg-type]

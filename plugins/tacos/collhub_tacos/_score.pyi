@@ -1,0 +1,11 @@
+# Type stub of the compiled extension collhub_tacos/_score.c (see its header comment).
+from typing import Any
+
+# anything with the buffer protocol (collections.abc.Buffer is Python 3.12+)
+Buffer = Any
+
+def first_min(
+    S: Buffer, H: Buffer, rows: int, cols: int, v: Buffer, u: Buffer, low: int, best: Buffer, val: Buffer
+) -> None: ...
+def take_columns(a: Buffer, rows: int, cols: int, order: Buffer, out: Buffer) -> None: ...
+def bump(a: Buffer, flat: Buffer) -> None: ...

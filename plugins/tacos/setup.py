@@ -1,0 +1,12 @@
+"""Build-time only: the plugin's compiled scoring (metadata lives in pyproject.toml), in the
+pattern of the core's setup.py: only the CPython C API and the buffer protocol, so the build
+needs setuptools and a C compiler and nothing else."""
+
+from setuptools import Extension, setup
+
+EXTENSIONS: list[Extension] = [
+    # the greedy matcher's scoring (collhub_tacos/_greedy.py, _State._first_min)
+    Extension("collhub_tacos._score", ["collhub_tacos/_score.c"], extra_compile_args=["-O2", "-std=c99"]),
+]
+
+setup(ext_modules=EXTENSIONS)
