@@ -11,8 +11,9 @@
  *                   (_codec_read.c)
  *   decode_metadata GlobalMetadata spans -> (version, attributes) of the usual kinds
  *                   (_codec_frame.c)
- *   decode_workload the Node messages of a workload rank file -> WorkloadNode objects, and
- *   node_types      the node types of a file (_codec_workload.c)
+ *   decode_workload the Node messages of a workload rank file -> WorkloadNode objects
+ *                   (_codec_workload.c)
+ *   node_types      the node types of a file, each node's type field alone (_codec_frame.c)
  *   encode_workload a rank's WorkloadNode objects -> their delimited Node messages
  *                   (_codec_workload_write.c)
  * This file holds the module, configure() and the tables it fills, and the buffer helpers;

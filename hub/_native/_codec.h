@@ -95,9 +95,59 @@ static inline int int_of_field(uint64_t field, uint64_t raw, int64_t *out) {
 /* -- the module's functions, one part each ---------------------------------------------------- */
 CODEC_INTERNAL PyObject *codec_encode_rank(PyObject *self, PyObject *args);     /* _codec_write.c */
 CODEC_INTERNAL PyObject *codec_frame_files(PyObject *self, PyObject *args);     /* _codec_frame.c */
+/* -- one field of a message (both workload parts, node_types) ---------------------------------------------------------------------------------- */
+/* The next field of buf[*pos:end]: number, wire type and (varint value | start of the payload and
+ * its end). 0 when malformed (as _decode._fields would raise). */
+typedef struct {
+    uint64_t num;
+    int wt;
+    uint64_t v;
+    Py_ssize_t s, e;
+} field_t;
+
+static inline int next_field(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, field_t *f) {
+    uint64_t key = 0;
+    f->v = 0; /* every member set on every path: callers read only what the wire type gives */
+    f->s = f->e = *pos;
+    if (!get_varint(buf, pos, end, &key)) {
+        return 0;
+    }
+    f->num = key >> 3;
+    f->wt = (int)(key & 7);
+    if (f->num == 0) {
+        return 0;
+    }
+    switch (f->wt) {
+    case 0: return get_varint(buf, pos, end, &f->v);
+    case 2: {
+        uint64_t ln;
+        if (!get_varint(buf, pos, end, &ln) || ln > (uint64_t)(end - *pos)) {
+            return 0;
+        }
+        f->s = *pos;
+        f->e = *pos + (Py_ssize_t)ln;
+        *pos = f->e;
+        return 1;
+    }
+    case 1:
+    case 5: {
+        Py_ssize_t w = f->wt == 1 ? 8 : 4;
+        if (end - *pos < w) {
+            return 0;
+        }
+        f->s = *pos;
+        f->e = *pos + w;
+        *pos = f->e;
+        return 1;
+    }
+    default: return 0; /* groups (3/4), 6/7 */
+    }
+}
+
+
 CODEC_INTERNAL PyObject *codec_decode_metadata(PyObject *self, PyObject *args); /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_decode_workload(PyObject *self, PyObject *args); /* _codec_workload.c */
-CODEC_INTERNAL PyObject *codec_node_types(PyObject *self, PyObject *args);      /* _codec_workload.c */
+CODEC_INTERNAL PyObject *codec_node_types(PyObject *self, PyObject *args);      /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_encode_workload(PyObject *self, PyObject *args); /* _codec_workload_write.c */
 CODEC_INTERNAL PyObject *codec_decode_batch(PyObject *self, PyObject *args);    /* _codec_read.c */
 

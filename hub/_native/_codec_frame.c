@@ -272,3 +272,59 @@ done:
     release_all(v, 3);
     return result;
 }
+
+/* node_types(data, starts, ends) -> int: bit t set when some node has type t (0..63), or -1 when a
+ * node is malformed or its type is outside 0..63 (the general decoder then decides or reports).
+ * Only field 3 is read; the rest of each message is walked, not decoded. */
+PyObject *codec_node_types(PyObject *self, PyObject *args) {
+    PyObject *data_o, *starts_o, *ends_o;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &data_o, &starts_o, &ends_o)) {
+        return NULL;
+    }
+    Py_buffer views[3] = {{0}};
+    if (get_buffer(data_o, &views[0], 1, 0, "data") < 0 || get_buffer(starts_o, &views[1], 8, 0, "starts") < 0
+        || get_buffer(ends_o, &views[2], 8, 0, "ends") < 0 || views[1].len != views[2].len) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "node_types: one end per start");
+        }
+        release_all(views, 3);
+        return NULL;
+    }
+    const uint8_t *buf = views[0].buf;
+    const int64_t *st = views[1].buf, *en = views[2].buf;
+    Py_ssize_t count = views[1].len / 8;
+    uint64_t bits = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < count && !bad; i++) {
+        if (st[i] < 0 || en[i] < st[i] || en[i] > views[0].len) {
+            bad = 1;
+            break;
+        }
+        Py_ssize_t pos = (Py_ssize_t)st[i], end = (Py_ssize_t)en[i];
+        uint64_t type = 0;
+        field_t f;
+        while (pos < end) {
+            if (!next_field(buf, &pos, end, &f)) {
+                bad = 1;
+                break;
+            }
+            if ((f.num == 1 || f.num == 3 || f.num == 6 || f.num == 7) && f.wt != 0) {
+                bad = 1; /* the general decoder raises on these */
+                break;
+            }
+            if (f.num == 3) {
+                type = f.v; /* the last occurrence wins, as in the general decoder */
+            }
+        }
+        if (type > 63) {
+            bad = 1;
+        } else {
+            bits |= (uint64_t)1 << type;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release_all(views, 3);
+    return bad ? PyLong_FromLong(-1) : PyLong_FromUnsignedLongLong((unsigned long long)bits);
+}

@@ -1,7 +1,6 @@
 /*
  * hub._native._codec, the workload half: the Node messages of one workload rank file -> their
- * hub.chakra.WorkloadNode objects (hub/chakra/_workload_io.py), and the node types of a file
- * (hub/chakra/_reader.py, trace_kind).
+ * hub.chakra.WorkloadNode objects (hub/chakra/_workload_io.py).
  *
  * The general decoder (hub/chakra/_decode.py decode_node, then _workload_io._workload_node) is
  * the reference: this pass makes the same objects (same values, same types, same attribute order)
@@ -102,53 +101,6 @@ static int ivec_push(ivec *a, int64_t x) {
 
 static PyObject *ivec_bytes(ivec *a) {
     return PyByteArray_FromStringAndSize((const char *)a->v, a->n * (Py_ssize_t)sizeof(int64_t));
-}
-
-/* -- one field ---------------------------------------------------------------------------------- */
-/* The next field of buf[*pos:end]: number, wire type and (varint value | start of the payload and
- * its end). 0 when malformed (as _decode._fields would raise). */
-typedef struct {
-    uint64_t num;
-    int wt;
-    uint64_t v;
-    Py_ssize_t s, e;
-} field_t;
-
-static int next_field(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, field_t *f) {
-    uint64_t key;
-    if (!get_varint(buf, pos, end, &key)) {
-        return 0;
-    }
-    f->num = key >> 3;
-    f->wt = (int)(key & 7);
-    if (f->num == 0) {
-        return 0;
-    }
-    switch (f->wt) {
-    case 0: return get_varint(buf, pos, end, &f->v);
-    case 2: {
-        uint64_t ln;
-        if (!get_varint(buf, pos, end, &ln) || ln > (uint64_t)(end - *pos)) {
-            return 0;
-        }
-        f->s = *pos;
-        f->e = *pos + (Py_ssize_t)ln;
-        *pos = f->e;
-        return 1;
-    }
-    case 1:
-    case 5: {
-        Py_ssize_t w = f->wt == 1 ? 8 : 4;
-        if (end - *pos < w) {
-            return 0;
-        }
-        f->s = *pos;
-        f->e = *pos + w;
-        *pos = f->e;
-        return 1;
-    }
-    default: return 0; /* groups (3/4), 6/7 */
-    }
 }
 
 /* -- the objects of one node -------------------------------------------------------------------- */
@@ -604,60 +556,4 @@ PyObject *codec_decode_workload(PyObject *self, PyObject *args) {
     PyMem_Free(per.v);
     release_all(views, 3);
     return ret;
-}
-
-/* node_types(data, starts, ends) -> int: bit t set when some node has type t (0..63), or -1 when a
- * node is malformed or its type is outside 0..63 (the general decoder then decides or reports).
- * Only field 3 is read; the rest of each message is walked, not decoded. */
-PyObject *codec_node_types(PyObject *self, PyObject *args) {
-    PyObject *data_o, *starts_o, *ends_o;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OOO", &data_o, &starts_o, &ends_o)) {
-        return NULL;
-    }
-    Py_buffer views[3] = {{0}};
-    if (get_buffer(data_o, &views[0], 1, 0, "data") < 0 || get_buffer(starts_o, &views[1], 8, 0, "starts") < 0
-        || get_buffer(ends_o, &views[2], 8, 0, "ends") < 0 || views[1].len != views[2].len) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "node_types: one end per start");
-        }
-        release_all(views, 3);
-        return NULL;
-    }
-    const uint8_t *buf = views[0].buf;
-    const int64_t *st = views[1].buf, *en = views[2].buf;
-    Py_ssize_t count = views[1].len / 8;
-    uint64_t bits = 0;
-    int bad = 0;
-    Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t i = 0; i < count && !bad; i++) {
-        if (st[i] < 0 || en[i] < st[i] || en[i] > views[0].len) {
-            bad = 1;
-            break;
-        }
-        Py_ssize_t pos = (Py_ssize_t)st[i], end = (Py_ssize_t)en[i];
-        uint64_t type = 0;
-        field_t f;
-        while (pos < end) {
-            if (!next_field(buf, &pos, end, &f)) {
-                bad = 1;
-                break;
-            }
-            if ((f.num == 1 || f.num == 3 || f.num == 6 || f.num == 7) && f.wt != 0) {
-                bad = 1; /* the general decoder raises on these */
-                break;
-            }
-            if (f.num == 3) {
-                type = f.v; /* the last occurrence wins, as in the general decoder */
-            }
-        }
-        if (type > 63) {
-            bad = 1;
-        } else {
-            bits |= (uint64_t)1 << type;
-        }
-    }
-    Py_END_ALLOW_THREADS;
-    release_all(views, 3);
-    return bad ? PyLong_FromLong(-1) : PyLong_FromUnsignedLongLong((unsigned long long)bits);
 }
