@@ -142,6 +142,7 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
             reduction_comp=params.reduction_comp,
             window=window,
             clock=clock,
+            size=size,
             name=name,
             extra=more,
         )
@@ -162,7 +163,7 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
         extra_tune,
     )
     alg = Algorithm(replace(alg.meta, extra=alg.meta.extra + timing), alg.graphs)
-    return alg.bind(size)
+    return alg
 
 
 def _tune(
@@ -182,7 +183,7 @@ def _tune(
     best: tuple[int, Algorithm] | None = None
     for w, c in candidates:
         alg = build(w, c)
-        t = simulate(alg.bind(size), topo, mode="aware").time_ns
+        t = simulate(alg, topo, mode="aware").time_ns
         if best is None or t < best[0]:
             best = (t, alg)
     assert best is not None
