@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 from hub.chakra import Algorithm, Collective
@@ -23,8 +22,8 @@ from hub.sim import certify, network_facts, parse_size
 from hub.topology import LinkGraph, Topology, bytes_per_ns, load_topology
 
 from ._build import build_forest_algorithm
-from ._logical import LogicalGraph, logical_graph
-from ._packing import Forest, pack_trees, reversed_forest
+from ._logical import logical_graph
+from ._packing import pack_trees, reversed_forest
 from ._params import SynthesizeParams
 
 __all__ = ["MESSAGE_BUDGET", "MIN_CHUNK", "PIECES_PER_HOP", "synthesize"]
@@ -194,9 +193,3 @@ def _aware_ok(topo: Topology) -> bool:
     from hub.topology import DimensionalTopology
 
     return not (isinstance(topo, DimensionalTopology) and len(topo.dims) > 1)
-
-
-def describe(lg: LogicalGraph, forest: Forest, x: Fraction) -> str:
-    """One line on a packing (for logs and the benchmark)."""
-    ratio = "n/a" if forest.load_ratio is None else f"{forest.load_ratio:.4f}"
-    return f"{forest.method}: R={forest.rounds}, {len(forest.trees)} trees, load/cut {ratio}, x*={x}"
