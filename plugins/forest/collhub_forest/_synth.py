@@ -2,11 +2,15 @@
 
 Pipeline pieces (rule): a chunk moves whole from GPU to GPU (store and forward), so a tree of
 depth ``D`` finishes about ``(D − 1)`` piece-times after its bandwidth term; ``P`` pieces per
-shard make that a ``D/P`` share. ``P`` = ``R·m`` (a multiple of the trees per root, so every
-tree keeps its exact rate) is the smallest such number ≥ :data:`PIECES_PER_HOP` ``· D``, cut
-back so that chunks stay ≥ :data:`MIN_CHUNK` bytes and the algorithm within
-:data:`MESSAGE_BUDGET` messages. Where latency binds (small sizes) more pieces only add
-messages, so there ``P`` = ``R``.
+shard make that a ``D/P`` share. ``P`` is a multiple of ``R`` (the trees per root, so every tree
+keeps its exact rate): the largest one not above ``min(PIECES_PER_HOP · D, shard / MIN_CHUNK,
+MESSAGE_BUDGET / (N(N−1) · phases))``, and at least ``R``. Where latency binds (small sizes)
+more pieces only add messages, so there ``P`` = ``R``.
+
+Pacing (rule): the first candidate (window = a hop's latency in serializations + 2, no clock)
+is used as is on large problems; on small ones (at most :data:`TUNE_MESSAGES` messages, a
+network the aware model takes) a few (window, clock) choices are built and simulated with
+``hub.simulate`` (aware) and the fastest is returned (``forest.tuned`` says which happened).
 """
 
 from __future__ import annotations
