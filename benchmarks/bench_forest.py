@@ -95,13 +95,17 @@ def certificate_cost(nets: list[str]) -> list[tuple[str, float, float]]:
     out = []
     for net in nets:
         alg = synthesize(SynthesizeParams(collective="allgather", network=net, size=SIZE))
-        cache._CACHE.clear()
-        t0 = time.perf_counter()
-        network_facts(load_topology(net))
-        cert_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        simulate(alg, net, mode="aware")  # (the certificate is cached now: the simulation alone)
-        out.append((net, cert_s, time.perf_counter() - t0))
+        cert_s = sim_s = float("inf")
+        for _ in range(5):  # best of 5: the machine is shared
+            cache._CACHE.clear()
+            t0 = time.perf_counter()
+            network_facts(load_topology(net))
+            cert_s = min(cert_s, time.perf_counter() - t0)
+        for _ in range(3):
+            t0 = time.perf_counter()
+            simulate(alg, net, mode="aware")  # (the certificate is cached now: the simulation alone)
+            sim_s = min(sim_s, time.perf_counter() - t0)
+        out.append((net, cert_s, sim_s))
     return out
 
 
@@ -132,16 +136,22 @@ def main(argv: list[str]) -> None:
                 + f" {_fmt(r['load']):>6s} {r['forest_s']:8.2f} {_fmt(fc, '.2f'):>10s}",
                 flush=True,
             )
-    print("\ncertificate cost (max-flow search on an empty cache) vs one aware simulation of forest's all-gather")
+    print(
+        "\ncertificate cost (max-flow search on an empty cache, best of 5) vs one aware simulation of forest's "
+        "all-gather (best of 3)"
+    )
     for net, c, s in certificate_cost(nets[:4] + ["torus:8x8", "fattree:8x8"]):
         print(f"{net:22s} certificate {c * 1e3:8.1f} ms   simulation {s * 1e3:9.1f} ms   ratio {c / s:6.1%}")
     from collhub_forest import SynthesizeParams, synthesize
     from hub.sim import simulate
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     synthesize(SynthesizeParams(collective="allgather", network="fattree:32x32", size=SIZE))
-    took = time.perf_counter() - t0
-    print(f"\nforest.synthesize allgather fattree:32x32 (1,024 GPUs, verified): {took:.2f} s (target <= 10 s)")
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(
+        f"\nforest.synthesize allgather fattree:32x32 (1,024 GPUs, verified): {took:.2f} s wall, {cpu:.2f} s CPU "
+        "(target <= 10 s)"
+    )
     alg = synthesize(SynthesizeParams(collective="allgather", network="dgx1", size="8MiB"))
     res = simulate(alg, "dgx1", mode="aware")
     print(

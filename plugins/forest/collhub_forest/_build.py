@@ -109,8 +109,9 @@ class _Columns:
             self.hist[slot, kk] = ids[sel[pick]]
             self.seen[kk] = cnt + 1
 
-    def graphs(self) -> tuple[RankGraph, ...]:
-        """One graph per rank: every column computed once over all nodes in rank order, then sliced."""
+    def graphs(self, chunk_bytes: int) -> tuple[RankGraph, ...]:
+        """One graph per rank: every column computed once over all nodes in rank order, then sliced.
+        Every node moves or reduces one chunk of ``chunk_bytes`` (what ``Algorithm.bind`` would set)."""
         col = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in self.parts.items()}
         order = np.argsort(col["rank"], kind="stable")
         starts = np.searchsorted(col["rank"][order], np.arange(self.n + 1))
@@ -127,6 +128,7 @@ class _Columns:
             "peer": np.where(is_comp, -1, c["peer"]).astype(np.int32),
             "tag": c["tag"].astype(np.int32),
             "count": np.ones(self.count, dtype=np.int32),
+            "size": np.full(self.count, chunk_bytes, dtype=np.int64),
             "src_buf": np.where(is_send, c["buf"], -1).astype(np.int8),
             "src_off": np.where(is_send, c["off"], -1).astype(np.int32),
             "dst_buf": np.where(is_recv, c["buf"], -1).astype(np.int8),
@@ -225,6 +227,7 @@ def build_forest_algorithm(
     reduction_comp: bool,
     window: int,
     clock: int = 0,
+    size: int,
     name: str,
     extra: Sequence[tuple[str, str | int | float | bool]],
 ) -> Algorithm:
@@ -296,9 +299,11 @@ def build_forest_algorithm(
         inplace=True,
         name=name,
         producer="forest.synthesize",
+        size=size,
         extra=tuple(extra),
     )
-    return Algorithm(meta, cols.graphs())
+    # bound here (Algorithm.bind's rule, ceil(size / reference chunks)) rather than copied by bind()
+    return Algorithm(meta, cols.graphs(-(-size // (n * c_total))))
 
 
 def channels_for(per_pair: int) -> int:

@@ -13,7 +13,8 @@ Rules:
 * The packing's quality is exact: ``load_ratio = max_l load_l / (R · b_l · x*)``, 1.0 = every
   link within the cut bound (the bandwidth term of the schedule is ``load_ratio`` times the
   optimum). ``R`` = 1, 2, 4, ... until ``load_ratio`` ≤ 1 + :data:`GOOD` or the budget ends;
-  the best packing wins.
+  the best packing wins. Above 1 + :data:`GOOD` (up to :data:`LP_GPUS` GPUs) its trees seed the
+  column-generation LP of ``_refine.py``, which reaches the optimum's loads.
 * On a pure switch fabric too large to enumerate, every root's tree is its star (the root sends
   to every GPU itself): on a single switch and on a full-bisection fat tree that loads every GPU
   port exactly as the ingress bound allows.

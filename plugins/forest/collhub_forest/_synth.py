@@ -2,11 +2,15 @@
 
 Pipeline pieces (rule): a chunk moves whole from GPU to GPU (store and forward), so a tree of
 depth ``D`` finishes about ``(D − 1)`` piece-times after its bandwidth term; ``P`` pieces per
-shard make that a ``D/P`` share. ``P`` = ``R·m`` (a multiple of the trees per root, so every
-tree keeps its exact rate) is the smallest such number ≥ :data:`PIECES_PER_HOP` ``· D``, cut
-back so that chunks stay ≥ :data:`MIN_CHUNK` bytes and the algorithm within
-:data:`MESSAGE_BUDGET` messages. Where latency binds (small sizes) more pieces only add
-messages, so there ``P`` = ``R``.
+shard make that a ``D/P`` share. ``P`` is a multiple of ``R`` (the trees per root, so every tree
+keeps its exact rate): the largest one not above ``min(PIECES_PER_HOP · D, shard / MIN_CHUNK,
+MESSAGE_BUDGET / (N(N−1) · phases))``, and at least ``R``. Where latency binds (small sizes)
+more pieces only add messages, so there ``P`` = ``R``.
+
+Pacing (rule): the first candidate (window = a hop's latency in serializations + 2, no clock)
+is used as is on large problems; on small ones (at most :data:`TUNE_MESSAGES` messages, a
+network the aware model takes) a few (window, clock) choices are built and simulated with
+``hub.simulate`` (aware) and the fastest is returned (``forest.tuned`` says which happened).
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 from hub.chakra import Algorithm, Collective
@@ -23,8 +26,8 @@ from hub.sim import certify, network_facts, parse_size
 from hub.topology import LinkGraph, Topology, bytes_per_ns, load_topology
 
 from ._build import build_forest_algorithm
-from ._logical import LogicalGraph, logical_graph
-from ._packing import Forest, pack_trees, reversed_forest
+from ._logical import logical_graph
+from ._packing import pack_trees, reversed_forest
 from ._params import SynthesizeParams
 
 __all__ = ["MESSAGE_BUDGET", "MIN_CHUNK", "PIECES_PER_HOP", "synthesize"]
@@ -142,6 +145,7 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
             reduction_comp=params.reduction_comp,
             window=window,
             clock=clock,
+            size=size,
             name=name,
             extra=more,
         )
@@ -162,7 +166,7 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
         extra_tune,
     )
     alg = Algorithm(replace(alg.meta, extra=alg.meta.extra + timing), alg.graphs)
-    return alg.bind(size)
+    return alg
 
 
 def _tune(
@@ -182,7 +186,7 @@ def _tune(
     best: tuple[int, Algorithm] | None = None
     for w, c in candidates:
         alg = build(w, c)
-        t = simulate(alg.bind(size), topo, mode="aware").time_ns
+        t = simulate(alg, topo, mode="aware").time_ns
         if best is None or t < best[0]:
             best = (t, alg)
     assert best is not None
@@ -193,9 +197,3 @@ def _aware_ok(topo: Topology) -> bool:
     from hub.topology import DimensionalTopology
 
     return not (isinstance(topo, DimensionalTopology) and len(topo.dims) > 1)
-
-
-def describe(lg: LogicalGraph, forest: Forest, x: Fraction) -> str:
-    """One line on a packing (for logs and the benchmark)."""
-    ratio = "n/a" if forest.load_ratio is None else f"{forest.load_ratio:.4f}"
-    return f"{forest.method}: R={forest.rounds}, {len(forest.trees)} trees, load/cut {ratio}, x*={x}"
