@@ -25,7 +25,7 @@ from ._limits import LimitFinding, check_limits
 from ._lower import PlanProblem, finish_launches, lower_plan, pipeline_iterations, refinement
 from ._plan import DEFAULT_MAX_BYTES, Plan, load_plan
 
-__all__ = ["COLLECTIVES", "Imported", "plan_to_algorithm", "read_plan"]
+__all__ = ["COLLECTIVES", "Imported", "no_gc", "plan_to_algorithm", "read_plan"]
 
 #: plan ``collective`` -> the profile's; anything else (sendrecv, test, custom) is CUSTOM
 COLLECTIVES = {
@@ -53,13 +53,13 @@ def read_plan(
     path: str | Path, *, size: int | None = None, name: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Imported:
     """Import the plan at ``path``, bound to ``size`` bytes (nccl-tests' definition) if given."""
-    with _no_gc():
+    with no_gc():
         plan = load_plan(path, max_bytes=max_bytes)
         return plan_to_algorithm(plan, size=size, name=name)
 
 
 @contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """The import allocates ~10 small containers per node and frees none of them until the end:
     the cyclic collector's passes over them cost more than the import (no cycles are made)."""
     was = gc.isenabled()
@@ -73,7 +73,7 @@ def _no_gc() -> Iterator[None]:
 
 def plan_to_algorithm(plan: Plan, *, size: int | None = None, name: str | None = None) -> Imported:
     """Lower a parsed plan (see the module docstring)."""
-    with _no_gc():
+    with no_gc():
         return _plan_to_algorithm(plan, size, name)
 
 
