@@ -96,6 +96,12 @@ def _plan_to_algorithm(plan: Plan, size: int | None, name: str | None) -> Import
             f"{plan.path}: pipelines and thread-block groups cut each chunk into {f} pieces at this size",
             hint="bind a smaller size (the size sets the pipeline iterations)",
         )
+    estimate = _estimate_nodes(plan, iters)
+    if estimate > MAX_NODES:
+        raise UsageError(
+            f"{plan.path}: the plan would lower to about {estimate} nodes (> {MAX_NODES})",
+            hint="bind a smaller size (the size sets the pipeline iterations)",
+        )
     limits = check_limits(plan)
     low = lower_plan(plan, iters, f)
     attach(low)
@@ -129,6 +135,28 @@ def _plan_to_algorithm(plan: Plan, size: int | None, name: str | None) -> Import
     if size is not None:
         alg = _bind(alg, low, size)
     return Imported(alg, plan, low.problems, limits)
+
+
+def _estimate_nodes(plan: Plan, iters: dict[int, int]) -> int:
+    """An upper bound of the nodes the lowering makes, before it allocates any (bounded memory
+    whatever a plan claims): per op, its channels and operands times the switch group size, twice
+    for the two ends of a message, times the pipeline iterations."""
+    group = max((len(ranks) for g in plan.gpus for _b, ranks in g.switch), default=1)
+    total = 0
+    for g in plan.gpus:
+        for b in g.blocks:
+            for o in b.ops:
+                k = iters.get(id(o), 1)
+                for op in o.body or [o]:
+                    raw = op.raw
+                    n = (
+                        len(raw.get("channel_ids") or ())
+                        + len(raw.get("src_buff") or ())
+                        + len(raw.get("dst_buff") or ())
+                    )
+                    n += len(raw.get("semaphore_ids") or ())
+                    total += k * (1 + 2 * n * (group if raw.get("channel_type") == "switch" else 1))
+    return total
 
 
 def _size_check(plan: Plan, coll: Collective, size: int, ins: int, outs: int) -> int:
