@@ -128,9 +128,12 @@ def test_top_level_fields_are_kept() -> None:
 
 
 def test_a_pipeline_that_unrolls_too_far_is_refused_before_it_is_built() -> None:
-    ops = [
-        {"name": "pipeline", "iter_context": {"unit_size": 16, "num_chunks": 1}, "ops": [{"name": "copy", "src_buff": [{"type": "i", "index": 0, "size": 1}], "dst_buff": [{"type": "o", "index": 0, "size": 1}]}]}
-    ]  # fmt: skip
+    copy = {
+        "name": "copy",
+        "src_buff": [{"type": "i", "index": 0, "size": 1}],
+        "dst_buff": [{"type": "o", "index": 0, "size": 1}],
+    }
+    ops = [{"name": "pipeline", "iter_context": {"unit_size": 16, "num_chunks": 1}, "ops": [copy]}]
     g = {
         "id": 0,
         "input_chunks": 1,
