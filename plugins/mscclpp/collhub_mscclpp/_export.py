@@ -167,6 +167,20 @@ def algorithm_to_plan(
     max_message_size: int | None = None,
 ) -> tuple[dict[str, Any], ExportStats]:
     """The plan (a JSON-ready dict) for ``alg``, and counts of what it holds."""
+    from ._import import no_gc
+
+    with no_gc():
+        return _to_plan(alg, protocol, channel, name, min_message_size, max_message_size)
+
+
+def _to_plan(
+    alg: Algorithm,
+    protocol: str | None,
+    channel: str,
+    name: str | None,
+    min_message_size: int | None,
+    max_message_size: int | None,
+) -> tuple[dict[str, Any], ExportStats]:
     m = alg.meta
     if m.in_chunks <= 0 and m.out_chunks <= 0:
         raise ExportError(

@@ -25,7 +25,7 @@ from ._limits import LimitFinding, check_limits
 from ._lower import PlanProblem, finish_launches, lower_plan, pipeline_iterations, refinement
 from ._plan import DEFAULT_MAX_BYTES, Plan, load_plan
 
-__all__ = ["COLLECTIVES", "Imported", "plan_to_algorithm", "read_plan"]
+__all__ = ["COLLECTIVES", "Imported", "no_gc", "plan_to_algorithm", "read_plan"]
 
 #: plan ``collective`` -> the profile's; anything else (sendrecv, test, custom) is CUSTOM
 COLLECTIVES = {
@@ -53,13 +53,13 @@ def read_plan(
     path: str | Path, *, size: int | None = None, name: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Imported:
     """Import the plan at ``path``, bound to ``size`` bytes (nccl-tests' definition) if given."""
-    with _no_gc():
+    with no_gc():
         plan = load_plan(path, max_bytes=max_bytes)
         return plan_to_algorithm(plan, size=size, name=name)
 
 
 @contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """The import allocates ~10 small containers per node and frees none of them until the end:
     the cyclic collector's passes over them cost more than the import (no cycles are made)."""
     was = gc.isenabled()
@@ -73,7 +73,7 @@ def _no_gc() -> Iterator[None]:
 
 def plan_to_algorithm(plan: Plan, *, size: int | None = None, name: str | None = None) -> Imported:
     """Lower a parsed plan (see the module docstring)."""
-    with _no_gc():
+    with no_gc():
         return _plan_to_algorithm(plan, size, name)
 
 
@@ -94,6 +94,12 @@ def _plan_to_algorithm(plan: Plan, size: int | None, name: str | None) -> Import
     if f > MAX_REFINE or max(ins, outs, max(g.scratch_chunks for g in plan.gpus)) * f >= 2**30:
         raise UsageError(
             f"{plan.path}: pipelines and thread-block groups cut each chunk into {f} pieces at this size",
+            hint="bind a smaller size (the size sets the pipeline iterations)",
+        )
+    estimate = _estimate_nodes(plan, iters)
+    if estimate > MAX_NODES:
+        raise UsageError(
+            f"{plan.path}: the plan would lower to about {estimate} nodes (> {MAX_NODES})",
             hint="bind a smaller size (the size sets the pipeline iterations)",
         )
     limits = check_limits(plan)
@@ -129,6 +135,28 @@ def _plan_to_algorithm(plan: Plan, size: int | None, name: str | None) -> Import
     if size is not None:
         alg = _bind(alg, low, size)
     return Imported(alg, plan, low.problems, limits)
+
+
+def _estimate_nodes(plan: Plan, iters: dict[int, int]) -> int:
+    """An upper bound of the nodes the lowering makes, before it allocates any (bounded memory
+    whatever a plan claims): per op, its channels and operands times the switch group size, twice
+    for the two ends of a message, times the pipeline iterations."""
+    group = max((len(ranks) for g in plan.gpus for _b, ranks in g.switch), default=1)
+    total = 0
+    for g in plan.gpus:
+        for b in g.blocks:
+            for o in b.ops:
+                k = iters.get(id(o), 1)
+                for op in o.body or [o]:
+                    raw = op.raw
+                    n = (
+                        len(raw.get("channel_ids") or ())
+                        + len(raw.get("src_buff") or ())
+                        + len(raw.get("dst_buff") or ())
+                    )
+                    n += len(raw.get("semaphore_ids") or ())
+                    total += k * (1 + 2 * n * (group if raw.get("channel_type") == "switch" else 1))
+    return total
 
 
 def _size_check(plan: Plan, coll: Collective, size: int, ins: int, outs: int) -> int:

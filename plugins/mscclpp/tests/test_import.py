@@ -125,3 +125,27 @@ def test_top_level_fields_are_kept() -> None:
     assert extra["os.meta.name"] == "allgather_nvls_zc_pkt_n2"
     assert extra["os.meta.protocol"] == "LL" and extra["os.meta.min_message_size"] == 1024
     assert extra["os.meta.use_double_scratch_buffer"] is True
+
+
+def test_a_pipeline_that_unrolls_too_far_is_refused_before_it_is_built() -> None:
+    copy = {
+        "name": "copy",
+        "src_buff": [{"type": "i", "index": 0, "size": 1}],
+        "dst_buff": [{"type": "o", "index": 0, "size": 1}],
+    }
+    ops = [{"name": "pipeline", "iter_context": {"unit_size": 16, "num_chunks": 1}, "ops": [copy]}]
+    g = {
+        "id": 0,
+        "input_chunks": 1,
+        "output_chunks": 1,
+        "scratch_chunks": 0,
+        "channels": [],
+        "remote_buffers": [],
+        "threadblocks": [{"id": 0, "ops": ops, "channels": []}],
+    }
+    doc = {"name": "p", "collective": "allreduce", "protocol": "Simple", "inplace": False, "gpus": [g]}
+    from hub.errors import UsageError
+
+    with pytest.raises(UsageError, match="cut each chunk into 65536 pieces"):
+        plan_to_algorithm(parse_plan(doc, "p.json"), size=1 << 20)  # 2^20 / 16 iterations
+    assert plan_to_algorithm(parse_plan(doc, "p.json"), size=1 << 10).algorithm.meta.extra[0] == ("os.refine", 64)
