@@ -98,10 +98,10 @@ def ring_graphs(
         ix = np.empty(n, dtype=np.int64)
         ix[order] = np.arange(n)
         kind = np.asarray(t_kind, dtype=np.int8)
-        shift = np.asarray(t_shift, dtype=np.int64)
+        shifts = np.asarray(t_shift, dtype=np.int64)
         is_recv = kind == int(NodeType.RECV)
         if coll == "AllReduce":
-            piece = (ix[:, None] + shift[None, :]) % n
+            piece = (ix[:, None] + shifts[None, :]) % n
             pad = max(x.shape[1] for x in lookups)
             table = np.zeros((len(lookups), n, pad), dtype=np.int64)
             for li, lk in enumerate(lookups):
@@ -112,7 +112,7 @@ def ring_graphs(
             size[:, cols] = sizes[rid] * elem
         else:
             rid1 = np.asarray([lookups[li][0][sl] for li, sl in zip(t_loop, t_slice, strict=True)], dtype=np.int64)
-            offs = order[(ix[:, None] - shift[None, :]) % n] * c + off_of[rid1][None, :]
+            offs = order[(ix[:, None] - shifts[None, :]) % n] * c + off_of[rid1][None, :]
             count[:, cols] = cnt_of[rid1][None, :]
             size[:, cols] = (sizes[rid1] * elem)[None, :]
         nxt = order[(ix + 1) % n].astype(np.int32)
