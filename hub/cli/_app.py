@@ -64,10 +64,13 @@ _BY_NAME = {c.name: c for c in COMMANDS}
 
 #: command groups that first-party distributions outside the core add through ``collhub_commands``:
 #: name -> the distribution to install (named in the error when the group is missing)
-OPTIONAL_COMMANDS: dict[str, str] = {"registry": "collhub-registry"}
+OPTIONAL_COMMANDS: dict[str, str] = {"registry": "collhub-registry", "nccl": "collhub-nccl"}
 #: Their one-line help, shown by ``--help`` from the distribution's metadata alone (no plugin import)
 #: until the plugin-command index exists.
-_OPTIONAL_HELP: dict[str, str] = {"registry": "Build, serve and check a plugin registry."}
+_OPTIONAL_HELP: dict[str, str] = {
+    "registry": "Build, serve and check a plugin registry.",
+    "nccl": "NCCL's own algorithms: what NCCL would pick (explain, compare).",
+}
 
 
 def _installed_optional_commands() -> list[tuple[str, str]]:

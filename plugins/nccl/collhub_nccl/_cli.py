@@ -110,7 +110,8 @@ def compare_command(
     lo, sep, hi = sizes.partition(":")
     if not sep or factor < 2:
         raise UsageError(f"--sizes {sizes!r} / --factor {factor}", hint="e.g. --sizes 1KiB:4GiB --factor 4")
-    size_list, v = [], parse_size(lo)
+    size_list: list[int] = []
+    v = parse_size(lo)
     while v <= parse_size(hi) and len(size_list) < 64:
         size_list.append(v)
         v *= factor

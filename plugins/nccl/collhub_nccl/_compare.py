@@ -53,6 +53,7 @@ def compare(
         if progress:
             progress(f"{size} B: {pick.algorithm}/{pick.protocol}")
         res = simulate(schedule(p), graph, mode="aware")
+        bound = res.bound_ns if res.bound_ns is not None else 0.0
         row: dict[str, Any] = {
             "size": nbytes,
             "nccl_pick": f"{pick.algorithm}/{pick.protocol}",
@@ -60,15 +61,15 @@ def compare(
             "nccl_model_us": round(pick.time_us, 3),
             "nccl_schedule": f"{p.algorithm}/{p.protocol}",
             "nccl_sim_us": res.time_ns / 1000,
-            "bound_us": round(res.bound_ns / 1000, 3),
+            "bound_us": round(bound / 1000, 3),
         }
         flags = []
-        if res.time_ns < res.bound_ns * 0.999:
+        if res.time_ns < bound * 0.999:
             flags.append("nccl.auto")
         for name, alg in built:
             r = simulate(alg, graph, size=nbytes, mode="aware")
             row[f"{name}_us"] = r.time_ns / 1000
-            if r.time_ns < r.bound_ns * 0.999:
+            if r.bound_ns is not None and r.time_ns < r.bound_ns * 0.999:
                 flags.append(name)
         row["below_bound"] = flags
         times = {"nccl.auto": row["nccl_sim_us"], **{n: row[f"{n}_us"] for n, _ in built}}

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hub.chakra import Algorithm, Buffer, Op, RankGraphBuilder, build_algorithm
+import numpy as np
+
+from hub.chakra import Algorithm, Buffer, Op, RankGraph, RankGraphBuilder
 from hub.errors import AlgorithmError
 
 from ._pat import pat_ops
@@ -66,16 +68,34 @@ def pat_schedule(p: Plan, name: str | None = None) -> Algorithm:
         plans.append((channel, off, cnt, chunk, par, base, post_size))
     if max(c * n, scratch) >= 1 << 31:
         raise AlgorithmError("this PAT schedule needs more than 2^31 chunks", hint="a smaller size or fewer ranks")
-    builders = [RankGraphBuilder(r) for r in range(n)]
+    b0 = RankGraphBuilder(0)
     for channel, off, cnt, chunk, par, base, post_size in plans:
-        slot_units = chunk // unit
-        for r, b in enumerate(builders):
-            _, ops = pat_ops(p.collective, n, r, count=count, channel_offset=off, channel_count=cnt, chunk_count=chunk)
-            _rank(b, r, ops, par, ag, channel, c, unit, slot_units, base, p.elem, post_size, n)
+        _, ops = pat_ops(p.collective, n, 0, count=count, channel_offset=off, channel_count=cnt, chunk_count=chunk)
+        _rank(b0, 0, ops, par, ag, channel, c, unit, chunk // unit, base, p.elem, post_size, n)
     meta = _meta(p, name, c if ag else n * c, n * c if ag else c, (("pat_unit_elems", unit),))
     from dataclasses import replace
 
-    return build_algorithm(replace(meta, scratch_chunks=scratch), builders)
+    g0 = b0.build()
+    graphs = [g0] + [_shifted(g0, r, n, c, Buffer.OUTPUT if ag else Buffer.INPUT) for r in range(1, n)]
+    return Algorithm(replace(meta, scratch_chunks=scratch), tuple(graphs))
+
+
+_SHARED = ("ids", "kind", "tag", "count", "src_buf", "dst_buf", "op", "size", "duration", "tb", "chan")
+
+
+def _shifted(g0: RankGraph, r: int, n: int, c: int, user: Buffer) -> RankGraph:
+    """Rank r's graph from rank 0's: PAT is rank-symmetric (NCCL's symmetry rule, checked for
+    every rank in the shared data): peers move by r, and so does the data-rank block of every
+    user-buffer offset; scratch (the connection slots) is the same on every rank."""
+    # every other column is rank 0's array, shared read-only: only the peers and user offsets move
+    cols = {name: getattr(g0, name) for name in _SHARED}
+    comm = g0.peer >= 0
+    cols["peer"] = np.where(comm, (g0.peer + r) % n, g0.peer).astype(np.int32)
+    for buf_col, off_col in (("src_buf", "src_off"), ("dst_buf", "dst_off")):
+        offs = getattr(g0, off_col)
+        on = (getattr(g0, buf_col) == int(user)) & (offs >= 0)
+        cols[off_col] = np.where(on, ((offs // c + r) % n) * c + offs % c, offs).astype(np.int32)
+    return RankGraph.from_columns(len(g0), dep_ptr=g0.dep_ptr, dep_pos=g0.dep_pos, names=g0.names, **cols)
 
 
 def _rank(

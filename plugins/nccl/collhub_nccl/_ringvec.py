@@ -48,20 +48,16 @@ def ring_graphs(
 ) -> list[RankGraph] | None:
     """Every rank's graph, or None when the shapes differ between ranks (see the module doc)."""
     calls = _calls(coll, n)
-    off_of = starts // unit
-    cnt_of = sizes // unit
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "peer", "tag", "count", "so", "do", "op", "size")}
-    kinds_all: list[np.ndarray] = []
-    chain_starts: list[int] = []
-    total = 0
+    off_of = (starts // unit).astype(np.int64)
+    cnt_of = (sizes // unit).astype(np.int32)
+    templates = []
     for channel, loops in per_part:
-        order = np.asarray(rings[channel], dtype=np.int64)
-        ix = np.empty(n, dtype=np.int64)
-        ix[order] = np.arange(n)
-        nxt = order[(ix + 1) % n]
-        prv = order[(ix - 1) % n]
-        t_kind, t_shift, t_op, t_rid_loop, t_slice = [], [], [], [], []
         lookups = []
+        t_kind: list[int] = []
+        t_shift: list[int] = []
+        t_op: list[int] = []
+        t_loop: list[int] = []
+        t_slice: list[int] = []
         for li, pieces in enumerate(loops):
             slices = {len(x) for x in pieces}
             if len(slices) != 1:
@@ -69,53 +65,66 @@ def ring_graphs(
             (s_count,) = slices
             lookups.append(np.asarray(pieces, dtype=np.int64).reshape(len(pieces), s_count))
             for shift, recv, send, op in calls:
-                for s in range(s_count):
+                for sl in range(s_count):
                     if recv:
                         t_kind.append(int(NodeType.RECV))
                         t_shift.append(shift)
                         t_op.append(op)
-                        t_rid_loop.append(li)
-                        t_slice.append(s)
+                        t_loop.append(li)
+                        t_slice.append(sl)
                     if send:
                         t_kind.append(int(NodeType.SEND))
                         t_shift.append(shift)
                         t_op.append(int(Op.NONE))
-                        t_rid_loop.append(li)
-                        t_slice.append(s)
+                        t_loop.append(li)
+                        t_slice.append(sl)
+        if t_kind:
+            templates.append((channel, lookups, t_kind, t_shift, t_op, t_loop, t_slice))
+    total = sum(len(t[2]) for t in templates)
+    peer = np.empty((n, total), dtype=np.int32)
+    tag = np.empty((n, total), dtype=np.int32)
+    count = np.empty((n, total), dtype=np.int32)
+    soff = np.empty((n, total), dtype=np.int32)
+    doff = np.empty((n, total), dtype=np.int32)
+    size = np.empty((n, total), dtype=np.int64)
+    kind_row = np.empty(total, dtype=np.int8)
+    op_row = np.empty(total, dtype=np.int8)
+    chain_starts: list[int] = []
+    at = 0
+    for channel, lookups, t_kind, t_shift, t_op, t_loop, t_slice in templates:
         m = len(t_kind)
-        if m == 0:
-            continue
+        cols = slice(at, at + m)
+        order = np.asarray(rings[channel], dtype=np.int64)
+        ix = np.empty(n, dtype=np.int64)
+        ix[order] = np.arange(n)
         kind = np.asarray(t_kind, dtype=np.int8)
-        shift = np.asarray(t_shift, dtype=np.int64)
-        loop_ix = np.asarray(t_rid_loop, dtype=np.int64)
-        slice_ix = np.asarray(t_slice, dtype=np.int64)
+        shifts = np.asarray(t_shift, dtype=np.int64)
         is_recv = kind == int(NodeType.RECV)
         if coll == "AllReduce":
-            piece = (ix[:, None] + shift[None, :]) % n
+            piece = (ix[:, None] + shifts[None, :]) % n
             pad = max(x.shape[1] for x in lookups)
             table = np.zeros((len(lookups), n, pad), dtype=np.int64)
             for li, lk in enumerate(lookups):
                 table[li, :, : lk.shape[1]] = lk
-            rid = table[loop_ix[None, :], piece, slice_ix[None, :]]
+            rid = table[np.asarray(t_loop)[None, :], piece, np.asarray(t_slice)[None, :]]
             offs = off_of[rid]
+            count[:, cols] = cnt_of[rid]
+            size[:, cols] = sizes[rid] * elem
         else:
-            rid1 = np.asarray([lookups[li][0][s] for li, s in zip(t_rid_loop, t_slice, strict=True)], dtype=np.int64)
-            rid = np.broadcast_to(rid1, (n, m))
-            q = order[(ix[:, None] - shift[None, :]) % n]
-            offs = q * c + off_of[rid1][None, :]
-        cols["kind"].append(np.broadcast_to(kind, (n, m)))
-        cols["peer"].append(np.where(is_recv[None, :], prv[:, None], nxt[:, None]))
-        cols["tag"].append(np.full((n, m), channel, dtype=np.int32))
-        cols["count"].append(cnt_of[rid])
-        cols["so"].append(np.where(is_recv[None, :], -1, offs))
-        cols["do"].append(np.where(is_recv[None, :], offs, -1))
-        cols["op"].append(np.broadcast_to(np.asarray(t_op, dtype=np.int8), (n, m)))
-        cols["size"].append(sizes[rid] * elem)
-        kinds_all.append(kind)
-        chain_starts.append(total)
-        total += m
-    full = {k: np.concatenate(v, axis=1) if v else np.zeros((n, 0)) for k, v in cols.items()}
-    kind_row = np.concatenate(kinds_all) if kinds_all else np.zeros(0, dtype=np.int8)
+            rid1 = np.asarray([lookups[li][0][sl] for li, sl in zip(t_loop, t_slice, strict=True)], dtype=np.int64)
+            offs = order[(ix[:, None] - shifts[None, :]) % n] * c + off_of[rid1][None, :]
+            count[:, cols] = cnt_of[rid1][None, :]
+            size[:, cols] = (sizes[rid1] * elem)[None, :]
+        nxt = order[(ix + 1) % n].astype(np.int32)
+        prv = order[(ix - 1) % n].astype(np.int32)
+        peer[:, cols] = np.where(is_recv[None, :], prv[:, None], nxt[:, None])
+        tag[:, cols] = channel
+        soff[:, cols] = np.where(is_recv[None, :], -1, offs)
+        doff[:, cols] = np.where(is_recv[None, :], offs, -1)
+        kind_row[cols] = kind
+        op_row[cols] = np.asarray(t_op, dtype=np.int8)
+        chain_starts.append(at)
+        at += m
     # dependencies: node i on i - 1, except the first node of each channel's chain
     has_dep = np.ones(total, dtype=bool)
     has_dep[chain_starts] = False
@@ -124,21 +133,27 @@ def ring_graphs(
     is_send = kind_row == int(NodeType.SEND)
     src_buf = np.where(is_send, int(buf), -1).astype(np.int8)
     dst_buf = np.where(is_send, -1, int(buf)).astype(np.int8)
-    chan = full["tag"]
+    # columns every rank shares (read-only views, as the hub's own regular producers share them)
+    ids = np.arange(total, dtype=np.int64)
+    unset = np.full(total, -1, dtype=np.int64)
+    no_tb = np.full(total, -1, dtype=np.int32)
     out: list[RankGraph] = []
     for r in range(n):
         kw: dict[str, Any] = {
             "kind": kind_row,
-            "peer": full["peer"][r],
-            "tag": chan[r],
-            "chan": chan[r],
-            "count": full["count"][r],
+            "peer": peer[r],
+            "tag": tag[r],
+            "chan": tag[r],
+            "count": count[r],
             "src_buf": src_buf,
-            "src_off": full["so"][r],
+            "src_off": soff[r],
             "dst_buf": dst_buf,
-            "dst_off": full["do"][r],
-            "op": full["op"][r],
-            "size": full["size"][r],
+            "dst_off": doff[r],
+            "op": op_row,
+            "size": size[r],
+            "ids": ids,
+            "duration": unset,
+            "tb": no_tb,
         }
         out.append(RankGraph.from_columns(total, dep_ptr=dep_ptr, dep_pos=dep_pos, **kw))
     return out

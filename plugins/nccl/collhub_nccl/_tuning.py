@@ -84,139 +84,170 @@ def _graph(s: System, a: int) -> Graph:
     return s.tree if a in (K.TREE, K.PAT) else s.nvls if a in (K.NVLS, K.NVLS_TREE) else s.ring
 
 
-@lru_cache(maxsize=256)
-def model(s: System) -> Model:
-    """NCCL's latency and bandwidth tables for ``s`` (``ncclTopoTuneModel``)."""
+@dataclass(frozen=True)
+class _Ctx:
+    """What every cell of the table reads: the system and NCCL's per-system constants."""
+
+    s: System
+    n: int
+    nodes: int
+    cc: int
+    ppn: Any  # float32, as NCCL's ``float ppn``
+    ll_max: float
+    tree_cap: float
+    ring128: float
+    tree128: float
+    nvls_tree_cap: float
+    net_overhead: float
+
+
+def _ctx(s: System) -> _Ctx:
     n, nodes = s.ranks, s.nodes
     cc = 3 if s.sm >= 100 else 2 if s.sm >= 90 else 1 if s.sm >= 80 else 0
     i2 = nodes - 1 if nodes <= 2 else 2
-    i1 = cc if nodes == 1 else (1 if s.cpu_vendor == 2 else 0)
-    ll_max = K.LL_MAX[i1][i2]
-    tree_cap, ring128, tree128 = K.TREE_PER_CH[cc][i2], K.LL128_PER_CH_RING[cc][i2], K.LL128_PER_CH_TREE[cc][i2]
-    nvls_tree_cap = K.NVLS_TREE_PER_CH[cc][i2]
-    ppn = f32(f32(n) / f32(nodes))
-    net_overhead = 2.0 if s.cpu_vendor == 2 else 1.0
+    i1 = cc if nodes == 1 else (1 if s.cpu_vendor == 2 else 0)  # LL: GPU on one node, CPU on several
+    return _Ctx(
+        s, n, nodes, cc, f32(f32(n) / f32(nodes)), K.LL_MAX[i1][i2], K.TREE_PER_CH[cc][i2],
+        K.LL128_PER_CH_RING[cc][i2], K.LL128_PER_CH_TREE[cc][i2], K.NVLS_TREE_PER_CH[cc][i2],
+        2.0 if s.cpu_vendor == 2 else 1.0,
+    )  # fmt: skip
+
+
+def _bandwidth(x: _Ctx, coll: str, nsteps: int, a: int, p: int, g: Graph) -> float | None:
+    """Algorithm bandwidth of one cell before enabling (None: NVLS with < 2 channels, left unset)."""
+    s, nodes, ppn = x.s, x.nodes, x.ppn
+    collnet = a in (K.COLLNET_DIRECT, K.COLLNET_CHAIN)
+    b = f32(g.bw_intra if nodes <= 2 or collnet else g.bw_inter)
+    if a in (K.NVLS, K.NVLS_TREE):
+        if g.channels < 2:
+            return None
+        intra = f32(f32(f32(g.bw_intra) * f32(K.NVLS_EFF[x.cc])) * f32(g.channels - 1)) / f32(g.channels)
+        intra = f32(intra * f32(2.0)) if coll == "AllReduce" else f32(intra * f32((ppn - 1) / ppn))
+        inter = f32(f32(g.bw_inter) * f32(2 if nodes <= 2 and a == K.NVLS_TREE else 1))
+        b = min(intra, inter, f32(x.nvls_tree_cap) if a == K.NVLS_TREE else f32(np.finfo(np.float32).max))
+    bus = f32(f32(g.channels) * b)
+    if a == K.RING and p == K.LL:
+        bus = f32(min(x.ll_max, float(bus) * 0.5))
+    if a == K.RING and p == K.LL128:
+        bus = f32(min(float(bus) * 0.92, g.channels * x.ring128))
+    if a == K.TREE and coll == "AllReduce":
+        bus = f32(min(float(bus) * 0.92, g.channels * x.tree_cap))
+    if a == K.TREE and p == K.LL:
+        bus = f32(min(float(bus) * 1.0 / 3.8, x.ll_max))
+    if a == K.TREE and p == K.LL128:
+        bus = f32(min(float(bus) * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.channels * x.tree128))
+    if a == K.TREE and s.tree.pattern == 3:
+        bus = f32(float(bus) * 0.85)
+    if a == K.PAT:
+        bus = f32(float(bus) * 0.75)
+    if collnet and p != K.SIMPLE:
+        bus = f32(0)
+    if a == K.COLLNET_DIRECT and p == K.SIMPLE:
+        if coll in ("AllGather", "ReduceScatter"):
+            bus = f32(ppn * min(f32(g.bw_intra), f32(f32(g.bw_inter) * f32(0.9))))
+        else:
+            factor = float(ppn) / (1.0 * g.channels)
+            factor -= (factor - 1) / 2
+            bus = f32(float(bus) / factor)
+            if s.sm >= 90:
+                bus = f32(float(bus) * 0.85)
+    if a in (K.NVLS, K.COLLNET_DIRECT) and coll in ("AllGather", "ReduceScatter") and nodes > 1:
+        bus = f32(0)  # needs a CollNet plugin that does the collective (SHARP), off
+    if not (a != K.RING and coll in ("AllGather", "ReduceScatter")):
+        ratio = f32(1.0 * x.n / nsteps) if a in (K.RING, K.NVLS, K.NVLS_TREE) else f32(0.5)
+        bus = f32(bus * ratio)
+    return float(bus)
+
+
+def _latency(x: _Ctx, coll: str, nsteps: int, a: int, p: int, g: Graph) -> float:
+    """Latency (us) of one cell."""
+    n, nodes = x.n, x.nodes
+    latv = f32(K.BASE_LAT[a][p])
+    hw_intra = K.HW_NVLINK if g.type_intra == "NVL" else K.HW_PCI
+    intra_lat = f32(K.HW_LAT[hw_intra][a][p])
+    inter_lat = f32(K.HW_LAT[K.HW_NET][K.TREE if x.ppn == 1 else a][p])  # ppn = 1: fully exposed, Tree's
+    inter_lat = f32(inter_lat + f32(g.latency_inter))
+    if p == K.SIMPLE:
+        inter_lat = f32(inter_lat + f32(g.latency_inter))  # the flush
+    ppn_i = n // nodes
+    if a == K.RING:
+        hw = hw_intra if nodes == 1 else K.HW_NET
+        step_lat = f32(K.HW_LAT[hw][a][p])
+        if coll in ("Reduce", "Broadcast"):
+            if g.same_channels:
+                return float(f32(latv + step_lat))
+            if p == K.SIMPLE:
+                step_lat = f32(K.HW_LAT[hw][K.TREE][p])
+            return float(f32(latv + f32(f32(nsteps) * step_lat)))
+        over = f32(0.0)
+        if nodes > 1:
+            over = f32(x.net_overhead * (3 if p == K.SIMPLE else 1))
+        intra_lat = max(intra_lat, over)
+        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if coll == "AllReduce" else nodes - 1
+        add = f32(f32(f32(nsteps - inter_steps) * intra_lat) + f32(f32(inter_steps) * inter_lat))
+        return float(f32(latv + add))
+    if a == K.TREE:
+        if coll == "AllReduce":
+            inner = f32(f32(f32(ppn_i - 1) * intra_lat) + f32(f32(_log2i(nodes)) * inter_lat))
+            latv = f32(latv + f32(f32(2) * inner))
+    elif a == K.COLLNET_DIRECT:
+        v = 2 * (min(1, ppn_i - 1) * float(intra_lat) + (ppn_i - 1) * 0.4) + float(inter_lat)
+        latv = f32(float(latv) + v)
+    elif a == K.COLLNET_CHAIN:
+        latv = f32(latv + f32(f32(f32(2 * (ppn_i - 1)) * intra_lat) + inter_lat))
+    elif a == K.NVLS:
+        latv = intra_lat
+        if nodes > 1:
+            latv = f32(latv + inter_lat)
+    elif a == K.NVLS_TREE:
+        latv = f32(latv + f32(intra_lat + f32(f32(2 * _log2i(nodes)) * inter_lat)))
+    elif a == K.PAT and coll in ("AllGather", "ReduceScatter"):
+        latv = f32(float(latv) + (_log2i(nodes) * (float(inter_lat) / 3.5) + n * 2.8))
+    return float(latv)
+
+
+def _enabled(s: System, a: int, p: int) -> bool:
+    """NCCL's default enable rules (no NCCL_ALGO / NCCL_PROTO, CollNet off)."""
+    if (s.nodes == 1 and a == K.NVLS_TREE) or a in (K.COLLNET_DIRECT, K.COLLNET_CHAIN) or (a == K.NVLS and s.nodes > 1):
+        return False
+    if p != K.LL128:
+        return True
+    g = _graph(s, a)
+    inter_ok = PATH_TYPES.index(g.type_inter) <= (_PXN if s.sm >= 90 else _PXB)
+    return inter_ok and PATH_TYPES.index(g.type_intra) <= _NVB and s.sm >= 70
+
+
+def _cells(coll: str, a: int, pat_on: bool) -> tuple[int, ...]:
+    """The protocols NCCL computes for (collective, algorithm); () = the pair is skipped."""
+    if (coll in ("Broadcast", "Reduce") and a != K.RING) or (coll == "AllReduce" and a == K.PAT):
+        return ()
+    if coll in ("AllGather", "ReduceScatter") and a not in (K.PAT, K.RING, K.NVLS, K.COLLNET_DIRECT):
+        return ()
+    if a in (K.NVLS, K.NVLS_TREE):
+        return (K.SIMPLE,)
+    if a == K.PAT:
+        return (K.SIMPLE,) if pat_on else ()
+    return (K.LL, K.LL128, K.SIMPLE)
+
+
+@lru_cache(maxsize=256)
+def model(s: System) -> Model:
+    """NCCL's latency and bandwidth tables for ``s`` (``ncclTopoTuneModel``)."""
+    x = _ctx(s)
+    n = s.ranks
     pat_on = s.gpus_per_node == 1 and s.sm >= 60
     lat = [[[0.0] * 3 for _ in ALGOS] for _ in COLLS]
     bw = [[[0.0] * 3 for _ in ALGOS] for _ in COLLS]
     for c, coll in enumerate(COLLS):
         nsteps = 2 * (n - 1) if coll == "AllReduce" else n - 1 if coll in ("AllGather", "ReduceScatter") else n
         for a in range(len(ALGOS)):
-            if coll in ("Broadcast", "Reduce") and a != K.RING:
-                continue
-            if coll in ("AllGather", "ReduceScatter") and a not in (K.PAT, K.RING, K.NVLS, K.COLLNET_DIRECT):
-                continue
-            if coll == "AllReduce" and a == K.PAT:
-                continue
             g = _graph(s, a)
-            for p in range(3):
-                if a in (K.NVLS, K.NVLS_TREE) and p != K.SIMPLE:
-                    continue
-                if a == K.PAT and (p != K.SIMPLE or not pat_on):
-                    continue
-                collnet = a in (K.COLLNET_DIRECT, K.COLLNET_CHAIN)
-                b = f32(g.bw_intra if nodes <= 2 or collnet else g.bw_inter)
-                if a in (K.NVLS, K.NVLS_TREE):
-                    if g.channels < 2:
-                        continue
-                    intra = f32(f32(f32(g.bw_intra) * f32(K.NVLS_EFF[cc])) * f32(g.channels - 1)) / f32(g.channels)
-                    intra = f32(intra * f32(2.0)) if coll == "AllReduce" else f32(intra * f32((ppn - 1) / ppn))
-                    inter = f32(f32(g.bw_inter) * f32(2 if nodes <= 2 and a == K.NVLS_TREE else 1))
-                    b = min(intra, inter, f32(nvls_tree_cap) if a == K.NVLS_TREE else f32(np.finfo(np.float32).max))
-                bus = f32(f32(g.channels) * b)
-                fb = float(bus)
-                if a == K.RING and p == K.LL:
-                    bus = f32(min(ll_max, fb * 0.5))
-                if a == K.RING and p == K.LL128:
-                    bus = f32(min(float(bus) * 0.92, g.channels * ring128))
-                if a == K.TREE and coll == "AllReduce":
-                    bus = f32(min(float(bus) * 0.92, g.channels * tree_cap))
-                if a == K.TREE and p == K.LL:
-                    bus = f32(min(float(bus) * 1.0 / 3.8, ll_max))
-                if a == K.TREE and p == K.LL128:
-                    bus = f32(min(float(bus) * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.channels * tree128))
-                if a == K.TREE and s.tree.pattern == 3:
-                    bus = f32(float(bus) * 0.85)
-                if a == K.PAT:
-                    bus = f32(float(bus) * 0.75)
-                if collnet and p != K.SIMPLE:
-                    bus = f32(0)
-                if a == K.COLLNET_DIRECT and p == K.SIMPLE:
-                    if coll in ("AllGather", "ReduceScatter"):
-                        bus = f32(ppn * min(f32(g.bw_intra), f32(f32(g.bw_inter) * f32(0.9))))
-                    else:
-                        factor = float(ppn) / (1.0 * g.channels)
-                        factor -= (factor - 1) / 2
-                        bus = f32(float(bus) / factor)
-                        if s.sm >= 90:
-                            bus = f32(float(bus) * 0.85)
-                if a in (K.NVLS, K.COLLNET_DIRECT) and coll in ("AllGather", "ReduceScatter") and nodes > 1:
-                    bus = f32(0)  # needs a CollNet plugin that does the collective (SHARP), off
-                if not (a != K.RING and coll in ("AllGather", "ReduceScatter")):
-                    ratio = f32(1.0 * n / nsteps) if a in (K.RING, K.NVLS, K.NVLS_TREE) else f32(0.5)
-                    bus = f32(bus * ratio)
-                bw[c][a][p] = float(bus)
-                latv = f32(K.BASE_LAT[a][p])
-                hw_intra = K.HW_NVLINK if g.type_intra == "NVL" else K.HW_PCI
-                intra_lat = f32(K.HW_LAT[hw_intra][a][p])
-                inter_lat = f32(K.HW_LAT[K.HW_NET][K.TREE if ppn == 1 else a][p])
-                inter_lat = f32(inter_lat + f32(g.latency_inter))
-                if p == K.SIMPLE:
-                    inter_lat = f32(inter_lat + f32(g.latency_inter))
-                ppn_i = n // nodes
-                if a == K.RING:
-                    hw = hw_intra if nodes == 1 else K.HW_NET
-                    step_lat = f32(K.HW_LAT[hw][a][p])
-                    if coll in ("Reduce", "Broadcast"):
-                        if g.same_channels:
-                            latv = f32(latv + step_lat)
-                        else:
-                            if p == K.SIMPLE:
-                                step_lat = f32(K.HW_LAT[hw][K.TREE][p])
-                            latv = f32(latv + f32(f32(nsteps) * step_lat))
-                    else:
-                        over = f32(0.0)
-                        if nodes > 1:
-                            over = f32(net_overhead * (3 if p == K.SIMPLE else 1))
-                        intra_lat = max(intra_lat, over)
-                        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if coll == "AllReduce" else nodes - 1
-                        add = f32(f32(f32(nsteps - inter_steps) * intra_lat) + f32(f32(inter_steps) * inter_lat))
-                        latv = f32(latv + add)
-                elif a == K.TREE:
-                    if coll == "AllReduce":
-                        inner = f32(f32(f32(ppn_i - 1) * intra_lat) + f32(f32(_log2i(nodes)) * inter_lat))
-                        latv = f32(latv + f32(f32(2) * inner))
-                elif a == K.COLLNET_DIRECT:
-                    v = 2 * (min(1, ppn_i - 1) * float(intra_lat) + (ppn_i - 1) * 0.4) + float(inter_lat)
-                    latv = f32(float(latv) + v)
-                elif a == K.COLLNET_CHAIN:
-                    latv = f32(latv + f32(f32(f32(2 * (ppn_i - 1)) * intra_lat) + inter_lat))
-                elif a == K.NVLS:
-                    latv = intra_lat
-                    if nodes > 1:
-                        latv = f32(latv + inter_lat)
-                elif a == K.NVLS_TREE:
-                    latv = f32(latv + f32(intra_lat + f32(f32(2 * _log2i(nodes)) * inter_lat)))
-                elif a == K.PAT and coll in ("AllGather", "ReduceScatter"):
-                    latv = f32(float(latv) + (_log2i(nodes) * (float(inter_lat) / 3.5) + n * 2.8))
-                lat[c][a][p] = float(latv)
-    # enable / disable
-    for c, _coll in enumerate(COLLS):
-        for a in range(len(ALGOS)):
-            g = _graph(s, a)
-            off = (
-                (nodes == 1 and a == K.NVLS_TREE)
-                or a in (K.COLLNET_DIRECT, K.COLLNET_CHAIN)
-                or (a == K.NVLS and nodes > 1)
-            )
-            for p in range(3):
-                enable = True
-                if p == K.LL128:
-                    inter_type = PATH_TYPES.index(g.type_inter)
-                    enable = inter_type <= (_PXN if s.sm >= 90 else _PXB)
-                    enable = enable and PATH_TYPES.index(g.type_intra) <= _NVB and s.sm >= 70
-                if off or not enable:
-                    bw[c][a][p] = 0.0
+            for p in _cells(coll, a, pat_on):
+                b = _bandwidth(x, coll, nsteps, a, p, g)
+                if b is None:
+                    continue  # NCCL leaves the cell at 0 (latency too)
+                bw[c][a][p] = b if _enabled(s, a, p) else 0.0
+                lat[c][a][p] = _latency(x, coll, nsteps, a, p, g)
     return Model(
         s,
         tuple(tuple(tuple(r) for r in t) for t in lat),
