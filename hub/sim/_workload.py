@@ -429,8 +429,8 @@ def _feeder_lists(
             out[lo:hi] = children
     two = np.flatnonzero((np.diff(succ_ptr) == 2) & plain)
     if two.size:
-        lo = succ_ptr[two]
-        out[lo], out[lo + 1] = succ_idx[lo + 1], succ_idx[lo]
+        first = succ_ptr[two]
+        out[first], out[first + 1] = succ_idx[first + 1], succ_idx[first]
     return out
 
 
