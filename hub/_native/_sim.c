@@ -64,6 +64,7 @@ typedef struct {
     int64_t *start, *fin, *rank_finish;
     int32_t *cause;
     int32_t *order; /* optional: per node, its place in the completion sequence */
+    const int32_t *fkey; /* optional: per node, its feeder (-1: none; default: its rank) */
     int32_t nseq;
     Py_ssize_t t0; /* events at t = 0 after the start: ASTRA-sim's EventQueue::proceed asserts on them */
     int32_t last;
@@ -273,12 +274,12 @@ static int complete(St *s, int32_t c, int64_t t) {
             freed++;
         }
     }
-    if (freed > 1 && s->feeder && c != s->n) {
+    if (freed > 1 && s->feeder && c != s->n && (!s->fkey || s->fkey[c] >= 0)) {
         if (freed == 2) { /* two keys into a drained set: newest first */
             int32_t tmp = s->ready[s->nready - 1];
             s->ready[s->nready - 1] = s->ready[s->nready - 2];
             s->ready[s->nready - 2] = tmp;
-        } else if (reorder(s, s->nready - freed, s->rank[c])) {
+        } else if (reorder(s, s->nready - freed, s->fkey ? s->fkey[c] : s->rank[c])) {
             return -1;
         }
     }
@@ -477,7 +478,7 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
-"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None, order=None)\n"
+"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None, order=None, fkey=None)\n"
 "    -> (last, posted, arrived, waiting, t0)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of (per channel), rptr,\n"
 "rlinks, size, bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
@@ -486,16 +487,18 @@ PyDoc_STRVAR(run_doc,
 "start/fin/cause/rank_finish and indeg (> 0: never released); posted/arrived: the non-empty message\n"
 "queues (engine nodes), waiting: nodes held for a resource; order: None or an int32 buffer that gets each\n"
 "node's place in the completion sequence (-1 stays: never completed); t0: the events that ran at t = 0\n"
-"after the start (ASTRA-sim's event queue asserts a strictly later time, so it aborts on any).");
+"after the start (ASTRA-sim's event queue asserts a strictly later time, so it aborts on any); fkey: None\n"
+"(a node's feeder is its rank) or per node the feeder whose hash set orders what it releases (-1: none,\n"
+"the release keeps the successor-list order): a workload's custom-collective instances.");
 
 static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     int n, nranks, feeder;
     Py_ssize_t nchan;
-    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None, *order = Py_None;
-    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
+    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None, *order = Py_None, *fkey = Py_None;
+    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OOOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
                           &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &aware, &res, &out[0], &out[1], &out[2],
-                          &out[3], &arm, &seqw, &order))
+                          &out[3], &arm, &seqw, &order, &fkey))
         return NULL;
     if (n < 0 || n >= INT32_MAX - 1 || nranks < 1 || nchan < 0) {
         PyErr_SetString(PyExc_ValueError, "node, rank or channel count out of range");
@@ -554,6 +557,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!(s.armed = calloc((size_t)n1, 1))) { PyErr_NoMemory(); goto done; }
     }
     if (order != Py_None && !(s.order = get_buf(&bs, order, 4, n1, 1, "order"))) goto done;
+    if (fkey != Py_None && !(s.fkey = get_buf(&bs, fkey, 4, n1, 0, "fkey"))) goto done;
     if (seqw != Py_None) {
         if (!(s.seqw = get_buf(&bs, seqw, 4, n1, 0, "seqw"))) goto done;
         if (!(s.seqcur = calloc((size_t)n1, sizeof(int64_t)))) { PyErr_NoMemory(); goto done; }

@@ -155,7 +155,14 @@ def run_engine(
     for fs, (nb, nr) in zip(free, lay.free0, strict=False):
         fs.buckets, fs.next_resize = nb, nr
 
+    instances: dict[int, FreeSet] = {}  # workloads: one feeder per custom-collective instance and rank
+
     def reorder(r: int, keys: list[int]) -> list[int]:
+        if lay.fkey is not None:
+            fs = instances.get(r)
+            if fs is None:
+                fs = instances[r] = FreeSet()
+            return fs.order(keys)
         return free[r].order(keys)
 
     aware: tuple[Any, ...] | None = None
@@ -211,6 +218,7 @@ def run_engine(
         arm,
         seqw,
         seq,
+        lay.fkey,
     )
     # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
     stuck = bool((lay.indeg > 0).any()) or bool(posted) or bool(arrived) or bool(waiting)

@@ -61,6 +61,7 @@ class Layout:
     acq: np.ndarray | None  # int8 resource class taken at issue (workloads), else None
     rel: np.ndarray | None  # int8 resource class freed at completion
     chan_first: np.ndarray | None = None  # int32 per channel: its first program node (stands for its key)
+    fkey: np.ndarray | None = None  # workloads: per engine node its feeder (Program.fkey), -1: none
 
     def to_program(self, values: Any, *, nodes: bool = False) -> array:
         """An engine-ordered per-node column as a program-ordered ``array('q')``; ``nodes``: the
@@ -177,7 +178,7 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
         indeg_e,
         sp_e,
         si_e,
-        feeder,  # lists of two children in the feeder's order: reversed
+        feeder or prog.fkey is not None,  # lists of two children in the feeder's order: reversed
     )
     del chan, sp, si, indeg  # the program-order copies: freed before the walk
     res = prog.acq is not None and prog.rel is not None
@@ -196,7 +197,8 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
         rank=rank_e,
         nranks=nranks,
         free0=free0,
-        feeder=feeder,
+        feeder=feeder or prog.fkey is not None,
+        fkey=_append(np.asarray(prog.fkey, dtype=np.int32)[perm], -1, np.int32) if prog.fkey is not None else None,
         acq=_append(np.asarray(prog.acq, dtype=np.int8)[perm], 0, np.int8) if res else None,
         rel=_append(np.asarray(prog.rel, dtype=np.int8)[perm], 0, np.int8) if res else None,
         chan_first=chan_first,

@@ -84,6 +84,10 @@ class Program:
     quorum: dict[int, int] = field(default_factory=dict)
     arm: dict[int, int] = field(default_factory=dict)
     seq: dict[int, int] = field(default_factory=dict)
+    # workloads: per node, the feeder (a custom-collective instance on one rank) whose hash set
+    # orders what the node releases; -1: none (workload nodes, native collectives). None: no such
+    # instance (then nothing is reordered).
+    fkey: Any = None
     _kinds: np.ndarray | None = field(default=None, repr=False)  # ``kind`` as numpy, built once
 
     def kind_array(self) -> np.ndarray:

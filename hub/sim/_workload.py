@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,10 @@ class _Builder:
     # (rank, collective kind, dimension) -> double-binary-tree phases generated so far, in file order
     trees: dict[tuple[int, Collective, int], int] = field(default_factory=dict)
     labels: dict[int, str] = field(default_factory=dict)
+    fkey: list[int] = field(default_factory=list)  # Program.fkey
+    nfeeders: int = 0
+    succ_order: dict[int, list[int]] = field(default_factory=dict)  # parent -> children, feeder order
+    orders: dict[tuple[int, int], tuple[list[int], dict[int, list[int]]]] = field(default_factory=dict)
 
     def add(
         self,
@@ -97,7 +102,9 @@ class _Builder:
         instance: int = 0,
         a: int = 0,
         rl: int = 0,
+        fk: int = -1,
     ) -> int:
+        self.fkey.append(fk)
         self.kind.append(k)
         self.rank.append(r)
         self.peer.append(p)
@@ -239,7 +246,9 @@ def _add_collective(
         d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])
         g = b.add(K_COMP, r, d=d, node_id=node.id, a=RES_COMM, rl=RES_COMM)
         return g, g
-    s = b.add(K_START, r, node_id=node.id, instance=k, a=RES_COMM)
+    fk = b.nfeeders  # this instance's own feeder on this rank (CustomAlgorithm's ETFeeder)
+    b.nfeeders += 1
+    s = b.add(K_START, r, node_id=node.id, instance=k, a=RES_COMM, fk=fk)
     graph = sv.alg.graphs[sv.graph_pos]
     base = len(b.kind)
     gk, gp, gt, gs = graph.kind.tolist(), graph.peer.tolist(), graph.tag.tolist(), graph.size.tolist()
@@ -259,6 +268,7 @@ def _add_collective(
             d=gd[pos] if ek == K_COMP else 0,
             node_id=gi[pos],
             instance=k,
+            fk=fk,
         )
     has_succ = np.zeros(len(graph), dtype=bool)
     ptr, dep = graph.dep_ptr.tolist(), graph.dep_pos.tolist()
@@ -270,6 +280,13 @@ def _add_collective(
             b.edges.append((base + dpos, base + pos))
             has_succ[dpos] = True
     e = b.add(K_END, r, node_id=node.id, instance=k, rl=RES_COMM)
+    key = (id(sv.alg), sv.graph_pos)
+    if key not in b.orders:
+        b.orders[key] = feeder_orders(graph)
+    roots, kids = b.orders[key]
+    b.succ_order[s] = [base + x for x in roots]
+    for pos, children in kids.items():
+        b.succ_order[base + pos] = [base + x for x in children]
     sinks = np.flatnonzero(~has_succ).tolist() if len(graph) else []
     for pos in sinks:
         b.edges.append((base + pos, e))
@@ -365,6 +382,11 @@ def _finish(b: _Builder, nr: int) -> Program:
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
     if par.size:
         np.cumsum(np.bincount(par, minlength=n), out=succ_ptr[1:])
+    succ_idx = chi[order] if chi.size else chi
+    fkey = None
+    if b.nfeeders:  # (hub.sim._layout then writes lists of two reversed: the feeder's child-set order)
+        fkey = b.fkey
+        succ_idx = _feeder_lists(succ_ptr, succ_idx, b.succ_order, np.asarray(b.fkey) < 0)
     sends = karr == K_SEND
     return Program(
         n=n,
@@ -376,7 +398,7 @@ def _finish(b: _Builder, nr: int) -> Program:
         size=_to_array(sarr, "q"),
         dur=_to_array(np.asarray(b.dur), "q"),
         succ_ptr=_to_array(succ_ptr, "q"),
-        succ_idx=_to_array(chi[order] if chi.size else chi, "q"),
+        succ_idx=_to_array(succ_idx, "q"),
         indeg=indeg.tolist(),
         local_id=_to_array(np.asarray(b.lid), "q"),
         inst=_to_array(np.asarray(b.inst), "i"),
@@ -387,6 +409,60 @@ def _finish(b: _Builder, nr: int) -> Program:
         quorum=b.quorum,
         arm=b.arm,
         seq=b.seq,
+        fkey=fkey,
         messages=int(sends.sum()),
         bytes=int(sarr[sends].sum()),
     )
+
+
+def _feeder_lists(
+    succ_ptr: np.ndarray, succ_idx: np.ndarray, chosen: dict[int, list[int]], plain: np.ndarray
+) -> np.ndarray:
+    """The successor lists as the engine reads them in a workload with custom collectives: a
+    collective's START lists its roots, and each of its nodes its children, in their feeder's
+    order (``chosen``); every other list of two is stored reversed, so that the layout's reversal
+    of lists of two (the feeder's rule) gives back file order for nodes without a feeder."""
+    out = succ_idx.copy()
+    for parent, children in chosen.items():
+        lo, hi = int(succ_ptr[parent]), int(succ_ptr[parent + 1])
+        if hi - lo == len(children):
+            out[lo:hi] = children
+    two = np.flatnonzero((np.diff(succ_ptr) == 2) & plain)
+    if two.size:
+        first = succ_ptr[two]
+        out[first], out[first + 1] = succ_idx[first + 1], succ_idx[first]
+    return out
+
+
+def feeder_orders(graph: Any) -> tuple[list[int], dict[int, list[int]]]:
+    """One algorithm graph as its own feeder walks it (``hub.sim._feeder``, rule 3 of
+    docs/simulator.md): the roots in the order they enter the dependency-free set (the hash
+    order of every node id, file order inserted, ``_map_sequence``; two roots stored newest first, as the engine
+    reverses lists of two), and per node with several children its children in child-set order
+    (lists of two in file order: reversed by the layout)."""
+    from ._feeder import _child_order, _dedup_edges, _map_sequence, insert_order_np
+
+    n = len(graph)
+    ids = np.asarray(graph.ids, dtype=np.int64).astype(np.uint64)
+    ptr = np.asarray(graph.dep_ptr, dtype=np.int64)
+    parents = np.asarray(graph.dep_pos, dtype=np.int64)
+    child = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    o = np.lexsort((child, parents))
+    sp = np.zeros(n + 1, dtype=np.int64)
+    if parents.size:
+        np.cumsum(np.bincount(parents, minlength=n), out=sp[1:])
+    si = child[o]
+    indeg = np.bincount(child, minlength=n)
+    sp, si, indeg = _dedup_edges(sp, si, n, indeg)
+    si = _child_order(sp, si, ids)
+    kids = {p: si[sp[p] : sp[p + 1]].tolist() for p in np.flatnonzero(np.diff(sp) > 1).tolist()}
+    is_root = indeg == 0
+    roots = np.flatnonzero(is_root)
+    if roots.size > 1:
+        where = {int(k): int(i) for i, k in enumerate(ids.tolist())}
+        seq = _map_sequence(ids, ptr, parents)  # (parents named before their node enter first)
+        roots = np.asarray([where[int(k)] for k in insert_order_np(seq).tolist() if is_root[where[int(k)]]])
+    out = roots.tolist()
+    if len(out) == 2:
+        out.reverse()
+    return out, kids
