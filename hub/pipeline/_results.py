@@ -47,6 +47,8 @@ STANDARD_METRICS = frozenset(
         "bytes",
         "bound_ns",
         "time_over_bound",
+        "link_bound_ns",
+        "time_over_link_bound",
     }
 )
 

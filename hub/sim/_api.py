@@ -16,6 +16,7 @@ from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
 from ._layout import DelayFn
+from ._linkload import link_load_bound_ns
 from ._network import AwareNetwork, unaware_delays
 from ._program import Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
@@ -299,6 +300,7 @@ def simulate(
                 )
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
+    link_bound, busiest = (None, None) if isinstance(obj, Workload) else link_load_bound_ns(prog, topo)
     finish = list(st.rank_finish)
     if isinstance(obj, Workload):
         from ._breakdown import workload_finish
@@ -318,6 +320,8 @@ def simulate(
         links=links,
         bound_ns=bound,
         bound_formula=formula,
+        link_bound_ns=link_bound,
+        link_bound_link=busiest,
         name=name,
         _engine=st,
         _program=prog,
