@@ -23,7 +23,7 @@ from ._result import SimulationResult, lower_bound_ns
 
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
 
-Mode = Literal["unaware", "aware"]
+Mode = Literal["unaware", "aware", "auto"]
 _CRIT_LIMIT = 10_000
 
 
@@ -43,9 +43,12 @@ class SimulateParams(BaseModel):
         "Binds unbound algorithms; optional when messages already carry sizes",
     )
     mode: Mode = Field(
-        default="unaware",
-        description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
-        "message, no contention) or 'aware' (store-and-forward FIFO links)",
+        default="auto",
+        description="'auto' (default: 'aware' wherever it applies, i.e. every network but a "
+        "multi-dimensional one, so times account for link contention; 'unaware' there), "
+        "'aware' (ASTRA-sim congestion-aware: store-and-forward FIFO links) or 'unaware' "
+        "(ASTRA-sim congestion-unaware: closed form per message, no contention). The "
+        "result's metric 'mode' says which model ran",
     )
     reduction_GBps: float | None = Field(
         default=None,
@@ -218,14 +221,18 @@ def simulate(
 ) -> SimulationResult:
     """Simulate an algorithm (or a workload) on ``topology`` under ASTRA-sim's analytical model.
 
+    ``mode``: ``'unaware'`` (default here, ASTRA-sim's congestion-unaware model), ``'aware'``
+    or ``'auto'`` (the ``hub.simulate`` consumer's default, :func:`resolve_mode`).
     ``size``: nccl-tests' collective size; binds an unbound algorithm (``alg.bind(size)``); for a
     bound or foreign algorithm it is only used for the bandwidth figures when the algorithm does
     not state its own size. ``system``: an ASTRA-sim system.json (path or dict) whose custom
     implementation keys serve a workload's collectives (``algorithm_for`` entries win).
     """
-    if mode not in ("unaware", "aware"):
-        raise UsageError(f"unknown mode {mode!r}", hint="'unaware' or 'aware'")
+    if mode not in ("unaware", "aware", "auto"):
+        raise UsageError(f"unknown mode {mode!r}", hint="'unaware', 'aware' or 'auto'")
     topo = load_topology(topology)
+    if mode == "auto":
+        mode = resolve_mode(topo)
     nbytes = parse_size(size) if size is not None else None
     if isinstance(obj, Workload):
         if obj.rank_count == 0:
@@ -342,6 +349,16 @@ def _has_string(topo: Topology) -> bool:
     return True
 
 
+def resolve_mode(topo: Topology) -> Literal["unaware", "aware"]:
+    """``mode='auto'``: the congestion-aware model wherever it applies (every network but a
+    multi-dimensional one, which ASTRA-sim's aware backend refuses too), so that messages sharing
+    a link queue and a time can be reached; the congestion-unaware model on the others, where a
+    result below a bound carries its warning."""
+    if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
+        return "unaware"
+    return "aware"
+
+
 # -- the consumer -------------------------------------------------------------------------------
 def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: Any) -> Any:
     """``hub.simulate``: simulate ``obj`` and return a :class:`hub.Result` (artifacts in ctx.workdir)."""
@@ -363,11 +380,11 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     if params.trace:
         from ._report import write_trace
 
-        artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{params.mode}.trace.json"))
+        artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{res.mode}.trace.json"))
     if params.plot:
         from ._report import write_plot
 
-        artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{params.mode}.png"))
+        artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{res.mode}.png"))
     return Result(
         component="hub.simulate",
         metrics=res.metrics(),
