@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from ..errors import RegistryError, UsageError
+from ..errors import UsageError
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
