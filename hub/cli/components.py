@@ -149,10 +149,10 @@ def transform(
     _report_written(component, new, _write(new, out_prefix), fmt)
 
 
-_SIZE_HELP = "nccl-tests -b/-e/-f/-i: sweep the consumer's size from MIN to MAX bytes (one row per size)."
+_SIZE_HELP = "nccl-tests -b/-e/-i and --factor: sweep the consumer's size from MIN to MAX bytes (one row per size)."
 _FACTOR_HELP = (
-    "nccl-tests -f: multiply the size by this integer (default 2). "
-    "For compatibility, -f table|json still selects the output format."
+    "nccl-tests' -f: multiply the size by this integer (default 2). Spelled --factor here: "
+    "-f is --format in every collhub command."
 )
 
 
@@ -161,10 +161,11 @@ def consume(
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
     workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
-    fmt: OutputFormat = typer.Option(
-        OutputFormat.table,
+    fmt: str = typer.Option(
+        "table",
         "--format",
-        case_sensitive=False,
+        "-f",
+        metavar="[table|json]",
         help="Output format: human-readable table or JSON on stdout.",
     ),
     timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
@@ -176,7 +177,7 @@ def consume(
         metavar="SIZE",  # noqa: UP007
         help="nccl-tests -e: the largest size (default: -b).",
     ),
-    factor: str | None = typer.Option(None, "-f", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
+    factor: str | None = typer.Option(None, "--factor", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
     step: str | None = typer.Option(
         None,
         "--step-bytes",
@@ -185,15 +186,14 @@ def consume(
         help="nccl-tests -i: add this many bytes per step instead of multiplying.",
     ),
 ) -> None:
-    """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size).
+    """Run a consumer on a trace and print its result (with -b/-e: one row per size).
 
-    Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB -f 2
+    Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB --factor 2
     """
     from ..chakra import Algorithm, read_trace
     from ..plugins import manager_for
 
-    if factor is not None and factor.lower() in ("table", "json"):
-        fmt, factor = OutputFormat(factor.lower()), None
+    fmt = _output_format(fmt)
     params = parse_sets(sets)
     sizes = _size_sweep(params, min_bytes, max_bytes, factor, step)
     manager = manager_for(component)
@@ -224,13 +224,29 @@ def consume(
         err(f"warning: {w}")
 
 
+def _output_format(value: str) -> OutputFormat:
+    """``--format``/``-f``; a number is nccl-tests' step factor, which collhub spells ``--factor``."""
+    try:
+        return OutputFormat(value.lower())
+    except ValueError:
+        pass
+    if value.strip().isdigit():
+        raise UsageError(
+            f"-f {value}: -f is --format (table or json) in every collhub command",
+            hint=f"nccl-tests' step factor is --factor here: -b 1K -e 1G --factor {value}",
+        )
+    raise UsageError(f"--format {value!r}: not an output format", hint="table or json")
+
+
 def _size_sweep(
     params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None, step: str | None
 ) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
     if min_bytes is None and max_bytes is None:
         if factor is not None or step is not None:
-            raise UsageError("-f/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G -f 2")
+            raise UsageError(
+                "--factor/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G --factor 2"
+            )
         return None
     from .._ranges import range_values  # only for a sweep: a plain consume needs neither
     from ..pipeline._limits import limit
@@ -238,7 +254,7 @@ def _size_sweep(
     if "size" in params:
         raise UsageError("give the size either with --set size=... or with -b/-e, not both")
     if factor is not None and step is not None:
-        raise UsageError("give either -f (factor) or -i (step), not both", hint="nccl-tests takes one of them too")
+        raise UsageError("give either --factor or -i (step), not both", hint="nccl-tests takes one of them too")
     start = min_bytes if min_bytes is not None else max_bytes
     spec: dict[str, Any] = {"from": start, "to": max_bytes if max_bytes is not None else start}
     if step is not None:
@@ -248,14 +264,14 @@ def _size_sweep(
             spec["factor"] = int(factor) if factor is not None else 2
         except ValueError:
             raise UsageError(
-                f"-f {factor!r} is not an integer factor (nor table/json)",
-                hint="nccl-tests multiplies by an integer, e.g. -f 2",
+                f"--factor {factor!r} is not an integer factor",
+                hint="nccl-tests multiplies by an integer, e.g. --factor 2",
             ) from None
     try:
         return range_values("size", spec, limit("points"))
     except UsageError as exc:
         message = exc.message.replace("from", "-b", 1).replace("to (", "-e (", 1)
-        raise UsageError(f"-b/-e/-f/-i: {message}", hint=exc.hint) from None
+        raise UsageError(f"-b/-e/--factor/-i: {message}", hint=exc.hint) from None
 
 
 def _sweeps_itself(spec: Any) -> bool:

@@ -221,7 +221,7 @@ def test_subprocess_help_and_exit_codes():
     r = sub("--help")
     assert r.returncode == 0 and "plugins" in r.stdout and r.stderr == ""
     r = sub("no-such-command")
-    assert r.returncode == 2 and "No such command" in r.stderr
+    assert r.returncode == 2 and r.stderr.startswith("error: collhub: no such command")
 
 
 def test_subprocess_broken_plugin_does_not_take_cli_down():
