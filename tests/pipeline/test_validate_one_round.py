@@ -49,7 +49,8 @@ def test_every_mistake_in_one_pass(tmp_path: Path) -> None:
         "sources.broken.producr: unknown key 'producr' (hint: did you mean 'producer'?)",
         "consumers.sim.params.network: topology 'rong:8': unknown kind 'rong'",
         "consumers.sim.params.size: cannot read size 'lots'",
-        "consumers.sim.params.mode: Input should be 'unaware', 'aware' or 'auto' (got 'awre') (hint: did you mean 'aware'?)",
+        "consumers.sim.params.mode: Input should be 'unaware', 'aware' or 'auto' (got 'awre') "
+        "(hint: did you mean 'aware'?)",
         "consumers.sim.params.system: file not found: nowhere/system.json",
     ]
     for want in expected:
