@@ -80,6 +80,15 @@ def _summary(obj: Any) -> dict[str, Any]:
     return {"text": summarize(obj)}
 
 
+def _transforms_of(manager: Any, kind: str) -> list[str]:
+    """The installed transforms that take a ``kind`` trace."""
+    return [
+        str(spec.id)
+        for spec in manager.components("transform")
+        if kind in getattr(spec, "inputs", frozenset({"algorithm"}))
+    ]
+
+
 def _write(obj: Any, prefix: str) -> list[Path]:
     from ..chakra import Algorithm
 
@@ -90,6 +99,8 @@ def _write(obj: Any, prefix: str) -> list[Path]:
         return list(write_algorithm(obj, prefix))
     from ..chakra import write_workload  # the general message codec: workloads only
 
+    if not getattr(obj, "name", None):  # the name in the GlobalMetadata marks the files as a workload
+        obj.name = Path(prefix).name
     return list(write_workload(obj, prefix))
 
 
@@ -130,7 +141,8 @@ def transform(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a transform on an algorithm trace and write the result.
+    """Run a transform on the trace kind it takes (an algorithm; a workload for hub.inline and
+    hub.overlap) and write the result.
 
     Example: collhub transform hub.chunk out/ring out/ring4 --set pieces=4
     """
@@ -138,12 +150,20 @@ def transform(
     from ..plugins import manager_for
 
     manager = manager_for(component)
-    manager.component(component)  # unknown id fails before any file is read
+    spec = manager.component(component)  # unknown id fails before any file is read
     obj = read_trace(in_prefix)
-    if not isinstance(obj, Algorithm):
+    kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
+    inputs = getattr(spec, "inputs", frozenset({"algorithm"}))
+    if kind not in inputs:
+        takes = " or ".join(sorted(inputs))
         raise UsageError(
-            f"{in_prefix}: is a workload trace; transforms take an algorithm",
-            hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX",
+            f"{component} transforms {'an' if takes[0] in 'aeiou' else 'a'} {takes} trace, "
+            f"but {in_prefix} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} trace",
+            hint=(
+                f"{kind} transforms: " + ", ".join(_transforms_of(manager, kind))
+                if _transforms_of(manager, kind)
+                else f"no installed transform takes a {kind}"
+            ),
         )
     new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
     _report_written(component, new, _write(new, out_prefix), fmt)

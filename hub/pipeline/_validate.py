@@ -491,18 +491,21 @@ def _meaning_issues(loaded: LoadedFile, model: Pipeline, manager: Any) -> list[I
         if spec is not None:
             outputs[sname] = str(getattr(spec, "output", "algorithm"))
             issues += _params_issues(loaded, spec, src.producer, base + ("params",), src.params, env_of)
-            if src.transforms and outputs[sname] != "algorithm":
-                issues.append(
-                    loaded.issue(
-                        base + ("transforms",),
-                        f"transforms take an algorithm, but {src.producer} produces a {outputs[sname]}",
-                    )
-                )
         for i, t in enumerate(src.transforms):
             tpath = base + ("transforms", i)
             tspec = _resolve(loaded, manager, installed, tpath + ("use",), t.use, "transform", issues)
             if tspec is not None:
                 issues += _params_issues(loaded, tspec, t.use, tpath + ("params",), t.params, env_of)
+                takes = getattr(tspec, "inputs", frozenset({"algorithm"}))
+                kind = outputs.get(sname)
+                if kind is not None and kind not in takes:
+                    issues.append(
+                        loaded.issue(
+                            tpath + ("use",),
+                            f"{t.use} transforms a trace of kind {' or '.join(sorted(takes))}, "
+                            f"but {src.producer} produces a {kind}",
+                        )
+                    )
 
     for cname, cons in model.consumers.items():
         base = ("consumers", cname)
