@@ -13,6 +13,7 @@ import typer
 
 from ..errors import UsageError
 from ._errors import debug_enabled
+from ._progress import working
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 from ._scalars import NOT_PLAIN, plain_value
 
@@ -129,8 +130,11 @@ def produce(
     from ..plugins import manager_for
 
     manager = manager_for(component)
-    obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
-    _report_written(component, obj, _write(obj, out_prefix), fmt)
+    with working(f"{component}: producing", json_output=fmt == OutputFormat.json) as step:
+        obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+        step(f"writing {out_prefix}.<rank>.et")
+        files = _write(obj, out_prefix)
+    _report_written(component, obj, files, fmt)
 
 
 def transform(
@@ -165,8 +169,11 @@ def transform(
                 else f"no installed transform takes a {kind}"
             ),
         )
-    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
-    _report_written(component, new, _write(new, out_prefix), fmt)
+    with working(f"{component}: transforming {in_prefix}", json_output=fmt == OutputFormat.json) as step:
+        new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+        step(f"writing {out_prefix}.<rank>.et")
+        files = _write(new, out_prefix)
+    _report_written(component, new, files, fmt)
 
 
 _SIZE_HELP = "nccl-tests -b/-e/-i and --factor: sweep the consumer's size from MIN to MAX bytes (one row per size)."
@@ -229,7 +236,8 @@ def consume(
         return
     if sizes is not None:  # a consumer with its own size list (replay.run) runs the sweep in one launch
         params["size"] = sizes
-    result = manager.run_consumer(component, obj, params, _ctx(workdir), timeout=timeout)
+    with working(f"{component}: consuming {prefix}", json_output=fmt == OutputFormat.json):
+        result = manager.run_consumer(component, obj, params, _ctx(workdir), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
         return
@@ -319,7 +327,12 @@ def _consume_sizes(
 
     results = []
     for size in sizes:
-        results.append(manager.run_consumer(component, obj, {**params, "size": size}, _ctx(workdir), timeout=timeout))
+        with working(
+            f"{component}: size {size} ({len(results) + 1} of {len(sizes)})", json_output=fmt == OutputFormat.json
+        ):
+            results.append(
+                manager.run_consumer(component, obj, {**params, "size": size}, _ctx(workdir), timeout=timeout)
+            )
     if fmt == OutputFormat.json:
         emit_json(
             {

@@ -64,8 +64,11 @@ def report_command(
     doc, _ = load_document(run_dir)
     ans = answer(doc, allow_below_bound=allow_below_bound)
     source = run_dir if run_dir.is_dir() else run_dir.parent
+    from ._progress import working
+
     try:
-        written = write_report(source, out_dir, plot=plot, allow_below_bound=allow_below_bound)
+        with working(f"writing the report of {run_dir}", json_output=fmt == OutputFormat.json):
+            written = write_report(source, out_dir, plot=plot, allow_below_bound=allow_below_bound)
     except OSError as exc:  # e.g. a read-only run directory
         raise UsageError(
             f"cannot write the report into {out_dir or source}: {exc.strerror or exc}",
@@ -75,9 +78,10 @@ def report_command(
     if export is not None:
         from ..report import export_msccl
 
-        outcome = export_msccl(
-            run_dir, export[1], target=target, force=force, ans=ans, allow_below_bound=allow_below_bound
-        )
+        with working(f"exporting the winners to {export[1]}", json_output=fmt == OutputFormat.json):
+            outcome = export_msccl(
+                run_dir, export[1], target=target, force=force, ans=ans, allow_below_bound=allow_below_bound
+            )
     if fmt == OutputFormat.json:
         emit_json(
             {

@@ -53,7 +53,11 @@ def show(
     for w in caught:  # reported once, as one line; never a failure
         err(f"warning: {w.message}")
     if graph is not None:
-        show_graph(obj, graph, rank, graph_out)
+        from ._progress import working
+
+        # only when the picture goes to a file: a drawing printed to the terminal is the output
+        with working(f"drawing {prefix} as {graph.value}", json_output=graph_out is None):
+            show_graph(obj, graph, rank, graph_out)
         return
     if rank is not None or graph_out is not None:
         raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
