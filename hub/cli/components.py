@@ -13,8 +13,8 @@ import typer
 
 from ..errors import UsageError
 from ._errors import debug_enabled
-from ._progress import working
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+from ._progress import working
 from ._scalars import NOT_PLAIN, plain_value
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
