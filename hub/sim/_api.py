@@ -359,6 +359,18 @@ def resolve_mode(topo: Topology) -> Literal["unaware", "aware"]:
     return "aware"
 
 
+def _fresh(path: Path) -> Path:
+    """``path``, or ``<stem>-2<suffix>``, ``-3``, ... when it exists: a second run in the same
+    directory never overwrites the first one's picture without a word (the result names it)."""
+    if not path.exists():
+        return path
+    name, dot, ext = path.name.partition(".")
+    k = 2
+    while (cand := path.with_name(f"{name}-{k}{dot}{ext}")).exists():
+        k += 1
+    return cand
+
+
 # -- the consumer -------------------------------------------------------------------------------
 def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: Any) -> Any:
     """``hub.simulate``: simulate ``obj`` and return a :class:`hub.Result` (artifacts in ctx.workdir)."""
@@ -380,11 +392,11 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     if params.trace:
         from ._report import write_trace
 
-        artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{res.mode}.trace.json"))
+        artifacts["trace"] = str(write_trace(res, _fresh(workdir / f"{stem}.{res.mode}.trace.json")))
     if params.plot:
         from ._report import write_plot
 
-        artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{res.mode}.png"))
+        artifacts["plot"] = str(write_plot(res, _fresh(workdir / f"{stem}.{res.mode}.png")))
     return Result(
         component="hub.simulate",
         metrics=res.metrics(),
