@@ -138,7 +138,10 @@ def uninstall_command(
         )
         from .._suggest import did_you_mean
 
-        guess = did_you_mean(missing[0], installed)
+        # compared without the shared "collhub-" prefix, which would make any two names look alike
+        bare = {n.removeprefix("collhub-"): n for n in installed}
+        near = did_you_mean(missing[0].removeprefix("collhub-"), list(bare))
+        guess = bare[near] if near else None
         raise NotInstalledError(
             f"not installed here: {', '.join(missing)} (nothing was removed)",
             hint=(f"did you mean {guess}? " if guess else "")
