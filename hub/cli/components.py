@@ -325,7 +325,7 @@ def _consume_sizes(
     """One consumer call per size; a table row (or a JSON object) per size, as nccl-tests prints."""
     from .._units import parse_size
 
-    results = []
+    results: list[Any] = []
     for size in sizes:
         with working(
             f"{component}: size {size} ({len(results) + 1} of {len(sizes)})", json_output=fmt == OutputFormat.json
