@@ -187,7 +187,14 @@ def consume(
     component: str = typer.Argument(..., metavar="ID", help="Consumer id, e.g. hub.simulate."),
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
-    workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
+    workdir: Path = typer.Option(
+        Path("."),
+        "--out",
+        "-o",
+        "--workdir",
+        "-w",
+        help="Directory for the consumer's artifacts (--out as everywhere; --workdir is its older name).",
+    ),
     fmt: str = typer.Option(
         "table",
         "--format",
