@@ -307,7 +307,9 @@ def simulate(
                 )
     root = obj.meta.root if isinstance(obj, Algorithm) else 0
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
-    link_bound, busiest = (None, None) if isinstance(obj, Workload) else link_load_bound_ns(prog, topo)
+    # the aware model queues each link's messages, so only the unaware one can beat this bound
+    skip = isinstance(obj, Workload) or mode != "unaware"
+    link_bound, busiest = (None, None) if skip else link_load_bound_ns(prog, topo)
     finish = list(st.rank_finish)
     if isinstance(obj, Workload):
         from ._breakdown import workload_finish
