@@ -143,7 +143,7 @@ def _parse(name: str, spec: Mapping[str, Any]) -> tuple[_Range | None, list[Rang
                 RangeIssue(
                     "factor",
                     f"factor must be an integer > 1, got {raw!r}",
-                    "nccl-tests multiplies by an integer factor (-f 2)",
+                    "nccl-tests multiplies by an integer factor (-f 2; collhub consume: --factor 2)",
                 )
             )
         else:

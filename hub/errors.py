@@ -32,6 +32,7 @@ one-line ``message`` and an optional ``hint``; the CLI prints them as ``error: .
     │   ├── PipelineValidationError   .issues: list[Issue] (file:line:col, YAML path)  (exit 3)
     │   └── StepFailedError           a step failed at run time                      (exit 1)
     ├── ExternalToolError             an external binary is missing, failed or timed out (exit 1)
+    ├── NotInstalledError             a plugin the user named is not installed here  (exit 3)
     ├── RegistryError                 plugin registry                                (exit 5)
     │   ├── RegistryUnavailableError  network error, timeout, bad status
     │   ├── RegistryFormatError       the index does not match the documented format
@@ -64,6 +65,7 @@ __all__ = [
     "IntegrityError",
     "Issue",
     "OutputError",
+    "NotInstalledError",
     "PipelineError",
     "PipelineValidationError",
     "PluginError",
@@ -266,6 +268,12 @@ class OutputError(HubError):
 
 class ExternalToolError(HubError):
     """An external binary (e.g. ASTRA-sim) is missing, failed or timed out."""
+
+
+class NotInstalledError(HubError, LookupError):
+    """A plugin distribution named by the user is not installed here (``collhub uninstall``)."""
+
+    exit_code = ExitCode.VALIDATION
 
 
 class RegistryError(HubError):

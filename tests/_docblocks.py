@@ -12,6 +12,7 @@ DOCS: list[Path] = [
     REPO / "README.md",
     *sorted((REPO / "docs").rglob("*.md")),
     *sorted((REPO / "plugins").glob("*/README.md")),
+    REPO / "registry" / "README.md",
 ]
 # A fenced block: its language tag (may be empty) and its body.
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -19,13 +20,16 @@ _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block of one document: `index` counts blocks of the same language."""
+    """One fenced block of one document: `index` counts blocks of the same language; `output` is
+    the body of an ```output block that follows it with nothing but blank lines between (what
+    the document says the block prints)."""
 
     doc: str
     lang: str
     index: int
     code: str
     line: int  # 1-based line of the opening fence
+    output: str | None = None
 
     @property
     def id(self) -> str:
@@ -39,11 +43,16 @@ def blocks(lang: str) -> list[Block]:
         text = doc.read_text(encoding="utf-8")
         rel = doc.relative_to(REPO).as_posix()
         count = 0
-        for match in _FENCE.finditer(text):
+        matches = list(_FENCE.finditer(text))
+        for i, match in enumerate(matches):
             if match.group(1) != lang:
                 continue
             line = text.count("\n", 0, match.start()) + 1
-            found.append(Block(rel, lang, count, match.group(2), line))
+            nxt = matches[i + 1] if i + 1 < len(matches) else None
+            output = None
+            if nxt is not None and nxt.group(1) == "output" and not text[match.end() : nxt.start()].strip():
+                output = nxt.group(2)
+            found.append(Block(rel, lang, count, match.group(2), line, output))
             count += 1
     return found
 

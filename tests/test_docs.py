@@ -19,7 +19,7 @@ from tests.conftest import SHARED_DATA
 SKIP = {
     "docs/plugins.md#python0": "a module of an example plugin package, not a script",
     "docs/plugins.md#python1": "a module of an example plugin package, not a script",
-    "docs/plugins.md#python3": "tests of the example plugin package (run by `collhub plugins new`'s own test)",
+    "docs/plugins.md#python3": "the kit tests `collhub plugins new` writes (tests/cli/test_cli.py runs them)",
     "docs/pipeline.md#python1": "an outline of the library API over a user's own pipeline file",
     "docs/algorithms.md#python0": "run by tests/algorithms/test_plugin_and_docs.py",
 }

@@ -81,6 +81,13 @@ def present_ranks(prefix: str | os.PathLike[str]) -> list[int]:
     return sorted(int(m.group(1)) for f in names if (m := pat.match(f)))
 
 
+def _missing_hint(first: Path) -> str:
+    from ._load import not_found_hint
+
+    hint = not_found_hint(first)
+    return hint if "one rank file" in hint else f"expected files {first.name.removesuffix('.0.et')}.<rank>.et"
+
+
 def rank_files(prefix: str | os.PathLike[str]) -> list[Path]:
     """The rank files of ``prefix``, which must be ``.0.et`` .. ``.N-1.et`` without gaps.
 
@@ -97,7 +104,7 @@ def rank_files_and_metadata(prefix: str | os.PathLike[str]) -> tuple[list[Path],
             "file not found",
             path=str(first),
             rank=0,
-            hint=f"expected files {first.name.removesuffix('.0.et')}.<rank>.et",
+            hint=_missing_hint(first),
         )
     _v, typed = first_metadata(first)
     present = present_ranks(prefix)

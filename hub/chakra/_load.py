@@ -7,6 +7,7 @@ Every problem is a :class:`hub.errors.TraceFormatError` naming the file and rank
 from __future__ import annotations
 
 import os
+import re
 import stat
 import zlib
 from collections.abc import Iterator
@@ -31,6 +32,15 @@ _KIND = (
 )
 
 
+def not_found_hint(path: Path) -> str:
+    """The hint for a missing rank file: when what was given is itself a rank file
+    (``out/ring.0.et`` given, ``out/ring.0.et.0.et`` looked for), say which prefix to pass."""
+    m = re.match(r"^(?P<given>(?P<prefix>.+)\.\d+\.et)\.\d+\.et$", str(path))
+    if m and Path(m["given"]).is_file():
+        return f"{m['given']} is one rank file of a set; pass the set's prefix: {m['prefix']}"
+    return _NOT_FOUND_HINT
+
+
 def _not_regular(path: Path, rank: int | None, mode: int) -> TraceFormatError:
     what = next((name for test, name in _KIND if test(mode)), "not a regular file")
     hint = (
@@ -46,7 +56,7 @@ def stat_regular(path: Path, rank: int | None) -> int:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise TraceFormatError("file not found", path=str(path), rank=rank, hint=_NOT_FOUND_HINT) from None
+        raise TraceFormatError("file not found", path=str(path), rank=rank, hint=not_found_hint(path)) from None
     except OSError as exc:
         raise TraceFormatError(
             f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank, hint="check the file's permissions"
@@ -63,7 +73,7 @@ def _open_regular(path: Path, rank: int | None) -> Any:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise TraceFormatError("file not found", path=str(path), rank=rank, hint=_NOT_FOUND_HINT) from None
+        raise TraceFormatError("file not found", path=str(path), rank=rank, hint=not_found_hint(path)) from None
     except OSError as exc:
         raise TraceFormatError(
             f"cannot read: {exc.strerror or exc}", path=str(path), rank=rank, hint="check the file's permissions"

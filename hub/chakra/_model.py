@@ -94,9 +94,13 @@ class Collective(StrEnum):
         for member in cls:
             if member.value == key:
                 return member
+        from .._suggest import did_you_mean
+
+        names = [m.value for m in cls]
+        guess = did_you_mean(key, names)
         raise UsageError(
-            f"unknown collective {value!r}",
-            hint="one of: " + ", ".join(m.value for m in cls),
+            f"unknown collective {value!r}" + (f" (did you mean {guess}?)" if guess else ""),
+            hint="one of: " + ", ".join(names) + " (any case; '_' and '-' are ignored, e.g. all_reduce)",
         )
 
 

@@ -283,12 +283,25 @@ class CollhubGroup(typer_core.TyperGroup):
                 e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
             raise
 
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        # `collhub --bogus`: the top level's own usage errors in collhub's form too
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except typer_core._click.exceptions.NoArgsIsHelpError:
+            raise
+        except typer_core._click.exceptions.UsageError as exc:
+            raise typer.Exit(_usage_error(exc)) from None
+
     def invoke(self, ctx: Any) -> Any:
         try:
             try:
                 return super().invoke(ctx)
             finally:
                 refresh_command_cache()
+        except typer_core._click.exceptions.NoArgsIsHelpError:
+            raise  # prints the help, as asked
+        except typer_core._click.exceptions.UsageError as exc:
+            raise typer.Exit(_usage_error(exc)) from None
         except (typer.Exit, typer.Abort, typer_core._click.exceptions.ClickException):
             raise
         except KeyboardInterrupt as exc:
@@ -299,6 +312,18 @@ class CollhubGroup(typer_core.TyperGroup):
             if _errors.debug_enabled():
                 raise
             raise typer.Exit(_errors.report(exc)) from None
+
+
+def _usage_error(exc: Any) -> int:
+    """A command-line usage error (missing option, bad value, unknown command) in collhub's
+    form: ``error: <command>: <message>`` and ``hint: ...`` on stderr, exit 2 (docs/cli.md)."""
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "collhub"
+    message = str(exc.format_message()).strip()
+    message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+    from ..errors import UsageError
+
+    return _errors.report(UsageError(f"{path}: {message.rstrip('.')}", hint=f"see `{path} -h` for its usage"))
 
 
 app = typer.Typer(

@@ -14,6 +14,7 @@ import typer
 from ..errors import UsageError
 from ._errors import debug_enabled
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+from ._progress import working
 from ._scalars import NOT_PLAIN, plain_value
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
@@ -80,6 +81,15 @@ def _summary(obj: Any) -> dict[str, Any]:
     return {"text": summarize(obj)}
 
 
+def _transforms_of(manager: Any, kind: str) -> list[str]:
+    """The installed transforms that take a ``kind`` trace."""
+    return [
+        str(spec.id)
+        for spec in manager.components("transform")
+        if kind in getattr(spec, "inputs", frozenset({"algorithm"}))
+    ]
+
+
 def _write(obj: Any, prefix: str) -> list[Path]:
     from ..atomic import make_dirs
     from ..chakra import Algorithm
@@ -91,6 +101,8 @@ def _write(obj: Any, prefix: str) -> list[Path]:
         return list(write_algorithm(obj, prefix))
     from ..chakra import write_workload  # the general message codec: workloads only
 
+    if not getattr(obj, "name", None):  # the name in the GlobalMetadata marks the files as a workload
+        obj.name = Path(prefix).name
     return list(write_workload(obj, prefix))
 
 
@@ -119,8 +131,11 @@ def produce(
     from ..plugins import manager_for
 
     manager = manager_for(component)
-    obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
-    _report_written(component, obj, _write(obj, out_prefix), fmt)
+    with working(f"{component}: producing", json_output=fmt == OutputFormat.json) as step:
+        obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+        step(f"writing {out_prefix}.<rank>.et")
+        files = _write(obj, out_prefix)
+    _report_written(component, obj, files, fmt)
 
 
 def transform(
@@ -131,7 +146,8 @@ def transform(
     fmt: OutputFormat = FORMAT_OPTION,
     timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
 ) -> None:
-    """Run a transform on an algorithm trace and write the result.
+    """Run a transform on the trace kind it takes (an algorithm; a workload for hub.inline and
+    hub.overlap) and write the result.
 
     Example: collhub transform hub.chunk out/ring out/ring4 --set pieces=4
     """
@@ -139,21 +155,32 @@ def transform(
     from ..plugins import manager_for
 
     manager = manager_for(component)
-    manager.component(component)  # unknown id fails before any file is read
+    spec = manager.component(component)  # unknown id fails before any file is read
     obj = read_trace(in_prefix)
-    if not isinstance(obj, Algorithm):
+    kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
+    inputs = getattr(spec, "inputs", frozenset({"algorithm"}))
+    if kind not in inputs:
+        takes = " or ".join(sorted(inputs))
         raise UsageError(
-            f"{in_prefix}: is a workload trace; transforms take an algorithm",
-            hint="consume workloads directly, e.g. collhub consume hub.simulate PREFIX",
+            f"{component} transforms {'an' if takes[0] in 'aeiou' else 'a'} {takes} trace, "
+            f"but {in_prefix} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} trace",
+            hint=(
+                f"{kind} transforms: " + ", ".join(_transforms_of(manager, kind))
+                if _transforms_of(manager, kind)
+                else f"no installed transform takes a {kind}"
+            ),
         )
-    new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
-    _report_written(component, new, _write(new, out_prefix), fmt)
+    with working(f"{component}: transforming {in_prefix}", json_output=fmt == OutputFormat.json) as step:
+        new = manager.run_transform(component, obj, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+        step(f"writing {out_prefix}.<rank>.et")
+        files = _write(new, out_prefix)
+    _report_written(component, new, files, fmt)
 
 
-_SIZE_HELP = "nccl-tests -b/-e/-f/-i: sweep the consumer's size from MIN to MAX bytes (one row per size)."
+_SIZE_HELP = "nccl-tests -b/-e/-i and --factor: sweep the consumer's size from MIN to MAX bytes (one row per size)."
 _FACTOR_HELP = (
-    "nccl-tests -f: multiply the size by this integer (default 2). "
-    "For compatibility, -f table|json still selects the output format."
+    "nccl-tests' -f: multiply the size by this integer (default 2). Spelled --factor here: "
+    "-f is --format in every collhub command."
 )
 
 
@@ -161,11 +188,19 @@ def consume(
     component: str = typer.Argument(..., metavar="ID", help="Consumer id, e.g. hub.simulate."),
     prefix: str = typer.Argument(..., metavar="PREFIX", help="Trace prefix (<PREFIX>.<rank>.et)."),
     sets: list[str] = typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=_SET_HELP),
-    workdir: Path = typer.Option(Path("."), "--workdir", "-w", help="Directory for the consumer's artifacts."),
-    fmt: OutputFormat = typer.Option(
-        OutputFormat.table,
+    workdir: Path = typer.Option(
+        Path("."),
+        "--out",
+        "-o",
+        "--workdir",
+        "-w",
+        help="Directory for the consumer's artifacts (--out as everywhere; --workdir is its older name).",
+    ),
+    fmt: str = typer.Option(
+        "table",
         "--format",
-        case_sensitive=False,
+        "-f",
+        metavar="[table|json]",
         help="Output format: human-readable table or JSON on stdout.",
     ),
     timeout: float | None = typer.Option(None, "--timeout", min=0.001, help=_TIMEOUT_HELP),  # noqa: UP007
@@ -177,7 +212,7 @@ def consume(
         metavar="SIZE",  # noqa: UP007
         help="nccl-tests -e: the largest size (default: -b).",
     ),
-    factor: str | None = typer.Option(None, "-f", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
+    factor: str | None = typer.Option(None, "--factor", metavar="FACTOR", help=_FACTOR_HELP),  # noqa: UP007
     step: str | None = typer.Option(
         None,
         "--step-bytes",
@@ -186,15 +221,14 @@ def consume(
         help="nccl-tests -i: add this many bytes per step instead of multiplying.",
     ),
 ) -> None:
-    """Run a consumer on a trace and print its result (with -b/-e/-f: one row per size).
+    """Run a consumer on a trace and print its result (with -b/-e: one row per size).
 
-    Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB -f 2
+    Example: collhub consume hub.simulate out/ring --set network=ring:8 -b 1KiB -e 1MiB --factor 2
     """
     from ..chakra import Algorithm, read_trace
     from ..plugins import manager_for
 
-    if factor is not None and factor.lower() in ("table", "json"):
-        fmt, factor = OutputFormat(factor.lower()), None
+    fmt = _output_format(fmt)
     params = parse_sets(sets)
     sizes = _size_sweep(params, min_bytes, max_bytes, factor, step)
     manager = manager_for(component)
@@ -210,7 +244,8 @@ def consume(
         return
     if sizes is not None:  # a consumer with its own size list (replay.run) runs the sweep in one launch
         params["size"] = sizes
-    result = manager.run_consumer(component, obj, params, _ctx(workdir), timeout=timeout)
+    with working(f"{component}: consuming {prefix}", json_output=fmt == OutputFormat.json):
+        result = manager.run_consumer(component, obj, params, _ctx(workdir), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
         return
@@ -225,13 +260,29 @@ def consume(
         err(f"warning: {w}")
 
 
+def _output_format(value: str) -> OutputFormat:
+    """``--format``/``-f``; a number is nccl-tests' step factor, which collhub spells ``--factor``."""
+    try:
+        return OutputFormat(value.lower())
+    except ValueError:
+        pass
+    if value.strip().isdigit():
+        raise UsageError(
+            f"-f {value}: -f is --format (table or json) in every collhub command",
+            hint=f"nccl-tests' step factor is --factor here: -b 1K -e 1G --factor {value}",
+        )
+    raise UsageError(f"--format {value!r}: not an output format", hint="table or json")
+
+
 def _size_sweep(
     params: dict[str, Any], min_bytes: str | None, max_bytes: str | None, factor: str | None, step: str | None
 ) -> list[Any] | None:
     """The sizes of ``-b/-e/-f/-i`` (through the pipeline's range grammar), or None without ``-b``/``-e``."""
     if min_bytes is None and max_bytes is None:
         if factor is not None or step is not None:
-            raise UsageError("-f/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G -f 2")
+            raise UsageError(
+                "--factor/-i need a size range", hint="give -b MIN (and -e MAX), e.g. -b 1K -e 1G --factor 2"
+            )
         return None
     from .._ranges import range_values  # only for a sweep: a plain consume needs neither
     from ..pipeline._limits import limit
@@ -239,7 +290,7 @@ def _size_sweep(
     if "size" in params:
         raise UsageError("give the size either with --set size=... or with -b/-e, not both")
     if factor is not None and step is not None:
-        raise UsageError("give either -f (factor) or -i (step), not both", hint="nccl-tests takes one of them too")
+        raise UsageError("give either --factor or -i (step), not both", hint="nccl-tests takes one of them too")
     start = min_bytes if min_bytes is not None else max_bytes
     spec: dict[str, Any] = {"from": start, "to": max_bytes if max_bytes is not None else start}
     if step is not None:
@@ -249,14 +300,14 @@ def _size_sweep(
             spec["factor"] = int(factor) if factor is not None else 2
         except ValueError:
             raise UsageError(
-                f"-f {factor!r} is not an integer factor (nor table/json)",
-                hint="nccl-tests multiplies by an integer, e.g. -f 2",
+                f"--factor {factor!r} is not an integer factor",
+                hint="nccl-tests multiplies by an integer, e.g. --factor 2",
             ) from None
     try:
         return range_values("size", spec, limit("points"))
     except UsageError as exc:
         message = exc.message.replace("from", "-b", 1).replace("to (", "-e (", 1)
-        raise UsageError(f"-b/-e/-f/-i: {message}", hint=exc.hint) from None
+        raise UsageError(f"-b/-e/--factor/-i: {message}", hint=exc.hint) from None
 
 
 def _sweeps_itself(spec: Any) -> bool:
@@ -282,9 +333,14 @@ def _consume_sizes(
     """One consumer call per size; a table row (or a JSON object) per size, as nccl-tests prints."""
     from .._units import parse_size
 
-    results = []
+    results: list[Any] = []
     for size in sizes:
-        results.append(manager.run_consumer(component, obj, {**params, "size": size}, _ctx(workdir), timeout=timeout))
+        with working(
+            f"{component}: size {size} ({len(results) + 1} of {len(sizes)})", json_output=fmt == OutputFormat.json
+        ):
+            results.append(
+                manager.run_consumer(component, obj, {**params, "size": size}, _ctx(workdir), timeout=timeout)
+            )
     if fmt == OutputFormat.json:
         emit_json(
             {

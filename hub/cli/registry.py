@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from ..errors import RegistryError, UsageError
+from ..errors import UsageError
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
 
 __all__ = ["install_command", "search_command", "uninstall_command"]
@@ -100,20 +100,72 @@ def install_command(
 
 def uninstall_command(
     names: list[str] = typer.Argument(..., help="Plugin distributions to remove."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (regular installs)."),
+    force: bool = typer.Option(False, "--force", help="Remove an editable (development) install without asking."),
+    fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Uninstall plugins (pip uninstall in this environment).
+    """Uninstall plugins (pip uninstall in this environment) and say what was removed.
+
+    A name that is not installed here is refused (exit 3) before anything is removed. A plugin
+    installed in editable mode (pip install -e) is removed only after a yes on a terminal, or
+    with --force, as install does.
 
     Example: collhub uninstall collhub-mscclang
     """
+    from importlib import metadata
+
+    from ..errors import NotInstalledError
     from ..registry import uninstall
+    from ..registry._editable import editable_location
+    from ._output import is_tty
 
     if any(n.lower() == "collhub" for n in names):
         raise UsageError("refusing to uninstall collhub itself", hint="use pip uninstall collhub")
-    if not yes and sys.stdin.isatty():
-        typer.confirm(f"Uninstall {', '.join(names)}?", abort=True)
-    try:
-        uninstall(names)
-    except RegistryError:
-        raise
-    out(f"uninstalled {', '.join(names)}")
+    found: list[tuple[str, str, str | None]] = []  # (name, version, editable source)
+    missing = []
+    for n in dict.fromkeys(names):
+        try:
+            found.append((n, metadata.version(n), editable_location(n)))
+        except metadata.PackageNotFoundError:
+            missing.append(n)
+    if missing:
+        installed = sorted(
+            {
+                d.metadata["Name"]
+                for d in metadata.distributions()
+                if str(d.metadata["Name"] or "").startswith("collhub-")
+            }
+        )
+        from .._suggest import did_you_mean
+
+        # compared without the shared "collhub-" prefix, which would make any two names look alike
+        bare = {n.removeprefix("collhub-"): n for n in installed}
+        near = did_you_mean(missing[0].removeprefix("collhub-"), list(bare))
+        guess = bare[near] if near else None
+        raise NotInstalledError(
+            f"not installed here: {', '.join(missing)} (nothing was removed)",
+            hint=(f"did you mean {guess}? " if guess else "")
+            + ("installed plugins: " + ", ".join(installed) if installed else "no collhub plugin is installed"),
+        )
+    interactive = sys.stdin.isatty() and is_tty()
+    editable = [(n, loc) for n, _v, loc in found if loc is not None]
+    if editable and not force:
+        where = "; ".join(f"{n} from {loc}" for n, loc in editable)
+        if not interactive or not typer.confirm(
+            f"{where} is installed in editable mode; uninstall anyway?", default=False, err=True
+        ):
+            raise UsageError(
+                f"{where} is installed in editable mode (a checkout someone may be working in); nothing was removed",
+                hint="pass --force to remove it anyway",
+            )
+    elif not yes and not force and interactive:
+        typer.confirm(f"Uninstall {', '.join(n for n, _v, _l in found)}?", abort=True)
+    uninstall([n for n, _v, _l in found])
+    if fmt == OutputFormat.json:
+        emit_json({"uninstalled": [{"name": n, "version": v, "editable": loc} for n, v, loc in found]})
+        return
+    for n, v, loc in found:
+        out(
+            f"uninstalled {n} {v}"
+            + (f" (editable install from {loc}; the source directory is left alone)" if loc else "")
+        )

@@ -46,6 +46,12 @@ def report_command(
         "msccl-executor-nccl", "--target", help="MSCCL runtime of --export: msccl-executor-nccl, rccl or msccl-legacy."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing --export directory."),
+    allow_below_bound: bool = typer.Option(
+        False,
+        "--allow-below-bound",
+        help="Let rows whose time is below a lower bound compete (marked 'below bound') and be exported. "
+        "Without it they are set apart: such a time is impossible on the network, so it never wins.",
+    ),
 ) -> None:
     """Per network and collective: the best algorithm at each size and the crossovers (report.json/.md/.png).
 
@@ -57,10 +63,13 @@ def report_command(
     if export is not None and export[0] not in ("msccl", "mscclpp"):
         raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: msccl, mscclpp")
     doc, _ = load_document(run_dir)
-    ans = answer(doc)
+    ans = answer(doc, allow_below_bound=allow_below_bound)
     source = run_dir if run_dir.is_dir() else run_dir.parent
+    from ._progress import working
+
     try:
-        written = write_report(source, out_dir, plot=plot)
+        with working(f"writing the report of {run_dir}", json_output=fmt == OutputFormat.json):
+            written = write_report(source, out_dir, plot=plot, allow_below_bound=allow_below_bound)
     except OSError as exc:  # e.g. a read-only run directory
         raise UsageError(
             f"cannot write the report into {out_dir or source}: {exc.strerror or exc}",
@@ -70,10 +79,15 @@ def report_command(
     if export is not None:
         from ..report import export_msccl, export_mscclpp
 
-        if export[0] == "mscclpp":
-            outcome = export_mscclpp(run_dir, export[1], force=force, ans=ans)
-        else:
-            outcome = export_msccl(run_dir, export[1], target=target, force=force, ans=ans)
+        with working(f"exporting the winners to {export[1]}", json_output=fmt == OutputFormat.json):
+            if export[0] == "mscclpp":
+                outcome = export_mscclpp(
+                    run_dir, export[1], force=force, ans=ans, allow_below_bound=allow_below_bound
+                )
+            else:
+                outcome = export_msccl(
+                    run_dir, export[1], target=target, force=force, ans=ans, allow_below_bound=allow_below_bound
+                )
     if fmt == OutputFormat.json:
         emit_json(
             {
@@ -100,6 +114,7 @@ def _print_tables(ans: Any) -> None:
     from rich.table import Table
 
     from .._ranges import exact_size
+    from ..report import summary_lines
 
     console = Console(width=None if sys.stdout.isatty() else 110)
     for st in ans.studies:
@@ -111,18 +126,22 @@ def _print_tables(ans: Any) -> None:
         for b in st.best:
             table.add_row(
                 exact_size(b.size_bytes),
-                b.source,
+                b.source + (" (below bound)" if b.below_bound else ""),
                 f"{b.time_us:.3f}",
                 f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-",
                 b.runner_up or "-",
                 f"{b.margin:.2f}" if b.margin is not None else "-",
             )
         console.print(table)
-        if st.crossovers:
-            for c in st.crossovers:
-                out(f"  crossover: {c.before} up to {exact_size(c.below)}, {c.after} from {exact_size(c.at)}")
-        else:
-            out(f"  no crossover: {st.best[0].source} wins at every size")
+        for line in summary_lines(st):
+            out(f"  {line}")
+        if st.set_apart:
+            apart = Table(title="set apart: below a lower bound (impossible on this network)", title_justify="left")
+            for h in ("size", "source", "time (µs)", "why"):
+                apart.add_column(h, justify="right" if h in ("size", "time (µs)") else "left")
+            for src, size, t, why in st.set_apart:
+                apart.add_row(exact_size(size), src, f"{t:.3f}", why)
+            console.print(apart)
 
 
 def _print_export(outcome: Any) -> None:

@@ -53,7 +53,11 @@ def show(
     for w in caught:  # reported once, as one line; never a failure
         err(f"warning: {w.message}")
     if graph is not None:
-        show_graph(obj, graph, rank, graph_out)
+        from ._progress import working
+
+        # only when the picture goes to a file: a drawing printed to the terminal is the output
+        with working(f"drawing {prefix} as {graph.value}", json_output=graph_out is None):
+            show_graph(obj, graph, rank, graph_out)
         return
     if rank is not None or graph_out is not None:
         raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
@@ -211,6 +215,7 @@ def inline(
         metavar="K",
         help="Overlap each collective with its producer COMP in K pieces (hub.overlap).",
     ),
+    fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Replace a workload's COMM_COLL nodes with their algorithm's SEND/RECV/COMP nodes (hub.inline).
 
@@ -242,7 +247,42 @@ def inline(
         else sum(1 for r in wl.ranks for n in r if int(n.type) == 7)
     )
     after = sum(1 for r in out_wl.ranks for n in r if int(n.type) == 7)
-    out(
-        f"wrote {len(files)} file(s): {dst}.0.et ... ({before - after} COMM_COLL nodes inlined, "
-        f"{out_wl.node_count()} nodes)"
-    )
+    why = _nothing_inlined(wl, before - after, recognize, kind)
+    if fmt == OutputFormat.json:
+        emit_json(
+            {
+                "files": [str(f) for f in files],
+                "inlined": before - after,
+                "nodes": out_wl.node_count(),
+                "nothing_inlined": why,
+            }
+        )
+    else:
+        out(
+            f"wrote {len(files)} file(s): {dst}.0.et ... ({before - after} COMM_COLL nodes inlined, "
+            f"{out_wl.node_count()} nodes)"
+        )
+    if why is not None:
+        err(f"warning: nothing was inlined: {why[0]}")
+        err(f"hint: {why[1]}")
+
+
+def _nothing_inlined(wl: Any, inlined: int, recognize: bool, kinds: list[str]) -> tuple[str, str] | None:
+    """Why ``trace inline`` inlined no collective (reason, hint), or None when it inlined some."""
+    if inlined:
+        return None
+    colls = sum(1 for r in wl.ranks for n in r if int(n.type) == 7)
+    gloo = sum(1 for r in wl.ranks for n in r if n.name.startswith("gloo:"))
+    if colls == 0 and gloo and not recognize:
+        return (
+            f"the workload has no COMM_COLL node; its {gloo} gloo collective(s) are COMP nodes named gloo:*",
+            "pass --recognize to turn them into collectives first",
+        )
+    if colls == 0:
+        return ("the workload has no COMM_COLL node (and no gloo:* COMP node)", "there is nothing to inline")
+    if kinds:
+        return (
+            f"none of its {colls} COMM_COLL node(s) is of kind {', '.join(kinds)}",
+            "drop --kind, or name a kind the workload has (collhub trace show shows them)",
+        )
+    return (f"its {colls} COMM_COLL node(s) were kept", "see collhub trace show for their kinds")

@@ -411,11 +411,22 @@ def _x_scale(kind: str, x_values: tuple[float, ...]) -> Literal["log2", "log10",
     return "linear"
 
 
+#: A series whose largest value is below this share of the largest series' would lie flat on
+#: zero on a linear axis (measured gloo bandwidth beside simulated NVLink-class links).
+FLAT_SHARE = 0.05
+
+
 def _y_scale(metric: str, panels: list[Panel]) -> Literal["log", "linear"]:
-    """Log for times spanning a decade or more; bandwidths stay linear."""
+    """Log for times spanning a decade or more. Bandwidths stay linear (heights compare
+    honestly from zero) unless a series would lie flat on zero next to another: then log, so
+    both can be read."""
     ys = [y for p in panels for line in p.lines.values() for _, y in line]
-    is_time = metric.startswith("time")
-    return "log" if is_time and min(ys) > 0 and max(ys) / min(ys) >= 10 else "linear"
+    if not ys or min(ys) <= 0:
+        return "linear"
+    if metric.startswith("time"):
+        return "log" if max(ys) / min(ys) >= 10 else "linear"
+    tops = [max(y for _, y in line) for p in panels for line in p.lines.values() if line]
+    return "log" if min(tops) < FLAT_SHARE * max(tops) else "linear"
 
 
 def _notes(metric: str, failed: int, missing: int, warned: int) -> list[str]:

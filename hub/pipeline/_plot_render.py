@@ -94,13 +94,22 @@ def _series_style(mpl: Any, series: Sequence[str]) -> dict[str, tuple[Any, str, 
     """(color, marker, dash) per series.
 
     One style per series for the whole figure, so an algorithm looks the same in every panel;
-    marker and dash patterns differ too, so coinciding lines stay visible (and print in grey)."""
+    marker and dash patterns differ too, so coinciding lines stay visible (and print in grey).
+    A series ``source · consumer`` takes its source's colour and marker (the ones the source has
+    in ``report.png`` and every other picture of the run) and its consumer's dash, so measured
+    and simulated lines of one algorithm read as one algorithm."""
     colors = list(mpl.colormaps["tab10" if len(series) <= 10 else "tab20"].colors)
     markers = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
     dashes = ["-", "--", "-.", ":"]
-    return {
-        s: (colors[i % len(colors)], markers[i % len(markers)], dashes[i % len(dashes)]) for i, s in enumerate(series)
-    }
+    sources = list(dict.fromkeys(s.split(" · ", 1)[0] for s in series))
+    consumers = list(dict.fromkeys(s.split(" · ", 1)[1] for s in series if " · " in s))
+    out = {}
+    for s in series:
+        src, _, cons = s.partition(" · ")
+        i = sources.index(src)
+        dash = dashes[consumers.index(cons) % len(dashes)] if cons else dashes[i % len(dashes)]
+        out[s] = (colors[i % len(colors)], markers[i % len(markers)], dash)
+    return out
 
 
 def _draw_panel(ax: Any, p: Panel, style: dict[str, tuple[Any, str, str]], handles: dict[str, Any]) -> None:

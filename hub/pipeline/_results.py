@@ -48,6 +48,8 @@ STANDARD_METRICS = frozenset(
         "bound_ns",
         "time_over_bound",
         "bound_term",
+        "link_bound_ns",
+        "time_over_link_bound",
     }
 )
 

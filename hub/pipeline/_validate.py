@@ -9,17 +9,21 @@ component's params model at every matrix point after interpolation.
 from __future__ import annotations
 
 import difflib
+import os
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as dist_version
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from .._ranges import RANGE_KEYS, is_range, range_issues, range_values
-from ..errors import ComponentNotFoundError, Issue, PipelineValidationError
+from .._suggest import did_you_mean
+from ..errors import ComponentNotFoundError, HubError, Issue, PipelineValidationError
 from ._env import ManagerSpec, component_ids, manager_for
 from ._limits import LIMITS, limit
 from ._loader import LoadedFile, format_path, load_file, load_text
@@ -130,9 +134,16 @@ def _issue_from_error(
     elif kind == "literal_error" and path == ("version",):
         message = f"unsupported version {err['input']!r}"
         hint = "this collhub reads version: 1"
+    elif isinstance((err.get("ctx") or {}).get("error"), HubError):
+        cause = err["ctx"]["error"]  # our own value check: its words and its hint (e.g. the size grammar)
+        message, hint = cause.message, cause.hint
     elif "input" in err and not isinstance(err["input"], (dict, list)):
         got = repr(err["input"])
         message = f"{message} (got {got if len(got) <= 80 else got[:77] + '...'})"
+        if kind in ("literal_error", "enum") and isinstance(err["input"], str):
+            choices = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
+            guess = did_you_mean(err["input"], choices)
+            hint = f"did you mean {guess!r}?" if guess else hint
     return loaded.issue(path, message, hint=hint, key=is_key)
 
 
@@ -363,11 +374,20 @@ def _point_issues(
         validated = model.model_validate(params)
     except ValidationError as exc:
         out = []
+        bad = set()
         for err in exc.errors():
             path = prefix + tuple(err["loc"])
+            bad.add(err["loc"][0] if err["loc"] else None)
             if any(path[: len(u)] == u for u in unresolved):
                 continue
             out.append(_issue_from_error(loaded, prefix, err, fields=fields))
+        # One round: the fields that did validate still get their topology and file checks.
+        rest = (
+            SimpleNamespace(**{k: v for k, v in params.items() if k not in bad}) if isinstance(params, dict) else None
+        )
+        if rest is not None:
+            out += _topology_issues(loaded, prefix, rest, unresolved)
+            out += _file_issues(loaded, prefix, rest, unresolved)
         return out
     except Exception as exc:  # noqa: BLE001 - a plugin's validator that raises something else
         return [loaded.issue(prefix, f"the params model of {cid} failed: {type(exc).__name__}: {exc}")]
@@ -380,6 +400,39 @@ def _point_issues(
     ]
     issues += _capability_issues(loaded, spec, cid, prefix, validated)
     issues += _topology_issues(loaded, prefix, validated, unresolved)
+    issues += _file_issues(loaded, prefix, validated, unresolved)
+    return issues
+
+
+#: Param names whose string values name input files (MSCCL-IR XML, TACCL profiles and sketches,
+#: network.yml, system.json, programs): a missing one fails `pipeline validate`, as `run` would.
+FILE_PARAMS = ("path", "topology", "network", "sketch", "system", "program", "profile")
+#: What an input file's name ends with (a topology string such as 'ring:8' has none of these).
+_FILE_SUFFIXES = (".xml", ".gz", ".json", ".yml", ".yaml", ".py", ".et", ".txt", ".csv")
+
+
+def _file_issues(
+    loaded: LoadedFile, prefix: tuple[Any, ...], params: Any, unresolved: set[tuple[Any, ...]]
+) -> list[Issue]:
+    """Input files named by params that do not exist (relative paths from the current directory,
+    where `collhub run` reads them)."""
+    issues = []
+    for name in FILE_PARAMS:
+        value = getattr(params, name, None)
+        value = os.fspath(value) if isinstance(value, os.PathLike) else value
+        path = prefix + (name,)
+        if not isinstance(value, str) or path in unresolved or ":" in value.split("/")[-1]:
+            continue
+        if not (value.strip().lower().endswith(_FILE_SUFFIXES) or "/" in value):
+            continue
+        if not Path(value).expanduser().exists():
+            issues.append(
+                loaded.issue(
+                    path,
+                    f"file not found: {value}",
+                    hint=f"relative paths are read from the directory you run in ({Path.cwd()})",
+                )
+            )
     return issues
 
 
@@ -448,18 +501,21 @@ def _meaning_issues(loaded: LoadedFile, model: Pipeline, manager: Any) -> list[I
         if spec is not None:
             outputs[sname] = str(getattr(spec, "output", "algorithm"))
             issues += _params_issues(loaded, spec, src.producer, base + ("params",), src.params, env_of)
-            if src.transforms and outputs[sname] != "algorithm":
-                issues.append(
-                    loaded.issue(
-                        base + ("transforms",),
-                        f"transforms take an algorithm, but {src.producer} produces a {outputs[sname]}",
-                    )
-                )
         for i, t in enumerate(src.transforms):
             tpath = base + ("transforms", i)
             tspec = _resolve(loaded, manager, installed, tpath + ("use",), t.use, "transform", issues)
             if tspec is not None:
                 issues += _params_issues(loaded, tspec, t.use, tpath + ("params",), t.params, env_of)
+                takes = getattr(tspec, "inputs", frozenset({"algorithm"}))
+                kind = outputs.get(sname)
+                if kind is not None and kind not in takes:
+                    issues.append(
+                        loaded.issue(
+                            tpath + ("use",),
+                            f"{t.use} transforms a trace of kind {' or '.join(sorted(takes))}, "
+                            f"but {src.producer} produces a {kind}",
+                        )
+                    )
 
     for cname, cons in model.consumers.items():
         base = ("consumers", cname)
@@ -499,26 +555,63 @@ def _sorted(issues: list[Issue]) -> list[Issue]:
 def validate_loaded(
     loaded: LoadedFile, *, manager: Any = None, manager_spec: ManagerSpec | None = None
 ) -> ValidatedPipeline:
-    """Run both passes on a loaded file; raise :class:`PipelineValidationError` with every issue."""
+    """Run both passes on a loaded file; raise :class:`PipelineValidationError` with every issue.
+
+    One round: when only some sources or consumers are malformed, the meaning pass still runs on
+    the rest, so every problem of a file is reported by one ``pipeline validate``."""
     issues = _structure_issues(loaded)
-    if issues:
+    data = _without_broken_steps(loaded.data, issues) if issues else loaded.data
+    if data is None:
         _raise(loaded, issues)
-    model = _expand_ranges(loaded, Pipeline.model_validate(loaded.data))
+    model = _expand_ranges(loaded, Pipeline.model_validate(data), issues)
     _check_points(loaded, model)
     if manager is None:
         manager = manager_for(manager_spec or ManagerSpec())
-    issues = _meaning_issues(loaded, model, manager)
+    issues += _meaning_issues(loaded, model, manager)
     if issues:
         _raise(loaded, issues)
     base = Path(loaded.file).resolve().parent if not loaded.file.startswith("<") else Path.cwd()
     return ValidatedPipeline(model, tuple(expand(model.matrix)), loaded.file, base, loaded.text)
 
 
-def _expand_ranges(loaded: LoadedFile, model: Pipeline) -> Pipeline:
+def _without_broken_steps(data: Any, issues: list[Issue]) -> dict[str, Any] | None:
+    """``data`` without the sources and consumers that have structure issues, when that leaves a
+    valid file (for the meaning pass of the rest); None when other parts are malformed too."""
+    if not isinstance(data, dict):
+        return None
+    broken: dict[str, set[str]] = {"sources": set(), "consumers": set()}
+    for issue in issues:
+        parts = issue.path.split(".")
+        if len(parts) < 2 or parts[0] not in broken:
+            return None
+        broken[parts[0]].add(parts[1])
+    rest = {k: v for k, v in data.items()}
+    for section, names in broken.items():
+        if names and isinstance(rest.get(section), dict):
+            rest[section] = {k: v for k, v in rest[section].items() if k not in names}
+    kept = set(rest.get("sources") or {})
+    if isinstance(rest.get("consumers"), dict):  # a consumer naming a dropped source (copies: data stays)
+        rest["consumers"] = {
+            k: {**c, "sources": [x for x in c["sources"] if x in kept]}
+            if isinstance(c, dict) and isinstance(c.get("sources"), list)
+            else c
+            for k, c in rest["consumers"].items()
+        }
+    if not rest.get("sources") or not rest.get("consumers"):
+        return None
+    try:
+        Pipeline.model_validate(rest)
+    except ValidationError:
+        return None
+    return rest
+
+
+def _expand_ranges(loaded: LoadedFile, model: Pipeline, earlier: list[Issue] | None = None) -> Pipeline:
     """The model with every range of the matrix replaced by its list of values; bad ranges (and
-    ranges of more values than the point limit, counted before listing) raise with positions."""
+    ranges of more values than the point limit, counted before listing) raise with positions,
+    together with the ``earlier`` issues."""
     cap = limit("points")
-    issues = []
+    issues = list(earlier or [])
     for name, value in model.matrix.items():
         if not isinstance(value, dict):
             continue
@@ -532,7 +625,7 @@ def _expand_ranges(loaded: LoadedFile, model: Pipeline) -> Pipeline:
                         ("matrix", name, found.key), found.message, hint=found.hint, key=found.key not in RANGE_KEYS
                     )
                 )
-    if issues:
+    if len(issues) > len(earlier or []):
         _raise(loaded, issues)
     if not any(is_range(v) for v in model.matrix.values()):
         return model

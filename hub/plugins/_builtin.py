@@ -81,6 +81,7 @@ def collhub_transforms() -> list[TransformSpec]:
             factory=f"hub.transforms:{factory}",
             params=f"hub.transforms:{params}",
             capabilities=frozenset({"builtin"}),
+            inputs=frozenset({"workload" if summary.startswith("Workload ->") else "algorithm"}),
         )
 
     return [

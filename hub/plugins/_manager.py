@@ -30,6 +30,7 @@ import pluggy
 from ..errors import (
     ComponentConflictError,
     ComponentNotFoundError,
+    HubError,
     PluginError,
     PluginLoadError,
     UsageError,
@@ -671,20 +672,26 @@ def _validate(spec: ComponentSpec, id: str, params: Any) -> BaseModel:  # noqa: 
         import difflib
 
         parts = []
+        value_hints = []
         for e in exc.errors():
             loc = ".".join(str(x) for x in e["loc"]) or "<params>"
             msg = e["msg"]
-            if e["type"] == "extra_forbidden":
+            cause = (e.get("ctx") or {}).get("error")
+            if isinstance(cause, HubError):  # our own value check: its words and its hint (the grammar)
+                msg = cause.message
+                if cause.hint:
+                    value_hints.append(f"{loc}: {cause.hint}")
+            elif e["type"] == "extra_forbidden":
                 close = difflib.get_close_matches(str(e["loc"][-1]), list(model_cls.model_fields), n=1, cutoff=0.6)
                 msg = "unknown parameter" + (f" (did you mean {close[0]}?)" if close else "")
             elif "input" in e and e["type"] != "missing":
                 msg += f" (got {_short(e['input'])})"
             parts.append(f"{loc}: {msg}")
         fields = sorted(model_cls.model_fields)
-        raise UsageError(
-            f"invalid params for {id}: " + "; ".join(parts),
-            hint=f"valid parameters: {', '.join(fields) or '(none)'}; see `collhub plugins info {id}`",
-        ) from None
+        hint = f"valid parameters: {', '.join(fields) or '(none)'}; see `collhub plugins info {id}`"
+        if value_hints:
+            hint = "; ".join(value_hints) + f"; see `collhub plugins info {id}`"
+        raise UsageError(f"invalid params for {id}: " + "; ".join(parts), hint=hint) from None
     except TypeError as exc:
         raise UsageError(f"invalid params for {id}: {exc}", hint="params must be a mapping") from None
     except Exception as exc:  # a validator of the plugin's params model that raises something else

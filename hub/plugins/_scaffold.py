@@ -190,6 +190,61 @@ def test_produces_a_correct_broadcast(collhub_pm, collhub_tmp_plugin):
 '''
 
 
+#: The tests of docs/plugins.md ("Testing with the kit"), word for word for the plugin ``mine``
+#: (tests/cli/test_cli.py checks that the document shows exactly this file).
+_KIT_TEST = """\
+from pathlib import Path
+
+import {pkg}.plugin as plugin
+from hub.testing import check_manifest, check_producer
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def test_produces(collhub_pm, collhub_tmp_plugin):
+    collhub_tmp_plugin(plugin, name="{name}")  # registered for this test only
+    alg = collhub_pm.run_producer("{name}.flat_broadcast", {{"ranks": 4}})
+    from hub.verify import check
+
+    check(alg)  # structure, progress, semantics
+
+
+def test_every_rank_count(collhub_pm, collhub_tmp_plugin):
+    collhub_tmp_plugin(plugin, name="{name}")
+    check_producer("{name}.flat_broadcast", range(2, 17))  # every declared collective, verified
+
+
+def test_command_line(collhub_cli, collhub_tmp_plugin):
+    collhub_tmp_plugin(plugin, name="{name}")
+    r = collhub_cli("produce", "{name}.flat_broadcast", "--set", "ranks=4", "--out", "out/b")
+    assert r.exit_code == 0, r.stderr
+    assert collhub_cli("trace", "verify", "out/b").exit_code == 0
+
+
+def test_manifest():
+    check_manifest(str(PROJECT))  # the manifest matches what the code registers
+
+
+def test_pipeline(collhub_run_pipeline, collhub_tmp_plugin):
+    collhub_tmp_plugin(plugin, name="{name}")
+    run = collhub_run_pipeline((PROJECT / "examples" / "{name}.yaml").read_text())
+    assert run.ok
+"""
+
+_EXAMPLE = """\
+# The plugin's producer in a pipeline: a flat broadcast on 2, 4 and 8 ranks, simulated on a switch.
+# Run it (once the package is installed):   collhub run examples/{name}.yaml
+version: 1
+name: {name}-example
+matrix:
+  ranks: [2, 4, 8]
+sources:
+  flat_broadcast: {{producer: {name}.flat_broadcast, params: {{ranks: "${{ranks}}"}}}}
+consumers:
+  sim: {{use: hub.simulate, params: {{network: "switch:${{ranks}}", size: 1MiB}}}}
+"""
+
+
 def scaffold_plugin(name: str, directory: Path) -> list[Path]:
     """Create ``<directory>/collhub-<name>/`` and return the files written."""
     if not _NAME_RE.match(name):
@@ -213,6 +268,8 @@ def scaffold_plugin(name: str, directory: Path) -> list[Path]:
         f"{pkg}/collhub-plugin.toml": _MANIFEST,
         f"{pkg}/_producer.py": _PRODUCER,
         "tests/test_plugin.py": _TEST,
+        "tests/test_kit.py": _KIT_TEST,
+        f"examples/{name}.yaml": _EXAMPLE,
     }
     # Build in a sibling temp dir and rename, so a failure never leaves a half-written package.
     tmp = directory / f".{dist}.{os.getpid()}.tmp"

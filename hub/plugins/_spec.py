@@ -115,6 +115,8 @@ class ProducerSpec(ComponentSpec):
 @dataclass(frozen=True)
 class TransformSpec(ComponentSpec):
     kind: ClassVar[str] = "transform"
+    #: what it transforms (into the same kind): "algorithm" (default) or "workload" (hub.inline)
+    inputs: frozenset[str] = frozenset({"algorithm"})
 
 
 @dataclass(frozen=True)

@@ -346,7 +346,7 @@ class RegistryClient:
         if resp.status == 304 and cached:
             return self._parse(self._read_cache(body_path), url)
         if resp.status == 404:
-            raise RegistryError(f"{url}: not found")
+            raise _NotFound(f"{url}: not found")
         if resp.status != 200:
             raise RegistryUnavailableError(f"{url}: HTTP {resp.status}")
         data = self._parse(resp.body, url)
@@ -414,7 +414,22 @@ class RegistryClient:
         if not valid_name(name):
             raise UsageError(f"invalid plugin name {name[:200]!r}", hint="a distribution name such as collhub-mscclang")
         rel = f"v1/plugins/{normalize_name(name)}.json"
-        return self._model(PluginDoc, self.get_json(rel), rel)
+        try:
+            return self._model(PluginDoc, self.get_json(rel), rel)
+        except _NotFound:
+            raise self._no_such_plugin(name) from None
+
+    def _no_such_plugin(self, name: str) -> RegistryError:
+        """A registry miss in the user's words: the name, the registry, the closest names."""
+        from .._suggest import did_you_mean
+
+        try:
+            names = [p.name for p in self.index().plugins]
+        except RegistryError:
+            names = []
+        near = did_you_mean(name.removeprefix("collhub-"), [n.removeprefix("collhub-") for n in names])
+        hint = f"did you mean collhub-{near}?" if near else "collhub search WORD lists what it has"
+        return RegistryError(f"the registry at {self.base_url} has no plugin named {name!r}", hint=hint)
 
     def search(self, query: str = "", *, kind: str | None = None, collective: str | None = None) -> list[PluginSummary]:
         words = [w for w in query.lower().split() if w]
@@ -615,6 +630,10 @@ def uninstall(names: Iterable[str], *, python: str | None = None) -> None:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise RegistryError("pip failed to uninstall " + ", ".join(names) + ": " + " | ".join(tail))
+
+
+class _NotFound(RegistryError):
+    """HTTP 404 for a registry document (turned into the user's words where the name is known)."""
 
 
 def _check_depth(data: Any, url: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ._answer import Answer, Best, Crossover, Segment, Study, answer, size_variable
 from ._export import ExportOutcome, export_msccl, export_mscclpp
-from ._write import auto_report, markdown, write_report
+from ._write import auto_report, markdown, summary_lines, write_report
 
 __all__ = [
     "Answer",
@@ -33,5 +33,6 @@ __all__ = [
     "export_mscclpp",
     "markdown",
     "size_variable",
+    "summary_lines",
     "write_report",
 ]

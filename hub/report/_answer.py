@@ -1,16 +1,25 @@
 """The answer of a size sweep: per network and collective, which algorithm wins at each size.
 
 A *study* is one network (every matrix variable but the size, e.g. ``network=ring:8``), one
-consumer and one collective/rank count. In a study, the winner at a size is the source with the
-smallest time (``time_us``, else ``time_ns``); for one collective and size busbw is the same
-number scaled (nccl-tests' factor does not depend on the algorithm), so the fastest is also the
-one with the highest busbw. Ties go to the source listed first in the pipeline.
+consumer and one collective/rank count. Rules, in order:
 
-*Segments* are the runs of consecutive studied sizes with the same winner (same source and the
-same algorithm files). Their byte ranges tile the studied range ``[smallest, largest]`` with no
-gap or overlap: a segment holds from its first size up to one byte below the next segment's
-first size (the winner measured at a size keeps every size below the next measurement), and the
-last one ends at the largest size. A *crossover* is where one segment ends and the next begins.
+1. **A contender is a source** (a *family*): a source re-synthesized at every point (TACOS,
+   TACCL: their params depend on the size or the network) is one contender whose algorithm files
+   differ per size; the per-size files are kept (``Best.algorithm``, ``Segment.algorithms``).
+2. **Impossible rows never win.** A row whose time is below a lower bound the consumer reports
+   (``time_over_bound`` < 1: the collective's bound on that network; ``time_over_link_bound`` < 1:
+   the algorithm's own link-load bound, hub/sim/_linkload.py), or that carries a consumer warning
+   saying so, is *set apart* (``Study.set_apart``, each with its reason) and does not compete,
+   unless ``allow_below_bound`` is given: then it competes and its win says ``below_bound``.
+   A size where every row is set apart has no winner (``Study.unanswered``).
+3. The winner at a size is the contender with the smallest time (``time_us``, else ``time_ns``);
+   for one collective and size busbw is the same number scaled (nccl-tests' factor does not
+   depend on the algorithm), so the fastest is also the one with the highest busbw. Ties go to
+   the source listed first in the pipeline.
+4. *Segments* are the runs of consecutive answered sizes won by the same source. A segment holds
+   from its first size up to one byte below the next studied size after its last (the winner
+   measured at a size keeps every size below the next measurement); the last one ends at the
+   largest size. A *crossover* is where one segment ends and the next begins.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ class Best:
     busbw_GBps: float | None
     runner_up: str | None
     runner_up_time_us: float | None
+    #: why the time is below a lower bound (only with ``allow_below_bound``); None when possible
+    below_bound: str | None = None
 
     @property
     def margin(self) -> float | None:
@@ -55,13 +66,30 @@ class Best:
 
 @dataclass(frozen=True)
 class Segment:
-    """A run of studied sizes won by one algorithm; ``min_bytes..max_bytes`` inclusive."""
+    """A run of studied sizes won by one source; ``min_bytes..max_bytes`` inclusive.
+
+    ``algorithms`` is the algorithm directory that won at each of ``sizes`` (one per size: a
+    synthesized source has a different one at each); ``algorithm`` is the one when they agree."""
 
     source: str
     algorithm: str | None
     min_bytes: int
     max_bytes: int
     sizes: tuple[int, ...]
+    algorithms: tuple[str | None, ...] = ()
+
+    def pieces(self) -> list[tuple[str | None, int, int]]:
+        """``(algorithm, min_bytes, max_bytes)`` per run of sizes with the same algorithm files,
+        tiling ``min_bytes..max_bytes`` (what an export writes one file each for)."""
+        algs = self.algorithms or (self.algorithm,) * len(self.sizes)
+        out: list[tuple[str | None, int, int]] = []
+        for i, (size, alg) in enumerate(zip(self.sizes, algs, strict=True)):
+            if out and out[-1][0] == alg:
+                continue
+            if out:
+                out[-1] = (out[-1][0], out[-1][1], size - 1)
+            out.append((alg, self.min_bytes if i == 0 else size, self.max_bytes))
+        return out
 
 
 @dataclass(frozen=True)
@@ -90,6 +118,16 @@ class Study:
     best: list[Best] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     crossovers: list[Crossover] = field(default_factory=list)
+    #: source -> size_bytes -> why its time is below a lower bound (rule 2)
+    below: dict[str, dict[int, str]] = field(default_factory=dict)
+    #: sizes where every row is below a bound: no winner
+    unanswered: list[int] = field(default_factory=list)
+
+    @property
+    def set_apart(self) -> list[tuple[str, int, float, str]]:
+        """``(source, size_bytes, time_us, reason)`` of every row below a bound, by size."""
+        rows = [(src, size, self.series[src][size][0], why) for src, d in self.below.items() for size, why in d.items()]
+        return sorted(rows, key=lambda r: (r[1], r[0]))
 
     @property
     def sizes(self) -> list[int]:
@@ -115,9 +153,14 @@ class Study:
                     "runner_up": b.runner_up,
                     "runner_up_time_us": b.runner_up_time_us,
                     "margin": b.margin,
+                    "below_bound": b.below_bound,
                 }
                 for b in self.best
             ],
+            "set_apart": [
+                {"source": src, "size_bytes": size, "time_us": t, "reason": why} for src, size, t, why in self.set_apart
+            ],
+            "unanswered": list(self.unanswered),
             "crossovers": [
                 {"below": c.below, "at": c.at, "before": c.before, "after": c.after} for c in self.crossovers
             ],
@@ -128,6 +171,7 @@ class Study:
                     "min_bytes": s.min_bytes,
                     "max_bytes": s.max_bytes,
                     "sizes": list(s.sizes),
+                    "algorithms": list(s.algorithms),
                 }
                 for s in self.segments
             ],
@@ -146,6 +190,9 @@ class Answer:
     studies: list[Study]
     failed_rows: int = 0
     rows_without_time: int = 0
+    allow_below_bound: bool = False
+    #: every source in the pipeline's order (first row first), for one style per source
+    sources: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -155,6 +202,7 @@ class Answer:
             "metric": "time_us",
             "failed_rows": self.failed_rows,
             "rows_without_time": self.rows_without_time,
+            "allow_below_bound": self.allow_below_bound,
             "studies": [s.as_dict() for s in self.studies],
         }
 
@@ -220,9 +268,36 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-def answer(document: Mapping[str, Any]) -> Answer:
-    """The studies of a results document (see the module docstring). Raises
-    :class:`~hub.errors.UsageError` when the run swept no size or no row has a time."""
+def _ratio(metrics: Mapping[str, Any], key: str) -> float | None:
+    v = metrics.get(key)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def below_bound_reason(metrics: Mapping[str, Any], warnings: Any = ()) -> str | None:
+    """Why a row's time is impossible (rule 2), in a few words; None when nothing says so. The
+    collective's bound is named first (it holds for every schedule), else the algorithm's own."""
+    why = None
+    r = _ratio(metrics, "time_over_bound")
+    if r is not None and r < 1:
+        why = f"below the {metrics.get('collective') or 'collective'} lower bound (time/bound {r:.3g})"
+    r = _ratio(metrics, "time_over_link_bound")
+    if why is None and r is not None and r < 1:
+        why = f"below its link-load bound (time/bound {r:.3g})"
+    if why is None and isinstance(warnings, list):
+        why = next(
+            (w.split(":")[0][:120] for w in warnings if isinstance(w, str) and "below the" in w and "lower bound" in w),
+            None,
+        )
+    if why is None:
+        return None
+    return why + (", congestion-unaware model" if metrics.get("mode") == "unaware" else "")
+
+
+def answer(document: Mapping[str, Any], *, allow_below_bound: bool = False) -> Answer:
+    """The studies of a results document (see the module docstring; ``allow_below_bound``: rule 2).
+    Raises :class:`~hub.errors.UsageError` when the run swept no size or no row has a time."""
     size_var = size_variable(document)
     if size_var is None:
         raise UsageError(
@@ -250,11 +325,15 @@ def answer(document: Mapping[str, Any]) -> Answer:
         bw = metrics.get("busbw_GBps")
         alg = r["algorithm"].get("dir") if isinstance(r.get("algorithm"), Mapping) else None
         alg = alg if isinstance(alg, str) else None
-        study.series.setdefault(str(r.get("source")), {})[size] = (
+        src = str(r.get("source"))
+        study.series.setdefault(src, {})[size] = (
             t,
             float(bw) if isinstance(bw, (int, float)) and not isinstance(bw, bool) else None,
             alg,
         )
+        why = below_bound_reason(metrics, r.get("warnings"))
+        if why is not None:
+            study.below.setdefault(src, {})[size] = why
         study.labels.setdefault(size, point.get(size_var))
     if not studies:
         raise UsageError(
@@ -262,10 +341,10 @@ def answer(document: Mapping[str, Any]) -> Answer:
             hint="report a run whose consumer measures time (hub.simulate, astrasim.run, replay.run)",
         )
     for study in studies.values():
-        _decide(study, order)
+        _decide(study, order, allow_below_bound)
     pipeline = document.get("pipeline")
     name = pipeline.get("name") if isinstance(pipeline, Mapping) else None
-    return Answer(name, size_var, list(studies.values()), failed, no_time)
+    return Answer(name, size_var, list(studies.values()), failed, no_time, allow_below_bound, list(order))
 
 
 def _study_of(
@@ -305,28 +384,45 @@ def _study_of(
     return study
 
 
-def _decide(study: Study, order: Mapping[str, int]) -> None:
-    """Fill ``best``, ``segments`` and ``crossovers`` of a study from its series."""
+def _decide(study: Study, order: Mapping[str, int], allow_below_bound: bool) -> None:
+    """Fill ``best``, ``segments``, ``crossovers`` and ``unanswered`` of a study (rules 1-4)."""
     for size in study.sizes:
-        cands = sorted(((pts[size][0], order.get(src, 0), src) for src, pts in study.series.items() if size in pts))
+        cands = sorted(
+            (pts[size][0], order.get(src, 0), src)
+            for src, pts in study.series.items()
+            if size in pts and (allow_below_bound or size not in study.below.get(src, {}))
+        )
+        if not cands:
+            study.unanswered.append(size)
+            continue
         t, _, src = cands[0]
         _, bw, alg = study.series[src][size]
         ru = cands[1] if len(cands) > 1 else None
+        why = study.below.get(src, {}).get(size)
         study.best.append(
-            Best(size, study.labels.get(size), src, alg, t, bw, ru[2] if ru else None, ru[0] if ru else None)
+            Best(size, study.labels.get(size), src, alg, t, bw, ru[2] if ru else None, ru[0] if ru else None, why)
         )
+    sizes = study.sizes
+    after = {s: sizes[i + 1] for i, s in enumerate(sizes[:-1])}  # the next studied size
     runs: list[list[Best]] = []
     for b in study.best:
-        if runs and (runs[-1][-1].source, runs[-1][-1].algorithm) == (b.source, b.algorithm):
+        if runs and runs[-1][-1].source == b.source and after.get(runs[-1][-1].size_bytes) == b.size_bytes:
             runs[-1].append(b)
         else:
             runs.append([b])
     for i, run in enumerate(runs):
-        end = runs[i + 1][0].size_bytes - 1 if i + 1 < len(runs) else run[-1].size_bytes
+        last = run[-1].size_bytes
+        end = after[last] - 1 if last in after else last
+        algs = tuple(b.algorithm for b in run)
         study.segments.append(
-            Segment(run[0].source, run[0].algorithm, run[0].size_bytes, end, tuple(b.size_bytes for b in run))
-        )
-        if i + 1 < len(runs):
-            study.crossovers.append(
-                Crossover(run[-1].size_bytes, runs[i + 1][0].size_bytes, run[0].source, runs[i + 1][0].source)
+            Segment(
+                run[0].source,
+                algs[0] if len(set(algs)) == 1 else None,
+                run[0].size_bytes,
+                end,
+                tuple(b.size_bytes for b in run),
+                algs,
             )
+        )
+        if i + 1 < len(runs) and runs[i + 1][0].source != run[0].source:
+            study.crossovers.append(Crossover(last, runs[i + 1][0].size_bytes, run[0].source, runs[i + 1][0].source))

@@ -3,8 +3,9 @@
 For every study (one network, collective and rank count) the export writes, under
 ``DIR/<NN>-<study>/``:
 
-* ``msccl-algorithms/<k>-<source>-<min>-<max>.xml``: each winning segment, re-produced from the
-  run's recorded ET files (``algorithms/<source>-<hash>/``, the exact algorithm that won) and
+* ``msccl-algorithms/<k>-<source>-<min>-<max>.xml``: each winning segment (for a source
+  synthesized per size, each of its sizes' own algorithm over that size's part of the range),
+  re-produced from the run's recorded ET files (``algorithms/<source>-<hash>/``, the exact algorithm that won) and
   written by the ``mscclang.export`` consumer with ``min_bytes``/``max_bytes`` set to the
   segment's size range (inclusive; the consumer translates them to the target runtime's
   ``minBytes``/``maxBytes`` rules) and ``verify`` on, so a file that would not compute its
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HubError, UsageError
-from ._answer import Answer, Segment, Study, answer
+from ._answer import Answer, Study, answer
 
 __all__ = ["ExportOutcome", "TARGETS", "export_msccl", "export_mscclpp"]
 
@@ -112,42 +113,47 @@ def _env_lines(target: str, algo_dir: Path, files: list[Path]) -> list[str]:
     return head + ["MSCCL_ENABLE=1", f"MSCCL_ALGO_DIR={algo_dir}"]
 
 
-def _export_segment(
-    manager: Any, alg: Any, seg: Segment, xml: Path, target: str, workdir: Path, kind: tuple[str, ...] = MSCCL
+def _export_piece(
+    manager: Any,
+    alg: Any,
+    entry: dict[str, Any],
+    xml: Path,
+    target: str,
+    workdir: Path,
+    kind: tuple[str, ...] = MSCCL,
 ) -> None:
     from ..plugins import RunContext
 
-    name = f"{seg.source}-{seg.min_bytes}-{seg.max_bytes}"
+    lo, hi = entry["min_bytes"], entry["max_bytes"]
+    name = f"{entry['source']}-{lo}-{hi}"
     params: dict[str, Any]
     if kind is MSCCLPP:
-        params = {
-            "out": str(xml),
-            "min_message_size": seg.min_bytes,
-            "max_message_size": seg.max_bytes,
-            "verify": True,
-            "name": name,
-        }
+        params = {"out": str(xml), "min_message_size": lo, "max_message_size": hi, "verify": True, "name": name}
     else:
-        params = {
-            "out": str(xml),
-            "target": target,
-            "min_bytes": seg.min_bytes,
-            "max_bytes": seg.max_bytes,
-            "verify": True,
-            "name": name,
-        }
+        params = {"out": str(xml), "target": target, "min_bytes": lo, "max_bytes": hi, "verify": True, "name": name}
     manager.run_consumer(kind[0], alg, params, RunContext(workdir=workdir, quiet=True))
 
 
-def _segment_entry(st: Study, seg: Segment) -> dict[str, Any]:
-    return {
-        "source": seg.source,
-        "algorithm": seg.algorithm,
-        "collective": st.collective,
-        "ranks": st.ranks,
-        "min_bytes": seg.min_bytes,
-        "max_bytes": seg.max_bytes,
-    }
+def _pieces(st: Study) -> list[dict[str, Any]]:
+    """One entry per file to write: each segment's runs of sizes with the same algorithm files
+    (a synthesized source has one per size), with the reason a below-bound winner is refused."""
+    below = {b.size_bytes: b.below_bound for b in st.best if b.below_bound}
+    out = []
+    for seg in st.segments:
+        for alg, lo, hi in seg.pieces():
+            why = next((below[s] for s in seg.sizes if lo <= s <= hi and s in below), None)
+            out.append(
+                {
+                    "source": seg.source,
+                    "algorithm": alg,
+                    "collective": st.collective,
+                    "ranks": st.ranks,
+                    "min_bytes": lo,
+                    "max_bytes": hi,
+                    "below_bound": why,
+                }
+            )
+    return out
 
 
 def _export_study(
@@ -159,6 +165,7 @@ def _export_study(
     slug: str,
     target: str,
     missing_plugin: str | None,
+    allow_below_bound: bool = False,
     kind: tuple[str, ...] = MSCCL,
 ) -> dict[str, Any]:
     from .._ranges import exact_size
@@ -169,13 +176,15 @@ def _export_study(
     algo_tmp.mkdir(parents=True)
     exported: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
-    for k, seg in enumerate(st.segments):
-        entry = _segment_entry(st, seg)
-        name = f"{k:02d}-{_slug(seg.source)}-{exact_size(seg.min_bytes)}-{exact_size(seg.max_bytes)}{kind[3]}"
+    for k, entry in enumerate(_pieces(st)):
+        lo, hi = entry["min_bytes"], entry["max_bytes"]
+        name = f"{k:02d}-{_slug(entry['source'])}-{exact_size(lo)}-{exact_size(hi)}{kind[3]}"
         reason = missing_plugin
+        if reason is None and entry["below_bound"] and not allow_below_bound:
+            reason = f"its time is {entry['below_bound']}: not an achievable time (--allow-below-bound exports it)"
         if reason is None and target == "msccl-legacy" and len(exported) >= LEGACY_MAX_FILES:
             reason = f"the msccl-legacy runtime loads at most {LEGACY_MAX_FILES} algorithms"
-        prefix = prefixes.get(seg.algorithm or "")
+        prefix = prefixes.get(entry["algorithm"] or "")
         if reason is None and prefix is None:
             reason = "the run recorded no algorithm files for this winner"
         if reason is None:
@@ -183,7 +192,7 @@ def _export_study(
                 alg = read_trace(prefix)  # type: ignore[arg-type] # checked just above
                 if not isinstance(alg, Algorithm):
                     raise UsageError(f"{prefix} holds a workload, not an algorithm")
-                _export_segment(manager, alg, seg, algo_tmp / name, target, tmp, kind)
+                _export_piece(manager, alg, entry, algo_tmp / name, target, tmp, kind)
             except HubError as exc:
                 reason = exc.message.splitlines()[0] if exc.message else type(exc).__name__
         if reason is not None:
@@ -202,6 +211,10 @@ def _export_study(
         "env": str(env) if exported and kind is MSCCL else None,
         "exported": exported,
         "not_exported": left,
+        # rows below a lower bound never win (hub/report/_answer.py, rule 2), so never ship
+        "set_apart": [
+            {"source": src, "size_bytes": size, "time_us": t, "reason": why} for src, size, t, why in st.set_apart
+        ],
     }
 
 
@@ -212,6 +225,7 @@ def export_msccl(
     target: str = "msccl-executor-nccl",
     force: bool = False,
     ans: Answer | None = None,
+    allow_below_bound: bool = False,
     kind: tuple[str, ...] = MSCCL,
 ) -> ExportOutcome:
     """Export the winners of the run in ``run_dir`` to ``out_dir`` (see the module docstring).
@@ -229,7 +243,7 @@ def export_msccl(
     run = Path(run_dir)
     doc, _ = load_document(run)
     if ans is None:
-        ans = answer(doc)
+        ans = answer(doc, allow_below_bound=allow_below_bound)
     final = Path(out_dir).resolve()
     if final.exists() and not force and (not final.is_dir() or any(final.iterdir())):
         raise UsageError(f"{out_dir} already exists", hint="choose another directory, or pass --force to replace it")
@@ -246,7 +260,9 @@ def export_msccl(
         outcome = ExportOutcome(final, target if kind is MSCCL else "mscclpp")
         for i, st in enumerate(ans.studies):
             outcome.studies.append(
-                _export_study(manager, st, prefixes, tmp, final, _study_slug(i, st), target, missing, kind)
+                _export_study(
+                    manager, st, prefixes, tmp, final, _study_slug(i, st), target, missing, allow_below_bound, kind
+                )
             )
         (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
         commit_dir(tmp, final, replace=True)
@@ -259,8 +275,13 @@ def export_msccl(
 
 
 def export_mscclpp(
-    run_dir: str | Path, out_dir: str | Path, *, force: bool = False, ans: Answer | None = None
+    run_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    force: bool = False,
+    ans: Answer | None = None,
+    allow_below_bound: bool = False,
 ) -> ExportOutcome:
     """Export the winners of the run in ``run_dir`` to ``out_dir`` as MSCCL++ execution plans,
     each with its size window (see the module docstring)."""
-    return export_msccl(run_dir, out_dir, force=force, ans=ans, kind=MSCCLPP)
+    return export_msccl(run_dir, out_dir, force=force, ans=ans, allow_below_bound=allow_below_bound, kind=MSCCLPP)

@@ -1,8 +1,11 @@
 """``report.png``: busbw against size per algorithm, one panel per study, the winner marked.
 
-Under each panel's curves a strip of markers along the x axis shows, at every studied size, the
-colour of the winning algorithm; dotted vertical lines sit at the crossovers (the geometric mean
-of the two sizes between which the winner changes). matplotlib is imported here only, through
+Each source keeps the colour, marker and dash it has in ``results.png`` (the pipeline's order,
+:func:`hub.pipeline._plot_render._series_style`). A black square frames the winner's point at
+every size; a red ring marks each point set apart (below a lower bound: it never wins); dotted
+vertical lines sit at the crossovers (the geometric mean of the two sizes between which the
+winning source changes). Every mark lies inside its axes, and the one legend sits below the
+panels, so it hides no curve. matplotlib is imported here only, through
 the object API and the Agg canvas, so the caller's pyplot state is left alone.
 """
 
@@ -10,10 +13,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from ..atomic import output_path
 from ..errors import UsageError
-from ._answer import Answer
+from ._answer import Answer, Study
 
 __all__ = ["MAX_PANELS", "render_plot"]
 
@@ -30,74 +34,112 @@ def _label(n: float) -> str:
 def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
     """Draw ``ans`` into the PNG ``target`` (written atomically) and return it."""
     try:
-        import matplotlib
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-    except ImportError:
+
+        from ..pipeline._plot import _matplotlib
+        from ..pipeline._plot_render import _series_style
+
+        mpl = _matplotlib()
+    except (ImportError, UsageError):
         raise UsageError(
             "the report plot needs matplotlib, which is not installed",
             hint='pip install "collhub[plot]" (or pass --no-plot)',
         ) from None
-    sources = list(dict.fromkeys(s for st in ans.studies for s in st.series))
-    palette = list(matplotlib.colormaps["tab10" if len(sources) <= 10 else "tab20"].colors)  # type: ignore[attr-defined]
-    color = {s: palette[i % len(palette)] for i, s in enumerate(sources)}
-    markers = dict(zip(sources, "osD^vPX*<>" * (len(sources) // 10 + 1), strict=False))
+    # The pipeline's order, so a source has the marker and colour it has in results.png.
+    sources = ans.sources or list(dict.fromkeys(s for st in ans.studies for s in st.series))
+    style = _series_style(mpl, sources)
     studies = ans.studies[:MAX_PANELS]
     n = len(studies)
     ncols = 1 if n == 1 else 2
     nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(6.4 * ncols, 4.2 * nrows + 0.6), layout="constrained")
+    fig = Figure(figsize=(6.4 * ncols, 4.2 * nrows + 1.0), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False)
+    handles: dict[str, Any] = {}
     for idx, ax in enumerate(axes.flat):
         if idx >= n:
             ax.set_visible(False)
             continue
-        st = studies[idx]
-        top = 0.0
-        for src, pts in st.series.items():
-            xs = sorted(pts)
-            ys = [bw if bw is not None else math.nan for bw in (pts[x][1] for x in xs)]
-            top = max([top, *(y for y in ys if not math.isnan(y))])
-            ax.plot(xs, ys, color=color[src], marker=markers[src], markersize=4.5, linewidth=1.6, label=src)
-        # The winner strip: one marker per size at the bottom, in the winner's colour.
-        strip = -0.06 * (top or 1.0)
-        ax.scatter(
-            [b.size_bytes for b in st.best],
-            [strip] * len(st.best),
-            marker="s",
-            s=42,
-            zorder=3,
-            c=[color[b.source] for b in st.best],
-            edgecolors="black",
-            linewidths=0.4,
-        )
-        for c in st.crossovers:
-            ax.axvline(math.sqrt(c.below * c.at), color="0.35", linestyle=":", linewidth=1.0)
-        ax.set_ylim(bottom=2 * strip, top=(top or 1.0) * 1.08)
-        ax.axhline(0, color="0.6", linewidth=0.6)
-        ax.set_xscale("log", base=2)
-        sizes = st.sizes
-        ticks = [float(s) for s in sizes]
-        if len(ticks) > 9:
-            lo, hi = math.floor(math.log2(sizes[0])), math.ceil(math.log2(sizes[-1]))
-            step = max(1, math.ceil((hi - lo + 1) / 8))
-            ticks = [2.0**e for e in range(lo, hi + 1, step)]
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: _label(v) if v >= 1 else ""))
-        ax.xaxis.set_minor_locator(NullLocator())
-        for lab in ax.get_xticklabels():
-            lab.set_rotation(30)
-        ax.set_title(st.title, fontsize=9.5)
-        ax.set_xlabel(f"{ans.size_variable} (bytes); squares: the winner at each size")
+        _panel(ax, studies[idx], style, handles)
+        _x_axis(ax, studies[idx].sizes, FixedLocator, FuncFormatter, NullLocator)
+        ax.set_xlabel(f"{ans.size_variable} (bytes)")
         ax.set_ylabel("bus bandwidth (GB/s)")
-        ax.grid(True, color="0.88", linewidth=0.7)
-        ax.legend(fontsize=8, frameon=False, loc="upper left")
     title = f"{ans.pipeline + ': ' if ans.pipeline else ''}the best algorithm at each size"
     if len(ans.studies) > n:
         title += f" (the first {n} of {len(ans.studies)} studies; report.json and report.md have all)"
     fig.suptitle(title, fontsize=11)
+    # One legend for the figure, below the panels: it covers no curve.
+    order = [s for s in sources if s in handles] + [k for k in (_WINNER, _APART) if k in handles]
+    fig.legend([handles[k] for k in order], order, loc="outside lower center", ncols=min(4, len(order)), frameon=False)
     with output_path(target) as tmp:  # whole or absent, with the run's file mode
         fig.savefig(tmp, format="png", dpi=dpi, facecolor="white")
     return target
+
+
+_WINNER = "winner at this size"
+_APART = "below a lower bound (set apart, never wins)"
+
+
+def _panel(ax: Any, st: Study, style: dict[str, tuple[Any, str, str]], handles: dict[str, Any]) -> None:
+    """A study's curves (busbw per size), a square around each winner's point, a red ring
+    around each point set apart, dotted lines at the crossovers; every mark inside the axes."""
+    top = 0.0
+    for src, pts in st.series.items():
+        color, marker, dash = style[src]
+        xs = sorted(pts)
+        ys = [bw if bw is not None else math.nan for bw in (pts[x][1] for x in xs)]
+        top = max([top, *(y for y in ys if not math.isnan(y))])
+        (h,) = ax.plot(xs, ys, color=color, marker=marker, linestyle=dash, markersize=5, linewidth=1.6, label=src)
+        handles.setdefault(src, h)
+    wins = [(b.size_bytes, b.busbw_GBps) for b in st.best if b.busbw_GBps is not None]
+    if wins:
+        (h,) = ax.plot(
+            [x for x, _ in wins],
+            [y for _, y in wins],
+            linestyle="none",
+            marker="s",
+            markersize=12,
+            markerfacecolor="none",
+            markeredgecolor="black",
+            markeredgewidth=1.2,
+            zorder=4,
+        )
+        handles.setdefault(_WINNER, h)
+    apart = [(size, st.series[src][size][1]) for src, size, _t, _w in st.set_apart]
+    apart = [(x, y) for x, y in apart if y is not None]
+    if apart:
+        (h,) = ax.plot(
+            [x for x, _ in apart],
+            [y for _, y in apart],
+            linestyle="none",
+            marker="o",
+            markersize=11,
+            markerfacecolor="none",
+            markeredgecolor="#d62728",
+            markeredgewidth=1.6,
+            zorder=4,
+        )
+        handles.setdefault(_APART, h)
+    for c in st.crossovers:
+        ax.axvline(math.sqrt(c.below * c.at), color="0.35", linestyle=":", linewidth=1.0)
+    ax.set_ylim(bottom=0, top=(top or 1.0) * 1.1)
+    ax.set_title(st.title, fontsize=9.5)
+    ax.grid(True, color="0.88", linewidth=0.7)
+
+
+def _x_axis(ax: Any, sizes: list[int], fixed: Any, func: Any, null: Any) -> None:
+    ax.set_xscale("log", base=2)
+    ticks = [float(s) for s in sizes]
+    if len(ticks) > 9:
+        lo, hi = math.floor(math.log2(sizes[0])), math.ceil(math.log2(sizes[-1]))
+        step = max(1, math.ceil((hi - lo + 1) / 8))
+        ticks = [2.0**e for e in range(lo, hi + 1, step)]
+    ax.xaxis.set_major_locator(fixed(ticks))
+    ax.xaxis.set_major_formatter(func(lambda v, _p: _label(v) if v >= 1 else ""))
+    ax.xaxis.set_minor_locator(null())
+    # Room for the edge markers: half an octave each side.
+    ax.set_xlim(sizes[0] / 1.5, sizes[-1] * 1.5)
+    for lab in ax.get_xticklabels():
+        lab.set_rotation(30)

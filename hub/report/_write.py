@@ -17,13 +17,36 @@ from typing import Any
 
 from ..atomic import write_file
 from ..errors import UsageError
-from ._answer import Answer, answer, size_variable
+from ._answer import Answer, Study, answer, size_variable
 
-__all__ = ["auto_report", "markdown", "write_report"]
+__all__ = ["auto_report", "markdown", "summary_lines", "write_report"]
 
 
 def _fmt_time(t: float) -> str:
     return f"{t:.3f}" if t < 1000 else f"{t:.1f}"
+
+
+def summary_lines(st: Study) -> list[str]:
+    """What a study concludes, one sentence a line: the crossovers (or the one winner), the sizes
+    without an answer, and how many rows were set apart (shared by report.md and the CLI)."""
+    from .._ranges import exact_size
+
+    lines = [
+        f"crossover: {c.before} up to {exact_size(c.below)}, {c.after} from {exact_size(c.at)}" for c in st.crossovers
+    ]
+    winners = list(dict.fromkeys(b.source for b in st.best))
+    if not st.crossovers and len(winners) == 1:
+        every = "every size" if not st.unanswered else "every size that has an answer"
+        lines.append(f"no crossover: {winners[0]} wins at {every}")
+    if st.unanswered:
+        sizes = ", ".join(exact_size(s) for s in st.unanswered)
+        lines.append(f"no winner at {sizes}: every row there is below a lower bound")
+    if st.set_apart:
+        n = len(st.set_apart)
+        lines.append(f"{n} row(s) below a lower bound set apart (impossible times never win; see below)")
+    if any(b.below_bound for b in st.best):
+        lines.append("WARNING: some winners are below a lower bound (--allow-below-bound): not achievable times")
+    return lines
 
 
 def markdown(ans: Answer) -> str:
@@ -42,17 +65,24 @@ def markdown(ans: Answer) -> str:
         for b in st.best:
             bw = f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-"
             margin = f"{b.margin:.2f}" if b.margin is not None else "-"
+            winner = b.source + (" (below bound)" if b.below_bound else "")
             lines.append(
-                f"| {exact_size(b.size_bytes)} | {b.source} | {_fmt_time(b.time_us)} | {bw} | "
+                f"| {exact_size(b.size_bytes)} | {winner} | {_fmt_time(b.time_us)} | {bw} | "
                 f"{b.runner_up or '-'} | {margin} |"
             )
         lines.append("")
-        if st.crossovers:
-            for c in st.crossovers:
-                lines.append(f"* crossover: {c.before} up to {exact_size(c.below)}, {c.after} from {exact_size(c.at)}")
-        else:
-            lines.append(f"* no crossover: {st.best[0].source} wins at every size")
+        lines += [f"* {line}" for line in summary_lines(st)]
         lines.append("")
+        if st.set_apart:
+            lines += [
+                "Set apart: times below a lower bound, which no schedule on this network can reach "
+                "(the model left contention out); they never win.",
+                "",
+                "| size | source | time (µs) | why |",
+                "|---|---|---:|---|",
+            ]
+            lines += [f"| {exact_size(size)} | {src} | {_fmt_time(t)} | {why} |" for src, size, t, why in st.set_apart]
+            lines.append("")
     notes = []
     if ans.failed_rows:
         notes.append(f"{ans.failed_rows} failed row(s) left out")
@@ -63,13 +93,20 @@ def markdown(ans: Answer) -> str:
     return "\n".join(lines)
 
 
-def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, plot: bool = True) -> dict[str, Path]:
+def write_report(
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    plot: bool = True,
+    allow_below_bound: bool = False,
+) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and (with ``plot`` and matplotlib) ``report.png``
-    for the run in ``run_dir`` into ``out_dir`` (default: the run directory); return the paths."""
+    for the run in ``run_dir`` into ``out_dir`` (default: the run directory); return the paths.
+    ``allow_below_bound``: rule 2 of :mod:`hub.report._answer`."""
     from ..pipeline._plot import load_document
 
     doc, _ = load_document(run_dir)
-    ans = answer(doc)
+    ans = answer(doc, allow_below_bound=allow_below_bound)
     target = Path(out_dir) if out_dir is not None else Path(run_dir)
     target.mkdir(parents=True, exist_ok=True)
     written = {"json": target / "report.json", "md": target / "report.md"}

@@ -16,13 +16,14 @@ from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ._engine import EngineState, run_engine
 from ._layout import DelayFn
+from ._linkload import link_load_bound_ns
 from ._network import AwareNetwork, network_model
 from ._program import Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
 
-Mode = Literal["unaware", "aware"]
+Mode = Literal["unaware", "aware", "auto"]
 _CRIT_LIMIT = 10_000
 
 
@@ -42,9 +43,12 @@ class SimulateParams(BaseModel):
         "Binds unbound algorithms; optional when messages already carry sizes",
     )
     mode: Mode = Field(
-        default="unaware",
-        description="'unaware' (ASTRA-sim congestion-unaware: closed form per "
-        "message, no contention) or 'aware' (store-and-forward FIFO links)",
+        default="auto",
+        description="'auto' (default: 'aware' wherever it applies, i.e. every network but a "
+        "multi-dimensional one, so times account for link contention; 'unaware' there), "
+        "'aware' (ASTRA-sim congestion-aware: store-and-forward FIFO links) or 'unaware' "
+        "(ASTRA-sim congestion-unaware: closed form per message, no contention). The "
+        "result's metric 'mode' says which model ran",
     )
     reduction_GBps: float | None = Field(
         default=None,
@@ -203,14 +207,18 @@ def simulate(
 ) -> SimulationResult:
     """Simulate an algorithm (or a workload) on ``topology`` under ASTRA-sim's analytical model.
 
+    ``mode``: ``'unaware'`` (default here, ASTRA-sim's congestion-unaware model), ``'aware'``
+    or ``'auto'`` (the ``hub.simulate`` consumer's default, :func:`resolve_mode`).
     ``size``: nccl-tests' collective size; binds an unbound algorithm (``alg.bind(size)``); for a
     bound or foreign algorithm it is only used for the bandwidth figures when the algorithm does
     not state its own size. ``system``: an ASTRA-sim system.json (path or dict) whose custom
     implementation keys serve a workload's collectives (``algorithm_for`` entries win).
     """
-    if mode not in ("unaware", "aware"):
-        raise UsageError(f"unknown mode {mode!r}", hint="'unaware' or 'aware'")
+    if mode not in ("unaware", "aware", "auto"):
+        raise UsageError(f"unknown mode {mode!r}", hint="'unaware', 'aware' or 'auto'")
     topo = load_topology(topology)
+    if mode == "auto":
+        mode = resolve_mode(topo)
     nbytes = parse_size(size) if size is not None else None
     if isinstance(obj, Workload):
         if obj.rank_count == 0:
@@ -297,6 +305,9 @@ def simulate(
         cert = certify(topo, collective, S, ranks)
         if cert is not None:
             bound, formula, term = cert.bound_ns, cert.formula, cert.term
+    # the aware model queues each link's messages, so only the unaware one can beat this bound
+    skip = isinstance(obj, Workload) or mode != "unaware"
+    link_bound, busiest = (None, None) if skip else link_load_bound_ns(prog, topo)
     finish = list(st.rank_finish)
     if isinstance(obj, Workload):
         from ._breakdown import workload_finish
@@ -317,6 +328,8 @@ def simulate(
         bound_ns=bound,
         bound_formula=formula,
         bound_term=term,
+        link_bound_ns=link_bound,
+        link_bound_link=busiest,
         name=name,
         _engine=st,
         _program=prog,
@@ -335,6 +348,28 @@ def _has_string(topo: Topology) -> bool:
     except HubError:
         return False
     return True
+
+
+def resolve_mode(topo: Topology) -> Literal["unaware", "aware"]:
+    """``mode='auto'``: the congestion-aware model wherever it applies (every network but a
+    multi-dimensional one, which ASTRA-sim's aware backend refuses too), so that messages sharing
+    a link queue and a time can be reached; the congestion-unaware model on the others, where a
+    result below a bound carries its warning."""
+    if isinstance(topo, DimensionalTopology) and len(topo.dims) > 1:
+        return "unaware"
+    return "aware"
+
+
+def _fresh(path: Path) -> Path:
+    """``path``, or ``<stem>-2<suffix>``, ``-3``, ... when it exists: a second run in the same
+    directory never overwrites the first one's picture without a word (the result names it)."""
+    if not path.exists():
+        return path
+    name, dot, ext = path.name.partition(".")
+    k = 2
+    while (cand := path.with_name(f"{name}-{k}{dot}{ext}")).exists():
+        k += 1
+    return cand
 
 
 # -- the consumer -------------------------------------------------------------------------------
@@ -358,11 +393,11 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     if params.trace:
         from ._report import write_trace
 
-        artifacts["trace"] = str(write_trace(res, workdir / f"{stem}.{params.mode}.trace.json"))
+        artifacts["trace"] = str(write_trace(res, _fresh(workdir / f"{stem}.{res.mode}.trace.json")))
     if params.plot:
         from ._report import write_plot
 
-        artifacts["plot"] = str(write_plot(res, workdir / f"{stem}.{params.mode}.png"))
+        artifacts["plot"] = str(write_plot(res, _fresh(workdir / f"{stem}.{res.mode}.png")))
     return Result(
         component="hub.simulate",
         metrics=res.metrics(),

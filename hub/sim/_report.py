@@ -191,7 +191,8 @@ def _gantt(fig: Any, ax: Any, res: SimulationResult) -> None:
                 facecolors="#d62728",
             )
         ax.plot([], [], color="#d62728", lw=4, label="comp")
-        ax.legend(loc="upper right", fontsize="small")
+        # above the axes, never over a bar (rank 0's last send ends at the top right)
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False, borderaxespad=0.2)
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="send step (per rank)", pad=0.01)
     ax.set_yticks(range(res.ranks))
     ax.set_ylim(res.ranks - 0.5, -0.5)

@@ -86,6 +86,9 @@ class SimulationResult:
     bound_formula: str | None = None
     #: what binds in the bound: bandwidth, latency or both (hub/sim/_certificate.py)
     bound_term: str | None = None
+    #: the algorithm's own link-load bound (hub/sim/_linkload.py) and its busiest link
+    link_bound_ns: float | None = None
+    link_bound_link: str | None = None
     name: str = ""
     #: workloads: per rank finish, GPU/CPU compute, communication and exposed communication
     #: times, as ASTRA-sim defines them (hub/sim/_breakdown.py, docs/workloads.md)
@@ -117,12 +120,20 @@ class SimulationResult:
         return self.time_ns / self.bound_ns if self.bound_ns else None
 
     @property
+    def link_bound_ratio(self) -> float | None:
+        """time / link-load bound (< 1: the model let messages share a link for free)."""
+        return self.time_ns / self.link_bound_ns if self.link_bound_ns else None
+
+    @property
     def warnings(self) -> list[str]:
-        """Why the time should not be taken at face value: below the lower bound (no schedule
-        on this network can be that fast, so the model left something out)."""
+        """Why the time should not be taken at face value: below the collective's lower bound (no
+        schedule on this network can be that fast), else below the algorithm's link-load bound
+        (hub/sim/_linkload.py: its own messages cannot share a link that fast). Either way the
+        model left contention out; one warning a row (both ratios are in :meth:`metrics`)."""
         ratio = self.bound_ratio
         if ratio is None or ratio >= 1:
-            return []
+            # below its own links' bound only: one warning a row, the stronger claim first
+            return self._link_warning()
         why = (
             "the congestion-unaware model charges no link contention, so messages that share a link "
             "overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"
@@ -132,6 +143,16 @@ class SimulationResult:
         return [
             f"time {self.time_ns} ns is below the {self.collective} lower bound {self.bound_ns:.0f} ns "
             f"({self.bound_formula}) on this network (time_over_bound {ratio:.3g}): {why}"
+        ]
+
+    def _link_warning(self) -> list[str]:
+        ratio = self.link_bound_ratio
+        if ratio is None or ratio >= 1 or self.link_bound_ns is None:
+            return []
+        return [
+            f"time {self.time_ns} ns is below the link-load lower bound {self.link_bound_ns:.0f} ns of this "
+            f"algorithm (link {self.link_bound_link} carries its bytes alone; time_over_link_bound {ratio:.3g}): "
+            "its messages share links, which this model does not charge; simulate with mode 'aware'"
         ]
 
     def metrics(self) -> dict[str, float | int | str | bool | None]:
@@ -151,6 +172,8 @@ class SimulationResult:
             "bound_ns": self.bound_ns,
             "time_over_bound": self.bound_ratio,
             "bound_term": self.bound_term,
+            "link_bound_ns": self.link_bound_ns,
+            "time_over_link_bound": self.link_bound_ratio,
         }
 
     def details(self) -> dict[str, Any]:

@@ -85,7 +85,10 @@ def write_timeline(
     axes[-1, 0].set_xlim(lo / 1000, hi / 1000)
     axes[-1, 0].set_xlabel("time (µs); per rank: compute below, communication above")
     handles = [matplotlib.patches.Patch(color=c, label=k) for k, c in colors.items()]
-    axes[0, 0].legend(handles=handles, loc="upper right", fontsize="small", ncol=4)
+    # above the first panel, never over a bar
+    axes[0, 0].legend(
+        handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.08), fontsize="small", ncol=4, frameon=False
+    )
     fig.tight_layout()
     target = Path(path)
     try:

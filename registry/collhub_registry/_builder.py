@@ -84,8 +84,9 @@ def _version_key(text: str) -> tuple[int, Version | str]:
         return (0, text)
 
 
-def _check_out(out: Path) -> None:
-    """Only a missing path, an empty directory or an earlier site is replaced, never other data."""
+def _check_out(out: Path, force: bool = False) -> None:
+    """Only a missing path, an empty directory or (with ``force``) an earlier site is replaced,
+    never other data: a site being served is not swapped away by accident."""
     if not out.exists() and not out.is_symlink():
         return
     if out.is_symlink() or not out.is_dir():
@@ -97,10 +98,20 @@ def _check_out(out: Path) -> None:
             f"{out}: is a non-empty directory that is not a registry site; refusing to replace it",
             hint="pick another --out, or remove it first",
         )
+    if not force and any(out.iterdir()):
+        raise UsageError(
+            f"{out}: a registry site is already there (it may be being served); not replacing it",
+            hint="pass --force to replace it (atomically), or pick another --out",
+        )
 
 
 def build_site(
-    wheels: Iterable[Path], out: Path, *, yanked: Iterable[str] = (), base_url: str | None = None
+    wheels: Iterable[Path],
+    out: Path,
+    *,
+    yanked: Iterable[str] = (),
+    base_url: str | None = None,
+    force: bool = False,
 ) -> BuildReport:
     """Index ``wheels`` into a static site at ``out`` (replaced atomically).
 
@@ -122,7 +133,7 @@ def build_site(
     if not paths:
         raise UsageError("no wheel files given", hint="collhub registry build dist/*.whl --out site")
     infos, errors = _read_wheels(paths)
-    _check_out(out)
+    _check_out(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -129,7 +129,7 @@ def build(
     sources: list[Path] = typer.Argument(
         ..., help="Wheel files, directories of wheels, or plugin project directories."
     ),
-    out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (replaced atomically)."),
+    out_dir: Path = typer.Option(Path("site"), "--out", "-o", help="Site directory (a new one, or --force)."),
     yank: list[str] = typer.Option([], "--yank", help="Mark NAME==VERSION as yanked (repeatable)."),
     url: str | None = typer.Option(  # noqa: UP007 - Typer needs Optional here
         None,
@@ -138,6 +138,7 @@ def build(
         "(default: the pages fill it in from their own address).",
     ),
     fmt: OutputFormat = FORMAT_OPTION,
+    force: bool = typer.Option(False, "--force", help="Replace an existing site at --out (atomically)."),
 ) -> None:
     """Index plugin wheels into a static registry site, without importing or installing them.
 
@@ -147,7 +148,7 @@ def build(
 
     with tempfile.TemporaryDirectory(prefix="collhub-wheels-") as tmp:
         wheels = _wheels_from(list(sources), Path(tmp))
-        report = build_site(list(wheels), out_dir, yanked=yank, base_url=url)
+        report = build_site(list(wheels), out_dir, yanked=yank, base_url=url, force=force)
     source_of = {w.name: src for w, src in wheels.items()}
     if fmt == OutputFormat.json:
         emit_json(

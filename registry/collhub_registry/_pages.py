@@ -3,7 +3,9 @@
 Everything a reader needs is in the HTML itself, so the pages work without JavaScript and from
 any static file host; the index's script only narrows the rendered list (search, kind,
 collective), and a plugin page's script only adds a copy button and, when the site was built
-without ``--url``, fills in the install command's registry URL from the page's own address.
+without ``--url``, fills in the install command's registry URL from the page's own address (and,
+when built with ``--url``, replaces that address by the one it is served from, so a site served
+on another host or port shows commands that work there).
 All text from wheels and manifests is escaped.
 """
 
@@ -102,6 +104,7 @@ def index_page(docs: list[PluginDoc], base_url: str | None) -> str:
             "collective_options": "".join(f"<option>{_e(c)}</option>" for c in collectives),
             "plugins": "\n".join(sections) or '<p class="meta">no plugins yet</p>',
             "install_example": _e(install_command("NAME", base_url)),
+            "placeholder": _e(base_url) if base_url is not None else SITE_URL_PLACEHOLDER,
         },
     )
 
@@ -181,7 +184,9 @@ def plugin_page(doc: PluginDoc, requires_dist: tuple[str, ...], base_url: str | 
             "summary": _e(top.summary),
             "keywords": _e(", ".join(m.keywords)),
             "install": _e(install_command(doc.name, base_url)),
-            "placeholder": SITE_URL_PLACEHOLDER if placeholder else "",
+            # the text the page's script replaces with the address it is served from: the
+            # placeholder, or the build-time --url (a site copied or served elsewhere stays right)
+            "placeholder": SITE_URL_PLACEHOLDER if placeholder else _e(base_url),
             "placeholder_note": note,
             "components": comp_rows,
             "versions": _versions_rows(doc),

@@ -94,7 +94,13 @@ def test_no_wheels_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_rebuild_replaces_site_atomically(site: Path, wheels: dict[str, Path]) -> None:
-    report = build_site([wheels["sample"]], site)
+    from hub.errors import UsageError
+
+    with pytest.raises(UsageError, match="a registry site is already there") as info:
+        build_site([wheels["sample"]], site)  # a served site is never swapped away unasked
+    assert "--force" in (info.value.hint or "")
+    assert (site / "v1" / "plugins" / "collhub-other.json").exists()
+    report = build_site([wheels["sample"]], site, force=True)
     assert set(report.plugins) == {"collhub-sample"}
     assert not (site / "v1" / "plugins" / "collhub-other.json").exists()
     assert not list(site.parent.glob(".site.*"))

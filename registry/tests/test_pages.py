@@ -102,7 +102,7 @@ def test_hostile_manifest_text_is_escaped(tmp_path: Path, wheels: dict[str, Path
 def test_install_command_on_the_page_works_as_printed(
     site: Path, served: RegistryServer, wheels: dict[str, Path]
 ) -> None:
-    build_site(wheels.values(), site, base_url=served.url)  # the same site, now knowing its address
+    build_site(wheels.values(), site, base_url=served.url, force=True)  # the same site, now knowing its address
     page = httpx.get(served.url + "plugins/collhub-sample.html", timeout=10).text
     found = re.search(r'<pre class="install" id="install"[^>]*>(.*?)</pre>', page, re.S)
     assert found, page
@@ -156,3 +156,19 @@ def test_plugin_page_in_a_browser_fills_in_the_registry_url(site: Path, served: 
     shot = tmp_path / "plugin.png"
     _browser(f"--screenshot={shot}", "--window-size=1100,900", served.url + "plugins/collhub-other.html")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_pages_built_for_one_address_take_the_one_they_are_served_from(tmp_path: Path, wheels: dict[str, Path]) -> None:
+    # The build-time --url is what the pages' script swaps for the address they are read from
+    # (a site copied elsewhere, or served on another port, shows commands that work there).
+    site = tmp_path / "site"
+    build_site(wheels.values(), site, base_url="http://built.example:8000/")
+    page = next((site / "plugins").glob("*.html")).read_text()
+    assert 'data-placeholder="http://built.example:8000/"' in page
+    assert "--registry http://built.example:8000/" in page and "split(placeholder).join(base)" in page
+    index = (site / "index.html").read_text()
+    assert 'id="top" data-placeholder="http://built.example:8000/"' in index.replace(
+        'data-placeholder="http://built.example:8000/" id="top"',
+        'id="top" data-placeholder="http://built.example:8000/"',
+    )
+    assert "split(built).join(served)" in index

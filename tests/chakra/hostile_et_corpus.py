@@ -743,7 +743,7 @@ OUTPUTS = [
         _simulate_artifacts,
         0,
         (),
-        after=_modes({"w/ring.unaware.trace.json": 0o644, "w/ring.unaware.png": 0o644}),
+        after=_modes({"w/ring.aware.trace.json": 0o644, "w/ring.aware.png": 0o644}),  # mode auto: aware on a ring
     ),
     Case("modes: MSCCL-IR export", "outputs", _export_xml, 0, (), after=_modes({"w/x.xml": 0o644})),
     Case(

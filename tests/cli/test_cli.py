@@ -203,7 +203,17 @@ def test_scaffolded_plugin_test_passes(tmp_path):
         cwd=root,
     )
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "2 passed" in p.stdout
+    assert "7 passed" in p.stdout  # test_plugin.py's 2 and the kit's 5 (docs/plugins.md), pipeline included
+
+
+def test_the_documented_kit_tests_are_what_plugins_new_writes(tmp_path):
+    from tests._docblocks import blocks
+
+    r = sub("plugins", "new", "mine", "--dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (doc,) = [b for b in blocks("python") if b.doc == "docs/plugins.md" and "check_manifest" in b.code]
+    assert doc.code == (tmp_path / "collhub-mine" / "tests" / "test_kit.py").read_text()
+    assert (tmp_path / "collhub-mine" / "examples" / "mine.yaml").is_file()
 
 
 # ----------------------------------------------------------------------------- subprocesses
@@ -211,7 +221,7 @@ def test_subprocess_help_and_exit_codes():
     r = sub("--help")
     assert r.returncode == 0 and "plugins" in r.stdout and r.stderr == ""
     r = sub("no-such-command")
-    assert r.returncode == 2 and "No such command" in r.stderr
+    assert r.returncode == 2 and r.stderr.startswith("error: collhub: no such command")
 
 
 def test_subprocess_broken_plugin_does_not_take_cli_down():

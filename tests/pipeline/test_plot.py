@@ -333,3 +333,13 @@ def test_cli_run_prints_plot_and_plot_command(tmp_path: Path) -> None:
     lines = proc.stderr.splitlines()
     assert lines[0] == f"error: {Path('r') / 'results.json'}: no successful row has the metric 'busbw'"
     assert lines[1].startswith("hint: did you mean busbw_GBps?")
+
+
+def test_a_series_that_would_lie_flat_on_zero_gets_a_log_axis() -> None:
+    # measured gloo (~0.5 GB/s) beside simulated links (~50 GB/s): on a linear axis the measured
+    # line is a flat line at zero; a log axis shows both
+    rows = [_row("measured", {"size": s}, 0.4 + i / 10) for i, s in enumerate(("64KiB", "1MiB"))]
+    rows += [_row("simulated", {"size": s}, 40.0 + i) for i, s in enumerate(("64KiB", "1MiB"))]
+    assert plot_layout(_doc(rows, ["size"])).y_scale == "log"
+    close = [_row("a", {"size": "1MiB"}, 10.0), _row("b", {"size": "1MiB"}, 30.0)]
+    assert plot_layout(_doc(close, ["size"])).y_scale == "linear"  # comparable heights stay linear

@@ -136,7 +136,7 @@ def test_consume_sweeps_sizes_like_nccl_tests(ring8: Path) -> None:
         "1K",
         "-e",
         "64K",
-        "-f",
+        "--factor",
         "8",
         "--format",
         "json",
@@ -190,11 +190,12 @@ def test_consume_keeps_f_json_as_the_output_format(ring8: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-b", "1M", "-e", "1K"], "error: -b/-e/-f/-i: -b (1M) is greater than -e (1K)"),
-        (["-b", "1K", "-e", "1M", "-f", "1"], "error: -b/-e/-f/-i: factor must be an integer > 1, got 1"),
-        (["-b", "1K", "-e", "1M", "-f", "2", "-i", "1K"], "error: give either -f (factor) or -i (step), not both"),
-        (["-b", "1x"], "error: -b/-e/-f/-i: -b: cannot read size '1x'"),
-        (["-f", "4"], "error: -f/-i need a size range"),
+        (["-b", "1M", "-e", "1K"], "error: -b/-e/--factor/-i: -b (1M) is greater than -e (1K)"),
+        (["-b", "1K", "-e", "1M", "--factor", "1"], "error: -b/-e/--factor/-i: factor must be an integer > 1, got 1"),
+        (["-b", "1K", "-e", "1M", "--factor", "2", "-i", "1K"], "error: give either --factor or -i (step), not both"),
+        (["-b", "1x"], "error: -b/-e/--factor/-i: -b: cannot read size '1x'"),
+        (["--factor", "4"], "error: --factor/-i need a size range"),
+        (["-b", "1K", "-f", "4"], "error: -f 4: -f is --format (table or json) in every collhub command"),
         (["-b", "1K", "--set", "size=1M"], "error: give the size either with --set size=... or with -b/-e, not both"),
     ],
 )

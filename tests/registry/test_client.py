@@ -16,6 +16,7 @@ from collhub_registry import RegistryServer
 from hub.errors import (
     IncompatiblePluginError,
     IntegrityError,
+    RegistryError,
     RegistryFormatError,
     RegistryUnavailableError,
     UsageError,
@@ -200,6 +201,15 @@ def test_real_server_search_info_and_resolution(server: RegistryServer, tmp_path
         assert plan.version == "0.3.0"
         with pytest.raises(IncompatiblePluginError):
             client.resolve("collhub-other==0.4.0")
+
+
+def test_a_registry_miss_is_said_in_the_users_words(server: RegistryServer, tmp_path: Path) -> None:
+    with RegistryClient(server.url, cache_dir=tmp_path) as client:
+        with pytest.raises(RegistryError) as info:
+            client.plugin("collhub-sampel")
+    assert info.value.message == f"the registry at {server.url} has no plugin named 'collhub-sampel'"
+    assert info.value.hint == "did you mean collhub-sample?"
+    assert "v1/plugins" not in info.value.message  # not a URL
 
 
 def _make_venv(path: Path) -> Path:

@@ -122,7 +122,7 @@ def test_params_forbid_extra_and_check_size():
         SimulateParams(network="ring:8", bogus=1)
     with pytest.raises(ValidationError):
         SimulateParams(network="ring:8", size="12 parsecs")
-    assert SimulateParams(network="ring:8").mode == "unaware"
+    assert SimulateParams(network="ring:8").mode == "auto"  # aware where it applies (docs/simulator.md)
 
 
 def test_metrics_nccl_conventions():

@@ -127,7 +127,7 @@ def consume_run(alg: Algorithm, params: ReplayParams, ctx: Any) -> Any:
         txt, js = workdir / f"replay-{label}-{key}.txt", workdir / f"replay-{label}-{key}.json"
         _write(txt, rep.table + "\n")
         _write(js, json.dumps({"title": rep.table.splitlines()[0][2:], "rows": rep.rows}, indent=1))
-        artifacts = {"table": txt.name, "json": js.name}
+        artifacts = {"table": str(txt), "json": str(js)}  # as the user can open them (workdir is absolute)
     if not getattr(ctx, "quiet", True):
         print(rep.table)
     return Result(

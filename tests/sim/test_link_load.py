@@ -1,0 +1,51 @@
+"""The link-load bound (hub/sim/_linkload.py): a ``channels: 2`` ring that sends both channels
+the same way round on ``ring:8`` puts 2(p-1)/p x S bytes on each link of one direction.
+
+Worked by hand, not by the code under test: all-reduce of S = 64 MiB on 8 ranks, each channel
+moves S/2 in 2(p-1) steps of S/(2p) per rank, so each clockwise link carries 2 x 2(p-1) x S/(2p)
+= 2(p-1)S/p = 117440512 B. At 50 GiB/s (53.687 B/ns) that is 2187500 ns, twice the cut bound
+2(p-1)S/(p B_in) = 1093750 ns, which counts both link directions (B_in = 2 links). The
+congestion-unaware model charges no queueing and reports ~1.1 ms, below what the links allow.
+Counter-rotating channels (``bidirectional``) use both directions: their link bound equals the
+cut bound and nothing is flagged.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hub.algorithms import make
+from hub.sim import simulate
+
+S = 64 << 20
+B = 50 * 2**30 / 1e9
+LINK_BOUND = 2 * 7 * S / 8 / B
+CUT_BOUND = 2 * 7 * S / (8 * 2 * B)
+# each clockwise link carries 2 channels x 14 steps = 28 messages; the models truncate each by < 1 ns
+MSGS = 28
+
+
+def test_one_direction_two_channels_is_flagged_in_the_unaware_model() -> None:
+    alg = make("ring", collective="allreduce", ranks=8, channels=2)
+    res = simulate(alg, "ring:8", mode="unaware", size=S)
+    assert res.bound_ns == pytest.approx(CUT_BOUND)
+    assert res.link_bound_ns == pytest.approx(LINK_BOUND - MSGS)
+    assert res.time_ns < res.link_bound_ns and res.time_ns >= res.bound_ns  # the cut bound misses it
+    (warning,) = res.warnings
+    assert "below the link-load lower bound" in warning and "mode 'aware'" in warning
+    m = res.metrics()
+    assert m["time_over_link_bound"] == pytest.approx(res.time_ns / (LINK_BOUND - MSGS))
+    aware = simulate(alg, "ring:8", mode="aware", size=S)
+    assert aware.time_ns >= LINK_BOUND - MSGS and aware.warnings == []
+
+
+def test_counter_rotating_channels_use_both_directions() -> None:
+    alg = make("ring", collective="allreduce", ranks=8, channels=2, bidirectional=True)
+    res = simulate(alg, "ring:8", mode="unaware", size=S)
+    assert res.link_bound_ns == pytest.approx(CUT_BOUND - MSGS / 2)
+    assert res.warnings == []
+
+
+def test_tiny_messages_have_no_link_bound() -> None:
+    res = simulate(make("ring", collective="allreduce", ranks=8), "ring:8", mode="unaware", size=64)
+    assert res.link_bound_ns is None  # 64 B messages: the truncation allowance exceeds the bytes' time
