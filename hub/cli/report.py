@@ -81,9 +81,7 @@ def report_command(
 
         with working(f"exporting the winners to {export[1]}", json_output=fmt == OutputFormat.json):
             if export[0] == "mscclpp":
-                outcome = export_mscclpp(
-                    run_dir, export[1], force=force, ans=ans, allow_below_bound=allow_below_bound
-                )
+                outcome = export_mscclpp(run_dir, export[1], force=force, ans=ans, allow_below_bound=allow_below_bound)
             else:
                 outcome = export_msccl(
                     run_dir, export[1], target=target, force=force, ans=ans, allow_below_bound=allow_below_bound
