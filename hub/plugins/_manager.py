@@ -38,6 +38,7 @@ from ..errors import (
 from . import hookspecs
 from ._checks import _check_asked, _check_capabilities, _check_output
 from ._guard import PluginTimeout, guarded, import_timeout as _import_timeout, run_within
+from ._identity import FIRST_PARTY, claim_problem, load_rank
 from ._loader import (
     CORE_DISTRIBUTION,
     BrokenPlugin,
@@ -87,17 +88,6 @@ RESERVED_COMMANDS = frozenset(
 )
 #: Reserved names that one first-party distribution provides as a plugin command group: only it may.
 RESERVED_FOR = {"registry": "collhub-registry"}
-#: Plugin names of the first-party distributions (plugins/ and registry/ of this repository):
-#: only that distribution may register the name, installed or not, so installing some package
-#: can never replace a first-party component (``mscclang.ir``) with its own.
-FIRST_PARTY = {
-    "astrasim": "collhub-astrasim",
-    "mscclang": "collhub-mscclang",
-    "registry": "collhub-registry",
-    "replay": "collhub-replay",
-    "taccl": "collhub-taccl",
-    "tacos": "collhub-tacos",
-}
 
 
 @dataclass
@@ -179,7 +169,7 @@ class PluginManager:
         see :func:`manager_for`."""
         to_load, self._skipped = discover()
         # the owner of a name comes first: the core, then first-party, then by name and distribution
-        to_load.sort(key=lambda c: (_rank_of(c), c.name, normalize_name(c.distribution)))
+        to_load.sort(key=lambda c: (load_rank(c), c.name, normalize_name(c.distribution)))
         owners: dict[str, str] = {}
         for cand in to_load:
             if names is not None and cand.name not in names:
@@ -202,7 +192,7 @@ class PluginManager:
                     ),
                 )
                 continue
-            claim = _claim_problem(cand, owners.get(cand.name))
+            claim = claim_problem(cand, owners.get(cand.name))
             if claim is not None:
                 self._record_broken(cand.distribution, cand.version, cand.label, claim)
                 continue
@@ -224,7 +214,7 @@ class PluginManager:
                     name=cand.name,
                     distribution=cand.distribution,
                     version=cand.version,
-                    call=None if _rank_of(cand) == 0 else functools.partial(_call_hook, where=where),
+                    call=None if load_rank(cand) == 0 else functools.partial(_call_hook, where=where),
                 )
                 guarded(register, what=f"{where}: registration", hint=hint)
             except PluginError as exc:
@@ -539,39 +529,6 @@ def _call_hook(hook: Any, *, where: str) -> Any:
     """A registration hook of an entry point, bounded by the import deadline (a worker thread)."""
     name = getattr(hook, "__name__", "hook")
     return run_within(hook, timeout=_import_timeout(), what=f"{where}: {name}()")
-
-
-def _rank_of(cand: Candidate) -> int:
-    """0 the core, 1 a first-party distribution under its own name, 2 any other."""
-    dist = normalize_name(cand.distribution)
-    if dist == CORE_DISTRIBUTION:
-        return 0
-    return 1 if FIRST_PARTY.get(cand.name) == dist else 2
-
-
-def _claim_problem(cand: Candidate, owner: str | None) -> ComponentConflictError | None:
-    """Why ``cand`` may not register its plugin name (and so its component ids), or None.
-
-    A name belongs to the distribution that registered it first (the load order puts the core
-    and the first-party distributions first); the names of the first-party distributions are
-    theirs even when they are not installed."""
-    dist = normalize_name(cand.distribution)
-    reserved = FIRST_PARTY.get(cand.name)
-    if reserved is not None and reserved != dist:
-        return ComponentConflictError(
-            f"plugin {cand.name!r} from {cand.distribution} {cand.version}: the plugin name {cand.name!r} "
-            f"(and its component ids {cand.name}.*) belongs to {reserved}; {cand.distribution} may not take it",
-            hint=f"uninstall {cand.distribution}, or set COLLHUB_DISABLE_PLUGINS={cand.distribution}",
-        )
-    if owner is not None and normalize_name(owner) != dist:
-        return ComponentConflictError(
-            f"plugin {cand.name!r} from {cand.distribution} {cand.version}: the plugin name {cand.name!r} "
-            f"(and its component ids {cand.name}.*) is already registered by {owner}; "
-            f"{cand.distribution}'s claim is refused",
-            hint=f"uninstall one of {owner} and {cand.distribution}, "
-            f"or set COLLHUB_DISABLE_PLUGINS={cand.distribution}",
-        )
-    return None
 
 
 def _with_id(p: _Provided) -> ComponentSpec:

@@ -80,27 +80,37 @@ def parse_network_yml(text: str, *, source: str = "<network.yml>") -> Dimensiona
         npus = lists["npus_count"][i]
         if isinstance(npus, bool) or not isinstance(npus, int) or not 2 <= npus <= MAX_NPUS:
             raise TopologyFormatError(
-                f"{source}: 'npus_count'[{i}] = {str(npus)[:40]}; must be an integer in 2..{MAX_NPUS}"
+                f"{source}: 'npus_count'[{i}] = {str(npus)[:40]}; must be an integer > 1 and at most {MAX_NPUS}",
+                hint="npus_count is the number of NPUs of the dimension",
             )
         vals = []
         for key in ("bandwidth", "latency"):
             v = lists[key][i]
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise TopologyFormatError(f"{source}: '{key}'[{i}] = {v!r} is not a number")
+                raise TopologyFormatError(
+                    f"{source}: '{key}'[{i}] = {str(v)[:40]!r} is not a number", hint=f"{key} takes numbers"
+                )
             vals.append(float(v))
         bw, lat = vals
         # the ranges of topology strings (docs/topology.md): what real links span; inf, NaN and
         # a 31-digit latency are impossible input, not a simulation of years or an overflow
         if not MIN_BANDWIDTH <= bw <= MAX_BANDWIDTH:
             raise TopologyFormatError(
-                f"{source}: 'bandwidth'[{i}] = {bw:g}; must be {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} (GB/s)"
+                f"{source}: 'bandwidth'[{i}] = {bw:g}; must be {MIN_BANDWIDTH:g}..{MAX_BANDWIDTH:g} (GB/s)",
+                hint="bandwidth is per link in GB/s: real links span 1 MB/s .. 1 PB/s (docs/topology.md)",
             )
         if not 0 <= lat <= MAX_LATENCY:
-            raise TopologyFormatError(f"{source}: 'latency'[{i}] = {lat:g}; must be 0..{MAX_LATENCY:g} (ns)")
+            raise TopologyFormatError(
+                f"{source}: 'latency'[{i}] = {lat:g}; must be 0..{MAX_LATENCY:g} (ns)",
+                hint="latency is per hop in ns, e.g. 500 (docs/topology.md)",
+            )
         dims.append(Dimension(kind, npus, bw, lat))
     total = 1
     for d in dims:
         total *= d.npus
     if total > MAX_NPUS:
-        raise TopologyFormatError(f"{source}: {total} NPUs in all (the product of npus_count), more than {MAX_NPUS}")
+        raise TopologyFormatError(
+            f"{source}: {total} NPUs in all (the product of npus_count), more than {MAX_NPUS}",
+            hint="a network of more NPUs than any machine has is not a network to simulate",
+        )
     return DimensionalTopology(dims)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hub.chakra import _writer, write_algorithm
-from hub.errors import UsageError
+from hub.errors import OutputError, UsageError
 
 from .conftest import ring_allreduce
 
@@ -24,7 +24,7 @@ def test_failure_in_rename_midway_leaves_nothing(tmp_path: Path, monkeypatch: py
         return real_replace(src, dst)
 
     monkeypatch.setattr(_writer.os, "replace", flaky)
-    with pytest.raises(UsageError, match="No space left on device"):
+    with pytest.raises(OutputError, match="No space left on device"):
         write_algorithm(ring_allreduce(4).bind(64), tmp_path / "ring")
     assert len(calls) == 3
     assert list(tmp_path.iterdir()) == []
@@ -65,7 +65,7 @@ def test_failure_while_writing_keeps_old_files(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(_writer, "_cpus", lambda: threads)
     monkeypatch.setattr(_writer, "BATCH_NODES", 10)
     monkeypatch.setattr(_writer.os, "writev", failing_writev)
-    with pytest.raises(UsageError, match="Input/output error"):
+    with pytest.raises(OutputError, match="Input/output error"):
         write_algorithm(ring_allreduce(8).bind(128), tmp_path / "ring")
     assert sorted(tmp_path.iterdir()) == sorted(before)
     assert {p: p.read_bytes() for p in old} == before

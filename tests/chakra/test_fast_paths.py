@@ -98,12 +98,13 @@ def test_values_of_every_length_round_trip(tmp_path: Path) -> None:
     n = 40
     vals = np.array([(1 << (7 * k)) - 1 for k in range(1, 10)] * 5)[:n]
     g = RankGraph.from_columns(
-        # sizes >> 3: still 1..9-byte varints, and their sum stays within int64
+        # sizes at most 2^40 (what the reader accepts, docs/security.md): 1..6-byte varints; the
+        # 7..10-byte ones are in duration
         n,
         kind=NodeType.SEND,
         peer=1,
         tag=(vals % 70000).astype(np.int32),
-        size=(vals >> 3).astype(np.int64),
+        size=np.minimum(vals >> 3, (1 << 40) - 1).astype(np.int64),
         src_buf=0,
         src_off=(vals % (1 << 31)).astype(np.int32),
         tb=np.where(np.arange(n) % 3 == 0, -1, 5),
