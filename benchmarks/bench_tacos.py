@@ -12,7 +12,9 @@ alone (wall), ``verify s`` = hub.verify
 (semantics) on the result, ``makespan``/``bound`` = the synthesizer's own model (µs) and the
 lower bound under it, then hub.simulate (congestion-aware; ``-`` where not simulated) time in µs
 and bus bandwidth (nccl-tests' busbw, GB/s) of tacos and of the built-in ring, direct,
-halving-doubling and double binary tree on the same network and size.
+halving-doubling and double binary tree on the same network and size. On switched networks
+``synth s`` includes tacos.synthesize's two aware simulations for its hub.direct fallback, and a
+``fallback`` line under the row gives what it returned and both simulated times.
 
 The TACOS table compares with TACOS's own C++ code (astra-sim/tacos 1811f1f) built and run on
 this machine (issue #13): same model (a link carries one whole chunk at a time, busy 0.5 µs +
@@ -112,6 +114,8 @@ def run_case(
         "bound": e["lower_bound_us"],
         "ratio": e["bound_ratio"],
         "nodes": alg.node_count(),
+        # switched networks: what tacos.synthesize returned, and both aware times (ns) it compared
+        "fallback": (e.get("tacos.fallback"), e.get("tacos.greedy_aware_ns"), e.get("tacos.direct_aware_ns")),
     }
     if verify:
         from hub.verify import verify as run_verify
@@ -178,6 +182,12 @@ def print_cases(names: list[str]) -> int:
             f"{row['ratio']:>6.3f} | " + "  ".join(cells),
             flush=True,
         )
+        used, greedy_ns, direct_ns = row.get("fallback") or (None, None, None)
+        if used is not None:  # the greedy's makespan above is its own; `tacos` sim is what it returned
+            print(
+                f"{'':<19} fallback {used}: greedy {greedy_ns / 1e3:.1f} µs vs hub.direct "
+                f"{direct_ns / 1e3:.1f} µs aware"
+            )
     return failures
 
 

@@ -71,6 +71,7 @@ __all__ = [
     "PluginError",
     "PluginLoadError",
     "Problem",
+    "ProducerNote",
     "RegistryError",
     "RegistryFormatError",
     "RegistryUnavailableError",
@@ -303,6 +304,11 @@ class ClusterError(HubError):
 
 class ClusterUnavailableError(ClusterError):
     """The cluster's scheduler could not be reached within the connect timeout."""
+
+
+class ProducerNote(UserWarning):
+    """What a producer tells its user about its output (not an error), e.g. that a synthesizer
+    returned its fallback; ``collhub`` prints it as one ``warning: ...`` line on stderr."""
 
 
 def __getattr__(name: str) -> Any:

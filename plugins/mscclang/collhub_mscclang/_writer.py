@@ -21,6 +21,7 @@ from hub.errors import ExportError
 
 from ._ir import BUF_CODE, TARGETS, TargetRules
 from ._lanes import split_lanes
+from ._spread import spread_channels
 from ._steps import Step, form_steps, topo_rank
 from ._threadblocks import Tb, assign, channel_map
 
@@ -253,16 +254,41 @@ def write_msccl_ir(
     lanes = split_lanes(alg, chan_of) if threadblocks != "keep" else None
     try:
         body, stats = body_of.build(lanes if lanes is not None else chan_of)
-    except ExportError:
-        if lanes is None or not enforce_limits:
+    except ExportError as first:
+        if not enforce_limits or threadblocks == "keep":
             raise
-        body, stats = body_of.build(chan_of)
+        body, stats = _within_limits(alg, body_of, chan_of, lanes is not None, first)
     attrs = _algo_attrs(alg, rules, name, proto, stats.nchannels, min_bytes, max_bytes)
     lines = ["<algo " + " ".join(f'{k}="{_esc(str(v))}"' for k, v in attrs) + ">", *body, "</algo>\n"]
     data = "\n".join(lines).encode()
     stats.bytes = len(data)
     _atomic_write(Path(out), data, check=_reverify(alg) if verify else None)
     return stats
+
+
+def _within_limits(
+    alg: Algorithm, body_of: _Body, chan_of: list[list[int]], tried_lanes: bool, first: ExportError
+) -> tuple[list[str], ExportStats]:
+    """The fallbacks when the first channel assignment broke a limit: the nodes' own channels
+    (when lanes were tried first), then long connections dealt over more channels (fewer
+    messages per channel second: a forwarding tb holds two connections). Raises the error of
+    the nodes' own channels when nothing fits."""
+    err = first
+    if tried_lanes:
+        try:
+            return body_of.build(chan_of)
+        except ExportError as e:
+            err = e
+    rules = body_of.rules
+    for per in (rules.max_steps * 3 // 8, rules.max_steps // 4):
+        chans = spread_channels(alg, chan_of, per, rules.max_channels)
+        if chans is None:
+            continue
+        try:
+            return body_of.build(chans)
+        except ExportError:
+            continue
+    raise err
 
 
 def _identity_copies(alg: Algorithm) -> tuple[list[set[int]], list[list[tuple[int, int]]]]:

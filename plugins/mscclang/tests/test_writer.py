@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from collhub_mscclang import read_msccl_ir, write_msccl_ir
-from hub.chakra import Algorithm, AlgorithmMeta, Collective, RankGraphBuilder
+from hub.chakra import Algorithm, AlgorithmMeta, Collective, NodeType, RankGraphBuilder
 from hub.errors import ExportError
 
 from . import _symbolic
@@ -162,11 +162,25 @@ def test_custom_is_refused_by_the_executor(tmp_path: Path) -> None:
 def test_step_limit_is_enforced_and_nothing_is_written(msccl_dir: Path, tmp_path: Path) -> None:
     alg = read_msccl_ir(msccl_dir / "mscclang_allreduce_ring_n64_ch1_i1_LL128.xml")
     out = tmp_path / "big.xml"
+    # its own threadblocks kept: 127 steps on one tb, which the executor cannot run
     with pytest.raises(ExportError, match="has 127 steps; msccl-executor-nccl allows 64"):
-        write_msccl_ir(alg, out)
+        write_msccl_ir(alg, out, threadblocks="keep")
     assert not out.exists() and list(tmp_path.iterdir()) == []
-    write_msccl_ir(alg, out, target="msccl-legacy")  # 127 <= 256
+    write_msccl_ir(alg, out, target="msccl-legacy", threadblocks="keep")  # 127 <= 256
     assert out.exists()
+
+
+def test_long_connections_are_spread_over_channels(msccl_dir: Path, tmp_path: Path) -> None:
+    alg = read_msccl_ir(msccl_dir / "mscclang_allreduce_ring_n64_ch1_i1_LL128.xml")
+    # the same ring for the executor: every link's 126 messages dealt over channels
+    st = write_msccl_ir(alg, tmp_path / "e.xml", verify=True)
+    assert st.max_steps_per_tb <= 64 and 1 < st.nchannels <= 32
+    back = read_msccl_ir(tmp_path / "e.xml", inplace=alg.meta.inplace)
+    assert _symbolic.run(back) == []
+    # the MSCCL-IR order of each channel is one subsequence of the link's order, at both ends
+    for r in (0, 17, 63):
+        sends = [int(t) for t, k in zip(back.graphs[r].chan, back.graphs[r].kind, strict=True) if k == NodeType.SEND]
+        assert sorted(set(sends)) == list(range(st.nchannels))
 
 
 def test_tb_limit_of_rccl(msccl_dir: Path, tmp_path: Path) -> None:

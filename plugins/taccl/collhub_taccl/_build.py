@@ -69,8 +69,9 @@ class _Plan:
                 own = list(after)
                 after.extend(d for d in before if d not in own)
 
-    def builders(self) -> list[RankGraphBuilder]:
-        self._order_queues()
+    def builders(self, queued: bool = True) -> list[RankGraphBuilder]:
+        if queued:
+            self._order_queues()
         out = []
         for r, evs in enumerate(self.events):
             b = RankGraphBuilder(r)
@@ -199,8 +200,12 @@ def build(
     meta: AlgorithmMeta,
     *,
     reduction_comp: bool = True,
+    queued: bool = True,
 ) -> Algorithm:
-    """The algorithm of ``collective`` from the schedules (``*_t``: on the transposed network)."""
+    """The algorithm of ``collective`` from the schedules (``*_t``: on the transposed network).
+
+    ``queued``: a SEND also waits for the data of the SEND before it on the same link (the
+    schedule's link order, unless simultaneous releases swap it); false: only for its own data."""
     p, c = problem.ranks, problem.chunks_per_rank
     plan = _Plan(p)
     if collective == "allgather":
@@ -237,4 +242,4 @@ def build(
             recv_deps=lambda k, r: [("rss", k, r)],
         )
         meta = replace(meta, collective=Collective.ALLREDUCE, in_chunks=p * c, out_chunks=p * c, inplace=True)
-    return build_algorithm(meta, plan.builders())
+    return build_algorithm(meta, plan.builders(queued))

@@ -54,6 +54,12 @@ class SynthesizeParams(BaseModel):
         "stands): cpsat = CP-SAT no-overlap scheduling of the stage-2 routes; cpsat-routes = then also let CP-SAT "
         "re-route inside the DAGs with the time that is left; fixed-order = no CP-SAT",
     )
+    link_order: Literal["auto", "queued", "data"] = Field(
+        "auto",
+        description="queued: a SEND also waits for the data of the schedule's previous SEND on its link; "
+        "data: only for its own data; auto: build both, simulate each (hub.simulate, aware) and keep the "
+        "faster (metadata taccl.link_order)",
+    )
     reduction_comp: bool = Field(True, description="a cost-only COMP after each reducing RECV (as hub.ring)")
 
     @field_validator("collective", mode="before")

@@ -48,6 +48,12 @@ class SynthesizeParams(BaseModel):
         description="chunk choice per link: 'scarce' = the chunk the fewest other in-neighbours "
         "could supply, rarest first; 'random' = a random candidate (TACOS)",
     )
+    fallback: Literal["direct", "none"] = Field(
+        default="direct",
+        description="on networks with switches: also simulate hub.direct (hub.simulate, aware, at "
+        "size) and return it when it beats the greedy's schedule, stated in metadata "
+        "(tacos.fallback) and a warning; 'none' always returns the greedy's schedule",
+    )
     reduction_comp: bool = Field(default=True, description="a cost-only COMP after every reducing RECV")
     verify: bool = Field(
         default=True,

@@ -15,6 +15,7 @@ from hub.topology import Topology
 
 from ._bounds import ingress_bound
 from ._build import Phase, build_algorithm, forward_phase, reversed_phase
+from ._fallback import with_fallback
 from ._greedy import Schedule, greedy_allgather, has_mixed_speeds
 from ._linkfile import load_any_topology
 from ._network import Network, network_of
@@ -230,8 +231,16 @@ def _synthesize(
     from dataclasses import replace
 
     alg = Algorithm(replace(alg.meta, extra=alg.meta.extra + timing), alg.graphs)
-    if params.size is not None:
-        from hub.sim import parse_size
+    from hub.sim import parse_size
 
+    if params.size is not None:
         alg = alg.bind(parse_size(params.size))
+    if params.fallback == "direct" and net.unwound > 0:
+        size = parse_size(params.size) if params.size is not None else net.npus * DEFAULT_PER_RANK
+        step = phase("comparing with hub.direct (hub.simulate, aware)") if phase else None
+        if step:
+            step(0, 1)
+        alg = with_fallback(alg, load_any_topology(params.network), net.label, size, params.reduction_comp)
+        if step:
+            step(1, 1)
     return alg
