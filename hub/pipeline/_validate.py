@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from .._ranges import RANGE_KEYS, is_range, range_issues, range_values
 from .._suggest import did_you_mean
 from ..errors import ComponentNotFoundError, HubError, Issue, PipelineValidationError
+from ..plugins._identity import FIRST_PARTY
 from ._env import ManagerSpec, component_ids, manager_for
 from ._limits import LIMITS, limit
 from ._loader import LoadedFile, format_path, load_file, load_text
@@ -32,14 +33,9 @@ from ._model import MATRIX_TAGS, NAME_PATTERN, VAR_PATTERN, Pipeline
 
 __all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
 
-#: First-party plugins: the id prefix they register under -> the distribution to install.
-KNOWN_PLUGINS: dict[str, str] = {
-    "mscclang": "collhub-mscclang",
-    "astrasim": "collhub-astrasim",
-    "taccl": "collhub-taccl",
-    "tacos": "collhub-tacos",
-    "replay": "collhub-replay",
-}
+#: First-party plugins: the id prefix they register under -> the distribution to install (the
+#: reserved names of hub/plugins/_identity.py, less the registry service, which has no components).
+KNOWN_PLUGINS: dict[str, str] = {k: v for k, v in FIRST_PARTY.items() if k != "registry"}
 
 
 @dataclass(frozen=True)

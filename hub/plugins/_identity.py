@@ -25,7 +25,10 @@ __all__ = ["FIRST_PARTY", "claim_problem", "load_rank"]
 #: can never replace a first-party component (``mscclang.ir``) with its own.
 FIRST_PARTY = {
     "astrasim": "collhub-astrasim",
+    "forest": "collhub-forest",
     "mscclang": "collhub-mscclang",
+    "mscclpp": "collhub-mscclpp",
+    "nccl": "collhub-nccl",
     "registry": "collhub-registry",
     "replay": "collhub-replay",
     "taccl": "collhub-taccl",

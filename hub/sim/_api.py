@@ -281,9 +281,10 @@ def simulate(
         raise
     from ._refusals import zero_time_events  # (ASTRA-sim's aborts: the drop-in's rule set)
 
-    why = zero_time_events(st.t0_events)
-    if why:
-        raise SimulationError(why, hint="give the network a latency, or start the first messages after a COMP")
+    # Where ASTRA-sim aborts, the drop-in (``collhub astra-sim``) and ``astrasim.bundle`` refuse; here
+    # the model's time is still well defined (tiny messages on fast links), so it is given with the
+    # reason as a warning: there is no ASTRA-sim run for it to equal.
+    astrasim_aborts = zero_time_events(st.t0_events)
     links: list[dict[str, Any]] = []
     if net is not None:
         for li, (b, busy) in enumerate(zip(st.link_bytes, st.link_busy, strict=True)):
@@ -330,6 +331,7 @@ def simulate(
         bound_term=term,
         link_bound_ns=link_bound,
         link_bound_link=busiest,
+        astrasim_aborts=astrasim_aborts,
         name=name,
         _engine=st,
         _program=prog,

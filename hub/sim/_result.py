@@ -89,6 +89,8 @@ class SimulationResult:
     #: the algorithm's own link-load bound (hub/sim/_linkload.py) and its busiest link
     link_bound_ns: float | None = None
     link_bound_link: str | None = None
+    #: the reason the real ASTRA-sim aborts on this input (hub/sim/_refusals.py), if it does
+    astrasim_aborts: str | None = None
     name: str = ""
     #: workloads: per rank finish, GPU/CPU compute, communication and exposed communication
     #: times, as ASTRA-sim defines them (hub/sim/_breakdown.py, docs/workloads.md)
@@ -129,11 +131,15 @@ class SimulationResult:
         """Why the time should not be taken at face value: below the collective's lower bound (no
         schedule on this network can be that fast), else below the algorithm's link-load bound
         (hub/sim/_linkload.py: its own messages cannot share a link that fast). Either way the
-        model left contention out; one warning a row (both ratios are in :meth:`metrics`)."""
+        model left contention out; one warning a row (both ratios are in :meth:`metrics`). And
+        where the real ASTRA-sim aborts on the input, that it does."""
+        aborts = (
+            [] if self.astrasim_aborts is None else [f"{self.astrasim_aborts}; this time has no ASTRA-sim run to equal"]
+        )
         ratio = self.bound_ratio
         if ratio is None or ratio >= 1:
             # below its own links' bound only: one warning a row, the stronger claim first
-            return self._link_warning()
+            return self._link_warning() + aborts
         why = (
             "the congestion-unaware model charges no link contention, so messages that share a link "
             "overlap for free; simulate with mode 'aware' for a contention-heavy algorithm"
@@ -143,7 +149,7 @@ class SimulationResult:
         return [
             f"time {self.time_ns} ns is below the {self.collective} lower bound {self.bound_ns:.0f} ns "
             f"({self.bound_formula}) on this network (time_over_bound {ratio:.3g}): {why}"
-        ]
+        ] + aborts
 
     def _link_warning(self) -> list[str]:
         ratio = self.link_bound_ratio

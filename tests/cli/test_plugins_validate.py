@@ -345,6 +345,9 @@ FIRST_PARTY = {
     "mscclang": ("collhub_mscclang", ["mscclang.export", "mscclang.ir", "mscclang.program"]),
     "taccl": ("collhub_taccl", ["taccl.synthesize"]),
     "forest": ("collhub_forest", ["forest.synthesize"]),
+    "mscclpp": ("collhub_mscclpp", ["mscclpp.export", "mscclpp.plan"]),
+    "nccl": ("collhub_nccl", ["nccl.auto", "nccl.pat", "nccl.ring", "nccl.tree"]),
+    "tacos": ("collhub_tacos", ["tacos.synthesize"]),
     "replay": ("collhub_replay", ["replay.run"]),
 }
 

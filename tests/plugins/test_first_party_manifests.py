@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO
 
-PLUGINS = ["mscclang", "astrasim", "taccl", "tacos", "replay"]
+PLUGINS = ["mscclang", "mscclpp", "nccl", "astrasim", "taccl", "tacos", "forest", "replay"]
 
 
 @pytest.mark.parametrize("name", PLUGINS)
