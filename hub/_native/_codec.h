@@ -25,6 +25,9 @@
 /* The known node attributes, in the order of hub.chakra._ranks.KNOWN:
  * comm_size, comm_src, comm_dst, comm_tag, then the profile's semantic ones. */
 #define MAX_KNOWN 16
+/* hub._units.MAX_BYTES (1 TiB): the largest byte count a node may claim; a larger comm_size is
+   refused to the general decoder, which words the error (tests/chakra/test_workload_compiled.py) */
+#define HUB_MAX_BYTES (1LL << 40)
 #define MAX_NAME 64
 enum { A_SIZE, A_SRC, A_DST, A_TAG, A_CNT, A_FIRST_SEMANTIC = A_CNT };
 

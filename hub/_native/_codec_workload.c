@@ -415,7 +415,7 @@ static int decode_one(ctx_t *c, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, 
         long long size = PyLong_AsLongLongAndOverflow(comm[K_SIZE], &overflow);
         if (size == -1 && PyErr_Occurred()) {
             rc = ERROR;
-        } else if (overflow < 0 || size < 0) {
+        } else if (overflow != 0 || size < 0 || size > HUB_MAX_BYTES) {
             rc = REFUSED;
         }
     }

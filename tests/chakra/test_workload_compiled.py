@@ -23,6 +23,7 @@ from hub.chakra import Workload, read_workload, write_workload
 from hub.chakra._reader import _compiled_kinds, _decoded_kinds
 from hub.chakra._wire import ATTR_FIELDS, TypedValue, delimit, encode_global_metadata, encode_node, frame
 from hub.chakra._workload_io import _compiled_rank
+from tests.conftest import REPO
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "chakra-pytorch"
 REAL = [DATA / "dlrm8" / "dlrm", DATA / "coll4" / "coll4", DATA / "ddp2" / "ddp2"]
@@ -260,3 +261,12 @@ def test_random_workloads_write_the_same_bytes(workdir: Path, ranks: list[list[A
     wl = Workload(ranks=ranks, name="fuzz")
     attributes = "astrasim" if astrasim else "profile"
     assert _written(wl, workdir / "c", True, attributes) == _written(wl, workdir / "p", False, attributes)
+
+
+def test_the_compiled_size_limit_is_the_size_grammar_limit() -> None:
+    # hub/_native/_codec.h's HUB_MAX_BYTES must be hub._units.MAX_BYTES: a larger comm_size goes to
+    # the general decoder, which refuses it naming the node
+    from hub._units import MAX_BYTES
+
+    header = (REPO / "hub" / "_native" / "_codec.h").read_text()
+    assert "#define HUB_MAX_BYTES (1LL << 40)" in header and MAX_BYTES == 1 << 40

@@ -60,7 +60,7 @@ def _args(n: int = 1, **over):  # noqa: ANN202 - a tuple of the 21 positional ar
 
 def test_no_op_nodes_complete_at_time_zero_released_by_the_start_node():
     args, a = _args(3)
-    last, posted, arrived, waiting = _sim.run(*args)
+    last, posted, arrived, waiting, _t0 = _sim.run(*args)
     # the start node (3) completes first; the three it releases go in the callback's order (here 0, 1, 2)
     assert (last, posted, arrived, waiting) == (2, [], [], 0)
     assert a["fin"].tolist() == [0, 0, 0, 0] and a["cause"].tolist() == [3, 3, 3, -1]
@@ -113,7 +113,7 @@ def test_a_queue_class_holds_cap_nodes_and_hands_a_freed_slot_to_the_first_waiti
     cap[4] = 2
     res = (q, q, np.zeros(n + 1, np.int8), cap)
     args = (*args[:3], False, *args[4:16], res, *args[17:])
-    last, posted, arrived, waiting = _sim.run(*args)
+    last, posted, arrived, waiting, _t0 = _sim.run(*args)
     assert (posted, arrived, waiting) == ([], [], 0)
     assert a["start"].tolist()[:3] == [0, 0, 10] and a["fin"].tolist()[:3] == [10, 20, 40]
 
