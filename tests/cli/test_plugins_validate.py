@@ -426,7 +426,11 @@ def test_info_remote_table_with_yanked_version(tmp_path: Path, wheels: dict[str,
 def test_info_remote_errors_exit_5(server, tmp_path: Path) -> None:
     env = {"COLLHUB_CACHE_DIR": str(tmp_path / "cache")}
     missing = _collhub("plugins", "info", "collhub-nope", "--remote", "--registry", server.url, env=env)
-    assert missing.returncode == 5 and missing.stderr.startswith("error: ") and "has no plugin named 'collhub-nope'" in missing.stderr
+    assert (
+        missing.returncode == 5
+        and missing.stderr.startswith("error: ")
+        and "has no plugin named 'collhub-nope'" in missing.stderr
+    )
     down = _collhub("plugins", "info", "collhub-other", "--remote", "--registry", "http://127.0.0.1:9/", env=env)
     assert down.returncode == 5 and down.stderr.startswith("error: cannot reach")
     for proc in (missing, down):
