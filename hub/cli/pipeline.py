@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ..errors import ExitCode, PipelineValidationError
-from ._output import OutputFormat, emit_json, err, out
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out
 
 __all__ = ["app", "run_command", "graph_text"]
 
@@ -43,6 +43,7 @@ class GraphFormat(StrEnum):
     mermaid = "mermaid"
     dot = "dot"
     text = "text"
+    json = "json"  # the graph as a document: nodes, edges, matrix counts
 
 
 def _debug() -> bool:
@@ -135,8 +136,8 @@ def schema_command() -> None:
     out(json.dumps(json_schema(), indent=2))
 
 
-def graph_text(model: Any, fmt: str) -> str:
-    """Render sources -> transforms -> consumers as Mermaid, Graphviz DOT or indented text."""
+def _graph_parts(model: Any) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The pipeline's nodes (id, label, kind) and edges (from, to), for every rendering."""
     # Positional node ids (s0, s0t1, c2): step names may hold characters graph languages reject.
     nodes: list[tuple[str, str, str]] = []  # (id, label, kind)
     edges: list[tuple[str, str]] = []
@@ -154,6 +155,35 @@ def graph_text(model: Any, fmt: str) -> str:
                 edges.append((prev, cons_id[cname]))
     for cname, cons in model.consumers.items():
         nodes.append((cons_id[cname], f"{cname}: {cons.use}", "consumer"))
+    return nodes, edges
+
+
+def _matrix_counts(model: Any) -> dict[str, Any]:
+    """Points per matrix variable ('?' for a range pass 1 cannot count)."""
+    from .._ranges import is_range, range_count
+
+    def count(name: str, v: Any) -> Any:
+        try:
+            return range_count(name, v) if is_range(v) else len(v)
+        except Exception:  # noqa: BLE001 - graph reads pass 1 only; a bad range shows as '?'
+            return "?"
+
+    return {k: count(k, v) for k, v in (model.matrix or {}).items()}
+
+
+def graph_document(model: Any) -> dict[str, Any]:
+    """``pipeline graph --format json``: the graph's nodes, edges and matrix as one object."""
+    nodes, edges = _graph_parts(model)
+    return {
+        "nodes": [{"id": nid, "label": label, "kind": k} for nid, label, k in nodes],
+        "edges": [{"from": a, "to": b} for a, b in edges],
+        "matrix": _matrix_counts(model),
+    }
+
+
+def graph_text(model: Any, fmt: str) -> str:
+    """Render sources -> transforms -> consumers as Mermaid, Graphviz DOT or indented text."""
+    nodes, edges = _graph_parts(model)
     if fmt == "mermaid":
         shape = {"producer": ('(["', '"])'), "transform": ('["', '"]'), "consumer": ('[["', '"]]')}
         lines = ["flowchart LR"]
@@ -174,15 +204,7 @@ def graph_text(model: Any, fmt: str) -> str:
         ]
         lines.append(" -> ".join(chain) + (" -> " + ", ".join(targets) if targets else ""))
     if model.matrix:
-        from .._ranges import is_range, range_count
-
-        def count(name: str, v: Any) -> Any:
-            try:
-                return range_count(name, v) if is_range(v) else len(v)
-            except Exception:  # noqa: BLE001 - graph reads pass 1 only; a bad range shows as '?'
-                return "?"
-
-        lines.append("matrix: " + " x ".join(f"{k}[{count(k, v)}]" for k, v in model.matrix.items()))
+        lines.append("matrix: " + " x ".join(f"{k}[{n}]" for k, n in _matrix_counts(model).items()))
     return "\n".join(lines)
 
 
@@ -190,7 +212,11 @@ def graph_text(model: Any, fmt: str) -> str:
 def graph_command(
     file: Path = FILE_ARG,
     format: GraphFormat = typer.Option(
-        GraphFormat.mermaid, "--format", "-f", case_sensitive=False, help="mermaid, dot (Graphviz) or text."
+        GraphFormat.mermaid,
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="mermaid, dot (Graphviz), text, or json (nodes, edges and matrix as one object).",
     ),
 ) -> None:
     """Print the pipeline's graph: sources -> transforms -> consumers.
@@ -199,7 +225,11 @@ def graph_command(
     """
     from ..pipeline import load_pipeline
 
-    out(graph_text(load_pipeline(file), format.value))
+    model = load_pipeline(file)
+    if format == GraphFormat.json:
+        emit_json({"file": str(file), **graph_document(model)})
+    else:
+        out(graph_text(model, format.value))
 
 
 def run_command(
@@ -361,6 +391,7 @@ def plot_command(
         "-o",  # noqa: UP007
         help="PNG to write (default: RUN_DIR/results.png for busbw_GBps, else RUN_DIR/results-METRIC.png).",
     ),
+    fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Plot a run's results: METRIC against a swept size, one line per source, one panel per network.
 
@@ -373,4 +404,7 @@ def plot_command(
         out_file = base / ("results.png" if metric == "busbw_GBps" else f"results-{metric}.png")
     panels: list[str] | None = None if not panel else [] if panel == ["none"] else panel
     path = plot_results(run_dir, out_file, metric=metric, x=x, panel=panels)
-    out(str(path))
+    if fmt == OutputFormat.json:
+        emit_json({"written": str(path), "format": "png", "metric": metric, "x": x, "panel": panels})
+    else:
+        out(str(path))

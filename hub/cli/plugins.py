@@ -217,6 +217,7 @@ def doctor(fmt: OutputFormat = FORMAT_OPTION) -> None:
 def new(
     name: str = typer.Argument(..., help="Plugin name: the prefix of its component ids (lowercase, _)."),
     directory: Path = typer.Option(Path("."), "--dir", "-d", help="Where to create collhub-<name>/."),
+    fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Create a new plugin package (pyproject with the collhub entry point, a producer, a test).
 
@@ -226,6 +227,9 @@ def new(
 
     files = scaffold_plugin(name, directory)
     root = files[0].parent
+    if fmt == OutputFormat.json:
+        emit_json({"created": str(root), "written": [str(f) for f in files]})
+        return
     out(f"created {root}")
     for f in files:
         out(f"  {f.relative_to(root)}")

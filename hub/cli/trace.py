@@ -57,7 +57,7 @@ def show(
 
         # only when the picture goes to a file: a drawing printed to the terminal is the output
         with working(f"drawing {prefix} as {graph.value}", json_output=graph_out is None):
-            show_graph(obj, graph, rank, graph_out)
+            show_graph(obj, graph, rank, graph_out, prefix=prefix, as_json=fmt == OutputFormat.json)
         return
     if rank is not None or graph_out is not None:
         raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
@@ -150,6 +150,7 @@ def _read_json_file(path: Path) -> str:
 def convert(
     src: str = typer.Argument(..., metavar="SRC", help="ET prefix, or a .json file."),
     dst: str = typer.Argument(..., metavar="DST", help="A .json file (from ET), or an ET prefix (from JSON)."),
+    fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Convert an algorithm between Chakra ET files and collhub's JSON view, both ways.
 
@@ -177,11 +178,17 @@ def convert(
             # The library does not know the file name; the user needs it.
             raise FormatError(f"{src}: {exc.message}", hint=exc.hint) from None
         files = write_algorithm(alg, dst)
-        out(f"wrote {len(files)} file(s): {dst}.0.et ...")
+        if fmt == OutputFormat.json:
+            emit_json({"src": src, "dst": dst, "format": "et", "written": [str(f) for f in files]})
+        else:
+            out(f"wrote {len(files)} file(s): {dst}.0.et ...")
     elif dst.endswith(".json") and not src.endswith(".json"):
         text = json.dumps(algorithm_to_json(read_algorithm(src)), indent=1)
         write_file(dst, text)  # never half-written; 0666 minus the umask
-        out(f"wrote {dst}")
+        if fmt == OutputFormat.json:
+            emit_json({"src": src, "dst": dst, "format": "json", "written": [dst]})
+        else:
+            out(f"wrote {dst}")
     else:
         raise UsageError(
             "convert needs one ET prefix and one .json file",
