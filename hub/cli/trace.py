@@ -56,8 +56,9 @@ def show(
         from ._progress import working
 
         # only when the picture goes to a file: a drawing printed to the terminal is the output
-        with working(f"drawing {prefix} as {graph.value}", json_output=graph_out is None):
-            show_graph(obj, graph, rank, graph_out, prefix=prefix, as_json=fmt == OutputFormat.json)
+        as_json = fmt == OutputFormat.json
+        with working(f"drawing {prefix} as {graph.value}", json_output=graph_out is None or as_json):
+            show_graph(obj, graph, rank, graph_out, prefix=prefix, as_json=as_json)
         return
     if rank is not None or graph_out is not None:
         raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")

@@ -166,7 +166,8 @@ def load_document(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any
             hint="complete it with `collhub run FILE --resume --out DIR` (see its INCOMPLETE file)",
         )
     if not path.is_file():
-        raise UsageError(
+        # a missing input is a bad input file (exit 3), as for a trace prefix or a pipeline file
+        raise FormatError(
             f"no results file at {path}", hint="pass a run directory written by `collhub run` or its results.json"
         )
     try:

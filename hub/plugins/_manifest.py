@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import HubError, RegistryFormatError, UsageError
+from ..errors import HubError, NotInstalledError, RegistryFormatError, UsageError
 
 __all__ = ["ManifestCheck", "ManifestProblem", "validate_plugin"]
 
@@ -229,7 +229,8 @@ def _from_installed(name: str, check: ManifestCheck) -> _Source | None:
     try:
         dist = metadata.distribution(name)
     except metadata.PackageNotFoundError:
-        raise UsageError(
+        # a missing input exits 3, as a missing trace, pipeline file or uninstall target does
+        raise NotInstalledError(
             f"{name}: no such directory, wheel file or installed distribution",
             hint="give a plugin project directory, a .whl file, or the name of an installed plugin distribution",
         ) from None

@@ -209,7 +209,7 @@ def test_plot_from_run_dir_and_bad_files(tmp_path: Path) -> None:
     (run / "results.json").write_text("{not json")
     with pytest.raises(FormatError, match="results.json: not a readable results document"):
         plot_results(run, tmp_path / "n.png")
-    with pytest.raises(UsageError, match="no results file"):
+    with pytest.raises(FormatError, match="no results file"):
         plot_results(tmp_path / "missing", tmp_path / "n.png")
 
 

@@ -109,7 +109,7 @@ def test_report_command_table_and_json(run_dir: Path, tmp_path: Path) -> None:
 
 def test_report_bad_input_is_one_line(tmp_path: Path) -> None:
     missing = _collhub("report", str(tmp_path / "nope"), cwd=tmp_path)
-    assert missing.returncode == 2 and missing.stderr.startswith("error: no results file at")
+    assert missing.returncode == 3 and missing.stderr.startswith("error: no results file at")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "results.json").write_text("{not json")
     broken = _collhub("report", str(tmp_path / "broken"), cwd=tmp_path)
