@@ -119,7 +119,7 @@ def _print_tables(ans: Any) -> None:
     for st in ans.studies:
         bounded = has_bound(st)
         table = Table(title=st.title, title_justify="left")
-        heads = ("size", "winner", "time (µs)", "busbw (GB/s)")
+        heads: tuple[str, ...] = ("size", "winner", "time (µs)", "busbw (GB/s)")
         heads += ("% of bound", "bound term") if bounded else ()
         for h in (*heads, "runner-up", "× faster"):
             table.add_column(h, justify="right" if h in right else "left", no_wrap=True)

@@ -32,7 +32,12 @@ def test_table_has_percent_of_bound_and_term() -> None:
     assert header == ["source", "n", "time_us", "algbw GB/s", "busbw GB/s", "% of bound", "bound term", "status"]
     got = {c[0]: (c[5], c[6]) for c in cells}
     # 0.9996 is below the bound: it must never read as 100%
-    assert got == {"ring": ("112%", "bandwidth"), "tree": ("250%", "latency"), "fast": ("99.9%", "both"), "plain": ("", "")}
+    assert got == {
+        "ring": ("112%", "bandwidth"),
+        "tree": ("250%", "latency"),
+        "fast": ("99.9%", "both"),
+        "plain": ("", ""),
+    }
 
 
 def test_results_md_and_writer_agree(tmp_path: Path) -> None:
