@@ -112,21 +112,26 @@ def _print_tables(ans: Any) -> None:
     from rich.table import Table
 
     from .._ranges import exact_size
-    from ..report import summary_lines
+    from ..report import bound_cells, has_bound, summary_lines
 
     console = Console(width=None if sys.stdout.isatty() else 110)
+    right = ("size", "time (µs)", "busbw (GB/s)", "% of bound", "× faster")
     for st in ans.studies:
+        bounded = has_bound(st)
         table = Table(title=st.title, title_justify="left")
-        for h in ("size", "winner", "time (µs)", "busbw (GB/s)", "runner-up", "× faster"):
-            table.add_column(
-                h, justify="right" if h in ("size", "time (µs)", "busbw (GB/s)", "× faster") else "left", no_wrap=True
-            )
+        heads: tuple[str, ...] = ("size", "winner", "time (µs)", "busbw (GB/s)")
+        heads += ("% of bound", "bound term") if bounded else ()
+        for h in (*heads, "runner-up", "× faster"):
+            table.add_column(h, justify="right" if h in right else "left", no_wrap=True)
         for b in st.best:
+            winner = b.source + (" (below bound)" if b.below_bound else "")
+            winner += " (sub-optimal)" if b.far_from_bound else ""
             table.add_row(
                 exact_size(b.size_bytes),
-                b.source + (" (below bound)" if b.below_bound else ""),
+                winner,
                 f"{b.time_us:.3f}",
                 f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-",
+                *(bound_cells(b) if bounded else ()),
                 b.runner_up or "-",
                 f"{b.margin:.2f}" if b.margin is not None else "-",
             )

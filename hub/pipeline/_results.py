@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ __all__ = [
     "csv_text",
     "markdown_text",
     "metric_keys",
+    "percent_of_bound",
     "table_columns",
     "table_rows",
     "warning_lines",
@@ -29,6 +31,10 @@ __all__ = [
 
 #: metric key -> (column header, scale) for the Markdown table; time is shown in microseconds.
 _MD_METRICS = (("time_ns", "time_us", 1e-3), ("algbw_GBps", "algbw GB/s", 1.0), ("busbw_GBps", "busbw GB/s", 1.0))
+#: How close a row is to the collective's lower bound, shown after time/algbw/busbw wherever a
+#: row reports a bound: ``time_over_bound`` as a percentage (``112%``) and the term that binds
+#: (``bandwidth|latency|both``). Rows without a bound leave the cells empty.
+_BOUND_COLUMNS = (("time_over_bound", "% of bound", 100.0), ("bound_term", "bound term", 1.0))
 #: What the built-in simulator (and the ASTRA-sim consumers) report besides time/algbw/busbw:
 #: descriptive figures that stay out of the tables. Any other metric a consumer reports is its
 #: own and gets a column.
@@ -112,13 +118,26 @@ def csv_text(rows: list[dict[str, Any]], variables: list[str]) -> str:
 
 def columns_for(metrics: list[str]) -> list[tuple[str, str, float]]:
     """Metric columns of the human tables from the metric keys present (first-seen order):
-    time/algbw/busbw when reported, then every metric that is a consumer's own (not in
-    :data:`STANDARD_METRICS`); without time/algbw/busbw, every metric."""
+    time/algbw/busbw when reported, ``% of bound`` and ``bound term`` when a row reports a bound,
+    then every metric that is a consumer's own (not in :data:`STANDARD_METRICS`); without
+    time/algbw/busbw, every metric."""
     present = set(metrics)
     cols = [c for c in _MD_METRICS if c[0] in present]
     if not cols:
         return [(k, k, 1.0) for k in metrics]
+    if "time_over_bound" in present:
+        cols += [c for c in _BOUND_COLUMNS if c[0] in present]
     return cols + [(k, k, 1.0) for k in metrics if k not in STANDARD_METRICS]
+
+
+def percent_of_bound(ratio: Any) -> str:
+    """``time_over_bound`` as a compact percentage: ``112%``; below the bound one decimal,
+    rounded down, so an impossible time never reads as ``100%``; empty when not a number."""
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio):
+        return ""
+    if ratio < 1:
+        return f"{math.floor(ratio * 1000) / 10:.1f}%"
+    return f"{ratio * 100:.0f}%"
 
 
 def table_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
@@ -137,8 +156,11 @@ def table_cells(
     cells = [r["source"], *([r["consumer"] or "-"] if show_consumer else [])]
     cells += [_cell(r["point"].get(v)) for v in variables]
     metrics = r["metrics"]
-    for key, _, scale in cols:
+    for key, head, scale in cols:
         v = metrics.get(key)
+        if (key, head, scale) == _BOUND_COLUMNS[0]:
+            cells.append(percent_of_bound(v))
+            continue
         numeric = isinstance(v, (int, float)) and not isinstance(v, bool) and scale != 1.0
         cells.append(_cell(v * scale) if numeric else _cell(v))
     cells.append(_status(r))

@@ -16,11 +16,12 @@ See ``docs/pipeline.md`` ("The answer").
 
 from __future__ import annotations
 
-from ._answer import Answer, Best, Crossover, Segment, Study, answer, size_variable
+from ._answer import FAR_FROM_BOUND, Answer, Best, Crossover, Segment, Study, answer, size_variable
 from ._export import ExportOutcome, export_msccl, export_mscclpp
-from ._write import auto_report, markdown, summary_lines, write_report
+from ._write import auto_report, bound_cells, has_bound, markdown, summary_lines, write_report
 
 __all__ = [
+    "FAR_FROM_BOUND",
     "Answer",
     "Best",
     "Crossover",
@@ -29,8 +30,10 @@ __all__ = [
     "Study",
     "answer",
     "auto_report",
+    "bound_cells",
     "export_msccl",
     "export_mscclpp",
+    "has_bound",
     "markdown",
     "size_variable",
     "summary_lines",

@@ -20,6 +20,12 @@ consumer and one collective/rank count. Rules, in order:
    from its first size up to one byte below the next studied size after its last (the winner
    measured at a size keeps every size below the next measurement); the last one ends at the
    largest size. A *crossover* is where one segment ends and the next begins.
+5. **How far from the bound.** Each winner carries its row's ``time_over_bound`` and
+   ``bound_term`` (None when the consumer reports no bound). A winner whose ``time_over_bound``
+   exceeds :data:`FAR_FROM_BOUND` (1.5) is flagged ``far_from_bound``. The bound is a lower bound
+   on every schedule, so the ratio is an *upper* bound on what any algorithm could gain there: a
+   better schedule may exist, at most that many times faster (fewer when the bound is not
+   attainable). Rows below the bound are rule 2, not this rule.
 """
 
 from __future__ import annotations
@@ -34,10 +40,12 @@ from typing import Any
 from .._units import parse_size
 from ..errors import UsageError
 
-__all__ = ["Answer", "Best", "Crossover", "Segment", "Study", "answer", "size_variable"]
+__all__ = ["FAR_FROM_BOUND", "Answer", "Best", "Crossover", "Segment", "Study", "answer", "size_variable"]
 
 FORMAT = "collhub-report/1"
 #: Variable names taken as the message size (their values may carry units).
+#: Rule 5: a winner above this many times its lower bound is flagged ``far_from_bound``.
+FAR_FROM_BOUND = 1.5
 SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
 
 
@@ -55,6 +63,14 @@ class Best:
     runner_up_time_us: float | None
     #: why the time is below a lower bound (only with ``allow_below_bound``); None when possible
     below_bound: str | None = None
+    #: the winner's time / the collective's lower bound, and the term that binds (rule 5)
+    time_over_bound: float | None = None
+    bound_term: str | None = None
+
+    @property
+    def far_from_bound(self) -> bool:
+        """Above :data:`FAR_FROM_BOUND` times the lower bound (rule 5)."""
+        return self.time_over_bound is not None and self.time_over_bound > FAR_FROM_BOUND
 
     @property
     def margin(self) -> float | None:
@@ -122,6 +138,8 @@ class Study:
     below: dict[str, dict[int, str]] = field(default_factory=dict)
     #: sizes where every row is below a bound: no winner
     unanswered: list[int] = field(default_factory=list)
+    #: source -> size_bytes -> (time_over_bound, bound_term), where the consumer reports a bound
+    bounds: dict[str, dict[int, tuple[float | None, str | None]]] = field(default_factory=dict)
 
     @property
     def set_apart(self) -> list[tuple[str, int, float, str]]:
@@ -154,6 +172,9 @@ class Study:
                     "runner_up_time_us": b.runner_up_time_us,
                     "margin": b.margin,
                     "below_bound": b.below_bound,
+                    "time_over_bound": b.time_over_bound,
+                    "bound_term": b.bound_term,
+                    "far_from_bound": b.far_from_bound,
                 }
                 for b in self.best
             ],
@@ -331,6 +352,9 @@ def answer(document: Mapping[str, Any], *, allow_below_bound: bool = False) -> A
             float(bw) if isinstance(bw, (int, float)) and not isinstance(bw, bool) else None,
             alg,
         )
+        ratio, term = _ratio(metrics, "time_over_bound"), metrics.get("bound_term")
+        if ratio is not None or isinstance(term, str):
+            study.bounds.setdefault(src, {})[size] = (ratio, term if isinstance(term, str) else None)
         why = below_bound_reason(metrics, r.get("warnings"))
         if why is not None:
             study.below.setdefault(src, {})[size] = why
@@ -399,8 +423,21 @@ def _decide(study: Study, order: Mapping[str, int], allow_below_bound: bool) -> 
         _, bw, alg = study.series[src][size]
         ru = cands[1] if len(cands) > 1 else None
         why = study.below.get(src, {}).get(size)
+        ratio, term = study.bounds.get(src, {}).get(size, (None, None))
         study.best.append(
-            Best(size, study.labels.get(size), src, alg, t, bw, ru[2] if ru else None, ru[0] if ru else None, why)
+            Best(
+                size,
+                study.labels.get(size),
+                src,
+                alg,
+                t,
+                bw,
+                ru[2] if ru else None,
+                ru[0] if ru else None,
+                why,
+                ratio,
+                term,
+            )
         )
     sizes = study.sizes
     after = {s: sizes[i + 1] for i, s in enumerate(sizes[:-1])}  # the next studied size

@@ -17,13 +17,40 @@ from typing import Any
 
 from ..atomic import write_file
 from ..errors import UsageError
-from ._answer import Answer, Study, answer, size_variable
+from ._answer import FAR_FROM_BOUND, Answer, Best, Study, answer, size_variable
 
-__all__ = ["auto_report", "markdown", "summary_lines", "write_report"]
+__all__ = ["auto_report", "bound_cells", "has_bound", "markdown", "summary_lines", "write_report"]
 
 
 def _fmt_time(t: float) -> str:
     return f"{t:.3f}" if t < 1000 else f"{t:.1f}"
+
+
+def has_bound(st: Study) -> bool:
+    """Whether any winner of the study reports a lower bound (then the tables show it)."""
+    return any(b.time_over_bound is not None or b.bound_term is not None for b in st.best)
+
+
+def bound_cells(b: Best) -> tuple[str, str]:
+    """A winner's ``% of bound`` (``112%``) and binding term, ``-`` where there is none."""
+    from ..pipeline._results import percent_of_bound
+
+    return percent_of_bound(b.time_over_bound) or "-", b.bound_term or "-"
+
+
+def _far_line(st: Study) -> str | None:
+    """Rule 5 of :mod:`hub.report._answer`: the winners far above their lower bound, by name."""
+    from .._ranges import exact_size
+
+    far = [b for b in st.best if b.far_from_bound]
+    if not far:
+        return None
+    worst = max(b.time_over_bound or 0.0 for b in far)
+    who = ", ".join(f"{b.source} at {exact_size(b.size_bytes)} ({bound_cells(b)[0]})" for b in far)
+    return (
+        f"sub-optimal winner(s), over {FAR_FROM_BOUND:g}x the lower bound: {who}; the bound holds for every "
+        f"schedule, so a better one could be at most {worst:.2f}x faster (less if the bound is not attainable)"
+    )
 
 
 def summary_lines(st: Study) -> list[str]:
@@ -44,6 +71,9 @@ def summary_lines(st: Study) -> list[str]:
     if st.set_apart:
         n = len(st.set_apart)
         lines.append(f"{n} row(s) below a lower bound set apart (impossible times never win; see below)")
+    far = _far_line(st)
+    if far:
+        lines.append(far)
     if any(b.below_bound for b in st.best):
         lines.append("WARNING: some winners are below a lower bound (--allow-below-bound): not achievable times")
     return lines
@@ -56,19 +86,25 @@ def markdown(ans: Answer) -> str:
 
     lines = [f"# {ans.pipeline or 'run'}: the best algorithm at each {ans.size_variable}", ""]
     for st in ans.studies:
+        bounded = has_bound(st)
         lines += [
             f"## {st.title}",
             "",
-            "| size | winner | time (µs) | busbw (GB/s) | runner-up | × faster |",
-            "|---|---|---:|---:|---|---:|",
+            "| size | winner | time (µs) | busbw (GB/s) | "
+            + ("% of bound | bound term | " if bounded else "")
+            + "runner-up | × faster |",
+            "|---|---|---:|---:|" + ("---:|---|" if bounded else "") + "---|---:|",
         ]
         for b in st.best:
             bw = f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-"
             margin = f"{b.margin:.2f}" if b.margin is not None else "-"
             winner = b.source + (" (below bound)" if b.below_bound else "")
+            winner += " (sub-optimal)" if b.far_from_bound else ""
+            pct, term = bound_cells(b)
             lines.append(
                 f"| {exact_size(b.size_bytes)} | {winner} | {_fmt_time(b.time_us)} | {bw} | "
-                f"{b.runner_up or '-'} | {margin} |"
+                + (f"{pct} | {term} | " if bounded else "")
+                + f"{b.runner_up or '-'} | {margin} |"
             )
         lines.append("")
         lines += [f"* {line}" for line in summary_lines(st)]

@@ -117,7 +117,7 @@ def test_run_example_json(tmp_path: Path) -> None:
     assert len(algs) == 4 and all(len(list(d.glob("*.et"))) == 8 for d in algs)
     assert len({r["algorithm"]["hash"] for r in rows}) == 4
     md = (out / "results.md").read_text().splitlines()
-    assert md[2] == "| source | size | network | time_us | algbw GB/s | busbw GB/s | status |"
+    assert md[2] == "| source | size | network | time_us | algbw GB/s | busbw GB/s | % of bound | bound term | status |"
     assert len(md) == 4 + 36
 
 
