@@ -6,6 +6,7 @@ Plain text tables (no rich) keep ``collhub`` fast to start and its output easy t
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Collection, Sequence
 from enum import StrEnum
@@ -14,7 +15,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["OutputFormat", "FORMAT_OPTION", "dumps_json", "emit_json", "err", "out", "table"]
+__all__ = ["OutputFormat", "FORMAT_OPTION", "dumps_json", "emit_json", "err", "out", "table", "terminal_width"]
 
 
 class OutputFormat(StrEnum):
@@ -123,19 +124,74 @@ def _default(obj: Any) -> Any:
     return str(obj)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, indent: int = 0) -> str:
-    """An aligned plain-text table; the last column is not padded."""
+#: the fewest characters the last column keeps when a table is fitted to a width
+_MIN_LAST = 20
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    indent: int = 0,
+    width: int | None = None,
+    wrap: Collection[int] = (),
+) -> str:
+    """An aligned plain-text table; the last column is not padded.
+
+    With ``width``, a table wider than ``width`` is fitted: the ``wrap`` columns (comma-separated
+    lists) break after a comma onto continuation lines, down to their longest item, leaving the
+    last column (free text) ``_MIN_LAST`` characters; then the last column is cut with an
+    ellipsis. Other columns (ids, kinds) stay whole, so a line whose unbreakable columns alone are
+    wider than ``width`` stays longer than ``width``."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     pad = " " * indent
+    if width is not None and headers and sum(w + 2 for w in widths) - 2 + indent > width:
+        last = len(headers) - 1
+        for i in wrap:
+            others = sum(w + 2 for j, w in enumerate(widths[:last]) if j != i)
+            longest = max((len(item) + 1 for r in cells for item in r[i].split(",")), default=0)
+            widths[i] = min(widths[i], max(longest, width - indent - others - 2 - _MIN_LAST))
+        room = max(_MIN_LAST, width - indent - sum(w + 2 for w in widths[:last]))
+        for r in cells[1:]:
+            if len(r[last]) > room:
+                r[last] = r[last][: room - 1].rstrip() + "…"
+        widths[last] = min(widths[last], room)
     lines = []
     for n, r in enumerate(cells):
-        line = "  ".join(c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r))
-        lines.append(pad + line.rstrip())
+        parts = [_wrap_list(c, widths[i]) if i in wrap else [c] for i, c in enumerate(r)]
+        for k in range(max(len(p) for p in parts)):
+            row = [p[k] if k < len(p) else "" for p in parts]
+            line = "  ".join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
+            lines.append(pad + line.rstrip())
         if n == 0:
             lines.append(pad + "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
+def _wrap_list(text: str, width: int) -> list[str]:
+    """A comma-separated list broken after commas into lines of at most ``width`` characters."""
+    if len(text) <= width:
+        return [text]
+    lines = [""]
+    items = text.split(",")
+    for n, item in enumerate(items):
+        piece = item + ("," if n < len(items) - 1 else "")
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return lines
+
+
 def is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+def terminal_width() -> int | None:
+    """The width text tables fit: ``$COLUMNS`` when set, else the terminal's, else None (piped
+    output is left whole, for grep and files)."""
+    import shutil
+
+    if os.environ.get("COLUMNS", "").strip().isdigit() or sys.stdout.isatty():
+        return shutil.get_terminal_size((80, 24)).columns
+    return None

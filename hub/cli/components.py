@@ -251,7 +251,8 @@ def consume(
         return
     out(f"{result.component}: {prefix}")
     if result.metrics:
-        out(table(["metric", "value"], [(k, _fmt(v)) for k, v in result.metrics.items()], indent=2))
+        # a metric that does not apply (busbw of a workload) is None: left out here, null in JSON
+        out(table(["metric", "value"], [(k, _fmt(v)) for k, v in result.metrics.items() if v is not None], indent=2))
     if result.artifacts:
         out(table(["artifact", "path"], sorted(result.artifacts.items()), indent=2))
     if sizes is not None and isinstance((result.details or {}).get("table"), str):
@@ -374,6 +375,8 @@ def _consume_sizes(
 
 
 def _fmt(v: Any) -> str:
+    if v is None:  # a metric that does not apply to this row
+        return "-"
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)

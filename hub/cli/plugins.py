@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from ..errors import ComponentNotFoundError, ExitCode, UsageError
-from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
+from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table, terminal_width
 
 __all__ = ["app", "print_versions"]
 
@@ -76,6 +76,7 @@ def list_plugins(
     if fmt == OutputFormat.json:
         emit_json({"plugins": doc["plugins"], "components": comps, "broken": doc["broken"], "skipped": doc["skipped"]})
     else:
+        width = terminal_width()  # summaries are cut to fit; `plugins info ID` shows one whole
         out(
             table(
                 ["plugin", "distribution", "version", "components", "commands"],
@@ -83,6 +84,7 @@ def list_plugins(
                     (p["name"], p["distribution"], p["version"], len(p["components"]), ", ".join(p["commands"]) or "-")
                     for p in doc["plugins"]
                 ],
+                width=width,
             )
         )
         out()
@@ -90,6 +92,8 @@ def list_plugins(
             table(
                 ["component", "kind", "collectives", "summary"],
                 [(c["id"], c["kind"], ",".join(c["collectives"]) or "any", c["summary"]) for c in comps],
+                width=width,
+                wrap=(2,),
             )
         )
         if doc["broken"]:
