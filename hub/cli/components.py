@@ -70,9 +70,7 @@ def _yaml_value(key: str, raw: str) -> Any:
 def _ctx(workdir: Path | None = None, progress: Callable[[str], None] | None = None) -> Any:
     from ..plugins import RunContext
 
-    return RunContext(
-        workdir=(workdir or Path.cwd()).resolve(), debug=debug_enabled(), quiet=True, progress=progress
-    )
+    return RunContext(workdir=(workdir or Path.cwd()).resolve(), debug=debug_enabled(), quiet=True, progress=progress)
 
 
 def _summary(obj: Any) -> dict[str, Any]:
@@ -247,9 +245,9 @@ def consume(
         return
     if sizes is not None:  # a consumer with its own size list (replay.run) runs the sweep in one launch
         params["size"] = sizes
-    with working(f"{component}: consuming {prefix}", json_output=fmt == OutputFormat.json) as step:
+    with working(f"{component}: consuming {prefix}", json_output=fmt == OutputFormat.json) as show:
         # the consumer's own steps (replay.run: launch, sizes) go on the same transient line
-        live = step if progress_enabled(fmt == OutputFormat.json) else None
+        live = show if progress_enabled(fmt == OutputFormat.json) else None
         result = manager.run_consumer(component, obj, params, _ctx(workdir, live), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
