@@ -47,6 +47,6 @@ def working(what: str, *, json_output: bool = False) -> Iterator[Callable[[str],
         task = bar.add_task(what, total=None)
 
         def update(text: str) -> None:
-            bar.update(task, description=f"{what}: {text}")
+            bar.update(task, description=f"{what}: {text}", refresh=True)  # a short step is seen too
 
         yield update

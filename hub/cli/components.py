@@ -6,6 +6,7 @@ Heavy modules (numpy, pydantic, the plugin manager) are imported inside the comm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import typer
 from ..errors import UsageError
 from ._errors import debug_enabled
 from ._output import FORMAT_OPTION, OutputFormat, emit_json, err, out, table
-from ._progress import working
+from ._progress import progress_enabled, working
 from ._scalars import NOT_PLAIN, plain_value
 
 __all__ = ["consume", "parse_sets", "produce", "transform"]
@@ -66,10 +67,10 @@ def _yaml_value(key: str, raw: str) -> Any:
         ) from None
 
 
-def _ctx(workdir: Path | None = None) -> Any:
+def _ctx(workdir: Path | None = None, progress: Callable[[str], None] | None = None) -> Any:
     from ..plugins import RunContext
 
-    return RunContext(workdir=(workdir or Path.cwd()).resolve(), debug=debug_enabled(), quiet=True)
+    return RunContext(workdir=(workdir or Path.cwd()).resolve(), debug=debug_enabled(), quiet=True, progress=progress)
 
 
 def _summary(obj: Any) -> dict[str, Any]:
@@ -244,8 +245,10 @@ def consume(
         return
     if sizes is not None:  # a consumer with its own size list (replay.run) runs the sweep in one launch
         params["size"] = sizes
-    with working(f"{component}: consuming {prefix}", json_output=fmt == OutputFormat.json):
-        result = manager.run_consumer(component, obj, params, _ctx(workdir), timeout=timeout)
+    with working(f"{component}: consuming {prefix}", json_output=fmt == OutputFormat.json) as show:
+        # the consumer's own steps (replay.run: launch, sizes) go on the same transient line
+        live = show if progress_enabled(fmt == OutputFormat.json) else None
+        result = manager.run_consumer(component, obj, params, _ctx(workdir, live), timeout=timeout)
     if fmt == OutputFormat.json:
         emit_json(result.model_dump(mode="json"))
         return

@@ -73,12 +73,17 @@ def resolve_ref(ref: Any) -> Any:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a component may use while running: a directory for its artifacts, and flags."""
+    """What a component may use while running: a directory for its artifacts, and flags.
+
+    ``progress``, when set, takes a short line about the step now running (``"size 1MiB:
+    timing"``); the CLI sets it only where a person watches a terminal and the output is not
+    JSON, so a component calls it freely and never prints progress itself."""
 
     workdir: Path = field(default_factory=Path.cwd)
     debug: bool = False
     quiet: bool = True
     options: dict[str, Any] = field(default_factory=dict)
+    progress: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,17 +54,24 @@ def _job(alg: Algorithm, params: ReplayParams) -> Job:
     )
 
 
-def replay(algorithms: list[Algorithm], params: ReplayParams | dict[str, Any] | None = None) -> list[ReplayReport]:
+def replay(
+    algorithms: list[Algorithm],
+    params: ReplayParams | dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[ReplayReport]:
     """Replay several algorithms of the same rank count in **one** set of rank processes
     (spawning torch processes costs seconds; the tests and benchmarks batch through this).
 
-    Every pre-flight runs before anything is launched.
+    Every pre-flight runs before anything is launched. ``progress(text)`` hears each step
+    (the launch, each size, each timing round); nothing is printed here.
     """
     from ._launch import replay_jobs
 
     p = params if isinstance(params, ReplayParams) else _validated(params or {})
     jobs = [_job(a, p) for a in algorithms]
-    backend, results = replay_jobs(jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout, schedule=p.schedule)
+    backend, results = replay_jobs(
+        jobs, ranks=p.ranks, backend=p.backend, timeout=p.timeout, schedule=p.schedule, progress=progress
+    )
     world = jobs[0].plan.ranks if jobs else 0
     reports = []
     for alg, job, rows in zip(algorithms, jobs, results, strict=False):
@@ -112,7 +120,7 @@ def consume_run(alg: Algorithm, params: ReplayParams, ctx: Any) -> Any:
     """Consumer ``replay.run``."""
     from hub import Result
 
-    rep = replay([alg], params)[0]
+    rep = replay([alg], params, getattr(ctx, "progress", None))[0]  # set by the CLI on a terminal only
     primary = "ip" if (params.inplace is True or (params.inplace == "algorithm" and alg.meta.inplace)) else "oop"
     if params.inplace == "both":
         primary = "ip" if alg.meta.inplace else "oop"  # the mode the algorithm was built for

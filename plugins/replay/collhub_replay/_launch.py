@@ -7,7 +7,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,10 +54,18 @@ def pick_backend(requested: str, local_ranks: int) -> str:
 
 
 def replay_jobs(
-    jobs: list[Job], *, ranks: int | None, backend: str, timeout: float, schedule: str = "auto"
+    jobs: list[Job],
+    *,
+    ranks: int | None,
+    backend: str,
+    timeout: float,
+    schedule: str = "auto",
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[str, list[list[dict[str, Any]]]]:
     """Run ``jobs`` on ``ranks`` spawned processes, or in this process of an existing launch;
-    return the backend used and each job's rows."""
+    return the backend used and each job's rows. ``progress(text)`` hears the launch and rank
+    0's steps (each size, each timing round)."""
+    say = progress or (lambda _text: None)
     if launched():
         world = int(os.environ["WORLD_SIZE"])
         if ranks is not None and ranks != world:
@@ -74,8 +82,9 @@ def replay_jobs(
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         from ._interp import Hang
 
+        say(f"joining a {world}-rank {cfg.backend} launch as rank {os.environ['RANK']}")
         try:
-            return cfg.backend, run_rank(int(os.environ["RANK"]), world, cfg, jobs)
+            return cfg.backend, run_rank(int(os.environ["RANK"]), world, cfg, jobs, progress)
         except Hang as exc:
             raise ExternalToolError(
                 f"replay hung: rank {exc.rank} made no progress for {timeout:g} s; waiting: "
@@ -85,7 +94,8 @@ def replay_jobs(
     world = ranks if ranks is not None else (jobs[0].plan.ranks if jobs else 0)
     _check_world(jobs, world)
     cfg = _config(pick_backend(backend, world), f"tcp://127.0.0.1:{free_port()}", timeout, schedule)
-    return cfg.backend, _spawn(jobs, world, cfg)
+    say(f"launching {world} {cfg.backend} ranks")
+    return cfg.backend, _spawn(jobs, world, cfg, say)
 
 
 def _config(backend: str, init: str, timeout: float, schedule: str, local: int = 0) -> RankConfig:
@@ -106,7 +116,7 @@ def _check_world(jobs: list[Job], world: int) -> None:
             )
 
 
-def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, Any]]]:
+def _spawn(jobs: list[Job], world: int, cfg: RankConfig, say: Callable[[str], None]) -> list[list[dict[str, Any]]]:
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -150,6 +160,7 @@ def _spawn(jobs: list[Job], world: int, cfg: RankConfig) -> list[list[dict[str, 
             kind, r, payload = got
             if kind == "progress":
                 deadline = time.monotonic() + window
+                say(payload)
                 continue
             if kind == "ok":
                 ok.add(r)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -122,7 +123,7 @@ class _Rank:
         unit, e = divmod(i, count)
         return [wrong, unit * c + e // ce, i]
 
-    def run_job(self, job: Job, progress: Any = None) -> list[dict[str, Any]]:
+    def run_job(self, job: Job, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
         """Every size of ``job``: set up, warm up and check each mode and the native collective,
         then time them in ``repeat`` interleaved rounds (median), so that a machine whose load
         drifts treats replay and native alike."""
@@ -132,7 +133,10 @@ class _Rank:
         dtype = getattr(torch, job.dtype)
         rop = getattr(dist.ReduceOp, {"sum": "SUM", "prod": "PRODUCT", "min": "MIN", "max": "MAX"}[job.op])
         rows: list[dict[str, Any]] = []
-        for size in job.sizes:
+        say = progress or (lambda _text: None)
+        for n, size in enumerate(job.sizes, 1):
+            where = f"{plan.name}, size {_human(size)} ({n}/{len(job.sizes)})"
+            say(f"{where}: setting up and checking")
             geo = geometry(plan, size, job.dtype)
             inputs = [fill(torch, q, plan.in_units, geo.unit, job.op, dtype, self.device) for q in range(self.world)]
             want = expected(torch, plan, self.rank, inputs, job.op)
@@ -159,7 +163,9 @@ class _Rank:
                     if plan.collective in _IN_PLACE_NATIVE and True in job.modes:
                         bodies["native_ip"] = self._native_inplace(plan, geo, inputs, want, rop, job, row)
                 times: dict[str, list[float]] = {k: [] for k in bodies}
-                for _ in range(job.repeat):
+                for r in range(job.repeat):
+                    # between timed loops, never inside one: a report would be timed with the iterations
+                    say(f"{where}: timing round {r + 1}/{job.repeat}, {job.iters} iterations each")
                     for key, body in bodies.items():
                         times[key].append(self._timed(body, job.iters))
             finally:
@@ -173,8 +179,7 @@ class _Rank:
                 if job.repeat > 1:
                     row[f"{key}_time_us_all"] = [t * 1e6 for t in ts]
             rows.append(row)
-            if progress is not None:
-                progress()
+        say(f"{plan.name}: done")
         return rows
 
     def _replay_case(
@@ -289,10 +294,11 @@ class _Rank:
 
 
 def run_rank(
-    rank: int, world: int, cfg: RankConfig, jobs: list[Job], progress: Any = None
+    rank: int, world: int, cfg: RankConfig, jobs: list[Job], progress: Callable[[str], None] | None = None
 ) -> list[list[dict[str, Any]]]:
     """Join the group, run every job, leave the group; the rows are the same on every rank.
-    ``progress()`` is called after every size (the parent's liveness signal)."""
+    ``progress(text)`` is called at every step of every size (what runs now; for spawned ranks
+    also the parent's liveness signal)."""
     import warnings
 
     import torch
@@ -337,7 +343,7 @@ def spawned_main(rank: int, world: int, cfg: RankConfig, jobs: list[Job], report
     _die_with_parent(parent)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     try:
-        beat = (lambda: report.put(("progress", rank, None))) if rank == 0 else None
+        beat = (lambda text: report.put(("progress", rank, text))) if rank == 0 else None
         rows = run_rank(rank, world, cfg, jobs, beat)
     except Hang as exc:
         report.put(("hang", rank, exc.waiting))
@@ -360,3 +366,11 @@ def _die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def _human(size: int) -> str:
+    """``1MiB``, ``12KiB``, ``100B``: the size as nccl-tests' -b/-e spell it, exact or in bytes."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return f"{size}B"
