@@ -95,33 +95,11 @@ def _panel(ax: Any, st: Study, style: dict[str, tuple[Any, str, str]], handles: 
         handles.setdefault(src, h)
     wins = [(b.size_bytes, b.busbw_GBps) for b in st.best if b.busbw_GBps is not None]
     if wins:
-        (h,) = ax.plot(
-            [x for x, _ in wins],
-            [y for _, y in wins],
-            linestyle="none",
-            marker="s",
-            markersize=12,
-            markerfacecolor="none",
-            markeredgecolor="black",
-            markeredgewidth=1.2,
-            zorder=4,
-        )
-        handles.setdefault(_WINNER, h)
+        handles.setdefault(_WINNER, _frame_points(ax, wins, marker="s", size=12, color="black", width=1.2))
     apart = [(size, st.series[src][size][1]) for src, size, _t, _w in st.set_apart]
     apart = [(x, y) for x, y in apart if y is not None]
     if apart:
-        (h,) = ax.plot(
-            [x for x, _ in apart],
-            [y for _, y in apart],
-            linestyle="none",
-            marker="o",
-            markersize=11,
-            markerfacecolor="none",
-            markeredgecolor="#d62728",
-            markeredgewidth=1.6,
-            zorder=4,
-        )
-        handles.setdefault(_APART, h)
+        handles.setdefault(_APART, _frame_points(ax, apart, marker="o", size=11, color="#d62728", width=1.6))
     for c in st.crossovers:
         ax.axvline(math.sqrt(c.below * c.at), color="0.35", linestyle=":", linewidth=1.0)
     ax.set_ylim(bottom=0, top=(top or 1.0) * 1.1)
@@ -143,3 +121,21 @@ def _x_axis(ax: Any, sizes: list[int], fixed: Any, func: Any, null: Any) -> None
     ax.set_xlim(sizes[0] / 1.5, sizes[-1] * 1.5)
     for lab in ax.get_xticklabels():
         lab.set_rotation(30)
+
+
+def _frame_points(
+    ax: Any, pts: list[tuple[float, float]], *, marker: str, size: float, color: str, width: float
+) -> Any:
+    """Hollow marks drawn around points already plotted (winners, set-apart rows); the handle."""
+    (h,) = ax.plot(
+        [x for x, _ in pts],
+        [y for _, y in pts],
+        linestyle="none",
+        marker=marker,
+        markersize=size,
+        markerfacecolor="none",
+        markeredgecolor=color,
+        markeredgewidth=width,
+        zorder=4,
+    )
+    return h
