@@ -318,35 +318,10 @@ class BlockCore:
             f = low.scratch_sub + low.flags[r]
             low.flags[r] += 1
             deps = base + extra_deps.get(j, []) if send else list(base)
-            if send:
-                pos = add(
-                    kind,
-                    name,
-                    attrs,
-                    deps,
-                    peer=p,
-                    tag=1 + 2 * k + (ty == "port"),
-                    count=1,
-                    src=(SCRATCH, f),
-                    tb=tb,
-                    chan=k,
-                )
-                registry.setdefault((ty, r, p, k), []).append((pos, relaxed_here))
-            else:
-                pos = add(
-                    kind,
-                    name,
-                    attrs,
-                    deps,
-                    peer=p,
-                    tag=1 + 2 * k + (ty == "port"),
-                    count=1,
-                    dst=(SCRATCH, f),
-                    op=op,
-                    tb=tb,
-                    chan=k,
-                )
-                registry.setdefault((ty, p, r, k), []).append((pos, relaxed_here))
+            # a signal is a flag message out of the sender's scratch into the waiter's
+            end: dict[str, Any] = {"src": (SCRATCH, f)} if send else {"dst": (SCRATCH, f), "op": op}
+            pos = add(kind, name, attrs, deps, peer=p, tag=1 + 2 * k + (ty == "port"), count=1, tb=tb, chan=k, **end)
+            registry.setdefault((ty, r, p, k) if send else (ty, p, r, k), []).append((pos, relaxed_here))
             sync_msgs.append(pos)
             self._thread(j, pos)
             out[j] = pos
