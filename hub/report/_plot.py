@@ -12,6 +12,7 @@ the object API and the Agg canvas, so the caller's pyplot state is left alone.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,7 @@ def _x_axis(ax: Any, sizes: list[int], fixed: Any, func: Any, null: Any) -> None
 
 
 def _frame_points(
-    ax: Any, pts: list[tuple[float, float]], *, marker: str, size: float, color: str, width: float
+    ax: Any, pts: Sequence[tuple[int, float | None]], *, marker: str, size: float, color: str, width: float
 ) -> Any:
     """Hollow marks drawn around points already plotted (winners, set-apart rows); the handle."""
     (h,) = ax.plot(
