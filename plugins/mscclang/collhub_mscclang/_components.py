@@ -85,6 +85,7 @@ def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
         out = Path(getattr(ctx, "workdir", Path.cwd())) / out
     if out.suffix.lower() != ".xml":
         raise UsageError(f"out={params.out} should end in .xml")
+    earlier = out.exists()  # a named file is replaced (atomically), never without a word
     stats = write_msccl_ir(
         obj,
         out,
@@ -102,4 +103,5 @@ def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
         component="mscclang.export",
         metrics={"target": params.target, **stats.as_metrics()},
         artifacts={"xml": str(out)},
+        warnings=[f"replaced the earlier {out}"] if earlier else [],
     )

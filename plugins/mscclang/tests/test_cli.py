@@ -26,6 +26,9 @@ def test_produce_then_consume(msccl_dir: Path, tmp_path: Path) -> None:
     root = ET.parse(out).getroot()
     assert root.get("coll") == "allreduce" and root.get("ngpus") == "8"
     assert len(list(root.iter("step"))) == 120
+    assert "replaced" not in c.stderr
+    again = run("consume", "mscclang.export", str(tmp_path / "ring"), "--set", f"out={out}", cwd=tmp_path)
+    assert again.returncode == 0 and f"warning: replaced the earlier {out}" in again.stderr  # never without a word
 
 
 def test_bad_file_is_one_line_error(tmp_path: Path) -> None:

@@ -129,5 +129,7 @@ def consume_export(obj: Any, params: ExportParams, ctx: Any) -> Result:
         out = Path(getattr(ctx, "workdir", Path.cwd())) / out
     if out.suffix.lower() != ".json":
         raise UsageError(f"out={params.out} should end in .json")
+    earlier = out.exists()  # a named file is replaced (atomically), never without a word
     metrics = write_plan(obj, out, params)
-    return Result(component="mscclpp.export", metrics=metrics, artifacts={"plan": str(out)})
+    warnings = [f"replaced the earlier {out}"] if earlier else []
+    return Result(component="mscclpp.export", metrics=metrics, artifacts={"plan": str(out)}, warnings=warnings)

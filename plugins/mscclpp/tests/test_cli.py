@@ -32,6 +32,8 @@ def test_import_verify_and_export(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     plan = json.loads((tmp_path / "again.json").read_text())
     assert plan["name"] == "mn_allgather_2x2" and plan["collective"] == "allgather" and len(plan["gpus"]) == 4
+    p = _collhub("consume", "mscclpp.export", "ag", "--set", "out=again.json", cwd=tmp_path)
+    assert p.returncode == 0 and "warning: replaced the earlier" in p.stderr and "again.json" in p.stderr
 
 
 def test_hang_per_connection_exits_3_with_located_problems(tmp_path: Path) -> None:
