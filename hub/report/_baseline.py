@@ -103,7 +103,7 @@ class NcclBaseline:
         """Whether NCCL's system is the study's network (None: the study's is unknown)."""
         if self.study_network is None or self.network is None:
             return None
-        return _canonical(self.network) == _canonical(self.study_network)
+        return canonical_network(self.network) == canonical_network(self.study_network)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -124,7 +124,7 @@ def _fmt(t: float | None) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _canonical(network: str) -> str:
+def canonical_network(network: str) -> str:
     """A network's canonical string (hub.simulate reports this form); the text when unparsable."""
     from ..topology import load_topology
 

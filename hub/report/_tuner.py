@@ -40,7 +40,10 @@ network: two studies of one collective and rank count would shadow each other):
    size holds from that size up to one byte below the next studied size; the largest size ends
    at itself. Consecutive sizes with the same line are merged. Sizes below the smallest studied
    size, above the largest, or won by another source get no line (NCCL's own choice).
-5. **Impossible numbers.** A winner below a lower bound is refused (``not_exported``, exit 1)
+5. **Another machine.** An NCCL winner whose schedule was made for a system (``nccl_network``)
+   other than the network the study ran on is refused: its channels and rings are another
+   machine's (rule 3 of :mod:`hub.report._baseline`).
+6. **Impossible numbers.** A winner below a lower bound is refused (``not_exported``, exit 1)
    unless ``allow_below_bound``, as in the other exports.
 """
 
@@ -52,7 +55,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ._answer import Answer, Study, answer
-from ._baseline import algorithm_metadata
+from ._baseline import canonical_network, algorithm_metadata
 from ._export import ExportOutcome, _study_slug
 
 __all__ = ["TUNER_ALGORITHMS", "TUNER_COLLECTIVES", "TUNER_FILE", "TUNER_PROTOCOLS", "export_nccl_tuner"]
@@ -112,9 +115,22 @@ def _study_lines(
         entry = {"source": b.source, "algorithm": b.algorithm, "min_bytes": b.size_bytes, "max_bytes": hi}
         producer, meta = algos.get(b.algorithm or "", (None, {}))
         if not (producer or "").startswith("nccl."):
-            left.append({**entry, "reason": f"not an NCCL algorithm ({producer or 'unknown producer'})"})
+            why = f"not an NCCL algorithm ({producer or 'unknown producer'})"
+            last = left[-1] if left else None
+            if last and last["source"] == b.source and last["reason"] == why and last["max_bytes"] + 1 == b.size_bytes:
+                last["max_bytes"] = hi  # one note per run of sizes
+            else:
+                left.append({**entry, "reason": why})
             continue
         fields, why = _line(st, b.size_bytes, meta)
+        ran_on, made_for = st.networks.get(b.source), meta.get("nccl_network")
+        if (
+            why is None
+            and isinstance(made_for, str)
+            and ran_on
+            and canonical_network(made_for) != canonical_network(ran_on)
+        ):
+            why = f"its schedule is NCCL's for {meta.get('nccl_system')} (network {made_for}), not this study's network"
         if why is None and b.below_bound and not allow_below_bound:
             why = f"its time is {b.below_bound}: not an achievable time (--allow-below-bound exports it)"
         if fields is None or why is not None:
@@ -132,7 +148,7 @@ def _study_lines(
     return written, refused, left
 
 
-def render(st: Study, written: list[dict[str, Any]], left: list[dict[str, Any]]) -> str:
+def render(st: Study, written: list[dict[str, Any]], refused: list[dict[str, Any]], left: list[dict[str, Any]]) -> str:
     """The configuration file of one study: comments (each < 200 bytes), then one line per range."""
     from .._ranges import exact_size
 
@@ -145,8 +161,11 @@ def render(st: Study, written: list[dict[str, Any]], left: list[dict[str, Any]])
     for e in left:
         span = f"{e['min_bytes']}..{e['max_bytes']}"
         out.append(f"# {span}: {e['source']} wins, not an NCCL algorithm; NCCL keeps its own choice"[:190])
+    for e in refused:
+        out.append(f"# {e['min_bytes']}..{e['max_bytes']}: {e['source']} refused: {e['reason']}"[:190])
     if not written:
-        out.append("# no winner of this study is an NCCL algorithm: no line, NCCL keeps its own choice")
+        why = "no NCCL winner could be written" if refused else "no winner of this study is an NCCL algorithm"
+        out.append(f"# {why}: no line, NCCL keeps its own choice")
     for e in written:
         out.append(f"# {e['source']} at {', '.join(exact_size(s) for s in e['sizes'])}"[:190])
         if e["note"]:
@@ -185,7 +204,7 @@ def export_nccl_tuner(
             written, refused, left = _study_lines(st, algos, allow_below_bound)
             (tmp / slug).mkdir()
             conf = final / slug / TUNER_FILE
-            (tmp / slug / TUNER_FILE).write_text(render(st, written, left), encoding="utf-8")
+            (tmp / slug / TUNER_FILE).write_text(render(st, written, refused, left), encoding="utf-8")
             env = (
                 "# collhub: load NCCL's example tuner with this configuration (build it from NVIDIA/nccl\n"
                 "# plugins/tuner/example; NCCL_TUNER_PLUGIN takes its name or the path of the .so)\n"
