@@ -55,7 +55,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ._answer import Answer, Study, answer
-from ._baseline import canonical_network, algorithm_metadata
+from ._baseline import algorithm_metadata, canonical_network
 from ._export import ExportOutcome, _study_slug
 
 __all__ = ["TUNER_ALGORITHMS", "TUNER_COLLECTIVES", "TUNER_FILE", "TUNER_PROTOCOLS", "export_nccl_tuner"]
