@@ -124,7 +124,7 @@ def _print_tables(ans: Any) -> None:
     from ..report import NCCL_HEADS, bound_cells, has_bound, nccl_rows, summary_lines, vs_nccl_cell
 
     vs = any(st.nccl is not None for st in ans.studies)
-    console = Console(width=None if sys.stdout.isatty() else (132 if vs else 110))
+    console = Console(width=None if sys.stdout.isatty() else (140 if vs else 110))
     right = ("size", "time (µs)", "busbw (GB/s)", "% of bound", "× faster")
     for st in ans.studies:
         bounded = has_bound(st)
@@ -172,11 +172,12 @@ def _print_tables(ans: Any) -> None:
 def _print_export(outcome: Any) -> None:
     for st in outcome.studies:
         out(f"{st['title']}:")
-        for e in st["exported"]:
-            where = e.get("file") or f"{e['line']['algorithm']}/{e['line']['protocol']}"
+        # nccl-tuner also lists the winners its tuner cannot steer (left_out), in size order
+        for e in sorted([*st["exported"], *st.get("left_out", ())], key=lambda e: e["min_bytes"]):
+            where = e.get("file") or (
+                f"{e['line']['algorithm']}/{e['line']['protocol']}" if "line" in e else f"left out: {e['reason']}"
+            )
             out(f"  {e['source']:<20} {e['min_bytes']:>12}..{e['max_bytes']:<12} {where}")
-        for e in st.get("left_out", ()):  # nccl-tuner: winners NCCL's tuner cannot steer
-            out(f"  {e['source']:<20} {e['min_bytes']:>12}..{e['max_bytes']:<12} left out: {e['reason']}")
         if st.get("file"):
             out(f"  tuner configuration: {st['file']}")
         if st["env"]:

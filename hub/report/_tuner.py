@@ -23,10 +23,12 @@ network: two studies of one collective and rank count would shadow each other):
 1. **Only NCCL winners.** A size's winner is written when its algorithm was made by an ``nccl.*``
    producer (``summary.producer``); the tuner can only steer NCCL's own algorithms. Other
    winners are left out with a note (``left_out``): at their sizes NCCL keeps its own choice
-   (the ``msccl``/``mscclpp`` exports ship those).
+   (the ``msccl``/``mscclpp`` exports ship those). An ``nccl.auto`` winner whose pick has no
+   schedule here (NVLS/NVLSTree: the best of Ring/Tree/PAT ran instead) is left out too: the
+   study never measured NCCL's pick, and forcing the stand-in would overrule NCCL's own model
+   on a comparison that did not include its choice; NCCL keeps its pick.
 2. **What is written** is what ran: the schedule's ``nccl_algorithm``/``nccl_protocol`` (for an
-   ``nccl.auto`` winner whose pick was NVLS/NVLSTree, the algorithm that was scheduled and
-   measured, said in a comment); ``channels`` -1 when the schedule used NCCL's own count
+   ``nccl.auto`` winner, NCCL's own pick, pinned); ``channels`` -1 when the schedule used NCCL's own count
    (``nccl_channel_cap == nccl_default_channels``), else the forced count; ``nNodes``/``nRanks``
    the system's; ``numPipeOps`` 1 (the study measured one collective per launch; a group of
    several is another regime); ``regBuff`` 0 (the model is NCCL's path without buffer
@@ -55,7 +57,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ._answer import Answer, Study, answer
-from ._baseline import algorithm_metadata, canonical_network
+from ._baseline import NCCL_AUTO, algorithm_metadata, canonical_network
 from ._export import ExportOutcome, _study_slug
 
 __all__ = ["TUNER_ALGORITHMS", "TUNER_COLLECTIVES", "TUNER_FILE", "TUNER_PROTOCOLS", "export_nccl_tuner"]
@@ -114,8 +116,13 @@ def _study_lines(
         hi = after[b.size_bytes] - 1 if b.size_bytes in after else b.size_bytes
         entry = {"source": b.source, "algorithm": b.algorithm, "min_bytes": b.size_bytes, "max_bytes": hi}
         producer, meta = algos.get(b.algorithm or "", (None, {}))
+        pick, ran = meta.get("nccl_pick"), f"{meta.get('nccl_algorithm')}/{meta.get('nccl_protocol')}"
+        why = None
         if not (producer or "").startswith("nccl."):
             why = f"not an NCCL algorithm ({producer or 'unknown producer'})"
+        elif producer == NCCL_AUTO and isinstance(pick, str) and pick != ran:
+            why = f"NCCL picks {pick}, which has no schedule here ({ran} was measured): NCCL keeps its pick"
+        if why is not None:
             last = left[-1] if left else None
             if last and last["source"] == b.source and last["reason"] == why and last["max_bytes"] + 1 == b.size_bytes:
                 last["max_bytes"] = hi  # one note per run of sizes
@@ -136,9 +143,7 @@ def _study_lines(
         if fields is None or why is not None:
             refused.append({**entry, "reason": why})
             continue
-        pick = meta.get("nccl_pick")
-        ran = f"{meta.get('nccl_algorithm')}/{meta.get('nccl_protocol')}"
-        note = f"NCCL picks {pick}; {ran} was scheduled and measured" if isinstance(pick, str) and pick != ran else None
+        note = f"NCCL's own pick ({NCCL_AUTO})" if producer == NCCL_AUTO else f"forced ({producer})"
         prev = written[-1] if written else None
         if prev and prev["fields"] == fields and prev["max_bytes"] + 1 == b.size_bytes and prev["note"] == note:
             prev["max_bytes"] = hi
@@ -159,17 +164,13 @@ def render(st: Study, written: list[dict[str, Any]], refused: list[dict[str, Any
         "# min/max: NCCL's nBytes, inclusive; a winner holds up to the next studied size; channels -1: NCCL's own",
     ]
     for e in left:
-        span = f"{e['min_bytes']}..{e['max_bytes']}"
-        out.append(f"# {span}: {e['source']} wins, not an NCCL algorithm; NCCL keeps its own choice"[:190])
+        out.append(f"# {e['min_bytes']}..{e['max_bytes']}: {e['source']} wins; left out: {e['reason']}"[:190])
     for e in refused:
         out.append(f"# {e['min_bytes']}..{e['max_bytes']}: {e['source']} refused: {e['reason']}"[:190])
     if not written:
-        why = "no NCCL winner could be written" if refused else "no winner of this study is an NCCL algorithm"
-        out.append(f"# {why}: no line, NCCL keeps its own choice")
+        out.append("# no line: NCCL keeps its own choice at every size")
     for e in written:
-        out.append(f"# {e['source']} at {', '.join(exact_size(s) for s in e['sizes'])}"[:190])
-        if e["note"]:
-            out.append(f"# {e['note']}"[:190])
+        out.append(f"# {e['source']} wins at {', '.join(exact_size(s) for s in e['sizes'])}: {e['note']}"[:190])
         coll, algo, proto, ch, nodes, ranks, pipe, reg = e["fields"]
         out.append(f"{coll},{e['min_bytes']},{e['max_bytes']},{algo},{proto},{ch},{nodes},{ranks},{pipe},{reg}")
     return "\n".join(out) + "\n"

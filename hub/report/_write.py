@@ -55,8 +55,8 @@ def vs_nccl_cell(st: Study, size: int) -> str:
     cell = next((c for c in st.nccl.cells if c.size_bytes == size), None) if st.nccl else None
     if cell is None:
         return "-"
-    if cell.pick is None or cell.reason:
-        return f"{cell.pick + ': ' if cell.pick else ''}{cell.reason or '-'}"
+    if cell.pick is None or cell.reason:  # the detail table has the pick and the full reason
+        return "other system" if cell.reason == "other system" else ("below bound" if cell.pick else "-")
     ratio = cell.ratio
     return cell.pick + (f" {ratio:.2f}x" if ratio is not None else " (no other)")
 

@@ -1,7 +1,8 @@
 """`collhub report`'s "vs NCCL" column and `--export nccl-tuner` (issue 28, item 4).
 
-The run is real: nccl.auto (NCCL's own pick for one DGX-H100), hub.direct and hub.ring, simulated
-congestion-aware on the network of that system and on ring:8 (not that system). Expected values
+The runs are real: nccl.auto (NCCL's own pick for one DGX-A100), hub.direct and hub.ring, simulated
+congestion-aware on the network of that system and on ring:8 (not that system); and nccl.auto on
+one DGX-H100, where NCCL picks NVLS, which has no schedule here. Expected values
 come from results.json's rows and from collhub-nccl's selection model (``choose``), not from the
 report. The tuner CSV is read back by :func:`_parse_tuner`, written from NCCL's example tuner's
 format (plugins/tuner/example: README.md and plugin.c of NCCL 2.30.7), not from the writer.
@@ -22,7 +23,7 @@ from .test_report import _collhub
 
 pytest.importorskip("collhub_nccl")
 
-DGX = "switch:8@bw=345.334,lat=600"  # network_of(dgx-h100), as `collhub nccl explain` prints it
+DGX = "switch:8@bw=223.517,lat=600"  # network_of(dgx-a100), as `collhub nccl explain` prints it
 STUDY = f"""\
 version: 1
 name: vs-nccl
@@ -32,7 +33,7 @@ matrix:
 sources:
   nccl:
     producer: nccl.auto
-    params: {{collective: allreduce, ranks: 8, gpus_per_node: 8, system: dgx-h100, size: "${{size}}"}}
+    params: {{collective: allreduce, ranks: 8, gpus_per_node: 8, system: dgx-a100, size: "${{size}}"}}
   direct: {{producer: hub.direct, params: {{collective: allreduce, ranks: 8}}}}
   ring: {{producer: hub.ring, params: {{collective: allreduce, ranks: 8}}}}
 consumers:
@@ -111,8 +112,8 @@ def test_vs_nccl_column_has_nccls_pick_time_and_ratio(run: Path, tmp_path: Path)
     studies = {st["key"]["network"]: st for st in json.loads(p.stdout)["studies"]}
     times = _rows(run)
     vs = studies[DGX]["vs_nccl"]
-    assert vs["source"] == "nccl" and vs["system"] == "dgx-h100" and vs["system_matches_network"] is True
-    system = parse_system("dgx-h100")
+    assert vs["source"] == "nccl" and vs["system"] == "dgx-a100" and vs["system_matches_network"] is True
+    system = parse_system("dgx-a100")
     sizes = sorted({s for (_n, _src, s) in times})
     assert [c["size_bytes"] for c in vs["cells"]] == sizes
     for c in vs["cells"]:
@@ -124,8 +125,7 @@ def test_vs_nccl_column_has_nccls_pick_time_and_ratio(run: Path, tmp_path: Path)
         other = min(("direct", "ring"), key=lambda s: times[(DGX, s, size)])
         assert c["best_other"] == other
         assert c["ratio"] == pytest.approx(times[(DGX, "nccl", size)] / times[(DGX, other, size)])
-        # NVLS has no schedule: what ran is named, and it is not NCCL's pick
-        assert (c["scheduled"] is not None) == pick.algorithm.startswith("NVLS")
+        assert c["scheduled"] is None  # an A100 node has no NVLS: what ran is NCCL's pick
     # ring:8 is not the system NCCL picked for: shown, never compared
     off = studies["ring:8"]["vs_nccl"]
     assert off["system_matches_network"] is False
@@ -181,6 +181,7 @@ def test_tuner_csv_covers_ncclwinners_contiguously_and_leaves_others_out(run: Pa
         left = {(e["min_bytes"], e["source"]) for e in st["left_out"]}
         assert {src for _lo, src in left} <= {"direct", "ring"}
         assert all("not an NCCL algorithm" in e["reason"] for e in st["left_out"])
+        assert all(c["numPipeOps"] == 1 and c["regBuff"] == 0 for c in configs)
         if net == DGX:
             assert st["exported"] and not st["not_exported"]
         else:
@@ -234,3 +235,38 @@ def test_tuner_export_refuses_below_bound_and_is_atomic(run: Path, tmp_path: Pat
     p = _collhub("report", str(copy), "--no-plot", "--export", "nccl-tuner", str(tmp_path / "a"), cwd=tmp_path)
     assert p.returncode == 2 and "already exists" in p.stderr
     assert sorted(x.name for x in (tmp_path / "a").iterdir()) == before
+
+
+NVLS = """\
+version: 1
+name: nvls
+matrix:
+  size: [16MiB, 64MiB]
+sources:
+  nccl:
+    producer: nccl.auto
+    params: {collective: allreduce, ranks: 8, gpus_per_node: 8, system: dgx-h100, size: "${size}"}
+  ring: {producer: hub.ring, params: {collective: allreduce, ranks: 8}}
+consumers:
+  sim: {use: hub.simulate, params: {network: "switch:8@bw=345.334,lat=600", size: "${size}", mode: aware}}
+"""
+
+
+def test_an_nvls_pick_is_named_and_never_forced_on_nccl(tmp_path: Path) -> None:
+    """NCCL picks NVLS on a DGX-H100 from 16 MiB; no NVLS schedule exists here, so nccl.auto ran
+    a stand-in: the column names both, and the tuner writes no line (NCCL keeps its pick)."""
+    from collhub_nccl import choose, parse_system
+
+    r = run_pipeline_text(NVLS, tmp_path / "run", jobs=1)
+    assert r.ok
+    p = _collhub("report", str(r.run_dir), "--no-plot", "--export", "nccl-tuner", str(tmp_path / "t"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (st,) = json.loads((r.run_dir / "report.json").read_text())["studies"]
+    for c in st["vs_nccl"]["cells"]:
+        pick = choose(parse_system("dgx-h100"), "AllReduce", c["size_bytes"])
+        assert pick.algorithm.startswith("NVLS") and c["pick"] == f"{pick.algorithm}/{pick.protocol}"
+        assert c["scheduled"] and c["scheduled"] != c["pick"]
+    (ex,) = json.loads((tmp_path / "t" / "export.json").read_text())["studies"]
+    assert not _parse_tuner(Path(ex["file"]).read_text()) and not ex["exported"]
+    nccl_wins = [b["size_bytes"] for b in st["best"] if b["source"] == "nccl"]
+    assert nccl_wins and all("no schedule here" in e["reason"] for e in ex["left_out"] if e["source"] == "nccl")
