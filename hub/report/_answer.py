@@ -209,6 +209,7 @@ class Study:
                 src: [[size, t, bw] for size, (t, bw, _alg) in sorted(pts.items())] for src, pts in self.series.items()
             },
             "vs_nccl": self.nccl.as_dict() if self.nccl is not None else None,
+            "vs_nccl_note": self.nccl_note,
         }
 
 
