@@ -230,8 +230,7 @@ def export_nccl_tuner(
                     ],
                 }
             )
-        doc_out = {**outcome.as_dict(), "format": "collhub-nccl-tuner-export/1"}
-        (tmp / "export.json").write_text(json.dumps(doc_out, indent=1) + "\n", encoding="utf-8")
+        (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
         commit_dir(tmp, final, replace=True)
     except BaseException:
         import shutil

@@ -158,6 +158,7 @@ def test_tuner_csv_covers_ncclwinners_contiguously_and_leaves_others_out(run: Pa
     # the ring:8 study's NCCL wins are for another system: refused, exit 1, the rest written
     assert p.returncode == 1 and "not this study's network" in p.stderr, p.stderr
     manifest = json.loads((out / "export.json").read_text())
+    assert manifest["format"] == "collhub-nccl-tuner-export/1" and manifest["target"] == "nccl-tuner"
     times = _rows(run)
     sizes = sorted({s for (_n, _src, s) in times})
     for st in manifest["studies"]:
