@@ -1,4 +1,4 @@
-"""``collhub report RUN_DIR``: the best algorithm at each size, crossovers, plot, MSCCL export.
+"""``collhub report RUN_DIR``: the best algorithm at each size, crossovers, "vs NCCL", plot, exports.
 
 Exit codes: 0 done; 1 with ``--export`` when some winner could not be exported (the others are
 written; ``export.json`` and stderr give each reason); 2 bad usage (no size variable in the run,
@@ -22,8 +22,10 @@ __all__ = ["report_command"]
 _EXPORT_HELP = (
     "Write the winners for a runtime: 'msccl DIR' writes MSCCL-IR files with minBytes/maxBytes set to "
     "each winner's size range, and msccl.env with the environment lines that load them; 'mscclpp DIR' writes "
-    "MSCCL++ execution plans with min/max_message_size set to it."
+    "MSCCL++ execution plans with min/max_message_size set to it; 'nccl-tuner DIR' writes the CSV of NCCL's "
+    "example tuner plugin (nccl_tuner.conf per study) for the sizes an NCCL algorithm wins."
 )
+_KINDS = ("msccl", "mscclpp", "nccl-tuner")
 
 
 def report_command(
@@ -55,13 +57,16 @@ def report_command(
 ) -> None:
     """Per network and collective: the best algorithm at each size and the crossovers (report.json/.md/.png).
 
+    A study with an nccl.auto source shows a "vs NCCL" column: NCCL's own pick at each size, its
+    time, and its time over the best other contender's.
+
     Example: collhub report runs/sweep --export msccl winners/
     """
     from ..pipeline._plot import load_document
     from ..report import answer, write_report
 
-    if export is not None and export[0] not in ("msccl", "mscclpp"):
-        raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: msccl, mscclpp")
+    if export is not None and export[0] not in _KINDS:
+        raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: " + ", ".join(_KINDS))
     doc, _ = load_document(run_dir)
     ans = answer(doc, allow_below_bound=allow_below_bound)
     source = run_dir if run_dir.is_dir() else run_dir.parent
@@ -77,10 +82,14 @@ def report_command(
         ) from None
     outcome = None
     if export is not None:
-        from ..report import export_msccl, export_mscclpp
+        from ..report import export_msccl, export_mscclpp, export_nccl_tuner
 
         with working(f"exporting the winners to {export[1]}", json_output=fmt == OutputFormat.json):
-            if export[0] == "mscclpp":
+            if export[0] == "nccl-tuner":
+                outcome = export_nccl_tuner(
+                    run_dir, export[1], force=force, ans=ans, allow_below_bound=allow_below_bound
+                )
+            elif export[0] == "mscclpp":
                 outcome = export_mscclpp(run_dir, export[1], force=force, ans=ans, allow_below_bound=allow_below_bound)
             else:
                 outcome = export_msccl(
@@ -112,9 +121,10 @@ def _print_tables(ans: Any) -> None:
     from rich.table import Table
 
     from .._ranges import exact_size
-    from ..report import bound_cells, has_bound, summary_lines
+    from ..report import NCCL_HEADS, bound_cells, has_bound, nccl_rows, summary_lines, vs_nccl_cell
 
-    console = Console(width=None if sys.stdout.isatty() else 110)
+    vs = any(st.nccl is not None for st in ans.studies)
+    console = Console(width=None if sys.stdout.isatty() else (140 if vs else 110))
     right = ("size", "time (µs)", "busbw (GB/s)", "% of bound", "× faster")
     for st in ans.studies:
         bounded = has_bound(st)
@@ -123,6 +133,8 @@ def _print_tables(ans: Any) -> None:
         heads += ("% of bound", "bound term") if bounded else ()
         for h in (*heads, "runner-up", "× faster"):
             table.add_column(h, justify="right" if h in right else "left", no_wrap=True)
+        if st.nccl is not None:  # NCCL's pick and its time / the best other contender's
+            table.add_column("vs NCCL", justify="left", no_wrap=True)
         for b in st.best:
             winner = b.source + (" (below bound)" if b.below_bound else "")
             winner += " (sub-optimal)" if b.far_from_bound else ""
@@ -134,10 +146,20 @@ def _print_tables(ans: Any) -> None:
                 *(bound_cells(b) if bounded else ()),
                 b.runner_up or "-",
                 f"{b.margin:.2f}" if b.margin is not None else "-",
+                *((vs_nccl_cell(st, b.size_bytes),) if st.nccl is not None else ()),
             )
         console.print(table)
         for line in summary_lines(st):
             out(f"  {line}")
+        if st.nccl is not None:
+            detail = Table(
+                title=f"vs NCCL: {st.nccl.source} = NCCL's own pick for {st.nccl.system}", title_justify="left"
+            )
+            for h in NCCL_HEADS:
+                detail.add_column(h, justify="right" if "µs" in h or "÷" in h or h == "size" else "left")
+            for row in nccl_rows(st):
+                detail.add_row(*row)
+            console.print(detail)
         if st.set_apart:
             apart = Table(title="set apart: below a lower bound (impossible on this network)", title_justify="left")
             for h in ("size", "source", "time (µs)", "why"):
@@ -150,8 +172,14 @@ def _print_tables(ans: Any) -> None:
 def _print_export(outcome: Any) -> None:
     for st in outcome.studies:
         out(f"{st['title']}:")
-        for e in st["exported"]:
-            out(f"  {e['source']:<20} {e['min_bytes']:>12}..{e['max_bytes']:<12} {e['file']}")
+        # nccl-tuner also lists the winners its tuner cannot steer (left_out), in size order
+        for e in sorted([*st["exported"], *st.get("left_out", ())], key=lambda e: e["min_bytes"]):
+            where = e.get("file") or (
+                f"{e['line']['algorithm']}/{e['line']['protocol']}" if "line" in e else f"left out: {e['reason']}"
+            )
+            out(f"  {e['source']:<20} {e['min_bytes']:>12}..{e['max_bytes']:<12} {where}")
+        if st.get("file"):
+            out(f"  tuner configuration: {st['file']}")
         if st["env"]:
             out(f"  environment: {st['env']}")
     out(f"exported {len(outcome.exported)} winner(s) for {outcome.target} to {outcome.out_dir}")

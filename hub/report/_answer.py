@@ -26,6 +26,8 @@ consumer and one collective/rank count. Rules, in order:
    on every schedule, so the ratio is an *upper* bound on what any algorithm could gain there: a
    better schedule may exist, at most that many times faster (fewer when the bound is not
    attainable). Rows below the bound are rule 2, not this rule.
+6. **vs NCCL.** A study with an ``nccl.auto`` source shows NCCL's own choice at each size beside
+   the best other contender (:mod:`hub.report._baseline`); it still competes like any source.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 
 from .._units import parse_size
 from ..errors import UsageError
+from ._baseline import NcclBaseline, algorithm_metadata, attach_baselines
 
 __all__ = ["FAR_FROM_BOUND", "Answer", "Best", "Crossover", "Segment", "Study", "answer", "size_variable"]
 
@@ -140,6 +143,12 @@ class Study:
     unanswered: list[int] = field(default_factory=list)
     #: source -> size_bytes -> (time_over_bound, bound_term), where the consumer reports a bound
     bounds: dict[str, dict[int, tuple[float | None, str | None]]] = field(default_factory=dict)
+    #: source -> the network its consumer reports it ran on (``metrics.topology``), when reported
+    networks: dict[str, str] = field(default_factory=dict)
+    #: the "vs NCCL" column (:mod:`hub.report._baseline`); None without an ``nccl.auto`` source
+    nccl: NcclBaseline | None = None
+    #: why a study has no "vs NCCL" column while another study of the run has one
+    nccl_note: str | None = None
 
     @property
     def set_apart(self) -> list[tuple[str, int, float, str]]:
@@ -199,6 +208,8 @@ class Study:
             "series": {
                 src: [[size, t, bw] for size, (t, bw, _alg) in sorted(pts.items())] for src, pts in self.series.items()
             },
+            "vs_nccl": self.nccl.as_dict() if self.nccl is not None else None,
+            "vs_nccl_note": self.nccl_note,
         }
 
 
@@ -359,6 +370,8 @@ def answer(document: Mapping[str, Any], *, allow_below_bound: bool = False) -> A
         if why is not None:
             study.below.setdefault(src, {})[size] = why
         study.labels.setdefault(size, point.get(size_var))
+        if isinstance(metrics.get("topology"), str):
+            study.networks.setdefault(src, metrics["topology"])
     if not studies:
         raise UsageError(
             f"no successful row has a time to compare ({failed} failed, {no_time} without a time)",
@@ -366,6 +379,7 @@ def answer(document: Mapping[str, Any], *, allow_below_bound: bool = False) -> A
         )
     for study in studies.values():
         _decide(study, order, allow_below_bound)
+    attach_baselines(list(studies.values()), algorithm_metadata(document))
     pipeline = document.get("pipeline")
     name = pipeline.get("name") if isinstance(pipeline, Mapping) else None
     return Answer(name, size_var, list(studies.values()), failed, no_time, allow_below_bound, list(order))

@@ -68,7 +68,7 @@ class ExportOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "format": "collhub-msccl-export/1",
+            "format": "collhub-nccl-tuner-export/1" if self.target == "nccl-tuner" else "collhub-msccl-export/1",
             "out_dir": str(self.out_dir),
             "target": self.target,
             "studies": self.studies,

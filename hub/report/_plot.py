@@ -4,7 +4,8 @@ Each source keeps the colour, marker and dash it has in ``results.png`` (the pip
 :func:`hub.pipeline._plot_render._series_style`). A black square frames the winner's point at
 every size; a red ring marks each point set apart (below a lower bound: it never wins); dotted
 vertical lines sit at the crossovers (the geometric mean of the two sizes between which the
-winning source changes). Every mark lies inside its axes, and the one legend sits below the
+winning source changes). A study's ``nccl.auto`` source (the "vs NCCL" baseline) is named in the
+legend as NCCL's own pick. Every mark lies inside its axes, and the one legend sits below the
 panels, so it hides no curve. matplotlib is imported here only, through
 the object API and the Agg canvas, so the caller's pyplot state is left alone.
 """
@@ -73,7 +74,10 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
     fig.suptitle(title, fontsize=11)
     # One legend for the figure, below the panels: it covers no curve.
     order = [s for s in sources if s in handles] + [k for k in (_WINNER, _APART) if k in handles]
-    fig.legend([handles[k] for k in order], order, loc="outside lower center", ncols=min(4, len(order)), frameon=False)
+    # The "vs NCCL" baseline (hub/report/_baseline.py) is named as such: its curve is NCCL's own pick.
+    baseline = {st.nccl.source for st in studies if st.nccl is not None}
+    labels = [f"{k} (NCCL's own pick)" if k in baseline else k for k in order]
+    fig.legend([handles[k] for k in order], labels, loc="outside lower center", ncols=min(4, len(order)), frameon=False)
     with output_path(target) as tmp:  # whole or absent, with the run's file mode
         fig.savefig(tmp, format="png", dpi=dpi, facecolor="white")
     return target

@@ -19,7 +19,17 @@ from ..atomic import write_file
 from ..errors import UsageError
 from ._answer import FAR_FROM_BOUND, Answer, Best, Study, answer, size_variable
 
-__all__ = ["auto_report", "bound_cells", "has_bound", "markdown", "summary_lines", "write_report"]
+__all__ = [
+    "NCCL_HEADS",
+    "auto_report",
+    "bound_cells",
+    "has_bound",
+    "markdown",
+    "nccl_rows",
+    "summary_lines",
+    "vs_nccl_cell",
+    "write_report",
+]
 
 
 def _fmt_time(t: float) -> str:
@@ -36,6 +46,34 @@ def bound_cells(b: Best) -> tuple[str, str]:
     from ..pipeline._results import percent_of_bound
 
     return percent_of_bound(b.time_over_bound) or "-", b.bound_term or "-"
+
+
+def vs_nccl_cell(st: Study, size: int) -> str:
+    """The "vs NCCL" cell of a size: NCCL's pick and its time here over the best other
+    contender's (``Tree/LL 1.91x``), or why there is none (:mod:`hub.report._baseline`); the
+    detail table (:func:`nccl_rows`) has the times."""
+    cell = next((c for c in st.nccl.cells if c.size_bytes == size), None) if st.nccl else None
+    if cell is None:
+        return "-"
+    if cell.pick is None or cell.reason:  # the detail table has the pick and the full reason
+        return "other system" if cell.reason == "other system" else ("below bound" if cell.pick else "-")
+    ratio = cell.ratio
+    return cell.pick + (f" {ratio:.2f}x" if ratio is not None else " (no other)")
+
+
+def _nccl_lines(st: Study) -> list[str]:
+    if st.nccl is None:
+        return [st.nccl_note] if st.nccl_note else []
+    b = st.nccl
+    lines = [b.note] if b.note else []
+    rated = [c for c in b.cells if c.ratio is not None]
+    if rated:
+        faster = [c for c in rated if (c.ratio or 0.0) > 1]
+        lines.append(
+            f"vs NCCL: NCCL's own pick ({b.source}, system {b.system}); Nx = its time here / the best other "
+            f"contender's, above 1 that contender is faster: at {len(faster)} of {len(rated)} size(s)"
+        )
+    return lines
 
 
 def _far_line(st: Study) -> str | None:
@@ -74,9 +112,63 @@ def summary_lines(st: Study) -> list[str]:
     far = _far_line(st)
     if far:
         lines.append(far)
+    lines += _nccl_lines(st)
     if any(b.below_bound for b in st.best):
         lines.append("WARNING: some winners are below a lower bound (--allow-below-bound): not achievable times")
     return lines
+
+
+NCCL_HEADS = (
+    "size",
+    "NCCL pick",
+    "ran as",
+    "NCCL time (µs)",
+    "NCCL model (µs)",
+    "best other",
+    "time (µs)",
+    "NCCL ÷ other",
+)
+
+
+def nccl_rows(st: Study) -> list[tuple[str, ...]]:
+    """The "vs NCCL" detail per studied size (:data:`NCCL_HEADS`): NCCL's pick, the algorithm
+    that ran when it differs (``=`` when not), its time here, NCCL's own model time of its pick,
+    the best other contender and its time, and the ratio (or why there is none)."""
+    from .._ranges import exact_size
+
+    if st.nccl is None:
+        return []
+
+    def t(v: float | None) -> str:
+        return _fmt_time(v) if v is not None else "-"
+
+    return [
+        (
+            exact_size(c.size_bytes),
+            c.pick or "-",
+            c.scheduled or "=",
+            t(c.time_us),
+            t(c.model_us),
+            c.best or "-",
+            t(c.best_time_us),
+            f"{c.ratio:.2f}" if c.ratio is not None else (c.reason or "-"),
+        )
+        for c in st.nccl.cells
+    ]
+
+
+def _nccl_table(st: Study) -> list[str]:
+    """report.md's detail of the "vs NCCL" column."""
+    assert st.nccl is not None
+    b = st.nccl
+    out = [
+        f"vs NCCL: `{b.source}` is NCCL's own choice for {b.system} (network `{b.network}`).",
+        "",
+        "| " + " | ".join(NCCL_HEADS) + " |",
+        "|---|---|---|---:|---:|---|---:|---:|",
+    ]
+    out += ["| " + " | ".join(r) + " |" for r in nccl_rows(st)]
+    return [*out, ""]
 
 
 def markdown(ans: Answer) -> str:
@@ -87,13 +179,15 @@ def markdown(ans: Answer) -> str:
     lines = [f"# {ans.pipeline or 'run'}: the best algorithm at each {ans.size_variable}", ""]
     for st in ans.studies:
         bounded = has_bound(st)
+        vs = st.nccl is not None
         lines += [
             f"## {st.title}",
             "",
             "| size | winner | time (µs) | busbw (GB/s) | "
             + ("% of bound | bound term | " if bounded else "")
-            + "runner-up | × faster |",
-            "|---|---|---:|---:|" + ("---:|---|" if bounded else "") + "---|---:|",
+            + "runner-up | × faster |"
+            + (" vs NCCL |" if vs else ""),
+            "|---|---|---:|---:|" + ("---:|---|" if bounded else "") + "---|---:|" + ("---|" if vs else ""),
         ]
         for b in st.best:
             bw = f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-"
@@ -105,10 +199,13 @@ def markdown(ans: Answer) -> str:
                 f"| {exact_size(b.size_bytes)} | {winner} | {_fmt_time(b.time_us)} | {bw} | "
                 + (f"{pct} | {term} | " if bounded else "")
                 + f"{b.runner_up or '-'} | {margin} |"
+                + (f" {vs_nccl_cell(st, b.size_bytes)} |" if vs else "")
             )
         lines.append("")
         lines += [f"* {line}" for line in summary_lines(st)]
         lines.append("")
+        if st.nccl is not None:
+            lines += _nccl_table(st)
         if st.set_apart:
             lines += [
                 "Set apart: times below a lower bound, which no schedule on this network can reach "

@@ -34,7 +34,7 @@ from hub.errors import AlgorithmError
 from ._constants import NCCL_COMMIT, NCCL_VERSION
 from ._explain import elem_size, nccl_bytes
 from ._split import Split, split
-from ._system import System, make_system, parse_system
+from ._system import System, make_system, network_of, parse_system
 from ._trees import gpu_rings, gpu_trees
 from ._tuning import choose
 
@@ -61,6 +61,11 @@ class Plan:
     auto: bool
     #: what NCCL itself picks for the call (differs from algorithm/protocol only for NVLS picks)
     nccl_pick: str = ""
+    #: NCCL's model time of its own pick (µs), and its bytes for tuning (what a tuner plugin sees)
+    pick_us: float = 0.0
+    nbytes: int = 0
+    #: NCCL's own channel count for the scheduled (algorithm, protocol): ``channels`` differs when forced
+    default_channels: int = 0
 
 
 def _system_for(system: str | System | None, ranks: int, ppn: int) -> System:
@@ -103,7 +108,7 @@ def plan(
         raise AlgorithmError(f"size {size} gives no element per rank", hint=f"at least {ranks * elem_size(coll)} bytes")
     try:
         ch = choose(s, coll, nbytes, algorithm=algorithm, protocol=protocol)
-        nccl_pick = f"{ch.algorithm}/{ch.protocol}"
+        nccl_pick, pick_us = f"{ch.algorithm}/{ch.protocol}", ch.time_us
         if algorithm is None and ch.algorithm not in _MODELLED:
             # NVLS / NVLSTree have no schedule here: take NCCL's best among the modelled ones and
             # say what NCCL itself would run (metadata nccl_pick)
@@ -127,8 +132,9 @@ def plan(
                comm_channels=s.channels)  # fmt: skip
     total = count * elem_size(coll) * (ranks if coll != "AllReduce" else 1)
     return Plan(
-        s, coll, total, count, elem_size(coll), ch.algorithm, ch.protocol, nch, sp, algorithm is None, nccl_pick
-    )
+        s, coll, total, count, elem_size(coll), ch.algorithm, ch.protocol, nch, sp, algorithm is None, nccl_pick,
+        pick_us, nbytes, ch.channels,
+    )  # fmt: skip
 
 
 def _usable(s: System, coll: str, algo: str, nbytes: int, protocol: str | None) -> bool:
@@ -216,6 +222,14 @@ def _meta(p: Plan, name: str | None, in_chunks: int, out_chunks: int, extra: tup
             ("nccl_chunk_bytes", ",".join(str(b) for _, b in chunks)),
             ("nccl_system", p.system.describe()),
             ("nccl_pick", p.nccl_pick),
+            # what `collhub report` needs without importing this plugin (its "vs NCCL" column and
+            # `--export nccl-tuner`): NCCL's model time of its pick, its bytes for tuning, the
+            # channel count NCCL itself would use, nodes, and the collhub network of the system
+            ("nccl_pick_us", round(p.pick_us, 3)),
+            ("nccl_nbytes", p.nbytes),
+            ("nccl_default_channels", p.default_channels),
+            ("nccl_nodes", p.system.nodes),
+            ("nccl_network", network_of(p.system)),
             ("nccl_wire_factor", {"LL": 2.0, "LL128": 128 / 120}.get(p.protocol, 1.0)),
             ("gpus_per_node", p.system.gpus_per_node),
             *extra,

@@ -129,3 +129,25 @@ def test_vectorized_ring_equals_the_per_rank_builder(coll: str, system: str, siz
     fast, slow = _ring(p, None), _ring(p, None, vectorized=False)
     assert fast.meta == slow.meta
     assert fast.content_hash() == slow.content_hash()
+
+
+def test_metadata_carries_what_the_report_reads() -> None:
+    """`collhub report` reads the pick's model time, NCCL's nBytes, its own channel count, nodes
+    and the system's network from the metadata (it imports no plugin): each equals the model's."""
+    from collhub_nccl._tuning import choose
+
+    s = parse_system("dgx-h100x4")
+    for size, channels in ((1 << 20, None), (64 << 20, None), (1 << 30, 3)):
+        p = plan("allreduce", 32, size, gpus_per_node=8, system=s, channels=channels)
+        meta = dict(schedule(p).meta.extra)
+        pick = choose(s, "AllReduce", size)
+        assert meta["nccl_pick"] == f"{pick.algorithm}/{pick.protocol}"
+        assert meta["nccl_pick_us"] == pytest.approx(pick.time_us, abs=1e-3)
+        assert meta["nccl_nbytes"] == size and meta["nccl_nodes"] == 4
+        assert meta["nccl_network"] == network_of(s)
+        own = choose(s, "AllReduce", size, algorithm=p.algorithm, protocol=p.protocol).channels
+        assert meta["nccl_default_channels"] == own
+        assert meta["nccl_channel_cap"] == (own if channels is None else channels)
+    # all-gather: NCCL tunes on the output bytes (nccl-tests' size), whole elements per rank
+    p = plan("allgather", 16, (4 << 20) + 5, system="hopper:1x16@nic=400G")
+    assert dict(schedule(p).meta.extra)["nccl_nbytes"] == 4 << 20
