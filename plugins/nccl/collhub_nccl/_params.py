@@ -10,7 +10,8 @@ __all__ = ["NcclParams"]
 
 
 class NcclParams(BaseModel):
-    """``nccl.ring``, ``nccl.tree``, ``nccl.pat``, ``nccl.auto``: NCCL 2.30.7's schedule of one call."""
+    """``nccl.ring``, ``nccl.tree``, ``nccl.pat``, ``nccl.nvls``, ``nccl.nvlstree``, ``nccl.auto``: NCCL
+    2.30.7's schedule of one call."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -35,7 +36,7 @@ class NcclParams(BaseModel):
         description="GEN:GPUSxNODES@nic=BW, a preset (dgx-h100x4) or a YAML file; its GPUs per node and nodes must "
         "match ranks/gpus_per_node (default: hopper nodes with 400G NICs)",
     )
-    algorithm: Literal["auto", "Ring", "Tree", "PAT", "ring", "tree", "pat"] = Field(
+    algorithm: Literal["auto", "Ring", "Tree", "PAT", "NVLS", "NVLSTree", "ring", "tree", "pat", "nvls", "nvlstree"] = Field(
         default="auto", description="nccl.auto only: restrict the choice (auto = NCCL's pick)"
     )
     name: str | None = Field(default=None, description="algorithm name (default nccl-<algo>-<proto>-<collective>)")

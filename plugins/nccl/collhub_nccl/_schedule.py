@@ -42,6 +42,8 @@ __all__ = ["Plan", "plan", "schedule"]
 
 _COLL = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
 _MODELLED = ("Tree", "Ring", "PAT")
+#: NVLS schedules exist for AllReduce (NCCL's AllGather / ReduceScatter NVLS kernels are not modelled)
+_MODELLED_NVLS = ("NVLS", "NVLSTree")
 _log = logging.getLogger(__name__)
 
 
@@ -101,12 +103,15 @@ def plan(
     count, nbytes = nccl_bytes(coll, int(size), ranks)
     if count <= 0:
         raise AlgorithmError(f"size {size} gives no element per rank", hint=f"at least {ranks * elem_size(coll)} bytes")
+    if algorithm is not None and algorithm.lower().startswith("nvls"):
+        _nvls_check(s, coll, algorithm)
+    modelled = _MODELLED + (_MODELLED_NVLS if coll == "AllReduce" else ())
     try:
         ch = choose(s, coll, nbytes, algorithm=algorithm, protocol=protocol)
         nccl_pick = f"{ch.algorithm}/{ch.protocol}"
-        if algorithm is None and ch.algorithm not in _MODELLED:
-            # NVLS / NVLSTree have no schedule here: take NCCL's best among the modelled ones and
-            # say what NCCL itself would run (metadata nccl_pick)
+        if algorithm is None and ch.algorithm not in modelled:
+            # NVLS AllGather / ReduceScatter have no schedule here: take NCCL's best among the
+            # modelled ones and say what NCCL itself would run (metadata nccl_pick)
             _log.warning(
                 "NCCL picks %s for %s at %d bytes; scheduling the best modelled algorithm", nccl_pick, coll, nbytes
             )
@@ -122,13 +127,47 @@ def plan(
         raise AlgorithmError(
             str(exc), hint="NCCL has no such combination on this system (see collhub nccl explain)"
         ) from None
-    nch = ch.channels if channels is None else min(int(channels), s.channels)
+    nvls = ch.algorithm in _MODELLED_NVLS
+    comm_channels = s.nvls_channels if nvls else s.channels
+    nch = ch.channels if channels is None else min(int(channels), comm_channels)
     sp = split(coll, ch.algorithm, ch.protocol, count, elem_size(coll), ranks=ranks, nodes=s.nodes, channels=nch,
-               comm_channels=s.channels)  # fmt: skip
+               comm_channels=comm_channels, heads=s.nvls_heads if nvls else 0)  # fmt: skip
     total = count * elem_size(coll) * (ranks if coll != "AllReduce" else 1)
     return Plan(
         s, coll, total, count, elem_size(coll), ch.algorithm, ch.protocol, nch, sp, algorithm is None, nccl_pick
     )
+
+
+def _nvls_check(s: System, coll: str, algorithm: str) -> None:
+    """Refuse, with NCCL's reason, an NVLS / NVLSTree schedule NCCL would not run (``tuning.cc``,
+    ``enqueue.cc``: NVLS needs NVSwitch multicast, i.e. Hopper or later with >1 GPU per node;
+    NVLSTree needs several nodes; NVLS across nodes needs CollNet/SHARP, off by default)."""
+    algo = "NVLSTree" if algorithm.lower() == "nvlstree" else "NVLS"
+    where = f"{algo} on {s.describe()}"
+    if not s.nvls_support:
+        why = (
+            "1 GPU per node has no NVSwitch"
+            if s.gpus_per_node == 1
+            else f"{s.gen} (sm{s.sm}) has no NVLink SHARP multicast"
+            if s.sm < 90
+            else "the system's NVLS graph has no channel"
+        )
+        raise AlgorithmError(
+            f"{where}: NCCL does not enable NVLS: {why}",
+            hint="NVLS needs Hopper or later NVSwitch nodes with several GPUs (e.g. hopper:8x4); use nccl.ring or nccl.tree",
+        )
+    if coll != "AllReduce":
+        raise AlgorithmError(
+            f"{where}: NCCL's NVLS {coll} kernel is not modelled (only AllReduce)",
+            hint="nccl.auto schedules the best modelled algorithm and records NCCL's pick",
+        )
+    if algo == "NVLSTree" and s.nodes == 1:
+        raise AlgorithmError(f"{where}: NCCL disables NVLSTree on one node", hint="use nccl.nvls on one node")
+    if algo == "NVLS" and s.nodes > 1:
+        raise AlgorithmError(
+            f"{where}: NCCL runs NVLS across nodes only with CollNet (SHARP), which is off by default",
+            hint="use nccl.nvlstree across nodes",
+        )
 
 
 def _usable(s: System, coll: str, algo: str, nbytes: int, protocol: str | None) -> bool:
@@ -398,6 +437,10 @@ def schedule(p: Plan, name: str | None = None) -> Algorithm:
         return _ring(p, name)
     if p.algorithm == "Tree":
         return _tree(p, name)
+    if p.algorithm in _MODELLED_NVLS:
+        from ._nvls_schedule import nvls_schedule
+
+        return nvls_schedule(p, name)
     from ._pat_schedule import pat_schedule
 
     return pat_schedule(p, name)
