@@ -17,6 +17,8 @@ Rules (each schedule starts from :func:`plan`: NCCL's choice, then its channel/c
   tree 0 on the first half of the channels, tree 1 on the second); per chunk a reduce-up group
   (receive from the children, add, send to the parent) and a broadcast-down group (receive from
   the parent, send to the children) running concurrently, the root reducing and broadcasting.
+* **NVLS / NVLSTree** (AllReduce): :mod:`._nvls_schedule` (heads, switch load-reduce and multicast,
+  the tree of heads across nodes).
 * **Order.** A channel's calls run one after another on its block (each slice's receive waits
   for the previous call), channels in parallel. Flow control (8 slots per connection) is not
   expressed: a receive already waits for its data.
@@ -61,7 +63,8 @@ class Plan:
     channels: int
     split: Split
     auto: bool
-    #: what NCCL itself picks for the call (differs from algorithm/protocol only for NVLS picks)
+    #: what NCCL itself picks for the call (differs from algorithm/protocol only for NVLS
+    #: all-gather / reduce-scatter picks, which have no schedule)
     nccl_pick: str = ""
 
 
