@@ -23,6 +23,7 @@ def produce(params: NcclParams, algorithm: str | None) -> Algorithm:
         protocol=None if params.protocol == "auto" else params.protocol,
         channels=params.channels,
         system=params.system,
+        root=params.root,
     )
     return schedule(p, params.name)
 

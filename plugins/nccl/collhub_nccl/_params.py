@@ -15,7 +15,7 @@ class NcclParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    collective: str = Field(description="allreduce, allgather or reducescatter (any spelling)")
+    collective: str = Field(description="allreduce, allgather, reducescatter, broadcast or reduce (any spelling)")
     ranks: int = Field(ge=2, le=1 << 16, description="communicator size (GPUs)")
     gpus_per_node: int = Field(default=1, ge=1, le=64, description="GPUs per node (ranks must be a multiple)")
     size: int | str = Field(
@@ -39,4 +39,5 @@ class NcclParams(BaseModel):
     algorithm: Literal["auto", "Ring", "Tree", "PAT", "NVLS", "NVLSTree", "ring", "tree", "pat", "nvls", "nvlstree"] = Field(
         default="auto", description="nccl.auto only: restrict the choice (auto = NCCL's pick)"
     )
+    root: int = Field(default=0, ge=0, le=(1 << 16) - 1, description="broadcast / reduce: the root rank")
     name: str | None = Field(default=None, description="algorithm name (default nccl-<algo>-<proto>-<collective>)")

@@ -13,6 +13,11 @@ Rules (each schedule starts from :func:`plan`: NCCL's choice, then its channel/c
   (last loop: ``ceil(rem/n)`` rounded up to 16 bytes) sends chunk ``(ix-1)``, reduce-forwards
   n-2 chunks, reduce-copy-forwards its own, copy-forwards n-2, receives the last; AllGather /
   ReduceScatter per chunk n-1 steps. Ring + Simple cuts a call into 2 slices (one message each).
+* **Broadcast / Reduce** (Ring only, ``broadcast.h`` / ``reduce.h``): a pipeline along the
+  channel's ring, chunk after chunk (one step each; chunkSteps = sliceSteps = 1): Broadcast's
+  root sends, the rank before the root only receives, the others receive, keep and forward;
+  Reduce's rank after the root sends its data, the others receive, add and forward, the root
+  receives the sum.
 * **Tree** (AllReduce): per channel NCCL's tree (chain inside nodes, double binary tree across,
   tree 0 on the first half of the channels, tree 1 on the second); per chunk a reduce-up group
   (receive from the children, add, send to the parent) and a broadcast-down group (receive from
@@ -42,7 +47,15 @@ from ._tuning import choose
 
 __all__ = ["Plan", "plan", "schedule"]
 
-_COLL = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
+_COLL = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+}
+#: NCCL's ring "pattern" collectives (ring steps per loop); Broadcast / Reduce pipeline along the ring
+_RING_COLLS = ("AllReduce", "AllGather", "ReduceScatter")
 _MODELLED = ("Tree", "Ring", "PAT")
 #: NVLS schedules exist for AllReduce (NCCL's AllGather / ReduceScatter NVLS kernels are not modelled)
 _MODELLED_NVLS = ("NVLS", "NVLSTree")
@@ -66,6 +79,7 @@ class Plan:
     #: what NCCL itself picks for the call (differs from algorithm/protocol only for NVLS
     #: all-gather / reduce-scatter picks, which have no schedule)
     nccl_pick: str = ""
+    root: int = 0  # Broadcast / Reduce
 
 
 def _system_for(system: str | System | None, ranks: int, ppn: int) -> System:
@@ -94,14 +108,18 @@ def plan(
     protocol: str | None = None,
     channels: int | None = None,
     system: str | System | None = None,
+    root: int = 0,
 ) -> Plan:
     """NCCL's algorithm, protocol, channels and split for one call (``None`` = NCCL's choice)."""
     key = collective.replace("-", "").replace("_", "").lower()
     if key not in _COLL:
         raise AlgorithmError(
-            f"NCCL schedules here do {collective!r}? not modelled", hint="allreduce, allgather or reducescatter"
+            f"NCCL schedules here do {collective!r}? not modelled",
+            hint="allreduce, allgather, reducescatter, broadcast or reduce",
         )
     coll = _COLL[key]
+    if not 0 <= root < ranks:
+        raise AlgorithmError(f"root {root} is not a rank of {ranks}", hint=f"0 <= root < {ranks}")
     s = _system_for(system, ranks, gpus_per_node)
     count, nbytes = nccl_bytes(coll, int(size), ranks)
     if count <= 0:
@@ -135,9 +153,9 @@ def plan(
     nch = ch.channels if channels is None else min(int(channels), comm_channels)
     sp = split(coll, ch.algorithm, ch.protocol, count, elem_size(coll), ranks=ranks, nodes=s.nodes, channels=nch,
                comm_channels=comm_channels, heads=s.nvls_heads if nvls else 0)  # fmt: skip
-    total = count * elem_size(coll) * (ranks if coll != "AllReduce" else 1)
+    total = count * elem_size(coll) * (ranks if coll in ("AllGather", "ReduceScatter") else 1)
     return Plan(
-        s, coll, total, count, elem_size(coll), ch.algorithm, ch.protocol, nch, sp, algorithm is None, nccl_pick
+        s, coll, total, count, elem_size(coll), ch.algorithm, ch.protocol, nch, sp, algorithm is None, nccl_pick, root
     )
 
 
@@ -193,7 +211,7 @@ def _slices(plan_: Plan, nelem: int, chunk_elems: int) -> list[int]:
     zero-chunk message, so those empty posts are left out (no data moves; only a step's latency)."""
     if nelem <= 0:
         return []
-    if plan_.algorithm == "Ring" and plan_.protocol == "Simple":
+    if plan_.algorithm == "Ring" and plan_.protocol == "Simple" and plan_.collective in _RING_COLLS:
         step_elems = (4 << 20) // 8 // plan_.elem
         slice_elems = max(-(-nelem // 32) * 16, step_elems * 2 // 32)
         first = min(slice_elems, nelem)
@@ -248,6 +266,7 @@ def _meta(p: Plan, name: str | None, in_chunks: int, out_chunks: int, extra: tup
         name=name or f"nccl-{p.algorithm.lower()}-{p.protocol.lower()}-{coll.value}",
         producer=f"nccl.{'auto' if p.auto else p.algorithm.lower()}",
         size=p.size,
+        root=p.root,
         extra=(
             ("nccl_version", NCCL_VERSION),
             ("nccl_commit", NCCL_COMMIT),
@@ -337,7 +356,7 @@ def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
     c = ranges.seal()  # chunks per rank unit
     # in place: AllGather works in the output (rank r's input is its slot r), the others in the input
     buf = Buffer.OUTPUT if coll == "AllGather" else Buffer.INPUT
-    if coll == "AllReduce":
+    if coll not in ("AllGather", "ReduceScatter"):
         meta = _meta(p, name, c, c)
     elif coll == "AllGather":
         meta = _meta(p, name, c, n * c)
@@ -351,7 +370,8 @@ def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
 
     starts = np.asarray(ranges.starts, dtype=np.int64)
     sizes = np.asarray(ranges.sizes, dtype=np.int64)
-    graphs = ring_graphs(coll, n, per_part, rings, starts, sizes, ranges.unit, c, p.elem, buf) if vectorized else None
+    vec = vectorized and coll in _RING_COLLS
+    graphs = ring_graphs(coll, n, per_part, rings, starts, sizes, ranges.unit, c, p.elem, buf) if vec else None
     if graphs is not None:
         return Algorithm(meta, tuple(graphs))
     builders = [RankGraphBuilder(r) for r in range(n)]
@@ -375,6 +395,18 @@ def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
                     for piece, recv, send, op in seq:
                         for rng in pieces[piece]:
                             call(rng, recv, send, op, ranges.off(rng))
+                elif coll == "Broadcast":
+                    for rng in pieces[0]:
+                        if r == p.root:
+                            call(rng, False, True, Op.NONE, ranges.off(rng))
+                        else:
+                            call(rng, True, nxt != p.root, Op.COPY, ranges.off(rng))
+                elif coll == "Reduce":
+                    for rng in pieces[0]:
+                        if prv == p.root:
+                            call(rng, False, True, Op.NONE, ranges.off(rng))
+                        else:
+                            call(rng, True, r != p.root, Op.REDUCE, ranges.off(rng))
                 elif coll == "AllGather":
                     # step j carries the data of the rank j places behind on the ring
                     for j in range(n):

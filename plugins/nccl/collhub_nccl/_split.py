@@ -190,7 +190,7 @@ def split(
         )
 
     lo, mid, hi = chunk_of(count_lo), chunk_of(count_mid), chunk_of(count_hi)
-    ring = algo == "Ring"
+    ring = algo == "Ring" and coll in ("AllReduce", "AllGather", "ReduceScatter")  # Broadcast/Reduce: pipelines
     steps_loop = (2 * (ranks - 1) if coll == "AllReduce" else ranks - 1) if ring else 1
     chunks_loop = ranks if ring else heads if algo.startswith("NVLS") else 1
     parts = []

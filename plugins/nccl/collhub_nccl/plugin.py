@@ -25,12 +25,12 @@ _SUMMARIES = {
     "auto": "The algorithm, protocol and channels NCCL 2.30.7 picks for the system and size, as a schedule",
 }
 _COLLS = {
-    "ring": frozenset({"allreduce", "allgather", "reducescatter"}),
+    "ring": frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}),
     "tree": frozenset({"allreduce"}),
     "pat": frozenset({"allgather", "reducescatter"}),
     "nvls": frozenset({"allreduce"}),
     "nvlstree": frozenset({"allreduce"}),
-    "auto": frozenset({"allreduce", "allgather", "reducescatter"}),
+    "auto": frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}),
 }
 
 
