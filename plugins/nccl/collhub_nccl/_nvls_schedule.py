@@ -38,8 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hub.chakra import ONESIDED as OS
-from hub.chakra import Algorithm, Buffer, Op, RankGraphBuilder
+from hub.chakra import ONESIDED as OS, Algorithm, Buffer, Op, RankGraphBuilder
 
 from ._schedule import Plan, _meta, _Ranges
 from ._trees import dtree
@@ -182,7 +181,9 @@ def _head_step(
         up = -1 if up_node == -1 else up_node * ppn + h
         kids = [k * ppn + h for k in (d0, d1) if k != -1]
     for k in kids:  # the children's partial sums (their SEND up is created when their node runs)
-        deps = [me.b.recv(k, dst=(Buffer.INPUT, low.ranges.off(rng)), op=Op.REDUCE, deps=deps, **low.kw(rng, channel, _UP))]
+        deps = [
+            me.b.recv(k, dst=(Buffer.INPUT, low.ranges.off(rng)), op=Op.REDUCE, deps=deps, **low.kw(rng, channel, _UP))
+        ]
     if up == -1:  # root (or one node): the sum is final; multicast it and send it down
         sends = low.multicast(hr, group, rng, channel, deps)
         sends += [_tree_down(low, hr, k, rng, channel, deps) for k in kids]
@@ -198,4 +199,6 @@ def _head_step(
 
 
 def _tree_down(low: _Lowering, hr: int, child: int, rng: int, channel: int, deps: list[int]) -> int:
-    return low.ranks[hr].b.send(child, src=(Buffer.INPUT, low.ranges.off(rng)), deps=deps, **low.kw(rng, channel, _DOWN))
+    return low.ranks[hr].b.send(
+        child, src=(Buffer.INPUT, low.ranges.off(rng)), deps=deps, **low.kw(rng, channel, _DOWN)
+    )

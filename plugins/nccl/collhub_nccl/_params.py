@@ -36,8 +36,8 @@ class NcclParams(BaseModel):
         description="GEN:GPUSxNODES@nic=BW, a preset (dgx-h100x4) or a YAML file; its GPUs per node and nodes must "
         "match ranks/gpus_per_node (default: hopper nodes with 400G NICs)",
     )
-    algorithm: Literal["auto", "Ring", "Tree", "PAT", "NVLS", "NVLSTree", "ring", "tree", "pat", "nvls", "nvlstree"] = Field(
-        default="auto", description="nccl.auto only: restrict the choice (auto = NCCL's pick)"
+    algorithm: Literal["auto", "Ring", "Tree", "PAT", "NVLS", "NVLSTree", "ring", "tree", "pat", "nvls", "nvlstree"] = (
+        Field(default="auto", description="nccl.auto only: restrict the choice (auto = NCCL's pick)")
     )
     root: int = Field(default=0, ge=0, le=(1 << 16) - 1, description="broadcast / reduce: the root rank")
     name: str | None = Field(default=None, description="algorithm name (default nccl-<algo>-<proto>-<collective>)")

@@ -175,7 +175,8 @@ def _nvls_check(s: System, coll: str, algorithm: str) -> None:
         )
         raise AlgorithmError(
             f"{where}: NCCL does not enable NVLS: {why}",
-            hint="NVLS needs Hopper or later NVSwitch nodes with several GPUs (e.g. hopper:8x4); use nccl.ring or nccl.tree",
+            hint="NVLS needs Hopper (or later) NVSwitch nodes with several GPUs, e.g. hopper:8x4; "
+            "use nccl.ring or nccl.tree",
         )
     if coll != "AllReduce":
         raise AlgorithmError(

@@ -186,7 +186,9 @@ def split(
 
     def chunk_of(c: int) -> tuple[int, int, int]:
         return (
-            chunk_size(coll, algo, proto, global_per_elem * c, ranks=ranks, nodes=nodes, heads=heads) if c else (0, 0, 0)
+            chunk_size(coll, algo, proto, global_per_elem * c, ranks=ranks, nodes=nodes, heads=heads)
+            if c
+            else (0, 0, 0)
         )
 
     lo, mid, hi = chunk_of(count_lo), chunk_of(count_mid), chunk_of(count_hi)

@@ -64,7 +64,7 @@ def test_pipeline_roles_follow_the_ring() -> None:
             if coll == "reduce":
                 assert set(recvs.tolist()) == {int(Op.REDUCE)}
             steps = -(-part.count * p.elem // part.chunk_bytes)
-            assert int(((alg.graphs[2].chan == part.channel)).sum()) == steps
+            assert int((alg.graphs[2].chan == part.channel).sum()) == steps
 
 
 def test_bad_root_and_unmodelled_algorithm() -> None:

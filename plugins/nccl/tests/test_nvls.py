@@ -12,8 +12,7 @@ import pytest
 from collhub_nccl._schedule import plan, schedule
 from collhub_nccl._system import network_of, parse_system
 from collhub_nccl._trees import dtree
-from hub.chakra import ONESIDED as OS
-from hub.chakra import NodeType, Op
+from hub.chakra import ONESIDED as OS, NodeType, Op
 from hub.errors import AlgorithmError, ExportError
 from hub.sim import simulate
 from hub.topology import load_topology
@@ -43,7 +42,11 @@ def test_nvls_verifies_and_simulates(algo: str, system: str, size: int) -> None:
     rep = verify(alg)
     assert rep.ok and rep.complete, rep.summary()
     meta = dict(alg.meta.extra)
-    assert (meta["nccl_algorithm"], meta["nccl_protocol"], alg.meta.producer) == (algo, "Simple", f"nccl.{algo.lower()}")
+    assert (meta["nccl_algorithm"], meta["nccl_protocol"], alg.meta.producer) == (
+        algo,
+        "Simple",
+        f"nccl.{algo.lower()}",
+    )
     assert meta["nccl_nvls_heads"] == p.system.nvls_heads
     assert alg.meta.size == size
     res = simulate(alg, load_topology(network_of(p.system)).to_link_graph(), mode="aware")

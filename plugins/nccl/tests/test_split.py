@@ -60,7 +60,9 @@ def test_nvls_splits_equal(selections: list[dict[str, Any]]) -> None:
         where = (d["label"], d["coll"], d["algo"], d["nBytes"])
         assert (sp.channel_lo, sp.channel_hi) == (d["channelLo"], d["channelHi"]), where
         got = [(p.channel, p.nsteps, p.chunk_bytes, p.loop_bytes, p.offset * esize, p.count * esize) for p in sp.parts]
-        want = [(p["ch"], p["nsteps"], p["chunkSize"], p["loopSize"], p["loopOffset"], p["channelSize"]) for p in d["proxy"]]
+        want = [
+            (p["ch"], p["nsteps"], p["chunkSize"], p["loopSize"], p["loopOffset"], p["channelSize"]) for p in d["proxy"]
+        ]
         assert got == want, where
         seen += 1
     assert seen > 100
