@@ -139,3 +139,14 @@ def test_exports(tmp_path: Path) -> None:
     assert not back.problems
     rep = verify(back.algorithm)
     assert rep.ok and rep.complete, rep.summary()
+
+
+def test_astrasim_bundle(tmp_path: Path) -> None:
+    """ASTRA-sim runs the lowered files unchanged (the os.* attributes are foreign to it): the
+    bundle is written and passes the checks for what the real binaries would abort on."""
+    astrasim = pytest.importorskip("collhub_astrasim")
+    from collhub_astrasim._topology import load_dims
+
+    p = _plan("NVLSTree", "hopper:4x2@nic=400G", 4 << 20)
+    b = astrasim.build_bundle(schedule(p), out=tmp_path / "b", dims=load_dims(network_of(p.system)))
+    assert (tmp_path / "b" / "network.yml").is_file() and b.files
