@@ -346,7 +346,7 @@ FIRST_PARTY = {
     "taccl": ("collhub_taccl", ["taccl.synthesize"]),
     "forest": ("collhub_forest", ["forest.synthesize"]),
     "mscclpp": ("collhub_mscclpp", ["mscclpp.export", "mscclpp.plan"]),
-    "nccl": ("collhub_nccl", ["nccl.auto", "nccl.pat", "nccl.ring", "nccl.tree"]),
+    "nccl": ("collhub_nccl", ["nccl.auto", "nccl.nvls", "nccl.nvlstree", "nccl.pat", "nccl.ring", "nccl.tree"]),
     "tacos": ("collhub_tacos", ["tacos.synthesize"]),
     "replay": ("collhub_replay", ["replay.run"]),
 }

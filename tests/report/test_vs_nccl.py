@@ -2,7 +2,7 @@
 
 The runs are real: nccl.auto (NCCL's own pick for one DGX-A100), hub.direct and hub.ring, simulated
 congestion-aware on the network of that system and on ring:8 (not that system); and nccl.auto on
-one DGX-H100, where NCCL picks NVLS, which has no schedule here. Expected values
+one DGX-H100, where NCCL picks NVLS and nccl.auto schedules it. Expected values
 come from results.json's rows and from collhub-nccl's selection model (``choose``), not from the
 report. The tuner CSV is read back by :func:`_parse_tuner`, written from NCCL's example tuner's
 format (plugins/tuner/example: README.md and plugin.c of NCCL 2.30.7), not from the writer.
@@ -191,8 +191,8 @@ def test_tuner_csv_covers_ncclwinners_contiguously_and_leaves_others_out(run: Pa
 
 
 def test_tuner_line_is_what_ran(run: Path, tmp_path: Path) -> None:
-    """The algorithm/protocol written is the schedule that was measured (for an NVLS pick, the
-    modelled fallback), read from the algorithm's own metadata in results.json."""
+    """The algorithm/protocol written is the schedule that was measured, read from the algorithm's
+    own metadata in results.json."""
     from hub.report import export_nccl_tuner
 
     outcome = export_nccl_tuner(run, tmp_path / "t")
@@ -253,9 +253,9 @@ consumers:
 """
 
 
-def test_an_nvls_pick_is_named_and_never_forced_on_nccl(tmp_path: Path) -> None:
-    """NCCL picks NVLS on a DGX-H100 from 16 MiB; no NVLS schedule exists here, so nccl.auto ran
-    a stand-in: the column names both, and the tuner writes no line (NCCL keeps its pick)."""
+def test_an_nvls_pick_runs_as_itself_and_the_tuner_names_it(tmp_path: Path) -> None:
+    """NCCL picks NVLS on a DGX-H100 from 16 MiB, and nccl.auto schedules NVLS itself: the column
+    shows no stand-in, and wherever NCCL wins the tuner line is ``nvls`` with NCCL's protocol."""
     from collhub_nccl import choose, parse_system
 
     r = run_pipeline_text(NVLS, tmp_path / "run", jobs=1)
@@ -263,11 +263,17 @@ def test_an_nvls_pick_is_named_and_never_forced_on_nccl(tmp_path: Path) -> None:
     p = _collhub("report", str(r.run_dir), "--no-plot", "--export", "nccl-tuner", str(tmp_path / "t"), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     (st,) = json.loads((r.run_dir / "report.json").read_text())["studies"]
+    picks = {}
     for c in st["vs_nccl"]["cells"]:
         pick = choose(parse_system("dgx-h100"), "AllReduce", c["size_bytes"])
-        assert pick.algorithm.startswith("NVLS") and c["pick"] == f"{pick.algorithm}/{pick.protocol}"
-        assert c["scheduled"] and c["scheduled"] != c["pick"]
+        assert pick.algorithm == "NVLS" and c["pick"] == f"{pick.algorithm}/{pick.protocol}"
+        assert c["scheduled"] is None  # what ran is NCCL's pick
+        picks[c["size_bytes"]] = pick.protocol.lower()
     (ex,) = json.loads((tmp_path / "t" / "export.json").read_text())["studies"]
-    assert not _parse_tuner(Path(ex["file"]).read_text()) and not ex["exported"]
+    lines = _parse_tuner(Path(ex["file"]).read_text())
     nccl_wins = [b["size_bytes"] for b in st["best"] if b["source"] == "nccl"]
-    assert nccl_wins and all("no schedule here" in e["reason"] for e in ex["left_out"] if e["source"] == "nccl")
+    for size in nccl_wins:
+        line = _match(lines, "allreduce", size, 1, 8)
+        assert line is not None
+        assert (line["algorithm"], line["protocol"]) == ("nvls", picks[size])
+    assert len(lines) <= len(nccl_wins)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.atomic import write_file
-from hub.chakra import Algorithm, Collective
+from hub.chakra import ONESIDED, Algorithm, Collective
 from hub.errors import ExportError
 
 from ._ir import BUF_CODE, TARGETS, TargetRules
@@ -228,6 +228,7 @@ def write_msccl_ir(
             f"{target} does not load coll={coll.value!r} algorithms",
             hint="msccl-legacy accepts 'custom'; the executor/RCCL reject it",
         )
+    _refuse_switch(alg)
     extra = dict(m.extra)
     proto = proto or str(extra.get("msccl.proto", "Simple"))
     if proto not in ("Simple", "LL", "LL128"):
@@ -264,6 +265,21 @@ def write_msccl_ir(
     stats.bytes = len(data)
     _atomic_write(Path(out), data, check=_reverify(alg) if verify else None)
     return stats
+
+
+def _refuse_switch(alg: Algorithm) -> None:
+    """MSCCL-IR has sends, receives and copies only: a node standing for an NVSwitch load-reduce or
+    multicast (profile section 10.3) would export as point-to-point traffic NCCL never sends."""
+    switch = (ONESIDED.SWITCH_REDUCE, ONESIDED.SWITCH_MULTICAST)
+    for r, g in enumerate(alg.graphs):
+        for pos, attrs in g.extra.items():
+            mapping = next((getattr(v, "value", v) for k, v in attrs if k == ONESIDED.MAPPING), None)
+            if mapping in switch:  # read from a file, the value is a TypedValue
+                name = g.names[pos] if g.names and g.names[pos] else f"node {int(g.ids[pos])}"
+                raise ExportError(
+                    f"rank {r} {name}: an NVSwitch {mapping} node; MSCCL-IR has no multicast or switch reduction",
+                    hint="export it as an MSCCL++ plan (mscclpp.export), or export a ring/tree schedule",
+                )
 
 
 def _within_limits(

@@ -1,7 +1,8 @@
 """``collhub nccl compare``: custom algorithms beside NCCL's own choice, size by size.
 
 For each size (nccl-tests' meaning) the row holds NCCL's pick and its model time (``explain``),
-the simulated time of that pick as a schedule (``nccl.auto``; where NCCL picks NVLS/NVLSTree,
+the simulated time of that pick as a schedule (``nccl.auto``; NVLS / NVLSTree all-reduce with the
+switch stand-ins of the one-sided profile; where NCCL picks NVLS for all-gather / reduce-scatter,
 which has no schedule here, the best modelled algorithm), and the simulated time of every other
 producer, built once and bound to each size. The simulation is ``hub.simulate``'s congestion-
 aware model on the system's link graph (``network_of``: an NVLink switch per node and a NIC

@@ -10,7 +10,7 @@ from hub.chakra import Algorithm
 from ._params import NcclParams
 from ._schedule import plan, schedule
 
-__all__ = ["produce", "produce_auto", "produce_pat", "produce_ring", "produce_tree"]
+__all__ = ["produce", "produce_auto", "produce_nvls", "produce_nvlstree", "produce_pat", "produce_ring", "produce_tree"]
 
 
 def produce(params: NcclParams, algorithm: str | None) -> Algorithm:
@@ -23,6 +23,7 @@ def produce(params: NcclParams, algorithm: str | None) -> Algorithm:
         protocol=None if params.protocol == "auto" else params.protocol,
         channels=params.channels,
         system=params.system,
+        root=params.root,
     )
     return schedule(p, params.name)
 
@@ -39,8 +40,17 @@ def produce_pat(params: NcclParams, ctx: Any = None) -> Algorithm:
     return produce(params, "PAT")
 
 
+def produce_nvls(params: NcclParams, ctx: Any = None) -> Algorithm:
+    return produce(params, "NVLS")
+
+
+def produce_nvlstree(params: NcclParams, ctx: Any = None) -> Algorithm:
+    return produce(params, "NVLSTree")
+
+
+_NAMES = {"ring": "Ring", "tree": "Tree", "pat": "PAT", "nvls": "NVLS", "nvlstree": "NVLSTree"}
+
+
 def produce_auto(params: NcclParams, ctx: Any = None) -> Algorithm:
-    algo = (
-        None if params.algorithm == "auto" else {"ring": "Ring", "tree": "Tree", "pat": "PAT"}[params.algorithm.lower()]
-    )
+    algo = None if params.algorithm == "auto" else _NAMES[params.algorithm.lower()]
     return produce(params, algo)

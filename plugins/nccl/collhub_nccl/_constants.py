@@ -23,11 +23,14 @@ __all__ = [
     "LL128_PER_CH_RING",
     "LL128_PER_CH_TREE",
     "LL_MAX",
+    "MAX_NVLS_ARITY",
     "MAX_THREADS",
     "NCCL_COMMIT",
     "NCCL_STEPS",
     "NCCL_VERSION",
+    "NVLS_CHUNK_SIZE",
     "NVLS_EFF",
+    "NVLS_TREE_MAX_CHUNK_4NODES",
     "NVLS_TREE_PER_CH",
     "PROTOS",
     "THREAD_THRESHOLD",
@@ -194,6 +197,12 @@ THREAD_THRESHOLD = (8, 8, 64)
 #: default connection buffers (bytes) per protocol; NCCL_STEPS slots each
 BUFF_SIZE = (1 << 19, 4_915_200, 1 << 22)
 NCCL_STEPS = 8
+#: ``NCCL_NVLS_CHUNKSIZE`` default and NVLSTree's ``treeMaxChunkSize`` from 4 nodes on (sm90,
+#: ``src/transport/nvls.cc`` ``ncclNvlsTuning``); below 4 nodes the tree cap is the chunk size
+NVLS_CHUNK_SIZE = 128 << 10
+NVLS_TREE_MAX_CHUNK_4NODES = 64 << 10
+#: most NVLS heads per node (``NCCL_MAX_NVLS_ARITY``)
+MAX_NVLS_ARITY = 32
 #: ncclProtoGrainSize: LL 16 B, LL128 1920 B (15 x 128), Simple 512 B
 GRAIN = (16, 1920, 512)
 #: Ring + Simple chunk/slice steps for AllReduce, AllGather, ReduceScatter (others 1/1)

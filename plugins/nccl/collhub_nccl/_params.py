@@ -10,11 +10,12 @@ __all__ = ["NcclParams"]
 
 
 class NcclParams(BaseModel):
-    """``nccl.ring``, ``nccl.tree``, ``nccl.pat``, ``nccl.auto``: NCCL 2.30.7's schedule of one call."""
+    """``nccl.ring``, ``nccl.tree``, ``nccl.pat``, ``nccl.nvls``, ``nccl.nvlstree``, ``nccl.auto``: NCCL
+    2.30.7's schedule of one call."""
 
     model_config = ConfigDict(extra="forbid")
 
-    collective: str = Field(description="allreduce, allgather or reducescatter (any spelling)")
+    collective: str = Field(description="allreduce, allgather, reducescatter, broadcast or reduce (any spelling)")
     ranks: int = Field(ge=2, le=1 << 16, description="communicator size (GPUs)")
     gpus_per_node: int = Field(default=1, ge=1, le=64, description="GPUs per node (ranks must be a multiple)")
     size: int | str = Field(
@@ -35,7 +36,8 @@ class NcclParams(BaseModel):
         description="GEN:GPUSxNODES@nic=BW, a preset (dgx-h100x4) or a YAML file; its GPUs per node and nodes must "
         "match ranks/gpus_per_node (default: hopper nodes with 400G NICs)",
     )
-    algorithm: Literal["auto", "Ring", "Tree", "PAT", "ring", "tree", "pat"] = Field(
-        default="auto", description="nccl.auto only: restrict the choice (auto = NCCL's pick)"
+    algorithm: Literal["auto", "Ring", "Tree", "PAT", "NVLS", "NVLSTree", "ring", "tree", "pat", "nvls", "nvlstree"] = (
+        Field(default="auto", description="nccl.auto only: restrict the choice (auto = NCCL's pick)")
     )
+    root: int = Field(default=0, ge=0, le=(1 << 16) - 1, description="broadcast / reduce: the root rank")
     name: str | None = Field(default=None, description="algorithm name (default nccl-<algo>-<proto>-<collective>)")

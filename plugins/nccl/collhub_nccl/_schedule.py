@@ -13,10 +13,17 @@ Rules (each schedule starts from :func:`plan`: NCCL's choice, then its channel/c
   (last loop: ``ceil(rem/n)`` rounded up to 16 bytes) sends chunk ``(ix-1)``, reduce-forwards
   n-2 chunks, reduce-copy-forwards its own, copy-forwards n-2, receives the last; AllGather /
   ReduceScatter per chunk n-1 steps. Ring + Simple cuts a call into 2 slices (one message each).
+* **Broadcast / Reduce** (Ring only, ``broadcast.h`` / ``reduce.h``): a pipeline along the
+  channel's ring, chunk after chunk (one step each; chunkSteps = sliceSteps = 1): Broadcast's
+  root sends, the rank before the root only receives, the others receive, keep and forward;
+  Reduce's rank after the root sends its data, the others receive, add and forward, the root
+  receives the sum.
 * **Tree** (AllReduce): per channel NCCL's tree (chain inside nodes, double binary tree across,
   tree 0 on the first half of the channels, tree 1 on the second); per chunk a reduce-up group
   (receive from the children, add, send to the parent) and a broadcast-down group (receive from
   the parent, send to the children) running concurrently, the root reducing and broadcasting.
+* **NVLS / NVLSTree** (AllReduce): :mod:`._nvls_schedule` (heads, switch load-reduce and multicast,
+  the tree of heads across nodes).
 * **Order.** A channel's calls run one after another on its block (each slice's receive waits
   for the previous call), channels in parallel. Flow control (8 slots per connection) is not
   expressed: a receive already waits for its data.
@@ -40,8 +47,18 @@ from ._tuning import choose
 
 __all__ = ["Plan", "plan", "schedule"]
 
-_COLL = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
+_COLL = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+}
+#: NCCL's ring "pattern" collectives (ring steps per loop); Broadcast / Reduce pipeline along the ring
+_RING_COLLS = ("AllReduce", "AllGather", "ReduceScatter")
 _MODELLED = ("Tree", "Ring", "PAT")
+#: NVLS schedules exist for AllReduce (NCCL's AllGather / ReduceScatter NVLS kernels are not modelled)
+_MODELLED_NVLS = ("NVLS", "NVLSTree")
 _log = logging.getLogger(__name__)
 
 
@@ -59,13 +76,15 @@ class Plan:
     channels: int
     split: Split
     auto: bool
-    #: what NCCL itself picks for the call (differs from algorithm/protocol only for NVLS picks)
+    #: what NCCL itself picks for the call (differs from algorithm/protocol only for NVLS
+    #: all-gather / reduce-scatter picks, which have no schedule)
     nccl_pick: str = ""
     #: NCCL's model time of its own pick (µs), and its bytes for tuning (what a tuner plugin sees)
     pick_us: float = 0.0
     nbytes: int = 0
     #: NCCL's own channel count for the scheduled (algorithm, protocol): ``channels`` differs when forced
     default_channels: int = 0
+    root: int = 0  # Broadcast / Reduce
 
 
 def _system_for(system: str | System | None, ranks: int, ppn: int) -> System:
@@ -94,24 +113,31 @@ def plan(
     protocol: str | None = None,
     channels: int | None = None,
     system: str | System | None = None,
+    root: int = 0,
 ) -> Plan:
     """NCCL's algorithm, protocol, channels and split for one call (``None`` = NCCL's choice)."""
     key = collective.replace("-", "").replace("_", "").lower()
     if key not in _COLL:
         raise AlgorithmError(
-            f"NCCL schedules here do {collective!r}? not modelled", hint="allreduce, allgather or reducescatter"
+            f"NCCL schedules here do {collective!r}? not modelled",
+            hint="allreduce, allgather, reducescatter, broadcast or reduce",
         )
     coll = _COLL[key]
+    if not 0 <= root < ranks:
+        raise AlgorithmError(f"root {root} is not a rank of {ranks}", hint=f"0 <= root < {ranks}")
     s = _system_for(system, ranks, gpus_per_node)
     count, nbytes = nccl_bytes(coll, int(size), ranks)
     if count <= 0:
         raise AlgorithmError(f"size {size} gives no element per rank", hint=f"at least {ranks * elem_size(coll)} bytes")
+    if algorithm is not None and algorithm.lower().startswith("nvls"):
+        _nvls_check(s, coll, algorithm)
+    modelled = _MODELLED + (_MODELLED_NVLS if coll == "AllReduce" else ())
     try:
         ch = choose(s, coll, nbytes, algorithm=algorithm, protocol=protocol)
         nccl_pick, pick_us = f"{ch.algorithm}/{ch.protocol}", ch.time_us
-        if algorithm is None and ch.algorithm not in _MODELLED:
-            # NVLS / NVLSTree have no schedule here: take NCCL's best among the modelled ones and
-            # say what NCCL itself would run (metadata nccl_pick)
+        if algorithm is None and ch.algorithm not in modelled:
+            # NVLS AllGather / ReduceScatter have no schedule here: take NCCL's best among the
+            # modelled ones and say what NCCL itself would run (metadata nccl_pick)
             _log.warning(
                 "NCCL picks %s for %s at %d bytes; scheduling the best modelled algorithm", nccl_pick, coll, nbytes
             )
@@ -127,14 +153,49 @@ def plan(
         raise AlgorithmError(
             str(exc), hint="NCCL has no such combination on this system (see collhub nccl explain)"
         ) from None
-    nch = ch.channels if channels is None else min(int(channels), s.channels)
+    nvls = ch.algorithm in _MODELLED_NVLS
+    comm_channels = s.nvls_channels if nvls else s.channels
+    nch = ch.channels if channels is None else min(int(channels), comm_channels)
     sp = split(coll, ch.algorithm, ch.protocol, count, elem_size(coll), ranks=ranks, nodes=s.nodes, channels=nch,
-               comm_channels=s.channels)  # fmt: skip
-    total = count * elem_size(coll) * (ranks if coll != "AllReduce" else 1)
+               comm_channels=comm_channels, heads=s.nvls_heads if nvls else 0)  # fmt: skip
+    total = count * elem_size(coll) * (ranks if coll in ("AllGather", "ReduceScatter") else 1)
     return Plan(
         s, coll, total, count, elem_size(coll), ch.algorithm, ch.protocol, nch, sp, algorithm is None, nccl_pick,
-        pick_us, nbytes, ch.channels,
+        pick_us, nbytes, ch.channels, root,
     )  # fmt: skip
+
+
+def _nvls_check(s: System, coll: str, algorithm: str) -> None:
+    """Refuse, with NCCL's reason, an NVLS / NVLSTree schedule NCCL would not run (``tuning.cc``,
+    ``enqueue.cc``: NVLS needs NVSwitch multicast, i.e. Hopper or later with >1 GPU per node;
+    NVLSTree needs several nodes; NVLS across nodes needs CollNet/SHARP, off by default)."""
+    algo = "NVLSTree" if algorithm.lower() == "nvlstree" else "NVLS"
+    where = f"{algo} on {s.describe()}"
+    if not s.nvls_support:
+        why = (
+            "1 GPU per node has no NVSwitch"
+            if s.gpus_per_node == 1
+            else f"{s.gen} (sm{s.sm}) has no NVLink SHARP multicast"
+            if s.sm < 90
+            else "the system's NVLS graph has no channel"
+        )
+        raise AlgorithmError(
+            f"{where}: NCCL does not enable NVLS: {why}",
+            hint="NVLS needs Hopper (or later) NVSwitch nodes with several GPUs, e.g. hopper:8x4; "
+            "use nccl.ring or nccl.tree",
+        )
+    if coll != "AllReduce":
+        raise AlgorithmError(
+            f"{where}: NCCL's NVLS {coll} kernel is not modelled (only AllReduce)",
+            hint="nccl.auto schedules the best modelled algorithm and records NCCL's pick",
+        )
+    if algo == "NVLSTree" and s.nodes == 1:
+        raise AlgorithmError(f"{where}: NCCL disables NVLSTree on one node", hint="use nccl.nvls on one node")
+    if algo == "NVLS" and s.nodes > 1:
+        raise AlgorithmError(
+            f"{where}: NCCL runs NVLS across nodes only with CollNet (SHARP), which is off by default",
+            hint="use nccl.nvlstree across nodes",
+        )
 
 
 def _usable(s: System, coll: str, algo: str, nbytes: int, protocol: str | None) -> bool:
@@ -157,7 +218,7 @@ def _slices(plan_: Plan, nelem: int, chunk_elems: int) -> list[int]:
     zero-chunk message, so those empty posts are left out (no data moves; only a step's latency)."""
     if nelem <= 0:
         return []
-    if plan_.algorithm == "Ring" and plan_.protocol == "Simple":
+    if plan_.algorithm == "Ring" and plan_.protocol == "Simple" and plan_.collective in _RING_COLLS:
         step_elems = (4 << 20) // 8 // plan_.elem
         slice_elems = max(-(-nelem // 32) * 16, step_elems * 2 // 32)
         first = min(slice_elems, nelem)
@@ -212,6 +273,7 @@ def _meta(p: Plan, name: str | None, in_chunks: int, out_chunks: int, extra: tup
         name=name or f"nccl-{p.algorithm.lower()}-{p.protocol.lower()}-{coll.value}",
         producer=f"nccl.{'auto' if p.auto else p.algorithm.lower()}",
         size=p.size,
+        root=p.root,
         extra=(
             ("nccl_version", NCCL_VERSION),
             ("nccl_commit", NCCL_COMMIT),
@@ -309,7 +371,7 @@ def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
     c = ranges.seal()  # chunks per rank unit
     # in place: AllGather works in the output (rank r's input is its slot r), the others in the input
     buf = Buffer.OUTPUT if coll == "AllGather" else Buffer.INPUT
-    if coll == "AllReduce":
+    if coll not in ("AllGather", "ReduceScatter"):
         meta = _meta(p, name, c, c)
     elif coll == "AllGather":
         meta = _meta(p, name, c, n * c)
@@ -323,7 +385,8 @@ def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
 
     starts = np.asarray(ranges.starts, dtype=np.int64)
     sizes = np.asarray(ranges.sizes, dtype=np.int64)
-    graphs = ring_graphs(coll, n, per_part, rings, starts, sizes, ranges.unit, c, p.elem, buf) if vectorized else None
+    vec = vectorized and coll in _RING_COLLS
+    graphs = ring_graphs(coll, n, per_part, rings, starts, sizes, ranges.unit, c, p.elem, buf) if vec else None
     if graphs is not None:
         return Algorithm(meta, tuple(graphs))
     builders = [RankGraphBuilder(r) for r in range(n)]
@@ -347,6 +410,18 @@ def _ring(p: Plan, name: str | None, *, vectorized: bool = True) -> Algorithm:
                     for piece, recv, send, op in seq:
                         for rng in pieces[piece]:
                             call(rng, recv, send, op, ranges.off(rng))
+                elif coll == "Broadcast":
+                    for rng in pieces[0]:
+                        if r == p.root:
+                            call(rng, False, True, Op.NONE, ranges.off(rng))
+                        else:
+                            call(rng, True, nxt != p.root, Op.COPY, ranges.off(rng))
+                elif coll == "Reduce":
+                    for rng in pieces[0]:
+                        if prv == p.root:
+                            call(rng, False, True, Op.NONE, ranges.off(rng))
+                        else:
+                            call(rng, True, r != p.root, Op.REDUCE, ranges.off(rng))
                 elif coll == "AllGather":
                     # step j carries the data of the rank j places behind on the ring
                     for j in range(n):
@@ -412,6 +487,10 @@ def schedule(p: Plan, name: str | None = None) -> Algorithm:
         return _ring(p, name)
     if p.algorithm == "Tree":
         return _tree(p, name)
+    if p.algorithm in _MODELLED_NVLS:
+        from ._nvls_schedule import nvls_schedule
+
+        return nvls_schedule(p, name)
     from ._pat_schedule import pat_schedule
 
     return pat_schedule(p, name)

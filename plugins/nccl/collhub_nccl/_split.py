@@ -11,8 +11,11 @@
 3. each part's chunk: the protocol's step (buffer / 8) x chunkSteps (Ring Simple: 4), LL halved,
    LL128 15/16 of its lines; Tree LL128 and PAT halve it for small parts; rounded down to the
    protocol's grain;
+   NVLS: ``min(chunk, nvlsChunkSize = 128 KiB)``, then 64 / 32 / 16 KiB while the part is under
+   64 / 8 / 2 x (heads x chunk); NVLSTree: ``min(128 KiB, treeMaxChunkSize)`` (64 KiB from 4 nodes
+   on, ``ncclNvlsTuning``), then 256 / 128 / 64 / 32 KiB under 32 / 16 / 4 / 1 x (heads x chunk);
 4. the proxy: steps per loop (Ring AllReduce 2(n-1), Ring AG/RS n-1, else 1), chunks per loop
-   (ring n, else 1), ``loops = ceil(bytes / (chunks per loop x chunk))``.
+   (ring n, NVLS heads, else 1), ``loops = ceil(bytes / (chunks per loop x chunk))``.
 """
 
 from __future__ import annotations
@@ -66,10 +69,10 @@ class Split:
 
 
 def chunk_size(
-    coll: str, algo: str, proto: str, nbytes: int, *, ranks: int, nodes: int, channels: int = 1
+    coll: str, algo: str, proto: str, nbytes: int, *, ranks: int, nodes: int, channels: int = 1, heads: int = 0
 ) -> tuple[int, int, int]:
     """(chunk bytes, chunkSteps, sliceSteps) of ``calcCollChunking`` for a part of ``nbytes``
-    (NCCL's global bytes: the part's count x elemSize x n for AG/RS)."""
+    (NCCL's global bytes: the part's count x elemSize x n for AG/RS); ``heads``: NVLS heads."""
     p = PROTOS.index(proto)
     ring_simple = algo == "Ring" and proto == "Simple"
     steps3 = coll in ("AllReduce", "AllGather", "ReduceScatter")
@@ -94,8 +97,24 @@ def chunk_size(
     elif algo == "PAT" and coll == "ReduceScatter":
         while chunk * channels * 16 > nbytes and chunk > 65536:
             chunk //= 2
-    elif algo.startswith("NVLS") or algo.startswith("CollNet"):
-        raise ValueError(f"the split of {algo} is not modelled (per NVLS/CollNet head, not by cells)")
+    elif algo == "NVLS":
+        if heads < 1:
+            raise ValueError("NVLS chunking needs the NVLS head count")
+        chunk = min(chunk, K.NVLS_CHUNK_SIZE)
+        ops = channels * heads
+        for mult, cap in ((64, 65536), (8, 32768), (2, 16384)):
+            if nbytes < mult * ops * chunk and chunk > cap:
+                chunk = cap
+    elif algo == "NVLSTree":
+        if heads < 1:
+            raise ValueError("NVLSTree chunking needs the NVLS head count")
+        ops = channels * heads
+        chunk = min(K.NVLS_CHUNK_SIZE, K.NVLS_TREE_MAX_CHUNK_4NODES if nodes >= 4 else K.NVLS_CHUNK_SIZE)
+        for mult, cap in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+            if nbytes < mult * ops * chunk and chunk > cap:
+                chunk = cap
+    elif algo.startswith("CollNet"):
+        raise ValueError(f"the split of {algo} is not modelled (per CollNet head, not by cells)")
     chunk = chunk // K.GRAIN[p] * K.GRAIN[p]
     return chunk, chunk_steps, slice_steps
 
@@ -115,9 +134,11 @@ def split(
     nodes: int,
     channels: int,
     comm_channels: int | None = None,
+    heads: int = 0,
 ) -> Split:
     """The split of one op of ``count`` elements per rank (AllGather: per-rank input; ReduceScatter:
-    per-rank output) over at most ``channels`` channels."""
+    per-rank output) over at most ``channels`` channels (NVLS/NVLSTree: ``comm_channels`` is the
+    communicator's NVLS channels and ``heads`` its NVLS heads)."""
     if algo not in ALGOS or proto not in PROTOS:
         raise ValueError(f"unknown algorithm/protocol {algo}/{proto}")
     comm_ch = comm_channels if comm_channels is not None else channels
@@ -164,12 +185,16 @@ def split(
     global_per_elem = elem_size * (ranks if coll in ("AllGather", "ReduceScatter") else 1)
 
     def chunk_of(c: int) -> tuple[int, int, int]:
-        return chunk_size(coll, algo, proto, global_per_elem * c, ranks=ranks, nodes=nodes) if c else (0, 0, 0)
+        return (
+            chunk_size(coll, algo, proto, global_per_elem * c, ranks=ranks, nodes=nodes, heads=heads)
+            if c
+            else (0, 0, 0)
+        )
 
     lo, mid, hi = chunk_of(count_lo), chunk_of(count_mid), chunk_of(count_hi)
-    ring = algo == "Ring"
+    ring = algo == "Ring" and coll in ("AllReduce", "AllGather", "ReduceScatter")  # Broadcast/Reduce: pipelines
     steps_loop = (2 * (ranks - 1) if coll == "AllReduce" else ranks - 1) if ring else 1
-    chunks_loop = ranks if ring else 1
+    chunks_loop = ranks if ring else heads if algo.startswith("NVLS") else 1
     parts = []
     lo_ch, hi_ch = channel_id, channel_id + n_used - 1
     for c in range(lo_ch, hi_ch + 1):

@@ -117,6 +117,12 @@ class System:
         return self.nvls.channels > 0 and self.nvls_channels > 0
 
     @property
+    def nvls_heads(self) -> int:
+        """NVLS heads per node (``nvls.nHeads``): one per NVLS search channel, at most one per GPU
+        and ``NCCL_MAX_NVLS_ARITY``; head h is local GPU h (0 without NVLS)."""
+        return min(self.nvls.channels, self.gpus_per_node, 32) if self.nvls_support else 0
+
+    @property
     def channels(self) -> int:
         """The communicator's collective channels (``comm->nChannels``)."""
         ch = 2 * min(self.ring.channels, self.tree.channels)

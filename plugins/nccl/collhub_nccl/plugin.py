@@ -1,6 +1,7 @@
 """Entry point of the ``collhub-nccl`` plugin (``[project.entry-points.collhub] nccl``).
 
-Components: producers ``nccl.ring``, ``nccl.tree``, ``nccl.pat`` and ``nccl.auto`` (NCCL's own
+Components: producers ``nccl.ring``, ``nccl.tree``, ``nccl.pat``, ``nccl.nvls``, ``nccl.nvlstree``
+and ``nccl.auto`` (NCCL's own
 schedules, per channel and protocol chunk); command group ``collhub nccl`` (``explain``).
 Factories and params are lazy ``"module:attr"`` strings, so listing components imports nothing.
 """
@@ -19,13 +20,17 @@ _SUMMARIES = {
     "ring": "NCCL 2.30.7's ring schedule: per channel and protocol chunk, NCCL's channel/chunk split",
     "tree": "NCCL 2.30.7's tree all-reduce: double binary tree across nodes, chain inside, two trees on the channels",
     "pat": "NCCL 2.30.7's PAT all-gather / reduce-scatter (1 GPU per node), op for op as NCCL's generator",
+    "nvls": "NCCL 2.30.7's NVLS all-reduce on one NVSwitch node: per head, switch load-reduce and multicast",
+    "nvlstree": "NCCL 2.30.7's NVLSTree all-reduce: NVLS inside nodes, a double binary tree of heads across",
     "auto": "The algorithm, protocol and channels NCCL 2.30.7 picks for the system and size, as a schedule",
 }
 _COLLS = {
-    "ring": frozenset({"allreduce", "allgather", "reducescatter"}),
+    "ring": frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}),
     "tree": frozenset({"allreduce"}),
     "pat": frozenset({"allgather", "reducescatter"}),
-    "auto": frozenset({"allreduce", "allgather", "reducescatter"}),
+    "nvls": frozenset({"allreduce"}),
+    "nvlstree": frozenset({"allreduce"}),
+    "auto": frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"}),
 }
 
 
@@ -41,7 +46,7 @@ def collhub_producers() -> list[ProducerSpec]:
             min_ranks=2,
             capabilities=frozenset({"nccl", "baseline", "channels", "protocols"}),
         )
-        for name in ("ring", "tree", "pat", "auto")
+        for name in ("ring", "tree", "pat", "nvls", "nvlstree", "auto")
     ]
 
 

@@ -88,10 +88,10 @@ def test_tree_channels_use_both_trees() -> None:
     assert 24 in {int(x) for x in alg.graphs[25].peer[alg.graphs[25].chan == 8].tolist()} or g24 is not None
 
 
-def test_auto_matches_the_choice_and_names_nvls() -> None:
+def test_auto_matches_the_choice_including_nvls() -> None:
     s = parse_system("dgx-h100x4")
     p = plan("allreduce", 32, 64 << 20, gpus_per_node=8, system=s)
-    assert p.nccl_pick == "NVLSTree/Simple" and p.algorithm in ("Ring", "Tree")
+    assert p.nccl_pick == "NVLSTree/Simple" and (p.algorithm, p.protocol) == ("NVLSTree", "Simple")
     p = plan("allgather", 16, 4 << 20, system="hopper:1x16@nic=400G")
     assert (p.algorithm, p.protocol, p.nccl_pick) == ("PAT", "Simple", "PAT/Simple")
 

@@ -4,6 +4,7 @@ record NCCL printed: 6 (collective, algorithm) pairs x protocols x rank counts x
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from collhub_nccl._split import chunk_size, split
 
@@ -40,3 +41,28 @@ def test_reference_example() -> None:
     simple = split("AllReduce", "Ring", "Simple", 1 << 18, 4, ranks=8, nodes=8, channels=4)
     assert simple.chunk_lo == 2 << 20 and simple.parts[0].nsteps == 56
     assert chunk_size("AllGather", "PAT", "Simple", 1 << 20, ranks=8, nodes=8)[0] == 64 << 10
+
+
+def test_nvls_splits_equal(selections: list[dict[str, Any]]) -> None:
+    """NVLS / NVLSTree picks of the shared systems: channels, chunk, loop and steps per channel."""
+    from .conftest import system_of
+
+    seen = 0
+    for d in selections:
+        if d.get("kind") != "select" or not d["algo"].startswith("NVLS"):
+            continue
+        s = system_of(d["label"])
+        esize = d["nBytes"] // d["count"]  # the records name no type: AllReduce of floats
+        sp = split(
+            d["coll"], d["algo"], d["proto"], d["count"], esize, ranks=s.ranks, nodes=s.nodes,
+            channels=d["nMaxChannels"], comm_channels=s.nvls_channels, heads=s.nvls_heads,
+        )  # fmt: skip
+        where = (d["label"], d["coll"], d["algo"], d["nBytes"])
+        assert (sp.channel_lo, sp.channel_hi) == (d["channelLo"], d["channelHi"]), where
+        got = [(p.channel, p.nsteps, p.chunk_bytes, p.loop_bytes, p.offset * esize, p.count * esize) for p in sp.parts]
+        want = [
+            (p["ch"], p["nsteps"], p["chunkSize"], p["loopSize"], p["loopOffset"], p["channelSize"]) for p in d["proxy"]
+        ]
+        assert got == want, where
+        seen += 1
+    assert seen > 100
