@@ -13,8 +13,8 @@ comparable), read through the provenance ``collhub-nccl`` writes into each algor
    of the run has one, its summary says so.
 2. **At each size**: NCCL's pick as NCCL names it (``nccl_pick``, e.g. ``Tree/LL``), what the
    schedule ran when that differs (NVLS all-gather / reduce-scatter have no schedule:
-   ``nccl.auto`` runs the best of Ring/Tree/PAT and says so), the baseline row's time in this study, NCCL's own cost-model
-   time of its pick (``nccl_pick_us``), the best *other* contender not set apart, and
+   ``nccl.auto`` runs the best of Ring/Tree/PAT and says so), the baseline row's time in this
+   study, NCCL's own cost-model time of its pick (``nccl_pick_us``), the best *other* contender not set apart, and
    ``ratio`` = NCCL's time / that contender's time (> 1: the contender is faster than NCCL).
 3. **The system.** NCCL's pick is for the system the ``nccl.auto`` source names
    (``nccl_system``); ``nccl_network`` is that system as a collhub network (the plugin's

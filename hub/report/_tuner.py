@@ -24,8 +24,8 @@ network: two studies of one collective and rank count would shadow each other):
    producer (``summary.producer``); the tuner can only steer NCCL's own algorithms. Other
    winners are left out with a note (``left_out``): at their sizes NCCL keeps its own choice
    (the ``msccl``/``mscclpp`` exports ship those). An ``nccl.auto`` winner whose pick has no
-   schedule here (NVLS all-gather / reduce-scatter: the best of Ring/Tree/PAT ran instead) is left out too: the
-   study never measured NCCL's pick, and forcing the stand-in would overrule NCCL's own model
+   schedule here (NVLS all-gather / reduce-scatter: the best of Ring/Tree/PAT ran instead) is
+   left out too: the study never measured NCCL's pick, and forcing the stand-in would overrule NCCL's own model
    on a comparison that did not include its choice; NCCL keeps its pick.
 2. **What is written** is what ran: the schedule's ``nccl_algorithm``/``nccl_protocol`` (for an
    ``nccl.auto`` winner, NCCL's own pick, pinned); ``channels`` -1 when the schedule used NCCL's own count
