@@ -151,7 +151,7 @@ static inline int next_field(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end
 
 CODEC_INTERNAL PyObject *codec_decode_metadata(PyObject *self, PyObject *args); /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_decode_workload(PyObject *self, PyObject *args); /* _codec_workload.c */
-CODEC_INTERNAL PyObject *codec_scan_workload(PyObject *self, PyObject *args);   /* _codec_workload_scan.c */
+CODEC_INTERNAL PyObject *codec_scan_workload_file(PyObject *self, PyObject *args); /* _codec_workload_scan.c */
 CODEC_INTERNAL PyObject *codec_node_types(PyObject *self, PyObject *args);      /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_encode_workload(PyObject *self, PyObject *args); /* _codec_workload_write.c */
 CODEC_INTERNAL PyObject *codec_decode_batch(PyObject *self, PyObject *args);    /* _codec_read.c */

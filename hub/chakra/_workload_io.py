@@ -233,104 +233,58 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _scanned_rank(
-    data: bytes, path: Path, rank: int, ranks: int
-) -> tuple[_ScannedRank, str, dict[str, Any], list[tuple[int, int, int]], set[str]] | None:
-    """One rank file checked by the compiled scan (``hub/_native/_codec_workload_scan.c``), no
-    node object made: (the rank kept for later, version, metadata attributes, dangling
-    dependencies, the COMM_COLL nodes' names), or None where the scan refuses the rank (the
-    eager read then reads it and reports what is wrong)."""
-    import numpy as np
-
-    from .._native import _codec
-
-    starts, ends = _frame(data, path, rank)
-    version, attrs = metadata(data, starts[0], ends[0], path, rank)
-    s = np.ascontiguousarray(starts[1:], dtype=np.int64)
-    e = np.ascontiguousarray(ends[1:], dtype=np.int64)
-    out = _codec.scan_workload(data, s, e, ranks)
-    if out is None:
-        return None
-    _ids, _deps, _per, _types, coll_names, dangling_b = out
-    pairs = np.frombuffer(dangling_b, dtype=np.int64).tolist()
-    dangling = [(rank, n, d) for n, d in zip(pairs[::2], pairs[1::2], strict=True)]
-    return _ScannedRank(data, s, e, path, rank, ranks), version, attrs, dangling, coll_names
-
-
-class _ScannedRank:
-    """A rank file the scan accepted: its bytes and node spans, decoded on demand."""
-
-    __slots__ = ("data", "ends", "path", "rank", "ranks", "starts")
-
-    def __init__(self, data: bytes, starts: Any, ends: Any, path: Path, rank: int, ranks: int) -> None:
-        self.data, self.starts, self.ends, self.path, self.rank, self.ranks = data, starts, ends, path, rank, ranks
-
-    def nodes(self) -> list[WorkloadNode]:
-        """The rank's WorkloadNode objects (dangling dependencies dropped), as the eager read makes them."""
-        import numpy as np
-
-        pad = np.zeros(1, np.int64)  # _compiled_rank leaves the GlobalMetadata's span out
-        got = _compiled_rank(
-            self.data, np.concatenate([pad, self.starts]), np.concatenate([pad, self.ends]), self.rank, self.ranks
-        )
-        if got is None:  # never, where the scan accepted the rank (tests): the general decoder, to be safe
-            got = _read_workload_rank(self.data, self.path, self.rank, self.ranks, compiled=False)[::3]
-        return got[0]
-
-
-class _PendingWorkload:
-    """The ranks of a lazy workload (hub.chakra.Workload.lazy): made once, on first use."""
-
-    def __init__(self, ranks: list[_ScannedRank | list[WorkloadNode]]) -> None:
-        self._ranks = ranks
-        self.counts = [len(r) if isinstance(r, list) else int(r.starts.size) for r in ranks]
-
-    def nodes(self) -> list[list[WorkloadNode]]:
-        with _collector_paused():
-            return [r if isinstance(r, list) else r.nodes() for r in self._ranks]
-
-
 def read_workload(prefix: str | os.PathLike[str], *, compiled: bool = True, lazy: bool = True) -> Workload:
     """Read ``<prefix>.<rank>.et`` workload files (every node type, METADATA included).
 
-    Every node is checked here (errors are raised by the read, never later). With ``lazy`` (and
-    ``compiled``), the node objects are made when ``Workload.ranks`` is first used: the read
-    keeps the files' bytes and what it needs now (ids, dependencies, counts). Dependencies on
+    Every node is checked here (errors are raised by the read). With ``lazy`` (and ``compiled``),
+    the node objects are made when ``Workload.ranks`` is first used, from the files read again
+    then (:mod:`._workload_lazy`; a file changed since the read is refused then, with
+    :class:`hub.errors.TraceFormatError`); the read keeps only the node spans. Dependencies on
     nodes absent from their file are dropped (treated as satisfied, as Chakra's original ETFeeder
     does), listed in ``Workload.dangling`` and reported by one
     :class:`hub.chakra.DanglingDependencyWarning` for the whole read. ``compiled=False`` reads
     with the general decoder only (the reference the compiled passes are tested against).
     """
+    from ._workload_lazy import PendingWorkload, ScannedRank, read_reusing, scanned_rank
+
     paths = rank_files(prefix)
-    ranks: list[_ScannedRank | list[WorkloadNode]] = []
+    ranks: list[ScannedRank | list[WorkloadNode]] = []
     version, name = "", ""
     budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
     meta: dict[str, Any] = {}
     dangling: list[tuple[int, int, int]] = []
     coll_names: set[str] = set()
+    buf = bytearray()  # reused by the lazy read: no fresh pages per file
     with _collector_paused():
         for rank, path in enumerate(paths):
-            data = load(path, rank, max(budget, 0))
+            scanned = None
+            if compiled and lazy:
+                data, stamp = read_reusing(path, rank, max(budget, 0), buf)
+                scanned = scanned_rank(data, stamp, path, rank, len(paths))
+                if scanned is None:
+                    data = bytes(data)
+            else:
+                data = load(path, rank, max(budget, 0))
             budget -= len(data)
-            scanned = _scanned_rank(data, path, rank, len(paths)) if compiled and lazy else None
             if scanned is not None:
                 kept, v, attrs, dang, names = scanned
                 ranks.append(kept)
                 coll_names |= names
             else:
-                nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths), compiled)
+                nodes, v, attrs, dang = _read_workload_rank(bytes(data), path, rank, len(paths), compiled)
                 ranks.append(nodes)
                 coll_names.update(n.name for n in nodes if n.type == NodeType.COLL)
             if rank == 0:
                 version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
             dangling.extend(dang)
+            del data  # a view of buf, which the next file's read may resize
     if not name:
         name = coll_names.pop() if len(coll_names) == 1 else ""
     if dangling:
         from ._workload import warn_dangling
 
         warn_dangling(str(prefix), dangling)
-    pending = _PendingWorkload(ranks)
+    pending = PendingWorkload(ranks)
     if all(isinstance(r, list) for r in ranks):
         return Workload(ranks=pending.nodes(), version=version, name=name, metadata=meta, dangling=dangling)
     return Workload.lazy(pending, version=version, name=name, metadata=meta, dangling=dangling)

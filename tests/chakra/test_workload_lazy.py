@@ -1,4 +1,4 @@
-"""The lazy workload read: the compiled scan (``hub/_native/_codec_workload_scan.c``) against the
+"""The lazy workload read: the compiled scan (``scan_workload_file``, ``hub/_native/_codec_workload_scan.c``) against the
 compiled decoder it stands for (``_codec_workload.c``), and the lazy ``Workload``.
 
 A lazy read must never fail later: the scan refuses a rank exactly when the decoder refuses it,
@@ -20,6 +20,7 @@ from hypothesis import given, strategies as st
 from hub._native import _codec
 from hub.chakra import Workload, WorkloadNode, read_workload
 from hub.chakra._model import NodeType
+from hub.errors import TraceFormatError
 from hub.chakra._wire import WireError, delimit, encode_global_metadata, frame
 from hub.chakra._workload_io import _compiled_rank
 from tests.chakra.test_workload_compiled import _FUZZ, _node, DATA, REAL
@@ -38,18 +39,19 @@ def _varint(n: int) -> bytes:
 def _agree(data: bytes, ranks: int = 8) -> bool:
     """The scan and the decoder on one rank file: same refusal, same ids and dangling pairs.
     True when both took the rank."""
+    scanned = _codec.scan_workload_file(data, ranks)
     try:
-        starts, ends = frame(data)
+        starts, ends = frame(data, empty_nodes=False)
     except WireError:
-        return False  # the framing refuses it before either pass
-    s = np.ascontiguousarray(starts[1:], dtype=np.int64)
-    e = np.ascontiguousarray(ends[1:], dtype=np.int64)
-    scanned = _codec.scan_workload(data, s, e, ranks)
-    decoded = _compiled_rank(data, starts, ends, 0, ranks)
+        assert scanned is None  # the framing refuses it before either pass
+        return False
+    decoded = _compiled_rank(data, starts, ends, 0, ranks) if len(starts) else None
     assert (scanned is None) == (decoded is None)
     if scanned is None or decoded is None:
         return False
-    ids, _deps, per, types, coll_names, dangling = scanned
+    got_starts, got_ends, ids, _deps, per, types, coll_names, dangling = scanned
+    assert np.frombuffer(got_starts, np.int64).tolist() == list(starts)
+    assert np.frombuffer(got_ends, np.int64).tolist() == list(ends)
     nodes = decoded[0]
     assert np.frombuffer(ids, np.int64).tolist() == [n.id for n in nodes]
     assert list(types) == [int(n.type) for n in nodes]
@@ -144,3 +146,22 @@ def test_workload_keeps_its_constructor_and_equality() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert a != Workload(ranks=[], name="w")
+
+
+@pytest.mark.filterwarnings("ignore::hub.chakra.DanglingDependencyWarning")
+def test_a_file_changed_after_the_read_is_refused_on_first_use(tmp_path: Path) -> None:
+    """The nodes are made from the files read again: a file replaced in between is refused,
+    never decoded as if the scan had checked it; a file left alone reads the same."""
+    src = REAL[1]
+    if not src.with_name(src.name + ".0.et").exists():
+        pytest.skip("the shared real traces are not on this machine")
+    for f in src.parent.glob(src.name + ".*.et"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    prefix = tmp_path / src.name
+    kept, changed = read_workload(prefix), read_workload(prefix)
+    assert kept == read_workload(prefix, compiled=False)
+    first = tmp_path / (src.name + ".0.et")
+    # replaced by other bytes (a size the stamp tells apart: mtimes may tick coarser than a test)
+    first.write_bytes(first.read_bytes() + b"\x02\x08\x01")
+    with pytest.raises(TraceFormatError, match="changed since it was read"):
+        changed.ranks  # noqa: B018 - the first use is the point
