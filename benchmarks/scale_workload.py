@@ -209,7 +209,9 @@ def rows_read_write(work: Path) -> list[Row]:
     big.parent.mkdir()
     nodes, write_wall, write_cpu = build_big(big)
     mlc_big = _mlc_read(big)
-    rows.append(_ratio_row(f"read {nodes / 1e6:.2f}M-node trace", _ours_read(big, 1), mlc_big, "mlc-chakra decode loop"))
+    rows.append(
+        _ratio_row(f"read {nodes / 1e6:.2f}M-node trace", _ours_read(big, 1), mlc_big, "mlc-chakra decode loop")
+    )
     rows.append(_eager_row(_ours_read(big, 1, lazy=False), mlc_big))
     (work / "mlc").mkdir()
     mlc_w = _mlc_write(big, work / "mlc" / "wl")

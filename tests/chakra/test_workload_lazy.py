@@ -1,5 +1,6 @@
-"""The lazy workload read: the compiled scan (``scan_workload_file``, ``hub/_native/_codec_workload_scan.c``) against the
-compiled decoder it stands for (``_codec_workload.c``), and the lazy ``Workload``.
+"""The lazy workload read: the compiled scan (``scan_workload_file``,
+``hub/_native/_codec_workload_scan.c``) against the compiled decoder it stands for
+(``_codec_workload.c``), and the lazy ``Workload``.
 
 A lazy read must never fail later: the scan refuses a rank exactly when the decoder refuses it,
 and finds the same dangling dependencies, on the real traces and on fuzzed node messages (random
@@ -20,10 +21,10 @@ from hypothesis import given, strategies as st
 from hub._native import _codec
 from hub.chakra import Workload, WorkloadNode, read_workload
 from hub.chakra._model import NodeType
-from hub.errors import TraceFormatError
 from hub.chakra._wire import WireError, delimit, encode_global_metadata, frame
 from hub.chakra._workload_io import _compiled_rank
-from tests.chakra.test_workload_compiled import _FUZZ, _node, DATA, REAL
+from hub.errors import TraceFormatError
+from tests.chakra.test_workload_compiled import _FUZZ, DATA, REAL, _node
 
 
 def _varint(n: int) -> bytes:
