@@ -19,6 +19,7 @@ EXTENSIONS: list[Extension] = [
             "hub/_native/_codec_frame.c",
             "hub/_native/_codec_read.c",
             "hub/_native/_codec_workload.c",
+            "hub/_native/_codec_workload_scan.c",
             "hub/_native/_codec_workload_write.c",
         ],
         depends=["hub/_native/_codec.h"],

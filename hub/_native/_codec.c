@@ -11,6 +11,8 @@
  *                   (_codec_read.c)
  *   decode_metadata GlobalMetadata spans -> (version, attributes) of the usual kinds
  *                   (_codec_frame.c)
+ *   scan_workload_file  a workload rank file framed and checked as decode_workload checks
+ *                   it, no objects made: its spans, ids, dependencies (_codec_workload_scan.c)
  *   decode_workload the Node messages of a workload rank file -> WorkloadNode objects
  *                   (_codec_workload.c)
  *   node_types      the node types of a file, each node's type field alone (_codec_frame.c)
@@ -128,6 +130,10 @@ static PyMethodDef methods[] = {
      "decode_workload(data, starts, ends, ranks, node_cls, types) -> (nodes, ids, deps, deps per node) or None:"
      " the Node messages of one workload rank file as WorkloadNode objects (None: the general decoder reads"
      " the rank)"},
+    {"scan_workload_file", codec_scan_workload_file, METH_VARARGS,
+     "scan_workload_file(data, ranks) -> (starts, ends, ids, deps, deps per node, types, COMM_COLL names, dangling)"
+     " or None: one workload rank file framed and checked as decode_workload checks it, without its objects"
+     " (None: it refuses the file)"},
     {"encode_workload", codec_encode_workload, METH_VARARGS,
      "encode_workload(nodes, typing) -> the delimited Node messages of one rank's WorkloadNode list (bytes), or"
      " None where a value is not of the plain kinds (the Python encoder then writes the rank)"},

@@ -21,6 +21,7 @@
 #define NODE_COMP 4
 #define NODE_SEND 5
 #define NODE_RECV 6
+#define NODE_COLL 7
 
 /* The known node attributes, in the order of hub.chakra._ranks.KNOWN:
  * comm_size, comm_src, comm_dst, comm_tag, then the profile's semantic ones. */
@@ -150,6 +151,7 @@ static inline int next_field(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end
 
 CODEC_INTERNAL PyObject *codec_decode_metadata(PyObject *self, PyObject *args); /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_decode_workload(PyObject *self, PyObject *args); /* _codec_workload.c */
+CODEC_INTERNAL PyObject *codec_scan_workload_file(PyObject *self, PyObject *args); /* _codec_workload_scan.c */
 CODEC_INTERNAL PyObject *codec_node_types(PyObject *self, PyObject *args);      /* _codec_frame.c */
 CODEC_INTERNAL PyObject *codec_encode_workload(PyObject *self, PyObject *args); /* _codec_workload_write.c */
 CODEC_INTERNAL PyObject *codec_decode_batch(PyObject *self, PyObject *args);    /* _codec_read.c */

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ._model import COMM_TYPE_OF, Collective, NodeType
 
 __all__ = ["DanglingDependencyWarning", "Workload", "WorkloadNode", "collective_of_comm_type", "warn_dangling"]
+
+
+class PendingRanks(Protocol):
+    """The nodes of a lazy :class:`Workload`: how many per rank now, the objects on demand."""
+
+    counts: list[int]
+
+    def nodes(self) -> list[list[WorkloadNode]]: ...
 
 
 class DanglingDependencyWarning(UserWarning):
@@ -70,24 +78,88 @@ class WorkloadNode:
         return collective_of_comm_type(self.comm_type)
 
 
-@dataclass
 class Workload:
-    """A workload: one list of nodes per rank (index = rank)."""
+    """A workload: one list of nodes per rank (index = rank).
 
-    ranks: list[list[WorkloadNode]]
-    version: str = "0.0.4"
-    name: str = ""
+    A workload read from files is lazy (:func:`hub.chakra.read_workload`): the read checks every
+    node and keeps the files' bytes, and the :class:`WorkloadNode` objects are made when
+    ``ranks`` is first used. ``rank_count`` and ``node_count()`` never make them.
+    """
+
+    version: str
+    name: str
     #: GlobalMetadata attributes of rank 0's file, as read (name -> value)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any]
     #: dependencies on nodes absent from their file, dropped when read: (rank, node id, missing id)
-    dangling: list[tuple[int, int, int]] = field(default_factory=list)
+    dangling: list[tuple[int, int, int]]
+
+    def __init__(
+        self,
+        ranks: list[list[WorkloadNode]],
+        version: str = "0.0.4",
+        name: str = "",
+        metadata: dict[str, Any] | None = None,
+        dangling: list[tuple[int, int, int]] | None = None,
+    ) -> None:
+        self._ranks: list[list[WorkloadNode]] | None = ranks
+        self._pending: PendingRanks | None = None
+        self.version = version
+        self.name = name
+        self.metadata = {} if metadata is None else metadata
+        self.dangling = [] if dangling is None else dangling
+
+    @classmethod
+    def lazy(
+        cls,
+        pending: PendingRanks,
+        version: str = "0.0.4",
+        name: str = "",
+        metadata: dict[str, Any] | None = None,
+        dangling: list[tuple[int, int, int]] | None = None,
+    ) -> Workload:
+        """A workload whose nodes ``pending`` makes when they are first used."""
+        wl = cls([], version, name, metadata, dangling)
+        wl._ranks, wl._pending = None, pending
+        return wl
+
+    @property
+    def ranks(self) -> list[list[WorkloadNode]]:
+        if self._ranks is None:
+            assert self._pending is not None
+            self._ranks, self._pending = self._pending.nodes(), None
+        return self._ranks
+
+    @ranks.setter
+    def ranks(self, value: list[list[WorkloadNode]]) -> None:
+        self._ranks, self._pending = value, None
 
     @property
     def rank_count(self) -> int:
-        return len(self.ranks)
+        return len(self._pending.counts) if self._pending is not None else len(self.ranks)
 
     def node_count(self) -> int:
+        if self._pending is not None:
+            return sum(self._pending.counts)
         return sum(len(r) for r in self.ranks)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Workload):
+            return NotImplemented
+        return (self.ranks, self.version, self.name, self.metadata, self.dangling) == (
+            other.ranks,
+            other.version,
+            other.name,
+            other.metadata,
+            other.dangling,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return (
+            f"Workload(ranks={self.ranks!r}, version={self.version!r}, name={self.name!r}, "
+            f"metadata={self.metadata!r}, dangling={self.dangling!r})"
+        )
 
     @classmethod
     def single_collective(cls, collective: Collective, ranks: int, size: int, *, name: str | None = None) -> Workload:

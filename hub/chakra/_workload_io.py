@@ -233,37 +233,61 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_workload(prefix: str | os.PathLike[str], *, compiled: bool = True) -> Workload:
+def read_workload(prefix: str | os.PathLike[str], *, compiled: bool = True, lazy: bool = True) -> Workload:
     """Read ``<prefix>.<rank>.et`` workload files (every node type, METADATA included).
 
-    Dependencies on nodes absent from their file are dropped (treated as satisfied, as Chakra's
-    original ETFeeder does), listed in ``Workload.dangling`` and reported by one
+    Every node is checked here (errors are raised by the read). With ``lazy`` (and ``compiled``),
+    the node objects are made when ``Workload.ranks`` is first used, from the files read again
+    then (:mod:`._workload_lazy`; a file changed since the read is refused then, with
+    :class:`hub.errors.TraceFormatError`); the read keeps only the node spans. Dependencies on
+    nodes absent from their file are dropped (treated as satisfied, as Chakra's original ETFeeder
+    does), listed in ``Workload.dangling`` and reported by one
     :class:`hub.chakra.DanglingDependencyWarning` for the whole read. ``compiled=False`` reads
-    with the general decoder only (the reference the compiled pass is tested against).
+    with the general decoder only (the reference the compiled passes are tested against).
     """
+    from ._workload_lazy import PendingWorkload, ScannedRank, read_reusing, scanned_rank
+
     paths = rank_files(prefix)
-    ranks = []
+    ranks: list[ScannedRank | list[WorkloadNode]] = []
     version, name = "", ""
     budget = limit("COLLHUB_MAX_INFLATED_BYTES")  # for the whole set
     meta: dict[str, Any] = {}
     dangling: list[tuple[int, int, int]] = []
+    coll_names: set[str] = set()
+    buf = bytearray()  # reused by the lazy read: no fresh pages per file
     with _collector_paused():
         for rank, path in enumerate(paths):
-            data = load(path, rank, max(budget, 0))
+            scanned = None
+            if compiled and lazy:
+                data, stamp = read_reusing(path, rank, max(budget, 0), buf)
+                scanned = scanned_rank(data, stamp, path, rank, len(paths))
+                if scanned is None:
+                    data = bytes(data)
+            else:
+                data = load(path, rank, max(budget, 0))
             budget -= len(data)
-            nodes, v, attrs, dang = _read_workload_rank(data, path, rank, len(paths), compiled)
+            if scanned is not None:
+                kept, v, attrs, dang, names = scanned
+                ranks.append(kept)
+                coll_names |= names
+            else:
+                nodes, v, attrs, dang = _read_workload_rank(bytes(data), path, rank, len(paths), compiled)
+                ranks.append(nodes)
+                coll_names.update(n.name for n in nodes if n.type == NodeType.COLL)
             if rank == 0:
                 version, name, meta = v, str(attrs.get(P.META.WORKLOAD, "")), attrs
-            ranks.append(nodes)
             dangling.extend(dang)
+            del data  # a view of buf, which the next file's read may resize
     if not name:
-        coll_names = {n.name for r in ranks for n in r if n.type == NodeType.COLL}
         name = coll_names.pop() if len(coll_names) == 1 else ""
     if dangling:
         from ._workload import warn_dangling
 
         warn_dangling(str(prefix), dangling)
-    return Workload(ranks=ranks, version=version, name=name, metadata=meta, dangling=dangling)
+    pending = PendingWorkload(ranks)
+    if all(isinstance(r, list) for r in ranks):
+        return Workload(ranks=pending.nodes(), version=version, name=name, metadata=meta, dangling=dangling)
+    return Workload.lazy(pending, version=version, name=name, metadata=meta, dangling=dangling)
 
 
 #: Exact oneof typing of the attributes ASTRA-sim reads in a workload (chakra-et.md §4.3, §7).
