@@ -149,7 +149,25 @@ def print_point(p: Point) -> None:
             flush=True,
         )
         for line in rest:
-            print(f"|      |        |             |          |          |          |          |        | {line.strip()} |")
+            print(f"| {'':4} | {'':6} | {'':11} | {'':8} | {'':8} | {'':8} | {'':8} | {'':6} | {line.strip()} |")
+
+
+def predicted_nodes(done: list[Point], n: int) -> float | None:
+    """Nodes at ``n`` ranks by the power law through the last two measured sizes, or None."""
+    if len(done) < 2 or not done[-1].nodes or not done[-2].nodes:
+        return None
+    a, b = done[-2], done[-1]
+    k = math.log(b.nodes / a.nodes) / math.log(b.ranks / a.ranks)
+    return b.nodes * (n / b.ranks) ** k
+
+
+def print_skipped(name: str, n: int, nodes: float, limit: int) -> None:
+    print(
+        f"| {name:4} | {n:6} | ~{nodes:10,.0f} | (all)    |          |          |          |        "
+        f"| not run: about {nodes / 1e6:.0f}M nodes predicted, over --max-nodes {limit / 1e6:.0f}M "
+        "(this machine's share of memory) |",
+        flush=True,
+    )
 
 
 def print_fits(points: list[Point]) -> None:
@@ -177,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--full", action="store_true", help="1024 .. 16384 ranks (default: up to 4096)")
     ap.add_argument("--ranks", type=int, nargs="+", help="rank counts (multiples of 8)")
     ap.add_argument("--algorithms", nargs="+", choices=sorted(ALGORITHMS), default=list(ALGORITHMS))
+    ap.add_argument(
+        "--max-nodes",
+        type=int,
+        default=60_000_000,
+        help="skip a size whose node count, extrapolated from the two sizes before it, passes this "
+        "(default 60M: about 8 GB a step at the measured bytes per node)",
+    )
     a = ap.parse_args(argv)
     sizes = tuple(a.ranks) if a.ranks else FULL if a.full else QUICK
     if any(n % LOCAL or n < 2 * LOCAL for n in sizes):
@@ -189,8 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     with tempfile.TemporaryDirectory(prefix="bench-growth-") as tmp:
         for name in a.algorithms:
+            done: list[Point] = []
             for n in sizes:
+                guess = predicted_nodes(done, n)
+                if guess is not None and guess > a.max_nodes:
+                    print_skipped(name, n, guess, a.max_nodes)
+                    continue
                 p = point(name, n, Path(tmp))
+                done.append(p)
                 print_point(p)
                 points.append(p)
                 failed |= any(s.note.startswith("FAILED") for s in p.steps.values())

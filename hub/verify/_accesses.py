@@ -148,9 +148,10 @@ def _sorted(
     sides: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]], level: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The accesses of ``sides`` (per side: nodes, first address, address count, whether they
-    write; the addresses are segment indices) one per address, sorted by (address, level, node, write first). The four fit one int64
-    key whenever their bit widths sum to at most 63 (a 1024-rank ring needs 58); one sort of that
-    key, built side by side, costs a fraction of a four-key lexsort and of its index arrays."""
+    write; the addresses are segment indices) one per address, sorted by (address, level, node,
+    write first). The four fit one int64 key whenever their bit widths sum to at most 63 (a
+    1024-rank ring needs 58); one sort of that key, built side by side, costs a fraction of a
+    four-key lexsort and of its index arrays."""
     top = max((int((s + c).max()) for _, s, c, _ in sides if s.shape[0]), default=0)
     wa, wl, wn = (max(x, 1).bit_length() for x in (top, int(level.max(initial=0)), n - 1))
     if wa + wl + wn + 1 > 63:

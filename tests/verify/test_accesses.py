@@ -171,8 +171,10 @@ def test_segments_touch_exactly_the_chunks_of_the_ranges(name: str, n: int) -> N
         assert acc.node.shape[0] < len(got) or name != "halving_doubling"  # its ranges stay ranges
         # addresses sorted, each segment's accesses contiguous and starting at its group
         assert np.all(np.diff(acc.addr) >= 0)
-        assert np.array_equal(acc.group, np.maximum.accumulate(np.where(np.r_[True, np.diff(acc.addr) > 0],
-                                                                        np.arange(acc.addr.shape[0]), 0)))
+        assert np.array_equal(
+            acc.group,
+            np.maximum.accumulate(np.where(np.r_[True, np.diff(acc.addr) > 0], np.arange(acc.addr.shape[0]), 0)),
+        )
 
 
 def test_a_race_over_a_range_names_its_first_chunk_and_counts_the_rest() -> None:
