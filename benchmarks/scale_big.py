@@ -34,7 +34,6 @@ node rate and, where one exists, the same-run reference are in the note.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -151,11 +150,6 @@ def hier_rows(b: Big) -> list[Row]:
     """produce hub.hierarchical (``local`` ranks per node, fused: ~5(N+L) nodes per rank), trace
     verify, simulate unaware on ``ring:L,ring:N``."""
     n = b.hier
-    # n ranks x 2n chunk slots: past the default 2^26 of docs/security.md at 8192 ranks; the
-    # counts are real here, so the processes of these rows get a limit that fits them
-    slots = n * 2 * n
-    if slots > 1 << 26:
-        os.environ["COLLHUB_MAX_CHUNK_SLOTS"] = str(max(slots, int(os.environ.get("COLLHUB_MAX_CHUNK_SLOTS", "0"))))
     prefix = b.work / "hier" / "h"
     prefix.parent.mkdir()
     made = measure(

@@ -10,9 +10,17 @@ passes per rank), so the reader runs them on every file set and consumers (``hub
 
 Limits (overridable through the environment, documented in docs/security.md):
 
+``COLLHUB_MAX_RANK_CHUNK_SLOTS``
+    in_chunks + out_chunks + scratch_chunks of one rank at most (default 2^26): what one rank's
+    declaration may cost (a rank's flat memory in the verifier, a replayed rank's buffers).
 ``COLLHUB_MAX_CHUNK_SLOTS``
-    ranks x (in_chunks + out_chunks + scratch_chunks) at most (default 2^26): the verifier and
-    exporters keep one entry per chunk slot.
+    ranks x (in_chunks + out_chunks + scratch_chunks) at most, only where it is set (no default):
+    nothing keeps an entry per declared slot of every rank any more. A node names its chunks as a
+    range (offset, count); the race check splits each rank's memory into the ranges its nodes
+    delimit (:mod:`hub.verify._accesses`), and the data walk sizes its symbolic memories before
+    building them (:func:`hub.verify._fast.data_too_large`, an honest "not checked" beyond), so a
+    16,384-rank halving-doubling all-reduce (16,384 x 32,768 declared slots) costs what its
+    nodes use.
 ``COLLHUB_MAX_INFLATED_BYTES``
     decompressed bytes of the gzip files of one set (default 1 GiB).
 """
@@ -71,11 +79,16 @@ _MEANING = {
     "comm_size": f"a byte count, 0..{MAX_BYTES} (1 TiB: no accelerator holds a larger buffer)",
 }
 
-_DEFAULT_LIMITS = {"COLLHUB_MAX_CHUNK_SLOTS": 1 << 26, "COLLHUB_MAX_INFLATED_BYTES": 1 << 30}
+_DEFAULT_LIMITS: dict[str, int | None] = {
+    "COLLHUB_MAX_RANK_CHUNK_SLOTS": 1 << 26,
+    "COLLHUB_MAX_CHUNK_SLOTS": None,
+    "COLLHUB_MAX_INFLATED_BYTES": 1 << 30,
+}
 
 
-def limit(name: str) -> int:
-    """The limit ``name`` (one of the environment variables above): its value, else the default."""
+def optional_limit(name: str) -> int | None:
+    """The limit ``name`` (one of the environment variables above): its value, else the default
+    (None: no limit)."""
     raw = os.environ.get(name, "").strip()
     if raw:
         try:
@@ -85,6 +98,13 @@ def limit(name: str) -> int:
         except ValueError:
             pass
     return _DEFAULT_LIMITS[name]
+
+
+def limit(name: str) -> int:
+    """The limit ``name``, one that always has a default."""
+    value = optional_limit(name)
+    assert value is not None, f"{name} has no default"
+    return value
 
 
 def attr_hint(attr: str) -> str:
@@ -99,13 +119,21 @@ def meta_problem(meta: AlgorithmMeta) -> tuple[str, str] | None:
             return f"attribute {attr} = {v} is out of range", f"{attr} is a chunk count, 0..{INT32_MAX}"
     if meta.ranks < 1:
         return f"attribute ranks = {meta.ranks} is out of range", "an algorithm has at least one rank"
-    slots = meta.ranks * (meta.in_chunks + meta.out_chunks + meta.scratch_chunks)
-    cap = limit("COLLHUB_MAX_CHUNK_SLOTS")
-    if slots > cap:
+    per_rank = meta.in_chunks + meta.out_chunks + meta.scratch_chunks
+    rank_cap = limit("COLLHUB_MAX_RANK_CHUNK_SLOTS")
+    if per_rank > rank_cap:
+        return (
+            f"buffers of in_chunks {meta.in_chunks} + out_chunks {meta.out_chunks} + scratch_chunks "
+            f"{meta.scratch_chunks} = {per_rank} chunk slots per rank exceed the limit of {rank_cap}",
+            "the counts are implausible; if they are real, raise COLLHUB_MAX_RANK_CHUNK_SLOTS (docs/security.md)",
+        )
+    slots = meta.ranks * per_rank
+    cap = optional_limit("COLLHUB_MAX_CHUNK_SLOTS")
+    if cap is not None and slots > cap:
         return (
             f"buffers of {meta.ranks} ranks x (in_chunks {meta.in_chunks} + out_chunks {meta.out_chunks} + "
             f"scratch_chunks {meta.scratch_chunks}) = {slots} chunk slots exceed the limit of {cap}",
-            "the counts are implausible; if they are real, raise COLLHUB_MAX_CHUNK_SLOTS (docs/security.md)",
+            "the counts are implausible; if they are real, raise or unset COLLHUB_MAX_CHUNK_SLOTS (docs/security.md)",
         )
     if not 0 <= meta.root < meta.ranks:
         return (

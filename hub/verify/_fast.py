@@ -17,6 +17,7 @@ and 200 random algorithms.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,10 +41,18 @@ __all__ = [
 _REDUCE = int(Op.REDUCE)
 
 #: memories beyond this many bytes (slots x bitset words) are not built; the Python walk runs
+#: (``COLLHUB_MAX_DATA_BYTES`` sets another limit, for a user with the memory)
 MAX_SLOT_BYTES = 1 << 30
 #: the Python walk's memories (one int of a rank bit set per slot) are not built beyond this many
 #: bytes either: then the data is reported as not checked instead of exhausting the memory
 MAX_PY_MEMORY_BYTES = 1 << 32
+
+
+def _slot_limit() -> int:
+    """Bytes the C walk's memories may take: ``COLLHUB_MAX_DATA_BYTES`` where set, else
+    :data:`MAX_SLOT_BYTES`."""
+    raw = os.environ.get("COLLHUB_MAX_DATA_BYTES", "").strip().replace("_", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_SLOT_BYTES
 
 
 def _sizes(meta: AlgorithmMeta, ids: bool = False) -> tuple[int, int, int]:
@@ -72,11 +81,12 @@ def data_too_large(meta: AlgorithmMeta, ids: bool = False) -> str | None:
     they grow as ranks x slots x ranks: 128 GiB for the 8192-rank all-reduce), or None."""
     slots, words, fast = _sizes(meta, ids)
     py = slots * (max(1, (meta.ranks + 63) // 64) * 8 + 32)  # a Python int of R bits per slot, and its list entry
-    if fast <= MAX_SLOT_BYTES or py <= MAX_PY_MEMORY_BYTES:
+    if fast <= _slot_limit() or py <= MAX_PY_MEMORY_BYTES:
         return None
     return (
         f"the symbolic chunk values would need {fast / 2**30:.1f} GiB ({slots} chunk slots, each a set of "
-        f"{meta.ranks} ranks), beyond the limit of {MAX_SLOT_BYTES / 2**30:g} GiB"
+        f"{meta.ranks} ranks), beyond the limit of {_slot_limit() / 2**30:g} GiB (set COLLHUB_MAX_DATA_BYTES "
+        f"to {fast} or more to check it with that much memory)"
     )
 
 
@@ -119,7 +129,7 @@ def fast_memory(f: Flat, meta: AlgorithmMeta, base: np.ndarray, ids: bool = Fals
     R = meta.ranks
     M = max((layout_of(meta, r).size for r in range(R)), default=0)
     _, words, need = _sizes(meta, ids)
-    if need > MAX_SLOT_BYTES:
+    if need > _slot_limit():
         return None
     index = np.full(R * M, -1, dtype=np.int32)
     mask = np.zeros((R * M, words), dtype=np.uint64)

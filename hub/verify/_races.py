@@ -32,6 +32,7 @@ analysis beyond :data:`_MAX_WORK_CELLS` is declined (reported as not checked).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,8 @@ _BUF = {int(Buffer.INPUT): "input", int(Buffer.OUTPUT): "output", int(Buffer.SCR
 #: cells of one block of vector clocks (nodes x columns): 128 MiB as int16, 256 MiB as int32
 _BLOCK_CELLS = 1 << 26
 #: most clock cells (columns x nodes) one analysis may propagate, about a minute of numpy at
-#: worst; beyond it the races are reported as not checked rather than hanging on hostile input
+#: worst; beyond it the races are reported as not checked, naming the cells they would need,
+#: rather than hanging on hostile input (``COLLHUB_MAX_RACE_CELLS`` sets another budget)
 _MAX_WORK_CELLS = 1 << 33
 #: nodes one bounded search may visit before its query goes to the clocks
 _REACH_BUDGET = 64
@@ -61,7 +63,25 @@ _MATCH_ROUNDS = 8
 
 
 class _TooLarge(Exception):
-    """The clocks would exceed :data:`_MAX_WORK_CELLS`; carries the reason."""
+    """The clocks would exceed :func:`_budget`; carries the reason."""
+
+
+def _budget() -> int:
+    """Clock cells one analysis may propagate: ``COLLHUB_MAX_RACE_CELLS`` where it is set (a
+    user who can wait pays for a larger one), else :data:`_MAX_WORK_CELLS`."""
+    raw = os.environ.get("COLLHUB_MAX_RACE_CELLS", "").strip().replace("_", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else _MAX_WORK_CELLS
+
+
+def _too_large(clocks: int, n: int, more: bool = False) -> _TooLarge:
+    """The reason the races are not checked, naming the budget they would need: ``clocks``
+    columns (at least, with ``more``) propagated over ``n`` nodes."""
+    cells = clocks * n
+    return _TooLarge(
+        f"the happens-before analysis would propagate {'at least ' if more else ''}{cells:,} clock cells, "
+        f"beyond the budget of {_budget():,} (set COLLHUB_MAX_RACE_CELLS to {cells} or more to check them; "
+        f"time grows with the cells): {clocks}{' or more' if more else ''} clocks over {n} nodes"
+    )
 
 
 @dataclass
@@ -136,8 +156,8 @@ def _heads(par: np.ndarray) -> np.ndarray:
 
 
 def _check_size(n: int) -> None:
-    if n > _MAX_WORK_CELLS:  # even one clock column is beyond the budget
-        raise _TooLarge(f"the happens-before analysis would propagate 1 or more clocks over {n} nodes")
+    if n > _budget():  # even one clock column is beyond the budget
+        raise _too_large(1, n, more=True)
 
 
 def _ordered(g: _Graph, ch: _Chains, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
@@ -197,8 +217,8 @@ def _clocks(g: _Graph, ch: _Chains, s: np.ndarray, qb: np.ndarray) -> np.ndarray
     col = col.reshape(-1)
     need = ch.index[s[todo]]
     C = roots.shape[0]
-    if C * n > _MAX_WORK_CELLS:  # before the tables below, which cost ~60 bytes a node
-        raise _TooLarge(f"the happens-before analysis would propagate {C} clocks over {n} nodes")
+    if C * n > _budget():  # before the tables below, which cost ~60 bytes a node
+        raise _too_large(C, n)
     # nodes on a tracked chain and their column
     tracked_root = np.full(n, -1, dtype=np.int64)
     tracked_root[roots] = np.arange(roots.shape[0])
@@ -393,8 +413,8 @@ def _data_races(
             opened.append(_Open(r0, r1, key[~ok], key[todo], s[todo], qb[todo]))
             tracked[ch.top[s[todo]]] = True
             C = int(np.count_nonzero(tracked))
-            if C * n > _MAX_WORK_CELLS:
-                raise _TooLarge(f"the happens-before analysis would propagate {C} or more clocks over {n} nodes")
+            if C * n > _budget():
+                raise _too_large(C, n, more=True)
         del key, qb, ok, s, todo
     got = _clocks(
         g,
@@ -456,7 +476,7 @@ def _report_data(
     addrs = acc.addr[ia]
     new_addr = first.copy()
     new_addr[1:] |= addrs[1:] != addrs[:-1]
-    chunks = np.add.reduceat(new_addr.astype(np.int64), starts) if starts.shape[0] else starts
+    chunks = np.add.reduceat(new_addr * acc.span[ia].astype(np.int64), starts) if starts.shape[0] else starts
     room = max(0, sink.limit - len(sink.kept))
     sink.total += max(0, starts.shape[0] - room)  # counted, not formatted
     for s, nchunks in zip(starts[:room].tolist(), chunks[:room].tolist(), strict=False):

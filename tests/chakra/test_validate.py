@@ -199,3 +199,44 @@ def test_a_column_shorter_than_its_graph_is_left_to_the_per_rank_loop() -> None:
     bad = Algorithm(alg.meta, tuple(g if r == 2 else h for r, h in enumerate(alg.graphs)))
     with pytest.raises(ValueError):  # what the rank-by-rank checks raise on it
         check_algorithm(bad, ranges=False)
+
+
+def test_thousands_of_ranks_declare_chunks_per_rank_without_a_total_wall(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16,384-rank halving-doubling all-reduce declares 16,384 x 32,768 chunk slots (over the
+    old 2^26 total); nothing keeps an entry per declared slot of every rank, so the default
+    limit is per rank, and a total cap applies only where COLLHUB_MAX_CHUNK_SLOTS is set."""
+    from hub.chakra import AlgorithmMeta, Collective
+    from hub.chakra._validate import meta_problem
+
+    monkeypatch.delenv("COLLHUB_MAX_CHUNK_SLOTS", raising=False)
+    monkeypatch.delenv("COLLHUB_MAX_RANK_CHUNK_SLOTS", raising=False)
+    n = 16384
+    meta = AlgorithmMeta(collective=Collective.ALLREDUCE, ranks=n, in_chunks=n, out_chunks=n, inplace=True)
+    assert n * 2 * n > 1 << 26 and meta_problem(meta) is None
+    monkeypatch.setenv("COLLHUB_MAX_CHUNK_SLOTS", str(1 << 26))  # a deployment's own total cap
+    found = meta_problem(meta)
+    assert found is not None and "536870912 chunk slots exceed the limit of 67108864" in found[0]
+    monkeypatch.delenv("COLLHUB_MAX_CHUNK_SLOTS")
+    one = replace(meta, ranks=1, in_chunks=1 << 25, out_chunks=1 << 25, scratch_chunks=1)  # 2^26 + 1 on one rank
+    found = meta_problem(one)
+    assert found is not None
+    assert found[0] == (
+        "buffers of in_chunks 33554432 + out_chunks 33554432 + scratch_chunks 1 = 67108865 chunk slots "
+        "per rank exceed the limit of 67108864"
+    )
+    assert "COLLHUB_MAX_RANK_CHUNK_SLOTS" in found[1]
+    monkeypatch.setenv("COLLHUB_MAX_RANK_CHUNK_SLOTS", str((1 << 26) + 1))
+    assert meta_problem(one) is None
+
+
+def test_a_rank_over_its_chunk_limit_is_refused_by_the_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub.algorithms import make as build
+    from hub.chakra import read_algorithm, write_algorithm
+
+    write_algorithm(build("halving_doubling", "allreduce", 8), tmp_path / "hd")  # 8 + 8 slots a rank
+    monkeypatch.setenv("COLLHUB_MAX_RANK_CHUNK_SLOTS", "15")
+    with pytest.raises(TraceFormatError, match="16 chunk slots per rank exceed the limit of 15") as info:
+        read_algorithm(tmp_path / "hd")
+    assert info.value.exit_code == ExitCode.VALIDATION
+    monkeypatch.setenv("COLLHUB_MAX_RANK_CHUNK_SLOTS", "16")
+    assert read_algorithm(tmp_path / "hd").meta.ranks == 8

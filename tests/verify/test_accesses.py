@@ -123,3 +123,71 @@ def test_an_analysis_too_large_is_declined_alike_batch_by_batch(monkeypatch: pyt
     assert whole.ok and whole.not_checked["races"].endswith(f" clocks over {n} nodes")
     monkeypatch.setattr(_accesses, "BATCH_ACCESSES", 1)
     assert verify(ring) == whole
+
+
+def _per_chunk(f: object, base: np.ndarray, M: int) -> set[tuple[int, int, bool]]:
+    """The reference: (node, global address, writes) for every chunk each node touches, read off
+    the node columns one chunk at a time (a node that reads and writes a chunk writes it)."""
+    from hub.chakra import NodeType
+
+    touched: dict[tuple[int, int], bool] = {}
+    for v in range(f.n):  # type: ignore[attr-defined]
+        kind, op, cnt, r = int(f.kind[v]), int(f.op[v]), int(f.count[v]), int(f.rank[v])  # type: ignore[attr-defined]
+        data_comp = kind == int(NodeType.COMP) and op in (int(Op.COPY), int(Op.REDUCE))
+        sides = []
+        if kind == int(NodeType.SEND) or data_comp:
+            sides.append((int(f.src_buf[v]), int(f.src_off[v]), False))  # type: ignore[attr-defined]
+        if kind == int(NodeType.RECV) or data_comp:
+            sides.append((int(f.dst_buf[v]), int(f.dst_off[v]), True))  # type: ignore[attr-defined]
+        for buf, off, w in sides:
+            for x in range(cnt):
+                key = (v, r * M + int(base[r, buf]) + off + x)
+                touched[key] = touched.get(key, False) or w
+    return {(v, a, w) for (v, a), w in touched.items()}
+
+
+@pytest.mark.parametrize(
+    "name, n", [("halving_doubling", 16), ("halving_doubling", 12), ("hierarchical", 16), ("ring", 6)]
+)
+def test_segments_touch_exactly_the_chunks_of_the_ranges(name: str, n: int) -> None:
+    """Accesses are one per node and elementary segment of its range: expanded by their spans
+    they are exactly the per-chunk accesses, and every chunk of a segment has the same accessors."""
+    from hub.algorithms import make
+    from hub.transforms import chunk_algorithm
+    from hub.verify._semantics import buffer_bases
+
+    for alg in (make(name, "allreduce", n), chunk_algorithm(make(name, "allreduce", n), 3)):
+        f, _ = check_structure(alg, ProblemSink("structure"))
+        assert f is not None
+        base = buffer_bases(alg.meta)
+        M = alg.meta.in_chunks + alg.meta.out_chunks + alg.meta.scratch_chunks + 1
+        acc = _accesses.accesses(f, base, np.zeros(f.n, np.int64), M, 0, n)
+        got = {
+            (int(v), int(a) + x, bool(w))
+            for v, a, w, s in zip(acc.node, acc.addr, acc.write, acc.span, strict=True)
+            for x in range(int(s))
+        }
+        assert got == _per_chunk(f, base, M)
+        assert acc.node.shape[0] < len(got) or name != "halving_doubling"  # its ranges stay ranges
+        # addresses sorted, each segment's accesses contiguous and starting at its group
+        assert np.all(np.diff(acc.addr) >= 0)
+        assert np.array_equal(
+            acc.group,
+            np.maximum.accumulate(np.where(np.r_[True, np.diff(acc.addr) > 0], np.arange(acc.addr.shape[0]), 0)),
+        )
+
+
+def test_a_race_over_a_range_names_its_first_chunk_and_counts_the_rest() -> None:
+    """Rank 1 receives input chunks 0..3 while a COMP with no dependency copies chunks 4..7 over
+    2..5: the two writes overlap on chunks 2 and 3 (chunks 4..7 are touched by the COMP alone)."""
+    b0, b1 = RankGraphBuilder(0), RankGraphBuilder(1)
+    b0.send(1, src=(IN, 0), count=4, tag=0)
+    b1.recv(0, dst=(IN, 0), count=4, tag=0)
+    b1.comp(Op.COPY, src=(IN, 4), dst=(IN, 2), count=4)
+    meta = AlgorithmMeta(collective=Collective.ALLREDUCE, ranks=2, in_chunks=8, out_chunks=8, inplace=True)
+    rep = verify(Algorithm(meta, (b0.build(), b1.build())), max_problems=100)
+    races = [p.message for p in rep.problems if p.message.startswith("race on ")]
+    assert races == [
+        "race on input chunk 2 (and 1 more chunk): RECV from rank 0 (node 0) writes it and COMP COPY (node 1) "
+        "writes it, and no chain of dependencies and messages orders them"
+    ]

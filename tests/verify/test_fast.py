@@ -93,3 +93,29 @@ def test_a_wrong_all_gather_output_is_worded_alike_with_rank_ids(monkeypatch: py
     assert [p.message for p in rep.problems if p.rank == 0] == ["output chunk 2 holds in[1][0], expected in[2][0]"]
     monkeypatch.setattr(_api, "_fast_memory", lambda *args: None)
     assert verify(alg) == rep  # the Python walk's bitsets word it the same
+
+
+def test_data_beyond_the_limit_names_the_memory_it_would_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 16,384-rank all-reduce's rank sets need 513 GiB; the reason says so, names the variable
+    that grants it, and with that much granted the data is no longer declined."""
+    monkeypatch.delenv("COLLHUB_MAX_DATA_BYTES", raising=False)
+    n = 16384
+    meta = AlgorithmMeta(collective=Collective.ALLREDUCE, ranks=n, in_chunks=n, out_chunks=n, inplace=True)
+    need = n * n * (n // 64 * 8 + 4)  # slots x (a 256-word set + a 4-byte index)
+    why = _fast.data_too_large(meta)
+    assert why == (
+        f"the symbolic chunk values would need 513.0 GiB ({n * n} chunk slots, each a set of {n} ranks), "
+        f"beyond the limit of 1 GiB (set COLLHUB_MAX_DATA_BYTES to {need} or more to check it with that much memory)"
+    )
+    monkeypatch.setenv("COLLHUB_MAX_DATA_BYTES", str(need))
+    assert _fast.data_too_large(meta) is None
+    monkeypatch.setenv("COLLHUB_MAX_DATA_BYTES", str(need - 1))
+    assert _fast.data_too_large(meta) is not None
+
+
+def test_granted_memory_checks_the_data(tiny: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    alg = make("halving_doubling", "allreduce", 8)
+    assert "data" in verify(alg).not_checked  # the limit of 16 bytes stands in for a huge input
+    monkeypatch.setenv("COLLHUB_MAX_DATA_BYTES", str(1 << 20))
+    rep = verify(alg)
+    assert rep.ok and rep.complete and not rep.not_checked
