@@ -616,6 +616,7 @@ static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc},
                                 {"channels", sim_channels, METH_VARARGS, sim_channels_doc},
                                 {"layout", sim_layout, METH_VARARGS, sim_layout_doc},
                                 {"successors", sim_successors, METH_VARARGS, sim_successors_doc},
+                                {"pair_loads", sim_pair_loads, METH_VARARGS, sim_pair_loads_doc},
                                 {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sim",

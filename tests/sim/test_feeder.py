@@ -133,3 +133,30 @@ def test_ranks_like_rank_0_get_rank_0s_roots_and_others_their_own(change, monkey
     counts = np.bincount(np.asarray(prog.rank), minlength=alg.ranks)
     found = like(np.frombuffer(prog.local_id, dtype=np.uint64), np.asarray(prog.indeg) == 0, counts)
     assert found.tolist() == [r != 3 or change == "none" for r in range(6)]
+
+
+def test_blocked_scans_equal_whole_column_scans(monkeypatch):
+    """The blocked scans (hub.sim._program.BLOCK nodes at a time) answer as a whole-column scan,
+    at every block boundary."""
+    import numpy as np
+
+    from hub.sim import _feeder, _program
+
+    rng = np.random.default_rng(7)
+    for block in (1, 2, 3, 5, 64):
+        monkeypatch.setattr(_feeder, "BLOCK", block)
+        monkeypatch.setattr(_program, "BLOCK", block)
+        for size in (0, 1, 2, 7, 40):
+            si = rng.integers(0, 6, size)
+            want = bool((si[1:] == si[:-1]).any()) if size > 1 else False
+            assert _feeder._neighbours_repeat(si) == want
+            sp = np.concatenate([[0], np.cumsum(rng.integers(0, 4, size))])
+            assert _feeder._longest_list(sp) == (int(np.diff(sp).max()) if size else 0)
+            kind = rng.choice([_program.K_SEND, _program.K_RECV, _program.K_COMP], size).astype(np.int32)
+            rank = rng.integers(0, 4, size).astype(np.int32)
+            peer = rng.integers(-1, 5, size).astype(np.int32)
+            tag = rng.integers(-1, 3, size).astype(np.int64)
+            sz = rng.integers(-1, 3, size).astype(np.int64)
+            comm = (kind == _program.K_SEND) | (kind == _program.K_RECV)
+            bad = (comm & ((sz < 0) | (peer < 0) | (peer >= 4) | (peer == rank))) | (tag < 0)
+            assert _program._clean(kind, rank, peer, tag, sz, 4) == (not bad.any())
