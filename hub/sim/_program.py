@@ -244,8 +244,11 @@ def _parents(graphs: Sequence[Any], offsets: np.ndarray, indeg: np.ndarray) -> n
     if n >= 1 << 31 or nd >= 1 << 31:
         raise SimulationError(f"{n} nodes and {nd} dependencies: the engine counts them in 32 bits")
     parents = np.empty(nd, dtype=np.int32)
-    np.concatenate([g.dep_pos for g in graphs], out=parents, casting="unsafe")
-    parents += np.repeat(offsets[:-1].astype(np.int32), ndeps)  # (n < 2^31: no offset overflows)
+    at = 0
+    for g, off in zip(graphs, offsets[:-1].tolist(), strict=False):  # copied and shifted in one pass per rank
+        k = g.dep_pos.size
+        np.add(g.dep_pos, off, out=parents[at : at + k], casting="unsafe")  # (n < 2^31: no offset overflows)
+        at += k
     return parents
 
 
@@ -266,7 +269,9 @@ def program_from_algorithm(
 
     kind_a, kind = _column(n, "i")
     _gather(graphs, "kind", kind)
-    rank_a = rank = np.repeat(np.arange(nr, dtype=np.int32), lens)
+    rank_a = rank = np.empty(n, dtype=np.int32)
+    for r, (lo, hi) in enumerate(zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)):
+        rank[lo:hi] = r  # (a fill per rank: no int64 repeat counts, no temporary)
     peer_a, peer = _column(n, "i")
     _gather(graphs, "peer", peer)
     tag_a, tag = _column(n, "q")
