@@ -83,13 +83,13 @@ def _renumbering(rank: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.n
     n, nranks = rank.size, counts.size
     if n and int(counts.min()) == int(counts.max()) and n < 1 << 31 and _ascending(rank):
         length = int(counts[0])
-        perm = np.empty((length, nranks), dtype=np.int32)
+        pm = np.empty((length, nranks), dtype=np.int32)
         np.add(
-            np.arange(length, dtype=np.int32)[:, None], (np.arange(nranks, dtype=np.int32) * length)[None, :], out=perm
+            np.arange(length, dtype=np.int32)[:, None], (np.arange(nranks, dtype=np.int32) * length)[None, :], out=pm
         )
-        inv = np.empty((nranks, length), dtype=np.int32)
-        np.add(np.arange(length, dtype=np.int32)[None, :] * nranks, np.arange(nranks, dtype=np.int32)[:, None], out=inv)
-        return perm.ravel(), inv.ravel()
+        im = np.empty((nranks, length), dtype=np.int32)
+        np.add(np.arange(length, dtype=np.int32)[None, :] * nranks, np.arange(nranks, dtype=np.int32)[:, None], out=im)
+        return pm.ravel(), im.ravel()
     perm = _position_major(rank, counts).astype(np.int32)  # node ids fit int32 (checked by the engine)
     inv = np.empty(n, dtype=np.int32)
     inv[perm] = np.arange(n, dtype=np.int32)
