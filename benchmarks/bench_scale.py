@@ -213,6 +213,18 @@ def row_big(s: Scale) -> list[Row]:
     return out
 
 
+def row_simspeed(s: Scale) -> list[Row]:
+    """``--big``: the simulator's own share at 1024-4096 ranks (scale_simspeed.py: nccl.ring, nccl.pat,
+    the 4096-rank ring aware), against the figures recorded before."""
+    import scale_simspeed
+
+    out = []
+    for name in scale_simspeed.BEFORE:
+        r = scale_simspeed.measure_row(name, None)
+        out.append(Row(f"simulate() {r.name}", None, r.cpu, r.mib, r.ratio, f"{r.minflt:,} faults; {r.note}"))
+    return out
+
+
 def _fmt(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
@@ -247,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             args.big_level,
         )
         fns = [] if args.only_big else list(ROWS)
-        for fn in fns + ([row_big] if args.big or args.only_big else []):
+        for fn in fns + ([row_big, row_simspeed] if args.big or args.only_big else []):
             rows.extend(fn(state))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

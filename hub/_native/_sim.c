@@ -65,6 +65,7 @@ typedef struct {
     int32_t *cause;
     int32_t *order; /* optional: per node, its place in the completion sequence */
     const int32_t *fkey; /* optional: per node, its feeder (-1: none; default: its rank) */
+    const int64_t *fstate; /* optional: per rank its free set's (buckets, next resize), kept by the callback */
     int32_t nseq;
     Py_ssize_t t0; /* events at t = 0 after the start: ASTRA-sim's EventQueue::proceed asserts on them */
     int32_t last;
@@ -184,6 +185,35 @@ static int reorder(St *s, Py_ssize_t m0, int32_t r) {
     return 0;
 }
 
+/* The feeder's order without the callback, where the free set does not grow (m keys, at most its
+ * next resize): hub.sim._feeder._rule_idx, the reference. Keys are grouped by the first use of
+ * their bucket (key mod buckets, Python's non-negative remainder), groups newest first, and
+ * newest first inside a group. */
+enum { RULE_MAX = 64 };
+static void rule_native(St *s, Py_ssize_t m0, Py_ssize_t m, int64_t buckets) {
+    int32_t *rd = s->ready + m0, f[RULE_MAX], idx[RULE_MAX], tmp[RULE_MAX];
+    int64_t bk[RULE_MAX];
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t b = key_of(s, rd[i]) % buckets;
+        if (b < 0) b += buckets;
+        bk[i] = b;
+        f[i] = (int32_t)i;
+        for (Py_ssize_t j = 0; j < i; j++)
+            if (bk[j] == b) { f[i] = f[j]; break; }
+    }
+    for (Py_ssize_t i = 0; i < m; i++) { /* insertion sort by (first use, index), both descending */
+        int32_t x = (int32_t)i;
+        Py_ssize_t j = i;
+        while (j > 0 && (f[idx[j - 1]] < f[x] || (f[idx[j - 1]] == f[x] && idx[j - 1] < x))) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = x;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) tmp[i] = rd[idx[i]];
+    memcpy(rd, tmp, (size_t)m * sizeof(int32_t));
+}
+
 /* -- quorum and gated joins ------------------------------------------------------------------
  * A node's indeg is the number of predecessor completions that release it, which may be fewer
  * than its predecessors (a quorum: "the k-th of these to finish", in event order); the later
@@ -279,6 +309,8 @@ static int complete(St *s, int32_t c, int64_t t) {
             int32_t tmp = s->ready[s->nready - 1];
             s->ready[s->nready - 1] = s->ready[s->nready - 2];
             s->ready[s->nready - 2] = tmp;
+        } else if (!s->fkey && s->fstate && freed <= RULE_MAX && freed <= s->fstate[2 * s->rank[c] + 1]) {
+            rule_native(s, s->nready - freed, freed, s->fstate[2 * s->rank[c]]);
         } else if (reorder(s, s->nready - freed, s->fkey ? s->fkey[c] : s->rank[c])) {
             return -1;
         }
@@ -478,7 +510,7 @@ static PyObject *queues(const int32_t *head, const int32_t *qnext, Py_ssize_t nc
 
 PyDoc_STRVAR(run_doc,
 "run(n, nranks, nchan, feeder, reorder, kind, chan, dur, chan_delay, succ_ptr, succ_idx, indeg, rank, perm, ids,\n"
-"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None, order=None, fkey=None)\n"
+"    aware, res, start, fin, cause, rank_finish, arm=None, seqw=None, order=None, fkey=None, fstate=None)\n"
 "    -> (last, posted, arrived, waiting, t0)\n\n"
 "Walk the program (engine node order, start node n last). aware: None or (route_of (per channel), rptr,\n"
 "rlinks, size, bp, lat, link_bytes, link_busy); res: None or (acq, rel, wlev, cap); arm: None or the arming predecessor\n"
@@ -489,16 +521,19 @@ PyDoc_STRVAR(run_doc,
 "node's place in the completion sequence (-1 stays: never completed); t0: the events that ran at t = 0\n"
 "after the start (ASTRA-sim's event queue asserts a strictly later time, so it aborts on any); fkey: None\n"
 "(a node's feeder is its rank) or per node the feeder whose hash set orders what it releases (-1: none,\n"
-"the release keeps the successor-list order): a workload's custom-collective instances.");
+"the release keeps the successor-list order): a workload's custom-collective instances; fstate: None or\n"
+"per rank (int64 pairs) its free set's bucket count and next resize, which reorder keeps up to date: a\n"
+"release that does not grow the set (at most 64 nodes) is then ordered here, without the callback.");
 
 static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     int n, nranks, feeder;
     Py_ssize_t nchan;
-    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None, *order = Py_None, *fkey = Py_None;
-    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OOOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
+    PyObject *cb, *o[10], *aware, *res, *out[4], *arm = Py_None, *seqw = Py_None, *order = Py_None, *fkey = Py_None,
+                  *fstate = Py_None;
+    if (!PyArg_ParseTuple(args, "iinpOOOOOOOOOOOOOOOOO|OOOOO", &n, &nranks, &nchan, &feeder, &cb, &o[0], &o[1], &o[2],
                           &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &aware, &res, &out[0], &out[1], &out[2],
-                          &out[3], &arm, &seqw, &order, &fkey))
+                          &out[3], &arm, &seqw, &order, &fkey, &fstate))
         return NULL;
     if (n < 0 || n >= INT32_MAX - 1 || nranks < 1 || nchan < 0) {
         PyErr_SetString(PyExc_ValueError, "node, rank or channel count out of range");
@@ -558,6 +593,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     if (order != Py_None && !(s.order = get_buf(&bs, order, 4, n1, 1, "order"))) goto done;
     if (fkey != Py_None && !(s.fkey = get_buf(&bs, fkey, 4, n1, 0, "fkey"))) goto done;
+    if (fstate != Py_None && !(s.fstate = get_buf(&bs, fstate, 8, 2 * (Py_ssize_t)nranks, 0, "fstate"))) goto done;
     if (seqw != Py_None) {
         if (!(s.seqw = get_buf(&bs, seqw, 4, n1, 0, "seqw"))) goto done;
         if (!(s.seqcur = calloc((size_t)n1, sizeof(int64_t)))) { PyErr_NoMemory(); goto done; }
@@ -616,6 +652,7 @@ static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc},
                                 {"channels", sim_channels, METH_VARARGS, sim_channels_doc},
                                 {"layout", sim_layout, METH_VARARGS, sim_layout_doc},
                                 {"successors", sim_successors, METH_VARARGS, sim_successors_doc},
+                                {"pair_loads", sim_pair_loads, METH_VARARGS, sim_pair_loads_doc},
                                 {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sim",

@@ -335,3 +335,50 @@ done:
     release_bufs(&bs);
     return ret;
 }
+
+const char sim_pair_loads_doc[] =
+    "pair_loads(kind, rank, peer, size, npus, send, bytes, msgs) -> None\n\n"
+    "Per (src, dst) NPU pair, the bytes (float64, summed in node order, as numpy's bincount with\n"
+    "weights) and the number of messages (int64) of the nodes whose kind is send: pair src * npus + dst\n"
+    "of node g is rank[g] * npus + peer[g]. bytes and msgs (npus * npus items) come zero-filled and\n"
+    "are added to. One pass over the nodes, for the link-load bound (hub/sim/_linkload.py), instead of\n"
+    "numpy's mask, gathers, casts and two bincounts over every SEND.";
+
+PyObject *sim_pair_loads(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4], *ob, *om;
+    Py_ssize_t npus;
+    int send;
+    if (!PyArg_ParseTuple(args, "OOOOniOO", &o[0], &o[1], &o[2], &o[3], &npus, &send, &ob, &om)) return NULL;
+    Py_ssize_t n = PyObject_Length(o[0]);
+    if (n < 0) return NULL;
+    if (npus <= 0 || npus > (1 << 15)) {
+        PyErr_SetString(PyExc_ValueError, "npus: 1..32768");
+        return NULL;
+    }
+    Bufs bs = {.nv = 0};
+    PyObject *ret = NULL;
+    const int32_t *kind, *rank, *peer;
+    const int64_t *size;
+    double *bytes;
+    int64_t *msgs;
+    if (!(kind = get_buf(&bs, o[0], 4, n, 0, "kind")) || !(rank = get_buf(&bs, o[1], 4, n, 0, "rank")) ||
+        !(peer = get_buf(&bs, o[2], 4, n, 0, "peer")) || !(size = get_buf(&bs, o[3], 8, n, 0, "size")) ||
+        !(bytes = get_buf(&bs, ob, 8, npus * npus, 1, "bytes")) || !(msgs = get_buf(&bs, om, 8, npus * npus, 1, "msgs")))
+        goto done;
+    for (Py_ssize_t g = 0; g < n; g++) {
+        if (kind[g] != send) continue;
+        int32_t s = rank[g], d = peer[g];
+        if (s < 0 || s >= npus || d < 0 || d >= npus) {
+            PyErr_Format(PyExc_ValueError, "node %zd: pair %d->%d outside %zd NPUs", g, (int)s, (int)d, npus);
+            goto done;
+        }
+        Py_ssize_t k = (Py_ssize_t)s * npus + d;
+        bytes[k] += (double)size[g];
+        msgs[k]++;
+    }
+    ret = Py_NewRef(Py_None);
+done:
+    release_bufs(&bs);
+    return ret;
+}

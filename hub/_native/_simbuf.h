@@ -41,6 +41,7 @@ static inline uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
 PyObject *sim_channels(PyObject *self, PyObject *args);
 PyObject *sim_layout(PyObject *self, PyObject *args);
 PyObject *sim_successors(PyObject *self, PyObject *args);
-extern const char sim_channels_doc[], sim_layout_doc[], sim_successors_doc[];
+PyObject *sim_pair_loads(PyObject *self, PyObject *args);
+extern const char sim_channels_doc[], sim_layout_doc[], sim_successors_doc[], sim_pair_loads_doc[];
 
 #endif

@@ -47,6 +47,10 @@ from ._program import K_END, K_SEND, K_START, Program, factorize
 __all__ = ["EngineState", "run_engine"]
 
 _NCLS = 16  # resource classes per NPU in the event loop (NCLS in hub/_native/_sim.c)
+#: releases of 3..64 nodes that do not grow their rank's free set are ordered by the event loop
+#: itself (``rule_native`` in hub/_native/_sim.c) rather than by a call back into
+#: :class:`FreeSet` (PAT at 1024 ranks: 2M calls); False: every such release calls back (tests)
+NATIVE_ORDER = True
 
 
 @dataclass
@@ -156,6 +160,9 @@ def run_engine(
         fs.buckets, fs.next_resize = nb, nr
 
     instances: dict[int, FreeSet] = {}  # workloads: one feeder per custom-collective instance and rank
+    # each rank's free-set state, for the event loop's own ordering of releases that do not grow
+    # the set (the common case; _feeder._rule_idx is its reference); this callback keeps it current
+    fstate = np.array([(fs.buckets, fs.next_resize) for fs in free], dtype=np.int64).ravel()
 
     def reorder(r: int, keys: list[int]) -> list[int]:
         if lay.fkey is not None:
@@ -163,7 +170,10 @@ def run_engine(
             if fs is None:
                 fs = instances[r] = FreeSet()
             return fs.order(keys)
-        return free[r].order(keys)
+        fs = free[r]
+        out = fs.order(keys)
+        fstate[2 * r], fstate[2 * r + 1] = fs.buckets, fs.next_resize
+        return out
 
     aware: tuple[Any, ...] | None = None
     lbytes = lbusy = np.zeros(0, dtype=np.int64)
@@ -219,6 +229,7 @@ def run_engine(
         seqw,
         seq,
         lay.fkey,
+        fstate if NATIVE_ORDER and lay.fkey is None else None,
     )
     # (a quorum node counts its later predecessors below zero: only > 0 is a node never released)
     stuck = bool((lay.indeg > 0).any()) or bool(posted) or bool(arrived) or bool(waiting)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import SimulationError
+from ._program import BLOCK
 
 if TYPE_CHECKING:
     from ._program import Program
@@ -400,7 +401,9 @@ def _dedup_edges(
     feeder keeps dependencies in sets. Children stay ascending (file order) per parent, so a repeat
     is two equal neighbours in one list; ``indeg`` (parents per node, repeats counted) is kept when
     there are none, the common case."""
-    same = si[1:] == si[:-1] if si.size > 1 else np.zeros(0, dtype=bool)
+    if not _neighbours_repeat(si):  # blocked: no whole-edge temporary in the common case
+        return sp, si, np.asarray(indeg)
+    same = si[1:] == si[:-1]
     if same.any():
         inner = sp[1:-1]
         same[inner[(inner > 0) & (inner < si.size)] - 1] = False  # neighbours across two lists differ
@@ -415,12 +418,32 @@ def _dedup_edges(
     return sp, si, np.bincount(si, minlength=n)
 
 
+def _neighbours_repeat(si: np.ndarray) -> bool:
+    """Whether two neighbours of ``si`` are equal, scanned block by block (blocks overlap by one)."""
+    last = si.size - 1  # neighbours (i, i + 1) for i < last
+    return any(
+        bool((si[lo + 1 : min(lo + BLOCK, last) + 1] == si[lo : min(lo + BLOCK, last)]).any())
+        for lo in range(0, last, BLOCK)
+    )
+
+
+def _longest_list(sp: np.ndarray) -> int:
+    """The longest successor list of ``sp`` (offsets), scanned block by block."""
+    n = sp.size - 1
+    return max(
+        (int((sp[lo + 1 : min(lo + BLOCK, n) + 1] - sp[lo : min(lo + BLOCK, n)]).max()) for lo in range(0, n, BLOCK)),
+        default=0,
+    )
+
+
 def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Each parent's children in the iteration order of its ``parent_map_child`` set (children
     inserted in file order into a fresh set), except lists of two: two keys in a fresh table
     always iterate newest first, and the layout writes those reversed (``_sim.layout``'s
     ``swap2``), in its one pass over the edges. ``si`` itself when no list has three or more."""
     n = sp.size - 1
+    if _longest_list(sp) <= 2:  # blocked: no whole-node temporary in the common case
+        return si
     cnt = np.diff(sp)
     mid = (cnt > 2) & (cnt <= 13)  # 13 buckets after the first insert, and no growth up to 13 keys
     big = np.flatnonzero(cnt > 13)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._feeder import feeder_program
-from ._program import K_SEND, Program, channels
+from ._program import BLOCK, K_SEND, Program, channels
 
 __all__ = ["DelayFn", "Layout", "channel_pairs", "layout"]
 
@@ -74,6 +74,35 @@ class Layout:
     def node(self, e: int) -> int:
         """Program node of engine node ``e``."""
         return int(self.perm[e]) if 0 <= e < self.start else -1
+
+
+def _renumbering(rank: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(perm, inv), int32: the position-major permutation and its inverse. Ranks of equal length
+    (rank-major program): both in closed form, written in order (``inv[r, p] = p * nranks + r``),
+    instead of an int64 permutation, its int32 copy and a scatter."""
+    n, nranks = rank.size, counts.size
+    if n and int(counts.min()) == int(counts.max()) and n < 1 << 31 and _ascending(rank):
+        length = int(counts[0])
+        pm = np.empty((length, nranks), dtype=np.int32)
+        np.add(
+            np.arange(length, dtype=np.int32)[:, None], (np.arange(nranks, dtype=np.int32) * length)[None, :], out=pm
+        )
+        im = np.empty((nranks, length), dtype=np.int32)
+        np.add(np.arange(length, dtype=np.int32)[None, :] * nranks, np.arange(nranks, dtype=np.int32)[:, None], out=im)
+        return pm.ravel(), im.ravel()
+    perm = _position_major(rank, counts).astype(np.int32)  # node ids fit int32 (checked by the engine)
+    inv = np.empty(n, dtype=np.int32)
+    inv[perm] = np.arange(n, dtype=np.int32)
+    return perm, inv
+
+
+def _ascending(rank: np.ndarray) -> bool:
+    """Whether ``rank`` never decreases (scanned block by block)."""
+    last = rank.size - 1
+    return all(
+        bool((rank[lo + 1 : min(lo + BLOCK, last) + 1] >= rank[lo : min(lo + BLOCK, last)]).all())
+        for lo in range(0, last, BLOCK)
+    )
 
 
 def _position_major(rank: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -133,9 +162,7 @@ def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     rank = np.frombuffer(prog.rank, dtype=np.int32)
     nranks = max(prog.ranks, int(rank.max()) + 1 if n else 0)
     counts = np.bincount(rank, minlength=nranks)
-    perm = _position_major(rank, counts).astype(np.int32)  # node ids fit int32 (checked by the engine)
-    inv = np.empty(n, dtype=np.int32)
-    inv[perm] = np.arange(n, dtype=np.int32)
+    perm, inv = _renumbering(rank, counts)
     offsets = np.zeros(nranks + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     chan, nchan, chan_first = channels(prog)

@@ -77,11 +77,65 @@ def link_load_bound_ns(prog: Program, topology: Topology) -> tuple[float | None,
     return float(times[busiest]), _label(graph.npus, ln.src, ln.dst)
 
 
-def _route_loads(prog: Program, graph: LinkGraph, nlinks: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _route_loads(
+    prog: Program, graph: LinkGraph, nlinks: int, *, native: bool = True
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Bytes and messages per link of the program's messages routed on ``graph`` (None without a
-    message, or above :data:`PAIRS_PER_RANK` distinct pairs per rank)."""
+    message, or above :data:`PAIRS_PER_RANK` distinct pairs per rank). ``native``: the pairs'
+    loads from the one-pass C count where it applies (the numpy path is its reference)."""
+    pairs = _pair_loads(prog) if native else _pair_loads_np(prog)
+    if pairs is None:
+        return None
+    src, dst, per_pair, msgs = pairs
+    count = src.size
+    if count > PAIRS_PER_RANK * (int(max(src.max(), dst.max())) + 1):
+        return None
+    routes = [graph.route(int(s), int(d)) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+    lengths = np.fromiter((len(r) for r in routes), dtype=np.int64, count=count)
+    flat = np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64, count=int(lengths.sum()))
+    load = np.bincount(flat, weights=np.repeat(per_pair, lengths), minlength=nlinks)
+    num = np.bincount(flat, weights=np.repeat(msgs, lengths), minlength=nlinks)
+    return load, num
+
+
+#: pair tables of the C count: npus^2 float64 + int64 entries, zero pages until a pair is written
+#: (4096 NPUs: 2 x 128 MiB of address space, a few pages touched)
+_NATIVE_PAIRS = 1 << 24
+
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _pair_loads(prog: Program) -> Pairs | None:
+    """Per distinct (src, dst) pair of SENDs, ascending: src, dst, bytes (float64, summed in node
+    order) and messages (float64); one C pass over the nodes (``_sim.pair_loads``). Falls back to
+    :func:`_pair_loads_np` where the pair table would be large or the columns are not int32."""
+    from .._native import load_sim
+
     kinds = prog.kind_array()
-    sends = np.flatnonzero(kinds == int(NodeType.SEND))
+    npus = prog.ranks
+    if kinds.dtype != np.int32 or not 0 < npus * npus <= _NATIVE_PAIRS or prog.n == 0:
+        return _pair_loads_np(prog)
+    rank = np.frombuffer(prog.rank, dtype=np.int32)
+    peer = np.frombuffer(prog.peer, dtype=np.int32)
+    npus = max(npus, int(rank[-1]) + 1)  # (rank-major: the last node has the highest rank)
+    if npus * npus > _NATIVE_PAIRS:
+        return _pair_loads_np(prog)
+    size = np.frombuffer(prog.size, dtype=np.int64)
+    per_pair = np.zeros(npus * npus, dtype=np.float64)
+    msgs = np.zeros(npus * npus, dtype=np.int64)
+    try:
+        load_sim().pair_loads(kinds, rank, peer, size, npus, int(NodeType.SEND), per_pair, msgs)
+    except ValueError:  # a peer beyond the ranks (the engine refuses such programs): numpy's sizing
+        return _pair_loads_np(prog)
+    used = np.flatnonzero(msgs)
+    if not used.size:
+        return None
+    return used // npus, used % npus, per_pair[used], msgs[used].astype(np.float64)
+
+
+def _pair_loads_np(prog: Program) -> Pairs | None:
+    """:func:`_pair_loads` in numpy (the reference of the C pass; any column types)."""
+    sends = np.flatnonzero(prog.kind_array() == int(NodeType.SEND))
     if sends.size == 0:
         return None
     src = np.frombuffer(prog.rank, dtype=np.int32)[sends].astype(np.int64)
@@ -89,15 +143,8 @@ def _route_loads(prog: Program, graph: LinkGraph, nlinks: int) -> tuple[np.ndarr
     size = np.frombuffer(prog.size, dtype=np.int64)[sends].astype(np.float64)
     npus = int(max(src.max(), dst.max())) + 1
     ids, count = factorize(src * npus + dst, npus * npus)
-    if count > PAIRS_PER_RANK * npus:
-        return None
     per_pair = np.bincount(ids, weights=size, minlength=count)
     msgs = np.bincount(ids, minlength=count).astype(np.float64)
     first = np.full(count, -1, dtype=np.int64)
     first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)  # one send of each pair stands for its key
-    routes = [graph.route(int(s), int(d)) for s, d in zip(src[first].tolist(), dst[first].tolist(), strict=True)]
-    lengths = np.fromiter((len(r) for r in routes), dtype=np.int64, count=count)
-    flat = np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64, count=int(lengths.sum()))
-    load = np.bincount(flat, weights=np.repeat(per_pair, lengths), minlength=nlinks)
-    num = np.bincount(flat, weights=np.repeat(msgs, lengths), minlength=nlinks)
-    return load, num
+    return src[first], dst[first], per_pair, msgs

@@ -96,3 +96,21 @@ def test_wide_message_keys_still_match_exactly(mode):
         # waits, then takes floor(500 + 1/B') = 500 ns: both arrive at 160_000_500
         assert list(res._engine.fin) == [slow, slow, slow, slow]
         assert res.time_ns == slow
+
+
+def test_closed_form_renumbering_equals_the_sorted_one(monkeypatch):
+    """Equal-length ranks get (perm, inv) in closed form; they equal the sorted permutation and
+    its scattered inverse."""
+    import numpy as np
+
+    from hub.sim import _layout
+
+    monkeypatch.setattr(_layout, "BLOCK", 3)
+    for nranks, length in ((1, 1), (1, 5), (4, 1), (3, 7), (8, 4)):
+        counts = np.full(nranks, length, dtype=np.int64)
+        rank = np.repeat(np.arange(nranks, dtype=np.int32), length)
+        perm, inv = _layout._renumbering(rank, counts)
+        want = _layout._position_major(rank, counts)
+        assert perm.dtype == inv.dtype == np.int32
+        assert perm.tolist() == want.tolist()
+        assert inv[perm].tolist() == list(range(rank.size))

@@ -133,3 +133,84 @@ def test_ranks_like_rank_0_get_rank_0s_roots_and_others_their_own(change, monkey
     counts = np.bincount(np.asarray(prog.rank), minlength=alg.ranks)
     found = like(np.frombuffer(prog.local_id, dtype=np.uint64), np.asarray(prog.indeg) == 0, counts)
     assert found.tolist() == [r != 3 or change == "none" for r in range(6)]
+
+
+def test_blocked_scans_equal_whole_column_scans(monkeypatch):
+    """The blocked scans (hub.sim._program.BLOCK nodes at a time) answer as a whole-column scan,
+    at every block boundary."""
+    import numpy as np
+
+    from hub.sim import _feeder, _program
+
+    rng = np.random.default_rng(7)
+    for block in (1, 2, 3, 5, 64):
+        monkeypatch.setattr(_feeder, "BLOCK", block)
+        monkeypatch.setattr(_program, "BLOCK", block)
+        for size in (0, 1, 2, 7, 40):
+            si = rng.integers(0, 6, size)
+            want = bool((si[1:] == si[:-1]).any()) if size > 1 else False
+            assert _feeder._neighbours_repeat(si) == want
+            sp = np.concatenate([[0], np.cumsum(rng.integers(0, 4, size))])
+            assert _feeder._longest_list(sp) == (int(np.diff(sp).max()) if size else 0)
+            kind = rng.choice([_program.K_SEND, _program.K_RECV, _program.K_COMP], size).astype(np.int32)
+            rank = rng.integers(0, 4, size).astype(np.int32)
+            peer = rng.integers(-1, 5, size).astype(np.int32)
+            tag = rng.integers(-1, 3, size).astype(np.int64)
+            sz = rng.integers(-1, 3, size).astype(np.int64)
+            comm = (kind == _program.K_SEND) | (kind == _program.K_RECV)
+            bad = (comm & ((sz < 0) | (peer < 0) | (peer >= 4) | (peer == rank))) | (tag < 0)
+            assert _program._clean(kind, rank, peer, tag, sz, 4) == (not bad.any())
+
+
+def _fanout_algorithm(seed: int):
+    """Random fan-outs of 1..40 children per node, with scattered node ids (so buckets collide), and a
+    message per rank pair between the layers, so that releases of every size meet free sets of
+    every growth state."""
+    import random
+
+    from hub.chakra import AlgorithmMeta, Buffer, Collective, RankGraphBuilder, build_algorithm
+
+    rng = random.Random(seed)
+    n = 4
+    builders = []
+    for r in range(n):
+        b = RankGraphBuilder(r)
+        ids = rng.sample(range(1, 10**6), 400)
+        layer = [b.comp(deps=[], duration_micros=1, id=ids.pop())]
+        for _ in range(3):
+            nxt = []
+            for p in layer[:3]:
+                for _ in range(rng.randint(1, 40)):
+                    nxt.append(b.comp(deps=[p], duration_micros=rng.randint(0, 2), id=ids.pop()))
+            s = b.send((r + 1) % n, src=(Buffer.INPUT, 0), size=1 << 10, deps=[nxt[0]], id=ids.pop())
+            v = b.recv((r - 1) % n, dst=(Buffer.INPUT, 0), size=1 << 10, deps=[nxt[-1]], id=ids.pop())
+            layer = [v, s, *nxt[1:3]]
+        builders.append(b)
+    return build_algorithm(AlgorithmMeta(Collective.ALLREDUCE, n, n, n, size=n << 10, name="fanout"), builders)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_native_release_order_equals_the_callback(seed, monkeypatch):
+    """The event loop's own order of releases that do not grow the free set (``rule_native`` in
+    hub/_native/_sim.c) equals FreeSet's (the Python rule), node for node, and takes most releases
+    off the callback."""
+    from hub.sim import _engine, _feeder
+    from hub.sim._program import program_from_algorithm
+
+    calls = [0]
+    order = _feeder.FreeSet.order
+
+    def counting(self, keys):
+        calls[0] += 1
+        return order(self, keys)
+
+    monkeypatch.setattr(_feeder.FreeSet, "order", counting)
+    alg = _fanout_algorithm(seed)
+    got = []
+    for native in (True, False):
+        monkeypatch.setattr(_engine, "NATIVE_ORDER", native)
+        calls[0] = 0
+        st = _engine.run_engine(program_from_algorithm(alg), delay=lambda s, d, z: z // 10 + 7, order=True)
+        got.append((st.order.tolist(), st.fin.tolist(), calls[0]))
+    assert got[0][:2] == got[1][:2]
+    assert got[0][2] < got[1][2]

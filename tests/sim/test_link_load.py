@@ -49,3 +49,35 @@ def test_counter_rotating_channels_use_both_directions() -> None:
 def test_tiny_messages_have_no_link_bound() -> None:
     res = simulate(make("ring", collective="allreduce", ranks=8), "ring:8", mode="unaware", size=64)
     assert res.link_bound_ns is None  # 64 B messages: the truncation allowance exceeds the bytes' time
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "ranks"),
+    [
+        ("ring", {"channels": 2}, 8),
+        ("ring", {"bidirectional": True}, 16),
+        ("halving_doubling", {}, 16),
+        ("double_binary_tree", {}, 12),
+        ("direct", {}, 6),
+    ],
+)
+def test_native_pair_count_equals_numpy(name: str, params: dict, ranks: int) -> None:
+    """The one-pass C count of bytes and messages per (src, dst) pair (``_sim.pair_loads``) gives the
+    numpy path's pairs, sums (bit for bit) and link loads."""
+    import numpy as np
+
+    from hub.sim._linkload import _pair_loads, _pair_loads_np, _route_loads
+    from hub.sim._program import program_from_algorithm
+    from hub.topology import parse_topology
+
+    alg = make(name, collective="allreduce", ranks=ranks, **params).bind(3 * S + 7)
+    prog = program_from_algorithm(alg)
+    native, ref = _pair_loads(prog), _pair_loads_np(prog)
+    assert native is not None and ref is not None
+    for a, b in zip(native, ref, strict=True):
+        assert a.tolist() == b.tolist()
+    graph = parse_topology(f"ring:{ranks}").to_link_graph()
+    got = _route_loads(prog, graph, len(graph.links))
+    want = _route_loads(prog, graph, len(graph.links), native=False)
+    assert got is not None and want is not None
+    assert all(np.array_equal(x, y) for x, y in zip(got, want, strict=True))
