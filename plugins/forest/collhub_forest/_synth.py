@@ -3,14 +3,21 @@
 Pipeline pieces (rule): a chunk moves whole from GPU to GPU (store and forward), so a tree of
 depth ``D`` finishes about ``(D − 1)`` piece-times after its bandwidth term; ``P`` pieces per
 shard make that a ``D/P`` share. ``P`` is a multiple of ``R`` (the trees per root, so every tree
-keeps its exact rate): the largest one not above ``min(PIECES_PER_HOP · D, shard / MIN_CHUNK,
-MESSAGE_BUDGET / (N(N−1) · phases))``, and at least ``R``. Where latency binds (small sizes)
-more pieces only add messages, so there ``P`` = ``R``.
+keeps its exact rate): ``PIECES_PER_HOP · D`` rounded *up* to a multiple of ``R`` (rounding down
+left a 12-hop packing with ``R`` = 35 at 14 pieces per hop, 1.11x the bound), then capped by
+``shard / MIN_CHUNK`` and ``MESSAGE_BUDGET / (N(N−1) · phases)`` (again a multiple of ``R``),
+and at least ``R``. Where latency binds (small sizes) more pieces only add messages, so there
+``P`` = ``R``.
 
-Pacing (rule): the first candidate (window = a hop's latency in serializations + 2, no clock)
-is used as is on large problems; on small ones (at most :data:`TUNE_MESSAGES` messages, a
-network the aware model takes) a few (window, clock) choices are built and simulated with
+Pacing (rule): the first candidate (window = a hop's latency in serializations on the fastest
+link + 2, no clock) is used as is on large problems; on small ones (at most
+:data:`TUNE_MESSAGES` messages, a network the aware model takes) a few (window, clock) choices,
+the window counted on the slowest link among them, are built and simulated with
 ``hub.simulate`` (aware) and the fastest is returned (``forest.tuned`` says which happened).
+
+Reduce-scatter: the all-gather trees reversed where that loads no link more (a router whose path
+``v -> u`` is not ``u -> v`` backwards loads other links), else a packing of its own; for
+all-reduce its ``R`` is kept a multiple of the all-gather's, so one chunking serves both phases.
 """
 
 from __future__ import annotations
@@ -33,12 +40,12 @@ from ._params import SynthesizeParams
 __all__ = ["MESSAGE_BUDGET", "MIN_CHUNK", "PIECES_PER_HOP", "synthesize"]
 
 _COLLECTIVES = (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLREDUCE)
-PIECES_PER_HOP = 16
+PIECES_PER_HOP = 32
 MIN_CHUNK = 4096
 MESSAGE_BUDGET = 400_000
 WINDOW_EXTRA = 2
 #: candidates are simulated (and the fastest kept) while one algorithm has at most this many messages
-TUNE_MESSAGES = 60_000
+TUNE_MESSAGES = 150_000
 
 
 def _pieces(n: int, size: int, rounds: int, depth: int, phases: int, latency_bound: bool, want: int | None) -> int:
@@ -47,16 +54,19 @@ def _pieces(n: int, size: int, rounds: int, depth: int, phases: int, latency_bou
         return rounds * max(1, math.ceil(want / rounds))
     if latency_bound:
         return rounds
-    target = PIECES_PER_HOP * max(depth, 1)
+    target = rounds * -(-PIECES_PER_HOP * max(depth, 1) // rounds)  # rounded up to a multiple of R
     by_size = max(1, (size // n) // MIN_CHUNK)
     by_msgs = max(1, MESSAGE_BUDGET // max(1, n * (n - 1) * phases))
     c = min(target, by_size, by_msgs)
     return rounds * max(1, c // rounds)
 
 
-def _window(graph: LinkGraph, chunk: float) -> int:
-    """Sends in flight per (rank, peer): enough to cover a hop's latency with serializations."""
-    ser = chunk / max(bytes_per_ns(ln.bandwidth) for ln in graph.links)
+def _window(graph: LinkGraph, chunk: float, slowest: bool = False) -> int:
+    """Sends in flight per (rank, peer): enough to cover a hop's latency with serializations on
+    the fastest link (``slowest``: on the slowest, fewer, which keeps the slow links' queues short
+    on a network of mixed bandwidths)."""
+    pick = min if slowest else max
+    ser = chunk / pick(bytes_per_ns(ln.bandwidth) for ln in graph.links)
     lat = max(ln.latency for ln in graph.links)
     return int(math.ceil(lat / max(ser, 1e-9))) + WINDOW_EXTRA
 
@@ -95,8 +105,11 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
             lg = logical_graph(graph, reverse=True)
             # a network whose links all have equal twins: the all-gather trees, reversed, are as
             # good (same x*), and all-reduce keeps one chunking for both phases
-            mirrored = reversed_forest(ag, lg) if ag is not None and symmetric else None
-            rs = (lg, mirrored or pack_trees(lg, facts.rs.x, params.rounds))
+            mirrored = reversed_forest(ag, lg, facts.rs.x) if ag is not None and symmetric else None
+            # all-reduce: one chunking serves both phases, so R_rs is a multiple of R_ag (an
+            # independent R_rs makes the chunk count their lcm: 39 and 47 give 1,833 chunks)
+            keep = ag[1].rounds if ag is not None and coll == Collective.ALLREDUCE and not params.rounds else 1
+            rs = (lg, mirrored or pack_trees(lg, facts.rs.x, params.rounds, multiple_of=keep))
         if coll == Collective.REDUCESCATTER:
             ag = None
     except ValueError as exc:  # a GPU the trees cannot reach under the network's routing
@@ -127,10 +140,11 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
     if cert is not None:
         extra += [("bound_ns", round(cert.bound_ns, 3)), ("bound_term", cert.term)]
     w0 = _window(graph, size / (n * c_total))
+    w_slow = _window(graph, size / (n * c_total), slowest=True)
     fixed = params.window is not None or params.clock is not None or not params.tune
     candidates = [(w0 if params.window is None else params.window, params.clock or 0)]
     if not fixed:
-        candidates += [(0, 0), (1, 0), (2, 0), (2 * w0, 0), (0, 4), (0, 8), (w0, 8)]
+        candidates += [(0, 0), (1, 0), (2, 0), (w_slow, 0), (2 * w0, 0), (0, 4), (0, 8), (w0, 8)]
     if coll == Collective.ALLREDUCE or coll == Collective.REDUCESCATTER:
         candidates = [(w, 0) for w, _ in candidates]  # the all-gather phase is paced by the reductions
     candidates = list(dict.fromkeys(candidates))
