@@ -164,8 +164,6 @@ def _grade(obj: Any, params: dict[str, Any], step: Callable[[str], None]) -> tup
     return None if g is None else (with_grade(obj, g), g)
 
 
-
-
 def transform(
     component: str = typer.Argument(..., metavar="ID", help="Transform id, e.g. hub.chunk."),
     in_prefix: str = typer.Argument(..., metavar="IN_PREFIX", help="Input trace prefix (<IN_PREFIX>.<rank>.et)."),
