@@ -47,6 +47,8 @@ FORESTCOLL = {"ring:8": 1.43, "dgx1": 1.30, "switch:8": 2.15}  # issue #29: Fore
 def _ratio(alg: Any, net: str, size: int | None = None) -> float | None:
     from hub.sim import simulate
 
+    if size is None and not alg.is_bound:  # a producer that leaves its algorithm symbolic (taccl)
+        size = SIZE
     try:
         res = simulate(alg, net, size=size, mode="aware")
     except Exception as exc:  # a built-in that does not fit (e.g. halving-doubling on 12 ranks)
