@@ -11,6 +11,7 @@ import pytest
 from collhub_forest import SynthesizeParams, synthesize
 from collhub_forest._logical import logical_graph
 from collhub_forest._refine import min_arborescence
+from hub.chakra import NodeType
 from hub.errors import AlgorithmError, HubError, SynthesisInputError
 from hub.sim import certify, simulate
 from hub.topology import load_topology
@@ -39,7 +40,11 @@ def test_within_ten_percent_of_the_certificate(net: str, coll: str) -> None:
     res = simulate(alg, net, mode="aware")
     cert = certify(load_topology(net), coll, SIZE)
     assert cert is not None and res.bound_ns == cert.bound_ns and res.bound_term == "bandwidth"
-    assert 1.0 <= res.time_ns / cert.bound_ns <= 1.10, (net, coll, res.time_ns / cert.bound_ns)
+    assert res.time_ns / cert.bound_ns <= 1.10, (net, coll, res.time_ns / cert.bound_ns)
+    # below the bound only by the simulator's whole-ns truncation: at most 1 ns per message on a
+    # GPU's link (ring:8 all-reduce at 128 pieces: 0.9999); the bound is continuous
+    per_rank = max(max(int((g.kind == NodeType.SEND).sum()), int((g.kind == NodeType.RECV).sum())) for g in alg.graphs)
+    assert res.time_ns >= cert.bound_ns - per_rank, (net, coll, res.time_ns, cert.bound_ns, per_rank)
     if ex.get("forest.load_over_cut") is not None:  # the packing's own bandwidth term
         assert 1.0 - 1e-9 <= ex["forest.load_over_cut"] <= 1.02
 
