@@ -107,8 +107,29 @@ def _summarize_algorithm(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> str:
         f"deps        {sum(per_deps)} edges",
         f"per rank    nodes {_minmax(per_nodes)}, messages {_minmax(per_msgs)}, "
         f"bytes sent {_minmax(per_bytes, _bytes)}, deps {_minmax(per_deps)}",
+        *_bound_lines(dict(m.extra)),
     ]
     return "\n".join(lines)
+
+
+def _bound_lines(extra: dict[str, Any]) -> list[str]:
+    """The certified bound a producer run recorded (``hub.sim._grade``'s metadata keys) and the
+    simulated time against it; nothing when the algorithm carries no bound."""
+    bound, net, size = extra.get("bound_ns"), extra.get("bound_network"), extra.get("bound_size")
+    if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+        return []
+    where = f" on {net}" if net else ""
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        from .._ranges import exact_size
+
+        where += f" at {exact_size(size)}"
+    lines = [f"bound       {bound:,.1f} ns ({extra.get('bound_term', '?')}){where}"]
+    t, ratio = extra.get("simulated_ns"), extra.get("time_over_bound")
+    if isinstance(t, int) and isinstance(ratio, (int, float)):
+        from ..pipeline._results import percent_of_bound  # formatting only; imported on use
+
+        lines.append(f"simulated   {t:,} ns ({extra.get('simulated_mode', '?')}): {percent_of_bound(ratio)} of bound")
+    return lines
 
 
 def _summarize_workload(wl: Workload) -> str:

@@ -107,13 +107,20 @@ def _write(obj: Any, prefix: str) -> list[Path]:
     return list(write_workload(obj, prefix))
 
 
-def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputFormat) -> None:
+def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputFormat, grade: Any = None) -> None:
     if fmt == OutputFormat.json:
-        emit_json({"component": component, "files": [str(f) for f in files], "summary": _summary(obj)})
+        doc = {"component": component, "files": [str(f) for f in files], "summary": _summary(obj)}
+        if grade is not None:
+            from ..pipeline._results import percent_of_bound
+
+            doc["bound"] = {**grade.as_dict(), "percent_of_bound": percent_of_bound(grade.time_over_bound) or None}
+        emit_json(doc)
         return
     from ..chakra import summarize
 
-    out(summarize(obj))
+    out(summarize(obj))  # with the grade's bound and simulated lines, from the metadata
+    if grade is not None and grade.skipped:
+        out(f"simulated   no: {grade.skipped}")
     first = files[0] if files else "-"
     out(f"wrote {len(files)} file(s): {first}{' ...' if len(files) > 1 else ''}")
 
@@ -132,11 +139,29 @@ def produce(
     from ..plugins import manager_for
 
     manager = manager_for(component)
+    params = parse_sets(sets)
     with working(f"{component}: producing", json_output=fmt == OutputFormat.json) as step:
-        obj = manager.run_producer(component, parse_sets(sets), _ctx(Path(out_prefix).parent), timeout=timeout)
+        obj = manager.run_producer(component, params, _ctx(Path(out_prefix).parent), timeout=timeout)
+        graded = _grade(obj, params, step)
+        if graded is not None:
+            obj = graded[0]
         step(f"writing {out_prefix}.<rank>.et")
         files = _write(obj, out_prefix)
-    _report_written(component, obj, files, fmt)
+    _report_written(component, obj, files, fmt, graded[1] if graded else None)
+
+
+def _grade(obj: Any, params: dict[str, Any], step: Callable[[str], None]) -> tuple[Any, Any] | None:
+    """An algorithm made for a network, with its certified bound and simulated time in its
+    metadata (:mod:`hub.sim._grade`), and that grade; None for anything else."""
+    from ..chakra import Algorithm
+
+    if not isinstance(obj, Algorithm) or not ({"network", "topology"} & params.keys()):
+        return None
+    from ..sim import grade, with_grade
+
+    step("simulating against the certified bound")
+    g = grade(obj, params)
+    return None if g is None else (with_grade(obj, g), g)
 
 
 def transform(

@@ -19,6 +19,9 @@ _LAZY: dict[str, str] = {
     "certify": "._certificate",
     "network_facts": "._certificate",
     "CutOptimum": "._cut",
+    "Grade": "._grade",
+    "grade": "._grade",
+    "with_grade": "._grade",
     "cut_optimum": "._cut",
     "SimulateParams": "._api",
     "parse_size": "._api",
@@ -41,6 +44,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._astrasim import AstraSimOutcome, run_astra_sim
     from ._certificate import Certificate, certify, network_facts
     from ._cut import CutOptimum, cut_optimum
+    from ._grade import Grade, grade, with_grade
     from ._network import unaware_delays
     from ._program import comp_ns
     from ._report import trace_events, write_plot, write_trace
@@ -51,6 +55,7 @@ __all__ = [
     "AstraSimOutcome",
     "Certificate",
     "CutOptimum",
+    "Grade",
     "SimulateParams",
     "SimulationResult",
     "busbw_factor",
@@ -58,6 +63,7 @@ __all__ = [
     "comp_ns",
     "cut_optimum",
     "lower_bound_ns",
+    "grade",
     "network_facts",
     "node_spans",
     "parse_size",
@@ -68,6 +74,7 @@ __all__ = [
     "unaware_delays",
     "write_plot",
     "write_timeline",
+    "with_grade",
     "write_trace",
 ]
 

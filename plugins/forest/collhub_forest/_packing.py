@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -78,14 +79,18 @@ class Forest:
         return best
 
 
-def pack_trees(lg: LogicalGraph, x_star: Fraction, rounds: int | None = None, budget_s: float = 4.0) -> Forest:
-    """The best packing found (see the module docstring); ``rounds`` fixes ``R``."""
+def pack_trees(
+    lg: LogicalGraph, x_star: Fraction, rounds: int | None = None, budget_s: float = 4.0, multiple_of: int = 1
+) -> Forest:
+    """The best packing found (see the module docstring); ``rounds`` fixes ``R``; ``multiple_of``
+    keeps ``R`` a multiple of it (an all-reduce's two forests share one chunking of the shard)."""
     t0 = time.perf_counter()
     if not lg.enumerated:
         stars = tuple(Tree(r, 1, tuple(-1 for _ in range(lg.npus))) for r in range(lg.npus))
         return Forest(1, stars, None, "stars", time.perf_counter() - t0)
     best: Forest | None = None
-    for r in [rounds] if rounds else [1, 2, 4, 8, MAX_ROUNDS]:
+    tries = [rounds] if rounds else [r * multiple_of for r in (1, 2, 4, 8, MAX_ROUNDS) if r * multiple_of <= MAX_ROUNDS]
+    for r in tries or [multiple_of]:
         trees, ratio = _pack(lg, float(x_star), r)
         if best is None or best.load_ratio is None or ratio < best.load_ratio - 1e-12:
             best = Forest(r, trees, ratio, "packing", 0.0)
@@ -97,7 +102,7 @@ def pack_trees(lg: LogicalGraph, x_star: Fraction, rounds: int | None = None, bu
 
         seeds = [(t.root, t.parent_edge) for t in best.trees]
         frac, z = lp_packing(lg, float(x_star), seeds, budget_s - (time.perf_counter() - t0))
-        r, rounded, ratio = round_rates(lg, float(x_star), frac, z)
+        r, rounded, ratio = round_rates(lg, float(x_star), frac, z, multiple_of)
         if ratio < best.load_ratio - 1e-12:
             best = Forest(r, tuple(Tree(root, c, pe) for root, pe, c in rounded), ratio, "packing+lp", 0.0)
     return Forest(best.rounds, best.trees, best.load_ratio, best.method, time.perf_counter() - t0)
@@ -151,15 +156,16 @@ def _path_tree(lg: LogicalGraph, root: int, cost: list[float]) -> tuple[int, ...
     return tuple(pe)
 
 
-def reversed_forest(ag: tuple[LogicalGraph, Forest], rev: LogicalGraph) -> Forest | None:
+def reversed_forest(ag: tuple[LogicalGraph, Forest], rev: LogicalGraph, x_rev: Fraction) -> Forest | None:
     """The all-gather trees as reduce-scatter trees on ``rev`` (the reversed network's logical
     graph): tree edge ``p -> c`` becomes the message ``c -> p``. None when a message has no
-    logical edge there or would load a link differently (the network is not symmetric)."""
+    logical edge there, or when the reversed messages load some link more than the all-gather
+    packing loaded any (a router whose path ``c -> p`` is not ``p -> c`` backwards, e.g. one
+    that spreads pairs over a fat tree's spines by source: equal bandwidths, other links)."""
     lg, forest = ag
     if not lg.enumerated:
         return forest if not rev.enumerated else None
     index = {(rev.src[e], rev.dst[e]): e for e in range(rev.edges)}
-    g = lg.physical
     trees = []
     for t in forest.trees:
         pe = []
@@ -170,10 +176,21 @@ def reversed_forest(ag: tuple[LogicalGraph, Forest], rev: LogicalGraph) -> Fores
             r = index.get((lg.src[e], v))
             if r is None:
                 return None
-            bw_fwd = sorted(g.links[li].bandwidth for li in lg.routes[e])
-            bw_rev = sorted(g.links[li].bandwidth for li in rev.routes[r])
-            if bw_fwd != bw_rev:
-                return None
             pe.append(r)
         trees.append(Tree(t.root, t.count, tuple(pe)))
-    return Forest(forest.rounds, tuple(trees), forest.load_ratio, forest.method, 0.0)
+    ratio = load_ratio(rev, trees, float(x_rev), forest.rounds)
+    if forest.load_ratio is None or ratio > forest.load_ratio + 1e-9:
+        return None
+    return Forest(forest.rounds, tuple(trees), ratio, forest.method, 0.0)
+
+
+def load_ratio(lg: LogicalGraph, trees: Sequence[Tree], x: float, rounds: int) -> float:
+    """``max_l load_l / (R · b_l · x*)`` of ``trees`` (each edge loading every link of its route)."""
+    bw = [ln.bandwidth for ln in lg.physical.links]
+    load = [0.0] * len(bw)
+    for t in trees:
+        for e in t.parent_edge:
+            if e >= 0:
+                for li in lg.routes[e]:
+                    load[li] += t.count
+    return max((load[i] / (bw[i] * x * rounds) for i in range(len(bw)) if load[i]), default=1.0)

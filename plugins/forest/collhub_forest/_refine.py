@@ -231,16 +231,17 @@ def _shallow(
 
 
 def round_rates(
-    lg: LogicalGraph, x: float, frac: list[tuple[int, tuple[int, ...], float]], z: float
+    lg: LogicalGraph, x: float, frac: list[tuple[int, tuple[int, ...], float]], z: float, multiple_of: int = 1
 ) -> tuple[int, list[tuple[int, tuple[int, ...], int]], float]:
-    """(R, [(root, parent_edge, count)], exact load ratio) per the module docstring."""
+    """(R, [(root, parent_edge, count)], exact load ratio) per the module docstring; ``R`` a
+    multiple of ``multiple_of`` (that alone where it exceeds :data:`MAX_R`)."""
     g = lg.physical
     allow = [ln.bandwidth * x for ln in g.links]
     by_root: dict[int, list[tuple[tuple[int, ...], float]]] = {}
     for root, pe, y in frac:
         by_root.setdefault(root, []).append((pe, y))
     best: tuple[int, list[tuple[int, tuple[int, ...], int]], float] | None = None
-    for r in range(1, MAX_R + 1):
+    for r in range(multiple_of, max(MAX_R, multiple_of) + 1, multiple_of):
         trees: list[tuple[int, tuple[int, ...], int]] = []
         for root in sorted(by_root):
             items = by_root[root]

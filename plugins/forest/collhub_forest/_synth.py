@@ -3,14 +3,26 @@
 Pipeline pieces (rule): a chunk moves whole from GPU to GPU (store and forward), so a tree of
 depth ``D`` finishes about ``(D − 1)`` piece-times after its bandwidth term; ``P`` pieces per
 shard make that a ``D/P`` share. ``P`` is a multiple of ``R`` (the trees per root, so every tree
-keeps its exact rate): the largest one not above ``min(PIECES_PER_HOP · D, shard / MIN_CHUNK,
-MESSAGE_BUDGET / (N(N−1) · phases))``, and at least ``R``. Where latency binds (small sizes)
-more pieces only add messages, so there ``P`` = ``R``.
+keeps its exact rate): ``PIECES_PER_HOP · D`` rounded *up* to a multiple of ``R`` (rounding down
+left a 12-hop packing with ``R`` = 35 at 14 pieces per hop, 1.11x the bound), then capped by
+``shard / MIN_CHUNK`` and ``MESSAGE_BUDGET / (N(N−1) · phases)`` (again a multiple of ``R``),
+and at least ``R``. Where latency binds (small sizes) more pieces only add messages, so there
+``P`` = ``R``.
 
-Pacing (rule): the first candidate (window = a hop's latency in serializations + 2, no clock)
-is used as is on large problems; on small ones (at most :data:`TUNE_MESSAGES` messages, a
-network the aware model takes) a few (window, clock) choices are built and simulated with
+Export fit (rule): where both are simulated (the tuning below), the largest multiple of ``R``
+whose messages fit an MSCCL export (:data:`EXPORT_STEPS` nodes per rank) is kept instead,
+unless the count above is more than :data:`EXPORT_SLACK` faster (a 12-hop packing is; a 4x4
+torus all-reduce is not, and stays exportable).
+
+Pacing (rule): the first candidate (window = a hop's latency in serializations on the fastest
+link + 2, no clock) is used as is on large problems; on small ones (at most
+:data:`TUNE_MESSAGES` messages, a network the aware model takes) a few (window, clock) choices,
+the window counted on the slowest link among them, are built and simulated with
 ``hub.simulate`` (aware) and the fastest is returned (``forest.tuned`` says which happened).
+
+Reduce-scatter: the all-gather trees reversed where that loads no link more (a router whose path
+``v -> u`` is not ``u -> v`` backwards loads other links), else a packing of its own; for
+all-reduce its ``R`` is kept a multiple of the all-gather's, so one chunking serves both phases.
 """
 
 from __future__ import annotations
@@ -33,12 +45,17 @@ from ._params import SynthesizeParams
 __all__ = ["MESSAGE_BUDGET", "MIN_CHUNK", "PIECES_PER_HOP", "synthesize"]
 
 _COLLECTIVES = (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLREDUCE)
-PIECES_PER_HOP = 16
+PIECES_PER_HOP = 32
 MIN_CHUNK = 4096
 MESSAGE_BUDGET = 400_000
 WINDOW_EXTRA = 2
+#: MSCCL runtimes parse at most this many XML nodes per rank; a rank sends and receives about
+#: 2(N−1) messages per piece and phase
+EXPORT_STEPS = 4096
+#: the export-fitting piece count is kept unless the one the depth asks for is this much faster
+EXPORT_SLACK = 0.01
 #: candidates are simulated (and the fastest kept) while one algorithm has at most this many messages
-TUNE_MESSAGES = 60_000
+TUNE_MESSAGES = 150_000
 
 
 def _pieces(n: int, size: int, rounds: int, depth: int, phases: int, latency_bound: bool, want: int | None) -> int:
@@ -47,16 +64,19 @@ def _pieces(n: int, size: int, rounds: int, depth: int, phases: int, latency_bou
         return rounds * max(1, math.ceil(want / rounds))
     if latency_bound:
         return rounds
-    target = PIECES_PER_HOP * max(depth, 1)
+    target = rounds * -(-PIECES_PER_HOP * max(depth, 1) // rounds)  # rounded up to a multiple of R
     by_size = max(1, (size // n) // MIN_CHUNK)
     by_msgs = max(1, MESSAGE_BUDGET // max(1, n * (n - 1) * phases))
     c = min(target, by_size, by_msgs)
     return rounds * max(1, c // rounds)
 
 
-def _window(graph: LinkGraph, chunk: float) -> int:
-    """Sends in flight per (rank, peer): enough to cover a hop's latency with serializations."""
-    ser = chunk / max(bytes_per_ns(ln.bandwidth) for ln in graph.links)
+def _window(graph: LinkGraph, chunk: float, slowest: bool = False) -> int:
+    """Sends in flight per (rank, peer): enough to cover a hop's latency with serializations on
+    the fastest link (``slowest``: on the slowest, fewer, which keeps the slow links' queues short
+    on a network of mixed bandwidths)."""
+    pick = min if slowest else max
+    ser = chunk / pick(bytes_per_ns(ln.bandwidth) for ln in graph.links)
     lat = max(ln.latency for ln in graph.links)
     return int(math.ceil(lat / max(ser, 1e-9))) + WINDOW_EXTRA
 
@@ -95,8 +115,11 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
             lg = logical_graph(graph, reverse=True)
             # a network whose links all have equal twins: the all-gather trees, reversed, are as
             # good (same x*), and all-reduce keeps one chunking for both phases
-            mirrored = reversed_forest(ag, lg) if ag is not None and symmetric else None
-            rs = (lg, mirrored or pack_trees(lg, facts.rs.x, params.rounds))
+            mirrored = reversed_forest(ag, lg, facts.rs.x) if ag is not None and symmetric else None
+            # all-reduce: one chunking serves both phases, so R_rs is a multiple of R_ag (an
+            # independent R_rs makes the chunk count their lcm: 39 and 47 give 1,833 chunks)
+            keep = ag[1].rounds if ag is not None and coll == Collective.ALLREDUCE and not params.rounds else 1
+            rs = (lg, mirrored or pack_trees(lg, facts.rs.x, params.rounds, multiple_of=keep))
         if coll == Collective.REDUCESCATTER:
             ag = None
     except ValueError as exc:  # a GPU the trees cannot reach under the network's routing
@@ -118,7 +141,6 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
         ("forest.trees", sum(len(f[1].trees) for f in forests)),
         ("forest.rounds", rounds),
         ("forest.depth", depth),
-        ("forest.chunks_per_shard", c_total),
         ("forest.x_star", str(facts.ag.x if ag else facts.rs.x)),
         ("forest.logical_edges", sum(f[0].edges for f in forests)),
     ]
@@ -126,31 +148,44 @@ def synthesize(params: SynthesizeParams, ctx: Any = None) -> Algorithm:
         extra.append(("forest.load_over_cut", round(load_ratio, 6)))
     if cert is not None:
         extra += [("bound_ns", round(cert.bound_ns, 3)), ("bound_term", cert.term)]
-    w0 = _window(graph, size / (n * c_total))
     fixed = params.window is not None or params.clock is not None or not params.tune
-    candidates = [(w0 if params.window is None else params.window, params.clock or 0)]
-    if not fixed:
-        candidates += [(0, 0), (1, 0), (2, 0), (2 * w0, 0), (0, 4), (0, 8), (w0, 8)]
-    if coll == Collective.ALLREDUCE or coll == Collective.REDUCESCATTER:
-        candidates = [(w, 0) for w, _ in candidates]  # the all-gather phase is paced by the reductions
-    candidates = list(dict.fromkeys(candidates))
 
-    def build(window: int, clock: int) -> Algorithm:
-        more = extra + [("forest.window", window), ("forest.clock", clock)]
-        return build_forest_algorithm(
-            coll,
-            ag,
-            rs,
-            c_total,
-            reduction_comp=params.reduction_comp,
-            window=window,
-            clock=clock,
-            size=size,
-            name=name,
-            extra=more,
-        )
+    def tuned(c: int) -> tuple[Algorithm, str, int | None]:
+        w0 = _window(graph, size / (n * c))
+        w_slow = _window(graph, size / (n * c), slowest=True)
+        candidates = [(w0 if params.window is None else params.window, params.clock or 0)]
+        if not fixed:
+            candidates += [(0, 0), (1, 0), (2, 0), (w_slow, 0), (2 * w0, 0), (0, 4), (0, 8), (w0, 8)]
+        if coll == Collective.ALLREDUCE or coll == Collective.REDUCESCATTER:
+            candidates = [(w, 0) for w, _ in candidates]  # the all-gather phase is paced by the reductions
+        candidates = list(dict.fromkeys(candidates))
 
-    alg, tried = _tune(build, candidates, topo, size, n * (n - 1) * c_total * len(forests), fixed)
+        def build(window: int, clock: int) -> Algorithm:
+            more = extra + [("forest.chunks_per_shard", c), ("forest.window", window), ("forest.clock", clock)]
+            return build_forest_algorithm(
+                coll,
+                ag,
+                rs,
+                c,
+                reduction_comp=params.reduction_comp,
+                window=window,
+                clock=clock,
+                size=size,
+                name=name,
+                extra=more,
+            )
+
+        return _tune(build, candidates, topo, n * (n - 1) * c * len(forests), fixed)
+
+    alg, tried, t_many = tuned(c_total)
+    c_fit = rounds * (EXPORT_STEPS // (2 * (n - 1) * len(forests)) // rounds)
+    if t_many is not None and params.pieces is None and 0 < c_fit < c_total:
+        # the pieces the depth asks for overflow an MSCCL export: fewer, unless that costs > 1 %
+        fit, tried_fit, t_fit = tuned(c_fit)
+        if t_fit is not None and t_fit * (1 - EXPORT_SLACK) <= t_many:
+            alg, tried = fit, f"{tried_fit}; {c_fit} pieces (fit an MSCCL export) kept over {c_total}"
+        else:
+            tried += f"; {c_total} pieces kept over {c_fit} (fit an MSCCL export, but slower by more than 1 %)"
     extra_tune = ("forest.tuned", tried)
     build_s = time.perf_counter() - t0
     if params.verify:
@@ -173,14 +208,14 @@ def _tune(
     build: Callable[[int, int], Algorithm],
     candidates: list[tuple[int, int]],
     topo: Topology,
-    size: int,
     messages: int,
     fixed: bool,
-) -> tuple[Algorithm, str]:
-    """The candidate (window, clock) whose algorithm hub.simulate (aware) finds fastest; only the
-    first when fixed, or when one simulation would cost more than :data:`TUNE_MESSAGES` messages."""
+) -> tuple[Algorithm, str, int | None]:
+    """The candidate (window, clock) whose algorithm hub.simulate (aware) finds fastest, and its
+    time; only the first (time None) when fixed, or when one simulation would cost more than
+    :data:`TUNE_MESSAGES` messages."""
     if fixed or len(candidates) == 1 or messages > TUNE_MESSAGES or not _aware_ok(topo):
-        return build(*candidates[0]), "no"
+        return build(*candidates[0]), "no", None
     from hub.sim import simulate
 
     best: tuple[int, Algorithm] | None = None
@@ -190,7 +225,7 @@ def _tune(
         if best is None or t < best[0]:
             best = (t, alg)
     assert best is not None
-    return best[1], f"best of {len(candidates)} (window, clock) by hub.simulate aware"
+    return best[1], f"best of {len(candidates)} (window, clock) by hub.simulate aware", best[0]
 
 
 def _aware_ok(topo: Topology) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from collhub_forest import SynthesizeParams, synthesize
 from collhub_forest._logical import logical_graph
 from collhub_forest._refine import min_arborescence
+from hub.chakra import NodeType
 from hub.errors import AlgorithmError, HubError, SynthesisInputError
 from hub.sim import certify, simulate
 from hub.topology import load_topology
@@ -19,7 +20,19 @@ SIZE = 64 << 20
 
 
 @pytest.mark.parametrize("coll", ["allgather", "reducescatter", "allreduce"])
-@pytest.mark.parametrize("net", ["ring:8", "switch:8", "dgx1", "fattree:2x4", "torus:4x4", "hypercube:4"])
+@pytest.mark.parametrize(
+    "net",
+    [
+        "ring:8",
+        "switch:8",
+        "dgx1",
+        "fattree:2x4",
+        "torus:4x4",
+        "hypercube:4",
+        "torus:4x4@bw=200/50",  # mixed bandwidths: trees 12 hops deep
+        "fattree:4x4,spines=2",  # oversubscribed uplinks, a router that is not symmetric
+    ],
+)
 def test_within_ten_percent_of_the_certificate(net: str, coll: str) -> None:
     alg = synthesize(SynthesizeParams(collective=coll, network=net, size=SIZE))  # verified inside
     ex = dict(alg.meta.extra)
@@ -27,18 +40,24 @@ def test_within_ten_percent_of_the_certificate(net: str, coll: str) -> None:
     res = simulate(alg, net, mode="aware")
     cert = certify(load_topology(net), coll, SIZE)
     assert cert is not None and res.bound_ns == cert.bound_ns and res.bound_term == "bandwidth"
-    assert 1.0 <= res.time_ns / cert.bound_ns <= 1.10, (net, coll, res.time_ns / cert.bound_ns)
+    assert res.time_ns / cert.bound_ns <= 1.10, (net, coll, res.time_ns / cert.bound_ns)
+    # below the bound only by the simulator's whole-ns truncation: at most 1 ns per message on a
+    # GPU's link (ring:8 all-reduce at 128 pieces: 0.9999); the bound is continuous
+    per_rank = max(max(int((g.kind == NodeType.SEND).sum()), int((g.kind == NodeType.RECV).sum())) for g in alg.graphs)
+    assert res.time_ns >= cert.bound_ns - per_rank, (net, coll, res.time_ns, cert.bound_ns, per_rank)
     if ex.get("forest.load_over_cut") is not None:  # the packing's own bandwidth term
         assert 1.0 - 1e-9 <= ex["forest.load_over_cut"] <= 1.02
 
 
-@pytest.mark.parametrize("net", ["torus:4x4@bw=200/50", "fattree:4x4,spines=2"])
-def test_open_cases_stay_within_twenty_percent(net: str) -> None:
-    # heterogeneous torus (deep trees: 12 hops) and an oversubscribed fat tree: 1.09-1.18x today
-    for coll in ("allgather", "allreduce"):
-        alg = synthesize(SynthesizeParams(collective=coll, network=net, size=SIZE))
-        res = simulate(alg, net, mode="aware")
-        assert res.bound_ns is not None and 1.0 <= res.time_ns / res.bound_ns <= 1.2
+def test_reduce_scatter_loads_no_link_past_the_cut_bound() -> None:
+    # fattree:4x4,spines=2 routes u -> v and v -> u over different spines: the all-gather trees,
+    # reversed, put 1.12x the cut bound's bytes on a spine link. The reduce-scatter's busiest link
+    # must carry at most what the bound allows it (1 % rounding of the packing, 1 % chunk rounding).
+    net = "fattree:4x4,spines=2"
+    res = simulate(synthesize(SynthesizeParams(collective="reducescatter", network=net, size=SIZE)), net, mode="aware")
+    assert res.bound_ns is not None
+    busiest = max(res.links, key=lambda d: d["busy_ns"])
+    assert busiest["busy_ns"] <= 1.02 * res.bound_ns, busiest
 
 
 def test_stars_on_a_large_switch_fabric() -> None:
