@@ -233,12 +233,6 @@ class _State:
             self._HB = np.zeros((n, self._words), dtype=np.uint64)
             self._CB = np.zeros((n, self._words), dtype=np.uint64)
             self._permute_packed(np.arange(self.C, dtype=np.int32))
-        # at most 9 in-links per NPU: the supply is counted from the bitsets (no supply bytes kept)
-        self.counted = self.packed and deg <= 9
-        if self.counted:
-            ip, il = self.in_of
-            self._in = (np.ascontiguousarray(ip, dtype=np.int64), np.ascontiguousarray(il, dtype=np.int64))
-            self._src64 = net.src.astype(np.int64)
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -364,7 +358,7 @@ class _State:
             flat = self.net.dst[outs].astype(np.int64) * self.C + np.repeat(c, cnt)
             if not self.kept:
                 _bump(self.supply, flat, self.compiled)
-            elif self.policy == "scarce" and not self.counted:
+            elif self.policy == "scarce":
                 # supply < 128 (< 64 packed): the count never reaches the claimed (or has) bit
                 _bump(self._S, flat, self.compiled)
         if self.packed:
@@ -441,12 +435,7 @@ class _State:
         best = np.empty(f.size, dtype=np.int64)
         val = np.empty(f.size, dtype=np.uint8)
         n = self.net.npus
-        if self.counted:
-            _compiled.claim(
-                self._S, self._HB, self._CB, n, self.C, v, u, low, best, val, f.astype(np.int64), *self._in, self._src64
-            )
-        else:
-            _compiled.claim(self._S, self._HB, self._CB, n, self.C, v, u, low, best, val)
+        _compiled.claim(self._S, self._HB, self._CB, n, self.C, v, u, low, best, val)
         order = np.argsort(slot, kind="stable")
         hit = order[val[order] < 0x80]
         if hit.size:

@@ -369,92 +369,6 @@ static void claim_rows(uint8_t *P, const uint64_t *HB, uint64_t *CB, Py_ssize_t 
     }
 }
 
-/* Trailing zeros of a nonzero word. */
-static inline int ctz64(uint64_t x) {
-#if defined(__GNUC__)
-    return __builtin_ctzll(x);
-#else
-    int n = 0;
-    while (!(x & 1u)) {
-        x >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
-/* The same choice where every NPU has at most 9 in-links, from the bitsets alone: a candidate's
- * supply is 1 + the number of the destination's *other* in-links whose source holds it (P's supply
- * bits are not read, nor kept, in this mode), counted
- * 64 columns at a time (bit-sliced: lvl[k] = "at least k+1 others hold it"). One pass keeps, per
- * supply, its first column; it stops at the first candidate of the lowest possible supply (1, or
- * any candidate when low is 0: the random policy, whose keys are all 0). */
-static void claim_rows_counted(uint8_t *P, const uint64_t *HB, uint64_t *CB, Py_ssize_t cols, Py_ssize_t words,
-                               const int64_t *v, const int64_t *u, const int64_t *lk, Py_ssize_t links,
-                               unsigned low, const int64_t *in_ptr, const int64_t *in_lk, const int64_t *src,
-                               int64_t *best, uint8_t *val) {
-    for (Py_ssize_t i = 0; i < links; i++) {
-        const uint64_t *hu = HB + u[i] * words;
-        uint64_t *cv = CB + v[i] * words;
-        const uint64_t *other[9];
-        int no = 0;
-        for (int64_t j = in_ptr[v[i]]; j < in_ptr[v[i] + 1]; j++) {
-            if (in_lk[j] != lk[i] && no < 9) {
-                other[no++] = HB + src[in_lk[j]] * words;
-            }
-        }
-        Py_ssize_t first[10];
-        for (int k = 0; k <= no; k++) {
-            first[k] = -1;
-        }
-        int found_low = 0;
-        for (Py_ssize_t w = 0; w < words && !found_low; w++) {
-            uint64_t m = hu[w] & ~cv[w];
-            if (m == 0) {
-                continue;
-            }
-            if (low == 0) {
-                first[0] = w * 64 + ctz64(m);
-                break;
-            }
-            uint64_t lvl[9] = {0};
-            for (int o = 0; o < no; o++) {
-                uint64_t x = other[o][w] & m;
-                for (int k = o; k > 0; k--) {
-                    lvl[k] |= lvl[k - 1] & x;
-                }
-                lvl[0] |= x;
-            }
-            /* exactly k others: lvl[k-1] & ~lvl[k] (k = 0: ~lvl[0]) */
-            for (int k = 0; k <= no; k++) {
-                if (first[k] >= 0) {
-                    continue;
-                }
-                uint64_t e = m & (k == 0 ? ~lvl[0] : (lvl[k - 1] & (k < no ? ~lvl[k] : ~(uint64_t)0)));
-                if (e) {
-                    first[k] = w * 64 + ctz64(e);
-                }
-            }
-            found_low = first[0] >= 0;
-        }
-        Py_ssize_t bc = 0;
-        unsigned bv = 0x80;
-        for (int k = 0; k <= no; k++) {
-            if (first[k] >= 0) {
-                bc = first[k];
-                bv = low == 0 ? 0 : (unsigned)k + 1;
-                break;
-            }
-        }
-        best[i] = bc;
-        val[i] = (uint8_t)bv;
-        if (bv < 0x80) {
-            P[v[i] * cols + bc] |= 0x80;
-            cv[bc >> 6] |= (uint64_t)1 << (bc & 63);
-        }
-    }
-}
-
 /* Views of P (rows * cols bytes) and two bitsets (rows * words uint64) for the packed calls. */
 static int packed_views(PyObject *po, PyObject *hbo, PyObject *cbo, Py_ssize_t rows, Py_ssize_t cols, int writable,
                         Py_buffer *p, Py_buffer *hb, Py_buffer *cb) {
@@ -482,17 +396,14 @@ static int packed_views(PyObject *po, PyObject *hbo, PyObject *cbo, Py_ssize_t r
 }
 
 static PyObject *claim(PyObject *self, PyObject *args) {
-    PyObject *po, *hbo, *cbo, *vo, *uo, *bo, *valo, *lko = Py_None, *ipo = Py_None, *ilo = Py_None, *so = Py_None;
+    PyObject *po, *hbo, *cbo, *vo, *uo, *bo, *valo;
     Py_ssize_t rows, cols;
     int low;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOnnOOiOO|OOOO", &po, &hbo, &cbo, &rows, &cols, &vo, &uo, &low, &bo, &valo, &lko,
-                          &ipo, &ilo, &so)) {
+    if (!PyArg_ParseTuple(args, "OOOnnOOiOO", &po, &hbo, &cbo, &rows, &cols, &vo, &uo, &low, &bo, &valo)) {
         return NULL;
     }
     Py_buffer p = {0}, hb = {0}, cb = {0}, v = {0}, u = {0}, best = {0}, val = {0};
-    Py_buffer lk = {0}, ip = {0}, il = {0}, sr = {0};
-    int counted = lko != Py_None;
     PyObject *ret = NULL;
     if (packed_views(po, hbo, cbo, rows, cols, 1, &p, &hb, &cb) < 0) {
         return NULL;
@@ -512,44 +423,6 @@ static PyObject *claim(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "claim: an NPU index is out of range");
             goto done;
         }
-    }
-    if (counted) {
-        /* lk: the links; in_ptr (rows + 1), in_lk: the in-links of each NPU (CSR); src: per link */
-        if (view_of(lko, &lk, 8, 0, "lk") < 0 || view_of(ipo, &ip, 8, 0, "in_ptr") < 0
-            || view_of(ilo, &il, 8, 0, "in_lk") < 0 || view_of(so, &sr, 8, 0, "src") < 0) {
-            goto done;
-        }
-        Py_ssize_t e = sr.len / 8;
-        const int64_t *ipp = (const int64_t *)ip.buf, *ill = (const int64_t *)il.buf, *srr = (const int64_t *)sr.buf;
-        const int64_t *lkk = (const int64_t *)lk.buf;
-        if (lk.len != v.len || ip.len != (rows + 1) * 8 || il.len != sr.len) {
-            PyErr_SetString(PyExc_ValueError, "claim: lk one per link, in_ptr rows + 1, in_lk and src one per link");
-            goto done;
-        }
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            if (ipp[r] < 0 || ipp[r] > ipp[r + 1] || ipp[r + 1] > e || ipp[r + 1] - ipp[r] > 9) {
-                PyErr_SetString(PyExc_ValueError, "claim: in_ptr is not a CSR of at most 9 in-links per NPU");
-                goto done;
-            }
-        }
-        for (Py_ssize_t j = 0; j < e; j++) {
-            if (ill[j] < 0 || ill[j] >= e || srr[j] < 0 || srr[j] >= rows) {
-                PyErr_SetString(PyExc_IndexError, "claim: a link or NPU index is out of range");
-                goto done;
-            }
-        }
-        for (Py_ssize_t i = 0; i < links; i++) {
-            if (lkk[i] < 0 || lkk[i] >= e) {
-                PyErr_SetString(PyExc_IndexError, "claim: a link index is out of range");
-                goto done;
-            }
-        }
-        Py_BEGIN_ALLOW_THREADS;
-        claim_rows_counted((uint8_t *)p.buf, (const uint64_t *)hb.buf, (uint64_t *)cb.buf, cols, (cols + 63) / 64,
-                           vv, uu, lkk, links, (unsigned)low, ipp, ill, srr, (int64_t *)best.buf, (uint8_t *)val.buf);
-        Py_END_ALLOW_THREADS;
-        ret = Py_NewRef(Py_None);
-        goto done;
     }
     Py_BEGIN_ALLOW_THREADS;
     claim_rows((uint8_t *)p.buf, (const uint64_t *)hb.buf, (uint64_t *)cb.buf, cols, (cols + 63) / 64, vv, uu, links,
@@ -571,12 +444,6 @@ done:
     }
     if (val.obj != NULL) {
         PyBuffer_Release(&val);
-    }
-    Py_buffer *extra[4] = {&lk, &ip, &il, &sr};
-    for (int x = 0; x < 4; x++) {
-        if (extra[x]->obj != NULL) {
-            PyBuffer_Release(extra[x]);
-        }
     }
     return ret;
 }
