@@ -51,7 +51,9 @@ CASES: list[tuple[str, int, str, int, str, bool, bool]] = [
 BIG: list[tuple[str, int, str, int, str, bool, bool]] = [("torus:64x64", 1, "tacos", 0, "scarce", True, False)]
 
 
-def run_case(topology: str, chunks: int, model: str, seed: int, policy: str, rule: bool, rev: bool, compiled: bool = True) -> dict[str, Any]:
+def run_case(
+    topology: str, chunks: int, model: str, seed: int, policy: str, rule: bool, rev: bool, compiled: bool = True
+) -> dict[str, Any]:
     from collhub_tacos import network_of
     from collhub_tacos._greedy import greedy_allgather
     from hub.topology import load_topology
