@@ -93,7 +93,8 @@ def main() -> int:
         cases[key(c)] = {"args": list(c), **run_case(*c)}
         print(key(c), cases[key(c)]["makespan"], file=sys.stderr)
     doc = {
-        "provenance": f"written by plugins/tacos/tests/record_greedy.py at commit {commit} (main's greedy, before the bitset scan)",
+        "provenance": f"written by plugins/tacos/tests/record_greedy.py at commit {commit}"
+        " (main's greedy, before the bitset scan)",
         "cases": cases,
     }
     out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
