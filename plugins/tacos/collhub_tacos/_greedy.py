@@ -27,6 +27,12 @@ lacks and has not claimed; if there is none the transfer is cancelled and its li
 early, at the current time. TACOS instead lets duplicates run to the end and relabels them on
 arrival, which can name a chunk the source only got after the transfer began.
 
+Compiled path, uniform-speed sparse networks (under 64 in-links per NPU): the state is one byte
+per (NPU, column), claimed/has/supply packed, plus has and claimed bitsets, and each event's
+slots are matched in one compiled call, destination by destination (``_score.claim``): the scan
+skips 64 columns per two words where a link has no candidate. The numpy path is unchanged and
+makes the same schedules (tested, and against schedules recorded before the change).
+
 Randomness comes from one ``numpy.random.Generator`` seeded by the caller: a seed reproduces a
 schedule bit for bit.
 """
@@ -93,11 +99,11 @@ def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx
 
 
-def _slots(
+def _deal(
     links: np.ndarray, dst: np.ndarray, rng: np.random.Generator, delay: np.ndarray | None = None
-) -> list[np.ndarray]:
-    """Shuffle ``links`` and split them into slots with at most one link per destination; with
-    ``delay``, a destination's faster links come first (they choose their chunks first)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(links by destination, each destination's in its slot order; their slot numbers): see
+    :func:`_slots`."""
     f = links[rng.permutation(links.size)]
     if delay is not None:
         f = f[np.argsort(delay[f], kind="stable")]
@@ -105,7 +111,15 @@ def _slots(
     d = dst[f]
     first = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
     sizes = np.diff(np.r_[first, d.size])
-    slot = np.arange(d.size) - np.repeat(first, sizes)
+    return f, np.arange(d.size) - np.repeat(first, sizes)
+
+
+def _slots(
+    links: np.ndarray, dst: np.ndarray, rng: np.random.Generator, delay: np.ndarray | None = None
+) -> list[np.ndarray]:
+    """Shuffle ``links`` and split them into slots with at most one link per destination; with
+    ``delay``, a destination's faster links come first (they choose their chunks first)."""
+    f, slot = _deal(links, dst, rng, delay)
     order = np.argsort(slot, kind="stable")
     bounds = np.searchsorted(slot[order], np.arange(int(slot.max()) + 2))
     return [f[order[bounds[s] : bounds[s + 1]]] for s in range(bounds.size - 1)]
@@ -215,6 +229,16 @@ class _State:
             # the separate matrices are dropped, so that a stray use fails instead of reading stale data
             self.has = self.claimed = np.zeros((0, 0), dtype=bool)
             self.supply = np.zeros((0, 0), dtype=np.uint8)
+        # the compiled path where supply < 64 packs has into S (bit 6; H is dropped) and keeps two
+        # bitsets of it, has and claimed: the scan reads 2 words per 64 columns (see _score.c)
+        self.packed = self.kept and compiled and _compiled is not None and deg < 64
+        if self.packed:
+            self._S |= (self._H == 0).view(np.uint8) << np.uint8(6)
+            self._H = np.zeros((0, 0), dtype=np.uint8)
+            self._words = (self.C + 63) // 64
+            self._HB = np.zeros((n, self._words), dtype=np.uint64)
+            self._CB = np.zeros((n, self._words), dtype=np.uint64)
+            self._permute_packed(np.arange(self.C, dtype=np.int32))
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -276,7 +300,9 @@ class _State:
         order = np.lexsort((self.rng.random(self.C), self.holders))
         inv = np.empty(self.C, dtype=np.int64)
         inv[order] = np.arange(self.C)
-        if self.kept and self.compiled and _compiled is not None:
+        if self.packed:
+            self._permute_packed(order.astype(np.int32))
+        elif self.kept and self.compiled and _compiled is not None:
             self._S = self._take_columns(self._S, order)
             self._H = self._take_columns(self._H, order)
         elif self.kept:
@@ -306,6 +332,16 @@ class _State:
         self._spares.append(a)
         return out
 
+    def _permute_packed(self, order: np.ndarray) -> None:
+        """The packed state's columns in ``order``, its bitsets rebuilt from it (compiled)."""
+        assert _compiled is not None
+        fits = [i for i, m in enumerate(self._spares) if m.shape == self._S.shape]
+        out = self._spares.pop(fits[0]) if fits else np.empty_like(self._S)
+        n = self.net.npus
+        _compiled.take_packed(self._S, n, self.C, order, out, self._HB, self._CB)
+        self._spares.append(self._S)
+        self._S = out
+
     # -- arrivals ----------------------------------------------------------------------------
     def deliver(self, t: float) -> None:
         dl, ds = np.nonzero(self.land_at <= t + _EPS)
@@ -329,8 +365,12 @@ class _State:
             if not self.kept:
                 _bump(self.supply, flat, self.compiled)
             elif self.policy == "scarce":
-                _bump(self._S, flat, self.compiled)  # supply < 128: the count never reaches the claimed bit
-        if self.kept:
+                # supply < 128 (< 64 packed): the count never reaches the claimed (or has) bit
+                _bump(self._S, flat, self.compiled)
+        if self.packed:
+            assert _compiled is not None
+            _compiled.land(self._S, self._HB, self.net.npus, self.C, v, np.ascontiguousarray(c, dtype=np.int64))
+        elif self.kept:
             self._H[v, c] = 0
         self.land_at[dl, ds] = np.inf
         self.carry[dl, ds] = -1
@@ -365,6 +405,9 @@ class _State:
         # every candidate's key is at least `low` (its source holds it, so its supply is >= 1): a
         # link whose first columns reach `low` needs no look at the rest (first minimum = lowest column)
         low = 1 if self.policy == "scarce" else 0
+        if self.packed:
+            self._match_packed(t, free, rng, low)
+            return
         for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
             v = dst[links]
             u = src[links]
@@ -385,6 +428,24 @@ class _State:
                 self._start(t, lk, c)
             if self.mixed.any():
                 self._overtake(t, links, rng)
+
+    def _match_packed(self, t: float, free: np.ndarray, rng: np.random.Generator, low: int) -> None:
+        """All slots of the event in one compiled call. Uniform link speeds: nothing but the claims
+        at a destination changes between slots (no landing, no overtaking), so the links can go
+        destination by destination, each destination's in slot order (its rows stay in cache),
+        and the transfers are then started in slot order, as slot after slot would."""
+        assert _compiled is not None
+        f, slot = _deal(free, self.net.dst, rng)
+        v = self.net.dst[f].astype(np.int64)
+        u = self.net.src[f].astype(np.int64)
+        best = np.empty(f.size, dtype=np.int64)
+        val = np.empty(f.size, dtype=np.uint8)
+        n = self.net.npus
+        _compiled.claim(self._S, self._HB, self._CB, n, self.C, v, u, low, best, val)
+        order = np.argsort(slot, kind="stable")
+        hit = order[val[order] < 0x80]
+        if hit.size:
+            self._start(t, f[hit], best[hit])
 
     def _first_min_split(
         self,

@@ -17,6 +17,8 @@
  * rarest-first re-sort's np.take of the key matrices along their chunk axis, into a reused
  * matrix) and bump (np.add.at of one to the supply counts of the chunks that landed).
  *
+ * The packed state's calls (claim, take_packed, land) are described where they are defined.
+ *
  * Only the CPython C API and the buffer protocol (no numpy headers), like hub/_native.
  */
 #define PY_SSIZE_T_CLEAN
@@ -275,6 +277,301 @@ done:
     return ret;
 }
 
+/*
+ * The packed state (_greedy.py, "packed" mode: sparse networks with under 64 in-links per NPU and
+ * uniform link speeds, the compiled path). One byte per (NPU, column), P = claimed << 7 | has << 6 |
+ * supply (supply < 64), and two bitsets of the same matrix, HB (has) and CB (claimed), one bit per
+ * column, 64 columns a word (bit c & 63 of word c >> 6; bits past the last column are 0). Link
+ * u -> v's candidates are HB[u] & ~CB[v], so a row without one costs 2 words per 64 columns instead
+ * of 2 bytes per column, and the supply bytes are read only where a word holds a candidate. The
+ * choice is the same first minimum as first_min_u8 over the keys P[v, c] | (0x80 unless c is a
+ * candidate): a candidate is not claimed at v, so its byte is its supply.
+ */
+
+/* EXPAND[b]: 8 key bytes, byte i = 0 where bit i of b is set (a candidate), else 0x80. */
+static uint64_t EXPAND[256];
+
+static void fill_expand(void) {
+    for (unsigned b = 0; b < 256; b++) {
+        uint8_t bytes[8];
+        for (unsigned i = 0; i < 8; i++) {
+            bytes[i] = (b >> i) & 1u ? 0 : 0x80;
+        }
+        memcpy(&EXPAND[b], bytes, 8);
+    }
+}
+
+/* The bits (b >> shift) & 1 of 8 bytes, as one byte (bit i from byte i). */
+static inline unsigned gather_bit(const uint8_t *p, unsigned shift, Py_ssize_t n) {
+    unsigned out = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        /* byte i's bit at bit 8i, then one multiply moves bit 8i to bit 56 + i */
+        w = (w >> shift) & 0x0101010101010101ULL;
+        return (unsigned)((w * 0x0102040810204080ULL) >> 56);
+    }
+#endif
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out |= ((unsigned)(p[i] >> shift) & 1u) << i;
+    }
+    return out;
+}
+
+/* Per link i (u[i] -> v[i]): best[i] = the first column with the smallest key, val[i] = that key
+ * (0x80 = none); a found column is claimed at once (P's top bit and CB): the links of one slot go
+ * into distinct destinations, so a claim never changes another link's answer in the call. */
+static void claim_rows(uint8_t *P, const uint64_t *HB, uint64_t *CB, Py_ssize_t cols, Py_ssize_t words,
+                       const int64_t *v, const int64_t *u, Py_ssize_t links, unsigned low, int64_t *best,
+                       uint8_t *val) {
+    const uint64_t ones = 0x0101010101010101ULL, top = 0x8080808080808080ULL;
+    for (Py_ssize_t i = 0; i < links; i++) {
+        uint8_t *pv = P + v[i] * cols;
+        const uint64_t *hu = HB + u[i] * words;
+        uint64_t *cv = CB + v[i] * words;
+        unsigned bv = 0x80;
+        Py_ssize_t bc = 0;
+        for (Py_ssize_t w = 0; w < words && bv > low; w++) {
+            uint64_t m = hu[w] & ~cv[w];
+            Py_ssize_t base = w * 64;
+            for (; m != 0; m >>= 8, base += 8) {
+                unsigned b = (unsigned)(m & 0xffu);
+                if (b == 0) {
+                    continue;
+                }
+                if (base + 8 <= cols) {
+                    uint64_t k;
+                    memcpy(&k, pv + base, 8);
+                    k |= EXPAND[b];
+                    if (((k - ones * bv) & ~k & top) == 0) {
+                        continue; /* no candidate here below the best so far */
+                    }
+                }
+                for (unsigned j = 0; j < 8 && base + (Py_ssize_t)j < cols; j++) {
+                    if (((b >> j) & 1u) && pv[base + j] < bv) {
+                        bv = pv[base + j];
+                        bc = base + j;
+                        if (bv <= low) {
+                            break;
+                        }
+                    }
+                }
+                if (bv <= low) {
+                    break;
+                }
+            }
+        }
+        best[i] = bc;
+        val[i] = (uint8_t)bv;
+        if (bv < 0x80) {
+            pv[bc] |= 0x80;
+            cv[bc >> 6] |= (uint64_t)1 << (bc & 63);
+        }
+    }
+}
+
+/* Views of P (rows * cols bytes) and two bitsets (rows * words uint64) for the packed calls. */
+static int packed_views(PyObject *po, PyObject *hbo, PyObject *cbo, Py_ssize_t rows, Py_ssize_t cols, int writable,
+                        Py_buffer *p, Py_buffer *hb, Py_buffer *cb) {
+    Py_ssize_t words = (cols + 63) / 64;
+    if (view_of(po, p, 1, writable, "P") < 0) {
+        return -1;
+    }
+    if (view_of(hbo, hb, 8, writable, "HB") < 0) {
+        PyBuffer_Release(p);
+        return -1;
+    }
+    if (view_of(cbo, cb, 8, writable, "CB") < 0) {
+        PyBuffer_Release(p);
+        PyBuffer_Release(hb);
+        return -1;
+    }
+    if (rows < 0 || cols < 1 || p->len != rows * cols || hb->len != rows * words * 8 || cb->len != hb->len) {
+        PyErr_SetString(PyExc_ValueError, "packed state: P is (rows, cols) bytes, HB and CB (rows, ceil(cols/64)) words");
+        PyBuffer_Release(p);
+        PyBuffer_Release(hb);
+        PyBuffer_Release(cb);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *claim(PyObject *self, PyObject *args) {
+    PyObject *po, *hbo, *cbo, *vo, *uo, *bo, *valo;
+    Py_ssize_t rows, cols;
+    int low;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOnnOOiOO", &po, &hbo, &cbo, &rows, &cols, &vo, &uo, &low, &bo, &valo)) {
+        return NULL;
+    }
+    Py_buffer p = {0}, hb = {0}, cb = {0}, v = {0}, u = {0}, best = {0}, val = {0};
+    PyObject *ret = NULL;
+    if (packed_views(po, hbo, cbo, rows, cols, 1, &p, &hb, &cb) < 0) {
+        return NULL;
+    }
+    if (view_of(vo, &v, 8, 0, "v") < 0 || view_of(uo, &u, 8, 0, "u") < 0 || view_of(bo, &best, 8, 1, "best") < 0
+        || view_of(valo, &val, 1, 1, "val") < 0) {
+        goto done;
+    }
+    Py_ssize_t links = v.len / 8;
+    if (u.len != v.len || best.len != v.len || val.len != links || low < 0 || low > 0x80) {
+        PyErr_SetString(PyExc_ValueError, "claim: v, u, best, val one per link; 0 <= low <= 128");
+        goto done;
+    }
+    const int64_t *vv = (const int64_t *)v.buf, *uu = (const int64_t *)u.buf;
+    for (Py_ssize_t i = 0; i < links; i++) {
+        if (vv[i] < 0 || vv[i] >= rows || uu[i] < 0 || uu[i] >= rows) {
+            PyErr_SetString(PyExc_IndexError, "claim: an NPU index is out of range");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    claim_rows((uint8_t *)p.buf, (const uint64_t *)hb.buf, (uint64_t *)cb.buf, cols, (cols + 63) / 64, vv, uu, links,
+               (unsigned)low, (int64_t *)best.buf, (uint8_t *)val.buf);
+    Py_END_ALLOW_THREADS;
+    ret = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&p);
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&cb);
+    if (v.obj != NULL) {
+        PyBuffer_Release(&v);
+    }
+    if (u.obj != NULL) {
+        PyBuffer_Release(&u);
+    }
+    if (best.obj != NULL) {
+        PyBuffer_Release(&best);
+    }
+    if (val.obj != NULL) {
+        PyBuffer_Release(&val);
+    }
+    return ret;
+}
+
+/* out = np.take(P, order, axis=1), and the bitsets HB (bit 6) and CB (bit 7) of out. */
+static PyObject *take_packed(PyObject *self, PyObject *args) {
+    PyObject *ao, *oo, *po, *hbo, *cbo;
+    Py_ssize_t rows, cols;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnnOOOO", &ao, &rows, &cols, &oo, &po, &hbo, &cbo)) {
+        return NULL;
+    }
+    Py_buffer a = {0}, order = {0}, p = {0}, hb = {0}, cb = {0};
+    PyObject *ret = NULL;
+    if (packed_views(po, hbo, cbo, rows, cols, 1, &p, &hb, &cb) < 0) {
+        return NULL;
+    }
+    if (view_of(ao, &a, 1, 0, "a") < 0 || view_of(oo, &order, 4, 0, "order") < 0) {
+        goto done;
+    }
+    if (a.len != p.len || order.len != cols * 4) {
+        PyErr_SetString(PyExc_ValueError, "take_packed: a is (rows, cols), order (int32) has cols entries");
+        goto done;
+    }
+    const int32_t *ord = (const int32_t *)order.buf;
+    for (Py_ssize_t j = 0; j < cols; j++) {
+        if (ord[j] < 0 || ord[j] >= cols) {
+            PyErr_SetString(PyExc_IndexError, "take_packed: a column index is out of range");
+            goto done;
+        }
+    }
+    Py_ssize_t words = (cols + 63) / 64;
+    Py_BEGIN_ALLOW_THREADS;
+    Py_ssize_t r4 = rows - rows % 4;
+    for (Py_ssize_t r = 0; r < r4; r += 4) { /* four rows per pass: one load of each order entry */
+        const uint8_t *s0 = (const uint8_t *)a.buf + r * cols, *s1 = s0 + cols, *s2 = s1 + cols, *s3 = s2 + cols;
+        uint8_t *d0 = (uint8_t *)p.buf + r * cols, *d1 = d0 + cols, *d2 = d1 + cols, *d3 = d2 + cols;
+        for (Py_ssize_t j = 0; j < cols; j++) {
+            int32_t o = ord[j];
+            d0[j] = s0[o];
+            d1[j] = s1[o];
+            d2[j] = s2[o];
+            d3[j] = s3[o];
+        }
+    }
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const uint8_t *src = (const uint8_t *)a.buf + r * cols;
+        uint8_t *dst = (uint8_t *)p.buf + r * cols;
+        for (Py_ssize_t j = 0; r >= r4 && j < cols; j++) {
+            dst[j] = src[ord[j]];
+        }
+        uint64_t *h = (uint64_t *)hb.buf + r * words, *c = (uint64_t *)cb.buf + r * words;
+        memset(h, 0, (size_t)words * 8);
+        memset(c, 0, (size_t)words * 8);
+        for (Py_ssize_t j = 0; j < cols; j += 8) {
+            Py_ssize_t n = cols - j < 8 ? cols - j : 8;
+            h[j >> 6] |= (uint64_t)gather_bit(dst + j, 6, n) << (j & 63);
+            c[j >> 6] |= (uint64_t)gather_bit(dst + j, 7, n) << (j & 63);
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    ret = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&p);
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&cb);
+    if (a.obj != NULL) {
+        PyBuffer_Release(&a);
+    }
+    if (order.obj != NULL) {
+        PyBuffer_Release(&order);
+    }
+    return ret;
+}
+
+/* Chunks c[i] landed at NPUs v[i]: P[v, c] |= has (bit 6) and HB's bit; then, when flat is given,
+ * the supply bumps (as bump). */
+static PyObject *land(PyObject *self, PyObject *args) {
+    PyObject *po, *hbo, *vo, *co;
+    Py_ssize_t rows, cols;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOnnOO", &po, &hbo, &rows, &cols, &vo, &co)) {
+        return NULL;
+    }
+    Py_buffer p = {0}, hb = {0}, v = {0}, c = {0};
+    PyObject *ret = NULL;
+    Py_ssize_t words = (cols + 63) / 64;
+    if (view_of(po, &p, 1, 1, "P") < 0) {
+        return NULL;
+    }
+    if (view_of(hbo, &hb, 8, 1, "HB") < 0 || view_of(vo, &v, 8, 0, "v") < 0 || view_of(co, &c, 8, 0, "c") < 0) {
+        goto done;
+    }
+    if (rows < 0 || cols < 1 || p.len != rows * cols || hb.len != rows * words * 8 || c.len != v.len) {
+        PyErr_SetString(PyExc_ValueError, "land: P is (rows, cols), HB (rows, ceil(cols/64)); v, c alike");
+        goto done;
+    }
+    const int64_t *vv = (const int64_t *)v.buf, *cc = (const int64_t *)c.buf;
+    Py_ssize_t n = v.len / 8;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (vv[i] < 0 || vv[i] >= rows || cc[i] < 0 || cc[i] >= cols) {
+            PyErr_SetString(PyExc_IndexError, "land: an index is out of range");
+            goto done;
+        }
+    }
+    uint8_t *P = (uint8_t *)p.buf;
+    uint64_t *H = (uint64_t *)hb.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        P[vv[i] * cols + cc[i]] |= 0x40;
+        H[vv[i] * words + (cc[i] >> 6)] |= (uint64_t)1 << (cc[i] & 63);
+    }
+    ret = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&p);
+    if (hb.obj != NULL) {
+        PyBuffer_Release(&hb);
+    }
+    if (v.obj != NULL) {
+        PyBuffer_Release(&v);
+    }
+    if (c.obj != NULL) {
+        PyBuffer_Release(&c);
+    }
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"first_min", first_min, METH_VARARGS,
      "first_min(S, H, rows, cols, v, u, low, best, val): per link i, best[i] = the first column c with the"
@@ -284,10 +581,20 @@ static PyMethodDef methods[] = {
     {"take_columns", take_columns, METH_VARARGS,
      "take_columns(a, rows, cols, order, out): out = np.take(a, order, axis=1) for (rows, cols) uint8 or int16"},
     {"bump", bump, METH_VARARGS, "bump(a, flat): np.add.at(a.ravel(), flat, 1) for a C-contiguous uint8 or int16 a"},
+    {"claim", claim, METH_VARARGS,
+     "claim(P, HB, CB, rows, cols, v, u, low, best, val): the packed state's first_min (uint8 keys), each found"
+     " column claimed at once (P's top bit and CB's bit)"},
+    {"take_packed", take_packed, METH_VARARGS,
+     "take_packed(a, rows, cols, order, P, HB, CB): P = np.take(a, order, axis=1) (order int32), HB and CB its"
+     " bit-6 and bit-7 bitsets"},
+    {"land", land, METH_VARARGS, "land(P, HB, rows, cols, v, c): P[v, c] |= 0x40 and HB's bit, per landing"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "collhub_tacos._score",
                                     "The greedy matcher's scoring (see collhub_tacos/_greedy.py).", -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__score(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__score(void) {
+    fill_expand();
+    return PyModule_Create(&module);
+}
