@@ -54,6 +54,7 @@ STANDARD_METRICS = frozenset(
         "bound_ns",
         "time_over_bound",
         "bound_term",
+        "bound_slack_ns",
         "link_bound_ns",
         "time_over_link_bound",
     }

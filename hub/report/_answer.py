@@ -8,9 +8,11 @@ consumer and one collective/rank count. Rules, in order:
    differ per size; the per-size files are kept (``Best.algorithm``, ``Segment.algorithms``).
 2. **Impossible rows never win.** A row whose time is below a lower bound the consumer reports
    (``time_over_bound`` < 1: the collective's bound on that network; ``time_over_link_bound`` < 1:
-   the algorithm's own link-load bound, hub/sim/_linkload.py), or that carries a consumer warning
-   saying so, is *set apart* (``Study.set_apart``, each with its reason) and does not compete,
-   unless ``allow_below_bound`` is given: then it competes and its win says ``below_bound``.
+   the algorithm's own link-load bound, hub/sim/_linkload.py; a time under the collective's bound
+   by no more than ``bound_slack_ns``, what whole-ns truncation gains, is at the bound), or that
+   carries a consumer warning saying so, is *set apart* (``Study.set_apart``, each with its
+   reason) and does not compete, unless ``allow_below_bound`` is given: then it competes and its
+   win says ``below_bound``.
    A size where every row is set apart has no winner (``Study.unanswered``).
 3. The winner at a size is the contender with the smallest time (``time_us``, else ``time_ns``);
    for one collective and size busbw is the same number scaled (nccl-tests' factor does not
@@ -307,12 +309,20 @@ def _ratio(metrics: Mapping[str, Any], key: str) -> float | None:
     return None
 
 
+def _within_slack(metrics: Mapping[str, Any]) -> bool:
+    """A time under the collective's bound by no more than whole-ns truncation can gain
+    (``bound_slack_ns``: 1 ns per message of the busiest GPU) is possible in the model: at the
+    bound, not below it. (The link-load bound has its truncation inside it.)"""
+    t, b, slack = (_ratio(metrics, k) for k in ("time_ns", "bound_ns", "bound_slack_ns"))
+    return t is not None and b is not None and slack is not None and t >= b - slack
+
+
 def below_bound_reason(metrics: Mapping[str, Any], warnings: Any = ()) -> str | None:
     """Why a row's time is impossible (rule 2), in a few words; None when nothing says so. The
     collective's bound is named first (it holds for every schedule), else the algorithm's own."""
     why = None
     r = _ratio(metrics, "time_over_bound")
-    if r is not None and r < 1:
+    if r is not None and r < 1 and not _within_slack(metrics):
         why = f"below the {metrics.get('collective') or 'collective'} lower bound (time/bound {r:.3g})"
     r = _ratio(metrics, "time_over_link_bound")
     if why is None and r is not None and r < 1:

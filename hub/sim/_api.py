@@ -18,7 +18,7 @@ from ._engine import EngineState, run_engine
 from ._layout import DelayFn
 from ._linkload import link_load_bound_ns
 from ._network import AwareNetwork, network_model
-from ._program import Program, program_from_algorithm
+from ._program import K_RECV, K_SEND, Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
@@ -329,6 +329,7 @@ def simulate(
         bound_ns=bound,
         bound_formula=formula,
         bound_term=term,
+        bound_slack_ns=_truncation_slack(prog),
         link_bound_ns=link_bound,
         link_bound_link=busiest,
         astrasim_aborts=astrasim_aborts,
@@ -407,3 +408,14 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
         details=res.details(),
         warnings=res.warnings,
     )
+
+
+def _truncation_slack(prog: Program) -> int:
+    """Messages of the busiest GPU, sent or received: what whole-ns truncation can gain on a bound
+    computed in real numbers (``SimulationResult.bound_slack_ns``)."""
+    if not prog.n:
+        return 0
+    kind, rank = prog.kind_array(), np.asarray(prog.rank)
+    sends = np.bincount(rank[kind == K_SEND], minlength=prog.ranks)
+    recvs = np.bincount(rank[kind == K_RECV], minlength=prog.ranks)
+    return int(max(sends.max(initial=0), recvs.max(initial=0)))

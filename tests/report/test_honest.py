@@ -152,3 +152,14 @@ def test_export_never_ships_a_time_below_a_bound(impossible_run: Path, tmp_path:
     shipped = {(e["source"], s) for e in st["exported"] for s in sizes if e["min_bytes"] <= s <= e["max_bytes"]}
     assert shipped == {(w, s) for s, w in winners.items()} and not shipped & below
     assert {(a["source"], a["size_bytes"]) for a in st["set_apart"]} == below
+
+
+def test_a_time_under_the_bound_by_truncation_alone_is_at_the_bound() -> None:
+    """``bound_slack_ns`` (1 ns per message of the busiest GPU, what whole-ns truncation gains):
+    a row under its bound by no more than that competes; one further under is set apart."""
+    from hub.report._answer import below_bound_reason
+
+    row = {"collective": "allgather", "time_ns": 4882, "bound_ns": 4882.83, "time_over_bound": 4882 / 4882.83}
+    assert below_bound_reason({**row, "bound_slack_ns": 3}) is None
+    assert below_bound_reason({**row, "bound_ns": 4886.5, "time_over_bound": 4882 / 4886.5, "bound_slack_ns": 3})
+    assert below_bound_reason(row)  # a consumer that reports no slack: the plain rule

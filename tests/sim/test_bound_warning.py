@@ -92,3 +92,22 @@ def test_run_tables_and_plots_show_the_warning(tmp_path: Path) -> None:
     assert layout.warned == 2 and "2 point(s) circled red carry a warning" in layout.title
     flagged = [pt for p in layout.panels for pts in p.flagged.values() for pt in pts]
     assert sorted(y for _, y in flagged)[0] == 4.441
+
+
+def test_whole_ns_truncation_is_not_below_the_bound() -> None:
+    """The model floors each message's delay to whole ns, so a schedule of many messages finishes
+    up to 1 ns per message of its busiest GPU before a bound computed in real numbers: at the
+    bound, not below it. hub.direct all-gather on fc:4 without latency at 4 x 262,145 bytes: each
+    GPU sends its 262,145 bytes over 3 links of 50 GiB/s at once, floor(262145 / 53.687...) =
+    4882 ns, while the cut bound is 262145 / 53.687... = 4882.83 ns."""
+    alg = make("direct", "allgather", 4)
+    res = simulate(alg, "fc:4@lat=0", size=4 * 262145, mode="aware")
+    bound = 262145 / (50 * 2**30 / 1e9)
+    assert res.bound_ns is not None and abs(res.bound_ns - bound) < 1e-6
+    assert res.time_ns == 4882 and res.bound_slack_ns == 3  # three sends and three receives per GPU
+    assert res.warnings == [] and res.metrics()["bound_slack_ns"] == 3
+
+
+def test_below_the_bound_by_more_than_the_slack_still_warns() -> None:
+    fast = simulate(make("direct", "alltoall", 8), "ring:8", size=1 << 20, mode="unaware")
+    assert fast.bound_slack_ns == 7 and fast.warnings and "below the alltoall lower bound" in fast.warnings[0]
