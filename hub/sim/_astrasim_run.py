@@ -303,7 +303,7 @@ def _group_rings(
     """``CommunicatorGroup::get_collective_plan``: an NPU's first collective of a type in a group
     smaller than the network logs its ring (declared member order)."""
     from ..chakra import NodeType
-    from ..transforms._collectives import process_groups_of
+    from ..workload._collectives import process_groups_of
 
     named = [n for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.pg_name not in ("", "0", None)]
     if not named:

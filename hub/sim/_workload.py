@@ -156,7 +156,7 @@ def _plan(
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[tuple[int, int], _Served]:
     """(rank, COMM_COLL id) -> how it is served, for every collective instance of ``wl``."""
-    from ..transforms._collectives import plan_collectives
+    from ..workload._collectives import plan_collectives
 
     def choose(coll: Collective, size: int, ranks: int) -> Algorithm | None:
         return None if coll in native else pick(coll, size, ranks)

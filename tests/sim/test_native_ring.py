@@ -134,7 +134,7 @@ def test_what_is_not_reproduced_is_refused_naming_the_key(over: dict, net: str, 
 
 
 def test_native_next_to_sends_is_exact_and_next_to_other_implementations_refused() -> None:
-    from hub.transforms import InlineParams, inline_workload
+    from hub.workload import InlineParams, inline_workload
 
     wl = _compute_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
     wl = Workload(

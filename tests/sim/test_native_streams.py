@@ -157,7 +157,7 @@ def test_dlrm8_native_allreduces_next_to_inlined_alltoalls_equal_real_astrasim()
     """The NOTES.md all-reduces (localBWAware, LIFO, 4 splits) with the all-to-alls inlined as
     workload-level SEND/RECV (the rule: a collective's end issues what it frees in node id order)."""
     from collhub_astrasim._repair import runnable_copy
-    from hub.transforms import InlineParams, inline_workload
+    from hub.workload import InlineParams, inline_workload
 
     inl = inline_workload(_dlrm8_gpu(), {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
     plain, _ = runnable_copy(inl)

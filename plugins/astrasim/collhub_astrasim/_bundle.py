@@ -416,7 +416,7 @@ def _comm_groups(wl: Workload) -> dict[str, list[int]]:
     """The groups ``wl``'s collectives use, for ASTRA-sim's ``--comm-group-configuration``
     (``{"<pg_name>": [NPU, ...]}``; it parses each name as a positive integer; "" and "0" are every
     NPU and need no entry). Refuses a group that is not declared or not a positive integer."""
-    from hub.transforms._collectives import process_groups_of
+    from hub.workload import process_groups_of
 
     declared = process_groups_of(wl)
     out: dict[str, list[int]] = {}

@@ -54,7 +54,7 @@ class InlineParams(BaseModel):
     recognize: bool = Field(
         default=False,
         description="first turn collectives that a CPU (gloo) trace holds as "
-        "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/transforms/_recognize.py)",
+        "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/workload/_recognize.py)",
     )
 
 

@@ -16,7 +16,7 @@ node:
 
 A COMP of 0 or 1 µs, or a collective without a COMP dependency on a rank, is not cut: all its
 copies wait for the dependencies as they are. The result is a plain workload ET (SEND/RECV/COMP),
-as ``hub.inline``'s; :func:`hub.transforms.extract_inlined` gives each collective back as an
+as ``hub.inline``'s; :func:`hub.workload.extract_inlined` gives each collective back as an
 algorithm that ``hub.verify`` checks.
 """
 
@@ -60,7 +60,7 @@ def overlap_workload(
     """``wl`` with its selected collectives inlined and overlapped with their producers (module doc).
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node), as
-    :func:`hub.transforms.inline_workload` does, and for an algorithm without a chunk layout.
+    :func:`hub.workload.inline_workload` does, and for an algorithm without a chunk layout.
     """
     k = int(pieces)
     if params is not None and params.recognize:

@@ -213,7 +213,7 @@ def plan_collectives(
 def _copies(alg: Algorithm, k: int, inst: CollectiveInstance, problems: list[Problem]) -> Algorithm | None:
     """``alg`` as k copies on disjoint data (overlap), or None with a problem per node."""
     from ..verify._layout import has_buffer_semantics
-    from ._instances import instances_algorithm
+    from ..transforms import instances_algorithm
 
     if not has_buffer_semantics(alg.meta):
         for r, n in inst.nodes.items():
