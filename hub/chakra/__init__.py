@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "WorkloadNode": "._workload",
     "collective_of_comm_type": "._workload",
     "read_workload": "._workload_io",
+    "process_groups": "._workload_summary",
     "write_workload": "._workload_io",
     "write_algorithm": "._writer",
 }
@@ -71,6 +72,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._wire import TypedValue
     from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
     from ._workload_io import read_workload, write_workload
+    from ._workload_summary import process_groups
     from ._writer import write_algorithm
 
 __all__ = [
@@ -100,6 +102,7 @@ __all__ = [
     "read_algorithm",
     "read_global_metadata",
     "read_trace",
+    "process_groups",
     "read_workload",
     "reference_chunks",
     "summarize",

@@ -18,10 +18,16 @@ from .._lazy import lazy_exports as _lazy_exports
 #: public name -> the private module defining it (imported on first use, PEP 562: ``hub.sim``'s
 #: workload path uses ``_collectives`` without the pydantic models of the transforms)
 _LAZY: dict[str, str] = {
+    "Pick": "._choice",
+    "Produce": "._choice",
+    "algorithm_chooser": "._choice",
     "CollectiveInstance": "._collectives",
     "collective_instances": "._collectives",
     "plan_collectives": "._collectives",
-    "process_groups_of": "._collectives",
+    "EVERYONE": "._groups",
+    "declared_groups": "._groups",
+    "means_everyone": "._groups",
+    "observed_members": "._groups",
     "extract_inlined": "._extract",
     "InlineParams": "._inline",
     "inline_transform": "._inline",
@@ -35,25 +41,33 @@ _LAZY: dict[str, str] = {
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
-    from ._collectives import CollectiveInstance, collective_instances, plan_collectives, process_groups_of
+    from ._choice import Pick, Produce, algorithm_chooser
+    from ._collectives import CollectiveInstance, collective_instances, plan_collectives
     from ._extract import extract_inlined
+    from ._groups import EVERYONE, declared_groups, means_everyone, observed_members
     from ._inline import InlineParams, inline_transform, inline_workload
     from ._overlap import OverlapParams, overlap_transform, overlap_workload, producer_of
     from ._recognize import RECOGNIZED, recognize_collectives
 
 __all__ = [
     "CollectiveInstance",
+    "EVERYONE",
     "InlineParams",
     "OverlapParams",
+    "Pick",
+    "Produce",
     "RECOGNIZED",
+    "algorithm_chooser",
     "collective_instances",
+    "declared_groups",
     "extract_inlined",
     "inline_transform",
     "inline_workload",
+    "means_everyone",
+    "observed_members",
     "overlap_transform",
     "overlap_workload",
     "plan_collectives",
-    "process_groups_of",
     "producer_of",
     "recognize_collectives",
 ]

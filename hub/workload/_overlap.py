@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import Field
 
 from ..chakra import Algorithm, NodeType, Workload, WorkloadNode
+from ._choice import Produce
 from ._inline import Feed, InlineParams, build_inlined, plan_inline
 
 __all__ = ["OverlapParams", "overlap_transform", "overlap_workload", "producer_of"]
@@ -56,6 +57,8 @@ def overlap_workload(
     pieces: int = 4,
     algorithm_for: Mapping[Any, Algorithm | str] | None = None,
     params: InlineParams | None = None,
+    *,
+    produce_algorithm: Produce | None = None,
 ) -> Workload:
     """``wl`` with its selected collectives inlined and overlapped with their producers (module doc).
 
@@ -67,7 +70,7 @@ def overlap_workload(
         from ._recognize import recognize_collectives
 
         wl, _count = recognize_collectives(wl)
-    placements = plan_inline(wl, algorithm_for, params, copies=k)
+    placements = plan_inline(wl, algorithm_for, params, copies=k, produce_algorithm=produce_algorithm)
     if k == 1:
         return build_inlined(wl, placements)
     by_id = [{n.id: n for n in nodes} for nodes in wl.ranks]
@@ -89,4 +92,5 @@ def overlap_transform(workload: Workload, params: OverlapParams, ctx: Any = None
             f"hub.overlap takes a workload, not a {type(workload).__name__}",
             hint="read one with hub.chakra.read_workload",
         )
-    return overlap_workload(workload, params.pieces, params.algorithm_for or None, params)
+    produce = getattr(ctx, "produce_algorithm", None)
+    return overlap_workload(workload, params.pieces, params.algorithm_for or None, params, produce_algorithm=produce)

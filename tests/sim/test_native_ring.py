@@ -18,7 +18,7 @@ from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNod
 from hub.errors import SimulationError
 from hub.sim import simulate
 from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
-from tests.transforms.test_inline import DLRM, _compute_and_collective
+from tests.workload.test_inline import DLRM, _compute_and_collective
 
 AR, A2A = COMM_TYPE_OF[Collective.ALLREDUCE], COMM_TYPE_OF[Collective.ALLTOALL]
 BASE: dict[str, Any] = {

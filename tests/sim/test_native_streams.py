@@ -24,8 +24,8 @@ from hub.sim._native_streams import Phase, phase_schedule, stream_plan
 from hub.topology import DimensionalTopology, load_topology
 from tests.sim.difftest import oracle_unavailable
 from tests.sim.test_native_ring import BASE, _real, _skewed
-from tests.sim.test_workload_groups import _meta
-from tests.transforms.test_inline import DLRM
+from tests.workload.test_groups import _meta
+from tests.workload.test_inline import DLRM
 
 AR = COMM_TYPE_OF[Collective.ALLREDUCE]
 #: dlrm8's NOTES.md: the system settings of its "22230202-23175293 cycles" result

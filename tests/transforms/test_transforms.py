@@ -12,7 +12,19 @@ from hub._result import Result
 from hub.chakra import Buffer, Collective, NodeType, write_algorithm
 from hub.errors import SemanticsError, StructureError, UsageError
 from hub.plugins._spec import RunContext
-from hub.transforms import ChunkParams, InstancesParams, RemapParams, StatsParams, VerifyParams, chunk_transform, instances_transform, remap_transform, split_to_unit_chunks, stats_consumer, verify_transform
+from hub.transforms import (
+    ChunkParams,
+    InstancesParams,
+    RemapParams,
+    StatsParams,
+    VerifyParams,
+    chunk_transform,
+    instances_transform,
+    remap_transform,
+    split_to_unit_chunks,
+    stats_consumer,
+    verify_transform,
+)
 from hub.verify import verify
 from tests.verify import verify_handmade as h
 
