@@ -33,6 +33,7 @@ _LAZY: dict[str, str] = {
     "read_algorithm": "._reader",
     "read_trace": "._reader",
     "RankStream": "._stream",
+    "algorithm_summary": "._summary",
     "summarize": "._summary",
     "check_algorithm": "._validate",
     "TypedValue": "._wire",
@@ -67,7 +68,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._profile import ONESIDED
     from ._reader import iter_ranks, read_algorithm, read_trace
     from ._stream import RankStream
-    from ._summary import summarize
+    from ._summary import algorithm_summary, summarize
     from ._validate import check_algorithm
     from ._wire import TypedValue
     from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
@@ -105,6 +106,7 @@ __all__ = [
     "process_groups",
     "read_workload",
     "reference_chunks",
+    "algorithm_summary",
     "summarize",
     "write_algorithm",
     "write_workload",

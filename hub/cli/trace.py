@@ -34,9 +34,8 @@ def show(
     """
     import warnings
 
-    from ..chakra import Algorithm, DanglingDependencyWarning, iter_ranks, read_trace, summarize
+    from ..chakra import Algorithm, DanglingDependencyWarning, algorithm_summary, iter_ranks, read_trace, summarize
     from ..chakra._reader import trace_kind
-    from ..chakra._summary import algorithm_summary
     from ..chakra._workload_summary import workload_summary
 
     if graph is None and rank is None and graph_out is None and trace_kind(prefix) == "algorithm":
@@ -64,10 +63,10 @@ def show(
         raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
-        if kind == "workload":
-            summary = workload_summary(obj)  # type: ignore[arg-type]
+        if isinstance(obj, Algorithm):
+            summary = algorithm_summary(obj.meta, obj.graphs)
         else:
-            summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
+            summary = workload_summary(obj)
         emit_json({"prefix": prefix, "kind": kind, "summary": summary})
     else:
         out(summarize(obj))
