@@ -176,9 +176,9 @@ def store_command_cache(rows: list[tuple[str, str]] | None) -> None:
         if rows is None:
             rows = _load_plugin_commands()
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "commands": rows}))
-        os.replace(tmp, path)
+        from ..atomic import write_file
+
+        write_file(path, json.dumps({"key": key, "commands": rows}))
     except Exception:  # noqa: BLE001 - best effort: a read-only home must not break the CLI
         pass
 

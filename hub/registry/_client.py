@@ -650,6 +650,6 @@ def _check_depth(data: Any, url: str) -> None:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from ..atomic import write_file
+
+    write_file(path, data)
