@@ -4,7 +4,8 @@ The k-th COMM_COLL node of a process group on each of its member ranks is one co
 instance: every member must list the same kinds and sizes in the same order. Groups come from the
 METADATA node as ASTRA-sim reads them (``_groups.py`` states who belongs to which). Every bad
 input is collected before anything is built and reported at once
-(:class:`hub.errors.VerificationError`, exit 3), each problem with rank and node. Shared by ``hub.inline``/``hub.overlap`` and ``hub.simulate``'s COMM_COLL path.
+(:class:`hub.errors.VerificationError`, exit 3), each problem with rank and node. Shared by
+``hub.inline``/``hub.overlap`` and ``hub.simulate``'s COMM_COLL path.
 """
 
 from __future__ import annotations
