@@ -12,14 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import Problem, VerificationError
 from ._groups import EVERYONE, declared_groups, means_everyone
-
-if TYPE_CHECKING:
-    from ._inline import InlineParams
 
 __all__ = ["CollectiveInstance", "collective_instances", "plan_collectives"]
 
@@ -34,7 +31,20 @@ class CollectiveInstance:
     nodes: dict[int, WorkloadNode] = field(default_factory=dict)  # rank -> its COMM_COLL node
 
 
-def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
+class Selection(Protocol):
+    """Which collectives to take (:class:`hub.workload.InlineParams` is one); None in a field: all."""
+
+    @property
+    def kinds(self) -> list[str] | None: ...
+    @property
+    def min_size(self) -> int | None: ...
+    @property
+    def max_size(self) -> int | None: ...
+    @property
+    def groups(self) -> list[str] | None: ...
+
+
+def _wanted(node: WorkloadNode, p: Selection | None) -> bool:
     if p is None:
         return True
     coll = node.collective
@@ -58,7 +68,7 @@ def _kind(n: WorkloadNode) -> str:
 
 def collective_instances(
     wl: Workload,
-    p: InlineParams | None,
+    p: Selection | None,
     problems: list[Problem],
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> list[CollectiveInstance]:
@@ -151,7 +161,7 @@ def plan_collectives(
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> list[tuple[CollectiveInstance, Algorithm | None]]:
     """Every collective instance with its algorithm (``pick(collective, comm_size, group size)``;
-    None: a BROADCAST replayed as its duration). ``params``: an InlineParams filter (None: all).
+    None: a BROADCAST replayed as its duration). ``params``: a :class:`Selection` such as InlineParams (None: all).
     ``refusal_is_problem`` False: an error of ``pick`` (an unknown algorithm name) propagates as is.
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
