@@ -22,7 +22,6 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,8 +133,9 @@ def _fingerprint() -> tuple[str, bool]:
 
 
 def _norm(name: str) -> str:
-    # PEP 503, as hub.plugins._loader.normalize_name (not imported here: it pulls in pydantic)
-    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+    from .._names import normalize_name  # (hub._names imports only re: the --help path stays light)
+
+    return normalize_name(name.strip())
 
 
 def plugin_command_summaries() -> list[tuple[str, str]] | None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from .._names import normalize_name
 from ..errors import (
     ComponentConflictError,
     ComponentNotFoundError,
@@ -45,7 +46,6 @@ from ._loader import (
     Candidate,
     check_api_version,
     discover,
-    normalize_name,
     strict_mode,
 )
 from ._spec import PLUGIN_API_VERSION, ComponentSpec, ConsumerSpec, ProducerSpec, RunContext, TransformSpec

@@ -30,6 +30,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ValidationError
 
+from .._names import normalize_name
 from ..errors import (
     IncompatiblePluginError,
     IntegrityError,
@@ -45,7 +46,6 @@ from ._models import (
     PluginDoc,
     PluginSummary,
     VersionEntry,
-    normalize_name,
     valid_name,
 )
 
