@@ -1,7 +1,8 @@
 """Package namespaces whose public names are imported on first use (PEP 562).
 
-``hub.chakra``, ``hub.sim``, ``hub.topology``, ``hub.pipeline`` and ``hub.plugins`` list their
-public names in a table ``name -> submodule`` and import a submodule only when one of its names is
+``hub`` itself, ``hub.chakra``, ``hub.sim``, ``hub.workload``, ``hub.topology``, ``hub.pipeline``
+and ``hub.plugins`` list their public names in a table ``name -> submodule`` (relative, or absolute
+for names defined elsewhere) and import a submodule only when one of its names is
 first looked up, so ``import hub.sim`` does not pay for the workload layer or the plot writers a
 command never uses. Type checkers see the names through each package's ``TYPE_CHECKING`` imports.
 
