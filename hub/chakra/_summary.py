@@ -47,7 +47,7 @@ def summarize(obj: Algorithm | Workload | RankStream) -> str:
 
 
 def algorithm_summary(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> dict[str, Any]:
-    """:meth:`Algorithm.summary` of ``m`` and its graphs, taken one at a time (a stream's too)."""
+    """The summary (a dict) of an algorithm: metadata ``m``, graphs taken one at a time (a stream's too)."""
     kinds = {t: 0 for t in ("send", "recv", "comp")}
     nodes = 0
     for g in graphs:
