@@ -231,7 +231,8 @@ def inline(
     import warnings
 
     from ..chakra import DanglingDependencyWarning, read_workload, write_workload
-    from ..transforms import InlineParams, overlap_workload
+    from ..plugins import get_manager
+    from ..workload import InlineParams, overlap_workload
 
     mapping: dict[str, str] = {}
     for item in algorithm:
@@ -244,7 +245,11 @@ def inline(
         wl = read_workload(src)
     for w in caught:
         err(f"warning: {w.message}")
-    out_wl = overlap_workload(wl, overlap, mapping or None, InlineParams(kinds=kind or None, recognize=recognize))
+    def produce(component: str, coll: Any, ranks: int) -> Any:  # the plugins load only for a producer id
+        return get_manager().produce_algorithm(component, coll, ranks)
+
+    params = InlineParams(kinds=kind or None, recognize=recognize)
+    out_wl = overlap_workload(wl, overlap, mapping or None, params, produce_algorithm=produce)
     if not out_wl.name:  # the name in the GlobalMetadata marks the files as a workload for read_trace
         out_wl.name = f"{Path(src).name}-inlined"
     files = write_workload(out_wl, dst)
