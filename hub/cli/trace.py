@@ -245,6 +245,7 @@ def inline(
         wl = read_workload(src)
     for w in caught:
         err(f"warning: {w.message}")
+
     def produce(component: str, coll: Any, ranks: int) -> Any:  # the plugins load only for a producer id
         return get_manager().produce_algorithm(component, coll, ranks)
 
