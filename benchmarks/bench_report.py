@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hub._ranges import exact_size  # noqa: E402
+from hub._units import format_size  # noqa: E402
 from hub.pipeline._plot import load_document  # noqa: E402
 from hub.report import answer, write_report  # noqa: E402
 from hub.report._plot import render_plot  # noqa: E402
@@ -30,7 +30,7 @@ from hub.report._plot import render_plot  # noqa: E402
 def _document(rows: int) -> dict:
     rng = random.Random(7)
     sources = [f"alg{i}" for i in range(8)]
-    sizes = [exact_size(1 << k) for k in range(10, 35)]  # 1KiB .. 16GiB: 25 sizes
+    sizes = [format_size(1 << k) for k in range(10, 35)]  # 1KiB .. 16GiB: 25 sizes
     networks = max(1, rows // (len(sources) * len(sizes)))
     out = []
     for n in range(networks):

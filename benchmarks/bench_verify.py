@@ -20,13 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from hub.chakra import Algorithm, AlgorithmMeta, Buffer, Collective, NodeType, Op, RankGraph, write_algorithm
-from hub.transforms import (
-    algorithm_stats,
-    chunk_algorithm,
-    instances_algorithm,
-    remap_algorithm,
-    resolve_mapping,
-)
+from hub.transforms import algorithm_stats, chunk_algorithm, instances_algorithm, remap_algorithm, resolve_mapping
 from hub.verify import LEVELS, _races, verify
 
 

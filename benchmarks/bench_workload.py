@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNode, read_workload, write_workload
 from hub.sim import simulate
-from hub.transforms import inline_workload, overlap_workload
+from hub.workload import inline_workload, overlap_workload
 
 
 def make(ranks: int, comp: int, colls: int) -> Workload:

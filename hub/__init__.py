@@ -9,9 +9,9 @@ from __future__ import annotations
 
 # private aliases: every public name of this module is in __all__ (tests/test_exports.py)
 import typing as _typing
-from importlib import import_module as _import_module
 
 from . import errors
+from ._lazy import lazy_exports as _lazy_exports
 from .errors import HubError
 
 # public name -> module that defines it
@@ -40,16 +40,14 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "HubError", "__version__", "errors"])
 
 
+_lazy_getattr, _ = _lazy_exports(__name__, _LAZY, globals())
+
+
 def __getattr__(name: str) -> _typing.Any:
     if name == "__version__":
         value = globals()["__version__"] = _version()
         return value
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hub' has no attribute {name!r}")
-    value = getattr(_import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy_getattr(name)
 
 
 def _version() -> str:

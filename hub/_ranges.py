@@ -20,27 +20,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._units import SIZE_GRAMMAR, parse_size
+from ._units import SIZE_GRAMMAR, SIZE_NAMES, format_size, parse_size
 from .errors import UsageError
 
 __all__ = [
     "RANGE_KEYS",
     "RangeIssue",
-    "exact_size",
     "is_range",
     "range_count",
     "range_issues",
     "range_values",
-    "SIZE_NAMES",
 ]
 
 #: The keys a range mapping may have.
 RANGE_KEYS = ("from", "to", "factor", "step")
-#: Variable names whose ranges are sizes even with plain-number bounds (as the plot reads them).
-SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
-
-_BIN = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-_DEC = (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
 
 @dataclass(frozen=True)
@@ -64,15 +57,6 @@ class _Range:
 def is_range(value: Any) -> bool:
     """Whether a matrix value is a range mapping (rather than a list of values)."""
     return isinstance(value, Mapping)
-
-
-def exact_size(n: int) -> str:
-    """The shortest exact size string of ``n`` bytes (``64KiB``, ``1MB``, ``1536B``), read back
-    by :func:`hub.parse_size` as exactly ``n``."""
-    for unit, scale in _BIN + _DEC:
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return f"{n}B"
 
 
 def _sized(name: str, spec: Mapping[str, Any]) -> bool:
@@ -225,4 +209,4 @@ def range_values(name: str, spec: Mapping[str, Any], limit: int | None = None) -
     while v <= r.stop:
         out.append(v)
         v = v + r.step if r.step is not None else v * r.factor  # type: ignore[operator]
-    return [exact_size(v) for v in out] if r.sized else out
+    return [format_size(v) for v in out] if r.sized else out

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from typing import Literal
 
 from .errors import UsageError
 
-__all__ = ["MAX_BYTES", "SIZE_GRAMMAR", "parse_size", "size_range_text"]
+__all__ = ["MAX_BYTES", "SIZE_GRAMMAR", "SIZE_NAMES", "UNITS", "format_size", "parse_size", "size_range_text"]
 
 #: The largest size (of a collective, a message, a ``comm_size``) collhub accepts: 1 TiB. No
 #: accelerator holds a buffer near it (the largest HBM is under 2^39 bytes), so a larger value is
@@ -22,25 +23,29 @@ MAX_BYTES = 1 << 40
 # A written size longer than this is not a size (and Fraction of a 5000-digit string would raise)
 _MAX_TEXT = 64
 
-# Case-insensitive. Decimal (SI) prefixes with B, binary (IEC) with iB, and a bare letter is
+#: The one unit table, as sizes are written: binary (IEC) units, then decimal (SI), largest first.
+UNITS: tuple[tuple[str, int], ...] = (
+    ("TiB", 2**40),
+    ("GiB", 2**30),
+    ("MiB", 2**20),
+    ("KiB", 2**10),
+    ("TB", 10**12),
+    ("GB", 10**9),
+    ("MB", 10**6),
+    ("KB", 10**3),
+)
+_BINARY = tuple((unit, scale) for unit, scale in UNITS if unit.endswith("iB"))
+# Read case-insensitively. Decimal (SI) prefixes with B, binary (IEC) with iB, and a bare letter is
 # binary as in nccl-tests' `-b 1M` and ASTRA-sim's microbenchmark names (`..._1MB` = 2^20 there,
 # but a *written* "MB" here is 10^6, as in nccl-tests' GB/s and every SI reader expects).
 _UNITS: dict[str, int] = {
     "": 1,
     "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "k": 2**10,
-    "m": 2**20,
-    "g": 2**30,
-    "t": 2**40,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
+    **{unit.lower(): scale for unit, scale in UNITS},
+    **{unit[0].lower(): scale for unit, scale in _BINARY},
 }
+#: Variable names whose values are sizes even when written as plain numbers (ranges, plots, reports).
+SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:e\+?\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 SIZE_GRAMMAR = (
     "bytes (4096, 1e6) or a number and a unit: KB/MB/GB/TB = 10^3.. (2.2MB), "
@@ -118,3 +123,31 @@ def parse_size(value: int | float | str) -> int:
     if number > MAX_BYTES:
         raise _out_of_range(value)
     return int(number)
+
+
+def format_size(n: float, style: Literal["exact", "label", "reading"] = "exact") -> str:
+    """``n`` bytes written in one of the three styles collhub prints (one unit table, :data:`UNITS`):
+
+    * ``"exact"``: the shortest string :func:`parse_size` reads back as exactly ``n`` (``64KiB``,
+      ``1MB``, ``1536B``): range values, report tables, export names;
+    * ``"label"``: the exact string when there is one, else three significant digits of the
+      largest binary unit (``1.5GiB``, ``100B``): plot axes;
+    * ``"reading"``: a person's reading, one decimal and a space (``1.0 MiB``, ``512 B``): the
+      summaries of ``collhub trace show``.
+    """
+    if style == "reading":
+        x = n
+        for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+            if abs(x) < 1024 or unit == "TiB":
+                return f"{x} B" if unit == "B" else f"{x:.1f} {unit}"
+            x /= 1024
+        return f"{x} B"  # (not reached: TiB ends the loop)
+    n = int(n)
+    for unit, scale in UNITS:
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    if style == "label":
+        for unit, scale in _BINARY:
+            if n >= scale:
+                return f"{n / scale:.3g}{unit}"
+    return f"{n}B"

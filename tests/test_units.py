@@ -95,3 +95,35 @@ def test_booleans_are_not_sizes() -> None:
     for value in (True, False):
         with pytest.raises(UsageError, match="not a byte count"):
             parse_size(value)
+
+
+# The three styles collhub prints sizes in (one function, one unit table). Expected strings are
+# what each place printed before the three copies became one (trace show, plot axes, ranges).
+@pytest.mark.parametrize(
+    ("n", "exact", "label", "reading"),
+    [
+        (100, "100B", "100B", "100 B"),
+        (1000, "1KB", "1KB", "1000 B"),
+        (1536, "1536B", "1.5KiB", "1.5 KiB"),
+        (1 << 20, "1MiB", "1MiB", "1.0 MiB"),
+        (3 * 2**30, "3GiB", "3GiB", "3.0 GiB"),
+        (10**9, "1GB", "1GB", "953.7 MiB"),
+        (2**40 + 2**39, "1536GiB", "1536GiB", "1.5 TiB"),
+        (2**41 + 1, "2199023255553B", "2TiB", "2.0 TiB"),
+    ],
+)
+def test_format_size_styles(n: int, exact: str, label: str, reading: str) -> None:
+    from hub._units import format_size
+
+    assert (format_size(n), format_size(n, "label"), format_size(n, "reading")) == (exact, label, reading)
+
+
+def test_every_exact_size_reads_back_and_the_tables_agree() -> None:
+    from hub._units import UNITS, format_size
+
+    for unit, scale in UNITS:
+        assert parse_size(f"1{unit}") == scale and parse_size(format_size(scale)) == scale
+    # binary units are tried first (10**12 is 976562500KiB), as the ranges always wrote them
+    assert [format_size(scale) for unit, scale in UNITS if unit.endswith("iB")] == ["1TiB", "1GiB", "1MiB", "1KiB"]
+    for n in (1, 1000, 1023, 1025, 4096, 10**6 + 1, 5 * 10**11):
+        assert parse_size(format_size(n)) == n

@@ -33,6 +33,7 @@ _LAZY: dict[str, str] = {
     "read_algorithm": "._reader",
     "read_trace": "._reader",
     "RankStream": "._stream",
+    "algorithm_summary": "._summary",
     "summarize": "._summary",
     "check_algorithm": "._validate",
     "TypedValue": "._wire",
@@ -41,6 +42,7 @@ _LAZY: dict[str, str] = {
     "WorkloadNode": "._workload",
     "collective_of_comm_type": "._workload",
     "read_workload": "._workload_io",
+    "process_groups": "._workload_summary",
     "write_workload": "._workload_io",
     "write_algorithm": "._writer",
 }
@@ -66,11 +68,12 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._profile import ONESIDED
     from ._reader import iter_ranks, read_algorithm, read_trace
     from ._stream import RankStream
-    from ._summary import summarize
+    from ._summary import algorithm_summary, summarize
     from ._validate import check_algorithm
     from ._wire import TypedValue
     from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
     from ._workload_io import read_workload, write_workload
+    from ._workload_summary import process_groups
     from ._writer import write_algorithm
 
 __all__ = [
@@ -100,8 +103,10 @@ __all__ = [
     "read_algorithm",
     "read_global_metadata",
     "read_trace",
+    "process_groups",
     "read_workload",
     "reference_chunks",
+    "algorithm_summary",
     "summarize",
     "write_algorithm",
     "write_workload",

@@ -613,11 +613,6 @@ class Algorithm:
             g.digest(h)
         return h.hexdigest()[:16]
 
-    def summary(self) -> dict[str, Any]:
-        from ._summary import algorithm_summary  # (it reads ranks from a stream as well)
-
-        return algorithm_summary(self.meta, self.graphs)
-
 
 def build_algorithm(meta: AlgorithmMeta, builders: Sequence[RankGraphBuilder]) -> Algorithm:
     """Freeze one builder per rank into an :class:`Algorithm`."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._units import format_size
 from ._model import Algorithm, AlgorithmMeta, NodeType, RankGraph
 from ._stream import RankStream
 from ._workload import Workload
@@ -15,12 +16,8 @@ from ._workload import Workload
 __all__ = ["algorithm_summary", "summarize"]
 
 
-def _bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+def _reading(n: int) -> str:
+    return format_size(n, "reading")
 
 
 def _minmax(values: list[int], fmt=str) -> str:
@@ -50,7 +47,7 @@ def summarize(obj: Algorithm | Workload | RankStream) -> str:
 
 
 def algorithm_summary(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> dict[str, Any]:
-    """:meth:`Algorithm.summary` of ``m`` and its graphs, taken one at a time (a stream's too)."""
+    """The summary (a dict) of an algorithm: metadata ``m``, graphs taken one at a time (a stream's too)."""
     kinds = {t: 0 for t in ("send", "recv", "comp")}
     nodes = 0
     for g in graphs:
@@ -93,7 +90,7 @@ def _summarize_algorithm(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> str:
     for k, c in kind_counts.items():
         name = NodeType(k).name if k in NodeType._value2member_map_ else str(k)
         counts[name] = counts.get(name, 0) + c
-    size = f"{m.size} B ({_bytes(m.size)})" if m.size is not None else "symbolic (unbound)"
+    size = f"{m.size} B ({_reading(m.size)})" if m.size is not None else "symbolic (unbound)"
     lines = [
         f"algorithm   {m.name or '(unnamed)'}" + (f"  [producer: {m.producer}]" if m.producer else ""),
         f"collective  {m.collective.value}, {m.ranks} ranks"
@@ -102,11 +99,11 @@ def _summarize_algorithm(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> str:
         f"chunks      input {m.in_chunks}, output {m.out_chunks}, scratch {m.scratch_chunks}",
         f"size        {size}",
         f"nodes       {sum(per_nodes)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
-        f"messages    {sum(per_msgs)}, {_bytes(sum(per_bytes))} sent"
+        f"messages    {sum(per_msgs)}, {_reading(sum(per_bytes))} sent"
         + (f", {unbound} SEND/RECV without a size" if unbound else ""),
         f"deps        {sum(per_deps)} edges",
         f"per rank    nodes {_minmax(per_nodes)}, messages {_minmax(per_msgs)}, "
-        f"bytes sent {_minmax(per_bytes, _bytes)}, deps {_minmax(per_deps)}",
+        f"bytes sent {_minmax(per_bytes, _reading)}, deps {_minmax(per_deps)}",
         *_bound_lines(dict(m.extra)),
     ]
     return "\n".join(lines)
@@ -120,9 +117,9 @@ def _bound_lines(extra: dict[str, Any]) -> list[str]:
         return []
     where = f" on {net}" if net else ""
     if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        from .._ranges import exact_size
+        from .._units import format_size
 
-        where += f" at {exact_size(size)}"
+        where += f" at {format_size(size)}"
     lines = [f"bound       {bound:,.1f} ns ({extra.get('bound_term', '?')}){where}"]
     t, ratio = extra.get("simulated_ns"), extra.get("time_over_bound")
     if isinstance(t, int) and isinstance(ratio, (int, float)):

@@ -7,6 +7,7 @@ import ast
 import json
 from typing import Any
 
+from .._units import format_size
 from ._model import NodeType
 from ._workload import Workload, WorkloadNode
 
@@ -201,9 +202,7 @@ def workload_summary(wl: Workload) -> dict[str, Any]:
 
 def _collective_text(c: dict[str, Any]) -> str:
     """``ALL_REDUCE 1 MiB pg 0 x8``: one kind of collective of the summary."""
-    from ._summary import _bytes
-
-    size = _bytes(c["comm_size"]) if c["comm_size"] >= 0 else "no size"
+    size = format_size(c["comm_size"], "reading") if c["comm_size"] >= 0 else "no size"
     pg = " pg " + c["pg_name"] if c["pg_name"] else ""
     return f"{c['kind']} {size}{pg} x{c['nodes']}"
 

@@ -22,7 +22,6 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,8 +133,9 @@ def _fingerprint() -> tuple[str, bool]:
 
 
 def _norm(name: str) -> str:
-    # PEP 503, as hub.plugins._loader.normalize_name (not imported here: it pulls in pydantic)
-    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+    from .._names import normalize_name  # (hub._names imports only re: the --help path stays light)
+
+    return normalize_name(name.strip())
 
 
 def plugin_command_summaries() -> list[tuple[str, str]] | None:
@@ -176,9 +176,9 @@ def store_command_cache(rows: list[tuple[str, str]] | None) -> None:
         if rows is None:
             rows = _load_plugin_commands()
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "commands": rows}))
-        os.replace(tmp, path)
+        from ..atomic import write_file
+
+        write_file(path, json.dumps({"key": key, "commands": rows}))
     except Exception:  # noqa: BLE001 - best effort: a read-only home must not break the CLI
         pass
 

@@ -62,10 +62,11 @@ def probe() -> dict[str, Any]:
     doc = _probe_child()
     try:  # best effort, atomic: a read-only cache directory must not break the listing
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "doc": doc}))
-        os.replace(tmp, path)
-    except OSError:
+        from ..atomic import write_file
+        from ..errors import HubError
+
+        write_file(path, json.dumps({"key": key, "doc": doc}))
+    except (OSError, HubError):  # an unusable place is a UsageError of hub.atomic
         pass
     return doc
 

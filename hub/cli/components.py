@@ -74,10 +74,10 @@ def _ctx(workdir: Path | None = None, progress: Callable[[str], None] | None = N
 
 
 def _summary(obj: Any) -> dict[str, Any]:
-    summary = getattr(obj, "summary", None)
-    if callable(summary):
-        return dict(summary())
-    from ..chakra import summarize
+    from ..chakra import Algorithm, algorithm_summary, summarize
+
+    if isinstance(obj, Algorithm):
+        return dict(algorithm_summary(obj.meta, obj.graphs))
 
     return {"text": summarize(obj)}
 

@@ -120,7 +120,7 @@ def _print_tables(ans: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .._ranges import exact_size
+    from .._units import format_size
     from ..report import NCCL_HEADS, bound_cells, has_bound, nccl_rows, summary_lines, vs_nccl_cell
 
     vs = any(st.nccl is not None for st in ans.studies)
@@ -139,7 +139,7 @@ def _print_tables(ans: Any) -> None:
             winner = b.source + (" (below bound)" if b.below_bound else "")
             winner += " (sub-optimal)" if b.far_from_bound else ""
             table.add_row(
-                exact_size(b.size_bytes),
+                format_size(b.size_bytes),
                 winner,
                 f"{b.time_us:.3f}",
                 f"{b.busbw_GBps:.3f}" if b.busbw_GBps is not None else "-",
@@ -165,7 +165,7 @@ def _print_tables(ans: Any) -> None:
             for h in ("size", "source", "time (µs)", "why"):
                 apart.add_column(h, justify="right" if h in ("size", "time (µs)") else "left")
             for src, size, t, why in st.set_apart:
-                apart.add_row(exact_size(size), src, f"{t:.3f}", why)
+                apart.add_row(format_size(size), src, f"{t:.3f}", why)
             console.print(apart)
 
 

@@ -34,9 +34,8 @@ def show(
     """
     import warnings
 
-    from ..chakra import Algorithm, DanglingDependencyWarning, iter_ranks, read_trace, summarize
+    from ..chakra import Algorithm, DanglingDependencyWarning, algorithm_summary, iter_ranks, read_trace, summarize
     from ..chakra._reader import trace_kind
-    from ..chakra._summary import algorithm_summary
     from ..chakra._workload_summary import workload_summary
 
     if graph is None and rank is None and graph_out is None and trace_kind(prefix) == "algorithm":
@@ -64,10 +63,10 @@ def show(
         raise UsageError("--rank and --out go with --graph", hint="e.g. --graph dot --rank 0")
     if fmt == OutputFormat.json:
         kind = "algorithm" if isinstance(obj, Algorithm) else "workload"
-        if kind == "workload":
-            summary = workload_summary(obj)  # type: ignore[arg-type]
+        if isinstance(obj, Algorithm):
+            summary = algorithm_summary(obj.meta, obj.graphs)
         else:
-            summary = obj.summary() if hasattr(obj, "summary") and callable(obj.summary) else {"text": summarize(obj)}
+            summary = workload_summary(obj)
         emit_json({"prefix": prefix, "kind": kind, "summary": summary})
     else:
         out(summarize(obj))
@@ -232,7 +231,8 @@ def inline(
     import warnings
 
     from ..chakra import DanglingDependencyWarning, read_workload, write_workload
-    from ..transforms import InlineParams, overlap_workload
+    from ..plugins import get_manager
+    from ..workload import InlineParams, overlap_workload
 
     mapping: dict[str, str] = {}
     for item in algorithm:
@@ -245,7 +245,12 @@ def inline(
         wl = read_workload(src)
     for w in caught:
         err(f"warning: {w.message}")
-    out_wl = overlap_workload(wl, overlap, mapping or None, InlineParams(kinds=kind or None, recognize=recognize))
+
+    def produce(component: str, coll: Any, ranks: int) -> Any:  # the plugins load only for a producer id
+        return get_manager().produce_algorithm(component, coll, ranks)
+
+    params = InlineParams(kinds=kind or None, recognize=recognize)
+    out_wl = overlap_workload(wl, overlap, mapping or None, params, produce_algorithm=produce)
     if not out_wl.name:  # the name in the GlobalMetadata marks the files as a workload for read_trace
         out_wl.name = f"{Path(src).name}-inlined"
     files = write_workload(out_wl, dst)

@@ -20,20 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._units import parse_size
+from .._units import SIZE_NAMES, parse_size
 from ..errors import FormatError, UsageError
 
-__all__ = ["Panel", "PlotLayout", "auto_plot", "format_bytes", "load_document", "plot_layout", "plot_results"]
+__all__ = ["Panel", "PlotLayout", "auto_plot", "load_document", "plot_layout", "plot_results"]
 
 PLOT_HINT = 'pip install "collhub[plot]"'
 
-#: Variable names taken as the message size when no x is given (their values may carry units).
-_SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
 #: Metrics the runner's automatic plot tries, in order.
 _AUTO_METRICS = ("busbw_GBps", "time_us", "time_ns")
 _WARNED = "has a warning (see results.md)"
-_BIN = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_DEC = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 #: metric -> (axis label, words for the title); bandwidths are decimal GB/s (10^9 B/s) as in nccl-tests.
 _KNOWN_METRICS = {
     "busbw_GBps": ("bus bandwidth (GB/s)", "bus bandwidth"),
@@ -103,21 +99,6 @@ def parse_bytes(value: Any) -> int | None:
         return parse_size(value)
     except UsageError:
         return None
-
-
-def format_bytes(n: float) -> str:
-    """A short exact label: ``64KiB``, ``1MiB``, ``1.5GiB``, ``1MB``, ``100B``."""
-    n = int(n)
-    for unit, scale in sorted(_BIN.items(), key=lambda kv: -kv[1]):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit[:-2].upper()}iB"
-    for unit, scale in sorted(_DEC.items(), key=lambda kv: -kv[1]):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit.upper()}"
-    for unit, scale in sorted(_BIN.items(), key=lambda kv: -kv[1]):
-        if n >= scale:
-            return f"{n / scale:.3g}{unit[:-2].upper()}iB"
-    return f"{n}B"
 
 
 def _is_number(v: Any) -> bool:
@@ -205,7 +186,7 @@ def _x_kind(name: str, vals: list[Any]) -> Literal["bytes", "number"] | None:
         return None
     sized = all(parse_bytes(v) is not None for v in vals)
     has_unit = any(isinstance(v, str) and not v.strip().isdigit() for v in vals)
-    if sized and (name.lower() in _SIZE_NAMES or has_unit):
+    if sized and (name.lower() in SIZE_NAMES or has_unit):
         return "bytes"
     if all(_is_number(v) for v in vals):
         return "number"
@@ -242,7 +223,7 @@ def _choose_x(names: list[str], values: dict[str, list[Any]], x: str | None) -> 
             )
         return x, kind
     for n in names:  # a size first, then the first numeric variable that varies, then any numeric one
-        if n.lower() in _SIZE_NAMES and kinds[n] is not None:
+        if n.lower() in SIZE_NAMES and kinds[n] is not None:
             return n, kinds[n]  # type: ignore[return-value]
     for n in sorted(numeric, key=lambda n: len(values[n]) < 2):
         return n, kinds[n]  # type: ignore[return-value]

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._units import format_size
 from ..atomic import output_path
-from ._plot import _WARNED, Panel, PlotLayout, _matplotlib, format_bytes
+from ._plot import _WARNED, Panel, PlotLayout, _matplotlib
 
 __all__ = ["render"]
 
@@ -27,7 +28,7 @@ def _x_ticks(layout: PlotLayout) -> tuple[list[float], list[str]]:
     elif len(vals) > 10:
         return [], []  # let matplotlib choose
     if layout.x_kind == "bytes":
-        return vals, [format_bytes(v) for v in vals]
+        return vals, [format_size(v, "label") for v in vals]
     return vals, [f"{v:g}" for v in vals]
 
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_file
+
 __all__ = [
     "STANDARD_METRICS",
     "csv_text",
@@ -235,11 +237,7 @@ def warning_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def _write_lines(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(line)
-    os.replace(tmp, path)
+    write_file(path, lines)  # streamed: a large run's table is never one string
 
 
 def _json_lines(document: dict[str, Any], rows: Iterable[dict[str, Any]], seen: dict[str, Any]) -> Iterator[str]:

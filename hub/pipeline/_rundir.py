@@ -28,6 +28,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from ..atomic import write_file
 from ..errors import UsageError
 from ._results import csv_text, markdown_text, metric_keys, table_columns, table_rows, warning_lines, write_results
 from ._rowlog import LOG_NAME
@@ -172,6 +173,4 @@ class RunDir:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_file(path, text)

@@ -188,8 +188,9 @@ def _produce(unit: dict[str, Any]) -> dict[str, Any]:
         err = _error(step, exc, debug)
         err["message"] = f"writing the trace failed: {err['message']}"
         return {"ok": False, "error": err, "hook_failures": _plain(hooks)}
-    summary_fn = getattr(obj, "summary", None)
-    summary = summary_fn() if callable(summary_fn) else {}
+    from ..chakra import Algorithm, algorithm_summary
+
+    summary = algorithm_summary(obj.meta, obj.graphs) if isinstance(obj, Algorithm) else {}
     info = {
         "hash": digest,
         "dir": rel,

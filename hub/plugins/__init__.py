@@ -18,7 +18,7 @@ from .._lazy import lazy_exports as _lazy_exports
 #: public name -> the private module defining it
 _LAZY: dict[str, str] = {
     "PluginTimeout": "._guard",
-    "lazy_namespace": "._lazy",
+    "lazy_namespace": "hub._lazy",
     "ENTRY_POINT_GROUP": "._loader",
     "BrokenPlugin": "._loader",
     "PluginApiWarning": "._loader",
@@ -40,8 +40,8 @@ _LAZY: dict[str, str] = {
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from .._lazy import lazy_namespace
     from ._guard import PluginTimeout
-    from ._lazy import lazy_namespace
     from ._loader import ENTRY_POINT_GROUP, BrokenPlugin, PluginApiWarning
     from ._manager import PluginInfo, PluginManager, create_manager, get_manager, manager_for
     from ._spec import (

@@ -75,13 +75,15 @@ def collhub_transforms() -> list[TransformSpec]:
     """Algorithm -> Algorithm rewrites (``hub.transforms``)."""
 
     def t(name: str, factory: str, params: str, summary: str) -> TransformSpec:
+        workload = summary.startswith("Workload ->")  # workload -> workload rewrites live in hub.workload
+        package = "hub.workload" if workload else "hub.transforms"
         return TransformSpec(
             name=name,
             summary=summary,
-            factory=f"hub.transforms:{factory}",
-            params=f"hub.transforms:{params}",
+            factory=f"{package}:{factory}",
+            params=f"{package}:{params}",
             capabilities=frozenset({"builtin"}),
-            inputs=frozenset({"workload" if summary.startswith("Workload ->") else "algorithm"}),
+            inputs=frozenset({"workload" if workload else "algorithm"}),
         )
 
     return [

@@ -15,8 +15,9 @@ imported:
 
 from __future__ import annotations
 
+from .._names import normalize_name
 from ..errors import ComponentConflictError
-from ._loader import CORE_DISTRIBUTION, Candidate, normalize_name
+from ._loader import CORE_DISTRIBUTION, Candidate
 
 __all__ = ["FIRST_PARTY", "claim_problem", "load_rank"]
 

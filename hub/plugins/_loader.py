@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._env import env_flag
+from .._names import normalize_name
 from ..errors import IncompatiblePluginError
 from ._index import entry_rows, load_value
 
@@ -94,11 +95,6 @@ class Candidate:
         if self.entry_point is not None:
             return self.entry_point.load()
         return load_value(self.value)
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 normalisation: lowercase, runs of ``-_.`` become ``-``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _env_list(var: str) -> set[str] | None:

@@ -21,12 +21,13 @@ import reprlib
 import threading
 import warnings
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from .._names import normalize_name
 from ..errors import (
     ComponentConflictError,
     ComponentNotFoundError,
@@ -45,7 +46,6 @@ from ._loader import (
     Candidate,
     check_api_version,
     discover,
-    normalize_name,
     strict_mode,
 )
 from ._spec import PLUGIN_API_VERSION, ComponentSpec, ConsumerSpec, ProducerSpec, RunContext, TransformSpec
@@ -445,7 +445,7 @@ class PluginManager:
         """Run producer ``id``; returns an ``Algorithm`` or a ``Workload``, checked against ``params``
         (rank count, collective). ``timeout``: seconds before the call is stopped (PluginTimeout)."""
         spec, model = self._prepare(id, "producer", params)
-        out = self._call(spec, id, (model, ctx or RunContext()), timeout)
+        out = self._call(spec, id, (model, self._context(ctx)), timeout)
         out = _check_output(
             id, out, "algorithm" if getattr(spec, "output", "algorithm") == "algorithm" else "workload", self._who(id)
         )
@@ -468,7 +468,7 @@ class PluginManager:
         spec, model = self._prepare(id, "transform", params)
         expected = "workload" if isinstance(alg, Workload) else "algorithm"
         return _check_output(
-            id, self._call(spec, id, (alg, model, ctx or RunContext()), timeout), expected, self._who(id)
+            id, self._call(spec, id, (alg, model, self._context(ctx)), timeout), expected, self._who(id)
         )
 
     def run_consumer(
@@ -483,7 +483,7 @@ class PluginManager:
         """Run consumer ``id`` on an ``Algorithm`` or ``Workload``; returns a ``hub.Result``."""
         spec, model = self._prepare(id, "consumer", params)
         return _check_output(
-            id, self._call(spec, id, (obj, model, ctx or RunContext()), timeout), "result", self._who(id)
+            id, self._call(spec, id, (obj, model, self._context(ctx)), timeout), "result", self._who(id)
         )
 
     def _who(self, id: str) -> str:  # noqa: A002
@@ -494,6 +494,32 @@ class PluginManager:
         info = self._infos.get(provided.plugin)
         version = f" {info.version}" if info is not None and info.version not in ("", "0") else ""
         return f"component {id!r} (plugin {provided.plugin}, distribution {provided.distribution}{version})"
+
+    def produce_algorithm(self, component: str, collective: Any, ranks: int) -> Any:
+        """The algorithm producer ``component`` makes for ``collective`` on ``ranks`` ranks: how a
+        workload's ``algorithm_for`` runs a producer id (:func:`hub.workload.algorithm_chooser`).
+        Refuses a component that is not a producer, or a producer whose output is not an algorithm."""
+        from ..chakra import Algorithm, Collective
+
+        coll = Collective.parse(collective)
+        spec = self.component(component)  # ComponentNotFoundError with a "did you mean"
+        if spec.kind != "producer":
+            raise UsageError(
+                f"algorithm_for: {component!r} is a {spec.kind}, not a producer",
+                hint="name a producer id such as hub.ring, a built-in name such as ring, or an ET prefix",
+            )
+        out = self.run_producer(component, {"collective": coll.value, "ranks": ranks})
+        if not isinstance(out, Algorithm):
+            raise UsageError(
+                f"algorithm_for: producer {component!r} makes a {type(out).__name__}, not an algorithm",
+                hint="a workload's collectives need algorithm producers",
+            )
+        return out
+
+    def _context(self, ctx: RunContext | None) -> RunContext:
+        """``ctx`` (a default one if None) able to run producers (:attr:`RunContext.produce_algorithm`)."""
+        ctx = ctx or RunContext()
+        return ctx if ctx.produce_algorithm is not None else replace(ctx, produce_algorithm=self.produce_algorithm)
 
     def _call(self, spec: ComponentSpec, id: str, args: tuple[Any, ...], timeout: float | None) -> Any:  # noqa: A002
         factory = _load_factory(spec, id)

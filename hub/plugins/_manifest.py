@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .._names import normalize_name
 from ..errors import HubError, NotInstalledError, RegistryFormatError, UsageError
 
 __all__ = ["ManifestCheck", "ManifestProblem", "validate_plugin"]
@@ -359,7 +360,7 @@ def _check_manifest(manifest: Any, src: _Source, check: ManifestCheck) -> None:
 
     label = check.manifest_file or MANIFEST_FILE
     dist = src.distribution or ""
-    if dist and _norm(manifest.name) != _norm(dist):
+    if dist and normalize_name(manifest.name) != normalize_name(dist):
         check.problem(f"{label}: name", f"{manifest.name!r} differs from the distribution name {dist!r}")
     plugins = src.entry_points.get(PLUGIN_GROUP, {})
     if plugins and manifest.plugin not in plugins:
@@ -550,9 +551,3 @@ def _registered_dict(spec: Any) -> dict[str, Any]:
 
 def _fmt(values: Any) -> str:
     return ", ".join(sorted(values)) if values else "(any)"
-
-
-def _norm(name: str) -> str:
-    import re
-
-    return re.sub(r"[-_.]+", "-", name).lower()

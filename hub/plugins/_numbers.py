@@ -26,11 +26,13 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .._units import SIZE_NAMES
+
 __all__ = ["NumberProblem", "number_problems"]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Field names whose values are byte counts (what ``hub.parse_size`` reads).
-_SIZE_NAMES = frozenset({"size", "sizes", "bytes", "nbytes", "size_bytes", "message_size", "msg_size"})
+_SIZE_NAMES = frozenset({*SIZE_NAMES, "sizes"})  # a params field may hold a list of sizes
 
 
 class NumberProblem(typing.NamedTuple):

@@ -84,6 +84,11 @@ class RunContext:
     quiet: bool = True
     options: dict[str, Any] = field(default_factory=dict)
     progress: Callable[[str], None] | None = None
+    #: (producer id, collective, ranks) -> that producer's algorithm: the plugin manager's
+    #: :meth:`~hub.plugins.PluginManager.produce_algorithm`, filled in by the manager when it runs a
+    #: component, so a consumer or transform below ``hub.plugins`` can run the producers a
+    #: workload's ``algorithm_for`` names without importing the manager
+    produce_algorithm: Callable[[str, Any, int], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ distribution ``collhub-registry`` (``registry/`` in the repository), which adds
 ``collhub registry build|serve|check`` through the ``collhub_commands`` hook.
 """
 
+from .._names import normalize_name
 from ._client import InstallPlan, RegistryClient, default_registry_url, prune_unknown, uninstall
 from ._models import (
     API_VERSION,
@@ -22,7 +23,6 @@ from ._models import (
     PluginDoc,
     PluginSummary,
     VersionEntry,
-    normalize_name,
     valid_filename,
     valid_name,
 )

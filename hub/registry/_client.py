@@ -30,6 +30,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ValidationError
 
+from .._names import normalize_name
 from ..errors import (
     IncompatiblePluginError,
     IntegrityError,
@@ -45,7 +46,6 @@ from ._models import (
     PluginDoc,
     PluginSummary,
     VersionEntry,
-    normalize_name,
     valid_name,
 )
 
@@ -650,6 +650,6 @@ def _check_depth(data: Any, url: str) -> None:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from ..atomic import write_file
+
+    write_file(path, data)

@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .._names import normalize_name
+
 __all__ = [
     "API_VERSION",
     "ComponentEntry",
@@ -41,11 +43,6 @@ _FILENAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,200}\.whl$")
 
 Kind = Literal["producer", "transform", "consumer"]
 Lifecycle = Literal["active", "beta", "deprecated", "inactive"]
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 normalization: lowercase, runs of ``-_.`` become ``-``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def valid_name(name: str) -> bool:

@@ -41,17 +41,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._units import parse_size
+from .._units import SIZE_NAMES, parse_size
 from ..errors import UsageError
 from ._baseline import NcclBaseline, algorithm_metadata, attach_baselines
 
 __all__ = ["FAR_FROM_BOUND", "Answer", "Best", "Crossover", "Segment", "Study", "answer", "size_variable"]
 
 FORMAT = "collhub-report/1"
-#: Variable names taken as the message size (their values may carry units).
 #: Rule 5: a winner above this many times its lower bound is flagged ``far_from_bound``.
 FAR_FROM_BOUND = 1.5
-SIZE_NAMES = ("size", "bytes", "size_bytes", "nbytes", "message_size", "msg_size")
 
 
 @dataclass(frozen=True)

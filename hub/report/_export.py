@@ -168,7 +168,7 @@ def _export_study(
     allow_below_bound: bool = False,
     kind: tuple[str, ...] = MSCCL,
 ) -> dict[str, Any]:
-    from .._ranges import exact_size
+    from .._units import format_size
     from ..chakra import Algorithm, read_trace
 
     sub = kind[2]
@@ -178,7 +178,7 @@ def _export_study(
     left: list[dict[str, Any]] = []
     for k, entry in enumerate(_pieces(st)):
         lo, hi = entry["min_bytes"], entry["max_bytes"]
-        name = f"{k:02d}-{_slug(entry['source'])}-{exact_size(lo)}-{exact_size(hi)}{kind[3]}"
+        name = f"{k:02d}-{_slug(entry['source'])}-{format_size(lo)}-{format_size(hi)}{kind[3]}"
         reason = missing_plugin
         if reason is None and entry["below_bound"] and not allow_below_bound:
             reason = f"its time is {entry['below_bound']}: not an achievable time (--allow-below-bound exports it)"

@@ -28,9 +28,9 @@ MAX_PANELS = 8
 
 
 def _label(n: float) -> str:
-    from .._ranges import exact_size
+    from .._units import format_size
 
-    return exact_size(int(n))
+    return format_size(int(n))
 
 
 def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:

@@ -155,7 +155,7 @@ def _study_lines(
 
 def render(st: Study, written: list[dict[str, Any]], refused: list[dict[str, Any]], left: list[dict[str, Any]]) -> str:
     """The configuration file of one study: comments (each < 200 bytes), then one line per range."""
-    from .._ranges import exact_size
+    from .._units import format_size
 
     out = [
         "# NCCL example tuner configuration (plugins/tuner/example), written by `collhub report --export nccl-tuner`",
@@ -170,7 +170,7 @@ def render(st: Study, written: list[dict[str, Any]], refused: list[dict[str, Any
     if not written:
         out.append("# no line: NCCL keeps its own choice at every size")
     for e in written:
-        out.append(f"# {e['source']} wins at {', '.join(exact_size(s) for s in e['sizes'])}: {e['note']}"[:190])
+        out.append(f"# {e['source']} wins at {', '.join(format_size(s) for s in e['sizes'])}: {e['note']}"[:190])
         coll, algo, proto, ch, nodes, ranks, pipe, reg = e["fields"]
         out.append(f"{coll},{e['min_bytes']},{e['max_bytes']},{algo},{proto},{ch},{nodes},{ranks},{pipe},{reg}")
     return "\n".join(out) + "\n"

@@ -78,13 +78,13 @@ def _nccl_lines(st: Study) -> list[str]:
 
 def _far_line(st: Study) -> str | None:
     """Rule 5 of :mod:`hub.report._answer`: the winners far above their lower bound, by name."""
-    from .._ranges import exact_size
+    from .._units import format_size
 
     far = [b for b in st.best if b.far_from_bound]
     if not far:
         return None
     worst = max(b.time_over_bound or 0.0 for b in far)
-    who = ", ".join(f"{b.source} at {exact_size(b.size_bytes)} ({bound_cells(b)[0]})" for b in far)
+    who = ", ".join(f"{b.source} at {format_size(b.size_bytes)} ({bound_cells(b)[0]})" for b in far)
     return (
         f"sub-optimal winner(s), over {FAR_FROM_BOUND:g}x the lower bound: {who}; the bound holds for every "
         f"schedule, so a better one could be at most {worst:.2f}x faster (less if the bound is not attainable)"
@@ -94,17 +94,17 @@ def _far_line(st: Study) -> str | None:
 def summary_lines(st: Study) -> list[str]:
     """What a study concludes, one sentence a line: the crossovers (or the one winner), the sizes
     without an answer, and how many rows were set apart (shared by report.md and the CLI)."""
-    from .._ranges import exact_size
+    from .._units import format_size
 
     lines = [
-        f"crossover: {c.before} up to {exact_size(c.below)}, {c.after} from {exact_size(c.at)}" for c in st.crossovers
+        f"crossover: {c.before} up to {format_size(c.below)}, {c.after} from {format_size(c.at)}" for c in st.crossovers
     ]
     winners = list(dict.fromkeys(b.source for b in st.best))
     if not st.crossovers and len(winners) == 1:
         every = "every size" if not st.unanswered else "every size that has an answer"
         lines.append(f"no crossover: {winners[0]} wins at {every}")
     if st.unanswered:
-        sizes = ", ".join(exact_size(s) for s in st.unanswered)
+        sizes = ", ".join(format_size(s) for s in st.unanswered)
         lines.append(f"no winner at {sizes}: every row there is below a lower bound")
     if st.set_apart:
         n = len(st.set_apart)
@@ -134,7 +134,7 @@ def nccl_rows(st: Study) -> list[tuple[str, ...]]:
     """The "vs NCCL" detail per studied size (:data:`NCCL_HEADS`): NCCL's pick, the algorithm
     that ran when it differs (``=`` when not), its time here, NCCL's own model time of its pick,
     the best other contender and its time, and the ratio (or why there is none)."""
-    from .._ranges import exact_size
+    from .._units import format_size
 
     if st.nccl is None:
         return []
@@ -144,7 +144,7 @@ def nccl_rows(st: Study) -> list[tuple[str, ...]]:
 
     return [
         (
-            exact_size(c.size_bytes),
+            format_size(c.size_bytes),
             c.pick or "-",
             c.scheduled or "=",
             t(c.time_us),
@@ -174,7 +174,7 @@ def _nccl_table(st: Study) -> list[str]:
 def markdown(ans: Answer) -> str:
     """The report as Markdown: one table per study (size, winner, time, busbw, runner-up, margin)
     and its crossovers."""
-    from .._ranges import exact_size
+    from .._units import format_size
 
     lines = [f"# {ans.pipeline or 'run'}: the best algorithm at each {ans.size_variable}", ""]
     for st in ans.studies:
@@ -196,7 +196,7 @@ def markdown(ans: Answer) -> str:
             winner += " (sub-optimal)" if b.far_from_bound else ""
             pct, term = bound_cells(b)
             lines.append(
-                f"| {exact_size(b.size_bytes)} | {winner} | {_fmt_time(b.time_us)} | {bw} | "
+                f"| {format_size(b.size_bytes)} | {winner} | {_fmt_time(b.time_us)} | {bw} | "
                 + (f"{pct} | {term} | " if bounded else "")
                 + f"{b.runner_up or '-'} | {margin} |"
                 + (f" {vs_nccl_cell(st, b.size_bytes)} |" if vs else "")
@@ -214,7 +214,7 @@ def markdown(ans: Answer) -> str:
                 "| size | source | time (µs) | why |",
                 "|---|---|---:|---|",
             ]
-            lines += [f"| {exact_size(size)} | {src} | {_fmt_time(t)} | {why} |" for src, size, t, why in st.set_apart]
+            lines += [f"| {format_size(size)} | {src} | {_fmt_time(t)} | {why} |" for src, size, t, why in st.set_apart]
             lines.append("")
     notes = []
     if ans.failed_rows:

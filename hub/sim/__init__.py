@@ -33,13 +33,15 @@ _LAZY: dict[str, str] = {
     "write_plot": "._report",
     "write_trace": "._report",
     "SimulationResult": "._result",
-    "busbw_factor": "._result",
+    "algbw_GBps": "hub._bandwidth",
+    "busbw_factor": "hub._bandwidth",
     "lower_bound_ns": "._result",
     "node_spans": "._timeline",
     "write_timeline": "._timeline",
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
+    from .._bandwidth import algbw_GBps, busbw_factor
     from ._api import SimulateParams, parse_size, simulate, simulate_consumer
     from ._astrasim import AstraSimOutcome, run_astra_sim
     from ._certificate import Certificate, certify, network_facts
@@ -48,7 +50,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._network import unaware_delays
     from ._program import comp_ns
     from ._report import trace_events, write_plot, write_trace
-    from ._result import SimulationResult, busbw_factor, lower_bound_ns
+    from ._result import SimulationResult, lower_bound_ns
     from ._timeline import node_spans, write_timeline
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "Grade",
     "SimulateParams",
     "SimulationResult",
+    "algbw_GBps",
     "busbw_factor",
     "certify",
     "comp_ns",

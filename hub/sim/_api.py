@@ -14,6 +14,7 @@ from .._units import parse_size
 from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm, chunk_bytes
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
+from ..workload import Produce, algorithm_chooser
 from ._engine import EngineState, run_engine
 from ._layout import DelayFn
 from ._linkload import link_load_bound_ns
@@ -79,81 +80,6 @@ class SimulateParams(BaseModel):
         return v
 
 
-# -- algorithm selection for workloads ---------------------------------------------------------
-def _make_algorithm(name: str, coll: Collective, ranks: int) -> Algorithm:
-    """The algorithm ``algorithm_for`` names for ``coll``: exactly one of three documented forms.
-
-    * an ET prefix on disk (a path with a separator, or ``<name>.0.et`` exists): read as is;
-    * a built-in name of :data:`hub.algorithms.CATALOG` (``ring``, ``halving-doubling``, ...);
-    * a registered producer id (``hub.ring``, ``<plugin>.<component>``), run through the plugin
-      manager with ``collective`` and ``ranks`` as its params.
-
-    Anything else is refused: the name is never looked up as an attribute of a module, so a
-    workload's choice cannot reach a function the hub does not register as an algorithm.
-    """
-    if "/" in name or "\\" in name or Path(f"{name}.0.et").is_file():
-        from ..chakra import read_algorithm
-
-        return read_algorithm(name)
-    try:
-        if "." not in name:
-            from ..algorithms import make
-
-            return make(name, collective=coll, ranks=ranks)  # AlgorithmError (did you mean) if not built in
-        return _run_producer(name, coll, ranks)
-    except HubError:
-        raise
-    except Exception as exc:
-        raise SimulationError(f"algorithm {name!r} for {coll.value} on {ranks} ranks failed: {exc}") from None
-
-
-def _run_producer(component: str, coll: Collective, ranks: int) -> Algorithm:
-    from ..plugins import get_manager
-
-    manager = get_manager()
-    spec = manager.component(component)  # ComponentNotFoundError with a "did you mean"
-    if spec.kind != "producer":
-        raise UsageError(
-            f"algorithm_for: {component!r} is a {spec.kind}, not a producer",
-            hint="name a producer id such as hub.ring, a built-in name such as ring, or an ET prefix",
-        )
-    out = manager.run_producer(component, {"collective": coll.value, "ranks": ranks})
-    if not isinstance(out, Algorithm):
-        raise UsageError(
-            f"algorithm_for: producer {component!r} makes a {type(out).__name__}, not an algorithm",
-            hint="a workload's collectives need algorithm producers",
-        )
-    return out
-
-
-def _selector(algorithm_for: Mapping[Any, Any] | None) -> Any:
-    chosen: dict[Collective, Any] = {}
-    for k, v in (algorithm_for or {}).items():
-        chosen[Collective.parse(k)] = v
-    cache: dict[tuple[Collective, int, int], Algorithm | None] = {}
-
-    def pick(coll: Collective, comm_size: int, ranks: int) -> Algorithm | None:
-        key = (coll, comm_size, ranks)
-        if key in cache:
-            return cache[key]
-        spec = chosen.get(coll)
-        if spec is None and coll == Collective.BROADCAST:
-            cache[key] = None  # ASTRA-sim replays BROADCAST as its duration_micros
-            return None
-        alg = spec if isinstance(spec, Algorithm) else _make_algorithm(spec or "ring", coll, ranks)
-        if not alg.is_bound:
-            # ASTRA-sim's all-gather comm_size is the per-rank contribution; nccl-tests' S is the output
-            total = comm_size * ranks if coll in (Collective.ALLGATHER, Collective.GATHER) else comm_size
-            alg = alg.bind(total)
-        # the workload's comm_size is a claim too: byte counts that overflow int64 are refused
-        check_algorithm(alg, what=f"{coll.value} of {comm_size} bytes ({alg.name or 'algorithm'})")
-        program_from_algorithm(alg)  # validates peers, sizes, dependencies once
-        cache[key] = alg
-        return alg
-
-    return pick
-
-
 # -- the library entry point --------------------------------------------------------------------
 def _infer_size(alg: Algorithm) -> int | None:
     if alg.meta.size is not None:
@@ -204,6 +130,7 @@ def simulate(
     reduction_GBps: float | None = None,
     algorithm_for: Mapping[Any, Algorithm | str] | None = None,
     system: str | Path | Mapping[str, Any] | None = None,
+    produce_algorithm: Produce | None = None,
 ) -> SimulationResult:
     """Simulate an algorithm (or a workload) on ``topology`` under ASTRA-sim's analytical model.
 
@@ -213,6 +140,10 @@ def simulate(
     bound or foreign algorithm it is only used for the bandwidth figures when the algorithm does
     not state its own size. ``system``: an ASTRA-sim system.json (path or dict) whose custom
     implementation keys serve a workload's collectives (``algorithm_for`` entries win).
+    ``produce_algorithm``: runs the producer ids ``algorithm_for`` names (``hub.ring``,
+    ``<plugin>.<component>``; :meth:`hub.plugins.PluginManager.produce_algorithm`, which the
+    ``hub.simulate`` consumer receives through its run context); without it only built-in names,
+    ET prefixes and algorithms are accepted (:func:`hub.workload.algorithm_chooser`).
     """
     if mode not in ("unaware", "aware", "auto"):
         raise UsageError(f"unknown mode {mode!r}", hint="'unaware', 'aware' or 'auto'")
@@ -236,7 +167,8 @@ def simulate(
             # algorithm_for wins
             custom, native = serve_from_system(system, obj, dims, frozenset(explicit), dim_sizes=sizes)
             algorithm_for = {**custom, **explicit}
-        prog = program_from_workload(obj, _selector(algorithm_for), topo.npus, reduction_GBps, native=native)
+        pick = algorithm_chooser(algorithm_for, produce=produce_algorithm, check=program_from_algorithm)
+        prog = program_from_workload(obj, pick, topo.npus, reduction_GBps, native=native)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
         # never trust an unverified input's numbers: the same checks the reader runs (exit 3)
@@ -388,6 +320,7 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
         reduction_GBps=params.reduction_GBps,
         algorithm_for=params.algorithm_for or None,
         system=params.system,
+        produce_algorithm=getattr(ctx, "produce_algorithm", None),
     )
     artifacts: dict[str, str] = {}
     workdir = Path(getattr(ctx, "workdir", Path.cwd()))

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..chakra import Algorithm, Collective, Workload
 from ..errors import SimulationError
+from ..workload import means_everyone
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START
 
 __all__ = ["Sim", "report_lines", "run_workload"]
@@ -101,12 +102,7 @@ def _one_collective(wl: Workload, custom: Mapping[Collective, str], pick: Any, n
         if len(nodes) != 1:
             return None
         n = nodes[0]
-        if (
-            n.type != NodeType.COLL
-            or n.is_cpu_op
-            or n.collective != first.collective
-            or n.pg_name not in ("", "0", None)
-        ):
+        if n.type != NodeType.COLL or n.is_cpu_op or n.collective != first.collective or not means_everyone(n.pg_name):
             return None
     alg = pick(first.collective, int(first.comm_size or 0), npus)
     return alg if alg is not None and alg.ranks == npus else None
@@ -303,12 +299,12 @@ def _group_rings(
     """``CommunicatorGroup::get_collective_plan``: an NPU's first collective of a type in a group
     smaller than the network logs its ring (declared member order)."""
     from ..chakra import NodeType
-    from ..transforms._collectives import process_groups_of
+    from ..workload import declared_groups
 
-    named = [n for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and n.pg_name not in ("", "0", None)]
+    named = [n for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and not means_everyone(n.pg_name)]
     if not named:
         return []
-    declared = {**process_groups_of(wl), **{str(k): tuple(v) for k, v in (groups or {}).items()}}
+    declared = {**declared_groups(wl), **{str(k): tuple(v) for k, v in (groups or {}).items()}}
     coll = {
         (r, n.id): (n.pg_name, n.comm_type)
         for r, nodes in enumerate(wl.ranks)
@@ -321,7 +317,7 @@ def _group_rings(
     for j in issued[np.argsort(ops.issue_seq[issued])].tolist():
         r, nid = int(ops.rank[j]), int(ops.node[j])
         pg, ct = coll.get((r, nid), ("", None))
-        members = declared.get(pg) if pg not in ("", "0", None) else None
+        members = declared.get(pg) if not means_everyone(pg) else None
         if not members or len(members) == npus or (r, pg, ct) in seen:
             continue
         seen.add((r, pg, ct))

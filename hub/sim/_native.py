@@ -37,6 +37,7 @@ from typing import Any
 
 from ..chakra import Collective, NodeType, Workload
 from ..errors import SimulationError
+from ..workload import observed_members
 
 __all__ = ["NativeRing", "native_collectives", "stuck_native"]
 
@@ -171,7 +172,7 @@ def native_collectives(
             raise _refuse(key, f"asks for a native collective on {dims} dimensions (at most {_MAX_DIMS})", coll)
         _check_settings(cfg)
         nodes = [(r, n) for r, nodes in enumerate(wl.ranks) for n in nodes if n.collective is coll]
-        groups = sorted({len(_members(n.pg_name, wl)) for _, n in nodes if n.pg_name.strip("0")} - {npus})
+        groups = sorted({len(observed_members(wl, n.pg_name)) for _, n in nodes if n.pg_name.strip("0")} - {npus})
         algos = _implementations(key, cfg[key], coll, sizes, groups)
         _check_involved(key, coll, nodes, dims)
         settings = replace(_settings(cfg, dim_sizes or (), algos), windows=tuple(map(_window, cfg[key])))
@@ -198,11 +199,6 @@ def native_collectives(
             first,
         )
     return out
-
-
-def _members(pg_name: str, wl: Workload) -> set[int]:
-    """The ranks whose COMM_COLL nodes name process group ``pg_name`` (its members)."""
-    return {r for r, nodes in enumerate(wl.ranks) for n in nodes if n.type == NodeType.COLL and n.pg_name == pg_name}
 
 
 def _check_settings(cfg: Mapping[str, Any]) -> None:

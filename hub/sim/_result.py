@@ -5,33 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._bandwidth import algbw_GBps, busbw_factor
 from ..chakra import Collective
 from ..topology import Topology, bytes_per_ns
 
-__all__ = ["BUSBW_FACTOR", "SimulationResult", "busbw_factor", "lower_bound_ns"]
-
-
-def busbw_factor(collective: Collective | str | None, n: int) -> float | None:
-    """nccl-tests' bus-bandwidth factor (conventions.md §1); None for custom collectives."""
-    if collective is None or n < 1:
-        return None
-    c = Collective.parse(collective)
-    if c == Collective.ALLREDUCE:
-        return 2 * (n - 1) / n
-    if c in (
-        Collective.ALLGATHER,
-        Collective.REDUCESCATTER,
-        Collective.ALLTOALL,
-        Collective.GATHER,
-        Collective.SCATTER,
-    ):
-        return (n - 1) / n
-    if c in (Collective.BROADCAST, Collective.REDUCE):
-        return 1.0
-    return None
-
-
-BUSBW_FACTOR = busbw_factor
+__all__ = ["SimulationResult", "lower_bound_ns"]
 
 
 def lower_bound_ns(
@@ -113,7 +91,7 @@ class SimulationResult:
         """``S / t`` in decimal GB/s (bytes per ns)."""
         if not self.size or self.time_ns <= 0:
             return None
-        return self.size / self.time_ns
+        return algbw_GBps(self.size, ns=self.time_ns)
 
     @property
     def busbw_GBps(self) -> float | None:

@@ -29,7 +29,7 @@ columns and the successor lists of the program).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import SimulationError
+from ..workload import Pick, means_everyone
 from ._native import NativeRing
 from ._native_streams import QUEUE_CLASS, phase_schedule, stream_plan
 from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
@@ -44,8 +45,6 @@ from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _t
 __all__ = ["program_from_workload"]
 
 RES_COMP, RES_COMM, RES_CPU = 1, 2, 3
-
-Pick = Callable[[Collective, int, int], Algorithm | None]
 
 
 @dataclass(frozen=True)
@@ -156,7 +155,7 @@ def _plan(
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[tuple[int, int], _Served]:
     """(rank, COMM_COLL id) -> how it is served, for every collective instance of ``wl``."""
-    from ..transforms._collectives import plan_collectives
+    from ..workload import plan_collectives
 
     def choose(coll: Collective, size: int, ranks: int) -> Algorithm | None:
         return None if coll in native else pick(coll, size, ranks)
@@ -240,7 +239,7 @@ def _add_collective(
     if sv.native is not None:
         assert node.collective is not None
         # (a process group's plan involves every dimension: CommunicatorGroup::get_collective_plan)
-        involved = node.attrs.get("involved_dim") if node.pg_name in ("", "0") else None
+        involved = node.attrs.get("involved_dim") if means_everyone(node.pg_name) else None
         return _add_native(b, r, node, node.collective, sv, involved)
     if sv.alg is None:  # BROADCAST: replayed as a fixed duration (ASTRA-sim)
         d = int(comp_ns(np.array([node.duration_micros]), np.array([-1]), None)[0])

@@ -43,6 +43,24 @@ def test_inline_writes_a_plain_workload(tmp_path: Path) -> None:
     assert NodeType.COLL not in kinds and {NodeType.SEND, NodeType.RECV} <= kinds
 
 
+def test_a_producer_id_runs_through_the_plugin_manager(tmp_path: Path) -> None:
+    # hub.workload never imports hub.plugins: the CLI hands it the manager's lookup, so a
+    # registered producer id inlines the same nodes as the built-in name it registers
+    wl = Workload(
+        ranks=[[WorkloadNode(id=1, name="ar", type=NodeType.COLL, comm_type=AR, comm_size=4096)] for _ in range(4)]
+    )
+    write_workload(wl, tmp_path / "w")
+    for alg, out in (("hub.direct", "by_id"), ("direct", "by_name")):
+        proc = _collhub("trace", "inline", "w", f"out/{out}", "-a", f"allreduce={alg}", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    by_id, by_name = (read_trace(tmp_path / "out" / n) for n in ("by_id", "by_name"))
+    assert isinstance(by_id, Workload) and isinstance(by_name, Workload)
+    assert [[(n.type, n.comm_size) for n in r] for r in by_id.ranks] == [
+        [(n.type, n.comm_size) for n in r] for r in by_name.ranks
+    ]
+    assert any(n.type == NodeType.SEND for r in by_id.ranks for n in r)
+
+
 def test_inline_with_overlap_cuts_the_producer(tmp_path: Path) -> None:
     wl = Workload(
         ranks=[

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.chakra import read_algorithm, summarize
+from hub.chakra import algorithm_summary, read_algorithm, summarize
 
 EXAMPLE_TEXT = """\
 algorithm   (unnamed)
@@ -113,7 +113,7 @@ def test_show_prints_what_the_whole_read_printed(
     assert json.loads(proc.stdout) == {"prefix": prefix, "kind": "algorithm", "summary": summary}
     # the library's whole-set figures are the same ones
     alg = read_algorithm(prefix)
-    assert summarize(alg) == text and alg.summary() == summary
+    assert summarize(alg) == text and algorithm_summary(alg.meta, alg.graphs) == summary
 
 
 def test_damaged_rank_file_is_one_error_line(ring6: str, tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from hub._units import format_size
 from hub.errors import FormatError, UsageError
 from hub.pipeline import _plot, plot_layout, plot_results, run_pipeline_text
-from hub.pipeline._plot import auto_plot, format_bytes, parse_bytes
+from hub.pipeline._plot import auto_plot, parse_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -167,7 +168,7 @@ def test_size_parsing_and_labels() -> None:
     assert parse_bytes("64KiB") == 65536 and parse_bytes("64KB") == 64000 and parse_bytes("1.5MiB") == 1572864
     assert parse_bytes(4096) == 4096 and parse_bytes("4096B") == 4096
     assert parse_bytes("ring:8") is None and parse_bytes(True) is None and parse_bytes(-1) is None
-    assert [format_bytes(n) for n in (100, 1000, 1536, 65536, 2**20, 16 * 2**20, 3 * 2**30, 10**9)] == [
+    assert [format_size(n, "label") for n in (100, 1000, 1536, 65536, 2**20, 16 * 2**20, 3 * 2**30, 10**9)] == [
         "100B",
         "1KB",
         "1.5KiB",

@@ -101,9 +101,9 @@ def test_report_command_table_and_json(run_dir: Path, tmp_path: Path) -> None:
     t = _collhub("report", str(run_dir), "--out", str(tmp_path / "t"), "--no-plot", cwd=tmp_path)
     assert t.returncode == 0, t.stderr
     ((below, at, before, after),) = expected["ring:8"][1]
-    from hub._ranges import exact_size
+    from hub._units import format_size
 
-    assert f"crossover: {before} up to {exact_size(below)}, {after} from {exact_size(at)}" in t.stdout
+    assert f"crossover: {before} up to {format_size(below)}, {after} from {format_size(at)}" in t.stdout
     assert f"no crossover: {expected['switch:8'][0][0][1]} wins at every size" in t.stdout
 
 

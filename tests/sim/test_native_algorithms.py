@@ -21,11 +21,11 @@ from hub.errors import SimulationError
 from hub.sim import simulate
 from hub.sim._native_dbt import tree
 from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
-from tests.transforms.test_inline import DLRM
+from tests.workload.test_groups import _meta
+from tests.workload.test_inline import DLRM
 
 from .native_cases import random_setup
 from .test_native_streams import _modes
-from .test_workload_groups import _meta
 
 AR, AG, RS, A2A = Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL
 STEM = {AR: "all-reduce", AG: "all-gather", RS: "reduce-scatter", A2A: "all-to-all"}

@@ -18,7 +18,7 @@ from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNod
 from hub.errors import SimulationError
 from hub.sim import simulate
 from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
-from tests.transforms.test_inline import DLRM, _compute_and_collective
+from tests.workload.test_inline import DLRM, _compute_and_collective
 
 AR, A2A = COMM_TYPE_OF[Collective.ALLREDUCE], COMM_TYPE_OF[Collective.ALLTOALL]
 BASE: dict[str, Any] = {
@@ -134,7 +134,7 @@ def test_what_is_not_reproduced_is_refused_naming_the_key(over: dict, net: str, 
 
 
 def test_native_next_to_sends_is_exact_and_next_to_other_implementations_refused() -> None:
-    from hub.transforms import InlineParams, inline_workload
+    from hub.workload import InlineParams, inline_workload
 
     wl = _compute_and_collective(Collective.ALLREDUCE, 4, 1 << 16)
     wl = Workload(

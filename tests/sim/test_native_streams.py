@@ -24,8 +24,8 @@ from hub.sim._native_streams import Phase, phase_schedule, stream_plan
 from hub.topology import DimensionalTopology, load_topology
 from tests.sim.difftest import oracle_unavailable
 from tests.sim.test_native_ring import BASE, _real, _skewed
-from tests.sim.test_workload_groups import _meta
-from tests.transforms.test_inline import DLRM
+from tests.workload.test_groups import _meta
+from tests.workload.test_inline import DLRM
 
 AR = COMM_TYPE_OF[Collective.ALLREDUCE]
 #: dlrm8's NOTES.md: the system settings of its "22230202-23175293 cycles" result
@@ -157,7 +157,7 @@ def test_dlrm8_native_allreduces_next_to_inlined_alltoalls_equal_real_astrasim()
     """The NOTES.md all-reduces (localBWAware, LIFO, 4 splits) with the all-to-alls inlined as
     workload-level SEND/RECV (the rule: a collective's end issues what it frees in node id order)."""
     from collhub_astrasim._repair import runnable_copy
-    from hub.transforms import InlineParams, inline_workload
+    from hub.workload import InlineParams, inline_workload
 
     inl = inline_workload(_dlrm8_gpu(), {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
     plain, _ = runnable_copy(inl)

@@ -13,7 +13,7 @@ import pytest
 from hub.chakra import Collective
 from hub.sim import simulate
 from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
-from tests.transforms.test_inline import _compute_and_collective
+from tests.workload.test_inline import _compute_and_collective
 
 
 @pytest.mark.parametrize("alg", ["ring", "direct"])

@@ -20,7 +20,6 @@ _LAZY = {
     "CustomParams": "._custom",
     "produce_custom": "._custom",
     "RunReport": "._parse",
-    "bus_factor": "._parse",
     "parse_output": "._parse",
     "ENV_BINARY": "._run",
     "RunParams": "._run",

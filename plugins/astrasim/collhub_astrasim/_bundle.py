@@ -416,14 +416,14 @@ def _comm_groups(wl: Workload) -> dict[str, list[int]]:
     """The groups ``wl``'s collectives use, for ASTRA-sim's ``--comm-group-configuration``
     (``{"<pg_name>": [NPU, ...]}``; it parses each name as a positive integer; "" and "0" are every
     NPU and need no entry). Refuses a group that is not declared or not a positive integer."""
-    from hub.transforms._collectives import process_groups_of
+    from hub.workload import declared_groups, means_everyone
 
-    declared = process_groups_of(wl)
+    declared = declared_groups(wl)
     out: dict[str, list[int]] = {}
     for rank, nodes in enumerate(wl.ranks):
         for node in nodes:
             name = node.pg_name
-            if node.type != NodeType.COLL or name in ("", "0") or name in out:
+            if node.type != NodeType.COLL or means_everyone(name) or name in out:
                 continue
             if not (name.isdigit() and int(name) > 0 and str(int(name)) == name):
                 raise UsageError(

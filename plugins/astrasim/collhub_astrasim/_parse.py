@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hub.chakra import Collective
-
-__all__ = ["RankReport", "RunReport", "bus_factor", "parse_output"]
+__all__ = ["RankReport", "RunReport", "parse_output"]
 
 _FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles, exposed communication (\d+) cycles")
 # "sys[3], Wall time: 90174" / "sys[3], Comm time: 90174" / "sys[3], GPU time: ..."
@@ -67,19 +65,3 @@ def parse_output(text: str) -> RunReport:
             value = float(m.group(3))
             rank.stats[key] = int(value) if value.is_integer() else value
     return RunReport(ranks)
-
-
-def bus_factor(collective: Collective, ranks: int) -> float:
-    """nccl-tests' busbw factor (``conventions.md`` §1.1)."""
-    n = ranks
-    if collective is Collective.ALLREDUCE:
-        return 2 * (n - 1) / n
-    if collective in (
-        Collective.ALLGATHER,
-        Collective.REDUCESCATTER,
-        Collective.ALLTOALL,
-        Collective.GATHER,
-        Collective.SCATTER,
-    ):
-        return (n - 1) / n
-    return 1.0

@@ -17,9 +17,10 @@ from pydantic import Field
 
 from hub.chakra import Algorithm, Collective, NodeType, Workload
 from hub.errors import ExternalToolError, UsageError
+from hub.sim import algbw_GBps, busbw_factor
 
 from ._bundle import Bundle, BundleOptions, _dims_for, _out_path, _rel, build_bundle, parse_size
-from ._parse import RunReport, bus_factor, parse_output
+from ._parse import RunReport, parse_output
 
 __all__ = ["ENV_BINARY", "RunParams", "consume_run", "infer_backend", "resolve_binary", "run_binary"]
 
@@ -264,9 +265,10 @@ def consume_run(obj: Algorithm | Workload, params: RunParams, ctx: Any) -> Any:
         metrics["predicted_ns"] = predicted
         metrics["matches_prediction"] = predicted == time_ns
     if coll is not None and coll_size and time_ns > 0:
-        algbw = coll_size / time_ns  # bytes per ns = decimal GB/s (nccl-tests)
+        algbw = algbw_GBps(coll_size, ns=time_ns)
+        factor = busbw_factor(coll, bundle.ranks)
         metrics["algbw_GBps"] = algbw
-        metrics["busbw_GBps"] = algbw * bus_factor(coll, bundle.ranks)
+        metrics["busbw_GBps"] = algbw * (1.0 if factor is None else factor)  # a custom collective: algbw
     details: dict[str, Any] = {
         "per_rank_ns": report.per_rank("finish_ns"),
         "per_rank_exposed_ns": report.per_rank("exposed_comm_ns"),

@@ -1,11 +1,8 @@
-"""Parsing ASTRA-sim's report lines (format: astra-sim.md §8) and nccl-tests bus factors."""
+"""Parsing ASTRA-sim's report lines (format: astra-sim.md §8)."""
 
 from __future__ import annotations
 
-import pytest
-
-from collhub_astrasim import bus_factor, parse_output
-from hub.chakra import Collective
+from collhub_astrasim import parse_output
 
 # Interleaved as a multi-rank run prints it, with a compute statistic and unrelated lines.
 OUTPUT = """\
@@ -34,17 +31,3 @@ def test_parse_interleaved_report() -> None:
 
 def test_nothing_to_parse() -> None:
     assert parse_output("Segmentation fault\n").ranks == {}
-
-
-@pytest.mark.parametrize(
-    ("coll", "n", "factor"),
-    [
-        (Collective.ALLREDUCE, 8, 1.75),
-        (Collective.ALLGATHER, 8, 0.875),
-        (Collective.REDUCESCATTER, 4, 0.75),
-        (Collective.ALLTOALL, 2, 0.5),
-        (Collective.BROADCAST, 8, 1.0),
-    ],
-)
-def test_bus_factors_follow_nccl_tests(coll: Collective, n: int, factor: float) -> None:
-    assert bus_factor(coll, n) == pytest.approx(factor)

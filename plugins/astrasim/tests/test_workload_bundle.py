@@ -100,7 +100,7 @@ def test_gloo_collectives_recognized_inlined_equal_real_astrasim(name: str, tmp_
     """CPU traces: gloo:* COMP nodes -> COMM_COLL (by name and input tensor) -> ring inlined."""
     from collhub_astrasim._bundle import _dims_for, build_bundle
     from hub.sim import simulate
-    from hub.transforms import InlineParams, inline_workload, recognize_collectives
+    from hub.workload import InlineParams, inline_workload, recognize_collectives
 
     wl = _read(name)
     rec, count = recognize_collectives(wl)

@@ -17,6 +17,5 @@ _LAZY = {
     "Plan": "._plan",
     "build_plan": "._plan",
     "format_table": "._table",
-    "bus_factor": "._geometry",
 }
 __all__, __getattr__, __dir__ = _lazy_namespace(__name__, _LAZY, globals())

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hub.atomic import write_file
 from hub.chakra import Algorithm
 
 from ._params import ReplayParams, modes_of, sizes_of
@@ -111,9 +111,7 @@ def _validated(values: dict[str, Any]) -> ReplayParams:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # no half-written artifact
+    write_file(path, text)  # no half-written artifact
 
 
 def consume_run(alg: Algorithm, params: ReplayParams, ctx: Any) -> Any:

@@ -8,7 +8,7 @@ from hub.errors import UsageError
 
 from ._plan import Plan
 
-__all__ = ["DTYPE_BYTES", "Geometry", "bus_factor", "geometry", "size_ladder"]
+__all__ = ["DTYPE_BYTES", "Geometry", "geometry", "size_ladder"]
 
 #: element sizes of the dtypes the replay fills with exact integer values
 DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
@@ -43,15 +43,6 @@ def geometry(plan: Plan, requested: int, dtype: str) -> Geometry:
         )
     chunk = -(-unit // plan.chunks_per_unit)
     return Geometry(requested, unit * ref_units * esize, unit * ref_units, unit, chunk, esize)
-
-
-def bus_factor(collective: str, n: int) -> float:
-    """nccl-tests' busbw factor (doc/PERFORMANCE.md)."""
-    if collective == "allreduce":
-        return 2 * (n - 1) / n
-    if collective in ("allgather", "reducescatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
 
 
 def size_ladder(sizes: list[int], max_size: int | None, factor: int) -> list[int]:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from ._geometry import bus_factor, geometry
+from hub.sim import algbw_GBps, busbw_factor
+
+from ._geometry import geometry
 from ._memory import Buffers, expected, fill, make_buffers
 from ._plan import Plan
 
@@ -174,8 +176,9 @@ class _Rank:
             for key, ts in times.items():
                 secs = statistics.median(ts)
                 row[f"{key}_time_us"] = secs * 1e6
-                row[f"{key}_algbw_GBps"] = geo.size / secs / 1e9
-                row[f"{key}_busbw_GBps"] = row[f"{key}_algbw_GBps"] * bus_factor(plan.collective, self.world)
+                factor = busbw_factor(plan.collective, self.world)
+                row[f"{key}_algbw_GBps"] = algbw_GBps(geo.size, seconds=secs)
+                row[f"{key}_busbw_GBps"] = row[f"{key}_algbw_GBps"] * (1.0 if factor is None else factor)
                 if job.repeat > 1:
                     row[f"{key}_time_us_all"] = [t * 1e6 for t in ts]
             rows.append(row)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from collhub_tacos import SynthesizeParams, greedy_allgather, network_of, synthesize, synthesize_schedule
-from hub.chakra import Collective, NodeType
+from hub.chakra import Collective, NodeType, algorithm_summary
 from hub.topology import load_topology
 from hub.verify import verify
 
@@ -108,7 +108,7 @@ def test_provenance_round_trips_through_et(tmp_path: Path) -> None:
     write_algorithm(alg, tmp_path / "ag")
     back = read_algorithm(tmp_path / "ag")
     assert _extra(back)["model_makespan_us"] == _extra(alg)["model_makespan_us"]
-    assert json.loads(json.dumps(back.summary()))["metadata"]["tacos.cost_model"].startswith("link busy")
+    assert json.loads(json.dumps(algorithm_summary(back.meta, back.graphs)))["metadata"]["tacos.cost_model"].startswith("link busy")
 
 
 def test_allgather_structure_one_recv_per_foreign_chunk() -> None:

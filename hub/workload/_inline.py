@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..chakra import Algorithm, NodeType, Workload, WorkloadNode
 from ..errors import VerificationError
+from ._choice import Produce, algorithm_chooser
 from ._collectives import plan_collectives
 
 __all__ = ["Feed", "InlineParams", "Placement", "build_inlined", "inline_transform", "inline_workload", "plan_inline"]
@@ -54,7 +55,7 @@ class InlineParams(BaseModel):
     recognize: bool = Field(
         default=False,
         description="first turn collectives that a CPU (gloo) trace holds as "
-        "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/transforms/_recognize.py)",
+        "COMP nodes (gloo:all_reduce, ...) into COMM_COLL nodes (hub/workload/_recognize.py)",
     )
 
 
@@ -81,17 +82,22 @@ class Feed:
 
 
 def plan_inline(
-    wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None, params: InlineParams | None, copies: int = 1
+    wl: Workload,
+    algorithm_for: Mapping[Any, Algorithm | str] | None,
+    params: InlineParams | None,
+    copies: int = 1,
+    *,
+    produce_algorithm: Produce | None = None,
 ) -> list[Placement]:
     """The collective instances to inline and their bound algorithms (tag ranges assigned);
     ``copies`` > 1 (overlap): each algorithm as that many side-by-side copies (hub.instances),
-    copy c moving the c-th k-th of the data.
+    copy c moving the c-th k-th of the data. ``produce_algorithm``: runs the producer ids
+    ``algorithm_for`` names (:func:`hub.workload.algorithm_chooser`).
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
     """
-    from ..sim._api import _selector
-
-    pick = _selector(algorithm_for if algorithm_for is not None else (params.algorithm_for if params else None))
+    choice = algorithm_for if algorithm_for is not None else (params.algorithm_for if params else None)
+    pick = algorithm_chooser(choice, produce=produce_algorithm)
     planned = plan_collectives(wl, pick, params, copies=copies, action="inline")
     out: list[Placement] = []
     tag_base = 0
@@ -108,7 +114,11 @@ def plan_inline(
 
 
 def inline_workload(
-    wl: Workload, algorithm_for: Mapping[Any, Algorithm | str] | None = None, params: InlineParams | None = None
+    wl: Workload,
+    algorithm_for: Mapping[Any, Algorithm | str] | None = None,
+    params: InlineParams | None = None,
+    *,
+    produce_algorithm: Produce | None = None,
 ) -> Workload:
     """A new workload whose selected COMM_COLL nodes are their algorithm's SEND/RECV/COMP nodes.
 
@@ -118,7 +128,7 @@ def inline_workload(
         from ._recognize import recognize_collectives
 
         wl, _count = recognize_collectives(wl)
-    return build_inlined(wl, plan_inline(wl, algorithm_for, params))
+    return build_inlined(wl, plan_inline(wl, algorithm_for, params, produce_algorithm=produce_algorithm))
 
 
 def build_inlined(
@@ -285,4 +295,5 @@ def inline_transform(workload: Workload, params: InlineParams, ctx: Any = None) 
             f"hub.inline takes a workload, not a {type(workload).__name__}",
             hint="read one with hub.chakra.read_workload",
         )
-    return inline_workload(workload, params.algorithm_for or None, params)
+    produce = getattr(ctx, "produce_algorithm", None)
+    return inline_workload(workload, params.algorithm_for or None, params, produce_algorithm=produce)

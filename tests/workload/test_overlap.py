@@ -18,10 +18,11 @@ from hub.algorithms import make
 from hub.chakra import COMM_TYPE_OF, Algorithm, Collective, NodeType, Workload, WorkloadNode, read_workload
 from hub.errors import VerificationError
 from hub.sim import simulate
-from hub.transforms import extract_inlined, inline_workload, instances_algorithm, overlap_workload
+from hub.transforms import instances_algorithm
 from hub.verify import verify
+from hub.workload import extract_inlined, inline_workload, overlap_workload
 from tests.sim.difftest import oracle_unavailable
-from tests.transforms.test_inline import DLRM, _real_report
+from tests.workload.test_inline import DLRM, _real_report
 
 
 def _producer_and_collective(coll: Collective, n: int, size: int) -> Workload:

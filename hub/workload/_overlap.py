@@ -16,7 +16,7 @@ node:
 
 A COMP of 0 or 1 µs, or a collective without a COMP dependency on a rank, is not cut: all its
 copies wait for the dependencies as they are. The result is a plain workload ET (SEND/RECV/COMP),
-as ``hub.inline``'s; :func:`hub.transforms.extract_inlined` gives each collective back as an
+as ``hub.inline``'s; :func:`hub.workload.extract_inlined` gives each collective back as an
 algorithm that ``hub.verify`` checks.
 """
 
@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import Field
 
 from ..chakra import Algorithm, NodeType, Workload, WorkloadNode
+from ._choice import Produce
 from ._inline import Feed, InlineParams, build_inlined, plan_inline
 
 __all__ = ["OverlapParams", "overlap_transform", "overlap_workload", "producer_of"]
@@ -56,18 +57,20 @@ def overlap_workload(
     pieces: int = 4,
     algorithm_for: Mapping[Any, Algorithm | str] | None = None,
     params: InlineParams | None = None,
+    *,
+    produce_algorithm: Produce | None = None,
 ) -> Workload:
     """``wl`` with its selected collectives inlined and overlapped with their producers (module doc).
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node), as
-    :func:`hub.transforms.inline_workload` does, and for an algorithm without a chunk layout.
+    :func:`hub.workload.inline_workload` does, and for an algorithm without a chunk layout.
     """
     k = int(pieces)
     if params is not None and params.recognize:
         from ._recognize import recognize_collectives
 
         wl, _count = recognize_collectives(wl)
-    placements = plan_inline(wl, algorithm_for, params, copies=k)
+    placements = plan_inline(wl, algorithm_for, params, copies=k, produce_algorithm=produce_algorithm)
     if k == 1:
         return build_inlined(wl, placements)
     by_id = [{n.id: n for n in nodes} for nodes in wl.ranks]
@@ -89,4 +92,5 @@ def overlap_transform(workload: Workload, params: OverlapParams, ctx: Any = None
             f"hub.overlap takes a workload, not a {type(workload).__name__}",
             hint="read one with hub.chakra.read_workload",
         )
-    return overlap_workload(workload, params.pieces, params.algorithm_for or None, params)
+    produce = getattr(ctx, "produce_algorithm", None)
+    return overlap_workload(workload, params.pieces, params.algorithm_for or None, params, produce_algorithm=produce)

@@ -16,7 +16,7 @@ import pytest
 from hub.chakra import Collective, NodeType, Workload, WorkloadNode, read_workload, write_workload
 from hub.errors import VerificationError
 from hub.sim import simulate
-from hub.transforms import inline_workload
+from hub.workload import inline_workload
 from tests.sim.difftest import BIN, BINARIES, oracle_unavailable
 
 DLRM = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "chakra-pytorch" / "dlrm8" / "dlrm"
@@ -122,7 +122,7 @@ def test_filter_and_two_instances_get_distinct_tags() -> None:
             ]
         )
     wl = Workload(ranks=ranks)
-    from hub.transforms import InlineParams
+    from hub.workload import InlineParams
 
     out = inline_workload(wl, None, InlineParams(kinds=["allreduce"]))
     colls = [nd for nd in out.ranks[0] if nd.type == NodeType.COLL]

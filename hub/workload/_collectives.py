@@ -2,26 +2,23 @@
 
 The k-th COMM_COLL node of a process group on each of its member ranks is one collective
 instance: every member must list the same kinds and sizes in the same order. Groups come from the
-METADATA node ``## process_group:init ##`` (``pg_name`` -> ranks, ``[]`` = all) as ASTRA-sim reads
-them (``Workload::issue_pytorch_pg_metadata``); ``pg_name`` "" and "0" are all ranks
-(``Workload::extract_comm_group``). Every bad input is collected before anything is built and
-reported at once (:class:`hub.errors.VerificationError`, exit 3), each problem with rank and
-node. Shared by ``hub.inline``/``hub.overlap`` and ``hub.simulate``'s COMM_COLL path.
+METADATA node as ASTRA-sim reads them (``_groups.py`` states who belongs to which). Every bad
+input is collected before anything is built and reported at once
+(:class:`hub.errors.VerificationError`, exit 3), each problem with rank and node. Shared by
+``hub.inline``/``hub.overlap`` and ``hub.simulate``'s COMM_COLL path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
 from ..errors import Problem, VerificationError
+from ._groups import EVERYONE, declared_groups, means_everyone
 
-if TYPE_CHECKING:
-    from ._inline import InlineParams
-
-__all__ = ["CollectiveInstance", "collective_instances", "plan_collectives", "process_groups_of"]
+__all__ = ["CollectiveInstance", "collective_instances", "plan_collectives"]
 
 
 @dataclass
@@ -34,19 +31,20 @@ class CollectiveInstance:
     nodes: dict[int, WorkloadNode] = field(default_factory=dict)  # rank -> its COMM_COLL node
 
 
-def process_groups_of(wl: Workload) -> dict[str, tuple[int, ...]]:
-    """pg_name -> member ranks, from the METADATA nodes (ranks [] = all); '' and '0' = all."""
-    from ..chakra._workload_summary import process_groups
+class Selection(Protocol):
+    """Which collectives to take (:class:`hub.workload.InlineParams` is one); None in a field: all."""
 
-    everyone = tuple(range(wl.rank_count))
-    groups: dict[str, tuple[int, ...]] = {"": everyone}
-    for g in process_groups(wl):
-        groups[g["pg_name"]] = tuple(g["ranks"]) if g["ranks"] else everyone
-    groups.setdefault("0", everyone)
-    return groups
+    @property
+    def kinds(self) -> list[str] | None: ...
+    @property
+    def min_size(self) -> int | None: ...
+    @property
+    def max_size(self) -> int | None: ...
+    @property
+    def groups(self) -> list[str] | None: ...
 
 
-def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
+def _wanted(node: WorkloadNode, p: Selection | None) -> bool:
     if p is None:
         return True
     coll = node.collective
@@ -58,7 +56,9 @@ def _wanted(node: WorkloadNode, p: InlineParams | None) -> bool:
     if p.max_size is not None and size > p.max_size:
         return False
     return (
-        p.groups is None or node.pg_name in p.groups or (node.pg_name in ("", "0") and bool({"", "0"} & set(p.groups)))
+        p.groups is None
+        or node.pg_name in p.groups
+        or (means_everyone(node.pg_name) and bool(EVERYONE & set(p.groups)))
     )
 
 
@@ -68,13 +68,13 @@ def _kind(n: WorkloadNode) -> str:
 
 def collective_instances(
     wl: Workload,
-    p: InlineParams | None,
+    p: Selection | None,
     problems: list[Problem],
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> list[CollectiveInstance]:
     """``comm_groups``: groups declared outside the workload (ASTRA-sim's
     ``--comm-group-configuration``), next to those of its METADATA node."""
-    groups = process_groups_of(wl)
+    groups = declared_groups(wl)
     for name, members in (comm_groups or {}).items():
         groups[str(name)] = tuple(int(m) for m in members)
     seqs: dict[str, dict[int, list[WorkloadNode]]] = {}
@@ -161,7 +161,7 @@ def plan_collectives(
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> list[tuple[CollectiveInstance, Algorithm | None]]:
     """Every collective instance with its algorithm (``pick(collective, comm_size, group size)``;
-    None: a BROADCAST replayed as its duration). ``params``: an InlineParams filter (None: all).
+    None: a BROADCAST replayed as its duration). ``params``: a :class:`Selection` such as InlineParams (None: all).
     ``refusal_is_problem`` False: an error of ``pick`` (an unknown algorithm name) propagates as is.
 
     Raises :class:`hub.errors.VerificationError` (exit 3) listing every problem (rank, node).
@@ -212,8 +212,8 @@ def plan_collectives(
 
 def _copies(alg: Algorithm, k: int, inst: CollectiveInstance, problems: list[Problem]) -> Algorithm | None:
     """``alg`` as k copies on disjoint data (overlap), or None with a problem per node."""
+    from ..transforms import instances_algorithm
     from ..verify._layout import has_buffer_semantics
-    from ._instances import instances_algorithm
 
     if not has_buffer_semantics(alg.meta):
         for r, n in inst.nodes.items():
