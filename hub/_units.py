@@ -7,13 +7,23 @@ grammar). Kept free of heavy imports: ``collhub --help`` may load it.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import UsageError
 
-__all__ = ["MAX_BYTES", "SIZE_GRAMMAR", "SIZE_NAMES", "UNITS", "format_size", "parse_size", "size_range_text"]
+__all__ = [
+    "MAX_BYTES",
+    "SIZE_GRAMMAR",
+    "SIZE_NAMES",
+    "UNITS",
+    "format_size",
+    "parse_size",
+    "percent_of_bound",
+    "size_range_text",
+]
 
 #: The largest size (of a collective, a message, a ``comm_size``) collhub accepts: 1 TiB. No
 #: accelerator holds a buffer near it (the largest HBM is under 2^39 bytes), so a larger value is
@@ -151,3 +161,13 @@ def format_size(n: float, style: Literal["exact", "label", "reading"] = "exact")
             if n >= scale:
                 return f"{n / scale:.3g}{unit}"
     return f"{n}B"
+
+
+def percent_of_bound(ratio: Any) -> str:
+    """``time_over_bound`` as a compact percentage: ``112%``; below the bound one decimal,
+    rounded down, so an impossible time never reads as ``100%``; empty when not a number."""
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio):
+        return ""
+    if ratio < 1:
+        return f"{math.floor(ratio * 1000) / 10:.1f}%"
+    return f"{ratio * 100:.0f}%"

@@ -111,7 +111,7 @@ def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputForm
     if fmt == OutputFormat.json:
         doc = {"component": component, "files": [str(f) for f in files], "summary": _summary(obj)}
         if grade is not None:
-            from ..pipeline._results import percent_of_bound
+            from .._units import percent_of_bound
 
             doc["bound"] = {**grade.as_dict(), "percent_of_bound": percent_of_bound(grade.time_over_bound) or None}
         emit_json(doc)

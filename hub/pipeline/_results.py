@@ -10,12 +10,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._units import percent_of_bound
 from ..atomic import write_file
 
 __all__ = [
@@ -131,16 +131,6 @@ def columns_for(metrics: list[str]) -> list[tuple[str, str, float]]:
     if "time_over_bound" in present:
         cols += [c for c in _BOUND_COLUMNS if c[0] in present]
     return cols + [(k, k, 1.0) for k in metrics if k not in STANDARD_METRICS]
-
-
-def percent_of_bound(ratio: Any) -> str:
-    """``time_over_bound`` as a compact percentage: ``112%``; below the bound one decimal,
-    rounded down, so an impossible time never reads as ``100%``; empty when not a number."""
-    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio):
-        return ""
-    if ratio < 1:
-        return f"{math.floor(ratio * 1000) / 10:.1f}%"
-    return f"{ratio * 100:.0f}%"
 
 
 def table_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str, float]]:

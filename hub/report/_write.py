@@ -43,7 +43,7 @@ def has_bound(st: Study) -> bool:
 
 def bound_cells(b: Best) -> tuple[str, str]:
     """A winner's ``% of bound`` (``112%``) and binding term, ``-`` where there is none."""
-    from ..pipeline._results import percent_of_bound
+    from .._units import percent_of_bound
 
     return percent_of_bound(b.time_over_bound) or "-", b.bound_term or "-"
 

@@ -221,6 +221,7 @@ def test_tuner_export_refuses_below_bound_and_is_atomic(run: Path, tmp_path: Pat
     for r in doc["rows"]:
         if r["source"] == "nccl":
             r["metrics"]["time_over_bound"] = 0.5
+            r["metrics"]["bound_ns"] = 2 * r["metrics"]["time_ns"]
     (copy / "results.json").write_text(json.dumps(doc))
     # without --allow-below-bound they never win, so no NCCL line at all
     p = _collhub("report", str(copy), "--no-plot", "--export", "nccl-tuner", str(tmp_path / "a"), cwd=tmp_path)
