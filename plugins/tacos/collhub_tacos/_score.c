@@ -25,6 +25,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 /* A C-contiguous view with items of `itemsize` bytes (writable on request); -1 with a TypeError. */
 static int view_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
@@ -572,6 +573,283 @@ done:
     return ret;
 }
 
+/*
+ * The packed event loop's two halves (_greedy.py, _State.deliver / _match_packed with the packed
+ * state): the per-event index work numpy did in Python, each call one event. The rarest-first
+ * re-sort and the random draws stay in Python (numpy's generator), so a seed gives the same
+ * schedule as the numpy path. Arrays come as a tuple of buffers checked by view_all.
+ */
+
+typedef struct {
+    Py_ssize_t itemsize;
+    int writable;
+    const char *name;
+} spec_t;
+
+/* Views of objs[i] per spec[i]; on failure the views taken so far are released and -1 returned. */
+static int view_all(PyObject *tuple, const spec_t *spec, Py_ssize_t n, Py_buffer *bufs) {
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n) {
+        PyErr_Format(PyExc_TypeError, "expected a tuple of %zd arrays", n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (view_of(PyTuple_GET_ITEM(tuple, i), &bufs[i], spec[i].itemsize, spec[i].writable, spec[i].name) < 0) {
+            for (Py_ssize_t j = 0; j < i; j++) {
+                PyBuffer_Release(&bufs[j]);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_all(Py_buffer *bufs, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyBuffer_Release(&bufs[i]);
+    }
+}
+
+/* (P, HB, land_at, carry, dst, out_ptr, out_idx, holders): see deliver_packed's doc. */
+static const spec_t DELIVER_SPEC[] = {{1, 1, "P"},        {8, 1, "HB"},      {8, 1, "land_at"}, {8, 1, "carry"},
+                                      {8, 0, "dst"},      {8, 0, "out_ptr"}, {8, 0, "out_idx"}, {8, 1, "holders"}};
+#define DELIVER_N 8
+
+static PyObject *deliver_packed(PyObject *self, PyObject *args) {
+    PyObject *arrays;
+    Py_ssize_t rows, cols, links, depth;
+    int scarce;
+    double until;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Onnnnpd", &arrays, &rows, &cols, &links, &depth, &scarce, &until)) {
+        return NULL;
+    }
+    Py_buffer b[DELIVER_N];
+    if (view_all(arrays, DELIVER_SPEC, DELIVER_N, b) < 0) {
+        return NULL;
+    }
+    PyObject *ret = NULL;
+    Py_ssize_t words = (cols + 63) / 64;
+    if (rows < 1 || cols < 1 || depth < 1 || links < 0 || b[0].len != rows * cols || b[1].len != rows * words * 8
+        || b[2].len != links * depth * 8 || b[3].len != b[2].len || b[4].len != links * 8
+        || b[5].len != (rows + 1) * 8 || b[7].len != cols * 8) {
+        PyErr_SetString(PyExc_ValueError, "deliver_packed: the state's shapes disagree");
+        goto done;
+    }
+    uint8_t *P = (uint8_t *)b[0].buf;
+    uint64_t *HB = (uint64_t *)b[1].buf;
+    double *land_at = (double *)b[2].buf;
+    int64_t *carry = (int64_t *)b[3].buf, *holders = (int64_t *)b[7].buf;
+    const int64_t *dst = (const int64_t *)b[4].buf, *optr = (const int64_t *)b[5].buf, *oidx = (const int64_t *)b[6].buf;
+    Py_ssize_t n_out = b[6].len / 8;
+    /* every index that the loop below follows, checked once */
+    for (Py_ssize_t i = 0; i < links; i++) {
+        if (dst[i] < 0 || dst[i] >= rows) {
+            PyErr_SetString(PyExc_IndexError, "deliver_packed: a link's destination is out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t r = 0; r <= rows; r++) {
+        if (optr[r] < 0 || optr[r] > n_out || (r > 0 && optr[r] < optr[r - 1])) {
+            PyErr_SetString(PyExc_ValueError, "deliver_packed: out_ptr is not a CSR pointer over out_idx");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_out; i++) {
+        if (oidx[i] < 0 || oidx[i] >= links) {
+            PyErr_SetString(PyExc_IndexError, "deliver_packed: an out-link is out of range");
+            goto done;
+        }
+    }
+    Py_ssize_t landed = 0;
+    for (Py_ssize_t e = 0; e < links * depth; e++) {
+        if (!(land_at[e] <= until)) {
+            continue;
+        }
+        int64_t c = carry[e];
+        if (c < 0 || c >= cols) {
+            PyErr_SetString(PyExc_IndexError, "deliver_packed: a landing carries no chunk");
+            goto done;
+        }
+        int64_t v = dst[e / depth];
+        holders[c] += 1;
+        if (scarce) { /* supply < 64: the count never reaches the has bit */
+            for (int64_t o = optr[v]; o < optr[v + 1]; o++) {
+                P[dst[oidx[o]] * cols + c] += 1;
+            }
+        }
+        P[v * cols + c] |= 0x40;
+        HB[v * words + (c >> 6)] |= (uint64_t)1 << (c & 63);
+        land_at[e] = HUGE_VAL;
+        carry[e] = -1;
+        landed++;
+    }
+    ret = PyLong_FromSsize_t(landed);
+done:
+    release_all(b, DELIVER_N);
+    return ret;
+}
+
+/* (P, HB, CB, free, perm, src, dst, busy, delay, free_at, land_at, start_at, carry, rec_id, chunk_of,
+ * rec_chunk, rec_link, rec_start): see match_packed's doc. */
+static const spec_t MATCH_SPEC[] = {
+    {1, 1, "P"},        {8, 0, "HB"},       {8, 1, "CB"},        {8, 0, "free"},      {8, 0, "perm"},
+    {8, 0, "src"},      {8, 0, "dst"},      {8, 0, "busy"},      {8, 0, "delay"},     {8, 1, "free_at"},
+    {8, 1, "land_at"},  {8, 1, "start_at"}, {8, 1, "carry"},     {8, 1, "rec_id"},    {8, 0, "chunk_of"},
+    {4, 1, "rec_chunk"}, {4, 1, "rec_link"}, {8, 1, "rec_start"}};
+#define MATCH_N 18
+
+static PyObject *match_packed(PyObject *self, PyObject *args) {
+    PyObject *arrays;
+    Py_ssize_t rows, cols, links, depth, n_recs;
+    int low;
+    double t, until;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Onnnnindd", &arrays, &rows, &cols, &links, &depth, &low, &n_recs, &t, &until)) {
+        return NULL;
+    }
+    Py_buffer b[MATCH_N];
+    if (view_all(arrays, MATCH_SPEC, MATCH_N, b) < 0) {
+        return NULL;
+    }
+    PyObject *ret = NULL;
+    int64_t *g = NULL, *vv = NULL, *uu = NULL, *best = NULL, *pos = NULL;
+    int32_t *slot = NULL;
+    uint8_t *val = NULL;
+    Py_ssize_t words = (cols + 63) / 64, nf = b[3].len / 8, cap = b[15].len / 4;
+    if (rows < 1 || cols < 1 || depth < 1 || links < 0 || low < 0 || low > 0x80 || b[0].len != rows * cols
+        || b[1].len != rows * words * 8 || b[2].len != b[1].len || b[4].len != b[3].len || b[5].len != links * 8
+        || b[6].len != links * 8 || b[7].len != links * 8 || b[8].len != links * 8 || b[9].len != links * 8
+        || b[10].len != links * depth * 8 || b[11].len != b[10].len || b[12].len != b[10].len
+        || b[13].len != b[10].len || b[14].len != cols * 8 || b[16].len != cap * 4 || b[17].len != cap * 8
+        || n_recs < 0 || n_recs > cap) {
+        PyErr_SetString(PyExc_ValueError, "match_packed: the state's shapes disagree");
+        goto done;
+    }
+    const int64_t *fr = (const int64_t *)b[3].buf, *perm = (const int64_t *)b[4].buf;
+    const int64_t *src = (const int64_t *)b[5].buf, *dst = (const int64_t *)b[6].buf;
+    const int64_t *chunk_of = (const int64_t *)b[14].buf;
+    const double *busy = (const double *)b[7].buf, *delay = (const double *)b[8].buf;
+    double *free_at = (double *)b[9].buf, *land_at = (double *)b[10].buf, *start_at = (double *)b[11].buf;
+    int64_t *carry = (int64_t *)b[12].buf, *rec_id = (int64_t *)b[13].buf;
+    int32_t *rec_chunk = (int32_t *)b[15].buf, *rec_link = (int32_t *)b[16].buf;
+    double *rec_start = (double *)b[17].buf;
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        if (perm[i] < 0 || perm[i] >= nf || fr[perm[i]] < 0 || fr[perm[i]] >= links) {
+            PyErr_SetString(PyExc_IndexError, "match_packed: a free link or its permutation is out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < links; i++) {
+        if (src[i] < 0 || src[i] >= rows || dst[i] < 0 || dst[i] >= rows) {
+            PyErr_SetString(PyExc_IndexError, "match_packed: a link's end is out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t c = 0; c < cols; c++) {
+        if (chunk_of[c] < 0 || chunk_of[c] > INT32_MAX) {
+            PyErr_SetString(PyExc_IndexError, "match_packed: chunk_of is out of range");
+            goto done;
+        }
+    }
+    size_t m = (size_t)(nf > 0 ? nf : 1);
+    g = PyMem_Malloc(m * 8);
+    vv = PyMem_Malloc(m * 8);
+    uu = PyMem_Malloc(m * 8);
+    best = PyMem_Malloc(m * 8);
+    pos = PyMem_Calloc((size_t)rows + 2 > m + 1 ? (size_t)rows + 2 : m + 1, 8);
+    slot = PyMem_Malloc(m * 4);
+    val = PyMem_Malloc(m);
+    if (!g || !vv || !uu || !best || !pos || !slot || !val) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* _deal: the shuffled free links, stably grouped by destination (a counting sort), and each
+     * link's slot = its rank in its destination's group */
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        pos[dst[fr[perm[i]]] + 1]++;
+    }
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        pos[r + 1] += pos[r];
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        int64_t f = fr[perm[i]];
+        g[pos[dst[f]]++] = f;
+    }
+    Py_ssize_t max_slot = 0;
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        vv[i] = dst[g[i]];
+        uu[i] = src[g[i]];
+        slot[i] = (i > 0 && vv[i] == vv[i - 1]) ? slot[i - 1] + 1 : 0;
+        if (slot[i] > max_slot) {
+            max_slot = slot[i];
+        }
+    }
+    claim_rows((uint8_t *)b[0].buf, (const uint64_t *)b[1].buf, (uint64_t *)b[2].buf, cols, words, vv, uu, nf,
+               (unsigned)low, best, val);
+    /* _start, in slot order (stable: slot 0's links in dealt order, then slot 1's, ...), by a
+     * counting sort of the slots into vv (free after the claims) */
+    memset(pos, 0, ((size_t)max_slot + 2) * 8);
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        pos[slot[i] + 1]++;
+    }
+    for (Py_ssize_t s = 0; s <= max_slot; s++) {
+        pos[s + 1] += pos[s];
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        vv[pos[slot[i]]++] = i;
+    }
+    for (Py_ssize_t j = 0; j < nf; j++) {
+        Py_ssize_t i = (Py_ssize_t)vv[j];
+        if (val[i] >= 0x80) {
+            continue;
+        }
+        if (n_recs >= cap) {
+            PyErr_SetString(PyExc_RuntimeError, "match_packed: more transfers than deliveries to record");
+            goto done;
+        }
+        int64_t ln = g[i];
+        Py_ssize_t d = 0; /* the first free flight slot (np.argmax of carry < 0: 0 when none) */
+        for (Py_ssize_t k = 0; k < depth; k++) {
+            if (carry[ln * depth + k] < 0) {
+                d = k;
+                break;
+            }
+        }
+        free_at[ln] = t + busy[ln];
+        land_at[ln * depth + d] = t + delay[ln];
+        start_at[ln * depth + d] = t;
+        carry[ln * depth + d] = best[i];
+        rec_id[ln * depth + d] = n_recs;
+        rec_chunk[n_recs] = (int32_t)chunk_of[best[i]];
+        rec_link[n_recs] = (int32_t)ln;
+        rec_start[n_recs] = t;
+        n_recs++;
+    }
+    /* next_time: the next landing or the next time a busy link frees */
+    double nxt = HUGE_VAL;
+    for (Py_ssize_t e = 0; e < links * depth; e++) {
+        if (land_at[e] < nxt) {
+            nxt = land_at[e];
+        }
+    }
+    for (Py_ssize_t i = 0; i < links; i++) {
+        if (free_at[i] > until && free_at[i] < nxt) {
+            nxt = free_at[i];
+        }
+    }
+    ret = Py_BuildValue("nd", n_recs, nxt);
+done:
+    PyMem_Free(g);
+    PyMem_Free(vv);
+    PyMem_Free(uu);
+    PyMem_Free(best);
+    PyMem_Free(pos);
+    PyMem_Free(slot);
+    PyMem_Free(val);
+    release_all(b, MATCH_N);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"first_min", first_min, METH_VARARGS,
      "first_min(S, H, rows, cols, v, u, low, best, val): per link i, best[i] = the first column c with the"
@@ -588,6 +866,16 @@ static PyMethodDef methods[] = {
      "take_packed(a, rows, cols, order, P, HB, CB): P = np.take(a, order, axis=1) (order int32), HB and CB its"
      " bit-6 and bit-7 bitsets"},
     {"land", land, METH_VARARGS, "land(P, HB, rows, cols, v, c): P[v, c] |= 0x40 and HB's bit, per landing"},
+    {"deliver_packed", deliver_packed, METH_VARARGS,
+     "deliver_packed((P, HB, land_at, carry, dst, out_ptr, out_idx, holders), rows, cols, links, depth, scarce,"
+     " until) -> landed: every flight with land_at <= until lands (holders, the out-neighbours' supply when"
+     " scarce, the has bit and HB), its flight slot emptied (land_at inf, carry -1)"},
+    {"match_packed", match_packed, METH_VARARGS,
+     "match_packed((P, HB, CB, free, perm, src, dst, busy, delay, free_at, land_at, start_at, carry, rec_id,"
+     " chunk_of, rec_chunk, rec_link, rec_start), rows, cols, links, depth, low, n_recs, t, until) -> (n_recs,"
+     " next_time): one event's matching: free[perm] dealt into slots by destination, claimed, the transfers"
+     " started in slot order and recorded from n_recs on; next_time = the next landing or link freeing after"
+     " until"},
     {NULL, NULL, 0, NULL},
 };
 
