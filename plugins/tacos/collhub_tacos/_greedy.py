@@ -30,8 +30,11 @@ arrival, which can name a chunk the source only got after the transfer began.
 Compiled path, uniform-speed sparse networks (under 64 in-links per NPU): the state is one byte
 per (NPU, column), claimed/has/supply packed, plus has and claimed bitsets, and each event's
 slots are matched in one compiled call, destination by destination (``_score.claim``): the scan
-skips 64 columns per two words where a link has no candidate. The numpy path is unchanged and
-makes the same schedules (tested, and against schedules recorded before the change).
+skips 64 columns per two words where a link has no candidate. The rest of the event is compiled
+too: the landings (``deliver_packed``) and the deal, the transfers' start, their records and the next
+event time (``match_packed``); Python keeps the random draws (this generator's permutation and
+re-sort keys) and the rarest-first re-sort's column order. The numpy path is unchanged and makes
+the same schedules (tested, and against schedules recorded before the change).
 
 Randomness comes from one ``numpy.random.Generator`` seeded by the caller: a seed reproduces a
 schedule bit for bit.

@@ -17,7 +17,8 @@
  * rarest-first re-sort's np.take of the key matrices along their chunk axis, into a reused
  * matrix) and bump (np.add.at of one to the supply counts of the chunks that landed).
  *
- * The packed state's calls (claim, take_packed, land) are described where they are defined.
+ * The packed state's calls (claim, take_packed, land) and the packed event loop's (deliver_packed,
+ * match_packed) are described where they are defined.
  *
  * Only the CPython C API and the buffer protocol (no numpy headers), like hub/_native.
  */
