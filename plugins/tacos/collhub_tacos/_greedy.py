@@ -241,6 +241,9 @@ class _State:
             self._words = (self.C + 63) // 64
             self._HB = np.zeros((n, self._words), dtype=np.uint64)
             self._CB = np.zeros((n, self._words), dtype=np.uint64)
+            # their summaries, one bit per word (HB's not zero, CB's not full): the scan's skip list
+            self._HS = np.zeros((n, (self._words + 63) // 64), dtype=np.uint64)
+            self._NS = np.zeros_like(self._HS)
             self._permute_packed(np.arange(self.C, dtype=np.int32))
             # the event loop's index work in C (deliver_packed, match_packed): int64 link ends and
             # out-links, and the records written in place (one transfer per delivery: uniform
@@ -256,6 +259,7 @@ class _State:
             self._rec_chunk = np.zeros(cap, dtype=np.int32)
             self._rec_link = np.zeros(cap, dtype=np.int32)
             self._rec_start = np.zeros(cap)
+            self._rec_end = np.zeros(cap)
             self._next: tuple[float, float] | None = None  # (event time, next_time) from match_packed
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
@@ -356,7 +360,7 @@ class _State:
         fits = [i for i, m in enumerate(self._spares) if m.shape == self._S.shape]
         out = self._spares.pop(fits[0]) if fits else np.empty_like(self._S)
         n = self.net.npus
-        _compiled.take_packed(self._S, n, self.C, order, out, self._HB, self._CB)
+        _compiled.take_packed(self._S, n, self.C, order, out, self._HB, self._CB, self._HS, self._NS)
         self._spares.append(self._S)
         self._S = out
 
@@ -364,7 +368,7 @@ class _State:
     def deliver(self, t: float) -> None:
         if self.packed:
             assert _compiled is not None
-            arrays = (self._S, self._HB, self.land_at, self.carry, self._dst64, *self._out64, self.holders)
+            arrays = (self._S, self._HB, self.land_at, self.carry, self._dst64, *self._out64, self.holders, self._HS)
             e, d = self.land_at.shape
             scarce = self.policy == "scarce"
             self.remaining -= _compiled.deliver_packed(arrays, self.net.npus, self.C, e, d, scarce, t + _EPS)
@@ -467,7 +471,7 @@ class _State:
         arrays = (
             self._S, self._HB, self._CB, free, perm, self._src64, self._dst64, *self._times64,
             self.free_at, self.land_at, self.start_at, self.carry, self.rec_id, self.chunk_of,
-            self._rec_chunk, self._rec_link, self._rec_start,
+            self._rec_chunk, self._rec_link, self._rec_start, self._rec_end, self._HS, self._NS,
         )  # fmt: skip
         e, d = self.land_at.shape
         self.n_recs, nxt = _compiled.match_packed(arrays, self.net.npus, self.C, e, d, low, self.n_recs, t, t + _EPS)
@@ -643,9 +647,11 @@ class _State:
         return nxt
 
     def schedule(self, events: int) -> Schedule:
-        if self.packed:
+        if self.packed:  # recorded in place by match_packed, landing times included; nothing relabelled
             n = self.n_recs
-            self.recs = [(self._rec_chunk[:n], self._rec_link[:n], self._rec_start[:n])]
+            chunk, link, start, end = self._rec_chunk[:n], self._rec_link[:n], self._rec_start[:n], self._rec_end[:n]
+            makespan = float(end.max()) if n else 0.0
+            return Schedule(self.k, chunk, link, start, end, makespan, events, self.replaced, self.cancelled)
         chunk = np.concatenate([r[0] for r in self.recs]) if self.recs else np.zeros(0, np.int32)
         link = np.concatenate([r[1] for r in self.recs]) if self.recs else np.zeros(0, np.int32)
         start = np.concatenate([r[2] for r in self.recs]) if self.recs else np.zeros(0)

@@ -321,45 +321,104 @@ static inline unsigned gather_bit(const uint8_t *p, unsigned shift, Py_ssize_t n
     return out;
 }
 
+/* The summaries (optional) of the packed state's bitsets, one bit per word, 64 words a summary word:
+ * HS[r] has the bit of word w where HB[r, w] != 0 (row r holds a column there) and NS[r] where
+ * CB[r, w] is not full (row r still lacks a claim there), so a link's scan visits only the words of
+ * HS[u] & NS[v]: late in a run, when most destinations have claimed everything, and early, when
+ * sources hold little, a row costs a few summary words instead of every word. */
+typedef struct {
+    uint64_t *hs, *ns; /* (rows, swords) each, or both NULL */
+    Py_ssize_t swords;
+} summary_t;
+
+static inline int ctz64(uint64_t m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(m);
+#else
+    int n = 0;
+    while (!(m & 1u)) {
+        m >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+/* Word w of a row's claimed bitset when every column of it is claimed. */
+static inline uint64_t full_word(Py_ssize_t w, Py_ssize_t cols) {
+    Py_ssize_t last = (cols - 1) >> 6, tail = cols & 63;
+    return (w == last && tail) ? (((uint64_t)1 << tail) - 1) : ~(uint64_t)0;
+}
+
+/* Rebuild row r's summaries from its bitsets. */
+static void summarize_row(const summary_t *sm, const uint64_t *h, const uint64_t *c, Py_ssize_t r, Py_ssize_t cols,
+                          Py_ssize_t words) {
+    uint64_t *hs = sm->hs + r * sm->swords, *ns = sm->ns + r * sm->swords;
+    memset(hs, 0, (size_t)sm->swords * 8);
+    memset(ns, 0, (size_t)sm->swords * 8);
+    for (Py_ssize_t w = 0; w < words; w++) {
+        hs[w >> 6] |= (uint64_t)(h[w] != 0) << (w & 63);
+        ns[w >> 6] |= (uint64_t)(c[w] != full_word(w, cols)) << (w & 63);
+    }
+}
+
+/* The first minimum over word w's candidates m (columns 64w + bit) of row pv, into *bv / *bc;
+ * 1 when a key <= low ends the row's scan. */
+static inline int scan_word(const uint8_t *pv, uint64_t m, Py_ssize_t w, Py_ssize_t cols, unsigned low, unsigned *bv,
+                            Py_ssize_t *bc) {
+    const uint64_t ones = 0x0101010101010101ULL, top = 0x8080808080808080ULL;
+    Py_ssize_t base = w * 64;
+    for (; m != 0; m >>= 8, base += 8) {
+        unsigned b = (unsigned)(m & 0xffu);
+        if (b == 0) {
+            continue;
+        }
+        if (base + 8 <= cols) {
+            uint64_t k;
+            memcpy(&k, pv + base, 8);
+            k |= EXPAND[b];
+            if (((k - ones * *bv) & ~k & top) == 0) {
+                continue; /* no candidate here below the best so far */
+            }
+        }
+        for (unsigned j = 0; j < 8 && base + (Py_ssize_t)j < cols; j++) {
+            if (((b >> j) & 1u) && pv[base + j] < *bv) {
+                *bv = pv[base + j];
+                *bc = base + j;
+                if (*bv <= low) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* Per link i (u[i] -> v[i]): best[i] = the first column with the smallest key, val[i] = that key
- * (0x80 = none); a found column is claimed at once (P's top bit and CB): the links of one slot go
- * into distinct destinations, so a claim never changes another link's answer in the call. */
+ * (0x80 = none); a found column is claimed at once (P's top bit and CB, and NS when given): the
+ * links of one slot go into distinct destinations, so a claim never changes another link's answer
+ * in the call. With summaries only the words they name are read (the others hold no candidate). */
 static void claim_rows(uint8_t *P, const uint64_t *HB, uint64_t *CB, Py_ssize_t cols, Py_ssize_t words,
                        const int64_t *v, const int64_t *u, Py_ssize_t links, unsigned low, int64_t *best,
-                       uint8_t *val) {
-    const uint64_t ones = 0x0101010101010101ULL, top = 0x8080808080808080ULL;
+                       uint8_t *val, const summary_t *sm) {
     for (Py_ssize_t i = 0; i < links; i++) {
         uint8_t *pv = P + v[i] * cols;
         const uint64_t *hu = HB + u[i] * words;
         uint64_t *cv = CB + v[i] * words;
         unsigned bv = 0x80;
         Py_ssize_t bc = 0;
-        for (Py_ssize_t w = 0; w < words && bv > low; w++) {
-            uint64_t m = hu[w] & ~cv[w];
-            Py_ssize_t base = w * 64;
-            for (; m != 0; m >>= 8, base += 8) {
-                unsigned b = (unsigned)(m & 0xffu);
-                if (b == 0) {
-                    continue;
+        if (sm != NULL) {
+            const uint64_t *hs = sm->hs + u[i] * sm->swords, *ns = sm->ns + v[i] * sm->swords;
+            int done = 0;
+            for (Py_ssize_t s = 0; s < sm->swords && !done; s++) {
+                for (uint64_t sw = hs[s] & ns[s]; sw != 0 && !done; sw &= sw - 1) {
+                    Py_ssize_t w = s * 64 + ctz64(sw);
+                    done = scan_word(pv, hu[w] & ~cv[w], w, cols, low, &bv, &bc);
                 }
-                if (base + 8 <= cols) {
-                    uint64_t k;
-                    memcpy(&k, pv + base, 8);
-                    k |= EXPAND[b];
-                    if (((k - ones * bv) & ~k & top) == 0) {
-                        continue; /* no candidate here below the best so far */
-                    }
-                }
-                for (unsigned j = 0; j < 8 && base + (Py_ssize_t)j < cols; j++) {
-                    if (((b >> j) & 1u) && pv[base + j] < bv) {
-                        bv = pv[base + j];
-                        bc = base + j;
-                        if (bv <= low) {
-                            break;
-                        }
-                    }
-                }
-                if (bv <= low) {
+            }
+        } else {
+            for (Py_ssize_t w = 0; w < words; w++) {
+                if (scan_word(pv, hu[w] & ~cv[w], w, cols, low, &bv, &bc)) {
                     break;
                 }
             }
@@ -367,8 +426,12 @@ static void claim_rows(uint8_t *P, const uint64_t *HB, uint64_t *CB, Py_ssize_t 
         best[i] = bc;
         val[i] = (uint8_t)bv;
         if (bv < 0x80) {
+            Py_ssize_t w = bc >> 6;
             pv[bc] |= 0x80;
-            cv[bc >> 6] |= (uint64_t)1 << (bc & 63);
+            cv[w] |= (uint64_t)1 << (bc & 63);
+            if (sm != NULL && cv[w] == full_word(w, cols)) {
+                sm->ns[v[i] * sm->swords + (w >> 6)] &= ~((uint64_t)1 << (w & 63));
+            }
         }
     }
 }
@@ -430,7 +493,7 @@ static PyObject *claim(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS;
     claim_rows((uint8_t *)p.buf, (const uint64_t *)hb.buf, (uint64_t *)cb.buf, cols, (cols + 63) / 64, vv, uu, links,
-               (unsigned)low, (int64_t *)best.buf, (uint8_t *)val.buf);
+               (unsigned)low, (int64_t *)best.buf, (uint8_t *)val.buf, NULL);
     Py_END_ALLOW_THREADS;
     ret = Py_NewRef(Py_None);
 done:
@@ -454,13 +517,14 @@ done:
 
 /* out = np.take(P, order, axis=1), and the bitsets HB (bit 6) and CB (bit 7) of out. */
 static PyObject *take_packed(PyObject *self, PyObject *args) {
-    PyObject *ao, *oo, *po, *hbo, *cbo;
+    PyObject *ao, *oo, *po, *hbo, *cbo, *hso = NULL, *nso = NULL;
     Py_ssize_t rows, cols;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnnOOOO", &ao, &rows, &cols, &oo, &po, &hbo, &cbo)) {
+    if (!PyArg_ParseTuple(args, "OnnOOOO|OO", &ao, &rows, &cols, &oo, &po, &hbo, &cbo, &hso, &nso)) {
         return NULL;
     }
-    Py_buffer a = {0}, order = {0}, p = {0}, hb = {0}, cb = {0};
+    Py_buffer a = {0}, order = {0}, p = {0}, hb = {0}, cb = {0}, hs = {0}, ns = {0};
+    summary_t sm = {NULL, NULL, 0};
     PyObject *ret = NULL;
     if (packed_views(po, hbo, cbo, rows, cols, 1, &p, &hb, &cb) < 0) {
         return NULL;
@@ -471,6 +535,21 @@ static PyObject *take_packed(PyObject *self, PyObject *args) {
     if (a.len != p.len || order.len != cols * 4) {
         PyErr_SetString(PyExc_ValueError, "take_packed: a is (rows, cols), order (int32) has cols entries");
         goto done;
+    }
+    if (hso != NULL) {
+        sm.swords = ((cols + 63) / 64 + 63) / 64;
+        if (nso == NULL || view_of(hso, &hs, 8, 1, "HS") < 0 || view_of(nso, &ns, 8, 1, "NS") < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "take_packed: HS and NS come together");
+            }
+            goto done;
+        }
+        if (hs.len != rows * sm.swords * 8 || ns.len != hs.len) {
+            PyErr_SetString(PyExc_ValueError, "take_packed: HS and NS are (rows, ceil(words/64))");
+            goto done;
+        }
+        sm.hs = (uint64_t *)hs.buf;
+        sm.ns = (uint64_t *)ns.buf;
     }
     const int32_t *ord = (const int32_t *)order.buf;
     for (Py_ssize_t j = 0; j < cols; j++) {
@@ -507,6 +586,9 @@ static PyObject *take_packed(PyObject *self, PyObject *args) {
             h[j >> 6] |= (uint64_t)gather_bit(dst + j, 6, n) << (j & 63);
             c[j >> 6] |= (uint64_t)gather_bit(dst + j, 7, n) << (j & 63);
         }
+        if (sm.hs != NULL) {
+            summarize_row(&sm, h, c, r, cols, words);
+        }
     }
     Py_END_ALLOW_THREADS;
     ret = Py_NewRef(Py_None);
@@ -519,6 +601,12 @@ done:
     }
     if (order.obj != NULL) {
         PyBuffer_Release(&order);
+    }
+    if (hs.obj != NULL) {
+        PyBuffer_Release(&hs);
+    }
+    if (ns.obj != NULL) {
+        PyBuffer_Release(&ns);
     }
     return ret;
 }
@@ -610,10 +698,11 @@ static void release_all(Py_buffer *bufs, Py_ssize_t n) {
     }
 }
 
-/* (P, HB, land_at, carry, dst, out_ptr, out_idx, holders): see deliver_packed's doc. */
+/* (P, HB, land_at, carry, dst, out_ptr, out_idx, holders, HS): see deliver_packed's doc. */
 static const spec_t DELIVER_SPEC[] = {{1, 1, "P"},        {8, 1, "HB"},      {8, 1, "land_at"}, {8, 1, "carry"},
-                                      {8, 0, "dst"},      {8, 0, "out_ptr"}, {8, 0, "out_idx"}, {8, 1, "holders"}};
-#define DELIVER_N 8
+                                      {8, 0, "dst"},      {8, 0, "out_ptr"}, {8, 0, "out_idx"}, {8, 1, "holders"},
+                                      {8, 1, "HS"}};
+#define DELIVER_N 9
 
 static PyObject *deliver_packed(PyObject *self, PyObject *args) {
     PyObject *arrays;
@@ -632,7 +721,7 @@ static PyObject *deliver_packed(PyObject *self, PyObject *args) {
     Py_ssize_t words = (cols + 63) / 64;
     if (rows < 1 || cols < 1 || depth < 1 || links < 0 || b[0].len != rows * cols || b[1].len != rows * words * 8
         || b[2].len != links * depth * 8 || b[3].len != b[2].len || b[4].len != links * 8
-        || b[5].len != (rows + 1) * 8 || b[7].len != cols * 8) {
+        || b[5].len != (rows + 1) * 8 || b[7].len != cols * 8 || b[8].len != rows * ((words + 63) / 64) * 8) {
         PyErr_SetString(PyExc_ValueError, "deliver_packed: the state's shapes disagree");
         goto done;
     }
@@ -640,6 +729,8 @@ static PyObject *deliver_packed(PyObject *self, PyObject *args) {
     uint64_t *HB = (uint64_t *)b[1].buf;
     double *land_at = (double *)b[2].buf;
     int64_t *carry = (int64_t *)b[3].buf, *holders = (int64_t *)b[7].buf;
+    uint64_t *HS = (uint64_t *)b[8].buf;
+    Py_ssize_t swords = (words + 63) / 64;
     const int64_t *dst = (const int64_t *)b[4].buf, *optr = (const int64_t *)b[5].buf, *oidx = (const int64_t *)b[6].buf;
     Py_ssize_t n_out = b[6].len / 8;
     /* every index that the loop below follows, checked once */
@@ -680,6 +771,7 @@ static PyObject *deliver_packed(PyObject *self, PyObject *args) {
         }
         P[v * cols + c] |= 0x40;
         HB[v * words + (c >> 6)] |= (uint64_t)1 << (c & 63);
+        HS[v * swords + (c >> 12)] |= (uint64_t)1 << ((c >> 6) & 63);
         land_at[e] = HUGE_VAL;
         carry[e] = -1;
         landed++;
@@ -691,13 +783,14 @@ done:
 }
 
 /* (P, HB, CB, free, perm, src, dst, busy, delay, free_at, land_at, start_at, carry, rec_id, chunk_of,
- * rec_chunk, rec_link, rec_start): see match_packed's doc. */
+ * rec_chunk, rec_link, rec_start, rec_end, HS, NS): see match_packed's doc. */
 static const spec_t MATCH_SPEC[] = {
     {1, 1, "P"},        {8, 0, "HB"},       {8, 1, "CB"},        {8, 0, "free"},      {8, 0, "perm"},
     {8, 0, "src"},      {8, 0, "dst"},      {8, 0, "busy"},      {8, 0, "delay"},     {8, 1, "free_at"},
     {8, 1, "land_at"},  {8, 1, "start_at"}, {8, 1, "carry"},     {8, 1, "rec_id"},    {8, 0, "chunk_of"},
-    {4, 1, "rec_chunk"}, {4, 1, "rec_link"}, {8, 1, "rec_start"}};
-#define MATCH_N 18
+    {4, 1, "rec_chunk"}, {4, 1, "rec_link"}, {8, 1, "rec_start"}, {8, 1, "rec_end"}, {8, 0, "HS"},
+    {8, 1, "NS"}};
+#define MATCH_N 21
 
 static PyObject *match_packed(PyObject *self, PyObject *args) {
     PyObject *arrays;
@@ -722,6 +815,7 @@ static PyObject *match_packed(PyObject *self, PyObject *args) {
         || b[6].len != links * 8 || b[7].len != links * 8 || b[8].len != links * 8 || b[9].len != links * 8
         || b[10].len != links * depth * 8 || b[11].len != b[10].len || b[12].len != b[10].len
         || b[13].len != b[10].len || b[14].len != cols * 8 || b[16].len != cap * 4 || b[17].len != cap * 8
+        || b[18].len != cap * 8 || b[19].len != rows * ((words + 63) / 64) * 8 || b[20].len != b[19].len
         || n_recs < 0 || n_recs > cap) {
         PyErr_SetString(PyExc_ValueError, "match_packed: the state's shapes disagree");
         goto done;
@@ -733,7 +827,8 @@ static PyObject *match_packed(PyObject *self, PyObject *args) {
     double *free_at = (double *)b[9].buf, *land_at = (double *)b[10].buf, *start_at = (double *)b[11].buf;
     int64_t *carry = (int64_t *)b[12].buf, *rec_id = (int64_t *)b[13].buf;
     int32_t *rec_chunk = (int32_t *)b[15].buf, *rec_link = (int32_t *)b[16].buf;
-    double *rec_start = (double *)b[17].buf;
+    double *rec_start = (double *)b[17].buf, *rec_end = (double *)b[18].buf;
+    summary_t sm = {(uint64_t *)b[19].buf, (uint64_t *)b[20].buf, (words + 63) / 64};
     for (Py_ssize_t i = 0; i < nf; i++) {
         if (perm[i] < 0 || perm[i] >= nf || fr[perm[i]] < 0 || fr[perm[i]] >= links) {
             PyErr_SetString(PyExc_IndexError, "match_packed: a free link or its permutation is out of range");
@@ -786,7 +881,7 @@ static PyObject *match_packed(PyObject *self, PyObject *args) {
         }
     }
     claim_rows((uint8_t *)b[0].buf, (const uint64_t *)b[1].buf, (uint64_t *)b[2].buf, cols, words, vv, uu, nf,
-               (unsigned)low, best, val);
+               (unsigned)low, best, val, &sm);
     /* _start, in slot order (stable: slot 0's links in dealt order, then slot 1's, ...), by a
      * counting sort of the slots into vv (free after the claims) */
     memset(pos, 0, ((size_t)max_slot + 2) * 8);
@@ -824,6 +919,7 @@ static PyObject *match_packed(PyObject *self, PyObject *args) {
         rec_chunk[n_recs] = (int32_t)chunk_of[best[i]];
         rec_link[n_recs] = (int32_t)ln;
         rec_start[n_recs] = t;
+        rec_end[n_recs] = t + delay[ln];
         n_recs++;
     }
     /* next_time: the next landing or the next time a busy link frees */
@@ -864,16 +960,17 @@ static PyMethodDef methods[] = {
      "claim(P, HB, CB, rows, cols, v, u, low, best, val): the packed state's first_min (uint8 keys), each found"
      " column claimed at once (P's top bit and CB's bit)"},
     {"take_packed", take_packed, METH_VARARGS,
-     "take_packed(a, rows, cols, order, P, HB, CB): P = np.take(a, order, axis=1) (order int32), HB and CB its"
-     " bit-6 and bit-7 bitsets"},
+     "take_packed(a, rows, cols, order, P, HB, CB[, HS, NS]): P = np.take(a, order, axis=1) (order int32), HB and"
+     " CB its bit-6 and bit-7 bitsets, HS and NS (optional) their summaries (one bit per word: HB's word not"
+     " zero, CB's word not full)"},
     {"land", land, METH_VARARGS, "land(P, HB, rows, cols, v, c): P[v, c] |= 0x40 and HB's bit, per landing"},
     {"deliver_packed", deliver_packed, METH_VARARGS,
-     "deliver_packed((P, HB, land_at, carry, dst, out_ptr, out_idx, holders), rows, cols, links, depth, scarce,"
+     "deliver_packed((P, HB, land_at, carry, dst, out_ptr, out_idx, holders, HS), rows, cols, links, depth, scarce,"
      " until) -> landed: every flight with land_at <= until lands (holders, the out-neighbours' supply when"
-     " scarce, the has bit and HB), its flight slot emptied (land_at inf, carry -1)"},
+     " scarce, the has bit, HB and HS), its flight slot emptied (land_at inf, carry -1)"},
     {"match_packed", match_packed, METH_VARARGS,
      "match_packed((P, HB, CB, free, perm, src, dst, busy, delay, free_at, land_at, start_at, carry, rec_id,"
-     " chunk_of, rec_chunk, rec_link, rec_start), rows, cols, links, depth, low, n_recs, t, until) -> (n_recs,"
+     " chunk_of, rec_chunk, rec_link, rec_start, rec_end, HS, NS), rows, cols, links, depth, low, n_recs, t, until) -> (n_recs,"
      " next_time): one event's matching: free[perm] dealt into slots by destination, claimed, the transfers"
      " started in slot order and recorded from n_recs on; next_time = the next landing or link freeing after"
      " until"},
