@@ -196,3 +196,15 @@ def test_match_packed_starts_and_refuses_bad_state() -> None:
         _score.match_packed(bad, 2, 8, 2, 1, 1, 0, 10.0, 10.0)
     with pytest.raises(ValueError):
         _score.match_packed(arrays, 2, 8, 2, 1, 1, 5, 10.0, 10.0)  # n_recs beyond the record arrays
+
+
+@pytest.mark.parametrize("topology,chunks", [("torus:4x4", 260), ("ring:3", 1400)])
+def test_compiled_matches_numpy_past_4096_columns(topology: str, chunks: int) -> None:
+    """Over 64 words a row (4096 columns), the scan's summaries take more than one word each."""
+    net = network_of(load_topology(topology))
+    assert net.npus * chunks > 4096
+    busy, delay = net.link_times_us((1 << 20) / chunks, "tacos")
+    got = greedy_allgather(net, chunks, busy, delay, np.random.default_rng(3), None, "scarce", True, True)
+    ref = greedy_allgather(net, chunks, busy, delay, np.random.default_rng(3), None, "scarce", True, False)
+    for field in ("chunk", "link", "start", "end"):
+        assert np.array_equal(getattr(got, field), getattr(ref, field)), field
