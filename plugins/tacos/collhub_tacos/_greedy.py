@@ -30,8 +30,11 @@ arrival, which can name a chunk the source only got after the transfer began.
 Compiled path, uniform-speed sparse networks (under 64 in-links per NPU): the state is one byte
 per (NPU, column), claimed/has/supply packed, plus has and claimed bitsets, and each event's
 slots are matched in one compiled call, destination by destination (``_score.claim``): the scan
-skips 64 columns per two words where a link has no candidate. The numpy path is unchanged and
-makes the same schedules (tested, and against schedules recorded before the change).
+skips 64 columns per two words where a link has no candidate. The rest of the event is compiled
+too: the landings (``deliver_packed``) and the deal, the transfers' start, their records and the next
+event time (``match_packed``); Python keeps the random draws (this generator's permutation and
+re-sort keys) and the rarest-first re-sort's column order. The numpy path is unchanged and makes
+the same schedules (tested, and against schedules recorded before the change).
 
 Randomness comes from one ``numpy.random.Generator`` seeded by the caller: a seed reproduces a
 schedule bit for bit.
@@ -238,7 +241,26 @@ class _State:
             self._words = (self.C + 63) // 64
             self._HB = np.zeros((n, self._words), dtype=np.uint64)
             self._CB = np.zeros((n, self._words), dtype=np.uint64)
+            # their summaries, one bit per word (HB's not zero, CB's not full): the scan's skip list
+            self._HS = np.zeros((n, (self._words + 63) // 64), dtype=np.uint64)
+            self._NS = np.zeros_like(self._HS)
             self._permute_packed(np.arange(self.C, dtype=np.int32))
+            # the event loop's index work in C (deliver_packed, match_packed): int64 link ends and
+            # out-links, and the records written in place (one transfer per delivery: uniform
+            # speeds never replace or cancel one)
+            self._src64 = np.ascontiguousarray(net.src, dtype=np.int64)
+            self._dst64 = np.ascontiguousarray(net.dst, dtype=np.int64)
+            self._times64 = (
+                np.ascontiguousarray(busy, dtype=np.float64),
+                np.ascontiguousarray(delay, dtype=np.float64),
+            )
+            self._out64 = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in self.out_of)
+            cap = n * (self.C - k)
+            self._rec_chunk = np.zeros(cap, dtype=np.int32)
+            self._rec_link = np.zeros(cap, dtype=np.int32)
+            self._rec_start = np.zeros(cap)
+            self._rec_end = np.zeros(cap)
+            self._next: tuple[float, float] | None = None  # (event time, next_time) from match_packed
         self.recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_recs = 0
         self.dead: list[int] = []  # cancelled record indices
@@ -338,12 +360,19 @@ class _State:
         fits = [i for i, m in enumerate(self._spares) if m.shape == self._S.shape]
         out = self._spares.pop(fits[0]) if fits else np.empty_like(self._S)
         n = self.net.npus
-        _compiled.take_packed(self._S, n, self.C, order, out, self._HB, self._CB)
+        _compiled.take_packed(self._S, n, self.C, order, out, self._HB, self._CB, self._HS, self._NS)
         self._spares.append(self._S)
         self._S = out
 
     # -- arrivals ----------------------------------------------------------------------------
     def deliver(self, t: float) -> None:
+        if self.packed:
+            assert _compiled is not None
+            arrays = (self._S, self._HB, self.land_at, self.carry, self._dst64, *self._out64, self.holders, self._HS)
+            e, d = self.land_at.shape
+            scarce = self.policy == "scarce"
+            self.remaining -= _compiled.deliver_packed(arrays, self.net.npus, self.C, e, d, scarce, t + _EPS)
+            return
         dl, ds = np.nonzero(self.land_at <= t + _EPS)
         if not dl.size:
             return
@@ -381,6 +410,12 @@ class _State:
         free = np.flatnonzero(self.free_at <= t + _EPS)
         if not free.size:
             return
+        # every candidate's key is at least `low` (its source holds it, so its supply is >= 1): a
+        # link whose first columns reach `low` needs no look at the rest (first minimum = lowest column)
+        low = 1 if self.policy == "scarce" else 0
+        if self.packed:
+            self._match_packed(t, free, rng, low)
+            return
         src, dst = self.net.src, self.net.dst
         kt, top = (np.uint8, 7) if self.key_dtype == np.uint8 else (np.int16, 14)
         flag = kt(1 << top)
@@ -402,12 +437,6 @@ class _State:
             )
         self._S, self._flag = S, flag  # _replace claims chunks too
         self._latest: np.ndarray | None = None  # per event (see _latest_landing)
-        # every candidate's key is at least `low` (its source holds it, so its supply is >= 1): a
-        # link whose first columns reach `low` needs no look at the rest (first minimum = lowest column)
-        low = 1 if self.policy == "scarce" else 0
-        if self.packed:
-            self._match_packed(t, free, rng, low)
-            return
         for links in _slots(free, dst, rng, self.delay if self.mixed.any() else None):
             v = dst[links]
             u = src[links]
@@ -430,22 +459,23 @@ class _State:
                 self._overtake(t, links, rng)
 
     def _match_packed(self, t: float, free: np.ndarray, rng: np.random.Generator, low: int) -> None:
-        """All slots of the event in one compiled call. Uniform link speeds: nothing but the claims
-        at a destination changes between slots (no landing, no overtaking), so the links can go
-        destination by destination, each destination's in slot order (its rows stay in cache),
-        and the transfers are then started in slot order, as slot after slot would."""
+        """The whole event's matching in one compiled call (``_score.match_packed``): the free links
+        shuffled (this generator's permutation, as :func:`_deal`) and dealt by destination, every
+        link's first minimum claimed (``claim``), the transfers started in slot order and recorded.
+        Uniform link speeds: nothing but the claims at a destination changes between slots (no
+        landing, no overtaking), so the links can go destination by destination, each destination's
+        in slot order (its rows stay in cache), and the transfers then start in slot order, as slot
+        after slot would. The call also gives the next event time (see :meth:`next_time`)."""
         assert _compiled is not None
-        f, slot = _deal(free, self.net.dst, rng)
-        v = self.net.dst[f].astype(np.int64)
-        u = self.net.src[f].astype(np.int64)
-        best = np.empty(f.size, dtype=np.int64)
-        val = np.empty(f.size, dtype=np.uint8)
-        n = self.net.npus
-        _compiled.claim(self._S, self._HB, self._CB, n, self.C, v, u, low, best, val)
-        order = np.argsort(slot, kind="stable")
-        hit = order[val[order] < 0x80]
-        if hit.size:
-            self._start(t, f[hit], best[hit])
+        perm = rng.permutation(free.size)
+        arrays = (
+            self._S, self._HB, self._CB, free, perm, self._src64, self._dst64, *self._times64,
+            self.free_at, self.land_at, self.start_at, self.carry, self.rec_id, self.chunk_of,
+            self._rec_chunk, self._rec_link, self._rec_start, self._rec_end, self._HS, self._NS,
+        )  # fmt: skip
+        e, d = self.land_at.shape
+        self.n_recs, nxt = _compiled.match_packed(arrays, self.net.npus, self.C, e, d, low, self.n_recs, t, t + _EPS)
+        self._next = (t, nxt)
 
     def _first_min_split(
         self,
@@ -610,11 +640,18 @@ class _State:
         return out
 
     def next_time(self, t: float) -> float:
+        if self.packed and self._next is not None and self._next[0] == t:
+            return self._next[1]  # computed by this event's match_packed
         busy = self.free_at[self.free_at > t + _EPS]
         nxt = min(float(self.land_at.min()), float(busy.min()) if busy.size else np.inf)
         return nxt
 
     def schedule(self, events: int) -> Schedule:
+        if self.packed:  # recorded in place by match_packed, landing times included; nothing relabelled
+            n = self.n_recs
+            chunk, link, start, end = self._rec_chunk[:n], self._rec_link[:n], self._rec_start[:n], self._rec_end[:n]
+            makespan = float(end.max()) if n else 0.0
+            return Schedule(self.k, chunk, link, start, end, makespan, events, self.replaced, self.cancelled)
         chunk = np.concatenate([r[0] for r in self.recs]) if self.recs else np.zeros(0, np.int32)
         link = np.concatenate([r[1] for r in self.recs]) if self.recs else np.zeros(0, np.int32)
         start = np.concatenate([r[2] for r in self.recs]) if self.recs else np.zeros(0)

@@ -14,3 +14,17 @@ def claim(
 ) -> None: ...
 def take_packed(a: Buffer, rows: int, cols: int, order: Buffer, P: Buffer, HB: Buffer, CB: Buffer) -> None: ...
 def land(P: Buffer, HB: Buffer, rows: int, cols: int, v: Buffer, c: Buffer) -> None: ...
+def deliver_packed(
+    arrays: tuple[Buffer, ...], rows: int, cols: int, links: int, depth: int, scarce: bool, until: float
+) -> int: ...
+def match_packed(
+    arrays: tuple[Buffer, ...],
+    rows: int,
+    cols: int,
+    links: int,
+    depth: int,
+    low: int,
+    n_recs: int,
+    t: float,
+    until: float,
+) -> tuple[int, float]: ...
