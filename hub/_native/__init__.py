@@ -13,9 +13,12 @@ Each extension has one concern and is the only implementation of its routines:
 
 from __future__ import annotations
 
-from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING
 
 from ..errors import HubError as _HubError, SimulationError as _SimulationError
+
+if TYPE_CHECKING:
+    from ._types import SimExtension, VerifyExtension
 
 #: The extension modules this package holds (keep in step with ``setup.py``'s EXTENSIONS).
 EXTENSIONS: tuple[str, ...] = ("hub._native._codec", "hub._native._sim", "hub._native._verify")
@@ -23,8 +26,9 @@ EXTENSIONS: tuple[str, ...] = ("hub._native._codec", "hub._native._sim", "hub._n
 __all__ = ["EXTENSIONS", "load_sim", "load_verify"]
 
 
-def load_sim() -> _ModuleType:
-    """The compiled event loop, or a one-line error saying how to build it."""
+def load_sim() -> SimExtension:
+    """The compiled event loop, or a one-line error saying how to build it (typed by its stub:
+    :class:`hub._native._types.SimExtension`)."""
     try:
         from . import _sim
     except ImportError as exc:
@@ -35,8 +39,9 @@ def load_sim() -> _ModuleType:
     return _sim
 
 
-def load_verify() -> _ModuleType:
-    """The verifier's compiled loops, or a one-line error saying how to build them."""
+def load_verify() -> VerifyExtension:
+    """The verifier's compiled loops, or a one-line error saying how to build them (typed by its
+    stub: :class:`hub._native._types.VerifyExtension`)."""
     try:
         from . import _verify
     except ImportError as exc:

@@ -1,8 +1,8 @@
 /* hub._native._verify: the verifier's per-node loops (hub/verify/).
  *
- * Boundary: Python (hub/verify/_graph.py, hub/verify/_fast.py) builds every column with numpy and
- * passes it here as a buffer (the buffer protocol; no numpy C API); these routines fill
- * caller-owned arrays. Each is the only implementation of its algorithm, except `walk`, whose
+ * Boundary: Python (hub/verify/_flat.py, _fast.py, _races.py, _pairing.py) builds every column
+ * with numpy and passes it here as a buffer (the buffer protocol; no numpy C API); these routines
+ * fill caller-owned arrays. Each is the only implementation of its algorithm, except `walk`, whose
  * reference is the Python walk of hub/verify/_walk.py (which also words every problem):
  *
  *   csr          a stable counting sort of edges by owner (CSR adjacency);
@@ -16,41 +16,14 @@
  *                (input chunk index + bitset of contributing ranks) and stops at the first data
  *                error, so that the Python walk can name it.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_common.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
+enum { K_COMP = NODE_COMP, K_SEND = NODE_SEND, K_RECV = NODE_RECV }; /* _common.h */
 enum { OP_COPY = 1, OP_REDUCE = 2 };
 enum { WALK_OK = 0, WALK_DATA = 1 }; /* WALK_DATA: a data error or an unusual node; rerun in Python */
-
-/* -- argument handling ------------------------------------------------------------------------ */
-typedef struct {
-    Py_buffer v[24];
-    int nv;
-} Bufs;
-
-static void *get_buf(Bufs *bs, PyObject *o, Py_ssize_t itemsize, Py_ssize_t count, int writable, const char *name) {
-    if (bs->nv >= 24) { PyErr_SetString(PyExc_RuntimeError, "too many buffers"); return NULL; }
-    Py_buffer *v = &bs->v[bs->nv];
-    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return NULL;
-    bs->nv++;
-    if (v->itemsize != itemsize || (count >= 0 && v->len != itemsize * count)) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes of items of %zd",
-                     name, count, itemsize, v->len, v->itemsize);
-        return NULL;
-    }
-    return v->buf;
-}
-
-static Py_ssize_t buf_items(Bufs *bs) { return bs->v[bs->nv - 1].len / bs->v[bs->nv - 1].itemsize; }
-
-static void release(Bufs *bs) {
-    for (int i = 0; i < bs->nv; i++) PyBuffer_Release(&bs->v[i]);
-    bs->nv = 0;
-}
 
 /* -- csr ---------------------------------------------------------------------------------------- */
 PyDoc_STRVAR(csr_doc,
@@ -65,6 +38,7 @@ static PyObject *csr(PyObject *self, PyObject *args) {
     Bufs bs = {.nv = 0};
     PyObject *ret = NULL;
     if (!PyArg_ParseTuple(args, "OOnOO", &o[0], &o[1], &n, &o[2], &o[3])) return NULL;
+    if (n < 0) { PyErr_SetString(PyExc_ValueError, "n: a node count below zero"); return NULL; }
     const int32_t *owner = get_buf(&bs, o[0], 4, -1, 0, "owner");
     if (!owner) goto done;
     Py_ssize_t e = buf_items(&bs);
@@ -86,7 +60,7 @@ static PyObject *csr(PyObject *self, PyObject *args) {
     ret = Py_None;
     Py_INCREF(ret);
 done:
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -134,7 +108,7 @@ static PyObject *levels(PyObject *self, PyObject *args) {
 done:
     free(indeg);
     free(queue);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -200,7 +174,7 @@ done:
     free(claim);
     free(best);
     free(taken);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -244,7 +218,7 @@ static PyObject *chain_heads(PyObject *self, PyObject *args) {
     Py_INCREF(ret);
 done:
     free(path);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -315,7 +289,7 @@ static PyObject *reach(PyObject *self, PyObject *args) {
 done:
     free(mark);
     free(stack);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -482,7 +456,7 @@ done:
     ids_free(&keys);
     free(kconn);
     free(cnt); free(last); free(off); free(slist);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -743,7 +717,7 @@ done:
     free(w.pay);
     free(w.indeg); free(w.next); free(w.heap);
     free(w.mh); free(w.mt); free(w.wh); free(w.wt);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
