@@ -9,6 +9,10 @@ Each extension has one concern and is the only implementation of its routines:
   the semantics: ``hub/sim/_engine.py``). Load it with :func:`load_sim`.
 * ``hub._native._verify``: the verifier's per-node loops (adjacency, levels, chain cover, the data
   walk; callers in ``hub/verify/``). Load it with :func:`load_verify`.
+
+What they share is ``_common.h`` (node kinds, the buffer arguments); one flag set builds them all
+(``setup.py`` ``CFLAGS``, with ``-Wall -Wextra``). The loaders return the Protocols of ``_types``,
+which mypy holds the stubs (``*.pyi``) to; ``tests/native/test_stubs.py`` holds the stubs to the C.
 """
 
 from __future__ import annotations

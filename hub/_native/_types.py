@@ -1,8 +1,8 @@
 """The types the loaders return: what ``hub._native._sim`` and ``_verify`` offer, as Protocols.
 
 mypy cannot name a module as a type, so :func:`hub._native.load_sim` cannot say "returns the
-module ``_sim``"; it says "returns a :class:`SimExtension`", and the check at the bottom makes
-mypy prove that the module (as its stub ``_sim.pyi`` describes it) is one. So a caller of a loader
+module ``_sim``"; it says "returns a :class:`SimExtension`", and its ``return _sim`` makes mypy
+prove that the module (as its stub ``_sim.pyi`` describes it) is one. So a caller of a loader
 is type-checked against the stub, and the stub against the C by ``tests/native/test_stubs.py``
 (each function's ``PyArg_ParseTuple`` format). Arguments are positional-only, as the C takes them.
 """
@@ -10,7 +10,7 @@ is type-checked against the stub, and the stub against the C by ``tests/native/t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 __all__ = ["SimExtension", "VerifyExtension"]
 
@@ -140,10 +140,3 @@ class VerifyExtension(Protocol):
         data: tuple[Buffer, ...] | None,
         /,
     ) -> tuple[int, int]: ...
-
-
-if TYPE_CHECKING:  # mypy proves each module (its stub) is what its Protocol says
-    from . import _sim, _verify
-
-    _SIM: SimExtension = _sim
-    _VERIFY: VerifyExtension = _verify
