@@ -17,11 +17,11 @@ which mypy holds the stubs (``*.pyi``) to; ``tests/native/test_stubs.py`` holds 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from ..errors import HubError as _HubError, SimulationError as _SimulationError
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from ._types import SimExtension, VerifyExtension
 
 #: The extension modules this package holds (keep in step with ``setup.py``'s EXTENSIONS).
