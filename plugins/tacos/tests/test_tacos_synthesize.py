@@ -108,7 +108,9 @@ def test_provenance_round_trips_through_et(tmp_path: Path) -> None:
     write_algorithm(alg, tmp_path / "ag")
     back = read_algorithm(tmp_path / "ag")
     assert _extra(back)["model_makespan_us"] == _extra(alg)["model_makespan_us"]
-    assert json.loads(json.dumps(algorithm_summary(back.meta, back.graphs)))["metadata"]["tacos.cost_model"].startswith("link busy")
+    assert json.loads(json.dumps(algorithm_summary(back.meta, back.graphs)))["metadata"]["tacos.cost_model"].startswith(
+        "link busy"
+    )
 
 
 def test_allgather_structure_one_recv_per_foreign_chunk() -> None:
