@@ -26,8 +26,11 @@ typedef struct {
     int nv;
 } Bufs;
 
-/* The items of o (itemsize bytes each; exactly count of them unless count < 0), or NULL with a
- * ValueError naming the argument. The view is kept in bs until release_bufs. */
+/* The items of o, itemsize bytes each, or NULL with a ValueError naming the argument. count >= 0:
+ * exactly that many (a count below zero, e.g. read from a damaged table, matches no buffer);
+ * count == BUF_ANY: any number (buf_items tells). The view is kept in bs until release_bufs. */
+#define BUF_ANY PY_SSIZE_T_MIN
+
 static inline void *get_buf(Bufs *bs, PyObject *o, Py_ssize_t itemsize, Py_ssize_t count, int writable,
                             const char *name) {
     if (bs->nv >= BUFS_MAX) {
@@ -39,9 +42,9 @@ static inline void *get_buf(Bufs *bs, PyObject *o, Py_ssize_t itemsize, Py_ssize
     bs->nv++;
     /* (a count whose byte size would overflow can match no buffer) */
     if (v->itemsize != itemsize ||
-        (count >= 0 && (count > PY_SSIZE_T_MAX / itemsize || v->len != itemsize * count))) {
+        (count != BUF_ANY && (count < 0 || count > PY_SSIZE_T_MAX / itemsize || v->len != itemsize * count))) {
         PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes of items of %zd", name,
-                     count, itemsize, v->len, v->itemsize);
+                     count == BUF_ANY ? (Py_ssize_t)-1 : count, itemsize, v->len, v->itemsize);
         return NULL;
     }
     return v->buf;
