@@ -3,6 +3,13 @@
 The public API. Names are resolved lazily (PEP 562) so that ``import hub`` and
 ``collhub --help`` stay fast: numpy, pydantic and pluggy load only when a name that needs them
 is first used, and ``importlib.metadata`` only when ``__version__`` is.
+
+The common path takes one import: ``hub.make`` (a built-in algorithm), ``hub.check``,
+``hub.simulate``, ``hub.read_algorithm`` / ``hub.write_algorithm`` (and the workload pair),
+``hub.load_topology``, ``hub.load_pipeline`` / ``hub.run_pipeline``. ``verify`` (the report rather
+than the raise) stays ``hub.verify.verify``: ``hub.verify`` is the package. What plugin authors
+register with (``hookimpl``, the component specs, ``RunContext``) lives in :mod:`hub.plugins`; the
+old ``from hub import hookimpl`` keeps working but is not part of ``__all__``.
 """
 
 from __future__ import annotations
@@ -30,12 +37,22 @@ _LAZY: dict[str, str] = {
     "Topology": "hub.topology",
     "parse_size": "hub._units",
     "range_values": "hub._ranges",
-    "ConsumerSpec": "hub.plugins",
-    "ProducerSpec": "hub.plugins",
-    "TransformSpec": "hub.plugins",
-    "RunContext": "hub.plugins",
-    "hookimpl": "hub.plugins",
+    # the verbs of the common path
+    "make": "hub.algorithms",
+    "check": "hub.verify",
+    "simulate": "hub.sim",
+    "read_algorithm": "hub.chakra",
+    "write_algorithm": "hub.chakra",
+    "read_workload": "hub.chakra",
+    "write_workload": "hub.chakra",
+    "load_topology": "hub.topology",
+    "load_pipeline": "hub.pipeline",
+    "run_pipeline": "hub.pipeline",
 }
+
+# registration plumbing, public in hub.plugins: still answered here for older plugins and docs,
+# looked up on every use (never bound in this namespace) and left out of __all__ and dir()
+_PLUMBING: frozenset[str] = frozenset({"ConsumerSpec", "ProducerSpec", "TransformSpec", "RunContext", "hookimpl"})
 
 __all__ = sorted([*_LAZY, "HubError", "__version__", "errors"])
 
@@ -47,6 +64,10 @@ def __getattr__(name: str) -> _typing.Any:
     if name == "__version__":
         value = globals()["__version__"] = _version()
         return value
+    if name in _PLUMBING:
+        from . import plugins
+
+        return getattr(plugins, name)
     return _lazy_getattr(name)
 
 
@@ -69,6 +90,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._ranges import range_values
     from ._result import Result
     from ._units import parse_size
+    from .algorithms import make
     from .chakra import (
         Algorithm,
         AlgorithmMeta,
@@ -80,6 +102,13 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         RankGraphBuilder,
         Workload,
         WorkloadNode,
+        read_algorithm,
+        read_workload,
+        write_algorithm,
+        write_workload,
     )
+    from .pipeline import load_pipeline, run_pipeline
     from .plugins import ConsumerSpec, ProducerSpec, RunContext, TransformSpec, hookimpl
-    from .topology import Topology
+    from .sim import simulate
+    from .topology import Topology, load_topology
+    from .verify import check

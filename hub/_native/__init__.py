@@ -9,13 +9,20 @@ Each extension has one concern and is the only implementation of its routines:
   the semantics: ``hub/sim/_engine.py``). Load it with :func:`load_sim`.
 * ``hub._native._verify``: the verifier's per-node loops (adjacency, levels, chain cover, the data
   walk; callers in ``hub/verify/``). Load it with :func:`load_verify`.
+
+What they share is ``_common.h`` (node kinds, the buffer arguments); one flag set builds them all
+(``setup.py`` ``CFLAGS``, with ``-Wall -Wextra``). The loaders return the Protocols of ``_types``,
+which mypy holds the stubs (``*.pyi``) to; ``tests/native/test_stubs.py`` holds the stubs to the C.
 """
 
 from __future__ import annotations
 
-from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from ..errors import HubError as _HubError, SimulationError as _SimulationError
+
+if _TYPE_CHECKING:
+    from ._types import SimExtension, VerifyExtension
 
 #: The extension modules this package holds (keep in step with ``setup.py``'s EXTENSIONS).
 EXTENSIONS: tuple[str, ...] = ("hub._native._codec", "hub._native._sim", "hub._native._verify")
@@ -23,8 +30,9 @@ EXTENSIONS: tuple[str, ...] = ("hub._native._codec", "hub._native._sim", "hub._n
 __all__ = ["EXTENSIONS", "load_sim", "load_verify"]
 
 
-def load_sim() -> _ModuleType:
-    """The compiled event loop, or a one-line error saying how to build it."""
+def load_sim() -> SimExtension:
+    """The compiled event loop, or a one-line error saying how to build it (typed by its stub:
+    :class:`hub._native._types.SimExtension`)."""
     try:
         from . import _sim
     except ImportError as exc:
@@ -35,8 +43,9 @@ def load_sim() -> _ModuleType:
     return _sim
 
 
-def load_verify() -> _ModuleType:
-    """The verifier's compiled loops, or a one-line error saying how to build them."""
+def load_verify() -> VerifyExtension:
+    """The verifier's compiled loops, or a one-line error saying how to build them (typed by its
+    stub: :class:`hub._native._types.VerifyExtension`)."""
     try:
         from . import _verify
     except ImportError as exc:

@@ -46,8 +46,7 @@ int64_t known_lo[MAX_KNOWN], known_hi[MAX_KNOWN];
 
 /* -- buffers ------------------------------------------------------------------------------- */
 int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+    if (view_of(obj, view, writable) < 0) {
         return -1;
     }
     if (view->itemsize != itemsize) {
@@ -68,6 +67,7 @@ void release_all(Py_buffer *views, int count) {
 
 /* -- configure ------------------------------------------------------------------------------ */
 static PyObject *configure(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *names;
     PyObject *defaults;
     PyObject *columns;
@@ -145,6 +145,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hub._native._codec",
-                                    "The per-node work of the Chakra ET codec (see hub/chakra).", -1, methods};
+                                    "The per-node work of the Chakra ET codec (see hub/chakra).", -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__codec(void) { return PyModule_Create(&module); }

@@ -5,8 +5,7 @@
  */
 #ifndef HUB_CODEC_H
 #define HUB_CODEC_H
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_common.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -17,11 +16,7 @@
 #define CODEC_INTERNAL
 #endif
 
-/* Chakra NodeType values (et_def.proto) that the encoder's rules name. */
-#define NODE_COMP 4
-#define NODE_SEND 5
-#define NODE_RECV 6
-#define NODE_COLL 7
+/* the Chakra NodeType values the encoder's rules name (NODE_COMP ...) are _common.h's */
 
 /* The known node attributes, in the order of hub.chakra._ranks.KNOWN:
  * comm_size, comm_src, comm_dst, comm_tag, then the profile's semantic ones. */

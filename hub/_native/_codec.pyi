@@ -10,6 +10,7 @@ def configure(
     columns: tuple[int, ...],
     lo: tuple[int, ...],
     hi: tuple[int, ...],
+    /,
 ) -> None: ...
 def encode_rank(
     astrasim: bool,
@@ -22,26 +23,22 @@ def encode_rank(
     extra: Buffer | None,
     extra_off: Buffer | None,
     out: Buffer | None = None,
+    /,
 ) -> bytes | int: ...
 def frame_files(
-    data: Buffer, bases: Buffer, sizes: Buffer, every: bool = True
+    data: Buffer, bases: Buffer, sizes: Buffer, every: bool = True, /
 ) -> tuple[bytearray | None, bytearray | None, bytearray | None, int]: ...
 def decode_batch(
-    data: Buffer,
-    bases: Buffer,
-    sizes: Buffer,
-    counts: Buffer,
-    columns: tuple[Buffer, ...],
-    dep_ptr: Buffer,
+    data: Buffer, bases: Buffer, sizes: Buffer, counts: Buffer, columns: tuple[Buffer, ...], dep_ptr: Buffer, /
 ) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray]: ...
 def decode_metadata(
-    data: Buffer, starts: Buffer, ends: Buffer
+    data: Buffer, starts: Buffer, ends: Buffer, /
 ) -> list[tuple[str, tuple[tuple[str, int, Any], ...]] | None]: ...
 def decode_workload(
-    data: Buffer, starts: Buffer, ends: Buffer, ranks: int, node_cls: type, types: tuple[Any, ...]
+    data: Buffer, starts: Buffer, ends: Buffer, ranks: int, node_cls: type, types: tuple[Any, ...], /
 ) -> tuple[list[Any], bytearray, bytearray, bytearray] | None: ...
 def scan_workload_file(
-    data: Buffer, ranks: int
+    data: Buffer, ranks: int, /
 ) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray, bytearray, set[str], bytearray] | None: ...
-def node_types(data: Buffer, starts: Buffer, ends: Buffer) -> int: ...
-def encode_workload(nodes: list[Any], typing: dict[str, str]) -> bytes | None: ...
+def node_types(data: Buffer, starts: Buffer, ends: Buffer, /) -> int: ...
+def encode_workload(nodes: list[Any], typing: dict[str, str], /) -> bytes | None: ...

@@ -27,6 +27,7 @@ static Py_ssize_t frame_one(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, 
 }
 
 PyObject *codec_frame_files(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *data_o, *bases_o, *sizes_o;
     int every = 1; /* 0: only each file's first message (its GlobalMetadata) */
     if (!PyArg_ParseTuple(args, "OOO|p", &data_o, &bases_o, &sizes_o, &every)) {
@@ -47,7 +48,7 @@ PyObject *codec_frame_files(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t f = 0; f < nf; f++) {
-        if (bases[f] < 0 || sizes[f] < 0 || bases[f] + sizes[f] > v[0].len) {
+        if (bases[f] < 0 || sizes[f] < 0 || bases[f] > v[0].len || sizes[f] > v[0].len - bases[f]) {
             PyErr_SetString(PyExc_ValueError, "frame_files: a file span lies outside the data");
             goto done;
         }
@@ -236,6 +237,7 @@ fallback:
 }
 
 PyObject *codec_decode_metadata(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *data_o, *starts_o, *ends_o;
     if (!PyArg_ParseTuple(args, "OOO", &data_o, &starts_o, &ends_o)) {
         return NULL;

@@ -361,6 +361,7 @@ static int count_nodes(DecodeJob *job, const Py_buffer *counts_v) {
 }
 
 PyObject *codec_decode_batch(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *o[4], *columns, *dep_ptr_o;
     if (!PyArg_ParseTuple(args, "OOOOO!O", &o[0], &o[1], &o[2], &o[3], &PyTuple_Type, &columns, &dep_ptr_o)) {
         return NULL;

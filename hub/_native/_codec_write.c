@@ -216,6 +216,7 @@ static int spans_of(const Py_buffer *data_v, const Py_buffer *off_v, Py_ssize_t 
 }
 
 PyObject *codec_encode_rank(PyObject *self, PyObject *args) {
+    (void)self;
     int astrasim;
     long long rank;
     PyObject *columns, *dep_ptr_o, *dep_pos_o, *names_o, *names_off_o, *extra_o, *extra_off_o;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
+enum { K_COMP = NODE_COMP, K_SEND = NODE_SEND, K_RECV = NODE_RECV }; /* _common.h */
 /* resource classes per NPU: 1-3 the workload's (one node each; taken at issue, and a release
  * lets every waiting node compete again), QCLS.. the native collectives' per-dimension queues
  * (cap streams each; hub/sim/_native_streams.py): a node takes a slot when it becomes ready, or

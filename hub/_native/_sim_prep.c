@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { P_COMP = 4, P_SEND = 5, P_RECV = 6 };
+enum { P_COMP = NODE_COMP, P_SEND = NODE_SEND, P_RECV = NODE_RECV }; /* _common.h */
 /* ASTRA-sim maps a custom collective's tags into [0, 5e8) (Sys::front_end_sim_send, NATIVE range) */
 static const int64_t NATIVE_TAGS = 500000000;
 

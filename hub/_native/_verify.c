@@ -1,8 +1,8 @@
 /* hub._native._verify: the verifier's per-node loops (hub/verify/).
  *
- * Boundary: Python (hub/verify/_graph.py, hub/verify/_fast.py) builds every column with numpy and
- * passes it here as a buffer (the buffer protocol; no numpy C API); these routines fill
- * caller-owned arrays. Each is the only implementation of its algorithm, except `walk`, whose
+ * Boundary: Python (hub/verify/_flat.py, _fast.py, _races.py, _pairing.py) builds every column
+ * with numpy and passes it here as a buffer (the buffer protocol; no numpy C API); these routines
+ * fill caller-owned arrays. Each is the only implementation of its algorithm, except `walk`, whose
  * reference is the Python walk of hub/verify/_walk.py (which also words every problem):
  *
  *   csr          a stable counting sort of edges by owner (CSR adjacency);
@@ -16,41 +16,14 @@
  *                (input chunk index + bitset of contributing ranks) and stops at the first data
  *                error, so that the Python walk can name it.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_common.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_COMP = 4, K_SEND = 5, K_RECV = 6 };
+enum { K_COMP = NODE_COMP, K_SEND = NODE_SEND, K_RECV = NODE_RECV }; /* _common.h */
 enum { OP_COPY = 1, OP_REDUCE = 2 };
 enum { WALK_OK = 0, WALK_DATA = 1 }; /* WALK_DATA: a data error or an unusual node; rerun in Python */
-
-/* -- argument handling ------------------------------------------------------------------------ */
-typedef struct {
-    Py_buffer v[24];
-    int nv;
-} Bufs;
-
-static void *get_buf(Bufs *bs, PyObject *o, Py_ssize_t itemsize, Py_ssize_t count, int writable, const char *name) {
-    if (bs->nv >= 24) { PyErr_SetString(PyExc_RuntimeError, "too many buffers"); return NULL; }
-    Py_buffer *v = &bs->v[bs->nv];
-    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return NULL;
-    bs->nv++;
-    if (v->itemsize != itemsize || (count >= 0 && v->len != itemsize * count)) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes of items of %zd",
-                     name, count, itemsize, v->len, v->itemsize);
-        return NULL;
-    }
-    return v->buf;
-}
-
-static Py_ssize_t buf_items(Bufs *bs) { return bs->v[bs->nv - 1].len / bs->v[bs->nv - 1].itemsize; }
-
-static void release(Bufs *bs) {
-    for (int i = 0; i < bs->nv; i++) PyBuffer_Release(&bs->v[i]);
-    bs->nv = 0;
-}
 
 /* -- csr ---------------------------------------------------------------------------------------- */
 PyDoc_STRVAR(csr_doc,
@@ -65,7 +38,8 @@ static PyObject *csr(PyObject *self, PyObject *args) {
     Bufs bs = {.nv = 0};
     PyObject *ret = NULL;
     if (!PyArg_ParseTuple(args, "OOnOO", &o[0], &o[1], &n, &o[2], &o[3])) return NULL;
-    const int32_t *owner = get_buf(&bs, o[0], 4, -1, 0, "owner");
+    if (n < 0) { PyErr_SetString(PyExc_ValueError, "n: a node count below zero"); return NULL; }
+    const int32_t *owner = get_buf(&bs, o[0], 4, BUF_ANY, 0, "owner");
     if (!owner) goto done;
     Py_ssize_t e = buf_items(&bs);
     const int32_t *other = get_buf(&bs, o[1], 4, e, 0, "other");
@@ -86,7 +60,7 @@ static PyObject *csr(PyObject *self, PyObject *args) {
     ret = Py_None;
     Py_INCREF(ret);
 done:
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -104,7 +78,7 @@ static PyObject *levels(PyObject *self, PyObject *args) {
     PyObject *ret = NULL;
     int64_t *indeg = NULL, *queue = NULL;
     if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
-    const int64_t *pred_ptr = get_buf(&bs, o[0], 8, -1, 0, "pred_ptr");
+    const int64_t *pred_ptr = get_buf(&bs, o[0], 8, BUF_ANY, 0, "pred_ptr");
     if (!pred_ptr) goto done;
     Py_ssize_t n = buf_items(&bs) - 1;
     const int64_t *succ_ptr = get_buf(&bs, o[1], 8, n + 1, 0, "succ_ptr");
@@ -134,7 +108,7 @@ static PyObject *levels(PyObject *self, PyObject *args) {
 done:
     free(indeg);
     free(queue);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -156,7 +130,7 @@ static PyObject *chain_parents(PyObject *self, PyObject *args) {
     int64_t *claim = NULL, *best = NULL;
     uint8_t *taken = NULL;
     if (!PyArg_ParseTuple(args, "OOOOiO", &o[0], &o[1], &o[2], &o[3], &rounds, &o[4])) return NULL;
-    const int64_t *pred_ptr = get_buf(&bs, o[0], 8, -1, 0, "pred_ptr");
+    const int64_t *pred_ptr = get_buf(&bs, o[0], 8, BUF_ANY, 0, "pred_ptr");
     if (!pred_ptr) goto done;
     Py_ssize_t n = buf_items(&bs) - 1;
     const int32_t *pred = get_buf(&bs, o[1], 4, pred_ptr[n], 0, "pred");
@@ -200,7 +174,7 @@ done:
     free(claim);
     free(best);
     free(taken);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -217,7 +191,7 @@ static PyObject *chain_heads(PyObject *self, PyObject *args) {
     PyObject *ret = NULL;
     int64_t *path = NULL;
     if (!PyArg_ParseTuple(args, "OO", &o[0], &o[1])) return NULL;
-    const int64_t *par = get_buf(&bs, o[0], 8, -1, 0, "par");
+    const int64_t *par = get_buf(&bs, o[0], 8, BUF_ANY, 0, "par");
     if (!par) goto done;
     Py_ssize_t n = buf_items(&bs);
     int64_t *top = get_buf(&bs, o[1], 8, n, 1, "top");
@@ -244,7 +218,7 @@ static PyObject *chain_heads(PyObject *self, PyObject *args) {
     Py_INCREF(ret);
 done:
     free(path);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -267,14 +241,14 @@ static PyObject *reach(PyObject *self, PyObject *args) {
     int32_t *stack = NULL;
     if (!PyArg_ParseTuple(args, "OOOOOOOnO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &budget, &o[7]))
         return NULL;
-    const int64_t *succ_ptr = get_buf(&bs, o[0], 8, -1, 0, "succ_ptr");
+    const int64_t *succ_ptr = get_buf(&bs, o[0], 8, BUF_ANY, 0, "succ_ptr");
     if (!succ_ptr) goto done;
     Py_ssize_t n = buf_items(&bs) - 1;
     const int32_t *succ = get_buf(&bs, o[1], 4, succ_ptr[n], 0, "succ");
     const int64_t *level = succ ? get_buf(&bs, o[2], 8, n, 0, "level") : NULL;
     const int32_t *top = level ? get_buf(&bs, o[3], 4, n, 0, "top") : NULL;
     const int32_t *index = top ? get_buf(&bs, o[4], 4, n, 0, "index") : NULL;
-    const int64_t *qa = index ? get_buf(&bs, o[5], 8, -1, 0, "qa") : NULL;
+    const int64_t *qa = index ? get_buf(&bs, o[5], 8, BUF_ANY, 0, "qa") : NULL;
     Py_ssize_t q = qa ? buf_items(&bs) : 0;
     const int64_t *qb = qa ? get_buf(&bs, o[6], 8, q, 0, "qb") : NULL;
     int8_t *out = qb ? get_buf(&bs, o[7], 1, q, 1, "out") : NULL;
@@ -315,7 +289,7 @@ static PyObject *reach(PyObject *self, PyObject *args) {
 done:
     free(mark);
     free(stack);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -406,7 +380,7 @@ static PyObject *pairing(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9],
                           &o[10], &o[11]))
         return NULL;
-    const int8_t *kind = get_buf(&bs, o[0], 1, -1, 0, "kind");
+    const int8_t *kind = get_buf(&bs, o[0], 1, BUF_ANY, 0, "kind");
     if (!kind) goto done;
     Py_ssize_t n = buf_items(&bs);
     const int64_t *rank = get_buf(&bs, o[1], 8, n, 0, "rank");
@@ -418,9 +392,9 @@ static PyObject *pairing(PyObject *self, PyObject *args) {
     int32_t *side = conn ? get_buf(&bs, o[7], 4, n, 1, "side") : NULL;
     int32_t *key = side ? get_buf(&bs, o[8], 4, n, 1, "key") : NULL;
     int32_t *match = key ? get_buf(&bs, o[9], 4, n, 1, "match") : NULL;
-    int64_t *sp = match ? get_buf(&bs, o[10], 8, -1, 1, "spairs") : NULL;
+    int64_t *sp = match ? get_buf(&bs, o[10], 8, BUF_ANY, 1, "spairs") : NULL;
     Py_ssize_t scap = sp ? buf_items(&bs) / 2 : 0;
-    int64_t *rp = sp ? get_buf(&bs, o[11], 8, -1, 1, "rpairs") : NULL;
+    int64_t *rp = sp ? get_buf(&bs, o[11], 8, BUF_ANY, 1, "rpairs") : NULL;
     Py_ssize_t rcap = rp ? buf_items(&bs) / 2 : 0;
     if (!rp) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -482,7 +456,7 @@ done:
     ids_free(&keys);
     free(kconn);
     free(cnt); free(last); free(off); free(slist);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 
@@ -678,7 +652,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     W w;
     memset(&w, 0, sizeof w);
     if (!PyArg_ParseTuple(args, "OOnOOOO", &o[0], &o[1], &nkeys, &o[2], &o[3], &o[4], &data)) return NULL;
-    w.kind = get_buf(&bs, o[0], 1, -1, 0, "kind");
+    w.kind = get_buf(&bs, o[0], 1, BUF_ANY, 0, "kind");
     if (!w.kind) goto done;
     Py_ssize_t n = w.n = buf_items(&bs);
     w.key = get_buf(&bs, o[1], 4, n, 0, "key");
@@ -704,7 +678,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         w.saddr = w.cnt ? get_buf(&bs, d[2], 8, n, 0, "saddr") : NULL;
         w.daddr = w.saddr ? get_buf(&bs, d[3], 8, n, 0, "daddr") : NULL;
         w.rank = w.daddr ? get_buf(&bs, d[4], 8, n, 0, "rank") : NULL;
-        w.index = w.rank ? get_buf(&bs, d[5], 4, -1, 1, "index") : NULL;
+        w.index = w.rank ? get_buf(&bs, d[5], 4, BUF_ANY, 1, "index") : NULL;
         if (!w.index) goto done;
         Py_ssize_t slots = buf_items(&bs);
         w.mask = get_buf(&bs, d[6], 8, slots * w.words, 1, "mask");
@@ -743,7 +717,7 @@ done:
     free(w.pay);
     free(w.indeg); free(w.next); free(w.heap);
     free(w.mh); free(w.mt); free(w.wh); free(w.wt);
-    release(&bs);
+    release_bufs(&bs);
     return ret;
 }
 

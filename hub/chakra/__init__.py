@@ -43,6 +43,8 @@ _LAZY: dict[str, str] = {
     "collective_of_comm_type": "._workload",
     "read_workload": "._workload_io",
     "process_groups": "._workload_summary",
+    "workload_summary": "._workload_summary",
+    "format_workload_summary": "._workload_summary",
     "write_workload": "._workload_io",
     "write_algorithm": "._writer",
 }
@@ -73,7 +75,7 @@ if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports 
     from ._wire import TypedValue
     from ._workload import DanglingDependencyWarning, Workload, WorkloadNode, collective_of_comm_type
     from ._workload_io import read_workload, write_workload
-    from ._workload_summary import process_groups
+    from ._workload_summary import format_workload_summary, process_groups, workload_summary
     from ._writer import write_algorithm
 
 __all__ = [
@@ -104,6 +106,8 @@ __all__ = [
     "read_global_metadata",
     "read_trace",
     "process_groups",
+    "workload_summary",
+    "format_workload_summary",
     "read_workload",
     "reference_chunks",
     "algorithm_summary",

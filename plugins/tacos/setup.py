@@ -4,9 +4,12 @@ needs setuptools and a C compiler and nothing else."""
 
 from setuptools import Extension, setup
 
+#: the core's flag set (setup.py CFLAGS; tests/native/test_build.py keeps the two equal)
+CFLAGS: list[str] = ["-O2", "-std=c99", "-Wall", "-Wextra"]
+
 EXTENSIONS: list[Extension] = [
     # the greedy matcher's scoring (collhub_tacos/_greedy.py, _State._first_min)
-    Extension("collhub_tacos._score", ["collhub_tacos/_score.c"], extra_compile_args=["-O2", "-std=c99"]),
+    Extension("collhub_tacos._score", ["collhub_tacos/_score.c"], extra_compile_args=CFLAGS),
 ]
 
 setup(ext_modules=EXTENSIONS)

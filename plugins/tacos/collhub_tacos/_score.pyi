@@ -5,17 +5,38 @@ from typing import Any
 Buffer = Any
 
 def first_min(
-    S: Buffer, H: Buffer, rows: int, cols: int, v: Buffer, u: Buffer, low: int, best: Buffer, val: Buffer
+    S: Buffer, H: Buffer, rows: int, cols: int, v: Buffer, u: Buffer, low: int, best: Buffer, val: Buffer, /
 ) -> None: ...
-def take_columns(a: Buffer, rows: int, cols: int, order: Buffer, out: Buffer) -> None: ...
-def bump(a: Buffer, flat: Buffer) -> None: ...
+def take_columns(a: Buffer, rows: int, cols: int, order: Buffer, out: Buffer, /) -> None: ...
+def bump(a: Buffer, flat: Buffer, /) -> None: ...
 def claim(
-    P: Buffer, HB: Buffer, CB: Buffer, rows: int, cols: int, v: Buffer, u: Buffer, low: int, best: Buffer, val: Buffer
+    P: Buffer,
+    HB: Buffer,
+    CB: Buffer,
+    rows: int,
+    cols: int,
+    v: Buffer,
+    u: Buffer,
+    low: int,
+    best: Buffer,
+    val: Buffer,
+    /,
 ) -> None: ...
-def take_packed(a: Buffer, rows: int, cols: int, order: Buffer, P: Buffer, HB: Buffer, CB: Buffer) -> None: ...
-def land(P: Buffer, HB: Buffer, rows: int, cols: int, v: Buffer, c: Buffer) -> None: ...
+def take_packed(
+    a: Buffer,
+    rows: int,
+    cols: int,
+    order: Buffer,
+    P: Buffer,
+    HB: Buffer,
+    CB: Buffer,
+    HS: Buffer | None = None,
+    NS: Buffer | None = None,
+    /,
+) -> None: ...
+def land(P: Buffer, HB: Buffer, rows: int, cols: int, v: Buffer, c: Buffer, /) -> None: ...
 def deliver_packed(
-    arrays: tuple[Buffer, ...], rows: int, cols: int, links: int, depth: int, scarce: bool, until: float
+    arrays: tuple[Buffer, ...], rows: int, cols: int, links: int, depth: int, scarce: bool, until: float, /
 ) -> int: ...
 def match_packed(
     arrays: tuple[Buffer, ...],
@@ -27,4 +48,5 @@ def match_packed(
     n_recs: int,
     t: float,
     until: float,
+    /,
 ) -> tuple[int, float]: ...
