@@ -190,6 +190,21 @@ def _bound_sizes(graphs: Sequence[Any], per_chunk: int, view: np.ndarray) -> np.
     return view
 
 
+def _durations(
+    graphs: Sequence[Any], offsets: np.ndarray, size: np.ndarray, reduction_GBps: float | None, dur: np.ndarray
+) -> None:
+    """Write the COMPs' costs (:func:`comp_ns`) into ``dur`` rank by rank, at the COMPs alone (found
+    once per distinct ``kind`` array): no whole-column copy of the durations, no whole-column mask."""
+    comps: dict[int, np.ndarray] = {}
+    for g, off in zip(graphs, offsets[:-1].tolist(), strict=False):
+        pos = comps.get(id(g.kind))  # the graphs hold the arrays: no id is reused meanwhile
+        if pos is None:
+            pos = comps[id(g.kind)] = np.flatnonzero(np.asarray(g.kind) == K_COMP)
+        if pos.size:
+            at = pos + off
+            dur[at] = comp_ns(np.asarray(g.duration)[pos], size[at], reduction_GBps)
+
+
 def _sent(kind: np.ndarray, size: np.ndarray) -> tuple[int, int]:
     """(SEND nodes, their bytes), scanned block by block (no whole-column mask or copy)."""
     messages = nbytes = 0
@@ -333,12 +348,7 @@ def program_from_algorithm(
 
     # COMP costs, on the COMPs alone: the column is calloc'd, so without COMPs it costs no memory
     dur = np.zeros(n, dtype=np.int64)
-    comps = np.flatnonzero(kind == K_COMP)
-    if comps.size:
-        raw = np.empty(n, dtype=np.int64)
-        _gather(graphs, "duration", raw)
-        dur[comps] = comp_ns(raw[comps], size[comps], reduction_GBps)
-        del raw
+    _durations(graphs, offsets, size, reduction_GBps, dur)
     messages, nbytes = _sent(kind, size)
     return Program(
         n=n,
