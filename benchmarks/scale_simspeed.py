@@ -9,7 +9,9 @@ the codec's. Minutes and several GiB: not run by ``make bench`` or CI; run it al
 
 ``--base DIR``: a checkout of the code before (e.g. ``git archive bc01dcc | tar -x -C DIR`` with
 the built ``hub/_native/*.so`` copied in) measured in the same run; each row's ratio is then
-before / after on the same machine. Without it the ratio is against the figure recorded in
+before / after on the same machine. (The child puts a finder for ``hub`` ahead of the editable
+install's, which would otherwise map ``hub.*`` to this worktree whatever ``PYTHONPATH`` says, and
+checks which tree it imported.) Without it the ratio is against the figure recorded in
 ``BEFORE`` (this shared 2-core machine, Dec 2026, commit bc01dcc) and the note says so.
 
 Rows (the targets of the issues):
@@ -45,9 +47,23 @@ BEFORE: dict[str, tuple[float, float, int]] = {
 TARGETS: dict[str, tuple[float, float | None]] = {"ring": (10.0, None), "pat": (10.0, None), "ring4096": (30.0, 4096.0)}
 
 _CHILD = """
-import json, resource, sys, time
+import importlib.machinery, json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 row = sys.argv[1]
+tree = os.environ["SIMSPEED_TREE"]
+
+class _Tree:  # ahead of the editable install's finder, which would map hub.* to the worktree
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "hub":
+            return importlib.machinery.PathFinder.find_spec(name, [tree])
+        if name.startswith("hub."):
+            return importlib.machinery.PathFinder.find_spec(name, path)
+        return None
+
+sys.meta_path.insert(0, _Tree)
+import hub
+assert os.path.dirname(os.path.dirname(os.path.abspath(hub.__file__))) == os.path.abspath(tree), hub.__file__
 from hub.sim import simulate
 if row in ("ring", "pat"):
     from collhub_nccl import plan, schedule
@@ -84,7 +100,7 @@ class Row:
 
 def _child(row: str, tree: Path) -> dict[str, float]:
     """Run one row in a fresh interpreter on the code of ``tree``."""
-    env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{HERE}")
+    env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{HERE}", SIMSPEED_TREE=str(tree))
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, row, str(HERE)], env=env, capture_output=True, text=True, check=False
     )

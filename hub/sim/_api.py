@@ -19,7 +19,7 @@ from ._engine import EngineState, run_engine
 from ._layout import DelayFn
 from ._linkload import link_load_bound_ns
 from ._network import AwareNetwork, network_model
-from ._program import K_RECV, K_SEND, Program, program_from_algorithm
+from ._program import BLOCK, K_RECV, K_SEND, Program, program_from_algorithm
 from ._result import SimulationResult, lower_bound_ns
 
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
@@ -349,6 +349,11 @@ def _truncation_slack(prog: Program) -> int:
     if not prog.n:
         return 0
     kind, rank = prog.kind_array(), np.asarray(prog.rank)
-    sends = np.bincount(rank[kind == K_SEND], minlength=prog.ranks)
-    recvs = np.bincount(rank[kind == K_RECV], minlength=prog.ranks)
+    nr = max(prog.ranks, int(rank.max()) + 1)
+    sends = np.zeros(nr, dtype=np.int64)
+    recvs = np.zeros(nr, dtype=np.int64)
+    for lo in range(0, prog.n, BLOCK):  # blocked: no whole-column mask or gathered ranks
+        k, r = kind[lo : lo + BLOCK], rank[lo : lo + BLOCK]
+        sends += np.bincount(r[k == K_SEND], minlength=nr)
+        recvs += np.bincount(r[k == K_RECV], minlength=nr)
     return int(max(sends.max(initial=0), recvs.max(initial=0)))

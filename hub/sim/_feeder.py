@@ -440,31 +440,71 @@ def _child_order(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Each parent's children in the iteration order of its ``parent_map_child`` set (children
     inserted in file order into a fresh set), except lists of two: two keys in a fresh table
     always iterate newest first, and the layout writes those reversed (``_sim.layout``'s
-    ``swap2``), in its one pass over the edges. ``si`` itself when no list has three or more."""
-    n = sp.size - 1
+    ``swap2``), in its one pass over the edges. ``si`` itself when no list has three or more.
+
+    Vectorized per list length: every list of ``k`` children grows its table at the same inserts
+    (:func:`_fresh_growth`), so the lists of one length are rows of one matrix, reordered by
+    :func:`_rule_rows` at each rehash and at the end. :func:`_child_order_ref` (one
+    :class:`FreeSet` per list) is the reference the tests hold it to."""
     if _longest_list(sp) <= 2:  # blocked: no whole-node temporary in the common case
         return si
     cnt = np.diff(sp)
-    mid = (cnt > 2) & (cnt <= 13)  # 13 buckets after the first insert, and no growth up to 13 keys
-    big = np.flatnonzero(cnt > 13)
-    if not big.size and not mid.any():
-        return si
+    long_ = np.flatnonzero(cnt > 2)
     out = si.copy()
-    if mid.any():
-        e = np.flatnonzero(np.repeat(mid, cnt))  # their edges, by parent, children in file order
-        par = np.repeat(np.arange(n, dtype=np.int64), cnt)[e]
-        j = e - sp[par]
-        bkt = ids[si[e]] % 13
-        gk = par * 13 + bkt
-        srt = np.lexsort((j, gk))
-        start = np.ones(e.size, dtype=bool)
-        start[1:] = gk[srt][1:] != gk[srt][:-1]
-        grp = np.cumsum(start) - 1
-        opened = np.empty(e.size, dtype=np.int64)
-        opened[srt] = j[srt][start][grp]
-        order = np.lexsort((-j, -opened, par))
-        out[e] = si[e][order]
-    for p in big.tolist():  # big fan-out: the table grows while filling
+    lens = cnt[long_]
+    for k in np.unique(lens).tolist():
+        parents = long_[lens == k]
+        rehash, final = _fresh_growth(k)
+        step = max(1, BLOCK // k)  # rows per block: the block's temporaries stay small
+        for lo in range(0, parents.size, step):
+            edges = sp[parents[lo : lo + step], None] + np.arange(k, dtype=np.int64)[None, :]
+            kids = si[edges]
+            keys = ids[kids]
+            for at, buckets in rehash:  # the table grows before insert ``at``: its keys re-inserted
+                perm = _rule_rows(keys[:, :at], buckets)
+                keys[:, :at] = np.take_along_axis(keys[:, :at], perm, axis=1)
+                kids[:, :at] = np.take_along_axis(kids[:, :at], perm, axis=1)
+            out[edges] = np.take_along_axis(kids, _rule_rows(keys, final), axis=1)
+    return out
+
+
+def _fresh_growth(k: int) -> tuple[list[tuple[int, int]], int]:
+    """Inserting ``k`` distinct keys into a fresh table: the rehashes (insert index, bucket count
+    before it) and the final bucket count (:func:`insert_order`'s walk, keys aside)."""
+    rehash: list[tuple[int, int]] = []
+    buckets, next_resize = 1, 0
+    for i in range(k):
+        g = growth(i, buckets, next_resize)
+        if g is not None:
+            nb, next_resize = g
+            if nb != buckets:
+                if i:
+                    rehash.append((i, buckets))
+                buckets = nb
+    return rehash, buckets
+
+
+def _rule_rows(keys: np.ndarray, buckets: int) -> np.ndarray:
+    """:func:`_rule_idx` of every row of ``keys`` (uint64, distinct per row): per row the
+    positions in iteration order, groups by first use of their bucket, newest first; newest
+    first inside."""
+    m, k = keys.shape
+    idx = np.arange(k, dtype=np.int64)[None, :]
+    b = (keys % np.uint64(buckets)).astype(np.int64)
+    order = np.argsort(b * k + idx, axis=1)  # by bucket, then insertion
+    sb = np.take_along_axis(b, order, axis=1)
+    start = np.ones((m, k), dtype=bool)
+    start[:, 1:] = sb[:, 1:] != sb[:, :-1]
+    head = np.maximum.accumulate(np.where(start, idx, 0), axis=1)  # each sorted item's group start
+    opened = np.empty((m, k), dtype=np.int64)
+    np.put_along_axis(opened, order, np.take_along_axis(order, head, axis=1), axis=1)
+    return np.argsort(-(opened * k + idx), axis=1)
+
+
+def _child_order_ref(sp: np.ndarray, si: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """:func:`_child_order` one list at a time through :class:`FreeSet` (the tests' reference)."""
+    out = si.copy()
+    for p in np.flatnonzero(np.diff(sp) > 2).tolist():
         kids = si[sp[p] : sp[p + 1]]
         out[sp[p] : sp[p + 1]] = kids[FreeSet().order(ids[kids].tolist())]
     return out

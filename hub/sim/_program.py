@@ -170,6 +170,51 @@ def _gather(graphs: Sequence[Any], col: str, view: np.ndarray) -> np.ndarray:
     return view
 
 
+def _bound_sizes(graphs: Sequence[Any], per_chunk: int, view: np.ndarray) -> np.ndarray:
+    """The byte sizes of every rank graph bound at ``per_chunk`` bytes per chunk, into ``view``
+    (rank-major): Algorithm.bind's rule, every sized non-COLL node is ``count * per_chunk``. Rank
+    by rank (the temporaries stay in cache; no whole-column count copy), once per distinct triple
+    of (kind, count, size) arrays, which ranks of a generated schedule often share."""
+    done: dict[tuple[int, int, int], np.ndarray] = {}
+    coll = int(NodeType.COLL)
+    at = 0
+    for g in graphs:
+        key = (id(g.kind), id(g.count), id(g.size))  # the graphs hold the arrays: no id is reused meanwhile
+        row = done.get(key)
+        if row is None:
+            cnt = np.asarray(g.count, dtype=np.int64)
+            row = np.where((np.asarray(g.kind) != coll) & (cnt > 0), cnt * per_chunk, np.asarray(g.size, np.int64))
+            done[key] = row
+        view[at : at + row.size] = row
+        at += row.size
+    return view
+
+
+def _durations(
+    graphs: Sequence[Any], offsets: np.ndarray, size: np.ndarray, reduction_GBps: float | None, dur: np.ndarray
+) -> None:
+    """Write the COMPs' costs (:func:`comp_ns`) into ``dur`` rank by rank, at the COMPs alone (found
+    once per distinct ``kind`` array): no whole-column copy of the durations, no whole-column mask."""
+    comps: dict[int, np.ndarray] = {}
+    for g, off in zip(graphs, offsets[:-1].tolist(), strict=False):
+        pos = comps.get(id(g.kind))  # the graphs hold the arrays: no id is reused meanwhile
+        if pos is None:
+            pos = comps[id(g.kind)] = np.flatnonzero(np.asarray(g.kind) == K_COMP)
+        if pos.size:
+            at = pos + off
+            dur[at] = comp_ns(np.asarray(g.duration)[pos], size[at], reduction_GBps)
+
+
+def _sent(kind: np.ndarray, size: np.ndarray) -> tuple[int, int]:
+    """(SEND nodes, their bytes), scanned block by block (no whole-column mask or copy)."""
+    messages = nbytes = 0
+    for lo in range(0, kind.size, BLOCK):
+        s = kind[lo : lo + BLOCK] == K_SEND
+        messages += int(np.count_nonzero(s))
+        nbytes += int(np.sum(size[lo : lo + BLOCK], where=s))
+    return messages, nbytes
+
+
 #: nodes per block of the blocked column passes: their temporaries stay in cache and reuse the
 #: same pages, where whole-column temporaries (67M nodes: 67-536 MB each) are page faults
 BLOCK = 1 << 18
@@ -277,13 +322,10 @@ def program_from_algorithm(
     tag_a, tag = _column(n, "q")
     _gather(graphs, "tag", tag)
     size_a, size = _column(n, "q")
-    _gather(graphs, "size", size)
-    if per_chunk is not None:  # Algorithm.bind's rule: every sized non-COLL node is count * per_chunk
-        cnt = np.empty(n, dtype=np.int64)
-        _gather(graphs, "count", cnt)
-        sized = (kind != int(NodeType.COLL)) & (cnt > 0)
-        size[sized] = cnt[sized] * per_chunk
-        del cnt, sized
+    if per_chunk is None:
+        _gather(graphs, "size", size)
+    else:
+        _bound_sizes(graphs, per_chunk, size)
     ids_a, ids = _column(n, "q")
     _gather(graphs, "ids", ids)
     _check(kind, rank, peer, tag, size, ids, nr)
@@ -306,13 +348,8 @@ def program_from_algorithm(
 
     # COMP costs, on the COMPs alone: the column is calloc'd, so without COMPs it costs no memory
     dur = np.zeros(n, dtype=np.int64)
-    comps = np.flatnonzero(kind == K_COMP)
-    if comps.size:
-        raw = np.empty(n, dtype=np.int64)
-        _gather(graphs, "duration", raw)
-        dur[comps] = comp_ns(raw[comps], size[comps], reduction_GBps)
-        del raw
-    sends = kind == K_SEND
+    _durations(graphs, offsets, size, reduction_GBps, dur)
+    messages, nbytes = _sent(kind, size)
     return Program(
         n=n,
         ranks=nr,
@@ -327,8 +364,8 @@ def program_from_algorithm(
         indeg=indeg_a,
         local_id=ids_a,
         inst=np.zeros(n, dtype=np.int32),  # calloc'd: no memory until written (algorithms have none)
-        messages=int(np.count_nonzero(sends)),
-        bytes=int(size[sends].sum()),
+        messages=messages,
+        bytes=nbytes,
         dep_ptr=dep_ptr,
         dep_idx=dep_idx,
     )

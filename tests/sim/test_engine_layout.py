@@ -114,3 +114,42 @@ def test_closed_form_renumbering_equals_the_sorted_one(monkeypatch):
         assert perm.dtype == inv.dtype == np.int32
         assert perm.tolist() == want.tolist()
         assert inv[perm].tolist() == list(range(rank.size))
+
+
+def test_flattening_bound_on_the_fly_equals_flattening_the_bound_algorithm():
+    """program_from_algorithm(per_chunk=...) (sizes bound rank by rank, ranks sharing arrays
+    computed once) against Algorithm.bind's copy, node for node; messages and bytes alike."""
+    import numpy as np
+
+    from hub.algorithms import make
+    from hub.chakra import NodeType, chunk_bytes
+    from hub.sim._program import program_from_algorithm
+
+    for name, coll, ranks in (("ring", "allreduce", 6), ("double_binary_tree", "allreduce", 5)):
+        alg = make(name, coll, ranks)
+        nbytes = 3 * (1 << 20) + 7  # not a multiple of the chunks: the rounding up shows
+        fly = program_from_algorithm(alg, per_chunk=chunk_bytes(nbytes, alg.meta.reference_chunks))
+        bound = program_from_algorithm(alg.bind(nbytes))
+        assert np.array_equal(np.asarray(fly.size), np.asarray(bound.size)), name
+        assert (fly.messages, fly.bytes) == (bound.messages, bound.bytes), name
+        kinds = np.asarray(bound.kind)
+        assert fly.messages == int(np.count_nonzero(kinds == int(NodeType.SEND))) and fly.bytes > 0, name
+
+
+def test_comp_costs_land_on_the_comps_of_every_rank():
+    """The COMP costs written rank by rank equal comp_ns over the whole concatenated columns."""
+    import numpy as np
+
+    from hub.algorithms import make
+    from hub.chakra import NodeType
+    from hub.sim._program import comp_ns, program_from_algorithm
+
+    alg = make("ring", "allreduce", 5).bind(5 << 20)
+    for red in (None, 7.5):
+        prog = program_from_algorithm(alg, red)
+        kind = np.concatenate([g.kind for g in alg.graphs])
+        raw = np.concatenate([g.duration for g in alg.graphs])
+        comp = kind == int(NodeType.COMP)
+        assert comp.any()
+        want = np.where(comp, comp_ns(raw, np.asarray(prog.size), red), 0)
+        assert np.array_equal(np.asarray(prog.dur), want), red

@@ -71,6 +71,27 @@ def test_against_libstdcxx(unordered_set):
     assert got == expected
 
 
+def test_child_order_vectorized_equals_one_freeset_per_list():
+    """_child_order (lists of one length as matrix rows, reordered at each rehash) against
+    _child_order_ref (FreeSet, the rule test_against_libstdcxx holds to g++), across the growth
+    points 13 -> 29 -> 59 -> 127 and keys up to 2^64 - 1."""
+    from hub.sim._feeder import _child_order, _child_order_ref
+
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(rng.integers(1, 40))
+        cnt = rng.choice([0, 1, 2, 3, 4, 12, 13, 14, 28, 29, 30, 59, 60, 128, 300], size=n)
+        sp = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(cnt, out=sp[1:])
+        nn = int(sp[-1]) + 50
+        si = np.concatenate([np.zeros(0, np.int32)] + [np.sort(rng.choice(nn, size=c, replace=False)) for c in cnt])
+        si = si.astype(np.int32)
+        high = [nn, 1 << 40, 1 << 64][trial % 3]
+        ids = np.unique(rng.integers(0, high, size=2 * nn, dtype=np.uint64))[:nn]
+        ids = rng.permutation(ids) if ids.size == nn else np.arange(nn, dtype=np.uint64)
+        assert _child_order(sp, si, ids).tolist() == _child_order_ref(sp, si, ids).tolist(), trial
+
+
 def test_repeated_ids_are_found_as_np_unique_finds_them():
     from hub.sim._feeder import _has_repeats
 
