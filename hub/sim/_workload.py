@@ -76,6 +76,8 @@ class _Builder:
     acq: list[int] = field(default_factory=list)
     rel: list[int] = field(default_factory=list)
     edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
+    # more (parent, child) edges, a block at a time (n x 2 int64): their order does not matter
+    edge_blocks: list[np.ndarray] = field(default_factory=list)
     quorum: dict[int, int] = field(default_factory=dict)  # Program.quorum
     arm: dict[int, int] = field(default_factory=dict)  # Program.arm
     seq: dict[int, int] = field(default_factory=dict)  # Program.seq
@@ -87,6 +89,8 @@ class _Builder:
     nfeeders: int = 0
     succ_order: dict[int, list[int]] = field(default_factory=dict)  # parent -> children, feeder order
     orders: dict[tuple[int, int], tuple[list[int], dict[int, list[int]]]] = field(default_factory=dict)
+    # (algorithm, graph position, NPUs) -> the graph's engine nodes, made once (_Template)
+    templates: dict[tuple[int, int, tuple[int, ...]], _Template] = field(default_factory=dict)
 
     def add(
         self,
@@ -115,6 +119,70 @@ class _Builder:
         self.acq.append(a)
         self.rel.append(rl)
         return len(self.kind) - 1
+
+    def push(self, k: int, r: int, p: int, tag: int, sz: int, d: int, node_id: int, a: int, rl: int) -> int:
+        """:meth:`add` of a workload node (no instance, no feeder), positional: called per node."""
+        self.fkey.append(-1)
+        self.kind.append(k)
+        self.rank.append(r)
+        self.peer.append(p)
+        self.tagx.append(tag)
+        self.size.append(sz)
+        self.dur.append(d)
+        self.lid.append(node_id)
+        self.inst.append(0)
+        self.acq.append(a)
+        self.rel.append(rl)
+        return len(self.kind) - 1
+
+
+@dataclass(frozen=True)
+class _Template:
+    """One algorithm graph as engine nodes, the same for every instance of it (only the rank, the
+    instance number in the tags and ``inst``, the feeder and the base index differ): the columns
+    (tags without the instance), the graph's own edges, its roots and sinks (positions)."""
+
+    kind: list[int]
+    peer: list[int]
+    tag: np.ndarray
+    size: list[int]
+    dur: list[int]
+    ids: list[int]
+    zeros: list[int]
+    edges: np.ndarray  # (m, 2) positions: (parent, child)
+    roots: np.ndarray
+    sinks: np.ndarray
+
+
+def _template(graph: Any, npus: tuple[int, ...], reduction_GBps: float | None) -> _Template:
+    """The engine nodes of ``graph`` run by NPUs ``npus`` (algorithm rank k on ``npus[k]``): kinds
+    other than SEND/RECV/COMP are no-ops; a peer only on SEND/RECV, a duration only on COMP."""
+    n = len(graph)
+    gk = np.asarray(graph.kind, dtype=np.int64)
+    ek = np.where(np.isin(gk, (K_SEND, K_RECV, K_COMP)), gk, K_NOP)
+    comm = (ek == K_SEND) | (ek == K_RECV)
+    peer = np.full(n, -1, dtype=np.int64)
+    if comm.any():
+        peer[comm] = np.asarray(npus, dtype=np.int64)[np.asarray(graph.peer, dtype=np.int64)[comm]]
+    gd = np.asarray(comp_ns(graph.duration, graph.size, reduction_GBps), dtype=np.int64)
+    dur = np.where(ek == K_COMP, gd, 0) if n else np.zeros(0, dtype=np.int64)
+    ptr = np.asarray(graph.dep_ptr, dtype=np.int64)
+    parents = np.asarray(graph.dep_pos, dtype=np.int64)
+    child = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    has_succ = np.zeros(n, dtype=bool)
+    has_succ[parents] = True
+    return _Template(
+        kind=ek.tolist(),
+        peer=peer.tolist(),
+        tag=np.asarray(graph.tag, dtype=np.int64),
+        size=np.asarray(graph.size, dtype=np.int64).tolist(),
+        dur=dur.tolist(),
+        ids=np.asarray(graph.ids, dtype=np.int64).tolist(),
+        zeros=[0] * n,
+        edges=np.stack([parents, child], axis=1) if n else np.zeros((0, 2), dtype=np.int64),
+        roots=np.flatnonzero(np.diff(ptr) == 0),
+        sinks=np.flatnonzero(~has_succ),
+    )
 
 
 def program_from_workload(
@@ -180,30 +248,54 @@ def _add_rank(
     reduction_GBps: float | None,
 ) -> None:
     """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies."""
-    entry: dict[int, int] = {}  # workload node id -> engine node that starts it
-    exit_: dict[int, int] = {}  # workload node id -> engine node whose completion ends it
-    for node in nodes:
-        if node.id in entry:
-            raise SimulationError(f"workload rank {r}: node id {node.id} appears twice")
+    n = len(nodes)
+    entry = np.empty(n, dtype=np.int64)  # node position -> engine node that starts it
+    exit_ = np.empty(n, dtype=np.int64)  # node position -> engine node whose completion ends it
+    seen: set[int] = set()
+    comp, send, recv, coll = int(NodeType.COMP), int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COLL)
+    push = b.push
+    for i, node in enumerate(nodes):
+        nid = node.id
+        if nid in seen:
+            raise SimulationError(f"workload rank {r}: node id {nid} appears twice")
+        seen.add(nid)
         t = int(node.type)
-        if t == NodeType.COMP:
+        if t == comp:
             dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
             res = RES_CPU if node.is_cpu_op else RES_COMP
-            g = b.add(K_COMP, r, d=dm * 1000 if dm > 0 else 1, node_id=node.id, a=res, rl=res)
-            entry[node.id] = exit_[node.id] = g
-        elif t in (NodeType.SEND, NodeType.RECV):
-            entry[node.id] = exit_[node.id] = _add_p2p(b, r, node, nr)
-        elif t == NodeType.COLL:
+            entry[i] = exit_[i] = push(K_COMP, r, -1, 0, -1, dm * 1000 if dm > 0 else 1, nid, res, res)
+        elif t == send or t == recv:
+            entry[i] = exit_[i] = _add_p2p(b, r, node, nr)
+        elif t == coll:
             if node.is_cpu_op:
-                raise SimulationError(f"workload rank {r} node {node.id}: a COMM_COLL must have is_cpu_op = false")
-            entry[node.id], exit_[node.id] = _add_collective(b, r, node, served[(r, node.id)], reduction_GBps)
+                raise SimulationError(f"workload rank {r} node {nid}: a COMM_COLL must have is_cpu_op = false")
+            entry[i], exit_[i] = _add_collective(b, r, node, served[(r, nid)], reduction_GBps)
         else:  # METADATA and the rest: a zero-time no-op
-            entry[node.id] = exit_[node.id] = b.add(K_NOP, r, node_id=node.id)
-    for node in nodes:
-        for d in node.deps:
-            if d not in exit_:
-                raise SimulationError(f"workload rank {r} node {node.id}: dependency {d} is not a node of this rank")
-            b.edges.append((exit_[d], entry[node.id]))
+            entry[i] = exit_[i] = push(K_NOP, r, -1, 0, -1, 0, nid, 0, 0)
+    _add_deps(b, r, nodes, entry, exit_)
+
+
+def _add_deps(b: _Builder, r: int, nodes: list[WorkloadNode], entry: np.ndarray, exit_: np.ndarray) -> None:
+    """The edges of rank ``r``'s dependencies (exit of the dependency -> entry of the node), found
+    by binary search in the rank's ids (unique: checked by the caller); the first dependency on an
+    id the rank does not hold, in node then dependency order, is refused."""
+    deps = [node.deps for node in nodes]
+    counts = np.fromiter(map(len, deps), dtype=np.int64, count=len(nodes))
+    flat = np.fromiter((d for ds in deps for d in ds), dtype=np.int64, count=int(counts.sum()))
+    if not flat.size:
+        return
+    ids = np.fromiter((node.id for node in nodes), dtype=np.int64, count=len(nodes))
+    order = np.argsort(ids, kind="stable")
+    sids = ids[order]
+    at = np.minimum(np.searchsorted(sids, flat), sids.size - 1)
+    found = sids[at] == flat
+    child = np.repeat(np.arange(len(nodes), dtype=np.int64), counts)
+    if not found.all():
+        j = int(np.argmin(found))
+        raise SimulationError(
+            f"workload rank {r} node {nodes[int(child[j])].id}: dependency {int(flat[j])} is not a node of this rank"
+        )
+    b.edge_blocks.append(np.stack([exit_[order[at]], entry[child]], axis=1))
 
 
 def _add_p2p(b: _Builder, r: int, node: WorkloadNode, nr: int) -> int:
@@ -218,16 +310,8 @@ def _add_p2p(b: _Builder, r: int, node: WorkloadNode, nr: int) -> int:
     if not 0 <= other < nr or other == r:
         raise SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
     res = (RES_CPU if node.is_cpu_op else RES_COMM) if is_send else 0
-    return b.add(
-        K_SEND if is_send else K_RECV,
-        r,
-        p=other,
-        tag=int(node.comm_tag or 0),
-        sz=int(node.comm_size),
-        node_id=node.id,
-        a=res,
-        rl=res,
-    )
+    kind = K_SEND if is_send else K_RECV
+    return b.push(kind, r, other, int(node.comm_tag or 0), int(node.comm_size), 0, node.id, res, res)
 
 
 def _add_collective(
@@ -249,36 +333,29 @@ def _add_collective(
     b.nfeeders += 1
     s = b.add(K_START, r, node_id=node.id, instance=k, a=RES_COMM, fk=fk)
     graph = sv.alg.graphs[sv.graph_pos]
+    tkey = (id(sv.alg), sv.graph_pos, sv.npus)
+    t = b.templates.get(tkey)
+    if t is None:
+        t = b.templates[tkey] = _template(graph, sv.npus, reduction_GBps)
     base = len(b.kind)
-    gk, gp, gt, gs = graph.kind.tolist(), graph.peer.tolist(), graph.tag.tolist(), graph.size.tolist()
-    gd = comp_ns(graph.duration, graph.size, reduction_GBps).tolist()
-    gi = graph.ids.tolist()
-    npus = sv.npus
-    for pos in range(len(graph)):
-        kk = gk[pos]
-        ek = kk if kk in (K_SEND, K_RECV, K_COMP) else K_NOP
-        peer = npus[gp[pos]] if ek in (K_SEND, K_RECV) else -1
-        b.add(
-            ek,
-            r,
-            p=peer,
-            tag=gt[pos] + (k << 32),
-            sz=gs[pos],
-            d=gd[pos] if ek == K_COMP else 0,
-            node_id=gi[pos],
-            instance=k,
-            fk=fk,
-        )
-    has_succ = np.zeros(len(graph), dtype=bool)
-    ptr, dep = graph.dep_ptr.tolist(), graph.dep_pos.tolist()
-    for pos in range(len(graph)):
-        deps = dep[ptr[pos] : ptr[pos + 1]]
-        if not deps:
-            b.edges.append((s, base + pos))
-        for dpos in deps:
-            b.edges.append((base + dpos, base + pos))
-            has_succ[dpos] = True
+    n = len(t.kind)
+    b.kind.extend(t.kind)
+    b.rank.extend([r] * n)
+    b.peer.extend(t.peer)
+    b.tagx.extend((t.tag + (k << 32)).tolist())
+    b.size.extend(t.size)
+    b.dur.extend(t.dur)
+    b.lid.extend(t.ids)
+    b.inst.extend([k] * n)
+    b.acq.extend(t.zeros)
+    b.rel.extend(t.zeros)
+    b.fkey.extend([fk] * n)
     e = b.add(K_END, r, node_id=node.id, instance=k, rl=RES_COMM)
+    b.edge_blocks.append(t.edges + base)
+    b.edges.extend((s, base + x) for x in t.roots.tolist())
+    b.edges.extend((base + x, e) for x in t.sinks.tolist())
+    if not t.sinks.size:
+        b.edges.append((s, e))
     key = (id(sv.alg), sv.graph_pos)
     if key not in b.orders:
         b.orders[key] = feeder_orders(graph)
@@ -286,11 +363,6 @@ def _add_collective(
     b.succ_order[s] = [base + x for x in roots]
     for pos, children in kids.items():
         b.succ_order[base + pos] = [base + x for x in children]
-    sinks = np.flatnonzero(~has_succ).tolist() if len(graph) else []
-    for pos in sinks:
-        b.edges.append((base + pos, e))
-    if not sinks:
-        b.edges.append((s, e))
     return s, e
 
 
@@ -374,8 +446,8 @@ def _finish(b: _Builder, nr: int) -> Program:
     if (comm & (sarr < 0)).any():
         g = int(np.argmax(comm & (sarr < 0)))
         raise SimulationError(f"workload rank {b.rank[g]}: node {b.lid[g]} has no message size")
-    par = np.asarray([e[0] for e in b.edges], dtype=np.int64)
-    chi = np.asarray([e[1] for e in b.edges], dtype=np.int64)
+    pairs = np.concatenate([np.asarray(b.edges, dtype=np.int64).reshape(-1, 2), *b.edge_blocks])
+    par, chi = pairs[:, 0].copy(), pairs[:, 1].copy()
     indeg = np.bincount(chi, minlength=n) if chi.size else np.zeros(n, dtype=np.int64)
     order = np.lexsort((chi, par)) if par.size else np.zeros(0, dtype=np.int64)
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
