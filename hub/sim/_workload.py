@@ -88,7 +88,10 @@ class _Builder:
     fkey: list[int] = field(default_factory=list)  # Program.fkey
     nfeeders: int = 0
     succ_order: dict[int, list[int]] = field(default_factory=dict)  # parent -> children, feeder order
-    orders: dict[tuple[int, int], tuple[list[int], dict[int, list[int]]]] = field(default_factory=dict)
+    orders: dict[tuple[int, int], tuple[list[int], _Kids]] = field(default_factory=dict)
+    # more parent -> children in feeder order, a graph instance at a time: (parents, count of
+    # children per parent, the children one after another), engine indices
+    kid_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     # (algorithm, graph position, NPUs) -> the graph's engine nodes, made once (_Template)
     templates: dict[tuple[int, int, tuple[int, ...]], _Template] = field(default_factory=dict)
 
@@ -134,6 +137,16 @@ class _Builder:
         self.acq.append(a)
         self.rel.append(rl)
         return len(self.kind) - 1
+
+
+@dataclass(frozen=True)
+class _Kids:
+    """A graph's nodes with several children, each with its children in feeder order (positions):
+    ``parents``, ``counts`` (children per parent) and ``children`` (one parent's after another)."""
+
+    parents: np.ndarray
+    counts: np.ndarray
+    children: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -361,8 +374,8 @@ def _add_collective(
         b.orders[key] = feeder_orders(graph)
     roots, kids = b.orders[key]
     b.succ_order[s] = [base + x for x in roots]
-    for pos, children in kids.items():
-        b.succ_order[base + pos] = [base + x for x in children]
+    if kids.parents.size:
+        b.kid_blocks.append((kids.parents + base, kids.counts, kids.children + base))
     return s, e
 
 
@@ -457,7 +470,7 @@ def _finish(b: _Builder, nr: int) -> Program:
     fkey = None
     if b.nfeeders:  # (hub.sim._layout then writes lists of two reversed: the feeder's child-set order)
         fkey = b.fkey
-        succ_idx = _feeder_lists(succ_ptr, succ_idx, b.succ_order, np.asarray(b.fkey) < 0)
+        succ_idx = _feeder_lists(succ_ptr, succ_idx, b.succ_order, b.kid_blocks, np.asarray(b.fkey) < 0)
     sends = karr == K_SEND
     return Program(
         n=n,
@@ -487,7 +500,11 @@ def _finish(b: _Builder, nr: int) -> Program:
 
 
 def _feeder_lists(
-    succ_ptr: np.ndarray, succ_idx: np.ndarray, chosen: dict[int, list[int]], plain: np.ndarray
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+    chosen: dict[int, list[int]],
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    plain: np.ndarray,
 ) -> np.ndarray:
     """The successor lists as the engine reads them in a workload with custom collectives: a
     collective's START lists its roots, and each of its nodes its children, in their feeder's
@@ -498,6 +515,15 @@ def _feeder_lists(
         lo, hi = int(succ_ptr[parent]), int(succ_ptr[parent + 1])
         if hi - lo == len(children):
             out[lo:hi] = children
+    if blocks:  # (the same rule for the graphs' nodes, all at once)
+        parents = np.concatenate([p for p, _, _ in blocks])
+        counts = np.concatenate([c for _, c, _ in blocks])
+        children = np.concatenate([k for _, _, k in blocks])
+        lo = succ_ptr[parents]
+        fits = np.repeat(succ_ptr[parents + 1] - lo == counts, counts)
+        starts = np.cumsum(counts) - counts
+        at = np.repeat(lo - starts, counts) + np.arange(children.size)
+        out[at[fits]] = children[fits]
     two = np.flatnonzero((np.diff(succ_ptr) == 2) & plain)
     if two.size:
         first = succ_ptr[two]
@@ -505,7 +531,7 @@ def _feeder_lists(
     return out
 
 
-def feeder_orders(graph: Any) -> tuple[list[int], dict[int, list[int]]]:
+def feeder_orders(graph: Any) -> tuple[list[int], _Kids]:
     """One algorithm graph as its own feeder walks it (``hub.sim._feeder``, rule 3 of
     docs/simulator.md): the roots in the order they enter the dependency-free set (the hash
     order of every node id, file order inserted, ``_map_sequence``; two roots stored newest first, as the engine
@@ -526,7 +552,10 @@ def feeder_orders(graph: Any) -> tuple[list[int], dict[int, list[int]]]:
     indeg = np.bincount(child, minlength=n)
     sp, si, indeg = _dedup_edges(sp, si, n, indeg)
     si = _child_order(sp, si, ids)
-    kids = {p: si[sp[p] : sp[p + 1]].tolist() for p in np.flatnonzero(np.diff(sp) > 1).tolist()}
+    many = np.flatnonzero(np.diff(sp) > 1)
+    counts = (sp[many + 1] - sp[many]).astype(np.int64)
+    at = np.repeat(sp[many] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    kids = _Kids(many.astype(np.int64), counts, np.asarray(si, dtype=np.int64)[at])
     is_root = indeg == 0
     roots = np.flatnonzero(is_root)
     if roots.size > 1:
