@@ -123,21 +123,6 @@ class _Builder:
         self.rel.append(rl)
         return len(self.kind) - 1
 
-    def push(self, k: int, r: int, p: int, tag: int, sz: int, d: int, node_id: int, a: int, rl: int) -> int:
-        """:meth:`add` of a workload node (no instance, no feeder), positional: called per node."""
-        self.fkey.append(-1)
-        self.kind.append(k)
-        self.rank.append(r)
-        self.peer.append(p)
-        self.tagx.append(tag)
-        self.size.append(sz)
-        self.dur.append(d)
-        self.lid.append(node_id)
-        self.inst.append(0)
-        self.acq.append(a)
-        self.rel.append(rl)
-        return len(self.kind) - 1
-
 
 @dataclass(frozen=True)
 class _Kids:
@@ -260,32 +245,105 @@ def _add_rank(
     nr: int,
     reduction_GBps: float | None,
 ) -> None:
-    """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies."""
+    """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies.
+
+    The nodes between two COMM_COLLs (COMP, SEND, RECV, no-ops: one engine node each) are
+    appended as columns, a run at a time; the first bad node (:func:`_first_bad`) is refused
+    where the node-by-node walk would reach it, after the collectives before it."""
     n = len(nodes)
+    types = [int(node.type) for node in nodes]
+    cols = _simple_columns(r, nodes, types)
+    bad, err = _first_bad(r, nodes, types, nr)
     entry = np.empty(n, dtype=np.int64)  # node position -> engine node that starts it
     exit_ = np.empty(n, dtype=np.int64)  # node position -> engine node whose completion ends it
-    seen: set[int] = set()
-    comp, send, recv, coll = int(NodeType.COMP), int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COLL)
-    push = b.push
-    for i, node in enumerate(nodes):
-        nid = node.id
-        if nid in seen:
-            raise SimulationError(f"workload rank {r}: node id {nid} appears twice")
-        seen.add(nid)
-        t = int(node.type)
-        if t == comp:
-            dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
-            res = RES_CPU if node.is_cpu_op else RES_COMP
-            entry[i] = exit_[i] = push(K_COMP, r, -1, 0, -1, dm * 1000 if dm > 0 else 1, nid, res, res)
-        elif t == send or t == recv:
-            entry[i] = exit_[i] = _add_p2p(b, r, node, nr)
-        elif t == coll:
-            if node.is_cpu_op:
-                raise SimulationError(f"workload rank {r} node {nid}: a COMM_COLL must have is_cpu_op = false")
-            entry[i], exit_[i] = _add_collective(b, r, node, served[(r, nid)], reduction_GBps)
-        else:  # METADATA and the rest: a zero-time no-op
-            entry[i] = exit_[i] = push(K_NOP, r, -1, 0, -1, 0, nid, 0, 0)
+    coll = int(NodeType.COLL)
+    stops = [i for i, t in enumerate(types) if t == coll and i < bad] + [bad]
+    start = 0
+    for c in stops:
+        base = len(b.kind)
+        entry[start:c] = exit_[start:c] = np.arange(base, base + c - start)
+        _extend(b, r, cols, start, c)
+        if c == bad:
+            break
+        node = nodes[c]
+        entry[c], exit_[c] = _add_collective(b, r, node, served[(r, node.id)], reduction_GBps)
+        start = c + 1
+    if err is not None:
+        raise err
     _add_deps(b, r, nodes, entry, exit_)
+
+
+def _simple_columns(r: int, nodes: list[WorkloadNode], types: list[int]) -> list[list[int]]:
+    """Per node, as a COMP (µs x 1000, 0 -> 1 ns: comp_ns for one node without a size; the CPU
+    or GPU compute resource), SEND/RECV (peer, tag, size; a SEND holds the CPU or communication
+    resource) or no-op would be added: kind, peer, tag, size, duration, id, resource. A COMM_COLL's
+    row is never used; a bad node's values are checked by :func:`_first_bad` before use."""
+    comp, send, recv = int(NodeType.COMP), int(NodeType.SEND), int(NodeType.RECV)
+    kind = [K_COMP if t == comp else K_SEND if t == send else K_RECV if t == recv else K_NOP for t in types]
+    peer = [-1] * len(nodes)
+    tag = [0] * len(nodes)
+    size = [-1] * len(nodes)
+    dur = [0] * len(nodes)
+    res = [0] * len(nodes)
+    for i, t in enumerate(types):
+        if t == comp:
+            node = nodes[i]
+            dm = node.duration_micros
+            dur[i] = dm * 1000 if dm > 0 else 1
+            res[i] = RES_CPU if node.is_cpu_op else RES_COMP
+        elif t == send or t == recv:
+            node = nodes[i]
+            peer[i] = (node.comm_dst if t == send else node.comm_src) or 0
+            tag[i] = int(node.comm_tag or 0)
+            size[i] = int(node.comm_size or 0)
+            if t == send:
+                res[i] = RES_CPU if node.is_cpu_op else RES_COMM
+    return [kind, peer, tag, size, dur, [node.id for node in nodes], res]
+
+
+def _extend(b: _Builder, r: int, cols: list[list[int]], lo: int, hi: int) -> None:
+    """Rows ``lo:hi`` of :func:`_simple_columns` appended (workload nodes: no instance, no feeder)."""
+    if hi <= lo:
+        return
+    kind, peer, tag, size, dur, ids, res = cols
+    m = hi - lo
+    b.kind.extend(kind[lo:hi])
+    b.rank.extend([r] * m)
+    b.peer.extend(peer[lo:hi])
+    b.tagx.extend(tag[lo:hi])
+    b.size.extend(size[lo:hi])
+    b.dur.extend(dur[lo:hi])
+    b.lid.extend(ids[lo:hi])
+    b.inst.extend([0] * m)
+    b.acq.extend(res[lo:hi])
+    b.rel.extend(res[lo:hi])
+    b.fkey.extend([-1] * m)
+
+
+def _first_bad(r: int, nodes: list[WorkloadNode], types: list[int], nr: int) -> tuple[int, SimulationError | None]:
+    """The position of the first node the lowering refuses, and why: an id used before, a
+    SEND/RECV without its peer or size or with a peer that is not another rank, a COMM_COLL
+    with ``is_cpu_op``; (len(nodes), None) where none is."""
+    seen: set[int] = set()
+    send, recv, coll = int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COLL)
+    for i, node in enumerate(nodes):
+        if node.id in seen:
+            return i, SimulationError(f"workload rank {r}: node id {node.id} appears twice")
+        seen.add(node.id)
+        t = types[i]
+        if t == send or t == recv:
+            is_send = t == send
+            other = node.comm_dst if is_send else node.comm_src
+            if other is None or node.comm_size is None:
+                return i, SimulationError(
+                    f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
+                    f"{'comm_dst' if is_send else 'comm_src'}/comm_size"
+                )
+            if not 0 <= other < nr or other == r:
+                return i, SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
+        elif t == coll and node.is_cpu_op:
+            return i, SimulationError(f"workload rank {r} node {node.id}: a COMM_COLL must have is_cpu_op = false")
+    return len(nodes), None
 
 
 def _add_deps(b: _Builder, r: int, nodes: list[WorkloadNode], entry: np.ndarray, exit_: np.ndarray) -> None:
@@ -309,22 +367,6 @@ def _add_deps(b: _Builder, r: int, nodes: list[WorkloadNode], entry: np.ndarray,
             f"workload rank {r} node {nodes[int(child[j])].id}: dependency {int(flat[j])} is not a node of this rank"
         )
     b.edge_blocks.append(np.stack([exit_[order[at]], entry[child]], axis=1))
-
-
-def _add_p2p(b: _Builder, r: int, node: WorkloadNode, nr: int) -> int:
-    """A workload-level SEND (holds the NPU's communication resource until its data arrives) or RECV."""
-    is_send = node.type == NodeType.SEND
-    other = node.comm_dst if is_send else node.comm_src
-    if other is None or node.comm_size is None:
-        raise SimulationError(
-            f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
-            f"{'comm_dst' if is_send else 'comm_src'}/comm_size"
-        )
-    if not 0 <= other < nr or other == r:
-        raise SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
-    res = (RES_CPU if node.is_cpu_op else RES_COMM) if is_send else 0
-    kind = K_SEND if is_send else K_RECV
-    return b.push(kind, r, other, int(node.comm_tag or 0), int(node.comm_size), 0, node.id, res, res)
 
 
 def _add_collective(
