@@ -28,6 +28,7 @@ columns and the successor lists of the program).
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -207,11 +208,17 @@ def program_from_workload(
             f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
             hint="choose a topology with at least as many NPUs",
         )
-    served = _plan(wl, algorithm_for, native or {}, comm_groups)
-    b = _Builder()
-    for r, nodes in enumerate(wl.ranks):
-        _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
-    return _finish(b, wl.rank_count)
+    was = gc.isenabled()
+    gc.disable()  # (millions of lists and ints, no cycles: the collector's passes over the
+    try:  # workload's nodes cost a fifth of the lowering, 2.3 of 10 s CPU at 1.1M nodes)
+        served = _plan(wl, algorithm_for, native or {}, comm_groups)
+        b = _Builder()
+        for r, nodes in enumerate(wl.ranks):
+            _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
+        return _finish(b, wl.rank_count)
+    finally:
+        if was:
+            gc.enable()
 
 
 def _plan(

@@ -144,3 +144,19 @@ def test_bad_point_to_point_nodes_are_refused(node: WorkloadNode, text: str) -> 
     wl = Workload(ranks=[[_comp(1, []), node, _comp(1, [])], [_comp(1, [])]])
     with pytest.raises(SimulationError, match=text):
         program_from_workload(wl, algorithm_chooser(None), 2)
+
+
+def test_the_free_sets_grouping_rule_equals_its_sorted_statement() -> None:
+    """hub.sim._feeder._rule_idx (one pass over the buckets) against the rule as stated: groups by
+    first use of their bucket, newest first; newest first inside."""
+    from hub.sim._feeder import _rule_idx
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        buckets = int(rng.integers(1, 30))
+        seq = rng.choice(200, size=int(rng.integers(0, 40)), replace=False).tolist()
+        first: dict[int, int] = {}
+        for i, k in enumerate(seq):
+            first.setdefault(k % buckets, i)
+        want = sorted(range(len(seq)), key=lambda i: (-first[seq[i] % buckets], -i))
+        assert _rule_idx(seq, buckets) == want
