@@ -567,12 +567,12 @@ def _feeder_lists(
     if blocks:  # (the same rule for the graphs' nodes, all at once)
         parents = np.concatenate([p for p, _, _ in blocks])
         counts = np.concatenate([c for _, c, _ in blocks])
-        children = np.concatenate([k for _, _, k in blocks])
+        kids = np.concatenate([k for _, _, k in blocks])
         lo = succ_ptr[parents]
         fits = np.repeat(succ_ptr[parents + 1] - lo == counts, counts)
         starts = np.cumsum(counts) - counts
-        at = np.repeat(lo - starts, counts) + np.arange(children.size)
-        out[at[fits]] = children[fits]
+        at = np.repeat(lo - starts, counts) + np.arange(kids.size)
+        out[at[fits]] = kids[fits]
     two = np.flatnonzero((np.diff(succ_ptr) == 2) & plain)
     if two.size:
         first = succ_ptr[two]
