@@ -89,7 +89,7 @@ class _Builder:
     fkey: list[int] = field(default_factory=list)  # Program.fkey
     nfeeders: int = 0
     succ_order: dict[int, list[int]] = field(default_factory=dict)  # parent -> children, feeder order
-    orders: dict[tuple[int, int], tuple[list[int], _Kids]] = field(default_factory=dict)
+    orders: dict[tuple[tuple[str, bytes], ...], tuple[list[int], _Kids]] = field(default_factory=dict)
     # more parent -> children in feeder order, a graph instance at a time: (parents, count of
     # children per parent, the children one after another), engine indices
     kid_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
@@ -418,10 +418,13 @@ def _add_collective(
     b.edges.extend((base + x, e) for x in t.sinks.tolist())
     if not t.sinks.size:
         b.edges.append((s, e))
-    key = (id(sv.alg), sv.graph_pos)
-    if key not in b.orders:
-        b.orders[key] = feeder_orders(graph)
-    roots, kids = b.orders[key]
+    # (feeder_orders reads only the ids and the dependencies: graphs of one algorithm bound to
+    # other sizes share them, so the key is their bytes)
+    key = tuple((a.dtype.str, a.tobytes()) for a in (graph.ids, graph.dep_ptr, graph.dep_pos))
+    got = b.orders.get(key)
+    if got is None:
+        got = b.orders[key] = feeder_orders(graph)
+    roots, kids = got
     b.succ_order[s] = [base + x for x in roots]
     if kids.parents.size:
         b.kid_blocks.append((kids.parents + base, kids.counts, kids.children + base))
