@@ -320,10 +320,17 @@ def growth(count: int, buckets: int, next_resize: int) -> tuple[int, int] | None
 def _rule_idx(seq: Sequence[int], buckets: int) -> list[int]:
     """Iteration order (as indices into ``seq``) of ``seq`` inserted in order into an empty
     table of ``buckets``: groups by first use of their bucket, newest first; newest first inside."""
-    first: dict[int, int] = {}
+    groups: dict[int, list[int]] = {}  # bucket -> its indices; the dict keeps first-use order
     for i, k in enumerate(seq):
-        first.setdefault(k % buckets, i)
-    return sorted(range(len(seq)), key=lambda i: (-first[seq[i] % buckets], -i))
+        g = groups.get(k % buckets)
+        if g is None:
+            groups[k % buckets] = [i]
+        else:
+            g.append(i)
+    out: list[int] = []
+    for g in reversed(groups.values()):
+        out.extend(reversed(g))
+    return out
 
 
 def _rule(seq: Sequence[int], buckets: int) -> list[int]:

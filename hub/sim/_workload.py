@@ -28,6 +28,7 @@ columns and the successor lists of the program).
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,8 @@ class _Builder:
     acq: list[int] = field(default_factory=list)
     rel: list[int] = field(default_factory=list)
     edges: list[tuple[int, int]] = field(default_factory=list)  # (parent, child)
+    # more (parent, child) edges, a block at a time (n x 2 int64): their order does not matter
+    edge_blocks: list[np.ndarray] = field(default_factory=list)
     quorum: dict[int, int] = field(default_factory=dict)  # Program.quorum
     arm: dict[int, int] = field(default_factory=dict)  # Program.arm
     seq: dict[int, int] = field(default_factory=dict)  # Program.seq
@@ -86,7 +89,12 @@ class _Builder:
     fkey: list[int] = field(default_factory=list)  # Program.fkey
     nfeeders: int = 0
     succ_order: dict[int, list[int]] = field(default_factory=dict)  # parent -> children, feeder order
-    orders: dict[tuple[int, int], tuple[list[int], dict[int, list[int]]]] = field(default_factory=dict)
+    orders: dict[tuple[tuple[str, bytes], ...], tuple[list[int], _Kids]] = field(default_factory=dict)
+    # more parent -> children in feeder order, a graph instance at a time: (parents, count of
+    # children per parent, the children one after another), engine indices
+    kid_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    # (algorithm, graph position, NPUs) -> the graph's engine nodes, made once (_Template)
+    templates: dict[tuple[int, int, tuple[int, ...]], _Template] = field(default_factory=dict)
 
     def add(
         self,
@@ -117,6 +125,65 @@ class _Builder:
         return len(self.kind) - 1
 
 
+@dataclass(frozen=True)
+class _Kids:
+    """A graph's nodes with several children, each with its children in feeder order (positions):
+    ``parents``, ``counts`` (children per parent) and ``children`` (one parent's after another)."""
+
+    parents: np.ndarray
+    counts: np.ndarray
+    children: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Template:
+    """One algorithm graph as engine nodes, the same for every instance of it (only the rank, the
+    instance number in the tags and ``inst``, the feeder and the base index differ): the columns
+    (tags without the instance), the graph's own edges, its roots and sinks (positions)."""
+
+    kind: list[int]
+    peer: list[int]
+    tag: np.ndarray
+    size: list[int]
+    dur: list[int]
+    ids: list[int]
+    zeros: list[int]
+    edges: np.ndarray  # (m, 2) positions: (parent, child)
+    roots: np.ndarray
+    sinks: np.ndarray
+
+
+def _template(graph: Any, npus: tuple[int, ...], reduction_GBps: float | None) -> _Template:
+    """The engine nodes of ``graph`` run by NPUs ``npus`` (algorithm rank k on ``npus[k]``): kinds
+    other than SEND/RECV/COMP are no-ops; a peer only on SEND/RECV, a duration only on COMP."""
+    n = len(graph)
+    gk = np.asarray(graph.kind, dtype=np.int64)
+    ek = np.where(np.isin(gk, (K_SEND, K_RECV, K_COMP)), gk, K_NOP)
+    comm = (ek == K_SEND) | (ek == K_RECV)
+    peer = np.full(n, -1, dtype=np.int64)
+    if comm.any():
+        peer[comm] = np.asarray(npus, dtype=np.int64)[np.asarray(graph.peer, dtype=np.int64)[comm]]
+    gd = np.asarray(comp_ns(graph.duration, graph.size, reduction_GBps), dtype=np.int64)
+    dur = np.where(ek == K_COMP, gd, 0) if n else np.zeros(0, dtype=np.int64)
+    ptr = np.asarray(graph.dep_ptr, dtype=np.int64)
+    parents = np.asarray(graph.dep_pos, dtype=np.int64)
+    child = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    has_succ = np.zeros(n, dtype=bool)
+    has_succ[parents] = True
+    return _Template(
+        kind=ek.tolist(),
+        peer=peer.tolist(),
+        tag=np.asarray(graph.tag, dtype=np.int64),
+        size=np.asarray(graph.size, dtype=np.int64).tolist(),
+        dur=dur.tolist(),
+        ids=np.asarray(graph.ids, dtype=np.int64).tolist(),
+        zeros=[0] * n,
+        edges=np.stack([parents, child], axis=1) if n else np.zeros((0, 2), dtype=np.int64),
+        roots=np.flatnonzero(np.diff(ptr) == 0),
+        sinks=np.flatnonzero(~has_succ),
+    )
+
+
 def program_from_workload(
     wl: Workload,
     algorithm_for: Pick,
@@ -141,11 +208,17 @@ def program_from_workload(
             f"the workload has {wl.rank_count} ranks but the topology has only {npus} NPUs",
             hint="choose a topology with at least as many NPUs",
         )
-    served = _plan(wl, algorithm_for, native or {}, comm_groups)
-    b = _Builder()
-    for r, nodes in enumerate(wl.ranks):
-        _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
-    return _finish(b, wl.rank_count)
+    was = gc.isenabled()
+    gc.disable()  # (millions of lists and ints, no cycles: the collector's passes over the
+    try:  # workload's nodes cost a fifth of the lowering, 2.3 of 10 s CPU at 1.1M nodes)
+        served = _plan(wl, algorithm_for, native or {}, comm_groups)
+        b = _Builder()
+        for r, nodes in enumerate(wl.ranks):
+            _add_rank(b, r, nodes, served, wl.rank_count, reduction_GBps)
+        return _finish(b, wl.rank_count)
+    finally:
+        if was:
+            gc.enable()
 
 
 def _plan(
@@ -179,55 +252,128 @@ def _add_rank(
     nr: int,
     reduction_GBps: float | None,
 ) -> None:
-    """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies."""
-    entry: dict[int, int] = {}  # workload node id -> engine node that starts it
-    exit_: dict[int, int] = {}  # workload node id -> engine node whose completion ends it
-    for node in nodes:
-        if node.id in entry:
-            raise SimulationError(f"workload rank {r}: node id {node.id} appears twice")
-        t = int(node.type)
-        if t == NodeType.COMP:
-            dm = node.duration_micros  # comp_ns for one node without a size: µs x 1000, 0 -> 1 ns
-            res = RES_CPU if node.is_cpu_op else RES_COMP
-            g = b.add(K_COMP, r, d=dm * 1000 if dm > 0 else 1, node_id=node.id, a=res, rl=res)
-            entry[node.id] = exit_[node.id] = g
-        elif t in (NodeType.SEND, NodeType.RECV):
-            entry[node.id] = exit_[node.id] = _add_p2p(b, r, node, nr)
-        elif t == NodeType.COLL:
-            if node.is_cpu_op:
-                raise SimulationError(f"workload rank {r} node {node.id}: a COMM_COLL must have is_cpu_op = false")
-            entry[node.id], exit_[node.id] = _add_collective(b, r, node, served[(r, node.id)], reduction_GBps)
-        else:  # METADATA and the rest: a zero-time no-op
-            entry[node.id] = exit_[node.id] = b.add(K_NOP, r, node_id=node.id)
-    for node in nodes:
-        for d in node.deps:
-            if d not in exit_:
-                raise SimulationError(f"workload rank {r} node {node.id}: dependency {d} is not a node of this rank")
-            b.edges.append((exit_[d], entry[node.id]))
+    """Rank ``r``'s nodes (a COMM_COLL as START, its algorithm graph, END), then their dependencies.
+
+    The nodes between two COMM_COLLs (COMP, SEND, RECV, no-ops: one engine node each) are
+    appended as columns, a run at a time; the first bad node (:func:`_first_bad`) is refused
+    where the node-by-node walk would reach it, after the collectives before it."""
+    n = len(nodes)
+    types = [int(node.type) for node in nodes]
+    cols = _simple_columns(r, nodes, types)
+    bad, err = _first_bad(r, nodes, types, nr)
+    entry = np.empty(n, dtype=np.int64)  # node position -> engine node that starts it
+    exit_ = np.empty(n, dtype=np.int64)  # node position -> engine node whose completion ends it
+    coll = int(NodeType.COLL)
+    stops = [i for i, t in enumerate(types) if t == coll and i < bad] + [bad]
+    start = 0
+    for c in stops:
+        base = len(b.kind)
+        entry[start:c] = exit_[start:c] = np.arange(base, base + c - start)
+        _extend(b, r, cols, start, c)
+        if c == bad:
+            break
+        node = nodes[c]
+        entry[c], exit_[c] = _add_collective(b, r, node, served[(r, node.id)], reduction_GBps)
+        start = c + 1
+    if err is not None:
+        raise err
+    _add_deps(b, r, nodes, entry, exit_)
 
 
-def _add_p2p(b: _Builder, r: int, node: WorkloadNode, nr: int) -> int:
-    """A workload-level SEND (holds the NPU's communication resource until its data arrives) or RECV."""
-    is_send = node.type == NodeType.SEND
-    other = node.comm_dst if is_send else node.comm_src
-    if other is None or node.comm_size is None:
+def _simple_columns(r: int, nodes: list[WorkloadNode], types: list[int]) -> list[list[int]]:
+    """Per node, as a COMP (µs x 1000, 0 -> 1 ns: comp_ns for one node without a size; the CPU
+    or GPU compute resource), SEND/RECV (peer, tag, size; a SEND holds the CPU or communication
+    resource) or no-op would be added: kind, peer, tag, size, duration, id, resource. A COMM_COLL's
+    row is never used; a bad node's values are checked by :func:`_first_bad` before use."""
+    comp, send, recv = int(NodeType.COMP), int(NodeType.SEND), int(NodeType.RECV)
+    kind = [K_COMP if t == comp else K_SEND if t == send else K_RECV if t == recv else K_NOP for t in types]
+    peer = [-1] * len(nodes)
+    tag = [0] * len(nodes)
+    size = [-1] * len(nodes)
+    dur = [0] * len(nodes)
+    res = [0] * len(nodes)
+    for i, t in enumerate(types):
+        if t == comp:
+            node = nodes[i]
+            dm = node.duration_micros
+            dur[i] = dm * 1000 if dm > 0 else 1
+            res[i] = RES_CPU if node.is_cpu_op else RES_COMP
+        elif t == send or t == recv:
+            node = nodes[i]
+            peer[i] = (node.comm_dst if t == send else node.comm_src) or 0
+            tag[i] = int(node.comm_tag or 0)
+            size[i] = int(node.comm_size or 0)
+            if t == send:
+                res[i] = RES_CPU if node.is_cpu_op else RES_COMM
+    return [kind, peer, tag, size, dur, [node.id for node in nodes], res]
+
+
+def _extend(b: _Builder, r: int, cols: list[list[int]], lo: int, hi: int) -> None:
+    """Rows ``lo:hi`` of :func:`_simple_columns` appended (workload nodes: no instance, no feeder)."""
+    if hi <= lo:
+        return
+    kind, peer, tag, size, dur, ids, res = cols
+    m = hi - lo
+    b.kind.extend(kind[lo:hi])
+    b.rank.extend([r] * m)
+    b.peer.extend(peer[lo:hi])
+    b.tagx.extend(tag[lo:hi])
+    b.size.extend(size[lo:hi])
+    b.dur.extend(dur[lo:hi])
+    b.lid.extend(ids[lo:hi])
+    b.inst.extend([0] * m)
+    b.acq.extend(res[lo:hi])
+    b.rel.extend(res[lo:hi])
+    b.fkey.extend([-1] * m)
+
+
+def _first_bad(r: int, nodes: list[WorkloadNode], types: list[int], nr: int) -> tuple[int, SimulationError | None]:
+    """The position of the first node the lowering refuses, and why: an id used before, a
+    SEND/RECV without its peer or size or with a peer that is not another rank, a COMM_COLL
+    with ``is_cpu_op``; (len(nodes), None) where none is."""
+    seen: set[int] = set()
+    send, recv, coll = int(NodeType.SEND), int(NodeType.RECV), int(NodeType.COLL)
+    for i, node in enumerate(nodes):
+        if node.id in seen:
+            return i, SimulationError(f"workload rank {r}: node id {node.id} appears twice")
+        seen.add(node.id)
+        t = types[i]
+        if t == send or t == recv:
+            is_send = t == send
+            other = node.comm_dst if is_send else node.comm_src
+            if other is None or node.comm_size is None:
+                return i, SimulationError(
+                    f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
+                    f"{'comm_dst' if is_send else 'comm_src'}/comm_size"
+                )
+            if not 0 <= other < nr or other == r:
+                return i, SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
+        elif t == coll and node.is_cpu_op:
+            return i, SimulationError(f"workload rank {r} node {node.id}: a COMM_COLL must have is_cpu_op = false")
+    return len(nodes), None
+
+
+def _add_deps(b: _Builder, r: int, nodes: list[WorkloadNode], entry: np.ndarray, exit_: np.ndarray) -> None:
+    """The edges of rank ``r``'s dependencies (exit of the dependency -> entry of the node), found
+    by binary search in the rank's ids (unique: checked by the caller); the first dependency on an
+    id the rank does not hold, in node then dependency order, is refused."""
+    deps = [node.deps for node in nodes]
+    counts = np.fromiter(map(len, deps), dtype=np.int64, count=len(nodes))
+    flat = np.fromiter((d for ds in deps for d in ds), dtype=np.int64, count=int(counts.sum()))
+    if not flat.size:
+        return
+    ids = np.fromiter((node.id for node in nodes), dtype=np.int64, count=len(nodes))
+    order = np.argsort(ids, kind="stable")
+    sids = ids[order]
+    at = np.minimum(np.searchsorted(sids, flat), sids.size - 1)
+    found = sids[at] == flat
+    child = np.repeat(np.arange(len(nodes), dtype=np.int64), counts)
+    if not found.all():
+        j = int(np.argmin(found))
         raise SimulationError(
-            f"workload rank {r} node {node.id}: {'SEND' if is_send else 'RECV'} without "
-            f"{'comm_dst' if is_send else 'comm_src'}/comm_size"
+            f"workload rank {r} node {nodes[int(child[j])].id}: dependency {int(flat[j])} is not a node of this rank"
         )
-    if not 0 <= other < nr or other == r:
-        raise SimulationError(f"workload rank {r} node {node.id}: peer NPU {other} is not another rank")
-    res = (RES_CPU if node.is_cpu_op else RES_COMM) if is_send else 0
-    return b.add(
-        K_SEND if is_send else K_RECV,
-        r,
-        p=other,
-        tag=int(node.comm_tag or 0),
-        sz=int(node.comm_size),
-        node_id=node.id,
-        a=res,
-        rl=res,
-    )
+    b.edge_blocks.append(np.stack([exit_[order[at]], entry[child]], axis=1))
 
 
 def _add_collective(
@@ -249,48 +395,39 @@ def _add_collective(
     b.nfeeders += 1
     s = b.add(K_START, r, node_id=node.id, instance=k, a=RES_COMM, fk=fk)
     graph = sv.alg.graphs[sv.graph_pos]
+    tkey = (id(sv.alg), sv.graph_pos, sv.npus)
+    t = b.templates.get(tkey)
+    if t is None:
+        t = b.templates[tkey] = _template(graph, sv.npus, reduction_GBps)
     base = len(b.kind)
-    gk, gp, gt, gs = graph.kind.tolist(), graph.peer.tolist(), graph.tag.tolist(), graph.size.tolist()
-    gd = comp_ns(graph.duration, graph.size, reduction_GBps).tolist()
-    gi = graph.ids.tolist()
-    npus = sv.npus
-    for pos in range(len(graph)):
-        kk = gk[pos]
-        ek = kk if kk in (K_SEND, K_RECV, K_COMP) else K_NOP
-        peer = npus[gp[pos]] if ek in (K_SEND, K_RECV) else -1
-        b.add(
-            ek,
-            r,
-            p=peer,
-            tag=gt[pos] + (k << 32),
-            sz=gs[pos],
-            d=gd[pos] if ek == K_COMP else 0,
-            node_id=gi[pos],
-            instance=k,
-            fk=fk,
-        )
-    has_succ = np.zeros(len(graph), dtype=bool)
-    ptr, dep = graph.dep_ptr.tolist(), graph.dep_pos.tolist()
-    for pos in range(len(graph)):
-        deps = dep[ptr[pos] : ptr[pos + 1]]
-        if not deps:
-            b.edges.append((s, base + pos))
-        for dpos in deps:
-            b.edges.append((base + dpos, base + pos))
-            has_succ[dpos] = True
+    n = len(t.kind)
+    b.kind.extend(t.kind)
+    b.rank.extend([r] * n)
+    b.peer.extend(t.peer)
+    b.tagx.extend((t.tag + (k << 32)).tolist())
+    b.size.extend(t.size)
+    b.dur.extend(t.dur)
+    b.lid.extend(t.ids)
+    b.inst.extend([k] * n)
+    b.acq.extend(t.zeros)
+    b.rel.extend(t.zeros)
+    b.fkey.extend([fk] * n)
     e = b.add(K_END, r, node_id=node.id, instance=k, rl=RES_COMM)
-    key = (id(sv.alg), sv.graph_pos)
-    if key not in b.orders:
-        b.orders[key] = feeder_orders(graph)
-    roots, kids = b.orders[key]
-    b.succ_order[s] = [base + x for x in roots]
-    for pos, children in kids.items():
-        b.succ_order[base + pos] = [base + x for x in children]
-    sinks = np.flatnonzero(~has_succ).tolist() if len(graph) else []
-    for pos in sinks:
-        b.edges.append((base + pos, e))
-    if not sinks:
+    b.edge_blocks.append(t.edges + base)
+    b.edges.extend((s, base + x) for x in t.roots.tolist())
+    b.edges.extend((base + x, e) for x in t.sinks.tolist())
+    if not t.sinks.size:
         b.edges.append((s, e))
+    # (feeder_orders reads only the ids and the dependencies: graphs of one algorithm bound to
+    # other sizes share them, so the key is their bytes)
+    key = tuple((a.dtype.str, a.tobytes()) for a in (graph.ids, graph.dep_ptr, graph.dep_pos))
+    got = b.orders.get(key)
+    if got is None:
+        got = b.orders[key] = feeder_orders(graph)
+    roots, kids = got
+    b.succ_order[s] = [base + x for x in roots]
+    if kids.parents.size:
+        b.kid_blocks.append((kids.parents + base, kids.counts, kids.children + base))
     return s, e
 
 
@@ -374,8 +511,8 @@ def _finish(b: _Builder, nr: int) -> Program:
     if (comm & (sarr < 0)).any():
         g = int(np.argmax(comm & (sarr < 0)))
         raise SimulationError(f"workload rank {b.rank[g]}: node {b.lid[g]} has no message size")
-    par = np.asarray([e[0] for e in b.edges], dtype=np.int64)
-    chi = np.asarray([e[1] for e in b.edges], dtype=np.int64)
+    pairs = np.concatenate([np.asarray(b.edges, dtype=np.int64).reshape(-1, 2), *b.edge_blocks])
+    par, chi = pairs[:, 0].copy(), pairs[:, 1].copy()
     indeg = np.bincount(chi, minlength=n) if chi.size else np.zeros(n, dtype=np.int64)
     order = np.lexsort((chi, par)) if par.size else np.zeros(0, dtype=np.int64)
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -385,7 +522,7 @@ def _finish(b: _Builder, nr: int) -> Program:
     fkey = None
     if b.nfeeders:  # (hub.sim._layout then writes lists of two reversed: the feeder's child-set order)
         fkey = b.fkey
-        succ_idx = _feeder_lists(succ_ptr, succ_idx, b.succ_order, np.asarray(b.fkey) < 0)
+        succ_idx = _feeder_lists(succ_ptr, succ_idx, b.succ_order, b.kid_blocks, np.asarray(b.fkey) < 0)
     sends = karr == K_SEND
     return Program(
         n=n,
@@ -415,7 +552,11 @@ def _finish(b: _Builder, nr: int) -> Program:
 
 
 def _feeder_lists(
-    succ_ptr: np.ndarray, succ_idx: np.ndarray, chosen: dict[int, list[int]], plain: np.ndarray
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+    chosen: dict[int, list[int]],
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    plain: np.ndarray,
 ) -> np.ndarray:
     """The successor lists as the engine reads them in a workload with custom collectives: a
     collective's START lists its roots, and each of its nodes its children, in their feeder's
@@ -426,6 +567,15 @@ def _feeder_lists(
         lo, hi = int(succ_ptr[parent]), int(succ_ptr[parent + 1])
         if hi - lo == len(children):
             out[lo:hi] = children
+    if blocks:  # (the same rule for the graphs' nodes, all at once)
+        parents = np.concatenate([p for p, _, _ in blocks])
+        counts = np.concatenate([c for _, c, _ in blocks])
+        kids = np.concatenate([k for _, _, k in blocks])
+        lo = succ_ptr[parents]
+        fits = np.repeat(succ_ptr[parents + 1] - lo == counts, counts)
+        starts = np.cumsum(counts) - counts
+        at = np.repeat(lo - starts, counts) + np.arange(kids.size)
+        out[at[fits]] = kids[fits]
     two = np.flatnonzero((np.diff(succ_ptr) == 2) & plain)
     if two.size:
         first = succ_ptr[two]
@@ -433,7 +583,7 @@ def _feeder_lists(
     return out
 
 
-def feeder_orders(graph: Any) -> tuple[list[int], dict[int, list[int]]]:
+def feeder_orders(graph: Any) -> tuple[list[int], _Kids]:
     """One algorithm graph as its own feeder walks it (``hub.sim._feeder``, rule 3 of
     docs/simulator.md): the roots in the order they enter the dependency-free set (the hash
     order of every node id, file order inserted, ``_map_sequence``; two roots stored newest first, as the engine
@@ -454,7 +604,10 @@ def feeder_orders(graph: Any) -> tuple[list[int], dict[int, list[int]]]:
     indeg = np.bincount(child, minlength=n)
     sp, si, indeg = _dedup_edges(sp, si, n, indeg)
     si = _child_order(sp, si, ids)
-    kids = {p: si[sp[p] : sp[p + 1]].tolist() for p in np.flatnonzero(np.diff(sp) > 1).tolist()}
+    many = np.flatnonzero(np.diff(sp) > 1)
+    counts = (sp[many + 1] - sp[many]).astype(np.int64)
+    at = np.repeat(sp[many] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    kids = _Kids(many.astype(np.int64), counts, np.asarray(si, dtype=np.int64)[at])
     is_root = indeg == 0
     roots = np.flatnonzero(is_root)
     if roots.size > 1:
