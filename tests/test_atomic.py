@@ -135,7 +135,7 @@ def test_et_and_json_views(tmp_path: Path) -> None:
 def test_simulate_trace_and_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from hub.sim import simulate
-    from hub.sim._report import write_plot, write_trace
+    from hub.sim._views.trace import write_plot, write_trace
 
     res = simulate(ring("allreduce", 4).bind(1 << 16), "ring:4")
     assert _mode(write_trace(res, tmp_path / "t.json")) == 0o644

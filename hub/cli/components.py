@@ -152,7 +152,7 @@ def produce(
 
 def _grade(obj: Any, params: dict[str, Any], step: Callable[[str], None]) -> tuple[Any, Any] | None:
     """An algorithm made for a network, with its certified bound and simulated time in its
-    metadata (:mod:`hub.sim._grade`), and that grade; None for anything else."""
+    metadata (:mod:`hub.sim._bounds.grade`), and that grade; None for anything else."""
     from ..chakra import Algorithm
 
     if not isinstance(obj, Algorithm) or not ({"network", "topology"} & params.keys()):

@@ -8,7 +8,7 @@ consumer and one collective/rank count. Rules, in order:
    differ per size; the per-size files are kept (``Best.algorithm``, ``Segment.algorithms``).
 2. **Impossible rows never win.** A row whose time is below a lower bound the consumer reports
    (``time_over_bound`` < 1: the collective's bound on that network; ``time_over_link_bound`` < 1:
-   the algorithm's own link-load bound, hub/sim/_linkload.py; a time under the collective's bound
+   the algorithm's own link-load bound, hub/sim/_bounds/linkload.py; a time under the collective's bound
    by no more than ``bound_slack_ns``, what whole-ns truncation gains, is at the bound), or that
    carries a consumer warning saying so, is *set apart* (``Study.set_apart``, each with its
    reason) and does not compete, unless ``allow_below_bound`` is given: then it competes and its

@@ -15,12 +15,12 @@ from ..chakra import Algorithm, Collective, NodeType, Workload, check_algorithm,
 from ..errors import HubError, SimulationError, UsageError
 from ..topology import DimensionalTopology, Topology, load_topology
 from ..workload import Produce, algorithm_chooser
-from ._engine import EngineState, run_engine
-from ._layout import DelayFn
-from ._linkload import link_load_bound_ns
-from ._network import AwareNetwork, network_model
-from ._program import K_RECV, K_SEND, Program, program_from_algorithm
-from ._result import SimulationResult, lower_bound_ns
+from ._bounds.linkload import link_load_bound_ns
+from ._engine.layout import DelayFn
+from ._engine.loop import EngineState, run_engine
+from ._engine.network import AwareNetwork, network_model
+from ._engine.program import K_RECV, K_SEND, Program, program_from_algorithm
+from ._views.result import SimulationResult, lower_bound_ns
 
 __all__ = ["SimulateParams", "parse_size", "simulate", "simulate_consumer"]
 
@@ -155,11 +155,11 @@ def simulate(
         if obj.rank_count == 0:
             raise SimulationError("the workload has no ranks")
         # the workload layer (ASTRA-sim's native collectives, six modules) only for workloads
-        from ._workload import program_from_workload
+        from ._astrasim.workload import program_from_workload
 
         native: dict[Collective, Any] = {}
         if system is not None:
-            from ._system import serve_from_system
+            from ._astrasim.system import serve_from_system
 
             dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
             explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
@@ -207,11 +207,11 @@ def simulate(
         st = run_engine(prog, delay=delay, net=net)
     except SimulationError as exc:
         if isinstance(obj, Workload) and any(f" in {c.value}#" in exc.message for c in native):
-            from ._native import stuck_native  # (the stuck node is inside a native collective)
+            from ._astrasim.collectives import stuck_native  # (the stuck node is inside a native collective)
 
             raise stuck_native(exc) from None
         raise
-    from ._refusals import zero_time_events  # (ASTRA-sim's aborts: the drop-in's rule set)
+    from ._astrasim.refusals import zero_time_events  # (ASTRA-sim's aborts: the drop-in's rule set)
 
     # Where ASTRA-sim aborts, the drop-in (``collhub astra-sim``) and ``astrasim.bundle`` refuse; here
     # the model's time is still well defined (tiny messages on fast links), so it is given with the
@@ -233,7 +233,7 @@ def simulate(
     bound, formula = lower_bound_ns(topo, collective, S, ranks, root)
     term = "bandwidth" if bound is not None else None
     if collective is not None and S and topo.npus == ranks:
-        from ._certificate import certify  # the cut bound with its latency term (cached per network)
+        from ._bounds.certificate import certify  # the cut bound with its latency term (cached per network)
 
         cert = certify(topo, collective, S, ranks)
         if cert is not None:
@@ -243,7 +243,7 @@ def simulate(
     link_bound, busiest = (None, None) if skip else link_load_bound_ns(prog, topo)
     finish = list(st.rank_finish)
     if isinstance(obj, Workload):
-        from ._breakdown import workload_finish
+        from ._views.breakdown import workload_finish
 
         finish = workload_finish(prog, st)
     res = SimulationResult(
@@ -271,7 +271,7 @@ def simulate(
         _net=net,
     )
     if isinstance(obj, Workload):
-        from ._breakdown import rank_breakdown
+        from ._views.breakdown import rank_breakdown
 
         res.per_rank = rank_breakdown(res)
     return res
@@ -327,11 +327,11 @@ def simulate_consumer(obj: Algorithm | Workload, params: SimulateParams, ctx: An
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name or res.collective or "simulation") or "simulation"
     # the writers (and their track layout) only when asked: a plain run imports neither
     if params.trace:
-        from ._report import write_trace
+        from ._views.trace import write_trace
 
         artifacts["trace"] = str(write_trace(res, _fresh(workdir / f"{stem}.{res.mode}.trace.json")))
     if params.plot:
-        from ._report import write_plot
+        from ._views.trace import write_plot
 
         artifacts["plot"] = str(write_plot(res, _fresh(workdir / f"{stem}.{res.mode}.png")))
     return Result(

@@ -45,12 +45,12 @@ NOT_ON_WARM_HELP_PATH = (
 #: the workload codec, link-graph presets and network.yml, every other component's package, and
 #: numpy.ma (a plain np.unique imports it on first call)
 NOT_ON_SIMULATE_PATH = (
-    "hub.sim._workload",
-    "hub.sim._native",
-    "hub.sim._native_streams",
-    "hub.sim._report",
-    "hub.sim._timeline",
-    "hub.sim._tracks",
+    "hub.sim._astrasim.workload",
+    "hub.sim._astrasim.collectives",
+    "hub.sim._astrasim.streams",
+    "hub.sim._views.trace",
+    "hub.sim._views.timeline",
+    "hub.sim._views.tracks",
     "hub.chakra._json",
     "hub.chakra._summary",
     "hub.chakra._writer",
@@ -117,7 +117,7 @@ def test_consume_simulate_imports_the_engine_only(tmp_path: Path, mode: str) -> 
     p, modules = _modules_after(argv, tmp_path)
     # the command really simulated, through the compiled event loop
     assert json.loads(p.stdout)["metrics"]["mode"] == mode and json.loads(p.stdout)["metrics"]["time_ns"] > 0
-    assert "hub._native._sim" in modules and "hub.sim._engine" in modules and "hub.chakra._stream" in modules
+    assert "hub._native._sim" in modules and "hub.sim._engine.loop" in modules and "hub.chakra._stream" in modules
     imported = [m for m in NOT_ON_SIMULATE_PATH if m in modules]
     assert not imported, f"`collhub consume hub.simulate` imported {imported}"
 

@@ -2,7 +2,7 @@
 
 The oracle: ``../shared/data/astra-sim-oracle`` (3,769 cases recorded from
 ``AstraSim_Analytical_Congestion_{Aware,Unaware}``, astra-sim 518bd51; its README). Each case is
-replayed from inside its folder through the drop-in's library entry (``hub.sim._astrasim.run``,
+replayed from inside its folder through the drop-in's library entry (``hub.sim._astrasim.dropin.run``,
 in-process, batched per source and backend) and must print the recorded stdout: the same lines in
 the same order with the same numbers, and the same exit class (0 vs an abort). A run the binary
 died in (negative exit) printed only what its logger had flushed: there the two outputs must be
@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from hub.errors import HubError
-from hub.sim._astrasim import run
+from hub.sim._astrasim.dropin import run
 from tests.conftest import SHARED_DATA
 
 ORACLE = SHARED_DATA / "astra-sim-oracle"
@@ -183,7 +183,7 @@ def test_console_script_needs_neither_typer_nor_pydantic(cases: Path, tmp_path: 
     case = json.loads((cases / cid / "case.json").read_text())
     argv = [f"--backend={case['backend']}", *case["argv"], f"--logging-folder={tmp_path}"]
     code = (
-        "import sys; from hub.sim._astrasim import main; "
+        "import sys; from hub.sim._astrasim.dropin import main; "
         f"rc = main({argv!r}); "
         "top = {m.split('.')[0] for m in sys.modules}; "
         "print(sorted(top & {'typer', 'pydantic', 'click', 'rich'}), file=sys.stderr)"
@@ -193,7 +193,7 @@ def test_console_script_needs_neither_typer_nor_pydantic(cases: Path, tmp_path: 
 
 
 def test_flags_are_read_as_cxxopts_reads_them() -> None:
-    from hub.sim._astrasim import parse_args
+    from hub.sim._astrasim.dropin import parse_args
 
     inv = parse_args(
         ["--workload-configuration", "wl", "--system-configuration=s.json", "--typo=1", "-x", "--backend=aware"]
@@ -257,7 +257,7 @@ def test_custom_collectives_inside_workloads_follow_the_feeder(
     """The aware custom-collective cases once more, through the workload path (START, the
     instance's nodes with their own feeder's order, END), as a workload with other nodes runs
     them: the same lines as ASTRA-sim."""
-    import hub.sim._astrasim_run as dropin_run
+    import hub.sim._astrasim.dropin_run as dropin_run
 
     monkeypatch.setattr(dropin_run, "_one_collective", lambda *a: None)
     ids = [c["id"] for c in _index() if c["source"] == "fidelity" and c["backend"] == "aware" and c["exit_code"] == 0]

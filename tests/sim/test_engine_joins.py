@@ -13,8 +13,8 @@ import pytest
 
 from hub.chakra import AlgorithmMeta, Collective, RankGraphBuilder, build_algorithm
 from hub.errors import SimulationError
-from hub.sim._engine import run_engine
-from hub.sim._program import K_NOP, Program, program_from_algorithm
+from hub.sim._engine.loop import run_engine
+from hub.sim._engine.program import K_NOP, Program, program_from_algorithm
 
 
 def _program(x_us: int) -> tuple[Program, dict[str, int]]:

@@ -1,7 +1,7 @@
 """Engine internals that the fast walk relies on, checked against hand-computed timelines.
 
 The engine renumbers nodes position-major, keys messages by a dense channel id and keeps its
-per-node columns in its own order (hub/sim/_layout.py); these tests pin down the cases where that
+per-node columns in its own order (hub/sim/_engine/layout.py); these tests pin down the cases where that
 could go wrong: ranks of unequal length, per-node times mapped back to program order, zero-delay
 messages (equal-time events), and message keys too wide to pack into one int64.
 Default links: bw 50 GiB/s -> B' = 50 * 2^30 / 1e9 B/ns, latency 500 ns.
@@ -65,9 +65,9 @@ def test_zero_delay_message_runs_at_the_same_time(mode):
     assert res.time_ns == 1000 and res.astrasim_aborts is not None
     assert any(re.search(r"ASTRA-sim aborts: .* at t = 0", w) for w in res.warnings), res.warnings
     # the engine itself runs the zero-delay arrivals in the same instant
-    from hub.sim._engine import run_engine
-    from hub.sim._network import network_model
-    from hub.sim._program import program_from_algorithm
+    from hub.sim._engine.loop import run_engine
+    from hub.sim._engine.network import network_model
+    from hub.sim._engine.program import program_from_algorithm
     from hub.topology import load_topology
 
     delay, net = network_model(load_topology("ring:2@lat=0"), mode)
@@ -103,7 +103,7 @@ def test_closed_form_renumbering_equals_the_sorted_one(monkeypatch):
     its scattered inverse."""
     import numpy as np
 
-    from hub.sim import _layout
+    from hub.sim._engine import layout as _layout
 
     monkeypatch.setattr(_layout, "BLOCK", 3)
     for nranks, length in ((1, 1), (1, 5), (4, 1), (3, 7), (8, 4)):

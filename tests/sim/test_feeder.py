@@ -1,4 +1,4 @@
-"""The feeder's issue order: libstdc++ hash-set iteration order (hub/sim/_feeder.py).
+"""The feeder's issue order: libstdc++ hash-set iteration order (hub/sim/_engine/feeder.py).
 
 Expected orders come from g++'s own ``std::unordered_set<uint64_t>`` (compiled and run here when
 g++ is available), plus values recorded from it for machines without a compiler.
@@ -13,7 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from hub.sim._feeder import FreeSet, insert_order, insert_order_np, next_bucket_count
+from hub.sim._engine.feeder import FreeSet, insert_order, insert_order_np, next_bucket_count
 
 _CXX = r"""
 #include <unordered_set>
@@ -72,7 +72,7 @@ def test_against_libstdcxx(unordered_set):
 
 
 def test_repeated_ids_are_found_as_np_unique_finds_them():
-    from hub.sim._feeder import _has_repeats
+    from hub.sim._engine.feeder import _has_repeats
 
     rng = np.random.default_rng(7)
     for n in (0, 1, 2, 5, 100, 1000):
@@ -114,8 +114,8 @@ def _roots_with_a_free_node_at(alg, rank: int, pos: int):
 def test_ranks_like_rank_0_get_rank_0s_roots_and_others_their_own(change, monkeypatch):
     from hub.algorithms import make
     from hub.chakra import Algorithm
-    from hub.sim import _feeder
-    from hub.sim._program import program_from_algorithm
+    from hub.sim._engine import feeder as _feeder
+    from hub.sim._engine.program import program_from_algorithm
 
     alg = make("ring", "allreduce", 6).bind(1 << 20)
     if change == "ids":  # rank 3: the same length, other node ids
@@ -136,11 +136,11 @@ def test_ranks_like_rank_0_get_rank_0s_roots_and_others_their_own(change, monkey
 
 
 def test_blocked_scans_equal_whole_column_scans(monkeypatch):
-    """The blocked scans (hub.sim._program.BLOCK nodes at a time) answer as a whole-column scan,
+    """The blocked scans (hub.sim._engine.program.BLOCK nodes at a time) answer as a whole-column scan,
     at every block boundary."""
     import numpy as np
 
-    from hub.sim import _feeder, _program
+    from hub.sim._engine import feeder as _feeder, program as _program
 
     rng = np.random.default_rng(7)
     for block in (1, 2, 3, 5, 64):
@@ -194,8 +194,8 @@ def test_native_release_order_equals_the_callback(seed, monkeypatch):
     """The event loop's own order of releases that do not grow the free set (``rule_native`` in
     hub/_native/_sim.c) equals FreeSet's (the Python rule), node for node, and takes most releases
     off the callback."""
-    from hub.sim import _engine, _feeder
-    from hub.sim._program import program_from_algorithm
+    from hub.sim._engine import feeder as _feeder, loop as _engine
+    from hub.sim._engine.program import program_from_algorithm
 
     calls = [0]
     order = _feeder.FreeSet.order

@@ -1,5 +1,5 @@
 """hub.sim.grade: a produced algorithm against the certified bound of the network it was made for
-(the rules of hub/sim/_grade.py), and ``collhub produce`` / ``trace show`` printing it."""
+(the rules of hub/sim/_bounds/grade.py), and ``collhub produce`` / ``trace show`` printing it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from hub.algorithms import make
 from hub.chakra import read_algorithm, write_algorithm
-from hub.sim import _grade, grade, simulate, with_grade
+from hub.sim import grade, simulate, with_grade
+from hub.sim._bounds import grade as _grade
 
 COLLHUB = [sys.executable, "-m", "hub.cli"]
 MIB = 1 << 20

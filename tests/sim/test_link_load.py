@@ -1,4 +1,4 @@
-"""The link-load bound (hub/sim/_linkload.py): a ``channels: 2`` ring that sends both channels
+"""The link-load bound (hub/sim/_bounds/linkload.py): a ``channels: 2`` ring that sends both channels
 the same way round on ``ring:8`` puts 2(p-1)/p x S bytes on each link of one direction.
 
 Worked by hand, not by the code under test: all-reduce of S = 64 MiB on 8 ranks, each channel
@@ -66,8 +66,8 @@ def test_native_pair_count_equals_numpy(name: str, params: dict, ranks: int) -> 
     numpy path's pairs, sums (bit for bit) and link loads."""
     import numpy as np
 
-    from hub.sim._linkload import _pair_loads, _pair_loads_np, _route_loads
-    from hub.sim._program import program_from_algorithm
+    from hub.sim._bounds.linkload import _pair_loads, _pair_loads_np, _route_loads
+    from hub.sim._engine.program import program_from_algorithm
     from hub.topology import parse_topology
 
     alg = make(name, collective="allreduce", ranks=ranks, **params).bind(3 * S + 7)

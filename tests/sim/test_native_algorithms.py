@@ -19,7 +19,7 @@ import pytest
 from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNode, read_workload
 from hub.errors import SimulationError
 from hub.sim import simulate
-from hub.sim._native_dbt import tree
+from hub.sim._astrasim.double_binary_tree import tree
 from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
 from tests.workload.test_groups import _meta
 from tests.workload.test_inline import DLRM

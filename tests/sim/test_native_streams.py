@@ -1,4 +1,4 @@
-"""ASTRA-sim's native ring all-reduce as streams (hub.sim._native_streams): several active chunks
+"""ASTRA-sim's native ring all-reduce as streams (hub.sim._astrasim.streams): several active chunks
 per dimension queue, multi-dimensional networks, ``localBWAware``, workload-level SEND/RECV next
 to it, and dlrm8 with its NOTES.md set-up; every rank's finish against the real binaries.
 
@@ -20,7 +20,7 @@ import pytest
 from hub.chakra import COMM_TYPE_OF, Collective, NodeType, Workload, WorkloadNode, read_workload
 from hub.errors import SimulationError
 from hub.sim import simulate
-from hub.sim._native_streams import Phase, phase_schedule, stream_plan
+from hub.sim._astrasim.streams import Phase, phase_schedule, stream_plan
 from hub.topology import DimensionalTopology, load_topology
 from tests.sim.difftest import oracle_unavailable
 from tests.sim.test_native_ring import BASE, _real, _skewed
@@ -194,7 +194,7 @@ def test_localbwaware_phases_follow_the_source() -> None:
 
 
 def _sends(ph: Phase) -> list[int]:
-    from hub.sim._program import K_SEND
+    from hub.sim._engine.program import K_SEND
 
     return [op.size for op in phase_schedule(ph, 0, 1600)[0] if op.kind == K_SEND]
 

@@ -14,7 +14,7 @@ import pytest
 from hub.algorithms import direct, halving_doubling, ring
 from hub.chakra import Algorithm
 from hub.sim import simulate
-from hub.sim._report import trace_events, write_plot, write_trace
+from hub.sim._views.trace import trace_events, write_plot, write_trace
 from tests.conftest import SHARED_DATA
 
 

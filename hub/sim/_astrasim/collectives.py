@@ -9,10 +9,10 @@ same algorithms. With any ``preferred-dataset-splits`` (>= 1), ``endpoint-delay`
 aborts ASTRA-sim), ``local-mem-bw``, ``active-chunks-per-dimension`` (>= 1),
 ``scheduling-policy``, ``collective-optimization`` ``baseline`` or ``localBWAware``, in process
 groups, next to compute and next to workload-level SEND/RECV. The streams, phases and queues are
-``hub.sim._native_streams``; each phase's body is its algorithm's module (``_native_ring``,
-``_native_direct``, ``_native_hd``, ``_native_dbt``; shared rules in ``_native_ops``). The
+``hub.sim._astrasim.streams``; each phase's body is its algorithm's module (``ring``,
+``direct``, ``halving_doubling``, ``double_binary_tree``; shared rules in ``ops``). The
 rank's finish is its COMM_COLL's end, not the arrival of its last send
-(``hub.sim._breakdown.workload_finish``).
+(``hub.sim._views.breakdown.workload_finish``).
 
 Refused, naming the key, with the custom path as the way out (:func:`native_collectives`):
 a ``directN`` window of 0 (ASTRA-sim sends nothing), halving-doubling all-to-all (ASTRA-sim exits) or on a
@@ -35,9 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..chakra import Collective, NodeType, Workload
-from ..errors import SimulationError
-from ..workload import observed_members
+from ...chakra import Collective, NodeType, Workload
+from ...errors import SimulationError
+from ...workload import observed_members
 
 __all__ = ["NativeRing", "native_collectives", "stuck_native"]
 
@@ -67,7 +67,7 @@ _QUEUE_CAP = range(1, 2**31)  # a queue's slots: the engine's int32 counters
 class NativeRing:
     """The system.json settings a native collective depends on: its algorithm per dimension
     (``ring``, ``direct``, ``halvingDoubling`` or ``doubleBinaryTree``), and the network's NPUs
-    per dimension (``hub.sim._native_streams``)."""
+    per dimension (``hub.sim._astrasim.streams``)."""
 
     splits: int
     endpoint_delay: int
@@ -151,7 +151,7 @@ def native_collectives(
     """The collectives of ``wl`` that ``cfg`` serves natively and hub.simulate reproduces
     (collectives with a custom key, or in ``skip``, are not included); anything native it cannot
     reproduce raises :class:`SimulationError` naming the key."""
-    from ._system import has_custom
+    from .system import has_custom
 
     used = {n.collective for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL}
     out: dict[Collective, NativeRing] = {}

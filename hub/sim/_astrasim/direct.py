@@ -9,7 +9,7 @@ Rules (ASTRA-sim 518bd51), per chunk of ``c`` bytes on ``n`` NPUs, window ``p = 
 * **Packets**: ``p`` at stream start, then one per receipt (``p`` + sends in all). Packet ``j``
   goes to position ``pos + 1 + j mod (n-1)`` and posts its receive from ``pos - 1 - j mod (n-1)``.
   Each passes the bus (``endpoint-delay``); packets come in rounds of ``p`` bound for the memory
-  then ``p`` for the NPU (:func:`hub.sim._native_ops.round_flags`), and an NPU-bound one is then
+  then ``p`` for the NPU (:func:`hub.sim._astrasim.ops.round_flags`), and an NPU-bound one is then
   processed (a reduction of the message) in a reduce-scatter, and in an all-reduce's odd rounds.
   The processing is a second event, registered when the bus transfer ends.
 * **Send i** (packet ``i``, FIFO) is issued at the ``(i+1)``-th packet to finish (bus, and
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..chakra import Collective
-from ._native_ops import Op, Schedule, reduce_ns, round_flags
-from ._program import K_COMP, K_NOP, K_RECV, K_SEND
+from ...chakra import Collective
+from .._engine.program import K_COMP, K_NOP, K_RECV, K_SEND
+from .ops import Op, Schedule, reduce_ns, round_flags
 
 __all__ = ["direct_schedule"]
 

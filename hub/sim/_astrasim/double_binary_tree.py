@@ -21,8 +21,8 @@ ASTRA-sim runs this all-reduce pattern whichever collective names ``doubleBinary
 
 from __future__ import annotations
 
-from ._native_ops import Op, Schedule, processing, reduce_ns
-from ._program import K_COMP, K_RECV, K_SEND
+from .._engine.program import K_COMP, K_RECV, K_SEND
+from .ops import Op, Schedule, processing, reduce_ns
 
 __all__ = ["dbt_schedule", "tree"]
 

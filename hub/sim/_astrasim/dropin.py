@@ -17,7 +17,7 @@ same files the same way (paths relative to the working directory, also those ins
 3. for every rank left with operators in flight, in rank order, the ``HardwareResource``
    destructor's lines, then ``Exiting`` (``Sys::~Sys`` of the last system).
 
-Where the binaries abort (``hub.sim._refusals``), a non-zero exit and one line with the reason;
+Where the binaries abort (``hub.sim._astrasim.refusals``), a non-zero exit and one line with the reason;
 the start-up lines they print before aborting are printed too. The module imports neither typer
 nor pydantic (its console script starts in a fraction of ``collhub``'s time).
 """
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExitCode, FormatError, HubError, UsageError
+from ...errors import ExitCode, FormatError, HubError, UsageError
 
 __all__ = ["FLAGS", "AstraSimOutcome", "Invocation", "Outcome", "main", "parse_args", "run", "run_astra_sim"]
 
@@ -215,7 +215,7 @@ def run(argv: Sequence[str], *, backend: str | None = None, cwd: str | Path | No
     if v["rendezvous-protocol"].lower() not in ("false", "0"):
         raise UsageError("--rendezvous-protocol is not reproduced", hint="drop --rendezvous-protocol")
 
-    from ..topology import DimensionalTopology, load_topology
+    from ...topology import DimensionalTopology, load_topology
 
     topo = load_topology(_path(base, v["network-configuration"]))
     if not isinstance(topo, DimensionalTopology):
@@ -227,7 +227,7 @@ def run(argv: Sequence[str], *, backend: str | None = None, cwd: str | Path | No
     lines = _ring_lines(cfg, sizes)
     _logging_folder(_path(base, v["logging-folder"]))
 
-    from . import _refusals
+    from . import refusals as _refusals
 
     if mode == "aware":
         why = _refusals.aware_network((d.kind, d.npus) for d in topo.dims)
@@ -238,7 +238,7 @@ def run(argv: Sequence[str], *, backend: str | None = None, cwd: str | Path | No
     if why:
         return Outcome(lines, ExitCode.RUN_FAILED, why)
 
-    from ._astrasim_run import report_lines, run_workload
+    from .dropin_run import report_lines, run_workload
 
     sim = run_workload(wl, topo, mode, cfg, groups)
     why = _refusals.zero_time_events(sim.state.t0_events)
@@ -254,7 +254,7 @@ def _workload(prefix: Path, npus: int) -> Any:
     """The workload's ``<prefix>.<i>.et`` for every NPU (ASTRA-sim opens exactly one per NPU)."""
     import warnings
 
-    from ..chakra import read_workload
+    from ...chakra import read_workload
 
     missing = [i for i in range(npus) if not Path(f"{prefix}.{i}.et").is_file()]
     if missing:
@@ -329,5 +329,5 @@ Example: collhub astra-sim --backend aware --workload-configuration=workload/all
   --remote-memory-configuration=memory.json
 """
 
-if __name__ == "__main__":  # pragma: no cover - python -m hub.sim._astrasim
+if __name__ == "__main__":  # pragma: no cover - python -m hub.sim._astrasim.dropin
     raise SystemExit(main())

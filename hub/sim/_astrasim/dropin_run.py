@@ -1,4 +1,4 @@
-"""The drop-in's run (``hub.sim._astrasim``): a workload on hub.simulate's engine, and the lines
+"""The drop-in's run (``hub.sim._astrasim.dropin``): a workload on hub.simulate's engine, and the lines
 ASTRA-sim's workload layer prints for it.
 
 Per rank (``Workload::report``, ``Statistics``; astra-sim ``518bd51``): every issued workload
@@ -13,7 +13,7 @@ COMM_COLL from its issue to its end on that rank, a SEND, a RECV; a replayed BRO
   is filled from a map whose order is the reverse of insertion; both reversals cancel);
 * ``Total compute-communication overlap`` = GPU + COMM - wall, when positive;
 * a rank with operators other than GPU and COMM prints no statistics but ASTRA-sim's warning
-  (``hub.sim._refusals.overlap_types``).
+  (``hub.sim._astrasim.refusals.overlap_types``).
 
 Ranks finish in event order: the engine's completion sequence of their last operator.
 """
@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ..chakra import Algorithm, Collective, Workload
-from ..errors import SimulationError
-from ..workload import means_everyone
-from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START
+from ...chakra import Algorithm, Collective, Workload
+from ...errors import SimulationError
+from ...workload import means_everyone
+from .._engine.program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START
 
 __all__ = ["Sim", "report_lines", "run_workload"]
 
-_RES_COMP, _RES_COMM, _RES_CPU = 1, 2, 3  # as hub.sim._workload
+_RES_COMP, _RES_COMM, _RES_CPU = 1, 2, 3  # as hub.sim._astrasim.workload
 
 
 def _custom_pick(custom: Mapping[Collective, str]) -> Any:
@@ -51,7 +51,7 @@ def _custom_pick(custom: Mapping[Collective, str]) -> Any:
             )
         alg = cache.get(prefix)
         if alg is None:
-            from ..chakra import check_algorithm, read_algorithm
+            from ...chakra import check_algorithm, read_algorithm
 
             alg = read_algorithm(prefix)
             check_algorithm(alg, what=f"custom {coll.value} {prefix}")
@@ -68,10 +68,10 @@ def run_workload(
 ) -> Sim:
     """Simulate ``wl`` served as ``cfg`` (a system.json) says; ranks that never finish stay
     unfinished (``fin`` -1), as in ASTRA-sim."""
-    from ._engine import run_engine
-    from ._network import network_model
-    from ._system import serve_from_system
-    from ._workload import program_from_workload
+    from .._engine.loop import run_engine
+    from .._engine.network import network_model
+    from .system import serve_from_system
+    from .workload import program_from_workload
 
     sizes = tuple(d.npus for d in topo.dims)
     custom, native = serve_from_system(cfg, wl, len(sizes), frozenset(), dim_sizes=sizes)
@@ -79,7 +79,7 @@ def run_workload(
     delay, net = network_model(topo, mode)
     alg = _one_collective(wl, custom, pick, topo.npus)
     if alg is not None:
-        from ._program import program_from_algorithm
+        from .._engine.program import program_from_algorithm
 
         prog = program_from_algorithm(alg)
         st = run_engine(prog, delay=delay, net=net, order=True, stuck_ok=True)
@@ -92,8 +92,8 @@ def run_workload(
 def _one_collective(wl: Workload, custom: Mapping[Collective, str], pick: Any, npus: int) -> Algorithm | None:
     """The microbenchmark shape (one COMM_COLL per NPU, over every NPU, served by a custom ET
     with a graph per NPU): its algorithm, run as ASTRA-sim's walker runs it (feeder order,
-    ``hub.sim._feeder``); None for any other workload."""
-    from ..chakra import NodeType
+    ``hub.sim._engine.feeder``); None for any other workload."""
+    from ...chakra import NodeType
 
     first = wl.ranks[0][0] if wl.ranks and wl.ranks[0] else None
     if first is None or first.collective not in custom or len(wl.ranks) != npus:
@@ -216,7 +216,7 @@ def _type_order(node: np.ndarray, typ: np.ndarray, start: np.ndarray, issue_seq:
     present = sorted(set(typ.tolist()))
     if len(present) < 2:
         return present
-    from ._feeder import FreeSet
+    from .._engine.feeder import FreeSet
 
     # issue order: by time, then ASTRA-sim's ascending node id within one issue pass
     o = np.lexsort((node, start))
@@ -231,7 +231,7 @@ def _type_order(node: np.ndarray, typ: np.ndarray, start: np.ndarray, issue_seq:
 
 
 def _rank_block(r: int, ops: _Ops, sel: np.ndarray) -> list[str]:
-    from ._refusals import overlap_types
+    from .refusals import overlap_types
 
     end = ops.end[sel]
     t = int(end.max())
@@ -298,8 +298,8 @@ def _group_rings(
 ) -> list[tuple[int, list[str]]]:
     """``CommunicatorGroup::get_collective_plan``: an NPU's first collective of a type in a group
     smaller than the network logs its ring (declared member order)."""
-    from ..chakra import NodeType
-    from ..workload import declared_groups
+    from ...chakra import NodeType
+    from ...workload import declared_groups
 
     named = [n for nodes in wl.ranks for n in nodes if n.type == NodeType.COLL and not means_everyone(n.pg_name)]
     if not named:

@@ -12,14 +12,14 @@ Per chunk of ``c`` bytes on ``n = 2^L`` NPUs, packet k (sends = ``stream_count``
 
 The partner at distance ``d`` is ``pos + d`` when ``(pos // d)`` is even, else ``pos - d``.
 Packets come in rounds of one bound for the memory and ``L-1`` for the NPU
-(:func:`hub.sim._native_ops.round_flags`): in an all-reduce only the first round's are reduced,
+(:func:`hub.sim._astrasim.ops.round_flags`): in an all-reduce only the first round's are reduced,
 so the receipt that ends the reduce-scatter half is not.
 """
 
 from __future__ import annotations
 
-from ..chakra import Collective
-from ._native_ops import Packet, Schedule, chain, round_flags
+from ...chakra import Collective
+from .ops import Packet, Schedule, chain, round_flags
 
 __all__ = ["hd_schedule"]
 

@@ -1,12 +1,12 @@
 """What one rank does in one phase of a stream of an ASTRA-sim native collective, as data.
 
-A native algorithm's schedule (``_native_ring``, ``_native_hd``, ``_native_direct``,
-``_native_dbt``) is a pure function of the settings, the collective the phase runs, the number
+A native algorithm's schedule (``ring``, ``halving_doubling``, ``direct``,
+``double_binary_tree``) is a pure function of the settings, the collective the phase runs, the number
 of NPUs it runs over (a network dimension, or a process group), the rank's position among them
 and the phase's bytes (in the modules: "chunk", ``c``, ``n``); it returns a :data:`Schedule`: a
 small DAG of :class:`Op` (bus transfers and reductions as timed COMPs, SENDs, RECVs, joins) and
-the op whose completion ends the phase (ASTRA-sim's ``exit()``). ``hub.sim._native_streams``
-says which phases a stream has; ``hub.sim._workload`` turns them into program nodes.
+the op whose completion ends the phase (ASTRA-sim's ``exit()``). ``hub.sim._astrasim.streams``
+says which phases a stream has; ``hub.sim._astrasim.workload`` turns them into program nodes.
 
 Rules shared by every algorithm (ASTRA-sim 518bd51, ``PacketBundle``/``MemBus`` without
 ``model-shared-bus``):
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._program import K_COMP, K_NOP, K_RECV, K_SEND
+from .._engine.program import K_COMP, K_NOP, K_RECV, K_SEND
 
 __all__ = ["Op", "Packet", "Schedule", "chain", "processing", "reduce_ns", "round_flags"]
 
@@ -36,7 +36,7 @@ class Op:
     """One engine node of a chunk: ``peer`` is a position in the group; ``deps`` index ops of the
     same chunk (empty: the chunk's start). ``need`` > 0 makes it a quorum join: released by the
     ``need``-th of ``deps`` to finish, in event order; ``arm`` (an op index) gates it: released by
-    the first such completion at which ``arm`` has finished too (``hub.sim._program.Program.arm``);
+    the first such completion at which ``arm`` has finished too (``hub.sim._engine.program.Program.arm``);
     ``seq`` = w > 0 makes a no-op a sequencer: the k-th of its ``deps`` to finish releases the k-th
     w of the ops that depend on it (in op order; ``Program.seq``)."""
 

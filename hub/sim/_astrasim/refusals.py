@@ -1,5 +1,5 @@
 """What ASTRA-sim's analytical binaries cannot run: one rule set for ``hub.simulate`` and the
-drop-in ``collhub astra-sim`` (``hub.sim._astrasim``).
+drop-in ``collhub astra-sim`` (``hub.sim._astrasim.dropin``).
 
 Each rule names the upstream place that stops the real program (astra-sim ``518bd51``, network
 backend ``e8c5119``); a rule returns the one-line reason, or None when the input passes it.
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..chakra import NodeType, Workload
+from ...chakra import NodeType, Workload
 
 __all__ = ["OVERLAP_TYPES", "aware_network", "overlap_types", "workload_node_types", "zero_time_events"]
 

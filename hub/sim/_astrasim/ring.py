@@ -11,14 +11,14 @@ Per chunk of ``c`` bytes on ``n`` NPUs (sends = ``stream_count``, message = ``ms
 | all-to-all | ``n(n-1)/2`` | ``c // n`` | none |
 
 Packets come in rounds of one bound for the memory and ``n-1`` for the NPU
-(:func:`hub.sim._native_ops.round_flags`); one more packet than sends is inserted (the first at
+(:func:`hub.sim._astrasim.ops.round_flags`); one more packet than sends is inserted (the first at
 stream start, then one per receipt), and the stream ends when the last one has passed the bus.
 """
 
 from __future__ import annotations
 
-from ..chakra import Collective
-from ._native_ops import Packet, Schedule, chain, round_flags
+from ...chakra import Collective
+from .ops import Packet, Schedule, chain, round_flags
 
 __all__ = ["ring_schedule"]
 

@@ -29,8 +29,8 @@ Rules, read in ASTRA-sim 518bd51 (``Sys::generate_collective``, ``Sys::determine
   leaves its own in the same tick; the waiting stream it makes room for starts first, then the
   stream's next phase (if its queue has room). The engine holds a queue slot from a phase's
   first op to the op that ends it (a resource class with k slots).
-* **A phase's body** is its algorithm's schedule over the dimension's NPUs (``_native_ring``,
-  ``_native_direct``, ``_native_hd``, ``_native_dbt``, shared rules in ``_native_ops``), at the
+* **A phase's body** is its algorithm's schedule over the dimension's NPUs (``ring``,
+  ``direct``, ``halving_doubling``, ``double_binary_tree``, shared rules in ``ops``), at the
   NPU's position: its coordinate in the dimension (reversed for an anticlockwise ring or direct).
   A double binary tree alternates its two trees per dimension, counted over every phase of the
   collective kind the NPU generated before (``DoubleBinaryTreeTopology::get_topology``).
@@ -43,7 +43,7 @@ Rules, read in ASTRA-sim 518bd51 (``Sys::generate_collective``, ``Sys::determine
   NPU count.
 
 Everything here is per rank and static: :func:`stream_plan` gives the chunk count and the phases,
-:func:`phase_schedule` a phase's ops; ``hub.sim._workload`` turns them into engine nodes.
+:func:`phase_schedule` a phase's ops; ``hub.sim._astrasim.workload`` turns them into engine nodes.
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..chakra import Collective
-from ._native_dbt import dbt_schedule
-from ._native_direct import direct_schedule
-from ._native_hd import hd_schedule
-from ._native_ops import Schedule
-from ._native_ring import ring_schedule
+from ...chakra import Collective
+from .direct import direct_schedule
+from .double_binary_tree import dbt_schedule
+from .halving_doubling import hd_schedule
+from .ops import Schedule
+from .ring import ring_schedule
 
 __all__ = ["QUEUE_CLASS", "Phase", "StreamPlan", "chunking", "dimension_members", "phase_schedule", "stream_plan"]
 

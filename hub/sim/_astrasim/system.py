@@ -3,9 +3,9 @@
 ASTRA-sim picks, per workload COMM_COLL node: the ``per-node-custom-implementation`` entry, else
 the collective's ``*-implementation-custom`` key (one ET prefix), else the native per-dimension
 list (``*-implementation``: ``ring``, ``direct``, ``halvingDoubling``, ...). hub.simulate
-reproduces the custom path exactly, and of the native implementations those ``hub.sim._native``
+reproduces the custom path exactly, and of the native implementations those ``hub.sim._astrasim.collectives``
 lists (ring for every collective, direct, halvingDoubling, doubleBinaryTree; on 1-D and
-multi-dimensional networks, ``hub.sim._native_streams``: chunks, phases, per-dimension queues,
+multi-dimensional networks, ``hub.sim._astrasim.streams``: chunks, phases, per-dimension queues,
 ``endpoint-delay`` and ``local-mem-bw`` costs); a system.json that would run any other native
 implementation is refused, naming the key.
 """
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..chakra import Collective, NodeType, Workload
-from ..errors import FormatError, SimulationError
+from ...chakra import Collective, NodeType, Workload
+from ...errors import FormatError, SimulationError
 
 __all__ = ["algorithms_from_system", "has_custom", "load_system", "serve_from_system"]
 
@@ -35,7 +35,7 @@ def load_system(system: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any],
     """``(settings, directory the ET prefixes are relative to)``."""
     if isinstance(system, Mapping):
         return dict(system), Path.cwd()
-    from ..inputs import read_input
+    from ...inputs import read_input
 
     path = Path(system)
     try:  # a fifo or a silent pipe cannot block (hub.inputs); a system.json is a few hundred bytes
@@ -63,10 +63,10 @@ def serve_from_system(
     dim_sizes: tuple[int, ...] | None = None,
 ) -> tuple[dict[Collective, str], dict[Collective, Any]]:
     """``(custom, native)``: collective -> ET prefix of its custom implementation, and collective
-    -> the native implementation hub.simulate reproduces (``hub.sim._native``); any other native
+    -> the native implementation hub.simulate reproduces (``hub.sim._astrasim.collectives``); any other native
     implementation the workload would use is refused. Collectives in ``explicit`` are served by
     the caller's ``algorithm_for``; ``dim_sizes``: the network's NPUs per dimension."""
-    from ._native import native_collectives
+    from .collectives import native_collectives
 
     cfg, _base = load_system(system)
     native = native_collectives(cfg, wl, dims, explicit, dim_sizes=dim_sizes)

@@ -6,7 +6,7 @@ ASTRA-sim's resource rules apply to workload nodes only: per NPU one in-flight G
 in-flight GPU SEND-or-COLL (held from START to END, or until a SEND's data arrives) and one CPU
 op; RECVs are unlimited; nodes inside a custom collective are never throttled. The engine issues
 ready workload nodes per NPU in ascending node id (ASTRA-sim's ``Workload::issue_dep_free_nodes``),
-also those a collective's END frees. A native collective (``hub.sim._native_streams``) becomes
+also those a collective's END frees. A native collective (``hub.sim._astrasim.streams``) becomes
 its streams' phases, each its algorithm's schedule; a phase holds a slot of its dimension's
 queue (resource class ``QUEUE_CLASS + dim``, ``active-chunks-per-dimension`` slots) from its
 first op to the op that ends it, and a process group runs its members in declared order.
@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from ..chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
-from ..errors import SimulationError
-from ..workload import Pick, means_everyone
-from ._native import NativeRing
-from ._native_streams import QUEUE_CLASS, phase_schedule, stream_plan
-from ._program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
+from ...chakra import Algorithm, Collective, NodeType, Workload, WorkloadNode
+from ...errors import SimulationError
+from ...workload import Pick, means_everyone
+from .._engine.program import K_COMP, K_END, K_NOP, K_RECV, K_SEND, K_START, Program, _to_array, comp_ns
+from .collectives import NativeRing
+from .streams import QUEUE_CLASS, phase_schedule, stream_plan
 
 __all__ = ["program_from_workload"]
 
@@ -127,7 +127,7 @@ def program_from_workload(
 ) -> Program:
     """Flatten ``wl``; ``algorithm_for(collective, comm_size, ranks)`` returns a bound algorithm
     (or None for a BROADCAST replayed as its ``duration_micros``, like ASTRA-sim); ``native``:
-    collectives served by ASTRA-sim's native implementation instead (``hub.sim._native``);
+    collectives served by ASTRA-sim's native implementation instead (``hub.sim._astrasim.collectives``);
     ``comm_groups``: process groups declared outside the workload (ASTRA-sim's
     ``--comm-group-configuration``: name -> NPUs in declared order).
 
@@ -155,7 +155,7 @@ def _plan(
     comm_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[tuple[int, int], _Served]:
     """(rank, COMM_COLL id) -> how it is served, for every collective instance of ``wl``."""
-    from ..workload import plan_collectives
+    from ...workload import plan_collectives
 
     def choose(coll: Collective, size: int, ranks: int) -> Algorithm | None:
         return None if coll in native else pick(coll, size, ranks)
@@ -297,8 +297,8 @@ def _add_collective(
 def _add_native(
     b: _Builder, r: int, node: WorkloadNode, coll: Collective, sv: _Served, involved: list[bool] | None
 ) -> tuple[int, int]:
-    """ASTRA-sim's native collective on rank ``r`` (``hub.sim._native_streams``): per stream and
-    phase, the phase's algorithm schedule (``hub.sim._native_ops``) whose first op takes a slot of
+    """ASTRA-sim's native collective on rank ``r`` (``hub.sim._astrasim.streams``): per stream and
+    phase, the phase's algorithm schedule (``hub.sim._astrasim.ops``) whose first op takes a slot of
     the phase's dimension queue (a zero-time gate when the schedule starts with several) and
     whose ending op frees it and starts the stream's next phase. END waits for every stream's
     last phase."""
@@ -347,7 +347,7 @@ def _add_native(
                 b.edges.extend((base + j, base + i) for j in op.deps or ())
                 if not op.deps:
                     b.edges.append((last, base + i))
-                if op.need or op.arm >= 0:  # (counted joins: hub.sim._native_direct)
+                if op.need or op.arm >= 0:  # (counted joins: hub.sim._astrasim.direct)
                     b.quorum[base + i] = op.need or len(op.deps)
                 if op.arm >= 0:
                     b.edges.append((base + op.arm, base + i))
@@ -383,7 +383,7 @@ def _finish(b: _Builder, nr: int) -> Program:
         np.cumsum(np.bincount(par, minlength=n), out=succ_ptr[1:])
     succ_idx = chi[order] if chi.size else chi
     fkey = None
-    if b.nfeeders:  # (hub.sim._layout then writes lists of two reversed: the feeder's child-set order)
+    if b.nfeeders:  # (hub.sim._engine.layout then writes lists of two reversed: the feeder's child-set order)
         fkey = b.fkey
         succ_idx = _feeder_lists(succ_ptr, succ_idx, b.succ_order, np.asarray(b.fkey) < 0)
     sends = karr == K_SEND
@@ -434,12 +434,12 @@ def _feeder_lists(
 
 
 def feeder_orders(graph: Any) -> tuple[list[int], dict[int, list[int]]]:
-    """One algorithm graph as its own feeder walks it (``hub.sim._feeder``, rule 3 of
+    """One algorithm graph as its own feeder walks it (``hub.sim._engine.feeder``, rule 3 of
     docs/simulator.md): the roots in the order they enter the dependency-free set (the hash
     order of every node id, file order inserted, ``_map_sequence``; two roots stored newest first, as the engine
     reverses lists of two), and per node with several children its children in child-set order
     (lists of two in file order: reversed by the layout)."""
-    from ._feeder import _child_order, _dedup_edges, _map_sequence, insert_order_np
+    from .._engine.feeder import _child_order, _dedup_edges, _map_sequence, insert_order_np
 
     n = len(graph)
     ids = np.asarray(graph.ids, dtype=np.int64).astype(np.uint64)

@@ -7,7 +7,7 @@ path from GPU ``u`` to GPU ``v``, switches allowed; ``B_out(u)`` = bandwidth out
 ====  ==============================================  ===================================================
 term  expression                                      why
 ====  ==============================================  ===================================================
-bw    ``(M/N)·x*`` (AG), ``(M/N)·x*_rev`` (RS)         the cut bound (:mod:`._cut`), ForestColl's optimum
+bw    ``(M/N)·x*`` (AG), ``(M/N)·x*_rev`` (RS)         the cut bound (:mod:`hub.sim._bounds.cut`), ForestColl's optimum
 bw    AR: ``max(2(N−1)M/ΣB_in, 2(N−1)M/ΣB_out,         a byte of an all-reduce needs 2(N−1) one-way GPU-to-
       M/min B_in, M/min B_out)``                       GPU transmissions (directed gossip); each GPU gets
                                                        and gives ``M`` of information
@@ -48,10 +48,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..chakra import Collective
-from ..errors import HubError
-from ..topology import LinkGraph, Topology, bytes_per_ns
-from ._cut import CutOptimum, colour_classes, cut_optimum
+from ...chakra import Collective
+from ...errors import HubError
+from ...topology import LinkGraph, Topology, bytes_per_ns
+from .cut import CutOptimum, colour_classes, cut_optimum
 
 __all__ = ["CACHE_SIZE", "SHARE", "Certificate", "NetworkFacts", "certify", "network_facts"]
 
@@ -112,7 +112,7 @@ def _key(topo: Topology) -> object:
 def network_facts(topology: Topology | str) -> NetworkFacts:
     """The network-only part of every certificate on ``topology`` (a topology or its string; cached)."""
     if isinstance(topology, str):
-        from ..topology import load_topology
+        from ...topology import load_topology
 
         topology = load_topology(topology)
     key = _key(topology)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import gcd, lcm
 
-from ..topology import LinkGraph
+from ...topology import LinkGraph
 
 __all__ = ["CutOptimum", "VERIFY_ALL", "cut_optimum", "integer_bandwidths"]
 

@@ -7,7 +7,7 @@ synthesizers need no code of their own for it):
   network (forest's alias; TACCL's ``topology`` is a TACCL profile, which does not load, so an
   algorithm made from one is not graded). Neither: no grade.
 * **Size:** the algorithm's own (bound) size, else the producer's ``size``. Neither: no grade.
-* **Bound:** the certificate of :mod:`._certificate` (cut bound and latency term, for all-gather,
+* **Bound:** the certificate of :mod:`hub.sim._bounds.certificate` (cut bound and latency term, for all-gather,
   reduce-scatter and all-reduce), else the ingress bound of :func:`~hub.sim.lower_bound_ns`, exactly
   as ``hub.simulate`` reports it. A collective or rank set with neither: no grade.
 * **Time:** ``hub.simulate`` in its consumer's default mode (``auto``: congestion-aware wherever
@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..chakra import Algorithm, NodeType
-from ..errors import HubError
+from ...chakra import Algorithm, NodeType
+from ...errors import HubError
 
 __all__ = ["BOUND_KEYS", "GRADE_MESSAGES", "Grade", "grade", "with_grade"]
 
@@ -92,7 +92,7 @@ class Grade:
 
 def _network_of(params: Mapping[str, Any]) -> Any:
     """The collhub topology the producer was told (see the module docstring), else None."""
-    from ..topology import load_topology
+    from ...topology import load_topology
 
     for key in ("network", "topology"):
         spec = params.get(key)
@@ -111,7 +111,7 @@ def _size_of(alg: Algorithm, params: Mapping[str, Any]) -> int | None:
     raw = params.get("size")
     if raw is None or isinstance(raw, bool):
         return None
-    from ._api import parse_size
+    from .._simulate import parse_size
 
     try:
         size = parse_size(raw)
@@ -126,9 +126,9 @@ def grade(alg: Algorithm, params: Mapping[str, Any]) -> Grade | None:
     size = _size_of(alg, params)
     if topo is None or size is None or alg.ranks != topo.npus:
         return None
-    from ._api import simulate
-    from ._certificate import certify
-    from ._result import lower_bound_ns
+    from .._simulate import simulate
+    from .._views.result import lower_bound_ns
+    from .certificate import certify
 
     net = topo.to_string()
     messages = sum(int((g.kind == NodeType.SEND).sum()) for g in alg.graphs)

@@ -34,10 +34,10 @@ import itertools
 
 import numpy as np
 
-from ..chakra import NodeType
-from ..errors import HubError
-from ..topology import LinkGraph, Topology, bytes_per_ns
-from ._program import Program, factorize
+from ...chakra import NodeType
+from ...errors import HubError
+from ...topology import LinkGraph, Topology, bytes_per_ns
+from .._engine.program import Program, factorize
 
 __all__ = ["PAIRS_PER_RANK", "link_load_bound_ns"]
 
@@ -109,7 +109,7 @@ def _pair_loads(prog: Program) -> Pairs | None:
     """Per distinct (src, dst) pair of SENDs, ascending: src, dst, bytes (float64, summed in node
     order) and messages (float64); one C pass over the nodes (``_sim.pair_loads``). Falls back to
     :func:`_pair_loads_np` where the pair table would be large or the columns are not int32."""
-    from .._native import load_sim
+    from ..._native import load_sim
 
     kinds = prog.kind_array()
     npus = prog.ranks

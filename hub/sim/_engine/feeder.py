@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import SimulationError
-from ._program import BLOCK
+from ...errors import SimulationError
+from .program import BLOCK
 
 if TYPE_CHECKING:
-    from ._program import Program
+    from .program import Program
 
 __all__ = ["FreeSet", "feeder_program", "growth", "insert_order", "insert_order_np", "next_bucket_count"]
 

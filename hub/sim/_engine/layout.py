@@ -6,7 +6,7 @@ works on the same positions of every rank, which rank-major numbering scatters a
 (one cache miss per column per node). The layout renumbers nodes position-major (engine node
 ``e`` = position ``p`` of rank ``r`` in (p, r) order), so the nodes of one step sit together.
 Successor lists are in the order of the feeder's child sets and the initially ready nodes in
-its issue order (ranks ascending), both from :mod:`._feeder`; the renumbering changes no
+its issue order (ranks ascending), both from :mod:`hub.sim._engine.feeder`; the renumbering changes no
 result; results are mapped back with :meth:`Layout.to_program`.
 
 One virtual node is appended (engine node ``n``, a zero-time no-op): the start of the walk. Its
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ._feeder import feeder_program
-from ._program import BLOCK, K_SEND, Program, channels
+from .feeder import feeder_program
+from .program import BLOCK, K_SEND, Program, channels
 
 __all__ = ["DelayFn", "Layout", "channel_pairs", "layout"]
 
@@ -154,7 +154,7 @@ def _channel_delays(prog: Program, chan_first: np.ndarray, delay: DelayFn | None
 def layout(prog: Program, delay: DelayFn | None = None) -> Layout:
     """Lay ``prog`` out for the engine (``delay``: the unaware model's delay in ns of messages
     (src, dst, size), arrays in, or None)."""
-    from .._native import load_sim
+    from ..._native import load_sim
 
     if prog.succ_ptr is None:
         raise RuntimeError("this program was run already (the engine consumes its dependencies); build it again")

@@ -11,18 +11,18 @@ than it has predecessors (``Program.quorum``: the k-th to finish, in event order
 may be gated (``Program.arm``: released by the first counted completion after its arming
 predecessor has finished); a sequencer (``Program.seq``) releases its successors a group at a
 time, one group per predecessor to finish, in event order. ASTRA-sim's native ``direct`` needs
-them (``_native_direct``).
+them (``hub.sim._astrasim.direct``).
 
 Time is an integer number of ns. Events run in (time, scheduling order), as in ASTRA-sim's event
 queue (a FIFO list per distinct time). The nodes one completion releases are issued in the order
-of the Chakra feeder's hash set (:mod:`._feeder`); the roots rank by rank, each in its feeder's
+of the Chakra feeder's hash set (:mod:`hub.sim._engine.feeder`); the roots rank by rank, each in its feeder's
 order.
 
-Structure: this module prepares the tables (:mod:`._layout`: position-major node order, dense
+Structure: this module prepares the tables (:mod:`hub.sim._engine.layout`: position-major node order, dense
 message channels, per-channel unaware delays, sizes and routes, one route per NPU pair) and hands
 them to the event loop, the C extension ``hub._native._sim`` (the only implementation of the
 walk; a pure-Python walk made 1024-rank rings take 10-20 s). The loop calls back into
-:class:`~hub.sim._feeder.FreeSet` for the one rare rule that needs libstdc++'s hash order (three or
+:class:`~hub.sim._engine.feeder.FreeSet` for the one rare rule that needs libstdc++'s hash order (three or
 more nodes released by one completion), so that rule has a single implementation too. Failed
 runs come back with the loop's leftover queues and are explained here (:func:`_diagnose`).
 """
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SimulationError
-from ._feeder import FreeSet
-from ._layout import DelayFn, Layout, channel_pairs, layout
-from ._network import AwareNetwork
-from ._program import K_END, K_SEND, K_START, Program, factorize
+from ...errors import SimulationError
+from .feeder import FreeSet
+from .layout import DelayFn, Layout, channel_pairs, layout
+from .network import AwareNetwork
+from .program import K_END, K_SEND, K_START, Program, factorize
 
 __all__ = ["EngineState", "run_engine"]
 
@@ -140,7 +140,7 @@ def run_engine(
     unmatched messages, unless ``stuck_ok`` (then never-completed nodes keep ``fin`` -1, as ASTRA-sim
     leaves such ranks unfinished); ``order``: also keep each node's place in the completion sequence
     (``EngineState.order``: what ASTRA-sim prints in, among equal times)."""
-    from .._native import load_sim
+    from ..._native import load_sim
 
     _sim = load_sim()  # the compiled event loop (built by setup.py)
 

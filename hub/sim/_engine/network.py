@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SimulationError
-from ..topology import DimensionalTopology, LinkGraph, Topology, bytes_per_ns
+from ...errors import SimulationError
+from ...topology import DimensionalTopology, LinkGraph, Topology, bytes_per_ns
 
 __all__ = ["AwareNetwork", "network_model", "unaware_delays"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .._native import load_sim
-from ..chakra import Algorithm, NodeType
-from ..errors import SimulationError
+from ..._native import load_sim
+from ...chakra import Algorithm, NodeType
+from ...errors import SimulationError
 
 __all__ = [
     "K_COMP",

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ._program import K_COMP, K_END, K_RECV, K_SEND, K_START
+from .._engine.program import K_COMP, K_END, K_RECV, K_SEND, K_START
 
 __all__ = ["rank_breakdown", "workload_finish"]
 
-_RES_COMP, _RES_COMM, _RES_CPU = 1, 2, 3  # as hub.sim._workload
+_RES_COMP, _RES_COMM, _RES_CPU = 1, 2, 3  # as hub.sim._astrasim.workload
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -45,7 +45,7 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> int:
 def workload_finish(prog: Any, st: Any) -> list[int]:
     """Per rank, when its last workload node completed (ASTRA-sim's ``sys[i] finished``): a
     collective counts until its END, so a native collective's last send still in flight (its
-    stream has ended, ``hub.sim._native``) does not; for custom and inlined collectives END
+    stream has ended, ``hub.sim._astrasim.collectives``) does not; for custom and inlined collectives END
     already waits for every node, so this is the completion of the rank's last node."""
     kind = prog.kind_array()
     rank = np.frombuffer(prog.rank, dtype=np.int32)

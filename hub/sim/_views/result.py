@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._bandwidth import algbw_GBps, busbw_factor
-from ..chakra import Collective
-from ..topology import Topology, bytes_per_ns
+from ..._bandwidth import algbw_GBps, busbw_factor
+from ...chakra import Collective
+from ...topology import Topology, bytes_per_ns
 
 __all__ = ["SimulationResult", "lower_bound_ns"]
 
@@ -62,21 +62,21 @@ class SimulationResult:
     links: list[dict[str, Any]] = field(default_factory=list)
     bound_ns: float | None = None
     bound_formula: str | None = None
-    #: what binds in the bound: bandwidth, latency or both (hub/sim/_certificate.py)
+    #: what binds in the bound: bandwidth, latency or both (hub/sim/_bounds/certificate.py)
     bound_term: str | None = None
     #: what whole-ns truncation can gain on ``bound_ns``: the model floors every message's delay to
     #: whole ns, so a schedule may finish up to 1 ns per message of its busiest GPU (sent or
     #: received) before a bound computed in real numbers; only a time below ``bound - slack`` is
     #: impossible in this model (the link-load bound has its truncation inside it)
     bound_slack_ns: int = 0
-    #: the algorithm's own link-load bound (hub/sim/_linkload.py) and its busiest link
+    #: the algorithm's own link-load bound (hub/sim/_bounds/linkload.py) and its busiest link
     link_bound_ns: float | None = None
     link_bound_link: str | None = None
-    #: the reason the real ASTRA-sim aborts on this input (hub/sim/_refusals.py), if it does
+    #: the reason the real ASTRA-sim aborts on this input (hub/sim/_astrasim/refusals.py), if it does
     astrasim_aborts: str | None = None
     name: str = ""
     #: workloads: per rank finish, GPU/CPU compute, communication and exposed communication
-    #: times, as ASTRA-sim defines them (hub/sim/_breakdown.py, docs/workloads.md)
+    #: times, as ASTRA-sim defines them (hub/sim/_views/breakdown.py, docs/workloads.md)
     per_rank: list[dict[str, int]] = field(default_factory=list)
     _engine: Any = field(default=None, repr=False)  # EngineState, for trace and plot
     _program: Any = field(default=None, repr=False)
@@ -116,7 +116,7 @@ class SimulationResult:
     def warnings(self) -> list[str]:
         """Why the time should not be taken at face value: below the collective's lower bound (no
         schedule on this network can be that fast), else below the algorithm's link-load bound
-        (hub/sim/_linkload.py: its own messages cannot share a link that fast). Either way the
+        (hub/sim/_bounds/linkload.py: its own messages cannot share a link that fast). Either way the
         model left contention out; one warning a row (both ratios are in :meth:`metrics`). And
         where the real ASTRA-sim aborts on the input, that it does."""
         aborts = (

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import output_path
-from ..errors import UsageError
-from ._program import K_COMP, K_END, K_RECV, K_SEND, K_START
-from ._result import SimulationResult
+from ...atomic import output_path
+from ...errors import UsageError
+from .._engine.program import K_COMP, K_END, K_RECV, K_SEND, K_START
+from .result import SimulationResult
 
 __all__ = ["node_spans", "write_timeline"]
 

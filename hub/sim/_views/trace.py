@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..atomic import output_path
-from ..topology._base import atomic_write_text
-from ._program import K_COMP, K_RECV, K_SEND
-from ._result import SimulationResult
-from ._tracks import assign_tracks, match_messages
+from ...atomic import output_path
+from ...topology._base import atomic_write_text
+from .._engine.program import K_COMP, K_RECV, K_SEND
+from .result import SimulationResult
+from .tracks import assign_tracks, match_messages
 
 __all__ = ["trace_events", "write_plot", "write_trace"]
 

@@ -15,7 +15,7 @@ import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ._program import K_RECV, K_SEND, Program
+from .._engine.program import K_RECV, K_SEND, Program
 
 __all__ = ["Tracks", "assign_tracks", "match_messages"]
 
