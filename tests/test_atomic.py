@@ -113,7 +113,7 @@ def test_a_file_is_never_moved_aside(tmp_path: Path) -> None:
 
 
 def test_run_directory_force_onto_a_file(tmp_path: Path) -> None:
-    from hub.pipeline._rundir import RunDir
+    from hub.pipeline._record.rundir import RunDir
 
     mine = tmp_path / "results"
     mine.write_text("precious")

@@ -123,7 +123,7 @@ def _bound_lines(extra: dict[str, Any]) -> list[str]:
     lines = [f"bound       {bound:,.1f} ns ({extra.get('bound_term', '?')}){where}"]
     t, ratio = extra.get("simulated_ns"), extra.get("time_over_bound")
     if isinstance(t, int) and isinstance(ratio, (int, float)):
-        from ..pipeline._results import percent_of_bound  # formatting only; imported on use
+        from ..results._tables import percent_of_bound  # formatting only; imported on use
 
         lines.append(f"simulated   {t:,} ns ({extra.get('simulated_mode', '?')}): {percent_of_bound(ratio)} of bound")
     return lines

@@ -51,7 +51,7 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
 def _yaml_value(key: str, raw: str) -> Any:
     """One ``--set`` value through the pipeline's YAML loader, with its limits."""
     from ..errors import PipelineValidationError
-    from ..pipeline._loader import load_value
+    from ..pipeline._file.loader import load_value
 
     try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
         return load_value(raw, f"--set {key}") if raw.strip() else ""
@@ -111,7 +111,7 @@ def _report_written(component: str, obj: Any, files: list[Path], fmt: OutputForm
     if fmt == OutputFormat.json:
         doc = {"component": component, "files": [str(f) for f in files], "summary": _summary(obj)}
         if grade is not None:
-            from ..pipeline._results import percent_of_bound
+            from ..results._tables import percent_of_bound
 
             doc["bound"] = {**grade.as_dict(), "percent_of_bound": percent_of_bound(grade.time_over_bound) or None}
         emit_json(doc)
@@ -314,7 +314,7 @@ def _size_sweep(
             )
         return None
     from .._ranges import range_values  # only for a sweep: a plain consume needs neither
-    from ..pipeline._limits import limit
+    from ..pipeline._file.limits import limit
 
     if "size" in params:
         raise UsageError("give the size either with --set size=... or with -b/-e, not both")

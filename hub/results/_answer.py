@@ -29,7 +29,7 @@ consumer and one collective/rank count. Rules, in order:
    better schedule may exist, at most that many times faster (fewer when the bound is not
    attainable). Rows below the bound are rule 2, not this rule.
 6. **vs NCCL.** A study with an ``nccl.auto`` source shows NCCL's own choice at each size beside
-   the best other contender (:mod:`hub.report._baseline`); it still competes like any source.
+   the best other contender (:mod:`hub.results._baseline`); it still competes like any source.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class Study:
     bounds: dict[str, dict[int, tuple[float | None, str | None]]] = field(default_factory=dict)
     #: source -> the network its consumer reports it ran on (``metrics.topology``), when reported
     networks: dict[str, str] = field(default_factory=dict)
-    #: the "vs NCCL" column (:mod:`hub.report._baseline`); None without an ``nccl.auto`` source
+    #: the "vs NCCL" column (:mod:`hub.results._baseline`); None without an ``nccl.auto`` source
     nccl: NcclBaseline | None = None
     #: why a study has no "vs NCCL" column while another study of the run has one
     nccl_note: str | None = None

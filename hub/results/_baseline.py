@@ -26,7 +26,7 @@ comparable), read through the provenance ``collhub-nccl`` writes into each algor
    Nothing is ever derived from a network alone: a system cannot be inferred from link
    bandwidths without inventing the GPU generation, NICs and NCCL's topology-search result.
 4. **Impossible numbers.** A baseline row below a lower bound (rule 2 of
-   :mod:`hub.report._answer`) gives no ratio; its cell says why.
+   :mod:`hub.results._answer`) gives no ratio; its cell says why.
 """
 
 from __future__ import annotations

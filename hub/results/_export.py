@@ -211,7 +211,7 @@ def _export_study(
         "env": str(env) if exported and kind is MSCCL else None,
         "exported": exported,
         "not_exported": left,
-        # rows below a lower bound never win (hub/report/_answer.py, rule 2), so never ship
+        # rows below a lower bound never win (hub/results/_answer.py, rule 2), so never ship
         "set_apart": [
             {"source": src, "size_bytes": size, "time_us": t, "reason": why} for src, size, t, why in st.set_apart
         ],
@@ -235,8 +235,8 @@ def export_msccl(
     the outcome (``not_exported``, each with its reason); nothing is raised for them."""
     from ..atomic import commit_dir, temp_dir
     from ..errors import ComponentNotFoundError
-    from ..pipeline._plot import load_document
     from ..plugins import get_manager
+    from ._plot import load_document
 
     if target not in TARGETS:
         raise UsageError(f"unknown MSCCL target {target!r}", hint="choose one of: " + ", ".join(TARGETS))

@@ -3,7 +3,7 @@
 The picture is the one nccl-tests users draw by hand: bus bandwidth against message size on a
 log2 axis, one line per algorithm. :func:`plot_layout` is a pure function that decides *what*
 to draw (x variable, panels, series, the points of every line) from a ``results.json``
-document; :func:`plot_results` renders that layout with matplotlib (``_plot_render``, imported
+document; :func:`plot_results` renders that layout with matplotlib (``hub.results._plot_render``, imported
 lazily, through the object API and the Agg canvas, so the caller's pyplot state and backend are
 left alone) and writes the PNG atomically. The runner calls :func:`auto_plot` to leave ``results.png`` in every
 run directory whose results have a numeric x axis with at least two values.

@@ -1,6 +1,6 @@
-"""Draw a :class:`~hub.pipeline._plot.PlotLayout` with matplotlib (object API, Agg canvas).
+"""Draw a :class:`~hub.results._plot.PlotLayout` with matplotlib (object API, Agg canvas).
 
-Imported only when a plot is drawn (``hub.pipeline._plot._render``), so matplotlib is never
+Imported only when a plot is drawn (``hub.results._plot._render``), so matplotlib is never
 imported by a run that does not plot; the caller's pyplot state and backend are left alone.
 """
 

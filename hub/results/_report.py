@@ -1,6 +1,6 @@
 """Writing a run's report: ``report.json`` (machines), ``report.md`` (people), ``report.png``.
 
-:func:`write_report` reads the run only through :func:`hub.pipeline._plot.load_document`, so it
+:func:`write_report` reads the run only through :func:`hub.results._plot.load_document`, so it
 works on any run directory, finished or being committed. :func:`auto_report` is the runner's
 guarded call: a run with a size variable gets its report, and nothing about the report can fail
 the run.
@@ -43,14 +43,14 @@ def has_bound(st: Study) -> bool:
 
 def bound_cells(b: Best) -> tuple[str, str]:
     """A winner's ``% of bound`` (``112%``) and binding term, ``-`` where there is none."""
-    from ..pipeline._results import percent_of_bound
+    from ._tables import percent_of_bound
 
     return percent_of_bound(b.time_over_bound) or "-", b.bound_term or "-"
 
 
 def vs_nccl_cell(st: Study, size: int) -> str:
     """The "vs NCCL" cell of a size: NCCL's pick and its time here over the best other
-    contender's (``Tree/LL 1.91x``), or why there is none (:mod:`hub.report._baseline`); the
+    contender's (``Tree/LL 1.91x``), or why there is none (:mod:`hub.results._baseline`); the
     detail table (:func:`nccl_rows`) has the times."""
     cell = next((c for c in st.nccl.cells if c.size_bytes == size), None) if st.nccl else None
     if cell is None:
@@ -77,7 +77,7 @@ def _nccl_lines(st: Study) -> list[str]:
 
 
 def _far_line(st: Study) -> str | None:
-    """Rule 5 of :mod:`hub.report._answer`: the winners far above their lower bound, by name."""
+    """Rule 5 of :mod:`hub.results._answer`: the winners far above their lower bound, by name."""
     from .._units import format_size
 
     far = [b for b in st.best if b.far_from_bound]
@@ -235,8 +235,8 @@ def write_report(
 ) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and (with ``plot`` and matplotlib) ``report.png``
     for the run in ``run_dir`` into ``out_dir`` (default: the run directory); return the paths.
-    ``allow_below_bound``: rule 2 of :mod:`hub.report._answer`."""
-    from ..pipeline._plot import load_document
+    ``allow_below_bound``: rule 2 of :mod:`hub.results._answer`."""
+    from ._plot import load_document
 
     doc, _ = load_document(run_dir)
     ans = answer(doc, allow_below_bound=allow_below_bound)
@@ -246,7 +246,7 @@ def write_report(
     write_file(written["json"], json.dumps(ans.as_dict(), indent=1) + "\n")
     write_file(written["md"], markdown(ans))
     if plot:
-        from ._plot import render_plot
+        from ._report_plot import render_plot
 
         written["png"] = render_plot(ans, target / "report.png")
     return written
@@ -257,12 +257,12 @@ def auto_report(
 ) -> dict[str, Path]:
     """The runner's call: the report of a run that swept a size (``report.png`` with ``plot`` when
     matplotlib is installed); an empty mapping otherwise. Never raises: a problem is one warning
-    line, unless ``stopping()`` says the run is being interrupted (see :func:`hub.pipeline._plot.auto_plot`):
+    line, unless ``stopping()`` says the run is being interrupted (see :func:`hub.results._plot.auto_plot`):
     then it raises ``KeyboardInterrupt``."""
     try:
         if document is not None and size_variable(document) is None:
             return {}
-        from ..pipeline._plot import load_document
+        from ._plot import load_document
 
         doc, _ = load_document(run_dir)
         if size_variable(doc) is None or not any(r.get("status") == "ok" for r in doc["rows"] if isinstance(r, dict)):

@@ -1,7 +1,7 @@
 """``report.png``: busbw against size per algorithm, one panel per study, the winner marked.
 
 Each source keeps the colour, marker and dash it has in ``results.png`` (the pipeline's order,
-:func:`hub.pipeline._plot_render._series_style`). A black square frames the winner's point at
+:func:`hub.results._plot_render._series_style`). A black square frames the winner's point at
 every size; a red ring marks each point set apart (below a lower bound: it never wins); dotted
 vertical lines sit at the crossovers (the geometric mean of the two sizes between which the
 winning source changes). A study's ``nccl.auto`` source (the "vs NCCL" baseline) is named in the
@@ -40,8 +40,8 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-        from ..pipeline._plot import _matplotlib
-        from ..pipeline._plot_render import _series_style
+        from ._plot import _matplotlib
+        from ._plot_render import _series_style
 
         mpl = _matplotlib()
     except (ImportError, UsageError):
@@ -74,7 +74,7 @@ def render_plot(ans: Answer, target: Path, dpi: int = 110) -> Path:
     fig.suptitle(title, fontsize=11)
     # One legend for the figure, below the panels: it covers no curve.
     order = [s for s in sources if s in handles] + [k for k in (_WINNER, _APART) if k in handles]
-    # The "vs NCCL" baseline (hub/report/_baseline.py) is named as such: its curve is NCCL's own pick.
+    # The "vs NCCL" baseline (hub/results/_baseline.py) is named as such: its curve is NCCL's own pick.
     baseline = {st.nccl.source for st in studies if st.nccl is not None}
     labels = [f"{k} (NCCL's own pick)" if k in baseline else k for k in order]
     fig.legend([handles[k] for k in order], labels, loc="outside lower center", ncols=min(4, len(order)), frameon=False)

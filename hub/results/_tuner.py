@@ -38,13 +38,13 @@ network: two studies of one collective and rank count would shadow each other):
    all-gather, the input for reduce-scatter, i.e. nccl-tests' size, which is the study's size
    unchanged. A size that is not a whole number of elements per rank (``nccl_nbytes`` differs)
    is refused.
-4. **Ranges** follow the report's rule 4 (:mod:`hub.report._answer`): the winner measured at a
+4. **Ranges** follow the report's rule 4 (:mod:`hub.results._answer`): the winner measured at a
    size holds from that size up to one byte below the next studied size; the largest size ends
    at itself. Consecutive sizes with the same line are merged. Sizes below the smallest studied
    size, above the largest, or won by another source get no line (NCCL's own choice).
 5. **Another machine.** An NCCL winner whose schedule was made for a system (``nccl_network``)
    other than the network the study ran on is refused: its channels and rings are another
-   machine's (rule 3 of :mod:`hub.report._baseline`).
+   machine's (rule 3 of :mod:`hub.results._baseline`).
 6. **Impossible numbers.** A winner below a lower bound is refused (``not_exported``, exit 1)
    unless ``allow_below_bound``, as in the other exports.
 """
@@ -188,7 +188,7 @@ def export_nccl_tuner(
     ``DIR/export.json``, all or nothing (see the module docstring). An existing ``out_dir`` is
     replaced only with ``force``."""
     from ..atomic import commit_dir, temp_dir
-    from ..pipeline._plot import load_document
+    from ._plot import load_document
 
     doc, _ = load_document(Path(run_dir))
     if ans is None:

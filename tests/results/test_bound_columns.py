@@ -1,5 +1,5 @@
 """Every winner shows its % of bound and the binding term; winners far above the bound are named
-(issue 29, rule 5 of hub/report/_answer.py).
+(issue 29, rule 5 of hub/results/_answer.py).
 
 The rows are hand-made with known ratios; the expected cells and flags are written out here, not
 computed by the code under test.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hub.report import write_report
+from hub.results import write_report
 
 from .test_report import _collhub
 

@@ -2,7 +2,7 @@
 time below a lower bound never wins.
 
 Both runs are real pipelines. Expected winners are recomputed from results.json by the rules of
-hub/report/_answer.py stated in a few lines here (:func:`_possible_winners`), not by the code
+hub/results/_answer.py stated in a few lines here (:func:`_possible_winners`), not by the code
 under test.
 """
 
@@ -157,7 +157,7 @@ def test_export_never_ships_a_time_below_a_bound(impossible_run: Path, tmp_path:
 def test_a_time_under_the_bound_by_truncation_alone_is_at_the_bound() -> None:
     """``bound_slack_ns`` (1 ns per message of the busiest GPU, what whole-ns truncation gains):
     a row under its bound by no more than that competes; one further under is set apart."""
-    from hub.report._answer import below_bound_reason
+    from hub.results._answer import below_bound_reason
 
     row = {"collective": "allgather", "time_ns": 4882, "bound_ns": 4882.83, "time_over_bound": 4882 / 4882.83}
     assert below_bound_reason({**row, "bound_slack_ns": 3}) is None

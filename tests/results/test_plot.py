@@ -15,8 +15,9 @@ import pytest
 
 from hub._units import format_size
 from hub.errors import FormatError, UsageError
-from hub.pipeline import _plot, plot_layout, plot_results, run_pipeline_text
-from hub.pipeline._plot import auto_plot, parse_bytes
+from hub.pipeline import plot_layout, plot_results, run_pipeline_text
+from hub.results import _plot
+from hub.results._plot import auto_plot, parse_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -9,9 +9,8 @@ import io
 import json
 from pathlib import Path
 
-from hub.pipeline._results import csv_text, markdown_text, table_rows, write_results
-
-from .test_cli import collhub
+from hub.results._tables import csv_text, markdown_text, table_rows, write_results
+from tests.pipeline.test_cli import collhub
 
 
 def _row(source: str, n: int, metrics: dict[str, object]) -> dict[str, object]:

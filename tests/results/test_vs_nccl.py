@@ -193,7 +193,7 @@ def test_tuner_csv_covers_ncclwinners_contiguously_and_leaves_others_out(run: Pa
 def test_tuner_line_is_what_ran(run: Path, tmp_path: Path) -> None:
     """The algorithm/protocol written is the schedule that was measured, read from the algorithm's
     own metadata in results.json."""
-    from hub.report import export_nccl_tuner
+    from hub.results import export_nccl_tuner
 
     outcome = export_nccl_tuner(run, tmp_path / "t")
     doc = json.loads((run / "results.json").read_text())
@@ -211,8 +211,7 @@ def test_tuner_line_is_what_ran(run: Path, tmp_path: Path) -> None:
 
 
 def test_tuner_export_refuses_below_bound_and_is_atomic(run: Path, tmp_path: Path) -> None:
-    from hub.pipeline._plot import load_document
-    from hub.report import answer, export_nccl_tuner
+    from hub.results import answer, export_nccl_tuner, load_document
 
     # a copy of the run whose NCCL rows are all marked below the lower bound
     copy = tmp_path / "run"

@@ -16,7 +16,7 @@ from pathlib import Path
 from hub.algorithms import make
 from hub.chakra import write_algorithm
 from hub.pipeline import run_pipeline_text
-from hub.pipeline._plot import plot_layout
+from hub.results import plot_layout
 from hub.sim import simulate
 
 BOUND = (7 / 8) * (1 << 20) / (2 * 50 * 2**30 / 1e9)

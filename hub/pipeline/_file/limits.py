@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 __all__ = ["LIMITS", "limit"]
 

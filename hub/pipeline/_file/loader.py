@@ -5,7 +5,7 @@ scalars, lists and mappings and refuses tags such as ``!!python/object``. We com
 tree first so that every value keeps its ``start_mark``, then construct the data from that same
 tree.
 
-Hostile files are bounded (see :mod:`._limits`): the nesting depth is checked on the event
+Hostile files are bounded (see :mod:`hub.pipeline._file.limits`): the nesting depth is checked on the event
 stream (no recursion), then the composed node graph is measured with aliases expanded before
 anything walks it, so an alias bomb or a recursive alias is an issue at its position, and every
 scalar is constructed once under a guard, so a value PyYAML cannot build (a 5000-digit int, the
@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from ..errors import Issue, PipelineValidationError
-from ._limits import LIMITS, limit
+from ...errors import Issue, PipelineValidationError
+from .limits import LIMITS, limit
 
 __all__ = ["LoadedFile", "Position", "load_text", "load_value", "format_path"]
 
@@ -265,7 +265,7 @@ def _yaml_issue(exc: yaml.MarkedYAMLError, file: str) -> PipelineValidationError
 
 def load_text(text: str, file: str = "<pipeline>") -> LoadedFile:
     """Parse ``text`` safely; raise :class:`PipelineValidationError` on YAML errors, duplicate keys
-    or a file past one of the limits of :mod:`._limits`."""
+    or a file past one of the limits of :mod:`hub.pipeline._file.limits`."""
     loaded = LoadedFile(data=None, file=file, text=text)
     issues = _conflict_markers(text, file)
     if issues:

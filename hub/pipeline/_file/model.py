@@ -2,7 +2,7 @@
 
 A pipeline names algorithm *sources* (a producer plus its transforms), *consumers*, and an
 optional *matrix* of variables whose cartesian product gives the sweep points. Strings may
-reference variables as ``${name}``; interpolation happens per point (see :mod:`._matrix`).
+reference variables as ``${name}``; interpolation happens per point (see :mod:`hub.pipeline._file.matrix`).
 """
 
 from __future__ import annotations

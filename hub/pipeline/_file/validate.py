@@ -1,6 +1,6 @@
 """Two-pass validation of pipeline files; every issue found is reported at once.
 
-Pass 1 (structure) checks the file against the pydantic model :class:`._model.Pipeline`.
+Pass 1 (structure) checks the file against the pydantic model :class:`hub.pipeline._file.model.Pipeline`.
 Pass 2 (meaning) runs only on a structurally valid file and checks ``requires``, variables,
 component ids and kinds, data-kind compatibility, and every step's params against the
 component's params model at every matrix point after interpolation.
@@ -21,15 +21,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .._ranges import RANGE_KEYS, is_range, range_issues, range_values
-from .._suggest import did_you_mean
-from ..errors import ComponentNotFoundError, HubError, Issue, PipelineValidationError
-from ..plugins._identity import FIRST_PARTY
-from ._env import ManagerSpec, component_ids, manager_for
-from ._limits import LIMITS, limit
-from ._loader import LoadedFile, format_path, load_file, load_text
-from ._matrix import Point, count_points, expand, interpolate, references, resolvable
-from ._model import MATRIX_TAGS, NAME_PATTERN, VAR_PATTERN, Pipeline
+from ..._ranges import RANGE_KEYS, is_range, range_issues, range_values
+from ..._suggest import did_you_mean
+from ...errors import ComponentNotFoundError, HubError, Issue, PipelineValidationError
+from ...plugins._identity import FIRST_PARTY
+from .._run.env import ManagerSpec, component_ids, manager_for
+from .limits import LIMITS, limit
+from .loader import LoadedFile, format_path, load_file, load_text
+from .matrix import Point, count_points, expand, interpolate, references, resolvable
+from .model import MATRIX_TAGS, NAME_PATTERN, VAR_PATTERN, Pipeline
 
 __all__ = ["ValidatedPipeline", "validate_loaded", "validate_text", "validate_file", "KNOWN_PLUGINS"]
 
@@ -74,7 +74,7 @@ def _structure_issues(loaded: LoadedFile) -> list[Issue]:
 
 def _allowed_keys(path: tuple[Any, ...]) -> list[str]:
     """Keys the model allows at ``path`` (for "did you mean" on unknown keys)."""
-    from ._model import ConsumerStep, SourceSpec, TransformStep
+    from .model import ConsumerStep, SourceSpec, TransformStep
 
     keyed: dict[str, type[BaseModel]] = {"sources": SourceSpec, "consumers": ConsumerStep}
     if len(path) == 0:
@@ -387,7 +387,7 @@ def _point_issues(
         return out
     except Exception as exc:  # noqa: BLE001 - a plugin's validator that raises something else
         return [loaded.issue(prefix, f"the params model of {cid} failed: {type(exc).__name__}: {exc}")]
-    from ..plugins._numbers import number_problems
+    from ...plugins._numbers import number_problems
 
     issues = [
         loaded.issue(prefix + p.loc, p.message, hint=p.hint)
@@ -440,8 +440,8 @@ TOPOLOGY_PARAMS = ("network", "topology")
 def _topology_issues(
     loaded: LoadedFile, prefix: tuple[Any, ...], params: Any, unresolved: set[tuple[Any, ...]]
 ) -> list[Issue]:
-    from ..errors import HubError
-    from ..topology import load_topology
+    from ...errors import HubError
+    from ...topology import load_topology
 
     issues = []
     for name in TOPOLOGY_PARAMS:

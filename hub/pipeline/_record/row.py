@@ -56,7 +56,7 @@ class RowSlot:
 
 
 def identity(source: str, consumer: str | None, point: dict[str, Any]) -> tuple[str, str | None, str]:
-    from ._matrix import _text
+    from .._file.matrix import _text
 
     return source, consumer, ", ".join(f"{k}={_text(v)}" for k, v in point.items())
 

@@ -1,6 +1,6 @@
 """``rows.jsonl``: result rows appended as they come, read back in file order.
 
-Each row is one JSON line (:meth:`hub.pipeline._row.Row.as_dict`, with its content ``key``).
+Each row is one JSON line (:meth:`hub.pipeline._record.row.Row.as_dict`, with its content ``key``).
 The log remembers only the byte offset of each row's line, indexed by the row's position in
 file order, so a run's memory stays flat in the number of rows; the final results files are
 written by reading the lines back in order. A line is written whole or, when the process is

@@ -28,10 +28,18 @@ import shutil
 import uuid
 from pathlib import Path
 
-from ..atomic import write_file
-from ..errors import UsageError
-from ._results import csv_text, markdown_text, metric_keys, table_columns, table_rows, warning_lines, write_results
-from ._rowlog import LOG_NAME
+from ...atomic import write_file
+from ...errors import UsageError
+from ...results._tables import (
+    csv_text,
+    markdown_text,
+    metric_keys,
+    table_columns,
+    table_rows,
+    warning_lines,
+    write_results,
+)
+from .rowlog import LOG_NAME
 
 __all__ = [
     "MARKER",
@@ -50,7 +58,7 @@ __all__ = [
 #: The file that marks an unfinished run directory.
 MARKER = "INCOMPLETE"
 _RESULTS = ("results.json", "results.csv", "results.md", "results.png")
-#: the answer of a size sweep (:mod:`hub.report`), written with the results
+#: the answer of a size sweep (:mod:`hub.results`), written with the results
 _REPORT = ("report.json", "report.md", "report.png")
 
 
@@ -114,7 +122,7 @@ class RunDir:
                 f"{self.final} exists and is not a directory",
                 hint="choose another --out; a file is never moved aside or replaced",
             )
-        from ..atomic import make_dirs, output_errors
+        from ...atomic import make_dirs, output_errors
 
         make_dirs(self.final.parent)
         self.work = self.final.parent / f".{self.final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"

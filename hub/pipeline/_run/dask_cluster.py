@@ -17,7 +17,7 @@ What crosses the wire, and what does not:
   cannot is a :class:`hub.errors.ClusterError` naming it. The same probe also checks that every
   worker provides the components the units use (:class:`hub.errors.WorkerPluginError`).
 
-Failures: a unit returns its step's error as data (see :mod:`._units`), so a deterministic
+Failures: a unit returns its step's error as data (see :mod:`hub.pipeline._run.unit`), so a deterministic
 failure is reported once. A worker that dies loses only the units it was running; the scheduler
 runs them again elsewhere, at most ``distributed.scheduler.allowed-failures`` times per unit
 (set from ``COLLHUB_DASK_RETRIES`` on the local cluster collhub starts; the scheduler's own
@@ -41,9 +41,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import ClusterError, ClusterUnavailableError, UsageError, WorkerPluginError
-from ._interrupt import Interrupts
-from ._units import run_unit
+from ...errors import ClusterError, ClusterUnavailableError, UsageError, WorkerPluginError
+from .interrupt import Interrupts
+from .unit import run_unit
 
 __all__ = ["DaskExecutor", "ENV_SCHEDULER", "ENV_CONNECT_TIMEOUT", "ENV_RETRIES", "run_dask_unit", "probe_worker"]
 
@@ -101,7 +101,7 @@ def _worker_address() -> str:
 def probe_worker(probe: str | None, token: str, manager: dict[str, Any], components: list[str]) -> dict[str, Any]:
     """Run on each worker: can it read ``probe`` (holding ``token``), and which ``components`` does
     its plugin manager lack? Never raises: a worker's problem is data for the client to report."""
-    from ._env import ManagerSpec, component_ids, manager_for
+    from .env import ManagerSpec, component_ids, manager_for
 
     sees = True
     if probe is not None:
@@ -300,7 +300,7 @@ class DaskExecutor:
 
     @staticmethod
     def _distributions(manager: dict[str, Any]) -> dict[str, tuple[str, str]]:
-        from ._env import ManagerSpec, manager_for
+        from .env import ManagerSpec, manager_for
 
         out: dict[str, tuple[str, str]] = {}
         for p in manager_for(ManagerSpec.from_dict(manager)).plugins():

@@ -62,8 +62,8 @@ def manager_for(spec: ManagerSpec) -> Any:
     cached = _CACHE.get(spec)
     if cached is not None:
         return cached
-    from ..errors import PluginLoadError
-    from ..plugins import create_manager, get_manager
+    from ...errors import PluginLoadError
+    from ...plugins import create_manager, get_manager
 
     if spec == ManagerSpec():
         mgr = get_manager()

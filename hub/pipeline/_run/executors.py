@@ -1,10 +1,10 @@
 """Where a run's units execute: serially, in local worker processes, or on a Dask cluster.
 
-An executor takes the list of unit dicts the runner planned (see :mod:`._units`) and yields
+An executor takes the list of unit dicts the runner planned (see :mod:`hub.pipeline._run.unit`) and yields
 ``(index, result)`` pairs as units complete, in any order; the runner restores file order.
 ``close()`` waits for a clean end, ``kill()`` stops at once (Ctrl-C, a failed step).
 :func:`make_executor` is the one place an executor kind is chosen; the Dask executor lives in
-:mod:`._dask` and is imported only when chosen (Dask is an optional extra).
+:mod:`hub.pipeline._run.dask_cluster` and is imported only when chosen (Dask is an optional extra).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
-from ..errors import UsageError
-from . import _interrupt
-from ._interrupt import Interrupts, worker_init
-from ._units import run_unit
+from ...errors import UsageError
+from . import interrupt as _interrupt
+from .interrupt import Interrupts, worker_init
+from .unit import run_unit
 
 __all__ = ["Executor", "LocalExecutor", "EXECUTORS", "make_executor"]
 
@@ -47,7 +47,7 @@ def make_executor(kind: str, workers: int, *, scheduler: str | None = None) -> E
             raise UsageError("--scheduler needs a cluster executor", hint="add --executor dask, or drop --scheduler")
         return LocalExecutor(workers)
     if kind == "dask":
-        from ._dask import DaskExecutor
+        from .dask_cluster import DaskExecutor
 
         return DaskExecutor(workers, scheduler)
     raise UsageError(f"unknown executor {kind!r}", hint=f"choose one of: {', '.join(EXECUTORS)}")

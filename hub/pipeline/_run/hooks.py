@@ -17,9 +17,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import PluginError
-from ..plugins._guard import _describe, guarded
-from ..plugins._loader import strict_mode
+from ...errors import PluginError
+from ...plugins._guard import _describe, guarded
+from ...plugins._loader import strict_mode
 
 __all__ = ["HookFailure", "HookReporter", "PluginHookWarning", "call_observers"]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._env import ManagerSpec
-from ._keys import KeyMaker
-from ._matrix import Point, interpolate
-from ._row import RowSlot, identity
-from ._rowlog import read_log
-from ._validate import ValidatedPipeline
+from .._file.matrix import Point, interpolate
+from .._file.validate import ValidatedPipeline
+from .._record.row import RowSlot, identity
+from .._record.rowlog import read_log
+from .env import ManagerSpec
+from .keys import KeyMaker
 
 __all__ = ["Group", "Plan", "Reuse", "make_plan", "match_log"]
 

@@ -6,7 +6,7 @@ a matrix variable is made once and shared by every point and consumer. Rows are 
 source (file order), point index and consumer (file order), so serial and parallel runs write
 identical results.
 
-:func:`execute` is four steps: plan (:mod:`._plan`: slots, content keys, what a resume reuses),
+:func:`execute` is four steps: plan (:mod:`hub.pipeline._run.plan`: slots, content keys, what a resume reuses),
 run (units through an executor, rows appended to ``rows.jsonl`` as they come), collect (the
 results document's metadata) and write (results files streamed from the log, then publish).
 With ``on_error: fail`` the error reported is the first failing row in file order, whatever
@@ -25,21 +25,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import HubError, PluginError, StepFailedError, UsageError
-from ..report import auto_report
-from ._env import ManagerSpec, manager_for
-from ._executors import Executor, make_executor
-from ._hooks import HookReporter, call_observers
-from ._interrupt import Interrupts
-from ._keys import KeyMaker
-from ._matrix import interpolate
-from ._plan import Group, Plan, Reuse, make_plan, match_log
-from ._plot import auto_plot
-from ._results import write_from_log
-from ._row import build_row
-from ._rowlog import LOG_NAME, RowLog, read_log
-from ._rundir import RunDir
-from ._validate import ValidatedPipeline
+from ...errors import HubError, PluginError, StepFailedError, UsageError
+from ...results import auto_report
+from ...results._plot import auto_plot
+from ...results._tables import write_from_log
+from .._file.matrix import interpolate
+from .._file.validate import ValidatedPipeline
+from .._record.row import build_row
+from .._record.rowlog import LOG_NAME, RowLog, read_log
+from .._record.rundir import RunDir
+from .env import ManagerSpec, manager_for
+from .executors import Executor, make_executor
+from .hooks import HookReporter, call_observers
+from .interrupt import Interrupts
+from .keys import KeyMaker
+from .plan import Group, Plan, Reuse, make_plan, match_log
 
 __all__ = ["RunResult", "execute", "default_jobs"]
 
@@ -155,13 +155,14 @@ def execute(
 
     ``timeout`` (seconds) bounds every component call without a ``timeout:`` of its own.
     SIGINT and SIGTERM stop the run with the workers killed; the rows done so far stay in the
-    run directory, marked ``INCOMPLETE`` (see :mod:`._rundir`); they surface as ``KeyboardInterrupt``.
+    run directory, marked ``INCOMPLETE`` (see :mod:`hub.pipeline._record.rundir`); they surface
+    as ``KeyboardInterrupt``.
 
     ``resume`` (``True``/``"auto"`` or ``"strict"``) completes the run directory at ``out_dir``:
     rows whose content key is there are reused, the rest computed; ``"strict"`` refuses
     (UsageError) when a row of the pipeline was run before with other params, plugins or inputs.
 
-    ``executor`` chooses where units run (see :mod:`._executors`): ``"local"`` worker processes
+    ``executor`` chooses where units run (see :mod:`hub.pipeline._run.executors`): ``"local"`` worker processes
     (the default); ``scheduler`` is the address of a cluster for executors that use one."""
     model = vp.model
     mspec = manager_spec or ManagerSpec()
@@ -240,7 +241,7 @@ class _Run:
 
     # ------------------------------------------------------------------ the four steps
     def execute(self, target: Path, *, force: bool, resume: str | None) -> RunResult:
-        from .. import __version__
+        from ... import __version__
 
         vp = self.vp
         started = datetime.now(UTC)
@@ -446,7 +447,7 @@ class _Run:
         auto_report(rd.work, meta, plot=self.plot, stopping=stopping)  # report.json/.md/.png of a size sweep
         if not self.plot:
             return None
-        from ._plot import load_document
+        from ...results._plot import load_document
 
         return auto_plot(rd.work, load_document(rd.work)[0], stopping=stopping)  # raises only if interrupted
 

@@ -15,7 +15,7 @@ Two kinds:
   A consumer's ``Result.details`` is written to ``details.json`` in the job's workdir (the row
   names it in ``details_file``); a workdir left empty is removed again.
 
-Observer step hooks run in isolation (:mod:`._hooks`): the failures come back as
+Observer step hooks run in isolation (:mod:`hub.pipeline._run.hooks`): the failures come back as
 ``hook_failures`` in every result, for the main process to report once.
 """
 
@@ -33,11 +33,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import PluginError
-from ..plugins import RunContext
-from ._env import ManagerSpec, manager_for
-from ._hooks import HookFailure, call_observers
-from ._row import RowSlot, build_row
+from ...errors import PluginError
+from ...plugins import RunContext
+from .._record.row import RowSlot, build_row
+from .env import ManagerSpec, manager_for
+from .hooks import HookFailure, call_observers
 
 __all__ = ["Step", "run_unit", "describe_step"]
 
@@ -58,7 +58,7 @@ class Step:
 
 
 def describe_step(kind: str, source: str, component: str, point: dict[str, Any], consumer: str | None) -> str:
-    from ._matrix import _text
+    from .._file.matrix import _text
 
     where = ", ".join(f"{k}={_text(v)}" for k, v in point.items())
     who = (
@@ -127,7 +127,7 @@ def _content_hash(obj: Any, spec_key: str) -> str:
 
 def _write_trace(obj: Any, run_dir: Path, source: str, digest: str) -> tuple[str, list[str]]:
     """Write ``obj``'s ET files into ``algorithms/<source>-<digest>/`` once (atomic per directory)."""
-    from ..chakra import Algorithm
+    from ...chakra import Algorithm
 
     rel = Path("algorithms") / f"{source}-{digest}"
     final = run_dir / rel
@@ -136,11 +136,11 @@ def _write_trace(obj: Any, run_dir: Path, source: str, digest: str) -> tuple[str
         tmp.mkdir(parents=True)
         name = (getattr(getattr(obj, "meta", None), "name", "") or source).replace("/", "_")
         if isinstance(obj, Algorithm):
-            from ..chakra import write_algorithm
+            from ...chakra import write_algorithm
 
             write_algorithm(obj, tmp / name)
         else:
-            from ..chakra import write_workload
+            from ...chakra import write_workload
 
             write_workload(obj, tmp / name)
         try:
@@ -188,7 +188,7 @@ def _produce(unit: dict[str, Any]) -> dict[str, Any]:
         err = _error(step, exc, debug)
         err["message"] = f"writing the trace failed: {err['message']}"
         return {"ok": False, "error": err, "hook_failures": _plain(hooks)}
-    from ..chakra import Algorithm, algorithm_summary
+    from ...chakra import Algorithm, algorithm_summary
 
     summary = algorithm_summary(obj.meta, obj.graphs) if isinstance(obj, Algorithm) else {}
     info = {
