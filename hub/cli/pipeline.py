@@ -293,7 +293,8 @@ def run_command(
     directory, marked INCOMPLETE (exit 130); `collhub run FILE --resume` completes it.
 
     Example: collhub run examples/compare-allreduce.yaml --jobs 2 --out runs/demo"""
-    from ..pipeline import _interrupt, execute, validate_pipeline
+    from ..pipeline import execute, validate_pipeline
+    from ..pipeline._run import interrupt as _interrupt
     from ._errors import STATE
 
     _check_run_options(out_dir, executor, scheduler)  # before validating: a usage error is cheap

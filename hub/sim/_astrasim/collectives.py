@@ -262,7 +262,7 @@ def stuck_native(exc: SimulationError) -> SimulationError:
     each other across the dimension queues (with ``localBWAware`` on 3 or more dimensions a stream
     visits a middle dimension's queue twice, and when the ranks start at different times their
     queues serve different streams). ASTRA-sim 518bd51 never finishes such a workload either
-    ("Hardware Resource ... has unreleased nodes"; tests/sim/test_native_streams.py,
+    ("Hardware Resource ... has unreleased nodes"; tests/sim/astrasim/test_streams.py,
     benchmarks/bench_native.py)."""
     return SimulationError(
         f"the workload never finishes: {exc.message}; ASTRA-sim's native streams deadlock here too "

@@ -3,7 +3,7 @@
 Rules, read in ASTRA-sim 518bd51 (``Sys::generate_collective``, ``Sys::determine_chunk_size``,
 ``Sys::SchedulerUnit``, ``Sys::proceed_to_next_vnet_baseline``, ``QueueLevelHandler``,
 ``GeneralComplexTopology``, ``CommunicatorGroup``) and checked against its binaries
-(tests/sim/test_native_streams.py, tests/sim/test_native_algorithms.py):
+(tests/sim/astrasim/test_streams.py, tests/sim/astrasim/test_algorithms.py):
 
 * **Chunks.** A collective of S bytes is cut into ``ceil(S' / c)`` streams of ``c`` bytes each,
   ``c = S // preferred-dataset-splits``; except in an all-gather, if ``c`` is below the NPU

@@ -1,5 +1,5 @@
 """Random native-collective set-ups for the differential against the real binaries
-(tests/sim/test_native_algorithms.py and benchmarks/bench_native.py draw from the same generator)."""
+(tests/sim/astrasim/test_algorithms.py and benchmarks/bench_native.py draw from the same generator)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from hub.chakra import Collective
 
-from .test_native_ring import BASE
+from .test_ring import BASE
 
 __all__ = ["ALGOS", "STEM", "random_setup"]
 

@@ -24,8 +24,8 @@ from tests.sim.difftest import oracle_rank_finish_ns, oracle_unavailable
 from tests.workload.test_groups import _meta
 from tests.workload.test_inline import DLRM
 
-from .native_cases import random_setup
-from .test_native_streams import _modes
+from .cases import random_setup
+from .test_streams import _modes
 
 AR, AG, RS, A2A = Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL
 STEM = {AR: "all-reduce", AG: "all-gather", RS: "reduce-scatter", A2A: "all-to-all"}

@@ -144,7 +144,7 @@ def test_native_next_to_sends_is_exact_and_next_to_other_implementations_refused
         ]
     )
     inl = inline_workload(wl, {"alltoall": "direct"}, InlineParams(kinds=["alltoall"]))
-    _check(inl, "ring:4", BASE)  # next to workload-level SEND/RECV: exact (tests/sim/test_native_streams.py)
+    _check(inl, "ring:4", BASE)  # next to workload-level SEND/RECV: exact (tests/sim/astrasim/test_streams.py)
     with pytest.raises(SimulationError, match="next to alltoall served by another"):
         simulate(wl, "ring:4", system=BASE, algorithm_for={"alltoall": "direct"})
     with pytest.raises(SimulationError, match="system.json key all-to-all-implementation") as info:

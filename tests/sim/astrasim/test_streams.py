@@ -22,8 +22,8 @@ from hub.errors import SimulationError
 from hub.sim import simulate
 from hub.sim._astrasim.streams import Phase, phase_schedule, stream_plan
 from hub.topology import DimensionalTopology, load_topology
+from tests.sim.astrasim.test_ring import BASE, _real, _skewed
 from tests.sim.difftest import oracle_unavailable
-from tests.sim.test_native_ring import BASE, _real, _skewed
 from tests.workload.test_groups import _meta
 from tests.workload.test_inline import DLRM
 

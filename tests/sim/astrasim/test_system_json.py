@@ -22,7 +22,7 @@ def test_custom_key_of_astrasim_example(astrasim_example: Path) -> None:
 
 
 # (native ring, direct, directN (N >= 1) and doubleBinaryTree all-to-all are reproduced:
-# tests/sim/test_native_algorithms.py)
+# tests/sim/astrasim/test_algorithms.py)
 @pytest.mark.parametrize("impl", [["halvingDoubling"], ["oneHalvingDoubling"], ["direct0"], ["ring", "ring"]])
 def test_native_implementation_is_refused_naming_the_key(impl: list[str]) -> None:
     wl = Workload.single_collective(Collective.ALLTOALL, 4, 4096)
@@ -40,7 +40,7 @@ def test_native_key_for_an_unused_collective_is_ignored() -> None:
 
 def test_dlrm8_notes_native_ring_system_runs_and_a_mix_is_refused(shared_data: Path, tmp_path: Path) -> None:
     """The set-up of dlrm8's NOTES.md (every collective native ring, localBWAware) from a system.json
-    file gives NOTES.md's range (against the real binary: tests/sim/test_native_streams.py); a
+    file gives NOTES.md's range (against the real binary: tests/sim/astrasim/test_streams.py); a
     native all-to-all next to a custom-served all-reduce is refused."""
     from collhub_astrasim._repair import runnable_copy
 

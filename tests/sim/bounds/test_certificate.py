@@ -13,7 +13,7 @@ from hub.algorithms import make
 from hub.sim import certify, cut_optimum, network_facts, simulate
 from hub.topology import Link, LinkGraph, load_topology
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "forestcoll" / "optimal.json"
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "forestcoll" / "optimal.json"
 ENTRIES = json.loads(DATA.read_text())["topologies"] if DATA.is_file() else []
 pytestmark = pytest.mark.skipif(not ENTRIES, reason="shared ForestColl data not present")
 

@@ -1,7 +1,7 @@
 """The engine's quorum and gated joins and its sequencers (``Program.quorum``, ``Program.arm``,
 ``Program.seq``; ``gate()`` and ``tick()`` in hub/_native/_sim.c), on hand-computed timelines.
 ASTRA-sim's native ``direct`` is built on them (its exactness against the binaries:
-tests/sim/test_native_algorithms.py).
+tests/sim/astrasim/test_algorithms.py).
 
 Joins: one rank, four independent COMPs: b ends at 3 us, x at 4 (or 6) us, a at 5 us, c at 9 us;
 q (1 us) depends on a, b, c (and x, when x arms it).

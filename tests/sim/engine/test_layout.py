@@ -60,7 +60,7 @@ def test_zero_delay_message_runs_at_the_same_time(mode):
     b0.recv(1, dst=(Buffer.OUTPUT, 0), size=0)
     alg = _alg([b0, b1])
     # ASTRA-sim asserts on events at t = 0 (EventQueue::proceed): hub.simulate gives its time with
-    # that reason as a warning (the drop-in and astrasim.bundle refuse: tests/sim/test_astrasim_dropin.py)
+    # that reason as a warning (the drop-in and astrasim.bundle refuse: tests/sim/astrasim/test_dropin.py)
     res = simulate(alg, "ring:2@lat=0", mode=mode)
     assert res.time_ns == 1000 and res.astrasim_aborts is not None
     assert any(re.search(r"ASTRA-sim aborts: .* at t = 0", w) for w in res.warnings), res.warnings
