@@ -121,6 +121,67 @@ def _critical_path(prog: Program, st: EngineState) -> list[dict[str, Any]]:
     return path
 
 
+def _workload_program(
+    wl: Workload,
+    topo: Topology,
+    reduction_GBps: float | None,
+    algorithm_for: Mapping[Any, Algorithm | str] | None,
+    system: str | Path | Mapping[str, Any] | None,
+    produce_algorithm: Produce | None,
+) -> tuple[Program, dict[Collective, Any]]:
+    """A workload's program, and the collectives ASTRA-sim's own implementations serve."""
+    if wl.rank_count == 0:
+        raise SimulationError("the workload has no ranks")
+    # the workload layer (ASTRA-sim's native collectives, six modules) only for workloads
+    from ._astrasim.workload import program_from_workload
+
+    native: dict[Collective, Any] = {}
+    if system is not None:
+        from ._astrasim.system import serve_from_system
+
+        dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
+        explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
+        sizes = tuple(d.npus for d in topo.dims) if isinstance(topo, DimensionalTopology) else None
+        # algorithm_for wins
+        custom, native = serve_from_system(system, wl, dims, frozenset(explicit), dim_sizes=sizes)
+        algorithm_for = {**custom, **explicit}
+    pick = algorithm_chooser(algorithm_for, produce=produce_algorithm, check=program_from_algorithm)
+    prog = program_from_workload(wl, pick, topo.npus, reduction_GBps, native=native)
+    return prog, native
+
+
+def _algorithm_program(
+    obj: Algorithm, topo: Topology, nbytes: int | None, reduction_GBps: float | None
+) -> tuple[Program, int | None]:
+    """An algorithm's program (bound to ``nbytes`` if unbound), and nccl-tests' size S."""
+    # never trust an unverified input's numbers: the same checks the reader runs (exit 3)
+    check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
+    if obj.ranks > topo.npus:
+        raise SimulationError(
+            f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "
+            f"{topo.to_string()!r} has {topo.npus} NPUs",
+            hint="choose a topology with at least as many NPUs",
+        )
+    alg = obj
+    per_chunk = None
+    if not alg.is_bound:
+        if nbytes is None:
+            raise SimulationError(
+                f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
+                hint="give size=..., e.g. size='1MiB'",
+            )
+        # bound while flattening (Algorithm.bind's sizes, without a copy of every rank graph)
+        per_chunk = chunk_bytes(nbytes, alg.meta.reference_chunks)
+        alg = alg.with_meta(size=nbytes)
+    elif nbytes is not None and alg.meta.size is not None and alg.meta.size != nbytes:
+        raise UsageError(
+            f"the algorithm is already bound to {alg.meta.size} B, not {nbytes} B",
+            hint="drop size, or pass the unbound algorithm",
+        )
+    prog = program_from_algorithm(alg, reduction_GBps, per_chunk=per_chunk)
+    return prog, _infer_size(alg) if alg.meta.size is not None or nbytes is None else nbytes
+
+
 def simulate(
     obj: Algorithm | Workload,
     topology: Topology | str | Path,
@@ -151,55 +212,15 @@ def simulate(
     if mode == "auto":
         mode = resolve_mode(topo)
     nbytes = parse_size(size) if size is not None else None
+    native: dict[Collective, Any] = {}
     if isinstance(obj, Workload):
-        if obj.rank_count == 0:
-            raise SimulationError("the workload has no ranks")
-        # the workload layer (ASTRA-sim's native collectives, six modules) only for workloads
-        from ._astrasim.workload import program_from_workload
-
-        native: dict[Collective, Any] = {}
-        if system is not None:
-            from ._astrasim.system import serve_from_system
-
-            dims = len(topo.dims) if isinstance(topo, DimensionalTopology) else None
-            explicit = {Collective.parse(k): v for k, v in (algorithm_for or {}).items()}
-            sizes = tuple(d.npus for d in topo.dims) if isinstance(topo, DimensionalTopology) else None
-            # algorithm_for wins
-            custom, native = serve_from_system(system, obj, dims, frozenset(explicit), dim_sizes=sizes)
-            algorithm_for = {**custom, **explicit}
-        pick = algorithm_chooser(algorithm_for, produce=produce_algorithm, check=program_from_algorithm)
-        prog = program_from_workload(obj, pick, topo.npus, reduction_GBps, native=native)
+        prog, native = _workload_program(obj, topo, reduction_GBps, algorithm_for, system, produce_algorithm)
         collective, ranks, S, name = None, obj.rank_count, None, obj.name
     elif isinstance(obj, Algorithm):
-        # never trust an unverified input's numbers: the same checks the reader runs (exit 3)
-        check_algorithm(obj, what=f"algorithm {obj.name or obj.collective.value!r}")
-        if obj.ranks > topo.npus:
-            raise SimulationError(
-                f"algorithm {obj.name or obj.collective.value!r} has {obj.ranks} ranks but topology "
-                f"{topo.to_string()!r} has {topo.npus} NPUs",
-                hint="choose a topology with at least as many NPUs",
-            )
-        alg = obj
-        per_chunk = None
-        if not alg.is_bound:
-            if nbytes is None:
-                raise SimulationError(
-                    f"algorithm {alg.name or alg.collective.value!r} has no message sizes",
-                    hint="give size=..., e.g. size='1MiB'",
-                )
-            # bound while flattening (Algorithm.bind's sizes, without a copy of every rank graph)
-            per_chunk = chunk_bytes(nbytes, alg.meta.reference_chunks)
-            alg = alg.with_meta(size=nbytes)
-        elif nbytes is not None and alg.meta.size is not None and alg.meta.size != nbytes:
-            raise UsageError(
-                f"the algorithm is already bound to {alg.meta.size} B, not {nbytes} B",
-                hint="drop size, or pass the unbound algorithm",
-            )
-        prog = program_from_algorithm(alg, reduction_GBps, per_chunk=per_chunk)
-        S = _infer_size(alg) if alg.meta.size is not None or nbytes is None else nbytes
-        coll = alg.collective
+        prog, S = _algorithm_program(obj, topo, nbytes, reduction_GBps)
+        coll = obj.collective
         collective = None if coll == Collective.CUSTOM else coll.value
-        ranks, name = alg.ranks, alg.name
+        ranks, name = obj.ranks, obj.name
     else:
         raise UsageError(f"cannot simulate a {type(obj).__name__}", hint="give an Algorithm or a Workload")
     delay, net = _model(prog, topo, mode)
