@@ -154,7 +154,7 @@ def test_damaged_rows_are_counted_not_fatal(tmp_path: Path) -> None:
 def test_auto_report_warns_on_a_problem_but_an_interrupt_stays_an_interrupt(
     run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hub.results import _write
+    from hub.results import _report as _write
 
     def broken(*_a: object, **_k: object) -> None:
         raise OSError("disk went away")
