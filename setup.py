@@ -31,7 +31,7 @@ EXTENSIONS: list[Extension] = [
         depends=["hub/_native/_common.h", "hub/_native/_codec.h"],
         extra_compile_args=CFLAGS,
     ),
-    # the event loop of hub.simulate (hub/sim/_engine.py)
+    # the event loop of hub.simulate (hub/sim/_engine/loop.py)
     Extension(
         "hub._native._sim",
         ["hub/_native/_sim.c", "hub/_native/_sim_prep.c"],

@@ -98,7 +98,8 @@ def row(net: str, coll: str) -> dict[str, Any]:
 
 def certificate_cost(nets: list[str]) -> list[tuple[str, float, float]]:
     from collhub_forest import SynthesizeParams, synthesize
-    from hub.sim import _certificate as cache, network_facts, simulate
+    from hub.sim import network_facts, simulate
+    from hub.sim._bounds import certificate as cache
     from hub.topology import load_topology
 
     out = []

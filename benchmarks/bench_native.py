@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 from hub.errors import SimulationError  # noqa: E402
 from hub.sim import simulate  # noqa: E402
+from tests.sim.astrasim.cases import random_setup  # noqa: E402
+from tests.sim.astrasim.test_algorithms import _mixed, _real  # noqa: E402
 from tests.sim.difftest import oracle_unavailable  # noqa: E402
-from tests.sim.native_cases import random_setup  # noqa: E402
-from tests.sim.test_native_algorithms import _mixed, _real  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

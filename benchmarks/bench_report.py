@@ -22,9 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hub._units import format_size  # noqa: E402
-from hub.pipeline._plot import load_document  # noqa: E402
-from hub.report import answer, write_report  # noqa: E402
-from hub.report._plot import render_plot  # noqa: E402
+from hub.results import (  # noqa: E402
+    answer,
+    load_document,  # noqa: E402
+    write_report,
+)
+from hub.results._report_plot import render_plot  # noqa: E402
 
 
 def _document(rows: int) -> dict:

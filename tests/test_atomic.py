@@ -113,7 +113,7 @@ def test_a_file_is_never_moved_aside(tmp_path: Path) -> None:
 
 
 def test_run_directory_force_onto_a_file(tmp_path: Path) -> None:
-    from hub.pipeline._rundir import RunDir
+    from hub.pipeline._record.rundir import RunDir
 
     mine = tmp_path / "results"
     mine.write_text("precious")
@@ -135,7 +135,7 @@ def test_et_and_json_views(tmp_path: Path) -> None:
 def test_simulate_trace_and_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from hub.sim import simulate
-    from hub.sim._report import write_plot, write_trace
+    from hub.sim._views.trace import write_plot, write_trace
 
     res = simulate(ring("allreduce", 4).bind(1 << 16), "ring:4")
     assert _mode(write_trace(res, tmp_path / "t.json")) == 0o644

@@ -58,6 +58,11 @@ def _public(module: types.ModuleType) -> set[str]:
 def test_all_lists_exactly_the_public_names(package: str) -> None:
     module = importlib.import_module(package)
     declared = getattr(module, "__all__", None)
+    if any(part.startswith("_") for part in package.split(".")[1:]) and declared == []:
+        # a private subpackage (hub.sim._engine): a room of its parent, which names what is public
+        assert module.__doc__, f"{package} does not say what it holds"
+        assert not _public(module), f"{package} exports names: {sorted(_public(module))}"
+        return
     assert isinstance(declared, list) and declared, f"{package} has no __all__ list"
     assert len(declared) == len(set(declared)), f"{package}.__all__ repeats a name"
     missing = [name for name in declared if not hasattr(module, name)]

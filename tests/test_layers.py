@@ -16,7 +16,7 @@ HUB = Path(__file__).resolve().parents[1] / "hub"
 LAYER = {
     "cli": 6,
     "pipeline": 5,
-    "report": 5,
+    "results": 5,
     "plugins": 5,
     "registry": 5,
     "sim": 4,

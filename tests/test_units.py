@@ -54,7 +54,7 @@ def test_the_hint_states_both_prefix_kinds() -> None:
 
 def test_every_reader_is_the_core_one() -> None:
     """hub.simulate, the pipeline plot and the plugins accept exactly the same values."""
-    from hub.pipeline._plot import parse_bytes
+    from hub.results._plot import parse_bytes
     from hub.sim import SimulateParams, parse_size as sim_parse
 
     assert hub.parse_size is parse_size and sim_parse is parse_size

@@ -6,7 +6,7 @@ Each extension has one concern and is the only implementation of its routines:
 * ``hub._native._codec``: the Chakra ET codec's per-node work (``hub/chakra/_encode.py``,
   ``hub/chakra/_ranks.py``); callers import it directly (``from hub._native import _codec``).
 * ``hub._native._sim``: the event loop of ``hub.simulate`` (``hub/_native/_sim.c``; its caller and
-  the semantics: ``hub/sim/_engine.py``). Load it with :func:`load_sim`.
+  the semantics: ``hub/sim/_engine/loop.py``). Load it with :func:`load_sim`.
 * ``hub._native._verify``: the verifier's per-node loops (adjacency, levels, chain cover, the data
   walk; callers in ``hub/verify/``). Load it with :func:`load_verify`.
 

@@ -1,11 +1,11 @@
 /* hub._native._sim: the event loop of hub.simulate (ASTRA-sim's custom-collective walker).
  *
- * Boundary: Python (hub/sim/_layout.py, hub/sim/_engine.py) builds every table with numpy and
+ * Boundary: Python (hub/sim/_engine/layout.py, hub/sim/_engine/loop.py) builds every table with numpy and
  * passes them here as buffers (the buffer protocol; no numpy C API); this module walks the
  * events and writes per-node times into caller-owned arrays. The semantics are documented in
- * docs/simulator.md ("Rules and where they come from") and in hub/sim/_engine.py; the one rule
+ * docs/simulator.md ("Rules and where they come from") and in hub/sim/_engine/loop.py; the one rule
  * that needs libstdc++'s hash-set order (three or more nodes released by one completion) is
- * not repeated here: it calls back into hub.sim._feeder, its only implementation.
+ * not repeated here: it calls back into hub.sim._engine.feeder, its only implementation.
  *
  * Events run in (time, scheduling order), as in ASTRA-sim's event queue (a FIFO list per distinct
  * time): a FIFO bucket per pending time and a min-heap of the pending times (ev_push, ev_pop).
@@ -20,7 +20,7 @@
 enum { K_COMP = NODE_COMP, K_SEND = NODE_SEND, K_RECV = NODE_RECV }; /* _common.h */
 /* resource classes per NPU: 1-3 the workload's (one node each; taken at issue, and a release
  * lets every waiting node compete again), QCLS.. the native collectives' per-dimension queues
- * (cap streams each; hub/sim/_native_streams.py): a node takes a slot when it becomes ready, or
+ * (cap streams each; hub/sim/_astrasim/streams.py): a node takes a slot when it becomes ready, or
  * waits in arrival order, and a release hands the slot to the first waiting node, as ASTRA-sim's
  * scheduler inits the first waiting stream of a queue when a running one leaves it */
 enum { NCLS = 16, QCLS = 4 };
@@ -145,7 +145,7 @@ static void bt_remove(St *s, Batch *b) { /* linear probing: backward-shift delet
     s->nbt--;
 }
 
-/* -- the feeder's issue order for >= 3 released nodes (hub.sim._feeder via the callback) ---- */
+/* -- the feeder's issue order for >= 3 released nodes (hub.sim._engine.feeder via the callback) ---- */
 static int reorder(St *s, Py_ssize_t m0, int32_t r) {
     Py_ssize_t m = s->nready - m0;
     PyObject *keys = PyList_New(m);
@@ -186,7 +186,7 @@ static int reorder(St *s, Py_ssize_t m0, int32_t r) {
 }
 
 /* The feeder's order without the callback, where the free set does not grow (m keys, at most its
- * next resize): hub.sim._feeder._rule_idx, the reference. Keys are grouped by the first use of
+ * next resize): hub.sim._engine.feeder._rule_idx, the reference. Keys are grouped by the first use of
  * their bucket (key mod buckets, Python's non-negative remainder), groups newest first, and
  * newest first inside a group. */
 enum { RULE_MAX = 64 };
@@ -656,7 +656,7 @@ static PyMethodDef methods[] = {{"run", run, METH_VARARGS, run_doc},
                                 {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sim",
-                                    "The event loop of hub.simulate (see hub/sim/_engine.py).", -1, methods,
+                                    "The event loop of hub.simulate (see hub/sim/_engine/loop.py).", -1, methods,
                                     NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__sim(void) { return PyModule_Create(&module); }

@@ -1,8 +1,8 @@
 /* hub._native._sim, table building: the message channels and the engine's node layout.
  *
  * Both run once per simulation over every node, so numpy's many passes (and their temporaries)
- * cost more than the walk itself at 4M nodes; here each is one pass. Callers: hub/sim/_program.py
- * (channels) and hub/sim/_layout.py (layout), which document what the tables mean. Buffers only
+ * cost more than the walk itself at 4M nodes; here each is one pass. Callers: hub/sim/_engine/program.py
+ * (channels) and hub/sim/_engine/layout.py (layout), which document what the tables mean. Buffers only
  * (no numpy C API): outputs are caller-allocated arrays this code fills.
  */
 #include "_simbuf.h"
@@ -341,7 +341,7 @@ const char sim_pair_loads_doc[] =
     "Per (src, dst) NPU pair, the bytes (float64, summed in node order, as numpy's bincount with\n"
     "weights) and the number of messages (int64) of the nodes whose kind is send: pair src * npus + dst\n"
     "of node g is rank[g] * npus + peer[g]. bytes and msgs (npus * npus items) come zero-filled and\n"
-    "are added to. One pass over the nodes, for the link-load bound (hub/sim/_linkload.py), instead of\n"
+    "are added to. One pass over the nodes, for the link-load bound (hub/sim/_bounds/linkload.py), instead of\n"
     "numpy's mask, gathers, casts and two bincounts over every SEND.";
 
 PyObject *sim_pair_loads(PyObject *self, PyObject *args) {

@@ -110,7 +110,7 @@ def _summarize_algorithm(m: AlgorithmMeta, graphs: Iterable[RankGraph]) -> str:
 
 
 def _bound_lines(extra: dict[str, Any]) -> list[str]:
-    """The certified bound a producer run recorded (``hub.sim._grade``'s metadata keys) and the
+    """The certified bound a producer run recorded (``hub.sim._bounds.grade``'s metadata keys) and the
     simulated time against it; nothing when the algorithm carries no bound."""
     bound, net, size = extra.get("bound_ns"), extra.get("bound_network"), extra.get("bound_size")
     if not isinstance(bound, (int, float)) or isinstance(bound, bool):

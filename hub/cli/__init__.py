@@ -75,7 +75,7 @@ def _leave(code: object) -> None:
     the interpreter: everything is cleaned up by then, and finalizing would join threads that may
     wait forever (on a message a killed worker left half-written) or still be inside compiled
     code with the GIL released (the ET encoder's), which crashes a finalizing interpreter."""
-    runner = _sys.modules.get("hub.pipeline._interrupt")
+    runner = _sys.modules.get("hub.pipeline._run.interrupt")
     killed = runner is not None and getattr(runner, "WORKERS_KILLED", False)
     if code != 130 and not killed:
         if _CLI_PROCESS:  # not when main() runs inside another program, which goes on afterwards

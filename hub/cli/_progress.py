@@ -4,7 +4,7 @@ Rules (docs/cli.md, "Progress"): shown when both stdout and stderr are terminals
 watching), never with ``--format json`` or when output is piped or redirected, and never with
 ``TERM=dumb``. It is one transient line on stderr (a spinner, the step, the seconds so far),
 erased when the step ends, so what a command prints is the same with or without it.
-``collhub run`` has its own bar over the points (hub/pipeline/_runner.py).
+``collhub run`` has its own bar over the points (hub/pipeline/_run/runner.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-from ..pipeline._results import columns_for, table_cells, table_header
+from ..results._tables import columns_for, table_cells, table_header
 
 __all__ = ["print_run_table"]
 

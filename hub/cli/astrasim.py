@@ -1,5 +1,5 @@
 """``collhub astra-sim ARGS...``: the drop-in for ASTRA-sim's analytical binaries
-(``hub.sim._astrasim``; its own console script is ``collhub-astra-sim``). Every argument goes to
+(``hub.sim._astrasim.dropin``; its own console script is ``collhub-astra-sim``). Every argument goes to
 it untouched: ASTRA-sim's flags are cxxopts ``--name=value`` options, which Typer would not parse
 the same way (unknown flags are ignored there, as the binaries do).
 
@@ -24,6 +24,6 @@ __all__ = ["astra_sim_command"]
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def astra_sim_command(args: tuple[str, ...]) -> None:
-    from ..sim._astrasim import main
+    from ..sim._astrasim.dropin import main
 
     raise SystemExit(main(list(args)))

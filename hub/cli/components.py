@@ -51,7 +51,7 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
 def _yaml_value(key: str, raw: str) -> Any:
     """One ``--set`` value through the pipeline's YAML loader, with its limits."""
     from ..errors import PipelineValidationError
-    from ..pipeline._loader import load_value
+    from ..pipeline._file.loader import load_value
 
     try:  # bounded like a pipeline file: an alias bomb or 3000 brackets in --set is refused
         return load_value(raw, f"--set {key}") if raw.strip() else ""
@@ -152,7 +152,7 @@ def produce(
 
 def _grade(obj: Any, params: dict[str, Any], step: Callable[[str], None]) -> tuple[Any, Any] | None:
     """An algorithm made for a network, with its certified bound and simulated time in its
-    metadata (:mod:`hub.sim._grade`), and that grade; None for anything else."""
+    metadata (:mod:`hub.sim._bounds.grade`), and that grade; None for anything else."""
     from ..chakra import Algorithm
 
     if not isinstance(obj, Algorithm) or not ({"network", "topology"} & params.keys()):
@@ -314,7 +314,7 @@ def _size_sweep(
             )
         return None
     from .._ranges import range_values  # only for a sweep: a plain consume needs neither
-    from ..pipeline._limits import limit
+    from ..pipeline._file.limits import limit
 
     if "size" in params:
         raise UsageError("give the size either with --set size=... or with -b/-e, not both")

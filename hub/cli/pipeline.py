@@ -31,7 +31,7 @@ FILE_ARG = typer.Argument(..., help="The pipeline file (YAML).", show_default=Fa
 
 
 class ExecutorKind(StrEnum):
-    """``collhub run --executor`` choices (see hub.pipeline._executors.EXECUTORS)."""
+    """``collhub run --executor`` choices (see hub.pipeline._run.executors.EXECUTORS)."""
 
     local = "local"
     dask = "dask"
@@ -293,7 +293,8 @@ def run_command(
     directory, marked INCOMPLETE (exit 130); `collhub run FILE --resume` completes it.
 
     Example: collhub run examples/compare-allreduce.yaml --jobs 2 --out runs/demo"""
-    from ..pipeline import _interrupt, execute, validate_pipeline
+    from ..pipeline import execute, validate_pipeline
+    from ..pipeline._run import interrupt as _interrupt
     from ._errors import STATE
 
     _check_run_options(out_dir, executor, scheduler)  # before validating: a usage error is cheap
@@ -335,7 +336,7 @@ def _check_run_options(out_dir: str | None, executor: ExecutorKind, scheduler: s
 def _say_run(result: Any, vp: Any) -> None:
     """A finished run in table form: the results table on stdout; warnings, the row count and
     the files written on stderr."""
-    from ..pipeline._rundir import warning_lines
+    from ..pipeline._record.rundir import warning_lines
     from ._runtable import print_run_table
 
     print_run_table(result.iter_rows, list(vp.model.matrix), vp.name)

@@ -62,8 +62,7 @@ def report_command(
 
     Example: collhub report runs/sweep --export msccl winners/
     """
-    from ..pipeline._plot import load_document
-    from ..report import answer, write_report
+    from ..results import answer, load_document, write_report
 
     if export is not None and export[0] not in _KINDS:
         raise UsageError(f"--export {export[0]!r}: unknown kind", hint="the export kinds are: " + ", ".join(_KINDS))
@@ -82,7 +81,7 @@ def report_command(
         ) from None
     outcome = None
     if export is not None:
-        from ..report import export_msccl, export_mscclpp, export_nccl_tuner
+        from ..results import export_msccl, export_mscclpp, export_nccl_tuner
 
         with working(f"exporting the winners to {export[1]}", json_output=fmt == OutputFormat.json):
             if export[0] == "nccl-tuner":
@@ -121,7 +120,7 @@ def _print_tables(ans: Any) -> None:
     from rich.table import Table
 
     from .._units import format_size
-    from ..report import NCCL_HEADS, bound_cells, has_bound, nccl_rows, summary_lines, vs_nccl_cell
+    from ..results import NCCL_HEADS, bound_cells, has_bound, nccl_rows, summary_lines, vs_nccl_cell
 
     vs = any(st.nccl is not None for st in ans.studies)
     console = Console(width=None if sys.stdout.isatty() else (140 if vs else 110))

@@ -19,46 +19,46 @@ from .._lazy import lazy_exports as _lazy_exports
 #: public name -> the private module defining it, imported on first use (PEP 562): ``collhub
 #: produce`` needs only the YAML loader, not the runner, the plots or the report behind them
 _LAZY: dict[str, str] = {
-    "ManagerSpec": "._env",
-    "LoadedFile": "._loader",
-    "load_file": "._loader",
-    "load_text": "._loader",
-    "Point": "._matrix",
-    "expand": "._matrix",
-    "interpolate": "._matrix",
-    "ConsumerStep": "._model",
-    "Pipeline": "._model",
-    "SourceSpec": "._model",
-    "TransformStep": "._model",
-    "json_schema": "._model",
-    "Panel": "._plot",
-    "PlotLayout": "._plot",
-    "plot_layout": "._plot",
-    "plot_results": "._plot",
-    "RunResult": "._runner",
-    "default_jobs": "._runner",
-    "execute": "._runner",
-    "Step": "._units",
-    "run_unit": "._units",
-    "KNOWN_PLUGINS": "._validate",
-    "ValidatedPipeline": "._validate",
-    "validate_file": "._validate",
-    "validate_loaded": "._validate",
-    "validate_text": "._validate",
+    "ManagerSpec": "._run.env",
+    "LoadedFile": "._file.loader",
+    "load_file": "._file.loader",
+    "load_text": "._file.loader",
+    "Point": "._file.matrix",
+    "expand": "._file.matrix",
+    "interpolate": "._file.matrix",
+    "ConsumerStep": "._file.model",
+    "Pipeline": "._file.model",
+    "SourceSpec": "._file.model",
+    "TransformStep": "._file.model",
+    "json_schema": "._file.model",
+    "Panel": "hub.results",
+    "PlotLayout": "hub.results",
+    "plot_layout": "hub.results",
+    "plot_results": "hub.results",
+    "RunResult": "._run.runner",
+    "default_jobs": "._run.runner",
+    "execute": "._run.runner",
+    "Step": "._run.unit",
+    "run_unit": "._run.unit",
+    "KNOWN_PLUGINS": "._file.validate",
+    "ValidatedPipeline": "._file.validate",
+    "validate_file": "._file.validate",
+    "validate_loaded": "._file.validate",
+    "validate_text": "._file.validate",
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from pathlib import Path
     from typing import Any
 
-    from ._env import ManagerSpec
-    from ._loader import LoadedFile, load_file, load_text
-    from ._matrix import Point, expand, interpolate
-    from ._model import ConsumerStep, Pipeline, SourceSpec, TransformStep, json_schema
-    from ._plot import Panel, PlotLayout, plot_layout, plot_results
-    from ._runner import RunResult, default_jobs, execute
-    from ._units import Step, run_unit
-    from ._validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
+    from ..results import Panel, PlotLayout, plot_layout, plot_results
+    from ._file.loader import LoadedFile, load_file, load_text
+    from ._file.matrix import Point, expand, interpolate
+    from ._file.model import ConsumerStep, Pipeline, SourceSpec, TransformStep, json_schema
+    from ._file.validate import KNOWN_PLUGINS, ValidatedPipeline, validate_file, validate_loaded, validate_text
+    from ._run.env import ManagerSpec
+    from ._run.runner import RunResult, default_jobs, execute
+    from ._run.unit import Step, run_unit
 
 __all__ = [
     "KNOWN_PLUGINS",
@@ -96,9 +96,9 @@ __all__ = [
 
 def load_pipeline(path: str | Path) -> Pipeline:
     """Parse a pipeline file and check its structure (pass 1 only; no plugins are loaded)."""
-    from ._loader import load_file
-    from ._model import Pipeline
-    from ._validate import _raise, _structure_issues
+    from ._file.loader import load_file
+    from ._file.model import Pipeline
+    from ._file.validate import _raise, _structure_issues
 
     loaded = load_file(path)
     issues = _structure_issues(loaded)
@@ -109,7 +109,7 @@ def load_pipeline(path: str | Path) -> Pipeline:
 
 def validate_pipeline(path: str | Path, *, manager_spec: ManagerSpec | None = None) -> ValidatedPipeline:
     """Both validation passes; raises :class:`hub.errors.PipelineValidationError` listing every issue."""
-    from ._validate import validate_file
+    from ._file.validate import validate_file
 
     return validate_file(path, manager_spec=manager_spec)
 
@@ -130,8 +130,8 @@ def run_pipeline(
     (relative to the current directory) or ``runs/<name>``; ``jobs`` to the CPU count;
     ``plot`` draws ``results.png`` when matplotlib is installed and the results have a numeric x;
     ``resume`` (``True`` or ``"strict"``) completes an earlier run directory at ``out_dir``."""
-    from ._runner import execute
-    from ._validate import validate_file
+    from ._file.validate import validate_file
+    from ._run.runner import execute
 
     vp = validate_file(path, manager_spec=manager_spec)
     return execute(
@@ -149,8 +149,8 @@ def run_pipeline(
 
 def run_pipeline_text(text: str, out_dir: str | Path, jobs: int = 1, **options: Any) -> RunResult:
     """Validate and run pipeline ``text`` (for tests and notebooks); options as for :func:`run_pipeline`."""
-    from ._runner import execute
-    from ._validate import validate_text
+    from ._file.validate import validate_text
+    from ._run.runner import execute
 
     manager_spec = options.pop("manager_spec", None)
     vp = validate_text(text, "<pipeline>", manager_spec=manager_spec)

@@ -13,45 +13,45 @@ from .._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the private module defining it
 _LAZY: dict[str, str] = {
-    "AstraSimOutcome": "._astrasim",
-    "run_astra_sim": "._astrasim",
-    "Certificate": "._certificate",
-    "certify": "._certificate",
-    "network_facts": "._certificate",
-    "CutOptimum": "._cut",
-    "Grade": "._grade",
-    "grade": "._grade",
-    "with_grade": "._grade",
-    "cut_optimum": "._cut",
-    "SimulateParams": "._api",
-    "parse_size": "._api",
-    "simulate": "._api",
-    "simulate_consumer": "._api",
-    "unaware_delays": "._network",
-    "comp_ns": "._program",
-    "trace_events": "._report",
-    "write_plot": "._report",
-    "write_trace": "._report",
-    "SimulationResult": "._result",
+    "AstraSimOutcome": "._astrasim.dropin",
+    "run_astra_sim": "._astrasim.dropin",
+    "Certificate": "._bounds.certificate",
+    "certify": "._bounds.certificate",
+    "network_facts": "._bounds.certificate",
+    "CutOptimum": "._bounds.cut",
+    "Grade": "._bounds.grade",
+    "grade": "._bounds.grade",
+    "with_grade": "._bounds.grade",
+    "cut_optimum": "._bounds.cut",
+    "SimulateParams": "._simulate",
+    "parse_size": "._simulate",
+    "simulate": "._simulate",
+    "simulate_consumer": "._simulate",
+    "unaware_delays": "._engine.network",
+    "comp_ns": "._engine.program",
+    "trace_events": "._views.trace",
+    "write_plot": "._views.trace",
+    "write_trace": "._views.trace",
+    "SimulationResult": "._views.result",
     "algbw_GBps": "hub._bandwidth",
     "busbw_factor": "hub._bandwidth",
-    "lower_bound_ns": "._result",
-    "node_spans": "._timeline",
-    "write_timeline": "._timeline",
+    "lower_bound_ns": "._views.result",
+    "node_spans": "._views.timeline",
+    "write_timeline": "._views.timeline",
 }
 
 if _typing.TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from .._bandwidth import algbw_GBps, busbw_factor
-    from ._api import SimulateParams, parse_size, simulate, simulate_consumer
-    from ._astrasim import AstraSimOutcome, run_astra_sim
-    from ._certificate import Certificate, certify, network_facts
-    from ._cut import CutOptimum, cut_optimum
-    from ._grade import Grade, grade, with_grade
-    from ._network import unaware_delays
-    from ._program import comp_ns
-    from ._report import trace_events, write_plot, write_trace
-    from ._result import SimulationResult, lower_bound_ns
-    from ._timeline import node_spans, write_timeline
+    from ._astrasim.dropin import AstraSimOutcome, run_astra_sim
+    from ._bounds.certificate import Certificate, certify, network_facts
+    from ._bounds.cut import CutOptimum, cut_optimum
+    from ._bounds.grade import Grade, grade, with_grade
+    from ._engine.network import unaware_delays
+    from ._engine.program import comp_ns
+    from ._simulate import SimulateParams, parse_size, simulate, simulate_consumer
+    from ._views.result import SimulationResult, lower_bound_ns
+    from ._views.timeline import node_spans, write_timeline
+    from ._views.trace import trace_events, write_plot, write_trace
 
 __all__ = [
     "AstraSimOutcome",

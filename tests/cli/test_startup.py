@@ -24,9 +24,9 @@ NOT_ON_PRODUCE_PATH = (
     "httpx",
     "collhub_registry._builder",
     "matplotlib",
-    "hub.pipeline._runner",
+    "hub.pipeline._run.runner",
     "yaml",
-    "hub.pipeline._loader",
+    "hub.pipeline._file.loader",
 )
 #: what `--help` never imports once the entry-point index is warm: importlib.metadata (the scan of
 #: every distribution's metadata), the plugin manager and its dependencies, numpy, YAML, and the
@@ -45,12 +45,12 @@ NOT_ON_WARM_HELP_PATH = (
 #: the workload codec, link-graph presets and network.yml, every other component's package, and
 #: numpy.ma (a plain np.unique imports it on first call)
 NOT_ON_SIMULATE_PATH = (
-    "hub.sim._workload",
-    "hub.sim._native",
-    "hub.sim._native_streams",
-    "hub.sim._report",
-    "hub.sim._timeline",
-    "hub.sim._tracks",
+    "hub.sim._astrasim.workload",
+    "hub.sim._astrasim.collectives",
+    "hub.sim._astrasim.streams",
+    "hub.sim._views.trace",
+    "hub.sim._views.timeline",
+    "hub.sim._views.tracks",
     "hub.chakra._json",
     "hub.chakra._summary",
     "hub.chakra._writer",
@@ -117,7 +117,7 @@ def test_consume_simulate_imports_the_engine_only(tmp_path: Path, mode: str) -> 
     p, modules = _modules_after(argv, tmp_path)
     # the command really simulated, through the compiled event loop
     assert json.loads(p.stdout)["metrics"]["mode"] == mode and json.loads(p.stdout)["metrics"]["time_ns"] > 0
-    assert "hub._native._sim" in modules and "hub.sim._engine" in modules and "hub.chakra._stream" in modules
+    assert "hub._native._sim" in modules and "hub.sim._engine.loop" in modules and "hub.chakra._stream" in modules
     imported = [m for m in NOT_ON_SIMULATE_PATH if m in modules]
     assert not imported, f"`collhub consume hub.simulate` imported {imported}"
 
@@ -125,7 +125,7 @@ def test_consume_simulate_imports_the_engine_only(tmp_path: Path, mode: str) -> 
 def test_a_yaml_set_value_still_goes_through_the_loader(tmp_path: Path) -> None:
     argv = ["produce", "hub.ring", "-s", "ranks=2", "-s", "collective=allgather", "-s", "inplace=yes"]
     _, modules = _modules_after([*argv, "--out", str(tmp_path / "r")], tmp_path)
-    assert "hub.pipeline._loader" in modules and "hub.pipeline._runner" not in modules
+    assert "hub.pipeline._file.loader" in modules and "hub.pipeline._run.runner" not in modules
 
 
 def test_warm_help_reads_the_entry_point_index_only(tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_lazy_names_still_resolve() -> None:
     # the deferred packages keep their public names: each resolves to its defining module's object
     code = (
         "import hub.pipeline as p, hub.registry as r, collhub_registry as c\n"
-        "from hub.pipeline._runner import execute\nfrom hub.registry._client import RegistryClient\n"
+        "from hub.pipeline._run.runner import execute\nfrom hub.registry._client import RegistryClient\n"
         "from collhub_registry._builder import build_site\n"
         "assert p.execute is execute and r.RegistryClient is RegistryClient and c.build_site is build_site\n"
         "print('OK')"

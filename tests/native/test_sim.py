@@ -90,7 +90,7 @@ def test_outputs_must_be_writable():
 
 
 def test_an_error_in_the_order_callback_propagates():
-    # one node releasing three: the issue order comes from the callback (hub.sim._feeder in real runs)
+    # one node releasing three: the issue order comes from the callback (hub.sim._engine.feeder in real runs)
     n = 4
     args, _ = _args(
         n,

@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from hub.pipeline._dask import probe_worker  # noqa: E402 - after the skip
+from hub.pipeline._run.dask_cluster import probe_worker  # noqa: E402 - after the skip
 
 REPO = Path(__file__).resolve().parents[2]
 SLOW = REPO / "tests" / "fixtures" / "plugins" / "dask"

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hub.errors import PipelineValidationError
-from hub.pipeline._loader import load_text
+from hub.pipeline._file.loader import load_text
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "hostile" / "pipeline"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hub.errors import PluginError
-from hub.pipeline._interrupt import Interrupts
+from hub.pipeline._run.interrupt import Interrupts
 from hub.plugins._guard import guarded
 
 from .signal_at_import import collhub_signalled_at

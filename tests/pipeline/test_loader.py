@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hub.errors import PipelineValidationError
-from hub.pipeline._loader import Position, format_path, load_text
+from hub.pipeline._file.loader import Position, format_path, load_text
 
 
 def _single_issue(text: str):

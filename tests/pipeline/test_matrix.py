@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hub.pipeline import expand, interpolate
-from hub.pipeline._matrix import UnknownVariable
+from hub.pipeline._file.matrix import UnknownVariable
 
 
 def test_expand_is_the_cartesian_product_in_key_order() -> None:

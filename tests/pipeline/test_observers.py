@@ -11,8 +11,8 @@ import pytest
 from hub.cli._runtable import print_run_table
 from hub.errors import PluginError, StepFailedError
 from hub.pipeline import ManagerSpec, run_pipeline_text
-from hub.pipeline._hooks import PluginHookWarning
-from hub.pipeline._row import Row
+from hub.pipeline._record.row import Row
+from hub.pipeline._run.hooks import PluginHookWarning
 
 from .conftest import PLUGIN_FILE
 

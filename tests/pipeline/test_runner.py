@@ -12,8 +12,9 @@ import pytest
 
 from hub.chakra import read_algorithm
 from hub.errors import StepFailedError
-from hub.pipeline import ManagerSpec, _env, run_pipeline, run_pipeline_text, run_unit
-from hub.pipeline._env import _import_plugin
+from hub.pipeline import ManagerSpec, run_pipeline, run_pipeline_text, run_unit
+from hub.pipeline._run import env as _env
+from hub.pipeline._run.env import _import_plugin
 from hub.plugins import create_manager, hookimpl
 
 from .conftest import PLUGIN_FILE

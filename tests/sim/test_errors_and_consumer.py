@@ -207,7 +207,7 @@ def test_consumer_artifacts(tmp_path):
 
 def test_program_names_the_first_rank_with_a_dependency_outside_it():
     from hub.chakra import Algorithm
-    from hub.sim._program import program_from_algorithm
+    from hub.sim._engine.program import program_from_algorithm
 
     alg = pipelined_ring_allreduce(4, 1024, comps=False)
     graphs = [g.copy() for g in alg.graphs]
@@ -222,7 +222,7 @@ def test_program_names_the_first_rank_with_a_dependency_outside_it():
 def test_program_columns_match_the_rank_graphs():
     import numpy as np
 
-    from hub.sim._program import program_from_algorithm
+    from hub.sim._engine.program import program_from_algorithm
 
     alg = pipelined_ring_allreduce(4, 1024, comps=True)
     prog = program_from_algorithm(alg)

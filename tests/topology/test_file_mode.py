@@ -28,7 +28,7 @@ def test_atomic_write_uses_the_umask(tmp_path: Path) -> None:
 def test_simulation_artifacts_are_readable(tmp_path: Path) -> None:
     from hub.algorithms import ring
     from hub.sim import simulate
-    from hub.sim._report import write_plot, write_trace
+    from hub.sim._views.trace import write_plot, write_trace
 
     res = simulate(ring("allreduce", 4), "ring:4", mode="aware", size="64KiB")
     want = _open_mode()

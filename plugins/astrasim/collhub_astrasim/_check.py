@@ -1,6 +1,6 @@
 """A bundle must run on the real binaries: before a bundle is published, its files are run
 through ``hub.sim.run_astra_sim`` (the drop-in for ASTRA-sim's analytical binaries, which shares
-hub.simulate's rules for what ASTRA-sim aborts on, ``hub.sim._refusals``), for the backend it is
+hub.simulate's rules for what ASTRA-sim aborts on, ``hub.sim._astrasim.refusals``), for the backend it is
 written for, and refused with ASTRA-sim's reason (a bundle for ``any`` backend must run on at
 least one of them: the 2-NPU Ring, for one, runs on the congestion-unaware binary only)."""
 
