@@ -17,6 +17,7 @@ Every artifact collhub or a first-party plugin writes goes through this module, 
     write_files([(path, chunks), ...], stale=[...])   a set: all or nothing, stale members removed
     with output_path(path) as tmp: ...        a tool writes ``tmp`` by name (e.g. savefig)
     tmp = temp_dir(final); ...; commit_dir(tmp, final, replace=True)   a directory
+    with staged_dir(final, replace=True) as tmp: ...   the same, the debris removed on failure
     make_dirs(path); with output_errors(path): ...   a place for outputs, OSErrors made clean
 
 Every way an output place can be unusable ends as one error naming the path the user gave:
@@ -47,6 +48,7 @@ __all__ = [
     "output_error",
     "output_errors",
     "output_path",
+    "staged_dir",
     "temp_dir",
     "write_file",
     "write_files",
@@ -409,3 +411,17 @@ def commit_dir(tmp: str | os.PathLike[str], final: str | os.PathLike[str], *, re
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+@contextmanager
+def staged_dir(final: str | os.PathLike[str], *, replace: bool = False) -> Iterator[Path]:
+    """A directory written whole or not at all: the body fills the :func:`temp_dir` it is given,
+    which is moved to ``final`` (:func:`commit_dir`) when the body ends, and removed when it
+    raises (KeyboardInterrupt included), so a failed export leaves no debris."""
+    tmp = temp_dir(final)
+    try:
+        yield tmp
+        commit_dir(tmp, final, replace=replace)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

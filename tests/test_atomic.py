@@ -197,3 +197,22 @@ def test_a_full_disk_is_an_output_error_not_a_usage_error(tmp_path: Path) -> Non
     assert isinstance(full, OutputError) and full.exit_code == 1 and str(tmp_path / "x") in full.message
     denied = output_error(OSError(errno.EACCES, "Permission denied", str(tmp_path)), tmp_path / "x")
     assert isinstance(denied, UsageError) and denied.exit_code == 2
+
+
+def test_staged_dir_is_whole_or_nothing(tmp_path: Path) -> None:
+    """staged_dir: the directory appears whole when the body ends, and a body that raises
+    leaves neither the directory nor its temporary sibling behind."""
+    from hub.atomic import staged_dir
+
+    final = tmp_path / "out"
+    with pytest.raises(RuntimeError), staged_dir(final) as tmp:
+        (tmp / "a.txt").write_text("half")
+        raise RuntimeError("stop")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with staged_dir(final) as tmp:
+        (tmp / "a.txt").write_text("whole")
+        assert not final.exists()
+    assert (final / "a.txt").read_text() == "whole" and [p.name for p in tmp_path.iterdir()] == ["out"]
+    with pytest.raises(UsageError), staged_dir(final) as tmp:  # replace not allowed: refused, debris removed
+        (tmp / "b.txt").write_text("new")
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and not (final / "b.txt").exists()

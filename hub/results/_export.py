@@ -233,7 +233,7 @@ def export_msccl(
     ``target`` is the runtime (``msccl-executor-nccl``, ``rccl`` or ``msccl-legacy``). An existing
     ``out_dir`` is replaced only with ``force``. Winners that cannot be exported are listed in
     the outcome (``not_exported``, each with its reason); nothing is raised for them."""
-    from ..atomic import commit_dir, temp_dir
+    from ..atomic import staged_dir
     from ..errors import ComponentNotFoundError
     from ..plugins import get_manager
     from ._plot import load_document
@@ -255,8 +255,7 @@ def export_msccl(
         missing = f"{kind[0]} is not installed (pip install {kind[1]})"
     run_root = run if run.is_dir() else run.parent
     prefixes = _prefixes(doc, run_root)
-    tmp = temp_dir(final)
-    try:
+    with staged_dir(final, replace=True) as tmp:
         outcome = ExportOutcome(final, target if kind is MSCCL else "mscclpp")
         for i, st in enumerate(ans.studies):
             outcome.studies.append(
@@ -265,12 +264,6 @@ def export_msccl(
                 )
             )
         (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
-        commit_dir(tmp, final, replace=True)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return outcome
 
 

@@ -187,7 +187,7 @@ def export_nccl_tuner(
     """Write ``DIR/<NN>-<study>/nccl_tuner.conf`` (and ``tuner.env``) per study and
     ``DIR/export.json``, all or nothing (see the module docstring). An existing ``out_dir`` is
     replaced only with ``force``."""
-    from ..atomic import commit_dir, temp_dir
+    from ..atomic import staged_dir
     from ._plot import load_document
 
     doc, _ = load_document(Path(run_dir))
@@ -197,8 +197,7 @@ def export_nccl_tuner(
     final = Path(out_dir).resolve()
     if final.exists() and not force and (not final.is_dir() or any(final.iterdir())):
         raise UsageError(f"{out_dir} already exists", hint="choose another directory, or pass --force to replace it")
-    tmp = temp_dir(final)
-    try:
+    with staged_dir(final, replace=True) as tmp:
         outcome = ExportOutcome(final, "nccl-tuner")
         for i, st in enumerate(ans.studies):
             slug = _study_slug(i, st)
@@ -231,12 +230,6 @@ def export_nccl_tuner(
                 }
             )
         (tmp / "export.json").write_text(json.dumps(outcome.as_dict(), indent=1) + "\n", encoding="utf-8")
-        commit_dir(tmp, final, replace=True)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return outcome
 
 
