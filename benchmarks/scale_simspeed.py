@@ -36,9 +36,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
-#: recorded before this work (commit bc01dcc, this machine, the --base runs of Dec 7 2026): CPU s,
-#: peak MiB, minor faults during simulate (issue #32's "58 s, 10.6 GB" for the 4096 ring is a whole
-#: ``collhub consume`` process reading the files; this row is simulate() alone)
+#: recorded on Dec 7 2026 (this machine under load 9-12): CPU s, peak MiB, minor faults during
+#: simulate (issue #32's "58 s, 10.6 GB" for the 4096 ring is a whole ``collhub consume`` process
+#: reading the files; this row is simulate() alone). Indicative only: those --base runs imported the
+#: worktree for both sides (fixed since), so they are not a clean "before"; compare with --base DIR.
+#: On the quiet machine at the end of that day, d69b535: ring 21.7 s, 7.9 GB; pat 5.0 s, 2.0 GB.
 BEFORE: dict[str, tuple[float, float, int]] = {
     "ring": (20.3, 7920.0, 212429),
     "pat": (9.9, 3251.0, 225653),
